@@ -1,0 +1,1 @@
+"""The harness: check every kernel against the reference and each other, time them, plot, inspect."""

@@ -1,0 +1,126 @@
+"""python -m compare [check|bench] ... — see README.md. With no subcommand: the main job (check + bench)."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+# Without a GPU the Triton kernels can only run in the interpreter, which must be chosen before they are imported.
+if not torch.cuda.is_available():
+    os.environ.setdefault("TRITON_INTERPRET", "1")
+
+
+def _progress(label: str):
+    t0 = time.time()
+
+    def show(i: int, n: int):
+        bar = "#" * int(30 * i / n)
+        print(f"\r{label} [{bar:<30}] {i}/{n} {time.time() - t0:5.0f}s", end="" if i < n else "\n",
+              file=sys.stderr, flush=True)
+    return show
+
+
+def _gpu() -> bool:
+    from triton_kernels.validation import interpreter_active
+    return torch.cuda.is_available() and not interpreter_active()
+
+
+def cmd_check(args) -> int:
+    from . import check, registry
+
+    gpu = _gpu()
+    kernels = registry.select(args.kernels, include_all=args.all)
+    if not gpu:
+        print("no CUDA GPU: checking the Triton kernels under the Triton interpreter (TRITON_INTERPRET=1) on "
+              "small shapes against the float64 reference and torch.matmul on the CPU; the PTX kernels and all "
+              "timing need a GPU.")
+    rows, names, mat = check.run_check(kernels, gpu=gpu, progress=_progress("check"))
+    print(check.format_table(rows))
+    if names:
+        print()
+        print(check.format_pairwise(names, mat))
+    failed = [r for r in rows if not r.ok]
+    print(f"\n{len(rows) - len(failed)} passed, {len(failed)} failed ({len(kernels)} kernels)")
+    if args.out:
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        from .envinfo import environment
+        (out / "check.json").write_text(json.dumps({"environment": environment(), "rows": [r.as_dict() for r in rows],
+                                                    "pairwise": {"kernels": names, "max_abs_diff": mat}}, indent=1))
+    return 1 if failed else 0
+
+
+def cmd_bench(args) -> int:
+    from . import bench, registry
+    from .envinfo import Sampler, environment
+
+    if not _gpu():
+        print("bench needs a CUDA GPU (timing under the interpreter would measure numpy); nothing timed.")
+        return 2
+    shapes = bench.parse_shapes(args.shapes) if args.shapes else bench.SUITES[args.suite]
+    kernels = registry.select(args.kernels, include_all=args.all)
+    timer = bench.Timer()
+    rows = []
+    show = _progress("bench")
+    env = environment()
+    with Sampler() as sampler:
+        for i, (m, n, k) in enumerate(shapes):
+            rows += bench.bench_shape(kernels, m, n, k, layout=args.layout, rounds=args.rounds,
+                                      budget_ms=args.budget_ms, timer=timer, seed=i)
+            show(i + 1, len(shapes))
+    env["during_run"] = sampler.summary()
+    print(bench.format_table(rows))
+    print()
+    print(bench.summary(rows))
+    print(f"\n{env.get('gpu')} | {env.get('during_run')} | torch {env['torch']} triton {env['triton']} "
+          f"| commit {env['git_commit']}")
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    write_bench(out, env, rows)
+    print(f"wrote {out / 'bench.csv'} and {out / 'bench.json'}")
+    return 1 if any(r.status in ("failed check", "error") for r in rows) else 0
+
+
+def write_bench(out: Path, env: dict, rows) -> None:
+    import csv
+
+    dicts = [r.as_dict() for r in rows]
+    (out / "bench.json").write_text(json.dumps({"environment": env, "rows": dicts}, indent=1))
+    with open(out / "bench.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(dicts[0]) if dicts else ["kernel"])
+        w.writeheader()
+        w.writerows(dicts)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m compare", description=__doc__)
+    sub = ap.add_subparsers(dest="cmd")
+    c = sub.add_parser("check", help="every kernel vs the fp64 reference, torch.matmul and each other")
+    c.add_argument("--kernels", nargs="*", help="fnmatch patterns of kernel names (default: the default set)")
+    c.add_argument("--all", action="store_true", help="also every pinned Triton configuration")
+    c.add_argument("--out", help="folder for check.json")
+    b = sub.add_parser("bench", help="time kernels side by side (GPU)")
+    b.add_argument("--suite", default="default", choices=sorted(__import__("compare.bench").bench.SUITES))
+    b.add_argument("--shapes", help="comma-separated MxNxK list, instead of --suite")
+    b.add_argument("--kernels", nargs="*", help="fnmatch patterns of kernel names")
+    b.add_argument("--all", action="store_true", help="also every pinned Triton configuration")
+    b.add_argument("--layout", default="NN", choices=["NN", "NT", "TN", "TT"])
+    b.add_argument("--rounds", type=int, default=3, help="interleaved timing rounds")
+    b.add_argument("--budget-ms", type=float, default=300.0, help="timed GPU milliseconds per kernel and shape")
+    b.add_argument("--out", default="results", help="folder for bench.csv and bench.json")
+    args = ap.parse_args(argv)
+    if args.cmd == "check":
+        return cmd_check(args)
+    if args.cmd == "bench":
+        return cmd_bench(args)
+    ap.print_help()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,165 @@
+"""`python -m compare bench`: side-by-side timing, medians of CUDA-event timings with L2 flushed (BENCHMARKING.md).
+
+For each shape every selected kernel is first checked on the very inputs it will be timed on; a kernel that
+fails is reported as failed and not timed. Timing rounds interleave the kernels so that clock and power drift
+hit all of them alike; each kernel's median over all rounds is reported with its ratio to torch.matmul.
+"""
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import asdict, dataclass
+
+import torch
+
+from .reference import compare, error_bound, make_inputs, reference
+from .registry import Kernel
+
+SUITES = {
+    "square": [(s, s, s) for s in (1024, 2048, 4096, 8192, 16384)],
+    "llm": [(16, 4096, 4096), (128, 8192, 8192), (4096, 4096, 1024), (8192, 28672, 4096), (8192, 8192, 1024)],
+    "skinny": [(1, 4096, 4096), (16, 4096, 4096), (64, 8192, 8192), (4096, 16, 4096), (8192, 8192, 64)],
+    "odd": [(3000, 5000, 2000)],
+}
+SUITES["default"] = SUITES["square"] + SUITES["llm"] + SUITES["odd"]
+SUITES["all"] = SUITES["default"] + [s for s in SUITES["skinny"] if s not in SUITES["default"]]
+
+L2_FLUSH_BYTES = 256 * 2**20  # > 5x the H100's 50 MB L2
+
+
+@dataclass
+class BenchRow:
+    kernel: str
+    family: str
+    acc: str
+    config: str
+    m: int
+    n: int
+    k: int
+    layout: str
+    status: str  # "ok", "failed check", "error", "skipped"
+    median_ms: float | None = None
+    tflops: float | None = None
+    ratio_to_torch: float | None = None
+    pct_of_ceiling: float | None = None  # % of the measured instruction ceiling of the path the kernel uses
+    samples: int = 0
+    spread_pct: float | None = None  # (p90 - p10) / median
+    detail: str = ""
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def parse_shapes(text: str) -> list[tuple[int, int, int]]:
+    shapes = []
+    for part in text.split(","):
+        dims = part.lower().strip().split("x")
+        if len(dims) != 3 or not all(d.isdigit() for d in dims):
+            raise ValueError(f"shape {part!r} is not of the form MxNxK")
+        shapes.append(tuple(int(d) for d in dims))
+    return shapes
+
+
+class Timer:
+    """Median-of-many CUDA-event timings with the L2 flushed before every call."""
+
+    def __init__(self):
+        self.flush = torch.empty(L2_FLUSH_BYTES // 4, dtype=torch.int32, device="cuda")
+
+    def time(self, fn, n: int) -> list[float]:
+        starts = [torch.cuda.Event(enable_timing=True) for _ in range(n)]
+        ends = [torch.cuda.Event(enable_timing=True) for _ in range(n)]
+        for i in range(n):
+            self.flush.zero_()
+            starts[i].record()
+            fn()
+            ends[i].record()
+        torch.cuda.synchronize()
+        return [s.elapsed_time(e) for s, e in zip(starts, ends)]
+
+
+def tflops(m: int, n: int, k: int, ms: float) -> float:
+    return 2.0 * m * n * k / (ms * 1e-3) / 1e12
+
+
+def bench_shape(kernels: list[Kernel], m: int, n: int, k: int, *, layout: str = "NN", rounds: int = 3,
+                budget_ms: float = 300.0, max_slow_tflop: float = 2.5, timer: Timer | None = None,
+                ceilings: dict | None = None, seed: int = 0) -> list[BenchRow]:
+    """Check then time each kernel on one shape. `budget_ms`: timed GPU time per kernel (all rounds).
+
+    Kernels with `note` marking them naive/slow are skipped when the problem exceeds `max_slow_tflop` TFLOP.
+    """
+    timer = timer or Timer()
+    a, b = make_inputs(m, n, k, layout, device="cuda", seed=seed, kind="randn")
+    ref = reference(a, b)
+    rows, live = [], []
+    for kern in kernels:
+        row = BenchRow(kern.name, kern.family, kern.acc, kern.config, m, n, k, layout, "ok")
+        rows.append(row)
+        if not kern.supports(layout, None):
+            row.status, row.detail = "skipped", f"layout {layout} not supported"
+            continue
+        if kern.slow and 2.0 * m * n * k / 1e12 > max_slow_tflop:
+            row.status, row.detail = "skipped", f"naive kernel above {max_slow_tflop} TFLOP"
+            continue
+        out = torch.full((m, n), float("nan"), dtype=torch.float16, device="cuda")
+        try:
+            c = kern.run(a, b, out)  # also warms up: builds, autotunes
+            torch.cuda.synchronize()
+        except Exception as e:  # noqa: BLE001
+            row.status, row.detail = "error", f"{type(e).__name__}: {e}"
+            continue
+        v = compare(c, ref, error_bound(a, b, ref, kern.acc))
+        if not v.ok:
+            row.status, row.detail = "failed check", v.detail
+            continue
+        est = statistics.median(timer.time(lambda: kern.run(a, b, out), 2))
+        live.append((kern, row, out, max(1, int(budget_ms / rounds / max(est, 1e-3)))))
+    samples = {row.kernel: [] for _, row, _, _ in live}
+    for _ in range(rounds):
+        for kern, row, out, n_calls in live:
+            samples[row.kernel] += timer.time(lambda: kern.run(a, b, out), min(n_calls, 200))
+    for kern, row, out, _ in live:
+        s = sorted(samples[row.kernel])
+        med = statistics.median(s)
+        row.median_ms, row.tflops, row.samples = med, tflops(m, n, k, med), len(s)
+        row.spread_pct = 100.0 * (s[int(0.9 * (len(s) - 1))] - s[int(0.1 * (len(s) - 1))]) / med
+        if ceilings and kern.family in ("mma", "wmma") and ceilings.get(kern.acc):
+            row.pct_of_ceiling = 100.0 * row.tflops / ceilings[kern.acc]
+    base = next((r for r in rows if r.kernel == "torch.matmul" and r.tflops), None)
+    for r in rows:
+        if base and r.tflops:
+            r.ratio_to_torch = r.tflops / base.tflops
+    return rows
+
+
+def geomean(xs: list[float]) -> float:
+    xs = [x for x in xs if x and x > 0]
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
+
+
+def format_table(rows: list[BenchRow]) -> str:
+    lines = [f"{'shape':>18} {'kernel':<36} {'TFLOPS':>8} {'x torch':>8} {'ms':>9} {'n':>4} {'spread':>7}  status",
+             "-" * 110]
+    for r in rows:
+        t = f"{r.tflops:8.1f}" if r.tflops else f"{'-':>8}"
+        q = f"{r.ratio_to_torch:8.3f}" if r.ratio_to_torch else f"{'-':>8}"
+        ms = f"{r.median_ms:9.3f}" if r.median_ms else f"{'-':>9}"
+        sp = f"{r.spread_pct:6.1f}%" if r.spread_pct is not None else f"{'-':>7}"
+        st = r.status if r.status == "ok" else f"{r.status}: {r.detail[:60]}"
+        lines.append(f"{r.m:>6}x{r.n:>5}x{r.k:>5} {r.kernel:<36} {t} {q} {ms} {r.samples:>4} {sp}  {st}")
+    return "\n".join(lines)
+
+
+def summary(rows: list[BenchRow]) -> str:
+    """Geometric mean of each kernel's ratio to torch.matmul over the shapes it was timed on."""
+    names = []
+    for r in rows:
+        if r.kernel not in names:
+            names.append(r.kernel)
+    lines = [f"{'kernel':<36} {'geomean x torch':>16} {'shapes':>7}"]
+    for name in names:
+        rs = [r.ratio_to_torch for r in rows if r.kernel == name and r.ratio_to_torch]
+        if rs:
+            lines.append(f"{name:<36} {geomean(rs):16.3f} {len(rs):>7}")
+    return "\n".join(lines)

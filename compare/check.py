@@ -1,0 +1,112 @@
+"""`python -m compare check`: every kernel against the high-precision reference, torch.matmul and each other."""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import torch
+
+from .reference import LAYOUTS, compare, error_bound, make_inputs, poisoned_out, reference
+from .registry import Kernel
+
+# (M, N, K): odd edges, K past several tiles, one square tile multiple. GPU lists run every layout.
+GPU_EXACT = [(1, 1, 1), (17, 33, 100), (129, 7, 311), (496, 233, 4099), (1024, 1024, 1024)]
+GPU_RANDOM = [(1024, 1024, 1024), (3000, 5000, 2000)]
+CPU_EXACT = [(1, 7, 129), (17, 33, 100), (33, 16, 7)]
+CPU_RANDOM = [(40, 24, 72)]
+
+
+@dataclass
+class CheckRow:
+    kernel: str
+    shape: str
+    layout: str
+    inputs: str  # "int" (exact check) or "randn" (bound check)
+    ok: bool
+    max_abs_err: float
+    err_vs_torch: float | None  # max |C - ref| over torch.matmul's own max |C - ref|; None for exact checks
+    detail: str
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def _run_case(kernels: list[Kernel], m: int, n: int, k: int, layout: str, kind: str, device, seed: int):
+    a, b = make_inputs(m, n, k, layout, device=device, seed=seed, kind=kind)
+    ref = reference(a, b)
+    outs, rows = {}, []
+    for kern in kernels:
+        acc = kern.acc
+        bound = None if kind == "int" else error_bound(a, b, ref, acc)
+        if not kern.supports(layout, None):
+            continue
+        out = poisoned_out(m, n, device)
+        try:
+            c = kern.run(a, b, out)
+            if device != "cpu":
+                torch.cuda.synchronize()
+        except Exception as e:  # noqa: BLE001 - a failure of one kernel is a row, not the end of the check
+            rows.append(CheckRow(kern.name, f"{m}x{n}x{k}", layout, kind, False, float("nan"), None,
+                                 f"raised {type(e).__name__}: {e}"))
+            continue
+        v = compare(c, ref, bound)
+        outs[kern.name] = c
+        rows.append(CheckRow(kern.name, f"{m}x{n}x{k}", layout, kind, v.ok, v.max_abs_err, None, v.detail))
+    if kind == "randn" and "torch.matmul" in outs:
+        base = next(r.max_abs_err for r in rows if r.kernel == "torch.matmul")
+        for r in rows:
+            r.err_vs_torch = r.max_abs_err / base if base > 0 else None
+    return rows, outs
+
+
+def pairwise(outs: dict[str, torch.Tensor]) -> tuple[list[str], list[list[float]]]:
+    """Max |C_i - C_j| between every pair of kernels' outputs on the same inputs."""
+    names = list(outs)
+    mat = [[float((outs[x].double() - outs[y].double()).abs().nan_to_num(float("inf")).max()) for y in names]
+           for x in names]
+    return names, mat
+
+
+def run_check(kernels: list[Kernel], *, gpu: bool, layouts=LAYOUTS, progress=None):
+    """Run the exact and random checks; returns (rows, pairwise names, pairwise matrix)."""
+    device = "cuda" if gpu else "cpu"
+    exact, rand = (GPU_EXACT, GPU_RANDOM) if gpu else (CPU_EXACT, CPU_RANDOM)
+    cases = [(s, lay, "int") for s in exact for lay in layouts] + [(s, lay, "randn") for s in rand for lay in layouts]
+    rows, pair = [], ([], [])
+    for i, ((m, n, k), lay, kind) in enumerate(cases):
+        r, outs = _run_case(kernels, m, n, k, lay, kind, device, seed=i)
+        rows += r
+        if kind == "randn" and not pair[0]:
+            pair = pairwise(outs)
+        if progress:
+            progress(i + 1, len(cases))
+    return rows, pair[0], pair[1]
+
+
+def format_table(rows: list[CheckRow]) -> str:
+    """One line per kernel: cases passed, worst error ratio, first failure."""
+    by = {}
+    for r in rows:
+        by.setdefault(r.kernel, []).append(r)
+    lines = [f"{'kernel':<44} {'exact':>9} {'random':>9} {'max err':>9} {'err/torch':>9}  first failure",
+             "-" * 110]
+    for name, rs in by.items():
+        ex = [r for r in rs if r.inputs == "int"]
+        rn = [r for r in rs if r.inputs == "randn"]
+        err = max((r.max_abs_err for r in rn), default=float("nan"))
+        ratios = [r.err_vs_torch for r in rn if r.err_vs_torch is not None]
+        ratio = f"{max(ratios):9.2f}" if ratios else f"{'-':>9}"
+        bad = next((r for r in rs if not r.ok), None)
+        why = f"{bad.shape} {bad.layout} {bad.inputs}: {bad.detail}" if bad else ""
+        lines.append(f"{name:<44} {sum(r.ok for r in ex):>4}/{len(ex):<4} {sum(r.ok for r in rn):>4}/{len(rn):<4}"
+                     f" {err:9.3g} {ratio}  {why[:200]}")
+    return "\n".join(lines)
+
+
+def format_pairwise(names: list[str], mat: list[list[float]]) -> str:
+    if not names:
+        return ""
+    short = [n[:14] for n in names]
+    lines = ["max |C_i - C_j| on the first random case", " " * 44 + " ".join(f"{s:>14}" for s in short)]
+    for n, row in zip(names, mat):
+        lines.append(f"{n:<44}" + " ".join(f"{v:14.3g}" for v in row))
+    return "\n".join(lines)

@@ -1,0 +1,126 @@
+"""The one reference, input maker and error bound shared by the tests and the harness (see TESTING.md)."""
+from __future__ import annotations
+
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import torch
+
+LAYOUTS = ("NN", "NT", "TN", "TT")
+FP16_UNIT = 2.0**-11  # unit roundoff of fp16 (half an ulp at 1.0)
+FP32_UNIT = 2.0**-24
+
+
+@contextmanager
+def _full_fp32():
+    old = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = False
+    try:
+        yield
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = old
+
+
+def reference(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """A @ B in high precision, as float64 on a's device.
+
+    CPU: float64. CUDA: fp32 cuBLAS with TF32 off (float64 GEMM on the GPU is ~60x slower); for the small-integer
+    inputs of the exact checks every fp32 partial sum is exact while |sum| < 2**24, so it is exact there too.
+    """
+    if a.device.type == "cuda":
+        with _full_fp32():
+            return (a.float() @ b.float()).double()
+    return a.double() @ b.double()
+
+
+def make_operand(rows: int, cols: int, major: str, *, device, generator: torch.Generator | None = None,
+                 kind: str = "int") -> torch.Tensor:
+    """A (rows, cols) fp16 matrix stored row-major (major="N") or column-major ("T", a `.t()` view).
+
+    kind="int": integers in [-3, 3] (exact products and sums); kind="randn": standard normal.
+    """
+    shape = (rows, cols) if major == "N" else (cols, rows)
+    if kind == "int":
+        t = torch.randint(-3, 4, shape, generator=generator, dtype=torch.int16)
+    elif kind == "randn":
+        t = torch.randn(shape, generator=generator, dtype=torch.float32)
+    else:
+        raise ValueError(f"unknown input kind {kind!r}")
+    t = t.to(device=device, dtype=torch.float16)
+    return t if major == "N" else t.t()
+
+
+def make_inputs(m: int, n: int, k: int, layout: str = "NN", *, device="cpu", seed: int = 0, kind: str = "int"):
+    """A (m, k) and B (k, n) in the given layout: first letter A, second B; N = row-major, T = column-major."""
+    if layout not in LAYOUTS:
+        raise ValueError(f"layout must be one of {LAYOUTS}, got {layout!r}")
+    g = torch.Generator().manual_seed(seed)
+    return (make_operand(m, k, layout[0], device=device, generator=g, kind=kind),
+            make_operand(k, n, layout[1], device=device, generator=g, kind=kind))
+
+
+def poisoned_out(m: int, n: int, device) -> torch.Tensor:
+    """An output buffer full of NaN, so that an unwritten element cannot pass a check."""
+    return torch.full((m, n), float("nan"), dtype=torch.float16, device=device)
+
+
+def error_bound(a: torch.Tensor, b: torch.Tensor, ref: torch.Tensor, acc: str = "fp32") -> torch.Tensor:
+    """Per-element bound |C - ref| <= 2u16*|ref| + K*u_acc*(|A| @ |B|) + 2**-24.
+
+    The first term covers the final rounding to fp16 (one ulp, generous by 2x); the second the accumulation
+    (u_acc = 2**-24 for fp32, 2**-11 for fp16); the last the fp16 subnormal spacing.
+    """
+    k = a.shape[1]
+    unit = FP32_UNIT if acc == "fp32" else FP16_UNIT
+    absprod = reference(a.abs(), b.abs())
+    return 2 * FP16_UNIT * ref.abs() + k * unit * absprod + 2.0**-24
+
+
+@dataclass
+class Verdict:
+    """Outcome of comparing one result against the reference."""
+
+    ok: bool
+    max_abs_err: float
+    max_rel_to_bound: float  # max |C - ref| / bound; <= 1 passes
+    unwritten: int  # NaN outputs where the reference is finite
+    first_bad: tuple[int, int] | None
+    detail: str
+
+    def __str__(self) -> str:
+        return self.detail
+
+
+def compare(c: torch.Tensor, ref: torch.Tensor, bound: torch.Tensor | None = None) -> Verdict:
+    """Compare an fp16 result with a float64 reference.
+
+    bound=None: exact check, C must equal ref rounded to fp16 bit for bit (NaN and inf must match too).
+    Otherwise: |C - ref| <= bound element-wise, with NaN/inf positions equal to the reference's.
+    """
+    c64 = c.double()
+    ref16 = ref.half().double()
+    nan_ok = torch.isnan(c64) == torch.isnan(ref16)
+    unwritten = int((torch.isnan(c64) & ~torch.isnan(ref16)).sum())
+    finite = torch.isfinite(c64) & torch.isfinite(ref16)
+    diff = torch.where(finite, (c64 - ref).abs(), torch.zeros_like(c64))
+    inf_ok = torch.where(torch.isinf(ref16) | torch.isinf(c64), c64 == ref16, torch.ones_like(nan_ok))
+    if bound is None:
+        good = ((c64 == ref16) | (torch.isnan(c64) & torch.isnan(ref16)))
+        ratio = float("inf") if not bool(good.all()) else 0.0
+        what = "exact"
+    else:
+        good = nan_ok & inf_ok & (diff <= bound)
+        ratio = float((diff / bound).max()) if diff.numel() else 0.0
+        what = "bound"
+    max_err = float(diff.max()) if diff.numel() else 0.0
+    if bool(good.all()):
+        return Verdict(True, max_err, ratio, 0, None, f"{what} ok, max |err| {max_err:.3g}")
+    bad = (~good).nonzero()
+    i, j = (int(x) for x in bad[0])
+    msg = (f"{what} check failed at {bad.shape[0]} of {c.numel()} elements; first bad [{i}, {j}]: "
+           f"got {float(c64[i, j])!r}, want {float(ref[i, j])!r}")
+    if bound is not None:
+        msg += f" (bound {float(bound[i, j]):.3g}); max |err|/bound {ratio:.3g}"
+    if unwritten:
+        msg += f"; {unwritten} elements unwritten (still NaN)"
+    return Verdict(False, max_err, ratio, unwritten, (i, j), msg)

@@ -1,0 +1,100 @@
+"""One registry of every kernel the harness and the tests know: torch.matmul, Triton configs, PTX variants.
+
+Adding a kernel = one entry here (PTX variants come in through `ptx_kernels.variants()`).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import torch
+
+import triton_kernels
+from triton_kernels.validation import interpreter_active
+
+from .reference import LAYOUTS
+
+Runner = Callable[[torch.Tensor, torch.Tensor, "torch.Tensor | None"], torch.Tensor]
+
+
+@dataclass(frozen=True)
+class Kernel:
+    name: str
+    family: str  # "torch" | "triton" | "simt" | "wmma" | "mma" (later "wgmma", "sparse")
+    acc: str  # "fp32" | "fp16": accumulation inside the kernel
+    run: Runner = field(repr=False, compare=False)
+    layouts: tuple[str, ...] = LAYOUTS
+    min_arch: int = 80  # compute capability x 10
+    config: str = ""  # tile configuration, or "autotuned"
+    default: bool = True  # in the default bench set (per-config entries are checked, not timed, by default)
+    cpu_ok: bool = False  # runs without a GPU (Triton interpreter, or torch on the CPU)
+    note: str = ""  # what the entry adds, for the ladder
+    slow: bool = False  # a naive teaching kernel: the harness skips it on very large problems
+
+    def supports(self, layout: str, arch: int | None) -> bool:
+        return layout in self.layouts and (arch is None or arch >= self.min_arch)
+
+
+def _torch_matmul(a, b, out=None):
+    return torch.matmul(a, b, out=out) if out is not None else torch.matmul(a, b)
+
+
+def _triton(acc: str, config: triton_kernels.Config | None) -> Runner:
+    def run(a, b, out=None):
+        return triton_kernels.hgemm(a, b, out=out, acc=acc, config=config)
+    return run
+
+
+def triton_entries() -> list[Kernel]:
+    out = []
+    for acc in triton_kernels.ACCUMULATIONS:
+        suffix = "" if acc == "fp32" else "_fp16acc"
+        out.append(Kernel(f"triton{suffix}", "triton", acc, _triton(acc, None), config="autotuned", cpu_ok=True,
+                          note="tl.dot blocked kernel, autotuned"))
+        for cfg in triton_kernels.configs():
+            out.append(Kernel(f"triton{suffix}[{cfg.name}]", "triton", acc, _triton(acc, cfg), config=cfg.name,
+                              default=False, cpu_ok=True, note="one pinned configuration"))
+    return out
+
+
+def ptx_entries() -> list[Kernel]:
+    try:
+        import ptx_kernels
+    except ImportError:
+        return []
+    out = []
+    for v in ptx_kernels.variants():
+        def run(a, b, out=None, _name=v.name):
+            return ptx_kernels.hgemm(a, b, variant=_name, out=out)
+        out.append(Kernel(v.name, v.family, v.acc, run, layouts=v.layouts, min_arch=v.min_arch, config=v.tile,
+                          note=v.adds, slow=v.slow))
+    return out
+
+
+def kernels() -> list[Kernel]:
+    """Every kernel: the baseline first, then Triton, then the hand-written ladder in order."""
+    base = Kernel("torch.matmul", "torch", "fp32", _torch_matmul, config="cuBLAS", cpu_ok=True,
+                  note="baseline (cuBLAS on CUDA)")
+    return [base, *triton_entries(), *ptx_entries()]
+
+
+def select(patterns: list[str] | None = None, *, include_all: bool = False, gpu: bool | None = None,
+           arch: int | None = None) -> list[Kernel]:
+    """Kernels whose name matches one of `patterns` (fnmatch; None = the defaults), runnable here."""
+    from fnmatch import fnmatchcase
+
+    if gpu is None:
+        gpu = torch.cuda.is_available() and not interpreter_active()
+    chosen = []
+    for k in kernels():
+        if patterns:
+            if not any(fnmatchcase(k.name, p) for p in patterns):
+                continue
+        elif not (k.default or include_all):
+            continue
+        if not gpu and not k.cpu_ok:
+            continue
+        if arch is not None and arch < k.min_arch:
+            continue
+        chosen.append(k)
+    return chosen

@@ -1,0 +1,156 @@
+"""The Triton HGEMM on every layout, config and accumulation: exact integer checks (TESTING.md).
+
+Runs under the interpreter on the CPU, and on CUDA tensors when a GPU is present.
+"""
+import pytest
+import torch
+
+import triton_kernels
+from compare.reference import LAYOUTS, compare, error_bound, make_inputs, poisoned_out, reference
+from triton_kernels import Config, configs
+
+from conftest import DEVICE, HAS_CUDA
+from shapes import small_triples
+
+# Under the interpreter `config=None` means INTERPRETER_CONFIG; on a GPU it means the autotuner.
+ACCS = triton_kernels.ACCUMULATIONS
+
+
+def run_exact(a, b, **kw):
+    out = poisoned_out(a.shape[0], b.shape[1], a.device)
+    c = triton_kernels.hgemm(a, b, out=out, **kw)
+    assert c is out
+    v = compare(c, reference(a, b))
+    assert v.ok, v.detail
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("m,n,k", small_triples())
+def test_exact_all_layouts(m, n, k, layout):
+    a, b = make_inputs(m, n, k, layout, device=DEVICE, seed=m * 1000 + n * 10 + k)
+    run_exact(a, b)
+
+
+@pytest.mark.parametrize("acc", ACCS)
+@pytest.mark.parametrize("layout", ["NN", "TT"])
+def test_exact_both_accumulations(acc, layout):
+    a, b = make_inputs(33, 100, 129, layout, device=DEVICE, seed=7)
+    run_exact(a, b, acc=acc)
+
+
+@pytest.mark.parametrize("cfg", configs(), ids=lambda c: c.name)
+@pytest.mark.parametrize("acc", ACCS)
+def test_every_config_exact(cfg, acc):
+    # One tile plus one on every side, and K with a partial last tile: edges on all three axes.
+    m, n, k = cfg.block_m + 1, cfg.block_n + 1, cfg.block_k * cfg.num_stages + 8
+    a, b = make_inputs(m, n, k, "NT", device=DEVICE, seed=1)
+    run_exact(a, b, acc=acc, config=cfg)
+
+
+def test_even_k_path():
+    cfg = Config(32, 32, 32, num_warps=4, num_stages=2)
+    a, b = make_inputs(40, 24, 96, "NN", device=DEVICE, seed=3)  # K multiple of BLOCK_K: no K mask
+    run_exact(a, b, config=cfg)
+
+
+def test_strided_views_need_no_copy():
+    g = torch.Generator().manual_seed(5)
+    big_a = torch.randint(-3, 4, (33, 2 * 100), generator=g).half().to(DEVICE)
+    big_b = torch.randint(-3, 4, (100 + 7, 3 * 17), generator=g).half().to(DEVICE)
+    a = big_a[:, ::2]  # column stride 2: neither row- nor column-major
+    b = big_b[3:103, ::3]  # storage offset, padded leading dimension, column stride 3
+    assert triton_kernels.layout_of(a, b) == "strided"
+    run_exact(a, b)
+
+
+def test_padded_leading_dimension_and_offset():
+    g = torch.Generator().manual_seed(6)
+    a = torch.randint(-3, 4, (20, 70), generator=g).half().to(DEVICE)[1:18, 3:66]  # 17 x 63, ld 70, offset
+    b = torch.randint(-3, 4, (80, 40), generator=g).half().to(DEVICE)[5:68, 1:34]  # 63 x 33
+    assert triton_kernels.layout_of(a, b) == "NN"
+    run_exact(a, b)
+
+
+def test_out_with_strides():
+    a, b = make_inputs(17, 33, 40, "NN", device=DEVICE, seed=8)
+    out_t = torch.full((33, 17), float("nan"), dtype=torch.float16, device=DEVICE)
+    c = triton_kernels.hgemm(a, b, out=out_t.t())  # column-major output
+    assert c.data_ptr() == out_t.data_ptr()
+    assert compare(c, reference(a, b)).ok
+
+
+def test_default_allocates_contiguous():
+    a, b = make_inputs(7, 9, 16, "TN", device=DEVICE, seed=9)
+    c = triton_kernels.hgemm(a, b)
+    assert c.shape == (7, 9) and c.dtype == torch.float16 and c.is_contiguous()
+
+
+def test_nan_propagates_to_its_row_only():
+    a, b = make_inputs(17, 20, 33, "NN", device=DEVICE, seed=10)
+    a = a.clone()
+    a[5, 7] = float("nan")
+    c = triton_kernels.hgemm(a, b).cpu()
+    assert torch.isnan(c[5]).all()
+    assert torch.isfinite(torch.cat([c[:5], c[6:]])).all()
+
+
+def test_overflow_gives_inf_like_reference():
+    a = torch.full((4, 64), 40.0, dtype=torch.float16, device=DEVICE)
+    b = torch.full((64, 4), 40.0, dtype=torch.float16, device=DEVICE)  # 64 * 1600 = 102400 > 65504
+    c = triton_kernels.hgemm(a, b)
+    assert torch.isinf(c).all() and (c > 0).all()
+    assert compare(c, reference(a, b)).ok
+
+
+def test_deterministic():
+    a, b = make_inputs(100, 129, 311, "NN", device=DEVICE, seed=11, kind="randn")
+    c1 = triton_kernels.hgemm(a, b)
+    c2 = triton_kernels.hgemm(a, b)
+    assert torch.equal(c1, c2)
+
+
+@pytest.mark.parametrize("acc", ACCS)
+def test_random_within_bound_small(acc):
+    a, b = make_inputs(64, 48, 200, "NT", device=DEVICE, seed=12, kind="randn")
+    ref = reference(a, b)
+    v = compare(triton_kernels.hgemm(a, b, acc=acc), ref, error_bound(a, b, ref, acc))
+    assert v.ok, v.detail
+
+
+# ---------------------------------------------------------------------------------------------- GPU only
+@pytest.mark.gpu
+@pytest.mark.parametrize("acc", ACCS)
+@pytest.mark.parametrize("m,n,k", [(4096, 4096, 4096), (3000, 5000, 2000), (4097, 1023, 4099), (496, 8192, 233)])
+def test_random_large_within_bound(m, n, k, acc):
+    a, b = make_inputs(m, n, k, "NN", device="cuda", seed=13, kind="randn")
+    ref = reference(a, b)
+    out = poisoned_out(m, n, "cuda")
+    v = compare(triton_kernels.hgemm(a, b, acc=acc, out=out), ref, error_bound(a, b, ref, acc))
+    assert v.ok, v.detail
+    if acc == "fp32":  # no worse than a few times cuBLAS's own error on the same inputs
+        base = compare(torch.matmul(a, b), ref, error_bound(a, b, ref, acc))
+        assert v.max_abs_err <= 4 * base.max_abs_err + 1e-3, (v.max_abs_err, base.max_abs_err)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_exact_large_odd_autotuned(layout):
+    a, b = make_inputs(1000, 1500, 1337, layout, device="cuda", seed=14)
+    run_exact(a, b)
+
+
+@pytest.mark.gpu
+def test_non_default_stream():
+    a, b = make_inputs(512, 384, 1000, "NN", device="cuda", seed=15)
+    s = torch.cuda.Stream()
+    with torch.cuda.stream(s):
+        a2 = a * 1  # producer on the same stream
+        c = triton_kernels.hgemm(a2, b)
+    s.synchronize()
+    assert compare(c, reference(a, b)).ok
+
+
+@pytest.mark.skipif(HAS_CUDA, reason="interpreter-only behaviour")
+def test_interpreter_uses_pinned_config():
+    from triton_kernels.blocked import INTERPRETER_CONFIG
+    assert INTERPRETER_CONFIG.check() is INTERPRETER_CONFIG

@@ -1,0 +1,101 @@
+"""Bad input gets a clear error naming the problem; empty problems return without a launch."""
+import pytest
+import torch
+
+import triton_kernels
+from triton_kernels.validation import max_element_offset, needs_int64_indexing, validate
+
+from conftest import DEVICE
+
+
+def h(*shape, dtype=torch.float16, device=DEVICE):
+    return torch.ones(*shape, dtype=dtype, device=device)
+
+
+@pytest.mark.parametrize("a_dtype,b_dtype", [(torch.float32, torch.float16), (torch.float16, torch.bfloat16),
+                                             (torch.float32, torch.float32), (torch.int8, torch.float16)])
+def test_dtype_error_names_both_dtypes(a_dtype, b_dtype):
+    with pytest.raises(TypeError, match=rf"float16.*mat1 {a_dtype}.*mat2 {b_dtype}"):
+        triton_kernels.hgemm(h(3, 4, dtype=a_dtype), h(4, 5, dtype=b_dtype))
+
+
+def test_shape_mismatch_uses_torch_mm_words():
+    with pytest.raises(ValueError, match=r"^mat1 and mat2 shapes cannot be multiplied \(3x4 and 5x6\)$"):
+        triton_kernels.hgemm(h(3, 4), h(5, 6))
+
+
+@pytest.mark.parametrize("shape_a,shape_b,which,dims", [((3,), (3, 4), "mat1", 1), ((2, 3, 4), (4, 5), "mat1", 3),
+                                                        ((3, 4), (4,), "mat2", 1), ((3, 4), (1, 4, 5), "mat2", 3)])
+def test_not_a_matrix(shape_a, shape_b, which, dims):
+    with pytest.raises(ValueError, match=rf"{which} must be a 2-D matrix, got a {dims}-D tensor"):
+        triton_kernels.hgemm(h(*shape_a), h(*shape_b))
+
+
+def test_not_a_tensor():
+    with pytest.raises(TypeError, match="mat1 must be a torch.Tensor, got list"):
+        triton_kernels.hgemm([[1.0]], h(1, 1))
+
+
+def test_cpu_tensors_rejected_outside_interpreter():
+    with pytest.raises(ValueError, match=r"inputs are on cpu; these kernels need CUDA tensors"):
+        validate(h(2, 3, device="cpu"), h(3, 4, device="cpu"), allow_cpu=False)
+
+
+def test_two_devices_named():
+    a = h(2, 3, device="cpu")
+    b = h(3, 4, device="meta")
+    with pytest.raises(ValueError, match=r"found at least two devices, cpu and meta"):
+        validate(a, b, allow_cpu=True)
+
+
+def test_out_wrong_shape_dtype_device():
+    a, b = h(3, 4), h(4, 5)
+    with pytest.raises(ValueError, match=r"out has shape \(5x3\), expected \(3x5\)"):
+        triton_kernels.hgemm(a, b, out=h(5, 3))
+    with pytest.raises(TypeError, match=r"out must be torch.float16, got torch.float32"):
+        triton_kernels.hgemm(a, b, out=h(3, 5, dtype=torch.float32))
+    with pytest.raises(ValueError, match=r"two devices"):
+        validate(a, b, out=h(3, 5, device="meta"), allow_cpu=True)
+
+
+def test_out_aliasing_rejected():
+    a = h(8, 8)
+    with pytest.raises(ValueError, match="out overlaps an input"):
+        triton_kernels.hgemm(a, h(8, 8), out=a)
+    big = h(16, 8)
+    with pytest.raises(ValueError, match="out overlaps an input"):
+        triton_kernels.hgemm(big[:8], h(8, 8), out=big[4:12])
+    with pytest.raises(ValueError, match="zero stride"):
+        triton_kernels.hgemm(h(2, 8), h(8, 3), out=h(1, 3).expand(2, 3))
+
+
+def test_bad_acc_and_config():
+    with pytest.raises(ValueError, match=r"acc must be one of \('fp32', 'fp16'\), got 'tf32'"):
+        triton_kernels.hgemm(h(2, 2), h(2, 2), acc="tf32")
+    with pytest.raises(ValueError, match=r"block_k=24 must be a power of two >= 16"):
+        triton_kernels.hgemm(h(2, 2), h(2, 2), config=triton_kernels.Config(32, 32, 24))
+    with pytest.raises(ValueError, match=r"num_warps=3"):
+        triton_kernels.hgemm(h(2, 2), h(2, 2), config=triton_kernels.Config(32, 32, 32, num_warps=3))
+
+
+@pytest.mark.parametrize("m,n", [(0, 5), (5, 0), (0, 0)])
+def test_empty_output_no_launch(m, n):
+    c = triton_kernels.hgemm(h(m, 4), h(4, n))
+    assert c.shape == (m, n) and c.dtype == torch.float16
+
+
+def test_k_zero_gives_zeros():
+    out = torch.full((3, 5), float("nan"), dtype=torch.float16, device=DEVICE)
+    c = triton_kernels.hgemm(h(3, 0), h(0, 5), out=out)
+    assert c is out
+    assert torch.equal(c, torch.zeros(3, 5, dtype=torch.float16, device=DEVICE))
+
+
+def test_int64_indexing_decision():
+    small = torch.empty(0, dtype=torch.float16)
+    assert max_element_offset(small) == 0
+    # A meta tensor has strides but no storage: a matrix past int32 offsets without allocating 4 GB.
+    huge = torch.empty_strided((2, 1), (2**31, 1), dtype=torch.float16, device="meta")
+    assert max_element_offset(huge) == 2**31
+    assert needs_int64_indexing(huge)
+    assert not needs_int64_indexing(torch.empty(1024, 1024, dtype=torch.float16))

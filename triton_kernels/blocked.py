@@ -1,0 +1,221 @@
+"""Blocked Triton HGEMM: C[M, N] = A[M, K] @ B[K, N] in fp16, fp32 or fp16 accumulation.
+
+The tutorial-03 kernel made safe for every shape and layout:
+- grouped program ordering (GROUP_M programs down a column share B tiles in L2);
+- rows/columns past M/N wrap (`% M`) so loads need no M/N mask; the store is masked;
+- K is masked only when K is not a multiple of BLOCK_K (EVEN_K heuristic);
+- strides are passed as they are: row-major, column-major and strided views need no copy;
+- offsets are computed in int64 when some tensor spans more than 2**31 elements.
+On sm_90 `tl.dot` lowers to wgmma (HGMMA in SASS); on sm_80 to mma.sync (HMMA).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import triton
+import triton.language as tl
+
+from .validation import finish_empty, interpreter_active, needs_int64_indexing, validate
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Tuning constants
+# ----------------------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Config:
+    """One point of the kernel's tuning space."""
+
+    block_m: int
+    block_n: int
+    block_k: int
+    group_m: int = 8
+    num_warps: int = 4
+    num_stages: int = 3
+
+    @property
+    def name(self) -> str:
+        return (f"{self.block_m}x{self.block_n}x{self.block_k}"
+                f"_w{self.num_warps}_s{self.num_stages}_g{self.group_m}")
+
+    @property
+    def smem_bytes(self) -> int:
+        """Shared memory of the operand pipeline: one A and one B tile per stage, fp16."""
+        return (self.block_m + self.block_n) * self.block_k * 2 * self.num_stages
+
+    def check(self) -> "Config":
+        for field in ("block_m", "block_n", "block_k"):
+            v = getattr(self, field)
+            if v < 16 or v & (v - 1):
+                raise ValueError(f"hgemm config {self.name}: {field}={v} must be a power of two >= 16 (tl.dot)")
+        if self.num_warps not in (1, 2, 4, 8, 16):
+            raise ValueError(f"hgemm config {self.name}: num_warps={self.num_warps} must be 1, 2, 4, 8 or 16")
+        if self.group_m < 1 or self.num_stages < 1:
+            raise ValueError(f"hgemm config {self.name}: group_m and num_stages must be >= 1")
+        return self
+
+    def to_triton(self) -> triton.Config:
+        return triton.Config(
+            {"BLOCK_M": self.block_m, "BLOCK_N": self.block_n, "BLOCK_K": self.block_k, "GROUP_M": self.group_m},
+            num_warps=self.num_warps, num_stages=self.num_stages)
+
+
+def configs() -> list[Config]:
+    """The autotuning list, Hopper-minded (228 KB shared memory per SM, wgmma wants 64-row warpgroup tiles).
+
+    Big tiles first: 128x256 and 256x128 with 8 warps keep two warpgroups busy on wgmma and need
+    3 x 48 KB of pipeline; 128x128 and 64x128 cover small and skinny problems where big tiles leave SMs idle.
+    """
+    return [
+        Config(128, 256, 64, group_m=8, num_warps=8, num_stages=3),
+        Config(256, 128, 64, group_m=8, num_warps=8, num_stages=3),
+        Config(128, 256, 64, group_m=8, num_warps=8, num_stages=4),
+        Config(128, 128, 64, group_m=8, num_warps=8, num_stages=4),
+        Config(128, 128, 64, group_m=8, num_warps=4, num_stages=4),
+        Config(64, 128, 64, group_m=8, num_warps=4, num_stages=4),
+        Config(64, 64, 64, group_m=8, num_warps=4, num_stages=4),
+        Config(128, 64, 32, group_m=8, num_warps=4, num_stages=4),
+    ]
+
+
+# Under the interpreter `@triton.autotune` with several configs needs a driver, so `config=None` takes this one.
+INTERPRETER_CONFIG = Config(32, 32, 32, group_m=4, num_warps=4, num_stages=2)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Kernel
+# ----------------------------------------------------------------------------------------------------------------
+@triton.jit
+def hgemm_kernel(
+    # pointers
+    a_ptr, b_ptr, c_ptr,
+    # sizes
+    M, N, K,
+    # strides (elements)
+    stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+    # meta-parameters
+    LAYOUT: tl.constexpr,  # "NN", "NT", "TN", "TT" or "strided": only an autotuning key
+    ACC_FP16: tl.constexpr,
+    INDEX_64: tl.constexpr,
+    EVEN_K: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+):
+    # Grouped ordering: programs walk GROUP_M tile-rows down one tile-column before moving right.
+    pid = tl.program_id(0)
+    num_pid_m = tl.cdiv(M, BLOCK_M)
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    num_pid_in_group = GROUP_M * num_pid_n
+    group_id = pid // num_pid_in_group
+    first_pid_m = group_id * GROUP_M
+    group_size_m = min(num_pid_m - first_pid_m, GROUP_M)
+    pid_m = first_pid_m + ((pid % num_pid_in_group) % group_size_m)
+    pid_n = (pid % num_pid_in_group) // group_size_m
+
+    # Rows and columns past the edge wrap onto valid ones; their results are never stored.
+    offs_am = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)) % M
+    offs_bn = (pid_n * BLOCK_N + tl.arange(0, BLOCK_N)) % N
+    offs_k = tl.arange(0, BLOCK_K)
+    if INDEX_64:
+        offs_am = offs_am.to(tl.int64)
+        offs_bn = offs_bn.to(tl.int64)
+        offs_k = offs_k.to(tl.int64)
+    a_ptrs = a_ptr + offs_am[:, None] * stride_am + offs_k[None, :] * stride_ak  # (BLOCK_M, BLOCK_K)
+    b_ptrs = b_ptr + offs_k[:, None] * stride_bk + offs_bn[None, :] * stride_bn  # (BLOCK_K, BLOCK_N)
+
+    if ACC_FP16:
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float16)
+    else:
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+
+    # MAIN LOOP
+    for kt in range(0, tl.cdiv(K, BLOCK_K)):
+        if EVEN_K:
+            a = tl.load(a_ptrs)
+            b = tl.load(b_ptrs)
+        else:
+            k_left = K - kt * BLOCK_K
+            a = tl.load(a_ptrs, mask=offs_k[None, :] < k_left, other=0.0)
+            b = tl.load(b_ptrs, mask=offs_k[:, None] < k_left, other=0.0)
+        if ACC_FP16:
+            acc = tl.dot(a, b, acc, out_dtype=tl.float16)
+        else:
+            acc = tl.dot(a, b, acc)
+        a_ptrs += BLOCK_K * stride_ak
+        b_ptrs += BLOCK_K * stride_bk
+
+    # EPILOGUE
+    c = acc.to(tl.float16)
+    offs_cm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_cn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    if INDEX_64:
+        offs_cm = offs_cm.to(tl.int64)
+        offs_cn = offs_cn.to(tl.int64)
+    c_ptrs = c_ptr + offs_cm[:, None] * stride_cm + offs_cn[None, :] * stride_cn
+    tl.store(c_ptrs, c, mask=(offs_cm[:, None] < M) & (offs_cn[None, :] < N))
+
+
+_even_k = triton.heuristics({"EVEN_K": lambda args: args["K"] % args["BLOCK_K"] == 0})
+hgemm_kernel_pinned = _even_k(hgemm_kernel)
+hgemm_kernel_autotuned = triton.autotune(
+    configs=[c.to_triton() for c in configs()], key=["M", "N", "K", "LAYOUT", "ACC_FP16"],
+)(_even_k(hgemm_kernel))
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Host launcher and public wrapper
+# ----------------------------------------------------------------------------------------------------------------
+def layout_of(a: torch.Tensor, b: torch.Tensor) -> str:
+    """Two letters, A then B: N = row-major (unit stride along the columns), T = column-major (a `.t()` view
+    of a row-major tensor); "strided" for anything else (neither stride is 1)."""
+
+    def letter(t: torch.Tensor) -> str | None:
+        if t.stride(1) == 1 or t.shape[1] == 1:
+            return "N"
+        if t.stride(0) == 1 or t.shape[0] == 1:
+            return "T"
+        return None
+
+    la, lb = letter(a), letter(b)
+    return la + lb if la and lb else "strided"
+
+
+ACCUMULATIONS = ("fp32", "fp16")
+
+
+def hgemm(a: torch.Tensor, b: torch.Tensor, *, out: torch.Tensor | None = None, acc: str = "fp32",
+          config: Config | None = None) -> torch.Tensor:
+    """C = A @ B for fp16 matrices of any shape and strides, on the Triton blocked kernel.
+
+    acc: "fp32" (default) or "fp16" accumulation inside the kernel; the output is fp16 either way.
+    out: a preallocated fp16 (M, N) tensor to write into (any strides); returned.
+    config: pin one `Config` instead of autotuning (the interpreter always uses a pinned one).
+    """
+    if acc not in ACCUMULATIONS:
+        raise ValueError(f"hgemm: acc must be one of {ACCUMULATIONS}, got {acc!r}")
+    p = validate(a, b, out)
+    if p.empty:
+        return finish_empty(p)
+    if config is None and interpreter_active():
+        config = INTERPRETER_CONFIG
+    c = p.out
+    args = (a, b, c, p.m, p.n, p.k, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1))
+    meta = dict(LAYOUT=layout_of(a, b), ACC_FP16=acc == "fp16", INDEX_64=needs_int64_indexing(a, b, c))
+    if config is None:
+        grid = lambda META: (triton.cdiv(p.m, META["BLOCK_M"]) * triton.cdiv(p.n, META["BLOCK_N"]),)  # noqa: E731
+        hgemm_kernel_autotuned[grid](*args, **meta)
+    else:
+        config.check()
+        grid = (triton.cdiv(p.m, config.block_m) * triton.cdiv(p.n, config.block_n),)
+        hgemm_kernel_pinned[grid](
+            *args, **meta, BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=config.block_k,
+            GROUP_M=config.group_m, num_warps=config.num_warps, num_stages=config.num_stages)
+    return c
+
+
+def best_config() -> Config | None:
+    """The configuration the autotuner chose in its most recent call (None before any autotuned call)."""
+    tc = getattr(hgemm_kernel_autotuned, "best_config", None)
+    if tc is None:
+        return None
+    kw = tc.kwargs
+    return Config(kw["BLOCK_M"], kw["BLOCK_N"], kw["BLOCK_K"], kw["GROUP_M"], tc.num_warps, tc.num_stages)

@@ -1,0 +1,122 @@
+"""Input validation shared by every HGEMM entry point (Triton and PTX).
+
+One implementation, so that `triton_kernels.hgemm` and `ptx_kernels.hgemm` reject the same bad input with the
+same words. Messages follow torch.mm's where torch.mm has one
+("mat1 and mat2 shapes cannot be multiplied (3x4 and 5x6)").
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import torch
+
+INT32_MAX = 2**31 - 1
+
+
+def interpreter_active() -> bool:
+    """True when Triton runs kernels in its CPU interpreter (TRITON_INTERPRET=1)."""
+    return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A validated C[M, N] = A[M, K] @ B[K, N] with the output tensor chosen."""
+
+    m: int
+    n: int
+    k: int
+    out: torch.Tensor
+
+    @property
+    def empty(self) -> bool:
+        """Nothing to launch: the output has no elements, or K == 0 and it is all zeros."""
+        return self.m == 0 or self.n == 0 or self.k == 0
+
+
+def _shape(t: torch.Tensor) -> str:
+    return "x".join(str(s) for s in t.shape)
+
+
+def max_element_offset(t: torch.Tensor) -> int:
+    """Largest element offset (from the data pointer) that a kernel indexing `t` by its strides reaches."""
+    if t.numel() == 0:
+        return 0
+    return sum((size - 1) * abs(stride) for size, stride in zip(t.shape, t.stride()))
+
+
+def needs_int64_indexing(*tensors: torch.Tensor) -> bool:
+    """True when some element offset of some tensor does not fit in int32."""
+    return any(max_element_offset(t) > INT32_MAX for t in tensors)
+
+
+def _check_matrix(name: str, t: object) -> torch.Tensor:
+    if not isinstance(t, torch.Tensor):
+        raise TypeError(f"hgemm: {name} must be a torch.Tensor, got {type(t).__name__}")
+    if t.dim() != 2:
+        raise ValueError(f"hgemm: {name} must be a 2-D matrix, got a {t.dim()}-D tensor of shape ({_shape(t)})")
+    return t
+
+
+def _overlaps(x: torch.Tensor, y: torch.Tensor) -> bool:
+    if x.numel() == 0 or y.numel() == 0 or x.device != y.device:
+        return False
+    esize = x.element_size()
+    x0, x1 = x.data_ptr(), x.data_ptr() + (max_element_offset(x) + 1) * esize
+    y0, y1 = y.data_ptr(), y.data_ptr() + (max_element_offset(y) + 1) * y.element_size()
+    return x0 < y1 and y0 < x1
+
+
+def validate(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None, *,
+             allow_cpu: bool | None = None) -> Problem:
+    """Check a, b (and out) for an fp16 GEMM; allocate the output when `out` is None.
+
+    allow_cpu: accept CPU tensors (only the Triton interpreter can run on them). Defaults to
+    `interpreter_active()`.
+    """
+    if allow_cpu is None:
+        allow_cpu = interpreter_active()
+    a = _check_matrix("mat1", a)
+    b = _check_matrix("mat2", b)
+    if a.dtype != torch.float16 or b.dtype != torch.float16:
+        raise TypeError(
+            f"hgemm: expected both inputs to be torch.float16, got mat1 {a.dtype} and mat2 {b.dtype}")
+    if a.shape[1] != b.shape[0]:
+        raise ValueError(f"mat1 and mat2 shapes cannot be multiplied ({_shape(a)} and {_shape(b)})")
+    if a.device != b.device:
+        raise ValueError(
+            f"Expected all tensors to be on the same device, but found at least two devices, "
+            f"{a.device} and {b.device}!")
+    if a.device.type != "cuda" and not allow_cpu:
+        raise ValueError(
+            f"hgemm: inputs are on {a.device}; these kernels need CUDA tensors "
+            f"(CPU tensors are accepted only under the Triton interpreter, TRITON_INTERPRET=1)")
+    m, k = a.shape
+    n = b.shape[1]
+    if out is None:
+        out = torch.empty((m, n), dtype=torch.float16, device=a.device)
+    else:
+        if not isinstance(out, torch.Tensor):
+            raise TypeError(f"hgemm: out must be a torch.Tensor, got {type(out).__name__}")
+        if out.dtype != torch.float16:
+            raise TypeError(f"hgemm: out must be torch.float16, got {out.dtype}")
+        if tuple(out.shape) != (m, n):
+            raise ValueError(f"hgemm: out has shape ({_shape(out)}), expected ({m}x{n}) for "
+                             f"({_shape(a)}) @ ({_shape(b)})")
+        if out.device != a.device:
+            raise ValueError(
+                f"Expected all tensors to be on the same device, but found at least two devices, "
+                f"{a.device} and {out.device}!")
+        if out.numel() > 1 and any(s == 0 for s, d in zip(out.stride(), out.shape) if d > 1):
+            raise ValueError(f"hgemm: out has a zero stride {tuple(out.stride())}: elements would alias")
+        if _overlaps(out, a) or _overlaps(out, b):
+            raise ValueError("hgemm: out overlaps an input; some elements of the output and an input "
+                             "refer to a single memory location")
+    return Problem(m=m, n=n, k=k, out=out)
+
+
+def finish_empty(p: Problem) -> torch.Tensor:
+    """Result of an empty problem without a launch: nothing for M or N == 0, zeros for K == 0."""
+    if p.k == 0 and p.out.numel() > 0:
+        p.out.zero_()
+    return p.out
