@@ -58,16 +58,17 @@ def triton_entries() -> list[Kernel]:
 
 
 def ptx_entries() -> list[Kernel]:
-    try:
-        import ptx_kernels
-    except ImportError:
-        return []
+    """One entry per hand-written variant and accumulation: `wmma_multistage`, `wmma_multistage_fp16acc`, ..."""
+    import ptx_kernels
+
     out = []
     for v in ptx_kernels.variants():
-        def run(a, b, out=None, _name=v.name):
-            return ptx_kernels.hgemm(a, b, variant=_name, out=out)
-        out.append(Kernel(v.name, v.family, v.acc, run, layouts=v.layouts, min_arch=v.min_arch, config=v.tile,
-                          note=v.adds, slow=v.slow))
+        for acc in v.accs:
+            def run(a, b, out=None, _name=v.name, _acc=acc):
+                return ptx_kernels.hgemm(a, b, variant=_name, acc=_acc, out=out)
+            suffix = "" if acc == "fp32" else "_fp16acc"
+            out.append(Kernel(v.name + suffix, v.family, acc, run, min_arch=v.min_arch, config=v.tile,
+                              note=v.adds, slow=v.slow))
     return out
 
 

@@ -1,0 +1,96 @@
+"""Hand-written CUDA/PTX HGEMMs callable from PyTorch (built with load_inline on first use)."""
+from __future__ import annotations
+
+import torch
+
+from triton_kernels.validation import finish_empty, validate
+
+from .build import BuildError, load
+from .variants import BY_NAME, VARIANTS, Variant
+
+__all__ = ["BuildError", "Variant", "hgemm", "last_launch", "load", "variants"]
+
+ACCUMULATIONS = ("fp32", "fp16")
+_last: dict = {}
+
+
+def variants() -> tuple[Variant, ...]:
+    """Every variant in ladder order, with what it supports."""
+    return VARIANTS
+
+
+def last_launch() -> dict:
+    """What the most recent `hgemm` call launched: variant, grid, block, shared memory, and any copies it made."""
+    return dict(_last)
+
+
+def _rows_aligned16(t: torch.Tensor, ld: int) -> bool:
+    return t.data_ptr() % 16 == 0 and ld % 8 == 0
+
+
+def _aligned_copy(t: torch.Tensor) -> torch.Tensor:
+    """A row-major copy of t whose rows start on 16-byte boundaries (leading dimension rounded up to 8)."""
+    rows, cols = t.shape
+    ld = (cols + 7) // 8 * 8
+    buf = torch.empty((rows, ld), dtype=t.dtype, device=t.device)
+    view = buf[:, :cols]
+    view.copy_(t)
+    return view
+
+
+def _is_row_major(t: torch.Tensor) -> bool:
+    return t.stride(1) == 1 or t.shape[1] == 1
+
+
+def hgemm(a: torch.Tensor, b: torch.Tensor, *, variant: str = "wmma_multistage", acc: str = "fp32",
+          out: torch.Tensor | None = None) -> torch.Tensor:
+    """C = A @ B in fp16 on one hand-written kernel.
+
+    variant: a name from `variants()`. acc: "fp32" or "fp16" accumulation. out: preallocated fp16 (M, N) tensor.
+    Layouts the variant cannot read in place (column-major A; strided views; unaligned rows for cp.async
+    variants) are copied first; `last_launch()["copies"]` lists them.
+    """
+    v = BY_NAME.get(variant)
+    if v is None:
+        raise ValueError(f"hgemm: unknown variant {variant!r}; choose one of {[x.name for x in VARIANTS]}")
+    if acc not in v.accs:
+        raise ValueError(f"hgemm: variant {variant!r} supports acc in {v.accs}, got {acc!r}")
+    p = validate(a, b, out, allow_cpu=False)
+    if p.empty:
+        return finish_empty(p)
+    cap = torch.cuda.get_device_capability(a.device)
+    if cap[0] * 10 + cap[1] < v.min_arch:
+        raise RuntimeError(f"hgemm: variant {variant!r} needs sm_{v.min_arch}; {a.device} is sm_{cap[0]}{cap[1]}")
+    if max(p.m, p.n, p.k) > 2**31 - 1 - 256:
+        raise ValueError(f"hgemm: PTX kernels index M, N, K with 32-bit ints; got {p.m}x{p.n}x{p.k}")
+    ext = load()
+    copies = []
+    if v.family != "simt":
+        if not _is_row_major(a):
+            a, _ = a.contiguous(), copies.append("A to row-major")
+        if _is_row_major(b):
+            b_col = False
+        elif b.stride(0) == 1 or b.shape[0] == 1:
+            b_col = True
+        else:
+            b, b_col, _ = b.contiguous(), False, copies.append("B to row-major")
+        if v.aligned_rows:
+            if not _rows_aligned16(a, a.stride(0)):
+                a, _ = _aligned_copy(a), copies.append("A to 16-byte aligned rows")
+            ldb = b.stride(1) if b_col else b.stride(0)
+            if not _rows_aligned16(b, ldb):
+                b = _aligned_copy(b.t()).t() if b_col else _aligned_copy(b)
+                copies.append("B to 16-byte aligned rows")
+    else:
+        b_col = False
+    c = p.out
+    if not _is_row_major(c):
+        c = torch.empty((p.m, p.n), dtype=torch.float16, device=a.device)
+        copies.append("C through a row-major temporary")
+    info = ext.hgemm_launch(variant, a, b, c, b_col, acc == "fp16")
+    if c is not p.out:
+        p.out.copy_(c)
+    _last.clear()
+    _last.update(variant=variant, acc=acc, grid=(info[0], info[1]), block=info[2], smem_bytes=info[3],
+                 b_col_major=b_col, copies=copies)
+    return p.out

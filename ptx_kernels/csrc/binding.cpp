@@ -1,0 +1,77 @@
+// binding.cpp — the one place that knows about Torch: checks, the current stream, launch errors.
+// Kernels live in the .cu files (plain nvcc, no Torch headers); this file is compiled by the host compiler.
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <torch/extension.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "hgemm.cuh"
+
+namespace {
+
+const std::map<std::string, Launcher>& launchers() {
+  static const std::map<std::string, Launcher> table = {
+      {"simt_naive", launch_simt_naive},           {"wmma_naive", launch_wmma_naive},
+      {"wmma_smem", launch_wmma_smem},             {"wmma_regtile", launch_wmma_regtile},
+      {"wmma_async_dbuf", launch_wmma_async_dbuf}, {"wmma_multistage", launch_wmma_multistage},
+  };
+  return table;
+}
+
+}  // namespace
+
+std::vector<std::string> hgemm_variants() {
+  std::vector<std::string> names;
+  for (const auto& kv : launchers()) names.push_back(kv.first);
+  return names;
+}
+
+// Launch `variant` on the current stream: C = A @ B. Python has validated shapes, dtypes and devices and chosen
+// the layouts; these checks guard the contract again. Returns {grid_x, grid_y, block, smem_bytes, smem_limit}.
+std::vector<int64_t> hgemm_launch(const std::string& variant, const torch::Tensor& a, const torch::Tensor& b,
+                                  const torch::Tensor& c, bool b_col_major, bool acc_fp16) {
+  auto it = launchers().find(variant);
+  TORCH_CHECK(it != launchers().end(), "hgemm: no PTX variant named '", variant, "'");
+  for (const auto* t : {&a, &b, &c}) {
+    TORCH_CHECK(t->is_cuda() && t->scalar_type() == torch::kHalf && t->dim() == 2,
+                "hgemm_launch: expected 2-D CUDA float16 tensors");
+    TORCH_CHECK(t->device() == a.device(), "hgemm_launch: tensors on different devices");
+  }
+  TORCH_CHECK(a.size(1) == b.size(0) && c.size(0) == a.size(0) && c.size(1) == b.size(1),
+              "hgemm_launch: shapes (", a.size(0), "x", a.size(1), ") @ (", b.size(0), "x", b.size(1), ") -> (",
+              c.size(0), "x", c.size(1), ") do not match");
+  TORCH_CHECK(c.stride(1) == 1 || c.size(1) == 1, "hgemm_launch: C needs unit column stride");
+  const bool simt = variant == "simt_naive";
+  if (!simt) {
+    TORCH_CHECK(a.stride(1) == 1 || a.size(1) == 1, "hgemm_launch: variant '", variant, "' needs row-major A");
+    TORCH_CHECK(b_col_major ? (b.stride(0) == 1 || b.size(0) == 1) : (b.stride(1) == 1 || b.size(1) == 1),
+                "hgemm_launch: B strides do not match b_col_major=", b_col_major);
+  }
+  const c10::cuda::CUDAGuard guard(a.device());
+  GemmArgs p;
+  p.A = reinterpret_cast<const half*>(a.data_ptr<at::Half>());
+  p.B = reinterpret_cast<const half*>(b.data_ptr<at::Half>());
+  p.C = reinterpret_cast<half*>(c.data_ptr<at::Half>());
+  p.M = static_cast<int>(a.size(0));
+  p.N = static_cast<int>(b.size(1));
+  p.K = static_cast<int>(a.size(1));
+  p.sam = a.stride(0);
+  p.sak = a.stride(1);
+  p.sbk = b.stride(0);
+  p.sbn = b.stride(1);
+  p.ldc = c.stride(0);
+  p.b_col_major = b_col_major;
+  LaunchInfo info;
+  const cudaError_t err =
+      it->second(p, acc_fp16 ? Acc::F16 : Acc::F32, at::cuda::getCurrentCUDAStream(a.device().index()), &info);
+  TORCH_CHECK(err != cudaErrorMisalignedAddress, "hgemm: variant '", variant,
+              "' needs 16-byte aligned rows of A and B (16-byte aligned base, leading dimension a multiple of 8)");
+  TORCH_CHECK(!(err == cudaErrorInvalidValue && info.smem_bytes > info.smem_limit), "hgemm: variant '", variant,
+              "' needs ", info.smem_bytes, " bytes of shared memory per block; this device allows ",
+              info.smem_limit);
+  TORCH_CHECK(err == cudaSuccess, "hgemm: variant '", variant, "' failed to launch: ", cudaGetErrorString(err));
+  return {info.grid_x, info.grid_y, info.block, info.smem_bytes, info.smem_limit};
+}

@@ -1,0 +1,39 @@
+// hgemm.cuh — what every hand-written HGEMM variant shares with the binding layer: the problem description and
+// the launcher signature. No Torch headers: kernel files compile with plain nvcc.
+#pragma once
+#include <cstdint>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+// C[M, N] = A[M, K] @ B[K, N], fp16 in and out. Strides in elements. Tensor-core variants need sak == 1
+// (A row-major) and either sbn == 1 (B row-major, "NN") or sbk == 1 (B column-major, "NT"); the simt variant
+// takes any strides. C is written with unit column stride and row stride ldc.
+struct GemmArgs {
+  const half* A;
+  const half* B;
+  half* C;
+  int M, N, K;
+  int64_t sam, sak;
+  int64_t sbk, sbn;
+  int64_t ldc;
+  bool b_col_major;
+};
+
+enum class Acc : int { F32 = 0, F16 = 1 };
+
+// Filled by a launcher so the binding can explain a failure and the harness can show what was launched.
+struct LaunchInfo {
+  unsigned grid_x = 0, grid_y = 0, block = 0;
+  int smem_bytes = 0;  // dynamic + static shared memory per block
+  int smem_limit = 0;  // the device's opt-in limit per block
+};
+
+using Launcher = cudaError_t (*)(const GemmArgs&, Acc, cudaStream_t, LaunchInfo*);
+
+// One launcher per variant (defined in <variant>.cu).
+cudaError_t launch_simt_naive(const GemmArgs&, Acc, cudaStream_t, LaunchInfo*);
+cudaError_t launch_wmma_naive(const GemmArgs&, Acc, cudaStream_t, LaunchInfo*);
+cudaError_t launch_wmma_smem(const GemmArgs&, Acc, cudaStream_t, LaunchInfo*);
+cudaError_t launch_wmma_regtile(const GemmArgs&, Acc, cudaStream_t, LaunchInfo*);
+cudaError_t launch_wmma_async_dbuf(const GemmArgs&, Acc, cudaStream_t, LaunchInfo*);
+cudaError_t launch_wmma_multistage(const GemmArgs&, Acc, cudaStream_t, LaunchInfo*);

@@ -1,0 +1,165 @@
+// tile_io.cuh — device helpers shared by the kernels: edge-safe tile loads into shared memory, the fragment
+// epilogue, block rasterization, and the host-side launch helpers.
+#pragma once
+#include <mma.h>
+
+#include <type_traits>
+
+#include "hgemm.cuh"
+#include "ptx.cuh"
+
+namespace tile {
+
+__host__ __device__ constexpr int cdiv(int a, int b) { return (a + b - 1) / b; }
+
+__host__ __device__ inline bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15) == 0; }
+
+// True when every row of A and B starts on a 16-byte boundary: the condition for uint4 loads and cp.async.
+inline bool rows_aligned16(const GemmArgs& p) {
+  const int64_t ldb = p.b_col_major ? p.sbn : p.sbk;
+  return aligned16(p.A) && aligned16(p.B) && p.sam % 8 == 0 && ldb % 8 == 0;
+}
+
+// Copy a ROWS x COLS tile whose origin is `g` (row stride `ld`, unit column stride) into shared memory
+// (row stride LDS), synchronously. Elements at or past rows_left / cols_left read as zero. Chunks of 8 halves:
+// one 16-byte load when the chunk is inside and rows are 16-byte aligned, else element by element.
+template <int ROWS, int COLS, int THREADS, int LDS>
+__device__ __forceinline__ void load_tile_sync(half* s, const half* g, int64_t ld, int rows_left, int cols_left,
+                                               bool vec_ok) {
+  static_assert(COLS % 8 == 0, "tiles are moved in chunks of 8 halves");
+  constexpr int CHUNKS = ROWS * COLS / 8;
+  for (int c = threadIdx.x; c < CHUNKS; c += THREADS) {
+    const int r = c / (COLS / 8), k = (c % (COLS / 8)) * 8;
+    half* dst = s + r * LDS + k;
+    const half* src = g + r * ld + k;
+    if (vec_ok && r < rows_left && k + 8 <= cols_left) {
+      *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(src);
+    } else {
+#pragma unroll
+      for (int e = 0; e < 8; ++e) dst[e] = (r < rows_left && k + e < cols_left) ? src[e] : __float2half(0.f);
+    }
+  }
+}
+
+// The same tile with cp.async: 16-byte copies, the src-size operand zero-filling whatever lies past the edges.
+// Needs 16-byte aligned rows (rows_aligned16). `base` is any valid address, used when a chunk reads nothing.
+template <int ROWS, int COLS, int THREADS, int LDS>
+__device__ __forceinline__ void cp_async_tile(half* s, const half* g, int64_t ld, int rows_left, int cols_left,
+                                              const half* base) {
+  static_assert(COLS % 8 == 0 && LDS % 8 == 0, "16-byte chunks need 8-half multiples");
+  constexpr int CHUNKS = ROWS * COLS / 8;
+  static_assert(CHUNKS % THREADS == 0, "every thread copies the same number of chunks");
+#pragma unroll
+  for (int i = 0; i < CHUNKS / THREADS; ++i) {
+    const int c = threadIdx.x + i * THREADS;
+    const int r = c / (COLS / 8), k = (c % (COLS / 8)) * 8;
+    const int left = (r < rows_left) ? cols_left - k : 0;
+    const uint32_t bytes = left >= 8 ? 16u : (left > 0 ? 2u * left : 0u);
+    ptx::cp_async_16B(ptx::smem_u32(s + r * LDS + k), bytes ? g + r * ld + k : base, bytes);
+  }
+}
+
+// Store one 16x16 accumulator fragment at C[row0.., col0..], guarded at the edges: through a per-warp 16x16
+// scratch in shared memory (fragment layouts are opaque), then each lane writes 8 consecutive halves of one row.
+template <typename AccT, typename Frag>
+__device__ __forceinline__ void store_fragment(const Frag& frag, AccT* scratch, half* C, int64_t ldc, int row0,
+                                               int col0, int M, int N, bool c_vec_ok) {
+  using namespace nvcuda;
+  wmma::store_matrix_sync(scratch, frag, 16, wmma::mem_row_major);
+  __syncwarp();
+  const int lane = threadIdx.x % 32;
+  const int r = lane / 2, c = (lane % 2) * 8;
+  const int row = row0 + r, col = col0 + c;
+  if (row < M) {
+    alignas(16) half v[8];
+#pragma unroll
+    for (int e = 0; e < 8; ++e) v[e] = static_cast<half>(scratch[r * 16 + c + e]);
+    half* dst = C + row * ldc + col;
+    if (c_vec_ok && col + 8 <= N) {
+      *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(v);
+    } else {
+#pragma unroll
+      for (int e = 0; e < 8; ++e)
+        if (col + e < N) dst[e] = v[e];
+    }
+  }
+  __syncwarp();
+}
+
+// One BK=16 step of a warp's FM x FN grid of 16x16 fragments: load FM A and FN B fragments from shared memory,
+// issue FM*FN wmma::mma_sync. sA points at the warp's first row and the step's k (row stride lda); sB at the
+// warp's first column and the step's k: (k, n) storage with row stride ldb, or (n, k) storage when B_COL.
+template <int FM, int FN, bool B_COL, typename AccFrag>
+__device__ __forceinline__ void wmma_warp_step(AccFrag (&c)[FM][FN], const half* sA, int lda, const half* sB,
+                                               int ldb) {
+  using namespace nvcuda;
+  using BLayout = typename std::conditional<B_COL, wmma::col_major, wmma::row_major>::type;
+  wmma::fragment<wmma::matrix_a, 16, 16, 16, half, wmma::row_major> a[FM];
+  wmma::fragment<wmma::matrix_b, 16, 16, 16, half, BLayout> b[FN];
+#pragma unroll
+  for (int i = 0; i < FM; ++i) wmma::load_matrix_sync(a[i], sA + i * 16 * lda, lda);
+#pragma unroll
+  for (int j = 0; j < FN; ++j) wmma::load_matrix_sync(b[j], B_COL ? sB + j * 16 * ldb : sB + j * 16, ldb);
+#pragma unroll
+  for (int i = 0; i < FM; ++i)
+#pragma unroll
+    for (int j = 0; j < FN; ++j) wmma::mma_sync(c[i][j], a[i], b[j], c[i][j]);
+}
+
+template <int FM, int FN, typename AccFrag>
+__device__ __forceinline__ void fill_warp_tile(AccFrag (&c)[FM][FN]) {
+#pragma unroll
+  for (int i = 0; i < FM; ++i)
+#pragma unroll
+    for (int j = 0; j < FN; ++j) nvcuda::wmma::fill_fragment(c[i][j], 0);
+}
+
+// Epilogue of a warp's FM x FN fragment grid whose top-left output element is (row0, col0).
+template <int FM, int FN, typename AccT, typename AccFrag>
+__device__ __forceinline__ void store_warp_tile(const AccFrag (&c)[FM][FN], AccT* scratch, const GemmArgs& p,
+                                                int row0, int col0) {
+  const bool c_vec_ok = aligned16(p.C) && p.ldc % 8 == 0;
+#pragma unroll
+  for (int i = 0; i < FM; ++i)
+#pragma unroll
+    for (int j = 0; j < FN; ++j)
+      if (row0 + i * 16 < p.M && col0 + j * 16 < p.N)
+        store_fragment(c[i][j], scratch, p.C, p.ldc, row0 + i * 16, col0 + j * 16, p.M, p.N, c_vec_ok);
+}
+
+// Grouped (swizzled) block order: GROUP tile-rows are walked down one tile-column before moving right, so
+// consecutive blocks share B tiles in L2 (the Triton tutorial's GROUP_M).
+__device__ __forceinline__ void grouped_tile(int pid, int tiles_m, int tiles_n, int group, int& tm, int& tn) {
+  const int per_group = group * tiles_n;
+  const int first_m = (pid / per_group) * group;
+  const int rows = min(tiles_m - first_m, group);
+  tm = first_m + (pid % per_group) % rows;
+  tn = (pid % per_group) / rows;
+}
+
+// Raise the kernel's dynamic shared-memory limit when it needs more than the default 48 KB; fail with
+// cudaErrorInvalidValue (and info->smem_limit filled) when the device cannot give that much.
+template <typename Kernel>
+inline cudaError_t prepare_smem(Kernel kernel, int bytes, LaunchInfo* info) {
+  int dev = 0, limit = 0;
+  cudaError_t err = cudaGetDevice(&dev);
+  if (err == cudaSuccess) err = cudaDeviceGetAttribute(&limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
+  if (err != cudaSuccess) return err;
+  if (info) {
+    info->smem_bytes = bytes;
+    info->smem_limit = limit;
+  }
+  if (bytes > limit) return cudaErrorInvalidValue;
+  if (bytes > 48 * 1024) return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+  return cudaSuccess;
+}
+
+inline void fill_info(LaunchInfo* info, dim3 grid, dim3 block, int smem) {
+  if (!info) return;
+  info->grid_x = grid.x;
+  info->grid_y = grid.y;
+  info->block = block.x * block.y * block.z;
+  if (smem) info->smem_bytes = smem;
+}
+
+}  // namespace tile

@@ -1,0 +1,107 @@
+// wmma_multistage.cu — beyond the seed: the best WMMA kernel we could make.
+//
+// Adds over wmma_async_dbuf: a STAGES-deep cp.async pipeline (STAGES-1 tiles in flight while one is computed,
+// one barrier per K step), BK = 32, a 128x256 block tile with 8 warps each computing a 64x64 warp tile (4x4
+// fragments: every fragment loaded from shared memory feeds 4 MMAs), dynamic shared memory above 48 KB, and
+// grouped block rasterization so that neighbouring blocks share operand tiles in L2.
+// Edges: cp.async zero-fill as in wmma_async_dbuf; needs 16-byte aligned rows.
+#include <mma.h>
+
+#include "hgemm.cuh"
+#include "tile_io.cuh"
+
+namespace wmma_multistage {
+using namespace nvcuda;
+
+constexpr int WARPS_M = 2, WARPS_N = 4;
+constexpr int FM = 4, FN = 4;  // a 64x64 warp tile
+constexpr int BM = WARPS_M * FM * 16, BN = WARPS_N * FN * 16, BK = 32;
+constexpr int STAGES = 4;  // 4 x 27 KB (B row-major) or 4 x 30 KB (B column-major) of the H100's 227 KB
+constexpr int PAD = 8;     // halves: rows skewed by 16 bytes
+constexpr int GROUP_M = 8;
+constexpr int THREADS = 32 * WARPS_M * WARPS_N;
+constexpr int LDA = BK + PAD;
+
+template <bool B_COL>
+struct Smem {
+  static constexpr int B_ROWS = B_COL ? BN : BK, LDB = (B_COL ? BK : BN) + PAD;
+  static constexpr int A_STAGE = BM * LDA, B_STAGE = B_ROWS * LDB;  // halves
+  static constexpr int BYTES = STAGES * (A_STAGE + B_STAGE) * 2;
+  static_assert((A_STAGE * 2) % 128 == 0 && (B_STAGE * 2) % 128 == 0, "stages stay 128-byte aligned");
+};
+
+template <Acc ACC, bool B_COL>
+__global__ void __launch_bounds__(THREADS, 1) kernel(GemmArgs p) {
+  using AccT = typename std::conditional<ACC == Acc::F32, float, half>::type;
+  using S = Smem<B_COL>;
+  extern __shared__ __align__(128) unsigned char smem_raw[];
+  half* sA = reinterpret_cast<half*>(smem_raw);  // (stage, m, k)
+  half* sB = sA + STAGES * S::A_STAGE;            // (stage, k, n), or (stage, n, k) when B is column-major
+
+  const int warp = threadIdx.x / 32, wm = warp / WARPS_N, wn = warp % WARPS_N;
+  int tm, tn;
+  tile::grouped_tile(blockIdx.x, tile::cdiv(p.M, BM), tile::cdiv(p.N, BN), GROUP_M, tm, tn);
+  const int row0 = tm * BM, col0 = tn * BN;
+  const int64_t ldb = B_COL ? p.sbn : p.sbk;
+  const int kt_count = tile::cdiv(p.K, BK);
+  auto load_stage = [&](int kt) {
+    const int k0 = kt * BK, stage = kt % STAGES;
+    if (kt < kt_count) {
+      tile::cp_async_tile<BM, BK, THREADS, LDA>(sA + stage * S::A_STAGE, p.A + row0 * p.sam + k0, p.sam,
+                                                p.M - row0, p.K - k0, p.A);
+      if (B_COL)
+        tile::cp_async_tile<BN, BK, THREADS, S::LDB>(sB + stage * S::B_STAGE, p.B + col0 * ldb + k0, ldb,
+                                                     p.N - col0, p.K - k0, p.B);
+      else
+        tile::cp_async_tile<BK, BN, THREADS, S::LDB>(sB + stage * S::B_STAGE, p.B + k0 * ldb + col0, ldb,
+                                                     p.K - k0, p.N - col0, p.B);
+    }
+    ptx::cp_async_commit();  // an empty group past the end keeps the wait count uniform
+  };
+  wmma::fragment<wmma::accumulator, 16, 16, 16, AccT> c[FM][FN];
+  tile::fill_warp_tile(c);
+
+  // PROLOGUE: STAGES - 1 tiles in flight.
+#pragma unroll
+  for (int s = 0; s < STAGES - 1; ++s) load_stage(s);
+
+  // MAIN LOOP
+  for (int kt = 0; kt < kt_count; ++kt) {
+    ptx::cp_async_wait<STAGES - 2>();  // tile kt has landed (for this thread's copies)
+    __syncthreads();                   // ... for every thread's; and everyone is done with tile kt - 1's stage
+    load_stage(kt + STAGES - 1);       // refill the stage tile kt - 1 used
+    const int stage = kt % STAGES;
+    const half* a = sA + stage * S::A_STAGE + wm * FM * 16 * LDA;
+    const half* b = sB + stage * S::B_STAGE + (B_COL ? wn * FN * 16 * S::LDB : wn * FN * 16);
+#pragma unroll
+    for (int kk = 0; kk < BK; kk += 16)
+      tile::wmma_warp_step<FM, FN, B_COL>(c, a + kk, LDA, B_COL ? b + kk : b + kk * S::LDB, S::LDB);
+  }
+
+  // EPILOGUE: the pipeline's shared memory becomes the per-warp scratch.
+  ptx::cp_async_wait<0>();
+  __syncthreads();
+  AccT* scratch = reinterpret_cast<AccT*>(smem_raw) + warp * 16 * 16;
+  tile::store_warp_tile<FM, FN>(c, scratch, p, row0 + wm * FM * 16, col0 + wn * FN * 16);
+}
+
+template <Acc ACC, bool B_COL>
+cudaError_t launch(const GemmArgs& p, cudaStream_t stream, LaunchInfo* info) {
+  constexpr int bytes = Smem<B_COL>::BYTES;
+  cudaError_t err = tile::prepare_smem(kernel<ACC, B_COL>, bytes, info);
+  if (err != cudaSuccess) return err;
+  const dim3 block(THREADS), grid(tile::cdiv(p.M, BM) * tile::cdiv(p.N, BN));
+  tile::fill_info(info, grid, block, bytes);
+  kernel<ACC, B_COL><<<grid, block, bytes, stream>>>(p);
+  return cudaGetLastError();
+}
+
+}  // namespace wmma_multistage
+
+cudaError_t launch_wmma_multistage(const GemmArgs& p, Acc acc, cudaStream_t stream, LaunchInfo* info) {
+  using namespace wmma_multistage;
+  if (!tile::rows_aligned16(p)) return cudaErrorMisalignedAddress;
+  if (acc == Acc::F32)
+    return p.b_col_major ? launch<Acc::F32, true>(p, stream, info) : launch<Acc::F32, false>(p, stream, info);
+  return p.b_col_major ? launch<Acc::F16, true>(p, stream, info) : launch<Acc::F16, false>(p, stream, info);
+}

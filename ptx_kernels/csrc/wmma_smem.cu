@@ -1,0 +1,73 @@
+// wmma_smem.cu — seed "optimisation 1": 8 warps per block (4 along M x 2 along N), each owning one 16x16 tile of
+// a 64x32 block tile; the block stages its A (64x16) and B (16x32) tiles in shared memory once per K step and
+// every warp loads its fragments from there.
+//
+// Adds over wmma_naive: reuse through shared memory (each A element is read from global once per block instead
+// of once per warp) and coalesced 16-byte loads. Still synchronous: load, barrier, compute, barrier.
+#include <mma.h>
+
+#include "hgemm.cuh"
+#include "tile_io.cuh"
+
+namespace wmma_smem {
+using namespace nvcuda;
+
+constexpr int T = 16;
+constexpr int WARPS_M = 4, WARPS_N = 2;  // the seed's 2x4 warp grid, one fragment per warp
+constexpr int BM = WARPS_M * T, BN = WARPS_N * T, BK = T;
+constexpr int THREADS = 32 * WARPS_M * WARPS_N;
+
+template <Acc ACC, bool B_COL>
+__global__ void __launch_bounds__(THREADS) kernel(GemmArgs p, bool vec_ok) {
+  using AccT = typename std::conditional<ACC == Acc::F32, float, half>::type;
+  using BLayout = typename std::conditional<B_COL, wmma::col_major, wmma::row_major>::type;
+  constexpr int B_ROWS = B_COL ? BN : BK, B_COLS = B_COL ? BK : BN;
+  __shared__ __align__(32) half sA[BM * BK];          // (m, k)
+  __shared__ __align__(32) half sB[B_ROWS * B_COLS];  // (k, n), or (n, k) when B is column-major
+  __shared__ __align__(32) AccT scratch[THREADS / 32][T * T];
+
+  const int warp = threadIdx.x / 32, wm = warp / WARPS_N, wn = warp % WARPS_N;
+  const int row0 = blockIdx.y * BM, col0 = blockIdx.x * BN;
+  const int64_t ldb = B_COL ? p.sbn : p.sbk;
+  wmma::fragment<wmma::matrix_a, T, T, T, half, wmma::row_major> a;
+  wmma::fragment<wmma::matrix_b, T, T, T, half, BLayout> b;
+  wmma::fragment<wmma::accumulator, T, T, T, AccT> c;
+  wmma::fill_fragment(c, static_cast<AccT>(0));
+
+  // MAIN LOOP
+  for (int k0 = 0; k0 < p.K; k0 += BK) {
+    tile::load_tile_sync<BM, BK, THREADS, BK>(sA, p.A + row0 * p.sam + k0, p.sam, p.M - row0, p.K - k0, vec_ok);
+    if (B_COL)
+      tile::load_tile_sync<BN, BK, THREADS, BK>(sB, p.B + col0 * ldb + k0, ldb, p.N - col0, p.K - k0, vec_ok);
+    else
+      tile::load_tile_sync<BK, BN, THREADS, BN>(sB, p.B + k0 * ldb + col0, ldb, p.K - k0, p.N - col0, vec_ok);
+    __syncthreads();
+    wmma::load_matrix_sync(a, sA + wm * T * BK, BK);
+    if (B_COL)
+      wmma::load_matrix_sync(b, sB + wn * T * BK, BK);
+    else
+      wmma::load_matrix_sync(b, sB + wn * T, BN);
+    wmma::mma_sync(c, a, b, c);
+    __syncthreads();
+  }
+  // EPILOGUE
+  tile::store_fragment(c, scratch[warp], p.C, p.ldc, row0 + wm * T, col0 + wn * T, p.M, p.N,
+                       tile::aligned16(p.C) && p.ldc % 8 == 0);
+}
+
+}  // namespace wmma_smem
+
+cudaError_t launch_wmma_smem(const GemmArgs& p, Acc acc, cudaStream_t stream, LaunchInfo* info) {
+  using namespace wmma_smem;
+  const bool vec_ok = tile::rows_aligned16(p);
+  const dim3 block(THREADS), grid(tile::cdiv(p.N, BN), tile::cdiv(p.M, BM));
+  tile::fill_info(info, grid, block, 0);
+  if (acc == Acc::F32) {
+    if (p.b_col_major) kernel<Acc::F32, true><<<grid, block, 0, stream>>>(p, vec_ok);
+    else kernel<Acc::F32, false><<<grid, block, 0, stream>>>(p, vec_ok);
+  } else {
+    if (p.b_col_major) kernel<Acc::F16, true><<<grid, block, 0, stream>>>(p, vec_ok);
+    else kernel<Acc::F16, false><<<grid, block, 0, stream>>>(p, vec_ok);
+  }
+  return cudaGetLastError();
+}

@@ -1,0 +1,146 @@
+"""Offline compilation and disassembly of the kernel sources: plain nvcc (no Torch, no GPU) and cuobjdump.
+
+Used by the CPU tests (resource usage, SASS contents) and by `python -m compare inspect`.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .variants import CSRC, HEADERS
+
+ARCHS = {"sm_80": "-gencode=arch=compute_80,code=sm_80", "sm_90a": "-gencode=arch=compute_90a,code=sm_90a"}
+NVCC_FLAGS = ["-std=c++17", "-O3", "-lineinfo"]
+
+
+class ToolMissing(RuntimeError):
+    pass
+
+
+def find_nvcc() -> str | None:
+    cand = shutil.which("nvcc")
+    if cand:
+        return cand
+    home = os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH") or "/usr/local/cuda"
+    cand = os.path.join(home, "bin", "nvcc")
+    return cand if os.path.exists(cand) else None
+
+
+def find_cuobjdump() -> str | None:
+    """cuobjdump from PATH, or the copy the triton wheel ships."""
+    cand = shutil.which("cuobjdump")
+    if cand:
+        return cand
+    try:
+        import triton
+        cand = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump"
+        return str(cand) if cand.exists() else None
+    except ImportError:
+        return None
+
+
+@dataclass
+class FunctionUsage:
+    name: str  # mangled
+    registers: int = 0
+    smem_bytes: int = 0  # static shared memory
+    stack_bytes: int = 0
+    spill_stores: int = 0
+    spill_loads: int = 0
+    barriers: int = 0
+
+
+@dataclass
+class Compiled:
+    source: Path
+    arch: str
+    cubin: Path
+    log: str
+    functions: list[FunctionUsage] = field(default_factory=list)
+
+    def sass(self) -> str:
+        return disassemble(self.cubin)
+
+
+def parse_resource_usage(log: str) -> list[FunctionUsage]:
+    """ptxas --resource-usage lines, one FunctionUsage per entry function."""
+    funcs: dict[str, FunctionUsage] = {}
+    current = None
+    for line in log.splitlines():
+        m = re.search(r"(?:Compiling entry function|Function properties for) '?([\w$]+)'?", line)
+        if m:
+            current = funcs.setdefault(m.group(1), FunctionUsage(m.group(1)))
+            continue
+        if current is None:
+            continue
+        m = re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads", line)
+        if m:
+            current.stack_bytes, current.spill_stores, current.spill_loads = map(int, m.groups())
+        m = re.search(r"Used (\d+) registers", line)
+        if m:
+            current.registers = int(m.group(1))
+            b = re.search(r"used (\d+) barriers", line)
+            s = re.search(r"(\d+) bytes smem", line)
+            current.barriers = int(b.group(1)) if b else 0
+            current.smem_bytes = int(s.group(1)) if s else 0
+    return list(funcs.values())
+
+
+def _cache_dir() -> Path:
+    root = Path(os.environ.get("TENSORCORE_HGEMM_BUILD_DIR", Path.home() / ".cache" / "tensorcore_hgemm"))
+    d = root / "cubins"
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+def compile_cubin(source: Path, arch: str, extra_flags: list[str] | None = None,
+                  include_dirs: list[Path] | None = None) -> Compiled:
+    """nvcc -cubin for one arch ('sm_80' or 'sm_90a'), cached by content; raises CalledProcessError on failure."""
+    nvcc = find_nvcc()
+    if nvcc is None:
+        raise ToolMissing("nvcc not found (PATH, CUDA_HOME)")
+    source = Path(source)
+    includes = [CSRC, *(include_dirs or [])]
+    flags = NVCC_FLAGS + [ARCHS[arch], "--resource-usage", *(extra_flags or [])]
+    h = hashlib.sha256(source.read_bytes())
+    for hdr in HEADERS:
+        h.update((CSRC / hdr).read_bytes())
+    h.update(" ".join(flags).encode())
+    key = f"{source.stem}-{arch}-{h.hexdigest()[:12]}"
+    cubin, logf = _cache_dir() / f"{key}.cubin", _cache_dir() / f"{key}.log"
+    if not (cubin.exists() and logf.exists()):
+        cmd = [nvcc, *flags, *(f"-I{d}" for d in includes), "-cubin", "-o", str(cubin) + ".tmp", str(source)]
+        res = subprocess.run(cmd, capture_output=True, text=True)
+        if res.returncode != 0:
+            raise subprocess.CalledProcessError(res.returncode, cmd, res.stdout, res.stderr)
+        logf.write_text(res.stdout + res.stderr)
+        os.replace(str(cubin) + ".tmp", cubin)
+    log = logf.read_text()
+    return Compiled(source, arch, cubin, log, parse_resource_usage(log))
+
+
+def disassemble(cubin: Path) -> str:
+    tool = find_cuobjdump()
+    if tool is None:
+        raise ToolMissing("cuobjdump not found (PATH, or the triton wheel's backends/nvidia/bin)")
+    res = subprocess.run([tool, "-sass", str(cubin)], capture_output=True, text=True, check=True)
+    return res.stdout
+
+
+# SASS opcodes the harness counts, grouped by what they mean for a GEMM.
+SASS_OPS = ("HGMMA", "HMMA", "LDSM", "STSM", "LDGSTS", "UTMALDG", "UBLKCP", "BAR", "LDG", "STG", "LDS", "STS",
+            "LDL", "STL", "FFMA", "HFMA2")
+
+
+def instruction_mix(sass: str) -> Counter:
+    """Count SASS opcodes (the mnemonic before the first '.'), e.g. HMMA.16816.F32 counts as HMMA."""
+    counts: Counter = Counter()
+    for m in re.finditer(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_]*)", sass):
+        counts[m.group(1)] += 1
+    return counts

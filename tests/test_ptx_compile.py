@@ -1,0 +1,132 @@
+"""Every CUDA source compiles with plain nvcc (no Torch, no GPU) for sm_80 and sm_90a, without spills, with the
+shared memory its tiles imply, and its SASS holds the instructions its design promises."""
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from ptx_kernels import toolchain
+from ptx_kernels.variants import VARIANTS
+
+pytestmark = pytest.mark.skipif(toolchain.find_nvcc() is None, reason="nvcc not installed")
+
+ARCHS = tuple(toolchain.ARCHS)
+WRAPPERS = Path(__file__).parent / "cuda" / "wrappers.cu"
+
+
+@pytest.fixture(scope="session")
+def compiled():
+    """All variants for both archs, built two at a time (CI has 2 cores)."""
+    jobs = [(v, arch) for v in VARIANTS for arch in ARCHS]
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        results = list(pool.map(lambda j: toolchain.compile_cubin(j[0].source, j[1]), jobs))
+    return {(v.name, arch): r for (v, arch), r in zip(jobs, results)}
+
+
+def _template_args(mangled: str):
+    """(accumulation, B column-major) of a kernel instantiation from its mangled name: ...IL3Acc0ELb1E..."""
+    import re
+    acc = int(re.search(r"IL3Acc(\d)E", mangled).group(1))
+    bcol = re.search(r"ELb(\d)E", mangled)
+    return ("fp32" if acc == 0 else "fp16"), (bcol is not None and bcol.group(1) == "1")
+
+
+def expected_static_smem(name: str, acc: str, b_col: bool) -> int:
+    """Shared memory each kernel's tiles imply (bytes), derived from its design, not read from ptxas."""
+    acc_bytes = 4 if acc == "fp32" else 2
+    frag_scratch = 16 * 16 * acc_bytes  # one 16x16 accumulator tile per warp
+    h = 2  # bytes per half
+    if name == "simt_naive":
+        return 0
+    if name == "wmma_naive":  # one warp: A and B 16x16 staging + scratch
+        return 2 * 16 * 16 * h + frag_scratch
+    if name == "wmma_smem":  # 64x16 A + 16x32 B + 8 warps of scratch
+        return (64 * 16 + 16 * 32) * h + 8 * frag_scratch
+    if name == "wmma_regtile":  # 128x16 A + 16x128 B
+        return (128 * 16 + 16 * 128) * h + 8 * frag_scratch
+    if name == "wmma_async_dbuf":  # 2 stages, rows padded by 8 halves
+        b_tile = 128 * (16 + 8) if b_col else 16 * (128 + 8)
+        return 2 * (128 * (16 + 8) + b_tile) * h + 8 * frag_scratch
+    if name == "wmma_multistage":  # all dynamic
+        return 0
+    raise KeyError(name)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("variant", [v.name for v in VARIANTS])
+def test_compiles_without_spills(compiled, variant, arch):
+    c = compiled[(variant, arch)]
+    v = next(x for x in VARIANTS if x.name == variant)
+    kernels = [f for f in c.functions if "kernel" in f.name]
+    # every accumulation x (B layout, where the kernel is templated on it)
+    assert len(kernels) == (2 if v.family == "simt" else 4), [f.name for f in c.functions]
+    for f in kernels:
+        assert f.spill_stores == 0 and f.spill_loads == 0 and f.stack_bytes == 0, f
+        assert 0 < f.registers <= 255, f
+        acc, b_col = _template_args(f.name)
+        assert f.smem_bytes == expected_static_smem(variant, acc, b_col), (f.name, f.smem_bytes)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("variant", [v.name for v in VARIANTS])
+def test_sass_has_the_promised_instructions(compiled, variant, arch):
+    v = next(x for x in VARIANTS if x.name == variant)
+    mix = toolchain.instruction_mix(compiled[(variant, arch)].sass())
+    if v.family == "simt":
+        assert mix["HMMA"] == 0 and (mix["FFMA"] > 0 or mix["HFMA2"] > 0), dict(mix)
+    else:
+        assert mix["HMMA"] > 0, f"{variant}: no HMMA in SASS"
+    if v.aligned_rows:  # cp.async pipelines
+        assert mix["LDGSTS"] > 0, f"{variant}: no LDGSTS"
+    else:
+        assert mix["LDGSTS"] == 0
+    assert mix["LDL"] == 0 and mix["STL"] == 0, "local memory traffic"
+
+
+def test_multistage_mma_count(compiled):
+    """4 stages x nothing: per K step of 32 each warp issues 4x4 fragments x 2 k16 steps, each a pair of
+    HMMA.16816 (a 16x16x16 WMMA is two m16n8k16) = 64 per instantiation, 4 instantiations."""
+    mix = toolchain.instruction_mix(compiled[("wmma_multistage", "sm_90a")].sass())
+    assert mix["HMMA"] == 4 * 64
+
+
+def test_wrappers_all_instructions_on_sm90a():
+    c = toolchain.compile_cubin(WRAPPERS, "sm_90a", extra_flags=["-DWITH_STMATRIX"])
+    sass = c.sass()
+    mix = toolchain.instruction_mix(sass)
+    assert mix["LDSM"] == 6 and mix["STSM"] == 6 and mix["HMMA"] == 2 and mix["LDGSTS"] == 2, dict(mix)
+    for form in ("LDSM.16.M88 ", "LDSM.16.M88.2", "LDSM.16.M88.4", "LDSM.16.MT88 ", "LDSM.16.MT88.2",
+                 "LDSM.16.MT88.4", "HMMA.16816.F32", "HMMA.16816.F16"):
+        assert form in sass, form
+
+
+def test_wrappers_sm80_without_stmatrix():
+    mix = toolchain.instruction_mix(toolchain.compile_cubin(WRAPPERS, "sm_80").sass())
+    assert mix["LDSM"] == 6 and mix["STSM"] == 0 and mix["HMMA"] == 2
+
+
+def test_stmatrix_guard_fails_loudly_below_sm90():
+    import subprocess
+    with pytest.raises(subprocess.CalledProcessError) as e:
+        toolchain.compile_cubin(WRAPPERS, "sm_80", extra_flags=["-DWITH_STMATRIX"])
+    assert "stmatrix needs sm_90" in e.value.stderr
+
+
+def test_resource_usage_parser():
+    log = """ptxas info    : Compiling entry function '_Z3fooPf' for 'sm_90a'
+ptxas info    : Function properties for _Z3fooPf
+    8 bytes stack frame, 4 bytes spill stores, 4 bytes spill loads
+ptxas info    : Used 40 registers, used 1 barriers, 1024 bytes smem, 400 bytes cmem[0]
+"""
+    (f,) = toolchain.parse_resource_usage(log)
+    assert (f.name, f.registers, f.smem_bytes, f.stack_bytes, f.spill_stores, f.barriers) == \
+        ("_Z3fooPf", 40, 1024, 8, 4, 1)
+
+
+def test_instruction_mix_counts_predicated_and_dotted():
+    sass = """        /*0040*/                   HMMA.16816.F32 R4, R8, R12, R4 ;
+        /*0050*/              @!P0 LDGSTS.E.BYPASS.128 [R2], desc[UR4][R6.64] ;
+        /*0060*/                   LDSM.16.M88.4 R8, [R3] ;
+        /*0070*/                   HMMA.16816.F32 R16, R8, R14, R16 ;"""
+    mix = toolchain.instruction_mix(sass)
+    assert (mix["HMMA"], mix["LDGSTS"], mix["LDSM"]) == (2, 1, 1)

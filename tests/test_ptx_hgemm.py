@@ -1,0 +1,123 @@
+"""The hand-written variants on a GPU: exact integer checks on odd shapes around each variant's own tile, every
+layout, both accumulations, NaN-poisoned outputs; random data within the bound; errors and copies."""
+import pytest
+import torch
+
+import ptx_kernels
+from compare.reference import LAYOUTS, compare, error_bound, make_inputs, poisoned_out, reference
+
+pytestmark = pytest.mark.gpu
+
+CASES = [(v, acc) for v in ptx_kernels.variants() for acc in v.accs]
+IDS = [f"{v.name}-{acc}" for v, acc in CASES]
+
+
+def edge_shapes(v):
+    """TESTING.md's list, sized to the variant's tile: tile +- 1, partial last K tile, deep K."""
+    bm, bn, bk = v.block
+    shapes = [(1, 1, 1), (7, 8, 15), (17, 16, 8), (15, 17, 311), (bm + 1, bn - 1, bk * v.stages + 8),
+              (bm - 1, bn + 1, max(bk - 1, 1)), (496, 233, bk + 1), (256, 256, 256)]
+    if not v.slow:
+        shapes.append((107, 233, 4099))
+    return shapes
+
+
+def run(v, acc, a, b, out=None):
+    out = poisoned_out(a.shape[0], b.shape[1], "cuda") if out is None else out
+    c = ptx_kernels.hgemm(a, b, variant=v.name, acc=acc, out=out)
+    torch.cuda.synchronize()
+    return c
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("v,acc", CASES, ids=IDS)
+def test_exact_edges(v, acc, layout):
+    for i, (m, n, k) in enumerate(edge_shapes(v)):
+        a, b = make_inputs(m, n, k, layout, device="cuda", seed=i)
+        verdict = compare(run(v, acc, a, b), reference(a, b))
+        assert verdict.ok, f"{v.name} {acc} {layout} {m}x{n}x{k}: {verdict.detail}"
+
+
+@pytest.mark.parametrize("v,acc", CASES, ids=IDS)
+def test_random_within_bound(v, acc):
+    m, n, k = (512, 384, 1000) if v.slow else (1500, 1100, 2000)
+    a, b = make_inputs(m, n, k, "NN", device="cuda", seed=3, kind="randn")
+    ref = reference(a, b)
+    verdict = compare(run(v, acc, a, b), ref, error_bound(a, b, ref, acc))
+    assert verdict.ok, verdict.detail
+
+
+@pytest.mark.parametrize("v,acc", CASES, ids=IDS)
+def test_misaligned_and_strided_inputs(v, acc):
+    """Storage offsets that break 16-byte alignment, K not a multiple of 8, a strided A view, a strided out."""
+    g = torch.Generator().manual_seed(4)
+    base_a = torch.randint(-3, 4, (70, 2 * 101 + 1), generator=g).half().cuda()
+    base_b = torch.randint(-3, 4, (102, 131), generator=g).half().cuda()
+    a = base_a[1:66, 1::2]  # 65 x 101, column stride 2, odd offset
+    b = base_b[1:, 3:]  # 101 x 128, offset breaks 16-byte alignment
+    out_t = torch.full((129, 65), float("nan"), dtype=torch.float16, device="cuda")
+    c = ptx_kernels.hgemm(a, b, variant=v.name, acc=acc, out=out_t.t()[:, 1:])  # column-major, offset out
+    torch.cuda.synchronize()
+    assert c.data_ptr() == out_t.t()[:, 1:].data_ptr()
+    verdict = compare(c, reference(a, b))
+    assert verdict.ok, verdict.detail
+    copies = ptx_kernels.last_launch()["copies"]
+    if v.family == "simt":
+        assert copies == ["C through a row-major temporary"]
+    else:
+        assert "A to row-major" in copies
+        assert ("B to 16-byte aligned rows" in copies) == v.aligned_rows
+
+
+@pytest.mark.parametrize("v", ptx_kernels.variants(), ids=lambda v: v.name)
+def test_deterministic_and_nan_rows(v):
+    a, b = make_inputs(200, 150, 333, "NT", device="cuda", seed=5, kind="randn")
+    a = a.clone()
+    a[17, 3] = float("nan")
+    c1 = ptx_kernels.hgemm(a, b, variant=v.name)
+    c2 = ptx_kernels.hgemm(a, b, variant=v.name)
+    assert torch.equal(c1.nan_to_num(), c2.nan_to_num()) and torch.equal(c1.isnan(), c2.isnan())
+    rows_nan = c1.isnan().any(dim=1)
+    assert rows_nan[17] and c1[17].isnan().all() and int(rows_nan.sum()) == 1
+
+
+def test_multistage_dynamic_smem_and_grid():
+    a, b = make_inputs(300, 600, 64, "NN", device="cuda", seed=6)
+    ptx_kernels.hgemm(a, b, variant="wmma_multistage")
+    info = ptx_kernels.last_launch()
+    assert info["smem_bytes"] == 4 * (128 * 40 + 32 * 264) * 2  # 4 stages of padded A and B tiles
+    assert info["grid"][0] == 3 * 3 and info["block"] == 256
+    ptx_kernels.hgemm(a, b.t().contiguous().t(), variant="wmma_multistage")
+    assert ptx_kernels.last_launch()["smem_bytes"] == 4 * (128 * 40 + 256 * 40) * 2
+
+
+def test_errors():
+    a, b = make_inputs(8, 8, 8, "NN", device="cuda")
+    with pytest.raises(ValueError, match="unknown variant 'nope'"):
+        ptx_kernels.hgemm(a, b, variant="nope")
+    with pytest.raises(ValueError, match="supports acc in"):
+        ptx_kernels.hgemm(a, b, variant="wmma_smem", acc="tf32")
+    with pytest.raises(ValueError, match=r"mat1 and mat2 shapes cannot be multiplied \(8x8 and 7x8\)"):
+        ptx_kernels.hgemm(a, b[:7], variant="wmma_smem")
+    with pytest.raises(ValueError, match="inputs are on cpu"):
+        ptx_kernels.hgemm(a.cpu(), b.cpu())
+
+
+def test_empty_and_k_zero():
+    e = torch.empty(0, 5, dtype=torch.float16, device="cuda")
+    assert ptx_kernels.hgemm(e, torch.ones(5, 3, dtype=torch.float16, device="cuda")).shape == (0, 3)
+    z = ptx_kernels.hgemm(torch.ones(4, 0, dtype=torch.float16, device="cuda"),
+                          torch.ones(0, 6, dtype=torch.float16, device="cuda"))
+    assert torch.equal(z, torch.zeros(4, 6, dtype=torch.float16, device="cuda"))
+
+
+def test_non_default_stream():
+    a, b = make_inputs(700, 500, 900, "NN", device="cuda", seed=7)
+    s = torch.cuda.Stream()
+    with torch.cuda.stream(s):
+        a2 = a * 1
+        cs = [ptx_kernels.hgemm(a2, b, variant=v.name) for v in ptx_kernels.variants()]
+    s.synchronize()
+    ref = reference(a, b)
+    for v, c in zip(ptx_kernels.variants(), cs):
+        assert compare(c, ref).ok, v.name
