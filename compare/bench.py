@@ -61,14 +61,23 @@ def parse_shapes(text: str) -> list[tuple[int, int, int]]:
 
 
 class Timer:
-    """Median-of-many CUDA-event timings with the L2 flushed before every call."""
+    """Median-of-many CUDA-event timings with the L2 flushed before every call.
+
+    A Python launch path (validation, Triton's dispatcher) can take longer than a small GEMM; if the GPU ran
+    dry between calls, the events would time the CPU. So each batch starts behind a GPU sleep long enough for
+    the CPU to enqueue the whole batch, and the events measure GPU time only.
+    """
+
+    ENQUEUE_US_PER_CALL = 150.0  # generous: a Triton launch through the autotuner costs ~40-80 us of CPU
 
     def __init__(self):
         self.flush = torch.empty(L2_FLUSH_BYTES // 4, dtype=torch.int32, device="cuda")
+        self.clock_hz = 2.0e9  # SM clock upper bound; only sizes the sleep
 
     def time(self, fn, n: int) -> list[float]:
         starts = [torch.cuda.Event(enable_timing=True) for _ in range(n)]
         ends = [torch.cuda.Event(enable_timing=True) for _ in range(n)]
+        torch.cuda._sleep(int(n * self.ENQUEUE_US_PER_CALL * 1e-6 * self.clock_hz))
         for i in range(n):
             self.flush.zero_()
             starts[i].record()
@@ -98,6 +107,9 @@ def bench_shape(kernels: list[Kernel], m: int, n: int, k: int, *, layout: str = 
         rows.append(row)
         if not kern.supports(layout, None):
             row.status, row.detail = "skipped", f"layout {layout} not supported"
+            continue
+        if not kern.accepts(a, b):
+            row.status, row.detail = "skipped", f"operands not accepted ({kern.layouts_note})"
             continue
         if kern.slow and 2.0 * m * n * k / 1e12 > max_slow_tflop:
             row.status, row.detail = "skipped", f"naive kernel above {max_slow_tflop} TFLOP"

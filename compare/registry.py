@@ -30,6 +30,14 @@ class Kernel:
     cpu_ok: bool = False  # runs without a GPU (Triton interpreter, or torch on the CPU)
     note: str = ""  # what the entry adds, for the ladder
     slow: bool = False  # a naive teaching kernel: the harness skips it on very large problems
+    layouts_note: str = ""  # a condition on the operands beyond `layouts` ("aligned rows": 16-byte rows, TMA)
+
+    def accepts(self, a: torch.Tensor, b: torch.Tensor) -> bool:
+        """Whether this kernel takes these operands (the TMA kernel refuses unaligned rows by design)."""
+        if self.layouts_note == "aligned rows":
+            from triton_kernels.tma_persistent import tma_compatible
+            return tma_compatible(a, b) and b.shape[1] % 8 == 0  # and a row-major C with 16-byte rows
+        return True
 
     def supports(self, layout: str, arch: int | None) -> bool:
         return layout in self.layouts and (arch is None or arch >= self.min_arch)
@@ -39,21 +47,35 @@ def _torch_matmul(a, b, out=None):
     return torch.matmul(a, b, out=out) if out is not None else torch.matmul(a, b)
 
 
-def _triton(acc: str, config: triton_kernels.Config | None) -> Runner:
+def _triton(acc: str, config: triton_kernels.Config | None, kernel: str) -> Runner:
     def run(a, b, out=None):
-        return triton_kernels.hgemm(a, b, out=out, acc=acc, config=config)
+        return triton_kernels.hgemm(a, b, out=out, acc=acc, config=config, kernel=kernel)
     return run
 
 
+TRITON_KERNELS = {
+    "auto": "tl.dot; TMA persistent when operands allow, else blocked",
+    "blocked": "tl.dot blocked kernel (tutorial 03), cp.async pipeline, any strides",
+    "tma": "tl.dot persistent kernel, TMA loads/stores (tutorial 09), aligned operands",
+}
+
+
 def triton_entries() -> list[Kernel]:
+    """`triton` (auto), `triton_blocked`, `triton_tma`, each autotuned and per pinned configuration."""
     out = []
     for acc in triton_kernels.ACCUMULATIONS:
         suffix = "" if acc == "fp32" else "_fp16acc"
-        out.append(Kernel(f"triton{suffix}", "triton", acc, _triton(acc, None), config="autotuned", cpu_ok=True,
-                          note="tl.dot blocked kernel, autotuned"))
-        for cfg in triton_kernels.configs():
-            out.append(Kernel(f"triton{suffix}[{cfg.name}]", "triton", acc, _triton(acc, cfg), config=cfg.name,
-                              default=False, cpu_ok=True, note="one pinned configuration"))
+        for kernel, note in TRITON_KERNELS.items():
+            base = "triton" if kernel == "auto" else f"triton_{kernel}"
+            out.append(Kernel(f"{base}{suffix}", "triton", acc, _triton(acc, None, kernel), config="autotuned",
+                              cpu_ok=True, note=note, default=kernel != "auto" or acc == "fp32",
+                              layouts_note=("aligned rows" if kernel == "tma" else "")))
+            if kernel == "auto":
+                continue
+            for cfg in triton_kernels.configs(kernel):
+                out.append(Kernel(f"{base}{suffix}[{cfg.name}]", "triton", acc, _triton(acc, cfg, kernel),
+                                  config=cfg.name, default=False, cpu_ok=True, note="one pinned configuration",
+                                  layouts_note=("aligned rows" if kernel == "tma" else "")))
     return out
 
 

@@ -14,7 +14,7 @@ python -c "import torch, triton; print('torch', torch.__version__, 'triton', tri
 echo "== build"
 /usr/bin/time -f "build %e s" python -c "import ptx_kernels; ptx_kernels.load()" 2>&1 | tee "$OUTDIR/build.log" || status=1
 echo "== tests"
-python -m pytest -q -p no:cacheprovider tests 2>&1 | tee "$OUTDIR/pytest.log" | tail -25 || status=1
+python -m pytest -q -p no:cacheprovider --durations=15 tests 2>&1 | tee "$OUTDIR/pytest.log" | tail -25 || status=1
 echo "== check"
 python -m compare check --out "$OUTDIR" 2>&1 | tee "$OUTDIR/check.log" | tail -40 || status=1
 echo "== bench"

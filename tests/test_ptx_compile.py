@@ -26,7 +26,7 @@ def compiled():
 def _template_args(mangled: str):
     """(accumulation, B column-major) of a kernel instantiation from its mangled name: ...IL3Acc0ELb1E..."""
     import re
-    acc = int(re.search(r"IL3Acc(\d)E", mangled).group(1))
+    acc = int(re.search(r"L3Acc(\d)E", mangled).group(1))
     bcol = re.search(r"ELb(\d)E", mangled)
     return ("fp32" if acc == 0 else "fp16"), (bcol is not None and bcol.group(1) == "1")
 

@@ -38,7 +38,7 @@ def test_exact_both_accumulations(acc, layout):
     run_exact(a, b, acc=acc)
 
 
-@pytest.mark.parametrize("cfg", configs(), ids=lambda c: c.name)
+@pytest.mark.parametrize("cfg", configs("blocked"), ids=lambda c: c.name)
 @pytest.mark.parametrize("acc", ACCS)
 def test_every_config_exact(cfg, acc):
     # One tile plus one on every side, and K with a partial last tile: edges on all three axes.
@@ -154,3 +154,65 @@ def test_non_default_stream():
 def test_interpreter_uses_pinned_config():
     from triton_kernels.blocked import INTERPRETER_CONFIG
     assert INTERPRETER_CONFIG.check() is INTERPRETER_CONFIG
+
+
+# ---------------------------------------------------------------------------------------------- TMA kernel
+# Aligned shapes (every leading dimension a multiple of 8 halves), with edges on every axis.
+TMA_SHAPES = [(8, 8, 8), (40, 24, 72), (17, 40, 136), (96, 8, 16), (1, 64, 8)]
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("m,n,k", TMA_SHAPES)
+def test_tma_exact_all_layouts(m, n, k, layout):
+    a, b = make_inputs(m, n, k, layout, device=DEVICE, seed=m + n + k)
+    if triton_kernels.api.tma_persistent.tma_compatible(a, b):
+        run_exact(a, b, kernel="tma")
+    else:  # (1, K) column-major A has row stride 1: no TMA descriptor; refused, and `auto` takes the blocked path
+        with pytest.raises(ValueError, match="TMA needs"):
+            triton_kernels.hgemm(a, b, kernel="tma")
+        run_exact(a, b, kernel="auto")
+
+
+@pytest.mark.parametrize("cfg", configs("tma"), ids=lambda c: c.name)
+@pytest.mark.parametrize("acc", ACCS)
+def test_tma_every_config_exact(cfg, acc):
+    # One tile plus 8 on M and N (TMA boxes past the edge), K with a partial last tile; persistent programs
+    # walk several tiles each.
+    m, n, k = 2 * cfg.block_m + 8, cfg.block_n + 8, cfg.block_k * 2 + 8
+    a, b = make_inputs(m, n, k, "NT", device=DEVICE, seed=2)
+    run_exact(a, b, acc=acc, config=cfg, kernel="tma")
+
+
+def test_tma_rejects_unaligned_and_auto_falls_back():
+    a, b = make_inputs(17, 33, 100, "NN", device=DEVICE, seed=3)  # N=33, K=100: rows not 16-byte multiples
+    with pytest.raises(ValueError, match=r"kernel='tma'\): TMA needs unit inner strides, 16-byte aligned"):
+        triton_kernels.hgemm(a, b, kernel="tma")
+    assert triton_kernels.choose_kernel(a, b, torch.empty(17, 33, dtype=torch.float16, device=DEVICE)) == "blocked"
+    run_exact(a, b, kernel="auto")
+
+
+def test_kernel_argument_checked():
+    a, b = make_inputs(8, 8, 8, "NN", device=DEVICE)
+    with pytest.raises(ValueError, match=r"kernel must be one of \('auto', 'blocked', 'tma'\), got 'cublas'"):
+        triton_kernels.hgemm(a, b, kernel="cublas")
+    with pytest.raises(ValueError, match="configs: kernel must be 'blocked' or 'tma'"):
+        configs("wgmma")
+
+
+@pytest.mark.gpu
+def test_auto_picks_tma_on_hopper_for_aligned_inputs():
+    a, b = make_inputs(256, 256, 256, "NT", device="cuda", seed=4)
+    out = torch.empty(256, 256, dtype=torch.float16, device="cuda")
+    expect = "tma" if torch.cuda.get_device_capability() >= (9, 0) else "blocked"
+    assert triton_kernels.choose_kernel(a, b, out) == expect
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("acc", ACCS)
+@pytest.mark.parametrize("m,n,k", [(4096, 4096, 4096), (3000, 5000, 2000), (8, 8192, 1024)])
+def test_tma_random_large_within_bound(m, n, k, acc):
+    a, b = make_inputs(m, n, k, "NN", device="cuda", seed=16, kind="randn")
+    ref = reference(a, b)
+    out = poisoned_out(m, n, "cuda")
+    v = compare(triton_kernels.hgemm(a, b, acc=acc, out=out, kernel="tma"), ref, error_bound(a, b, ref, acc))
+    assert v.ok, v.detail

@@ -10,56 +10,17 @@ On sm_90 `tl.dot` lowers to wgmma (HGMMA in SASS); on sm_80 to mma.sync (HMMA).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import torch
 import triton
 import triton.language as tl
 
-from .validation import finish_empty, interpreter_active, needs_int64_indexing, validate
+from .common import Config, grouped_pid
+from .validation import needs_int64_indexing
 
 
 # ----------------------------------------------------------------------------------------------------------------
 # Tuning constants
 # ----------------------------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Config:
-    """One point of the kernel's tuning space."""
-
-    block_m: int
-    block_n: int
-    block_k: int
-    group_m: int = 8
-    num_warps: int = 4
-    num_stages: int = 3
-
-    @property
-    def name(self) -> str:
-        return (f"{self.block_m}x{self.block_n}x{self.block_k}"
-                f"_w{self.num_warps}_s{self.num_stages}_g{self.group_m}")
-
-    @property
-    def smem_bytes(self) -> int:
-        """Shared memory of the operand pipeline: one A and one B tile per stage, fp16."""
-        return (self.block_m + self.block_n) * self.block_k * 2 * self.num_stages
-
-    def check(self) -> "Config":
-        for field in ("block_m", "block_n", "block_k"):
-            v = getattr(self, field)
-            if v < 16 or v & (v - 1):
-                raise ValueError(f"hgemm config {self.name}: {field}={v} must be a power of two >= 16 (tl.dot)")
-        if self.num_warps not in (1, 2, 4, 8, 16):
-            raise ValueError(f"hgemm config {self.name}: num_warps={self.num_warps} must be 1, 2, 4, 8 or 16")
-        if self.group_m < 1 or self.num_stages < 1:
-            raise ValueError(f"hgemm config {self.name}: group_m and num_stages must be >= 1")
-        return self
-
-    def to_triton(self) -> triton.Config:
-        return triton.Config(
-            {"BLOCK_M": self.block_m, "BLOCK_N": self.block_n, "BLOCK_K": self.block_k, "GROUP_M": self.group_m},
-            num_warps=self.num_warps, num_stages=self.num_stages)
-
-
 def configs() -> list[Config]:
     """The autotuning list, Hopper-minded (228 KB shared memory per SM, wgmma wants 64-row warpgroup tiles).
 
@@ -78,7 +39,6 @@ def configs() -> list[Config]:
     ]
 
 
-# Under the interpreter `@triton.autotune` with several configs needs a driver, so `config=None` takes this one.
 INTERPRETER_CONFIG = Config(32, 32, 32, group_m=4, num_warps=4, num_stages=2)
 
 
@@ -100,16 +60,7 @@ def hgemm_kernel(
     EVEN_K: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
 ):
-    # Grouped ordering: programs walk GROUP_M tile-rows down one tile-column before moving right.
-    pid = tl.program_id(0)
-    num_pid_m = tl.cdiv(M, BLOCK_M)
-    num_pid_n = tl.cdiv(N, BLOCK_N)
-    num_pid_in_group = GROUP_M * num_pid_n
-    group_id = pid // num_pid_in_group
-    first_pid_m = group_id * GROUP_M
-    group_size_m = min(num_pid_m - first_pid_m, GROUP_M)
-    pid_m = first_pid_m + ((pid % num_pid_in_group) % group_size_m)
-    pid_n = (pid % num_pid_in_group) // group_size_m
+    pid_m, pid_n = grouped_pid(tl.program_id(0), tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N), GROUP_M)
 
     # Rows and columns past the edge wrap onto valid ones; their results are never stored.
     offs_am = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)) % M
@@ -162,7 +113,7 @@ hgemm_kernel_autotuned = triton.autotune(
 
 
 # ----------------------------------------------------------------------------------------------------------------
-# Host launcher and public wrapper
+# Host launcher
 # ----------------------------------------------------------------------------------------------------------------
 def layout_of(a: torch.Tensor, b: torch.Tensor) -> str:
     """Two letters, A then B: N = row-major (unit stride along the columns), T = column-major (a `.t()` view
@@ -179,43 +130,24 @@ def layout_of(a: torch.Tensor, b: torch.Tensor) -> str:
     return la + lb if la and lb else "strided"
 
 
-ACCUMULATIONS = ("fp32", "fp16")
-
-
-def hgemm(a: torch.Tensor, b: torch.Tensor, *, out: torch.Tensor | None = None, acc: str = "fp32",
-          config: Config | None = None) -> torch.Tensor:
-    """C = A @ B for fp16 matrices of any shape and strides, on the Triton blocked kernel.
-
-    acc: "fp32" (default) or "fp16" accumulation inside the kernel; the output is fp16 either way.
-    out: a preallocated fp16 (M, N) tensor to write into (any strides); returned.
-    config: pin one `Config` instead of autotuning (the interpreter always uses a pinned one).
-    """
-    if acc not in ACCUMULATIONS:
-        raise ValueError(f"hgemm: acc must be one of {ACCUMULATIONS}, got {acc!r}")
-    p = validate(a, b, out)
-    if p.empty:
-        return finish_empty(p)
-    if config is None and interpreter_active():
-        config = INTERPRETER_CONFIG
-    c = p.out
-    args = (a, b, c, p.m, p.n, p.k, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1))
-    meta = dict(LAYOUT=layout_of(a, b), ACC_FP16=acc == "fp16", INDEX_64=needs_int64_indexing(a, b, c))
+def launch(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, acc_fp16: bool, config: Config | None) -> None:
+    """C = A @ B on the blocked kernel; the caller has validated. config=None autotunes."""
+    m, k = a.shape
+    n = b.shape[1]
+    args = (a, b, c, m, n, k, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1))
+    meta = dict(LAYOUT=layout_of(a, b), ACC_FP16=acc_fp16, INDEX_64=needs_int64_indexing(a, b, c))
     if config is None:
-        grid = lambda META: (triton.cdiv(p.m, META["BLOCK_M"]) * triton.cdiv(p.n, META["BLOCK_N"]),)  # noqa: E731
+        grid = lambda META: (triton.cdiv(m, META["BLOCK_M"]) * triton.cdiv(n, META["BLOCK_N"]),)  # noqa: E731
         hgemm_kernel_autotuned[grid](*args, **meta)
     else:
         config.check()
-        grid = (triton.cdiv(p.m, config.block_m) * triton.cdiv(p.n, config.block_n),)
+        grid = (triton.cdiv(m, config.block_m) * triton.cdiv(n, config.block_n),)
         hgemm_kernel_pinned[grid](
             *args, **meta, BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=config.block_k,
             GROUP_M=config.group_m, num_warps=config.num_warps, num_stages=config.num_stages)
-    return c
 
 
 def best_config() -> Config | None:
     """The configuration the autotuner chose in its most recent call (None before any autotuned call)."""
     tc = getattr(hgemm_kernel_autotuned, "best_config", None)
-    if tc is None:
-        return None
-    kw = tc.kwargs
-    return Config(kw["BLOCK_M"], kw["BLOCK_N"], kw["BLOCK_K"], kw["GROUP_M"], tc.num_warps, tc.num_stages)
+    return None if tc is None else Config.from_triton(tc)

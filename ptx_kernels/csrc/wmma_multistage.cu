@@ -13,32 +13,40 @@
 namespace wmma_multistage {
 using namespace nvcuda;
 
-constexpr int WARPS_M = 2, WARPS_N = 4;
-constexpr int FM = 4, FN = 4;  // a 64x64 warp tile
-constexpr int BM = WARPS_M * FM * 16, BN = WARPS_N * FN * 16, BK = 32;
-constexpr int STAGES = 4;  // 4 x 27 KB (B row-major) or 4 x 30 KB (B column-major) of the H100's 227 KB
-constexpr int PAD = 8;     // halves: rows skewed by 16 bytes
-constexpr int GROUP_M = 8;
-constexpr int THREADS = 32 * WARPS_M * WARPS_N;
-constexpr int LDA = BK + PAD;
+// A tile configuration: block tile BM x BN x BK, a WARPS_M x WARPS_N grid of warps, STAGES-deep pipeline.
+template <int BM_, int BN_, int BK_, int WARPS_M_, int WARPS_N_, int STAGES_>
+struct Tile {
+  static constexpr int BM = BM_, BN = BN_, BK = BK_, WARPS_M = WARPS_M_, WARPS_N = WARPS_N_, STAGES = STAGES_;
+  static constexpr int FM = BM / (WARPS_M * 16), FN = BN / (WARPS_N * 16);  // fragments per warp
+  static constexpr int THREADS = 32 * WARPS_M * WARPS_N;
+  static constexpr int PAD = 8;  // halves: rows skewed by 16 bytes, so ldmatrix's 8 row reads hit distinct banks
+  static constexpr int LDA = BK + PAD;
+  static_assert(FM * WARPS_M * 16 == BM && FN * WARPS_N * 16 == BN && BK % 16 == 0, "tiles of 16x16 fragments");
+  static_assert(STAGES >= 2, "a pipeline needs two stages");
+};
 
-template <bool B_COL>
+// The configuration the variant ships (chosen by the sweep in scripts/tune_wmma_multistage.cu, see the header).
+using Shipped = Tile<128, 256, 32, 2, 4, 4>;
+constexpr int GROUP_M = 8;
+
+template <class T, bool B_COL>
 struct Smem {
-  static constexpr int B_ROWS = B_COL ? BN : BK, LDB = (B_COL ? BK : BN) + PAD;
-  static constexpr int A_STAGE = BM * LDA, B_STAGE = B_ROWS * LDB;  // halves
-  static constexpr int BYTES = STAGES * (A_STAGE + B_STAGE) * 2;
+  static constexpr int B_ROWS = B_COL ? T::BN : T::BK, LDB = (B_COL ? T::BK : T::BN) + T::PAD;
+  static constexpr int A_STAGE = T::BM * T::LDA, B_STAGE = B_ROWS * LDB;  // halves
+  static constexpr int BYTES = T::STAGES * (A_STAGE + B_STAGE) * 2;
   static_assert((A_STAGE * 2) % 128 == 0 && (B_STAGE * 2) % 128 == 0, "stages stay 128-byte aligned");
 };
 
-template <Acc ACC, bool B_COL>
-__global__ void __launch_bounds__(THREADS, 1) kernel(GemmArgs p) {
+template <class T, Acc ACC, bool B_COL>
+__global__ void __launch_bounds__(T::THREADS, 1) kernel(GemmArgs p) {
   using AccT = typename std::conditional<ACC == Acc::F32, float, half>::type;
-  using S = Smem<B_COL>;
+  using S = Smem<T, B_COL>;
+  constexpr int BM = T::BM, BN = T::BN, BK = T::BK, FM = T::FM, FN = T::FN, LDA = T::LDA, STAGES = T::STAGES;
   extern __shared__ __align__(128) unsigned char smem_raw[];
   half* sA = reinterpret_cast<half*>(smem_raw);  // (stage, m, k)
   half* sB = sA + STAGES * S::A_STAGE;            // (stage, k, n), or (stage, n, k) when B is column-major
 
-  const int warp = threadIdx.x / 32, wm = warp / WARPS_N, wn = warp % WARPS_N;
+  const int warp = threadIdx.x / 32, wm = warp / T::WARPS_N, wn = warp % T::WARPS_N;
   int tm, tn;
   tile::grouped_tile(blockIdx.x, tile::cdiv(p.M, BM), tile::cdiv(p.N, BN), GROUP_M, tm, tn);
   const int row0 = tm * BM, col0 = tn * BN;
@@ -47,14 +55,14 @@ __global__ void __launch_bounds__(THREADS, 1) kernel(GemmArgs p) {
   auto load_stage = [&](int kt) {
     const int k0 = kt * BK, stage = kt % STAGES;
     if (kt < kt_count) {
-      tile::cp_async_tile<BM, BK, THREADS, LDA>(sA + stage * S::A_STAGE, p.A + row0 * p.sam + k0, p.sam,
-                                                p.M - row0, p.K - k0, p.A);
+      tile::cp_async_tile<BM, BK, T::THREADS, LDA>(sA + stage * S::A_STAGE, p.A + row0 * p.sam + k0, p.sam,
+                                                   p.M - row0, p.K - k0, p.A);
       if (B_COL)
-        tile::cp_async_tile<BN, BK, THREADS, S::LDB>(sB + stage * S::B_STAGE, p.B + col0 * ldb + k0, ldb,
-                                                     p.N - col0, p.K - k0, p.B);
+        tile::cp_async_tile<BN, BK, T::THREADS, S::LDB>(sB + stage * S::B_STAGE, p.B + col0 * ldb + k0, ldb,
+                                                        p.N - col0, p.K - k0, p.B);
       else
-        tile::cp_async_tile<BK, BN, THREADS, S::LDB>(sB + stage * S::B_STAGE, p.B + k0 * ldb + col0, ldb,
-                                                     p.K - k0, p.N - col0, p.B);
+        tile::cp_async_tile<BK, BN, T::THREADS, S::LDB>(sB + stage * S::B_STAGE, p.B + k0 * ldb + col0, ldb,
+                                                        p.K - k0, p.N - col0, p.B);
     }
     ptx::cp_async_commit();  // an empty group past the end keeps the wait count uniform
   };
@@ -85,23 +93,27 @@ __global__ void __launch_bounds__(THREADS, 1) kernel(GemmArgs p) {
   tile::store_warp_tile<FM, FN>(c, scratch, p, row0 + wm * FM * 16, col0 + wn * FN * 16);
 }
 
-template <Acc ACC, bool B_COL>
+template <class T, Acc ACC, bool B_COL>
 cudaError_t launch(const GemmArgs& p, cudaStream_t stream, LaunchInfo* info) {
-  constexpr int bytes = Smem<B_COL>::BYTES;
-  cudaError_t err = tile::prepare_smem(kernel<ACC, B_COL>, bytes, info);
+  constexpr int bytes = Smem<T, B_COL>::BYTES;
+  cudaError_t err = tile::prepare_smem(kernel<T, ACC, B_COL>, bytes, info);
   if (err != cudaSuccess) return err;
-  const dim3 block(THREADS), grid(tile::cdiv(p.M, BM) * tile::cdiv(p.N, BN));
+  const dim3 block(T::THREADS), grid(tile::cdiv(p.M, T::BM) * tile::cdiv(p.N, T::BN));
   tile::fill_info(info, grid, block, bytes);
-  kernel<ACC, B_COL><<<grid, block, bytes, stream>>>(p);
+  kernel<T, ACC, B_COL><<<grid, block, bytes, stream>>>(p);
   return cudaGetLastError();
+}
+
+template <class T>
+cudaError_t launch_tile(const GemmArgs& p, Acc acc, cudaStream_t stream, LaunchInfo* info) {
+  if (!tile::rows_aligned16(p)) return cudaErrorMisalignedAddress;
+  if (acc == Acc::F32)
+    return p.b_col_major ? launch<T, Acc::F32, true>(p, stream, info) : launch<T, Acc::F32, false>(p, stream, info);
+  return p.b_col_major ? launch<T, Acc::F16, true>(p, stream, info) : launch<T, Acc::F16, false>(p, stream, info);
 }
 
 }  // namespace wmma_multistage
 
 cudaError_t launch_wmma_multistage(const GemmArgs& p, Acc acc, cudaStream_t stream, LaunchInfo* info) {
-  using namespace wmma_multistage;
-  if (!tile::rows_aligned16(p)) return cudaErrorMisalignedAddress;
-  if (acc == Acc::F32)
-    return p.b_col_major ? launch<Acc::F32, true>(p, stream, info) : launch<Acc::F32, false>(p, stream, info);
-  return p.b_col_major ? launch<Acc::F16, true>(p, stream, info) : launch<Acc::F16, false>(p, stream, info);
+  return wmma_multistage::launch_tile<wmma_multistage::Shipped>(p, acc, stream, info);
 }
