@@ -1,4 +1,6 @@
-"""python -m compare [check|bench] ... — see README.md. With no subcommand: the main job (check + bench)."""
+"""python -m compare [check|bench|plot|inspect] ... — see README.md.
+
+With no subcommand: the main job — check, bench (GPU), plots (GPU), inspect — into one report folder (--out)."""
 from __future__ import annotations
 
 import argparse
@@ -11,7 +13,8 @@ from pathlib import Path
 import torch
 
 # Without a GPU the Triton kernels can only run in the interpreter, which must be chosen before they are imported.
-if not torch.cuda.is_available():
+# `inspect` compiles instead of running, which the interpreter prevents: it is left alone.
+if not torch.cuda.is_available() and "inspect" not in sys.argv[1:2]:
     os.environ.setdefault("TRITON_INTERPRET", "1")
 
 
@@ -20,8 +23,8 @@ def _progress(label: str):
 
     def show(i: int, n: int):
         bar = "#" * int(30 * i / n)
-        print(f"\r{label} [{bar:<30}] {i}/{n} {time.time() - t0:5.0f}s", end="" if i < n else "\n",
-              file=sys.stderr, flush=True)
+        end = "" if i < n and sys.stderr.isatty() else "\n"
+        print(f"\r{label} [{bar:<30}] {i}/{n} {time.time() - t0:5.0f}s", end=end, file=sys.stderr, flush=True)
     return show
 
 
@@ -64,16 +67,22 @@ def cmd_bench(args) -> int:
         return 2
     shapes = bench.parse_shapes(args.shapes) if args.shapes else bench.SUITES[args.suite]
     kernels = registry.select(args.kernels, include_all=args.all)
+    from . import frame as frame_mod
+
     timer = bench.Timer()
     rows = []
     show = _progress("bench")
     env = environment()
     with Sampler() as sampler:
+        frame = frame_mod.measure(timer)
+        ceilings = frame_mod.ceilings_by_acc(frame)
         for i, (m, n, k) in enumerate(shapes):
             rows += bench.bench_shape(kernels, m, n, k, layout=args.layout, rounds=args.rounds,
-                                      budget_ms=args.budget_ms, timer=timer, seed=i)
+                                      budget_ms=args.budget_ms, timer=timer, seed=i, ceilings=ceilings)
             show(i + 1, len(shapes))
     env["during_run"] = sampler.summary()
+    env["frame"] = frame
+    print(f"frame: {frame}")
     print(bench.format_table(rows))
     print()
     print(bench.summary(rows))
@@ -97,8 +106,42 @@ def write_bench(out: Path, env: dict, rows) -> None:
         w.writerows(dicts)
 
 
+def cmd_plot(args) -> int:
+    from .plot import plot_all
+
+    pngs = plot_all(Path(args.results), Path(args.out or (Path(args.results).parent if Path(args.results).is_file()
+                                                          else args.results)))
+    for p in pngs:
+        print(f"wrote {p}")
+    return 0 if pngs else 1
+
+
+def cmd_inspect(args) -> int:
+    from .inspect import format_markdown, run_inspect
+
+    rows = run_inspect(args.kernels or None, Path(args.out))
+    print(format_markdown(rows))
+    print(f"PTX, SASS, inspect.md and inspect.json in {args.out}")
+    return 0
+
+
+def cmd_main(args) -> int:
+    from . import report
+
+    gpu = _gpu()
+    if not gpu:
+        print("no CUDA GPU here: the report will hold the interpreter check and the inspect tables; timing, the "
+              "PTX kernels' runs and the plots need a GPU.")
+    rc = report.run(Path(args.out), gpu=gpu, suite=args.suite, budget_ms=args.budget_ms, progress=_progress)
+    print(f"report: {Path(args.out) / 'index.md'} ({'all checks passed' if rc == 0 else 'SOME CHECKS FAILED'})")
+    return rc
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m compare", description=__doc__)
+    ap.add_argument("--out", default="report", help="report folder of the main job (default: report)")
+    ap.add_argument("--suite", default="default", help="bench suite of the main job")
+    ap.add_argument("--budget-ms", type=float, default=200.0, help="timed GPU ms per kernel and shape (main job)")
     sub = ap.add_subparsers(dest="cmd")
     c = sub.add_parser("check", help="every kernel vs the fp64 reference, torch.matmul and each other")
     c.add_argument("--kernels", nargs="*", help="fnmatch patterns of kernel names (default: the default set)")
@@ -113,13 +156,15 @@ def main(argv=None) -> int:
     b.add_argument("--rounds", type=int, default=3, help="interleaved timing rounds")
     b.add_argument("--budget-ms", type=float, default=300.0, help="timed GPU milliseconds per kernel and shape")
     b.add_argument("--out", default="results", help="folder for bench.csv and bench.json")
+    p = sub.add_parser("plot", help="PNG figures from a bench.json")
+    p.add_argument("results", help="bench.json, or the folder holding it")
+    p.add_argument("--out", help="folder for the PNGs (default: beside the results)")
+    i = sub.add_parser("inspect", help="PTX, SASS and an instruction-mix table per kernel (no GPU needed)")
+    i.add_argument("kernels", nargs="*", help="kernel names (default: all)")
+    i.add_argument("--out", default="inspect", help="folder for the files")
     args = ap.parse_args(argv)
-    if args.cmd == "check":
-        return cmd_check(args)
-    if args.cmd == "bench":
-        return cmd_bench(args)
-    ap.print_help()
-    return 0
+    commands = {"check": cmd_check, "bench": cmd_bench, "plot": cmd_plot, "inspect": cmd_inspect, None: cmd_main}
+    return commands[args.cmd](args)
 
 
 if __name__ == "__main__":

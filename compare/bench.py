@@ -87,6 +87,16 @@ class Timer:
         return [s.elapsed_time(e) for s, e in zip(starts, ends)]
 
 
+def _autotuned_choice(name: str, a, b, out) -> str:
+    """Which Triton kernel and configuration an autotuned entry ran, for the record."""
+    import triton_kernels
+
+    kernel = "tma" if name.startswith("triton_tma") else "blocked" if name.startswith("triton_blocked") else \
+        triton_kernels.choose_kernel(a, b, out)
+    cfg = triton_kernels.best_config(kernel)
+    return f"autotuned: {kernel} {cfg.name if cfg else '?'}"
+
+
 def tflops(m: int, n: int, k: int, ms: float) -> float:
     return 2.0 * m * n * k / (ms * 1e-3) / 1e12
 
@@ -125,6 +135,8 @@ def bench_shape(kernels: list[Kernel], m: int, n: int, k: int, *, layout: str = 
         if not v.ok:
             row.status, row.detail = "failed check", v.detail
             continue
+        if kern.family == "triton" and kern.config == "autotuned":
+            row.config = _autotuned_choice(kern.name, a, b, out)
         est = statistics.median(timer.time(lambda: kern.run(a, b, out), 2))
         live.append((kern, row, out, max(1, int(budget_ms / rounds / max(est, 1e-3)))))
     samples = {row.kernel: [] for _, row, _, _ in live}
@@ -151,15 +163,16 @@ def geomean(xs: list[float]) -> float:
 
 
 def format_table(rows: list[BenchRow]) -> str:
-    lines = [f"{'shape':>18} {'kernel':<36} {'TFLOPS':>8} {'x torch':>8} {'ms':>9} {'n':>4} {'spread':>7}  status",
-             "-" * 110]
+    lines = [f"{'shape':>18} {'kernel':<36} {'TFLOPS':>8} {'x torch':>8} {'%ceil':>6} {'ms':>9} {'n':>4} "
+             f"{'spread':>7}  status / config", "-" * 120]
     for r in rows:
         t = f"{r.tflops:8.1f}" if r.tflops else f"{'-':>8}"
         q = f"{r.ratio_to_torch:8.3f}" if r.ratio_to_torch else f"{'-':>8}"
         ms = f"{r.median_ms:9.3f}" if r.median_ms else f"{'-':>9}"
         sp = f"{r.spread_pct:6.1f}%" if r.spread_pct is not None else f"{'-':>7}"
-        st = r.status if r.status == "ok" else f"{r.status}: {r.detail[:60]}"
-        lines.append(f"{r.m:>6}x{r.n:>5}x{r.k:>5} {r.kernel:<36} {t} {q} {ms} {r.samples:>4} {sp}  {st}")
+        pc = f"{r.pct_of_ceiling:6.1f}" if r.pct_of_ceiling else f"{'-':>6}"
+        st = f"ok  {r.config}" if r.status == "ok" else f"{r.status}: {r.detail[:60]}"
+        lines.append(f"{r.m:>6}x{r.n:>5}x{r.k:>5} {r.kernel:<36} {t} {q} {pc} {ms} {r.samples:>4} {sp}  {st}")
     return "\n".join(lines)
 
 

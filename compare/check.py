@@ -8,10 +8,11 @@ import torch
 from .reference import LAYOUTS, compare, error_bound, make_inputs, poisoned_out, reference
 from .registry import Kernel
 
-# (M, N, K): odd edges, K past several tiles, one square tile multiple. GPU lists run every layout.
-GPU_EXACT = [(1, 1, 1), (17, 33, 100), (129, 7, 311), (496, 233, 4099), (1024, 1024, 1024)]
+# (M, N, K): odd edges, K past several tiles, 16-byte rows off the tile grid (the TMA kernel takes those), one
+# square tile multiple. Every layout runs each.
+GPU_EXACT = [(1, 1, 1), (17, 33, 100), (129, 7, 311), (496, 233, 4099), (136, 264, 520), (1024, 1024, 1024)]
 GPU_RANDOM = [(1024, 1024, 1024), (3000, 5000, 2000)]
-CPU_EXACT = [(1, 7, 129), (17, 33, 100), (33, 16, 7)]
+CPU_EXACT = [(1, 7, 129), (17, 33, 100), (33, 16, 7), (40, 24, 72)]  # the last has 16-byte rows (TMA)
 CPU_RANDOM = [(40, 24, 72)]
 
 

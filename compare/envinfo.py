@@ -15,6 +15,11 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def git_commit() -> str:
+    """HEAD (with '+dirty'), or $HGEMM_GIT_COMMIT where the tree is a copy without .git (a lent GPU machine)."""
+    import os
+
+    if os.environ.get("HGEMM_GIT_COMMIT"):
+        return os.environ["HGEMM_GIT_COMMIT"]
     try:
         sha = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=ROOT, capture_output=True, text=True,
                              timeout=10).stdout.strip()

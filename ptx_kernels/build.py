@@ -42,8 +42,11 @@ def arch_flags(capability: tuple[int, int]) -> list[str]:
     return [f"-gencode=arch=compute_{arch},code=sm_{arch}"]
 
 
+EXTRA_SOURCES = ("mma_ceiling.cu",)  # compiled into the extension beside the variants; not GEMM variants
+
+
 def kernel_sources() -> list[Path]:
-    return [v.source for v in VARIANTS]
+    return [v.source for v in VARIANTS] + [CSRC / name for name in EXTRA_SOURCES]
 
 
 def source_hash(flags: list[str]) -> str:
@@ -96,7 +99,7 @@ def load(verbose: bool = False):
             try:
                 _module = load_inline(
                     name=name, cpp_sources=[cpp_src], cuda_sources=[cuda_src],
-                    functions=["hgemm_launch", "hgemm_variants"], extra_cuda_cflags=cuda_flags,
+                    functions=["hgemm_launch", "hgemm_variants", "hgemm_mma_ceiling"], extra_cuda_cflags=cuda_flags,
                     extra_cflags=["-O2", "-std=c++17"], extra_include_paths=[str(CSRC)],
                     build_directory=str(build_dir), verbose=verbose, with_cuda=True)
             except Exception as e:  # noqa: BLE001 - re-raised with the build folder named

@@ -125,11 +125,36 @@ def compile_cubin(source: Path, arch: str, extra_flags: list[str] | None = None,
     return Compiled(source, arch, cubin, log, parse_resource_usage(log))
 
 
-def disassemble(cubin: Path) -> str:
+def _cuobjdump(*args: str) -> str:
     tool = find_cuobjdump()
     if tool is None:
         raise ToolMissing("cuobjdump not found (PATH, or the triton wheel's backends/nvidia/bin)")
-    res = subprocess.run([tool, "-sass", str(cubin)], capture_output=True, text=True, check=True)
+    return subprocess.run([tool, *args], capture_output=True, text=True, check=True).stdout
+
+
+def disassemble(cubin: Path, function: str | None = None) -> str:
+    """SASS of a cubin (of one function, by mangled name, if given)."""
+    return _cuobjdump("-sass", *(["-fun", function] if function else []), str(cubin))
+
+
+def cubin_resource_usage(cubin: Path) -> dict[str, FunctionUsage]:
+    """Registers, static shared memory and stack of each function, read back from the cubin (cuobjdump -res-usage):
+    the same numbers for nvcc's and Triton's cubins."""
+    out = {}
+    for m in re.finditer(r"Function ([\w$]+):\s*REG:(\d+) STACK:(\d+) SHARED:(\d+) LOCAL:(\d+)",
+                         _cuobjdump("-res-usage", str(cubin))):
+        name, reg, stack, shared, local = m.group(1), *map(int, m.groups()[1:])
+        out[name] = FunctionUsage(name, registers=reg, smem_bytes=shared, stack_bytes=stack + local)
+    return out
+
+
+def compile_ptx(source: Path, arch: str) -> str:
+    """The PTX nvcc generates for one source (all its template instantiations)."""
+    nvcc = find_nvcc()
+    if nvcc is None:
+        raise ToolMissing("nvcc not found (PATH, CUDA_HOME)")
+    res = subprocess.run([nvcc, *NVCC_FLAGS, ARCHS[arch], f"-I{CSRC}", "-ptx", "-o", "-", str(source)],
+                         capture_output=True, text=True, check=True)
     return res.stdout
 
 
@@ -139,8 +164,13 @@ SASS_OPS = ("HGMMA", "HMMA", "LDSM", "STSM", "LDGSTS", "UTMALDG", "UBLKCP", "BAR
 
 
 def instruction_mix(sass: str) -> Counter:
-    """Count SASS opcodes (the mnemonic before the first '.'), e.g. HMMA.16816.F32 counts as HMMA."""
+    """Count SASS opcodes (the mnemonic before the first '.'), e.g. HMMA.16816.F32 counts as HMMA.
+
+    Reads both cuobjdump's lines (`/*0040*/  @!P0 HMMA...`) and Triton's nvdisasm lines with control codes
+    (`--:-:-:-:1\tHMMA...`).
+    """
     counts: Counter = Counter()
-    for m in re.finditer(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_]*)", sass):
+    pattern = r"(?:/\*[0-9a-f]{4,}\*/|^[-\w]+:[-\w]+:[-\w]+:[-\w]+:\w+)\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_]*)"
+    for m in re.finditer(pattern, sass, flags=re.MULTILINE):
         counts[m.group(1)] += 1
     return counts

@@ -42,9 +42,9 @@ VARIANTS: tuple[Variant, ...] = (
     Variant("wmma_async_dbuf", "wmma", "wmma_async_dbuf.cu", "128x128x16, 2 stages, padded rows",
             "cp.async double buffering and padded shared rows", block=(128, 128, 16), stages=2,
             aligned_rows=True),
-    Variant("wmma_multistage", "wmma", "wmma_multistage.cu", "128x256x32, 4 stages, 8 warps x 4x4 fragments",
+    Variant("wmma_multistage", "wmma", "wmma_multistage.cu", "128x128x32, 4 stages, 4 warps x 4x4 fragments",
             "4-stage cp.async pipeline, 64x64 warp tiles, BK=32, grouped rasterization",
-            block=(128, 256, 32), stages=4, aligned_rows=True),
+            block=(128, 128, 32), stages=4, aligned_rows=True),
 )
 
 BY_NAME = {v.name: v for v in VARIANTS}

@@ -84,7 +84,7 @@ def test_sass_has_the_promised_instructions(compiled, variant, arch):
 
 
 def test_multistage_mma_count(compiled):
-    """4 stages x nothing: per K step of 32 each warp issues 4x4 fragments x 2 k16 steps, each a pair of
+    """Per K step of 32 each warp issues 4x4 fragments x 2 k16 steps, each a pair of
     HMMA.16816 (a 16x16x16 WMMA is two m16n8k16) = 64 per instantiation, 4 instantiations."""
     mix = toolchain.instruction_mix(compiled[("wmma_multistage", "sm_90a")].sass())
     assert mix["HMMA"] == 4 * 64

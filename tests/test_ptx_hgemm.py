@@ -85,10 +85,10 @@ def test_multistage_dynamic_smem_and_grid():
     a, b = make_inputs(300, 600, 64, "NN", device="cuda", seed=6)
     ptx_kernels.hgemm(a, b, variant="wmma_multistage")
     info = ptx_kernels.last_launch()
-    assert info["smem_bytes"] == 4 * (128 * 40 + 32 * 264) * 2  # 4 stages of padded A and B tiles
-    assert info["grid"][0] == 3 * 3 and info["block"] == 256
+    assert info["smem_bytes"] == 4 * (128 * 40 + 32 * 136) * 2  # 4 stages of padded 128x32 A, 32x128 B tiles
+    assert info["grid"][0] == 3 * 5 and info["block"] == 128
     ptx_kernels.hgemm(a, b.t().contiguous().t(), variant="wmma_multistage")
-    assert ptx_kernels.last_launch()["smem_bytes"] == 4 * (128 * 40 + 256 * 40) * 2
+    assert ptx_kernels.last_launch()["smem_bytes"] == 4 * (128 * 40 + 128 * 40) * 2
 
 
 def test_errors():

@@ -75,3 +75,15 @@ std::vector<int64_t> hgemm_launch(const std::string& variant, const torch::Tenso
   TORCH_CHECK(err == cudaSuccess, "hgemm: variant '", variant, "' failed to launch: ", cudaGetErrorString(err));
   return {info.grid_x, info.grid_y, info.block, info.smem_bytes, info.smem_limit};
 }
+
+// The register-only mma.sync loop; returns the FLOPs it performs so Python can turn a time into TFLOPS.
+double hgemm_mma_ceiling(const torch::Tensor& sink, int64_t blocks, int64_t iters, bool acc_fp16) {
+  TORCH_CHECK(sink.is_cuda() && sink.scalar_type() == torch::kFloat && sink.numel() >= blocks * 128,
+              "mma_ceiling: sink must be a CUDA float tensor of blocks * 128 elements");
+  const c10::cuda::CUDAGuard guard(sink.device());
+  const cudaError_t err = launch_mma_ceiling(static_cast<int>(blocks), static_cast<int>(iters),
+                                             acc_fp16 ? Acc::F16 : Acc::F32, sink.data_ptr<float>(),
+                                             at::cuda::getCurrentCUDAStream(sink.device().index()));
+  TORCH_CHECK(err == cudaSuccess, "mma_ceiling failed to launch: ", cudaGetErrorString(err));
+  return double(blocks) * kMmaCeilingWarpsPerBlock * double(iters) * kMmaCeilingChains * (2.0 * 16 * 8 * 16);
+}

@@ -1,0 +1,141 @@
+"""`python -m compare plot RESULTS`: PNG figures from a bench.json (TFLOPS vs size per family, ratio to
+torch.matmul on the LLM shapes, the optimisation ladder at one size)."""
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+from .bench import SUITES  # noqa: E402
+
+# Ladder order within each family: each step adds one idea (see each kernel file's header).
+LADDER = ["simt_naive", "wmma_naive", "wmma_smem", "wmma_regtile", "wmma_async_dbuf", "wmma_multistage",
+          "mma_naive", "mma_tiled", "mma_multistage", "mma_swizzle", "mma_stmatrix",
+          "triton_blocked", "triton_tma", "torch.matmul"]
+
+
+def load(path: Path) -> dict:
+    path = Path(path)
+    if path.is_dir():
+        path = path / "bench.json"
+    data = json.loads(path.read_text())
+    if "rows" not in data or "environment" not in data:
+        raise ValueError(f"{path}: not a bench.json (needs 'rows' and 'environment')")
+    return data
+
+
+def _title(env: dict, what: str) -> str:
+    return f"{what}\n{env.get('gpu') or 'no GPU'} · {env.get('date', '')[:10]} · commit {env.get('git_commit', '?')}"
+
+
+def _ok(rows):
+    return [r for r in rows if r["status"] == "ok" and r.get("tflops")]
+
+
+def plot_sizes(data: dict, out: Path) -> Path | None:
+    """TFLOPS vs square size, one panel per kernel family, torch.matmul dashed in each."""
+    rows = [r for r in _ok(data["rows"]) if r["m"] == r["n"] == r["k"]]
+    sizes = sorted({r["m"] for r in rows})
+    if len(sizes) < 2:
+        return None
+    families = [f for f in ("triton", "wmma", "mma", "simt", "wgmma", "sparse") if any(r["family"] == f for r in rows)]
+    base = {r["m"]: r["tflops"] for r in rows if r["kernel"] == "torch.matmul"}
+    fig, axes = plt.subplots(1, len(families), figsize=(5.5 * len(families), 4.6), squeeze=False)
+    for ax, fam in zip(axes[0], families):
+        names = sorted({r["kernel"] for r in rows if r["family"] == fam},
+                       key=lambda n: (LADDER.index(n.replace("_fp16acc", "")) if n.replace("_fp16acc", "") in LADDER
+                                      else 99, n))
+        for name in names:
+            pts = sorted((r["m"], r["tflops"]) for r in rows if r["kernel"] == name)
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", linestyle="--" if "fp16acc" in name
+                    else "-", label=name)
+        if base:
+            xs = sorted(base)
+            ax.plot(xs, [base[x] for x in xs], color="black", linestyle=":", linewidth=2, label="torch.matmul")
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xticks(sizes, [str(s) for s in sizes])
+        ax.set_xlabel("M = N = K")
+        ax.set_ylabel("TFLOPS (fp16 in/out)")
+        ax.set_title(f"family: {fam}")
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.suptitle(_title(data["environment"], "Square GEMMs: TFLOPS vs size (median, L2 flushed)"))
+    fig.tight_layout()
+    path = out / "tflops_vs_size.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def plot_llm(data: dict, out: Path) -> Path | None:
+    """Ratio to torch.matmul on the LLM shapes, as an annotated heat map (kernels x shapes)."""
+    llm = [tuple(s) for s in SUITES["llm"]]
+    rows = [r for r in _ok(data["rows"]) if (r["m"], r["n"], r["k"]) in llm and r.get("ratio_to_torch")]
+    if not rows:
+        return None
+    shapes = [s for s in llm if any((r["m"], r["n"], r["k"]) == s for r in rows)]
+    kernels = []
+    for r in rows:
+        if r["kernel"] not in kernels and r["kernel"] != "torch.matmul":
+            kernels.append(r["kernel"])
+    grid = [[math.nan] * len(shapes) for _ in kernels]
+    for r in rows:
+        if r["kernel"] in kernels:
+            grid[kernels.index(r["kernel"])][shapes.index((r["m"], r["n"], r["k"]))] = r["ratio_to_torch"]
+    fig, ax = plt.subplots(figsize=(2.0 + 1.6 * len(shapes), 1.2 + 0.36 * len(kernels)))
+    im = ax.imshow(grid, cmap="RdYlGn", vmin=0.0, vmax=1.2, aspect="auto")
+    for i, row in enumerate(grid):
+        for j, v in enumerate(row):
+            ax.text(j, i, "-" if math.isnan(v) else f"{v:.2f}", ha="center", va="center", fontsize=8)
+    ax.set_xticks(range(len(shapes)), [f"{m}x{n}x{k}" for m, n, k in shapes], rotation=20, fontsize=8)
+    ax.set_yticks(range(len(kernels)), kernels, fontsize=8)
+    ax.set_xlabel("M x N x K")
+    fig.colorbar(im, ax=ax, label="x torch.matmul (same run)")
+    ax.set_title(_title(data["environment"], "LLM shapes: speed relative to torch.matmul"), fontsize=9)
+    fig.tight_layout()
+    path = out / "ratio_llm.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def plot_ladder(data: dict, out: Path, size: int = 4096) -> Path | None:
+    """Each step of the ladder at size^3 (fp32 accumulation), with its gain over the previous step."""
+    rows = {r["kernel"]: r for r in _ok(data["rows"]) if r["m"] == r["n"] == r["k"] == size}
+    steps = [n for n in LADDER if n in rows]
+    if len(steps) < 2:
+        return None
+    vals = [rows[n]["tflops"] for n in steps]
+    fig, ax = plt.subplots(figsize=(1.0 + 0.9 * len(steps), 4.8))
+    colors = ["#7f7f7f" if n == "torch.matmul" else "#1f77b4" if n.startswith("triton") else "#ff7f0e"
+              for n in steps]
+    ax.bar(range(len(steps)), vals, color=colors)
+    for i, (n, v) in enumerate(zip(steps, vals)):
+        prev = vals[i - 1] if i and steps[i - 1].split("_")[0] == n.split("_")[0] else None
+        gain = f"\nx{v / prev:.2f}" if prev else ""
+        ax.text(i, v, f"{v:.0f}{gain}", ha="center", va="bottom", fontsize=8)
+    ax.set_xticks(range(len(steps)), steps, rotation=35, ha="right", fontsize=8)
+    ax.set_ylabel(f"TFLOPS at {size}^3 (fp32 accumulation)")
+    ax.set_yscale("log")
+    ax.set_ylim(min(vals) / 2, max(vals) * 2.5)
+    ax.grid(True, axis="y", alpha=0.3)
+    ax.set_title(_title(data["environment"], f"The ladder at {size}^3: each step and its gain over the previous"),
+                 fontsize=9)
+    fig.tight_layout()
+    path = out / "ladder.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def plot_all(results: Path, out: Path) -> list[Path]:
+    data = load(results)
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    return [p for p in (plot_sizes(data, out), plot_llm(data, out), plot_ladder(data, out)) if p]

@@ -1,0 +1,179 @@
+"""The harness's logic without a GPU: registry, check catching a wrong kernel, result files, plots from a recorded
+H100 run (tests/data/bench_h100_sample.json, written by `python -m compare bench` on the lent H100), inspect,
+and the main job's report."""
+import csv
+import json
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+import torch
+
+import ptx_kernels
+import triton_kernels
+from compare import bench, check, plot, registry
+from compare.reference import compare, make_inputs, reference
+from ptx_kernels import toolchain
+
+from conftest import HAS_CUDA
+
+SAMPLE = Path(__file__).parent / "data" / "bench_h100_sample.json"
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_registry_is_complete_and_unique():
+    names = [k.name for k in registry.kernels()]
+    assert len(names) == len(set(names))
+    for v in ptx_kernels.variants():
+        for acc in v.accs:
+            assert (v.name if acc == "fp32" else f"{v.name}_fp16acc") in names
+    for kernel in ("blocked", "tma"):
+        for cfg in triton_kernels.configs(kernel):
+            assert f"triton_{kernel}[{cfg.name}]" in names and f"triton_{kernel}_fp16acc[{cfg.name}]" in names
+    assert names[0] == "torch.matmul"
+    kinds = {k.family for k in registry.kernels()}
+    assert {"torch", "triton", "simt", "wmma"} <= kinds
+
+
+def test_every_variant_file_is_registered_once():
+    files = {p.name for p in ptx_kernels.variants()[0].source.parent.glob("*.cu")}
+    registered = {v.file for v in ptx_kernels.variants()}
+    from ptx_kernels.build import EXTRA_SOURCES
+    assert files == registered | set(EXTRA_SOURCES), files ^ (registered | set(EXTRA_SOURCES))
+
+
+def test_select_filters():
+    assert [k.name for k in registry.select(["torch*"], gpu=False)] == ["torch.matmul"]
+    cpu = registry.select(None, gpu=False)
+    assert all(k.cpu_ok for k in cpu) and all(k.default for k in cpu)
+    assert len(registry.select(["triton_tma*"], include_all=True, gpu=False)) == 2 * (1 + len(triton_kernels.configs("tma")))
+
+
+@pytest.mark.skipif(HAS_CUDA, reason="runs the CPU path of the check")
+def test_check_catches_a_wrong_kernel():
+    def off_by_one(a, b, out=None):
+        c = torch.matmul(a, b)
+        c[min(3, c.shape[0] - 1), 0] += 1
+        return c
+
+    good = registry.select(["triton_blocked"], gpu=False)
+    bad = replace(good[0], name="wrong", run=off_by_one)
+    rows, names, mat = check.run_check([*good, bad], gpu=False)
+    wrong = [r for r in rows if r.kernel == "wrong"]
+    assert wrong and not any(r.ok for r in wrong if r.inputs == "int")
+    assert "first bad [" in wrong[0].detail
+    assert all(r.ok for r in rows if r.kernel == "triton_blocked")
+    assert names == ["triton_blocked", "wrong"] and mat[0][1] >= 1.0
+    table = check.format_table(rows)
+    assert "wrong" in table and "check failed" in table
+
+
+def test_compare_reports_unwritten_and_bound():
+    a, b = make_inputs(8, 8, 8, "NN", seed=1, kind="randn")
+    ref = reference(a, b)
+    c = ref.half()
+    c[2, 5] = float("nan")
+    v = compare(c, ref)
+    assert not v.ok and v.first_bad == (2, 5) and v.unwritten == 1 and "unwritten" in v.detail
+    from compare.reference import error_bound
+    bound = error_bound(a, b, ref)
+    assert compare(ref.half(), ref, bound).ok  # correctly rounded results sit inside the bound
+    off = ref.half().clone()
+    off[6, 1] += 0.25
+    v2 = compare(off, ref, bound)
+    assert not v2.ok and v2.first_bad == (6, 1) and v2.max_rel_to_bound > 1 and "bound" in v2.detail
+
+
+def test_bench_files_schema(tmp_path):
+    data = plot.load(SAMPLE)
+    rows = [bench.BenchRow(**r) for r in data["rows"]]
+    from compare.__main__ import write_bench
+    write_bench(tmp_path, data["environment"], rows)
+    back = json.loads((tmp_path / "bench.json").read_text())
+    assert back["rows"] == data["rows"]
+    for key in ("gpu", "sm_count", "driver", "torch", "triton", "cuda_runtime", "git_commit", "command", "date",
+                "during_run"):
+        assert key in back["environment"], key
+    with open(tmp_path / "bench.csv") as f:
+        csv_rows = list(csv.DictReader(f))
+    assert len(csv_rows) == len(rows) and set(csv_rows[0]) == set(bench.BenchRow.__dataclass_fields__)
+
+
+def test_summary_geomean_from_recorded_run():
+    rows = [bench.BenchRow(**r) for r in plot.load(SAMPLE)["rows"]]
+    text = bench.summary(rows)
+    assert "torch.matmul" in text and "1.000" in text
+    assert bench.geomean([0.5, 2.0]) == pytest.approx(1.0)
+
+
+def test_plots_from_recorded_run(tmp_path):
+    pngs = plot.plot_all(SAMPLE, tmp_path)
+    names = {p.name for p in pngs}
+    assert {"tflops_vs_size.png", "ladder.png"} <= names  # the sample has no LLM shapes: no ratio_llm.png
+    for p in pngs:
+        assert p.stat().st_size > 20_000 and p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_plot_llm_heatmap(tmp_path):
+    data = plot.load(SAMPLE)
+    llm_rows = []
+    for (m, n, k) in bench.SUITES["llm"]:
+        for name, t in (("torch.matmul", 500.0), ("triton", 450.0)):
+            llm_rows.append(dict(data["rows"][0], kernel=name, m=m, n=n, k=k, tflops=t, ratio_to_torch=t / 500.0))
+    path = plot.plot_llm({"environment": data["environment"], "rows": llm_rows}, tmp_path)
+    assert path and path.stat().st_size > 10_000
+
+
+def test_parse_shapes():
+    assert bench.parse_shapes("16x4096x4096,3000X5000X2000") == [(16, 4096, 4096), (3000, 5000, 2000)]
+    with pytest.raises(ValueError, match="not of the form MxNxK"):
+        bench.parse_shapes("16x4096")
+
+
+@pytest.mark.skipif(toolchain.find_nvcc() is None, reason="nvcc not installed")
+def test_inspect_triton_and_cuda(tmp_path):
+    from compare.inspect import run_inspect
+
+    rows = {r.kernel: r for r in run_inspect(["triton_blocked", "triton_tma", "wmma_async_dbuf"], tmp_path)}
+    tb, tt, wm = rows["triton_blocked"], rows["triton_tma"], rows["wmma_async_dbuf"]
+    assert tb.mix["HGMMA"] > 0 and tb.mix["LDGSTS"] > 0 and tb.mix["UTMALDG"] == 0
+    assert tt.mix["HGMMA"] > 0 and tt.mix["UTMALDG"] > 0 and tt.mix["LDGSTS"] == 0
+    assert wm.mix["HMMA"] > 0 and wm.mix["HGMMA"] == 0 and wm.mix["LDGSTS"] > 0
+    assert tb.smem_dynamic == triton_kernels.configs("blocked")[0].smem_bytes
+    for r in rows.values():
+        assert (tmp_path / r.ptx_file).read_text().startswith("//") and (tmp_path / r.sass_file).stat().st_size
+    assert "| `triton_tma` |" in (tmp_path / "inspect.md").read_text()
+
+
+@pytest.mark.skipif(HAS_CUDA or toolchain.find_nvcc() is None, reason="the CPU main job")
+def test_main_job_without_gpu(tmp_path):
+    res = subprocess.run([sys.executable, "-m", "compare", "--out", str(tmp_path)], cwd=ROOT, capture_output=True,
+                         text=True, timeout=600)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "no CUDA GPU here" in res.stdout
+    index = (tmp_path / "index.md").read_text()
+    assert "Not measured: timing needs a CUDA GPU" in index
+    assert "| `triton_blocked` | sm_90 |" in index and "| `wmma_multistage` | sm_90a |" in index
+    assert json.loads((tmp_path / "check.json").read_text())["rows"]
+
+
+@pytest.mark.skipif(HAS_CUDA, reason="the CPU refusal")
+def test_bench_refuses_without_gpu():
+    res = subprocess.run([sys.executable, "-m", "compare", "bench", "--shapes", "64x64x64"], cwd=ROOT,
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 2 and "bench needs a CUDA GPU" in res.stdout
+
+
+@pytest.mark.gpu
+def test_bench_refuses_to_time_a_wrong_kernel():
+    def off_by_one(a, b, out=None):
+        c = torch.matmul(a, b)
+        c[0, 0] += 1
+        return c
+
+    base = registry.select(["torch.matmul"])[0]
+    rows = bench.bench_shape([base, replace(base, name="wrong", run=off_by_one)], 512, 512, 512, budget_ms=20)
+    wrong = rows[1]
+    assert wrong.status == "failed check" and wrong.tflops is None and rows[0].tflops > 0
