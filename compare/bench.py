@@ -68,7 +68,9 @@ class Timer:
     the CPU to enqueue the whole batch, and the events measure GPU time only.
     """
 
-    ENQUEUE_US_PER_CALL = 150.0  # generous: a Triton launch through the autotuner costs ~40-80 us of CPU
+    # Generous: a Triton launch through the autotuner costs ~40-80 us of CPU, a TMA launch more (it builds its
+    # descriptors on the host); at 150 us the H100 run of 2026-11-22 still saw the queue drain at 1024^3.
+    ENQUEUE_US_PER_CALL = 400.0
 
     def __init__(self):
         self.flush = torch.empty(L2_FLUSH_BYTES // 4, dtype=torch.int32, device="cuda")
