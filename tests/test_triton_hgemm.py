@@ -232,3 +232,15 @@ def test_tma_random_large_within_bound(m, n, k, acc):
     v = compare(triton_kernels.hgemm(a, b, acc=acc, out=out, kernel="tma", config=cfg), ref,
                 error_bound(a, b, ref, acc))
     assert v.ok, v.detail
+
+
+def test_autotune_prunes_tiles_larger_than_the_problem():
+    from triton_kernels.common import prune_for_problem
+    tcs = [c.to_triton() for c in configs("blocked")]
+    small = prune_for_problem(tcs, {"M": 17, "N": 33})
+    assert small and all(c.kwargs["BLOCK_M"] <= 64 and c.kwargs["BLOCK_N"] <= 64 for c in small)
+    skinny = prune_for_problem(tcs, {"M": 16, "N": 4096})
+    assert {c.kwargs["BLOCK_M"] for c in skinny} == {64}
+    assert len(prune_for_problem(tcs, {"M": 4096, "N": 4096})) == len(tcs)
+    only_big = [c.to_triton() for c in configs("blocked")[:2]]  # 128x256, 256x128
+    assert len(prune_for_problem(only_big, {"M": 1, "N": 1})) == 1

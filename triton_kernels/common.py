@@ -63,4 +63,16 @@ def grouped_pid(tile_id, num_pid_m, num_pid_n, GROUP_M: tl.constexpr):
     return pid_m, pid_n
 
 
+def prune_for_problem(configs, named_args, **kwargs):
+    """Autotuning pre-filter: drop tiles far larger than the problem (a 256-row tile for M = 16 only computes
+    padding), keeping at least one config. Cuts autotuning of small and skinny problems to a few candidates."""
+    m, n = named_args["M"], named_args["N"]
+    cap_m = max(64, triton.next_power_of_2(m))
+    cap_n = max(64, triton.next_power_of_2(n))
+    kept = [c for c in configs if c.kwargs["BLOCK_M"] <= cap_m and c.kwargs["BLOCK_N"] <= cap_n]
+    if kept:
+        return kept
+    return [min(configs, key=lambda c: c.kwargs["BLOCK_M"] * c.kwargs["BLOCK_N"])]
+
+
 ACCUMULATIONS = ("fp32", "fp16")
