@@ -49,6 +49,11 @@ def kernel_sources() -> list[Path]:
     return [v.source for v in VARIANTS] + [CSRC / name for name in EXTRA_SOURCES]
 
 
+def combined_cuda_source() -> str:
+    """The one CUDA translation unit load_inline compiles: every kernel file, in order."""
+    return "\n".join(p.read_text() for p in kernel_sources())
+
+
 def source_hash(flags: list[str]) -> str:
     h = hashlib.sha256()
     for path in [*(CSRC / n for n in HEADERS), *kernel_sources(), CSRC / BINDING]:
@@ -89,7 +94,7 @@ def load(verbose: bool = False):
         name = f"tensorcore_hgemm_ptx_{source_hash(cuda_flags)}"
         build_dir = build_dir_root() / name
         build_dir.mkdir(parents=True, exist_ok=True)
-        cuda_src = "\n".join(p.read_text() for p in kernel_sources())
+        cuda_src = combined_cuda_source()
         cpp_src = (CSRC / BINDING).read_text()
         with open(build_dir.parent / f"{name}.flock", "w") as flock:
             fcntl.flock(flock, fcntl.LOCK_EX)

@@ -130,3 +130,23 @@ def test_instruction_mix_counts_predicated_and_dotted():
         /*0070*/                   HMMA.16816.F32 R16, R8, R14, R16 ;"""
     mix = toolchain.instruction_mix(sass)
     assert (mix["HMMA"], mix["LDGSTS"], mix["LDSM"]) == (2, 1, 1)
+
+
+def test_extension_translation_unit_compiles_host_and_device(tmp_path):
+    """load_inline puts every kernel file into one .cu: it must compile as one unit (no clashing names), host
+    launchers included (-cubin above compiles device code only)."""
+    import subprocess
+
+    from ptx_kernels.build import combined_cuda_source
+    from ptx_kernels.variants import CSRC
+
+    src = tmp_path / "all_kernels.cu"
+    src.write_text(combined_cuda_source())
+    cmd = [toolchain.find_nvcc(), *toolchain.NVCC_FLAGS, toolchain.ARCHS["sm_90a"], f"-I{CSRC}", "-c", "-o",
+           str(tmp_path / "all.o"), str(src)]
+    res = subprocess.run(cmd, capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr[-3000:]
+    syms = subprocess.run(["nm", "-C", str(tmp_path / "all.o")], capture_output=True, text=True).stdout
+    for launcher in ("launch_simt_naive", "launch_wmma_naive", "launch_wmma_smem", "launch_wmma_regtile",
+                     "launch_wmma_async_dbuf", "launch_wmma_multistage", "launch_mma_ceiling"):
+        assert f" T {launcher}(" in syms, launcher

@@ -154,6 +154,16 @@ inline cudaError_t prepare_smem(Kernel kernel, int bytes, LaunchInfo* info) {
   return cudaSuccess;
 }
 
+// Call launch(acc, b_col) with both as compile-time constants (std::integral_constant), so one host-side lambda
+// launches whichever of a kernel's four instantiations (accumulation x B layout) the problem needs.
+template <class F>
+inline cudaError_t dispatch(Acc acc, bool b_col_major, F&& launch) {
+  using F32 = std::integral_constant<Acc, Acc::F32>;
+  using F16 = std::integral_constant<Acc, Acc::F16>;
+  if (acc == Acc::F32) return b_col_major ? launch(F32{}, std::true_type{}) : launch(F32{}, std::false_type{});
+  return b_col_major ? launch(F16{}, std::true_type{}) : launch(F16{}, std::false_type{});
+}
+
 inline void fill_info(LaunchInfo* info, dim3 grid, dim3 block, int smem) {
   if (!info) return;
   info->grid_x = grid.x;

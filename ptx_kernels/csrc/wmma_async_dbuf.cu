@@ -71,12 +71,8 @@ cudaError_t launch_wmma_async_dbuf(const GemmArgs& p, Acc acc, cudaStream_t stre
   if (!tile::rows_aligned16(p)) return cudaErrorMisalignedAddress;
   const dim3 block(THREADS), grid(tile::cdiv(p.N, BN), tile::cdiv(p.M, BM));
   tile::fill_info(info, grid, block, 0);
-  if (acc == Acc::F32) {
-    if (p.b_col_major) kernel<Acc::F32, true><<<grid, block, 0, stream>>>(p);
-    else kernel<Acc::F32, false><<<grid, block, 0, stream>>>(p);
-  } else {
-    if (p.b_col_major) kernel<Acc::F16, true><<<grid, block, 0, stream>>>(p);
-    else kernel<Acc::F16, false><<<grid, block, 0, stream>>>(p);
-  }
-  return cudaGetLastError();
+  return tile::dispatch(acc, p.b_col_major, [&](auto acc_c, auto b_col_c) {
+    kernel<decltype(acc_c)::value, decltype(b_col_c)::value><<<grid, block, 0, stream>>>(p);
+    return cudaGetLastError();
+  });
 }

@@ -114,9 +114,9 @@ cudaError_t launch(const GemmArgs& p, cudaStream_t stream, LaunchInfo* info) {
 template <class T>
 cudaError_t launch_tile(const GemmArgs& p, Acc acc, cudaStream_t stream, LaunchInfo* info) {
   if (!tile::rows_aligned16(p)) return cudaErrorMisalignedAddress;
-  if (acc == Acc::F32)
-    return p.b_col_major ? launch<T, Acc::F32, true>(p, stream, info) : launch<T, Acc::F32, false>(p, stream, info);
-  return p.b_col_major ? launch<T, Acc::F16, true>(p, stream, info) : launch<T, Acc::F16, false>(p, stream, info);
+  return tile::dispatch(acc, p.b_col_major, [&](auto acc_c, auto b_col_c) {
+    return launch<T, decltype(acc_c)::value, decltype(b_col_c)::value>(p, stream, info);
+  });
 }
 
 }  // namespace wmma_multistage

@@ -69,12 +69,8 @@ cudaError_t launch_wmma_naive(const GemmArgs& p, Acc acc, cudaStream_t stream, L
                          p.sam % 8 == 0 && ldb % 8 == 0;
   const dim3 block(32), grid(tile::cdiv(p.N, T), tile::cdiv(p.M, T));
   tile::fill_info(info, grid, block, 0);
-  if (acc == Acc::F32) {
-    if (p.b_col_major) kernel<Acc::F32, true><<<grid, block, 0, stream>>>(p, direct_ok);
-    else kernel<Acc::F32, false><<<grid, block, 0, stream>>>(p, direct_ok);
-  } else {
-    if (p.b_col_major) kernel<Acc::F16, true><<<grid, block, 0, stream>>>(p, direct_ok);
-    else kernel<Acc::F16, false><<<grid, block, 0, stream>>>(p, direct_ok);
-  }
-  return cudaGetLastError();
+  return tile::dispatch(acc, p.b_col_major, [&](auto acc_c, auto b_col_c) {
+    kernel<decltype(acc_c)::value, decltype(b_col_c)::value><<<grid, block, 0, stream>>>(p, direct_ok);
+    return cudaGetLastError();
+  });
 }

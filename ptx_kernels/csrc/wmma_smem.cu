@@ -62,12 +62,8 @@ cudaError_t launch_wmma_smem(const GemmArgs& p, Acc acc, cudaStream_t stream, La
   const bool vec_ok = tile::rows_aligned16(p);
   const dim3 block(THREADS), grid(tile::cdiv(p.N, BN), tile::cdiv(p.M, BM));
   tile::fill_info(info, grid, block, 0);
-  if (acc == Acc::F32) {
-    if (p.b_col_major) kernel<Acc::F32, true><<<grid, block, 0, stream>>>(p, vec_ok);
-    else kernel<Acc::F32, false><<<grid, block, 0, stream>>>(p, vec_ok);
-  } else {
-    if (p.b_col_major) kernel<Acc::F16, true><<<grid, block, 0, stream>>>(p, vec_ok);
-    else kernel<Acc::F16, false><<<grid, block, 0, stream>>>(p, vec_ok);
-  }
-  return cudaGetLastError();
+  return tile::dispatch(acc, p.b_col_major, [&](auto acc_c, auto b_col_c) {
+    kernel<decltype(acc_c)::value, decltype(b_col_c)::value><<<grid, block, 0, stream>>>(p, vec_ok);
+    return cudaGetLastError();
+  });
 }
