@@ -82,9 +82,9 @@ def run(out: Path, *, gpu: bool, suite: str = "default", budget_ms: float = 200.
     md += ["## Correctness", "",
            ("Every kernel against the high-precision reference (fp32 cuBLAS with TF32 off on the GPU, float64 on "
             "the CPU): exact checks on small-integer inputs (bit-for-bit), bound checks on random inputs, outputs "
-            "poisoned with NaN first. Shapes: " + ", ".join(f"{m}x{n}x{k}" for m, n, k in
-                                                          (check_mod.GPU_EXACT if gpu else check_mod.CPU_EXACT))
-            + " in NN, NT, TN, TT." + ("" if gpu else " Triton ran under the interpreter (TRITON_INTERPRET=1).")),
+            "poisoned with NaN first. Cases (shape, layout, inputs): "
+            + ", ".join(f"{m}x{n}x{k} {lay} {kind}" for (m, n, k), lay, kind in check_mod.cases_for(gpu)) + "."
+            + ("" if gpu else " Triton ran under the interpreter (TRITON_INTERPRET=1).")),
            "", check_markdown(rows), "", f"{len(rows) - failed} of {len(rows)} checks passed.", ""]
 
     # BENCH + FRAME + PLOTS
