@@ -1,0 +1,127 @@
+"""The fragment-layout model (ptx_kernels/layouts.py) against the PTX ISA's own formulas, written here element
+first as the ISA states them, and against the identities the mma kernels rely on (ldmatrix feeding mma.sync,
+stmatrix storing its result)."""
+import numpy as np
+import pytest
+
+from ptx_kernels import layouts as L
+
+
+def isa_g_t(lane):
+    return lane >> 2, lane % 4  # groupID, threadID_in_group
+
+
+def test_mma_a_matches_isa_formula():
+    # ISA, m16n8k16 .f16 A: row = groupID for a_i with i < 2 or 4 <= i < 6, else groupID + 8;
+    # col = threadID_in_group * 2 + (i & 1), + 8 for i >= 4.
+    a = L.mma_a()
+    for lane in range(32):
+        g, t = isa_g_t(lane)
+        for i in range(8):
+            row = g if (i < 2 or 4 <= i < 6) else g + 8
+            col = t * 2 + (i & 1) + (8 if i >= 4 else 0)
+            assert tuple(a[lane, i]) == (row, col), (lane, i)
+
+
+def test_mma_b_matches_isa_formula():
+    # ISA, m16n8k16 .f16 B: row (k) = threadID_in_group * 2 + (i & 1), + 8 for i >= 2; col (n) = groupID.
+    b = L.mma_b()
+    for lane in range(32):
+        g, t = isa_g_t(lane)
+        for i in range(4):
+            assert tuple(b[lane, i]) == (t * 2 + (i & 1) + (8 if i >= 2 else 0), g), (lane, i)
+
+
+def test_mma_c_matches_isa_formula():
+    # ISA, m16n8k16 C/D (.f32 and .f16): row = groupID for c_i with i < 2, else groupID + 8;
+    # col = threadID_in_group * 2 + (i & 1).
+    c = L.mma_c()
+    for lane in range(32):
+        g, t = isa_g_t(lane)
+        for i in range(4):
+            assert tuple(c[lane, i]) == (g if i < 2 else g + 8, t * 2 + (i & 1)), (lane, i)
+
+
+@pytest.mark.parametrize("layout,shape", [(L.mma_a(), (16, 16)), (L.mma_b(), (16, 8)), (L.mma_c(), (16, 8))])
+def test_each_element_held_exactly_once(layout, shape):
+    owner = L.element_owner(layout, shape)
+    assert (owner >= 0).all()
+    assert len(np.unique(owner)) == shape[0] * shape[1] == layout.shape[0] * layout.shape[1]
+
+
+@pytest.mark.parametrize("num", [1, 2, 4])
+@pytest.mark.parametrize("trans", [False, True])
+def test_ldmatrix_matches_isa_description(num, trans):
+    # ISA: "each thread receives ... one 32-bit register per matrix, holding two consecutive elements of row
+    # (laneid / 4)" (column pair 2 * (laneid % 4)); .trans delivers the element at (col, row) instead.
+    m = L.ldmatrix(num, trans)
+    assert m.shape == (32, 2 * num, 3)
+    for lane in range(32):
+        for reg in range(num):
+            for h in range(2):
+                row, col = lane // 4, 2 * (lane % 4) + h
+                want = (reg, col, row) if trans else (reg, row, col)
+                assert tuple(m[lane, 2 * reg + h]) == want
+    # every element of every matrix delivered exactly once
+    flat = {tuple(x) for x in m.reshape(-1, 3)}
+    assert len(flat) == 64 * num
+
+
+def test_ldmatrix_address_lanes():
+    assert L.ldmatrix_address_lanes(4)[2].tolist() == list(range(16, 24))
+    assert L.ldmatrix_address_lanes(1).shape == (1, 8)
+    with pytest.raises(ValueError, match="not .x3"):
+        L.ldmatrix(3)
+
+
+def _tile(rows, cols):
+    return np.arange(rows * cols).reshape(rows, cols)
+
+
+def test_ldmatrix_x4_feeds_mma_a():
+    """A 16x16 row-major tile; lane l points at row l % 16, column 8 * (l // 16): ldmatrix.x4 yields exactly the
+    mma.m16n8k16 A fragment (the addressing every mma kernel uses)."""
+    smem = _tile(16, 16)
+    addr = np.array([(lane % 16, 8 * (lane // 16)) for lane in range(32)])
+    got = L.gather_ldmatrix(smem, addr, 4)
+    a = L.mma_a()
+    want = smem[a[..., 0], a[..., 1]]
+    assert np.array_equal(got, want)
+
+
+def test_ldmatrix_x2_trans_feeds_mma_b_from_row_major_b():
+    """B stored (k, n) row-major, 16x8: lanes 0..15 point at rows k = 0..15; ldmatrix.x2.trans yields the B
+    fragment (so a row-major B needs no transposition in memory)."""
+    smem = _tile(16, 8)
+    addr = np.array([(lane % 16, 0) for lane in range(32)])
+    got = L.gather_ldmatrix(smem, addr, 2, trans=True)
+    b = L.mma_b()
+    assert np.array_equal(got, smem[b[..., 0], b[..., 1]])
+
+
+def test_ldmatrix_x2_feeds_mma_b_from_column_major_b():
+    """B stored (n, k), 8 rows of 16: lanes 0..7 point at (n, k=0), lanes 8..15 at (n, k=8); plain ldmatrix.x2
+    yields the B fragment."""
+    smem_nk = _tile(8, 16)
+    addr = np.array([(lane % 8, 8 * ((lane // 8) % 2)) for lane in range(32)])
+    got = L.gather_ldmatrix(smem_nk, addr, 2)
+    b = L.mma_b()  # (k, n) pairs
+    assert np.array_equal(got, smem_nk[b[..., 1], b[..., 0]])
+
+
+def test_stmatrix_x2_writes_fp16_c_row_major():
+    """The fp16 C fragment (two .f16x2 registers) stored with stmatrix.x2, lanes 0..7 giving rows 0..7 and lanes
+    8..15 rows 8..15, lands as the row-major 16x8 tile: the stmatrix epilogue of the mma ladder."""
+    c = L.mma_c()
+    st = L.stmatrix(2)
+    for lane in range(32):
+        for e in range(4):  # element e = half (e % 2) of register (e // 2)
+            m, r, col = st[lane, e]
+            assert (8 * m + r, col) == tuple(c[lane, e])
+
+
+def test_trans_is_transposition():
+    for num in (1, 2, 4):
+        plain, tr = L.ldmatrix(num), L.ldmatrix(num, trans=True)
+        assert np.array_equal(plain[..., 0], tr[..., 0])
+        assert np.array_equal(plain[..., 1:], tr[..., 1:][..., ::-1])
