@@ -125,6 +125,15 @@ def cmd_inspect(args) -> int:
     return 0
 
 
+def cmd_layouts(args) -> int:
+    from .layouts import draw_all
+
+    for p in draw_all(Path(args.out)):
+        print(f"wrote {p}")
+    print(f"wrote {Path(args.out) / 'layouts.md'}")
+    return 0
+
+
 def cmd_main(args) -> int:
     from . import report
 
@@ -162,8 +171,11 @@ def main(argv=None) -> int:
     i = sub.add_parser("inspect", help="PTX, SASS and an instruction-mix table per kernel (no GPU needed)")
     i.add_argument("kernels", nargs="*", help="kernel names (default: all)")
     i.add_argument("--out", default="inspect", help="folder for the files")
+    lay = sub.add_parser("layouts", help="PNG lane maps of the mma/ldmatrix/stmatrix fragment layouts (no GPU)")
+    lay.add_argument("--out", default="layouts", help="folder for the PNGs and layouts.md")
     args = ap.parse_args(argv)
-    commands = {"check": cmd_check, "bench": cmd_bench, "plot": cmd_plot, "inspect": cmd_inspect, None: cmd_main}
+    commands = {"check": cmd_check, "bench": cmd_bench, "plot": cmd_plot, "inspect": cmd_inspect,
+                "layouts": cmd_layouts, None: cmd_main}
     return commands[args.cmd](args)
 
 

@@ -132,6 +132,12 @@ def run(out: Path, *, gpu: bool, suite: str = "default", budget_ms: float = 200.
     except Exception as e:  # noqa: BLE001 - a missing nvcc must not hide the rest of the report
         md += ["## What each kernel compiles to", "", f"Inspect could not run here: {type(e).__name__}: {e}", ""]
         failed += 1
+    # LAYOUTS (the model; hardware probes are issue 6's next step)
+    from .layouts import draw_all
+    draw_all(out / "layouts")
+    md += ["## Fragment layouts", "", "Lane maps of mma.m16n8k16 and ldmatrix/stmatrix from the model the tests "
+           "check against the PTX ISA: [layouts/layouts.md](layouts/layouts.md).", "",
+           "![mma.m16n8k16](layouts/mma_m16n8k16.png)", ""]
     (out / "index.md").write_text("\n".join(md))
     (out / "environment.json").write_text(json.dumps(env, indent=1))
     return 1 if failed else 0

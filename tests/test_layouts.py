@@ -125,3 +125,14 @@ def test_trans_is_transposition():
         plain, tr = L.ldmatrix(num), L.ldmatrix(num, trans=True)
         assert np.array_equal(plain[..., 0], tr[..., 0])
         assert np.array_equal(plain[..., 1:], tr[..., 1:][..., ::-1])
+
+
+def test_layout_maps_rendered(tmp_path):
+    from compare.layouts import draw_all
+
+    pngs = draw_all(tmp_path)
+    assert [p.name for p in pngs] == ["mma_m16n8k16.png", "ldmatrix_x4.png", "ldmatrix_x4_trans.png"]
+    for p in pngs:
+        assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and p.stat().st_size > 50_000
+    md = (tmp_path / "layouts.md").read_text()
+    assert all(f"]({p.name})" in md for p in pngs)
