@@ -42,7 +42,7 @@ def arch_flags(capability: tuple[int, int]) -> list[str]:
     return [f"-gencode=arch=compute_{arch},code=sm_{arch}"]
 
 
-EXTRA_SOURCES = ("mma_ceiling.cu",)  # compiled into the extension beside the variants; not GEMM variants
+EXTRA_SOURCES = ("mma_ceiling.cu", "probes.cu")  # compiled in beside the variants; not GEMM variants
 
 
 def kernel_sources() -> list[Path]:
@@ -56,7 +56,7 @@ def combined_cuda_source() -> str:
 
 def source_hash(flags: list[str]) -> str:
     h = hashlib.sha256()
-    for path in [*(CSRC / n for n in HEADERS), *kernel_sources(), CSRC / BINDING]:
+    for path in [*(CSRC / n for n in HEADERS), CSRC / "asm_examples.cuh", *kernel_sources(), CSRC / BINDING]:
         h.update(path.name.encode())
         h.update(path.read_bytes())
     h.update(" ".join(flags).encode())
@@ -104,7 +104,8 @@ def load(verbose: bool = False):
             try:
                 _module = load_inline(
                     name=name, cpp_sources=[cpp_src], cuda_sources=[cuda_src],
-                    functions=["hgemm_launch", "hgemm_variants", "hgemm_mma_ceiling"], extra_cuda_cflags=cuda_flags,
+                    functions=["hgemm_launch", "hgemm_variants", "hgemm_mma_ceiling", "probe_ldmatrix",
+                               "probe_stmatrix", "probe_mma", "probe_wmma", "probe_asm"], extra_cuda_cflags=cuda_flags,
                     extra_cflags=["-O2", "-std=c++17"], extra_include_paths=[str(CSRC)],
                     build_directory=str(build_dir), verbose=verbose, with_cuda=True)
             except Exception as e:  # noqa: BLE001 - re-raised with the build folder named

@@ -3,6 +3,7 @@ first as the ISA states them, and against the identities the mma kernels rely on
 stmatrix storing its result)."""
 import numpy as np
 import pytest
+import torch
 
 from ptx_kernels import layouts as L
 
@@ -136,3 +137,78 @@ def test_layout_maps_rendered(tmp_path):
         assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and p.stat().st_size > 50_000
     md = (tmp_path / "layouts.md").read_text()
     assert all(f"]({p.name})" in md for p in pngs)
+
+
+class _FakeProbeExtension:
+    """Emulates probes.cu from the ISA's element-first formulas (as in the tests above), so the decoding in
+    ptx_kernels/probes.py (register packing, fp16 halves, stmatrix inversion) runs without a GPU."""
+
+    @staticmethod
+    def _ldm_src(lane, reg, half, trans):
+        row, col = lane // 4, 2 * (lane % 4) + half
+        return (col, row) if trans else (row, col)
+
+    def probe_ldmatrix(self, num, trans):
+        out = np.zeros((32, 2 * num), dtype=np.int64)
+        for lane in range(32):
+            for reg in range(num):
+                for h in range(2):
+                    r, c = self._ldm_src(lane, reg, h, trans)
+                    out[lane, 2 * reg + h] = reg * 64 + r * 8 + c
+        return torch.from_numpy(out.astype(np.int16))
+
+    def probe_stmatrix(self, num, trans):
+        s = np.full(num * 64, 0xFFFF, dtype=np.int64)
+        for lane in range(32):
+            for reg in range(num):
+                for h in range(2):
+                    r, c = self._ldm_src(lane, reg, h, trans)
+                    s[reg * 64 + r * 8 + c] = lane * 8 + 2 * reg + h
+        return torch.from_numpy(s.astype(np.uint16).view(np.int16))
+
+    def probe_mma(self, a, b, c, fp16):
+        ra, rb = a.numpy().view(np.uint32), b.numpy().view(np.uint32)
+        halves = lambda regs: np.stack([regs & 0xFFFF, regs >> 16], -1).reshape(32, -1).astype(np.uint16).view(
+            np.float16).astype(np.float64)  # noqa: E731
+        av, bv = halves(ra), halves(rb)
+        A, B = np.zeros((16, 16)), np.zeros((16, 8))
+        for lane in range(32):
+            g, t = lane >> 2, lane % 4
+            for i in range(8):
+                A[g if (i < 2 or 4 <= i < 6) else g + 8, t * 2 + (i & 1) + (8 if i >= 4 else 0)] = av[lane, i]
+            for i in range(4):
+                B[t * 2 + (i & 1) + (8 if i >= 2 else 0), g] = bv[lane, i]
+        D = A @ B
+        d = np.array([[D[(lane >> 2) + (8 if i >= 2 else 0), (lane % 4) * 2 + (i & 1)] for i in range(4)]
+                      for lane in range(32)])
+        if not fp16:
+            return torch.from_numpy(d.astype(np.float32))
+        bits = d.astype(np.float16).view(np.uint16).astype(np.uint32)
+        return torch.from_numpy((bits[:, 0::2] | (bits[:, 1::2] << 16)).view(np.int32))
+
+
+@pytest.fixture
+def fake_probes(monkeypatch):
+    from ptx_kernels import probes
+    fake = _FakeProbeExtension()
+    monkeypatch.setattr(probes, "load", lambda: fake)
+    # probes.py moves inputs to "cuda"; here they stay on the CPU
+    monkeypatch.setattr(torch.Tensor, "to", lambda self, *a, **k: self)
+    real_zeros = torch.zeros
+    monkeypatch.setattr(torch, "zeros", lambda *s, **k: real_zeros(*s, dtype=k.get("dtype")))
+    return probes
+
+
+@pytest.mark.parametrize("num", [1, 2, 4])
+@pytest.mark.parametrize("trans", [False, True])
+def test_probe_decoding_ldmatrix_stmatrix(fake_probes, num, trans):
+    assert np.array_equal(fake_probes.ldmatrix(num, trans), L.ldmatrix(num, trans))
+    assert np.array_equal(fake_probes.stmatrix(num, trans), L.stmatrix(num, trans))
+
+
+@pytest.mark.parametrize("acc", ["fp32", "fp16"])
+def test_probe_decoding_mma(fake_probes, acc):
+    rng = np.random.default_rng(1)
+    a = rng.integers(-3, 4, (16, 16)).astype(np.float64)
+    b = rng.integers(-3, 4, (16, 8)).astype(np.float64)
+    assert np.array_equal(fake_probes.mma(a, b, acc), a @ b)

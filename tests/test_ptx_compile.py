@@ -148,5 +148,17 @@ def test_extension_translation_unit_compiles_host_and_device(tmp_path):
     assert res.returncode == 0, res.stderr[-3000:]
     syms = subprocess.run(["nm", "-C", str(tmp_path / "all.o")], capture_output=True, text=True).stdout
     for launcher in ("launch_simt_naive", "launch_wmma_naive", "launch_wmma_smem", "launch_wmma_regtile",
-                     "launch_wmma_async_dbuf", "launch_wmma_multistage", "launch_mma_ceiling"):
+                     "launch_wmma_async_dbuf", "launch_wmma_multistage", "launch_mma_ceiling",
+                     "launch_probe_ldmatrix", "launch_probe_stmatrix", "launch_probe_mma", "launch_probe_wmma",
+                     "launch_probe_asm"):
         assert f" T {launcher}(" in syms, launcher
+
+
+def test_probe_kernels_compile_with_the_instructions_they_probe():
+    from ptx_kernels.variants import CSRC
+    for arch in ARCHS:
+        c = toolchain.compile_cubin(CSRC / "probes.cu", arch)
+        mix = toolchain.instruction_mix(c.sass())
+        assert mix["LDSM"] >= 6 and mix["HMMA"] >= 2, (arch, dict(mix))
+        assert (mix["STSM"] >= 6) == (arch == "sm_90a"), (arch, mix["STSM"])
+        assert all(f.spill_stores == 0 for f in c.functions)

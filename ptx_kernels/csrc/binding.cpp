@@ -87,3 +87,59 @@ double hgemm_mma_ceiling(const torch::Tensor& sink, int64_t blocks, int64_t iter
   TORCH_CHECK(err == cudaSuccess, "mma_ceiling failed to launch: ", cudaGetErrorString(err));
   return double(blocks) * kMmaCeilingWarpsPerBlock * double(iters) * kMmaCeilingChains * (2.0 * 16 * 8 * 16);
 }
+
+// ---- fragment-layout probes: small outputs, one warp, synchronous results for the tests -------------------
+namespace {
+cudaStream_t stream_of(const torch::Tensor& t) { return at::cuda::getCurrentCUDAStream(t.device().index()); }
+void check_probe(cudaError_t err, const char* what) {
+  TORCH_CHECK(err != cudaErrorInvalidDeviceFunction, what, " needs sm_90 (stmatrix)");
+  TORCH_CHECK(err == cudaSuccess, what, " failed: ", cudaGetErrorString(err));
+}
+torch::TensorOptions on_cuda(torch::ScalarType t) { return torch::TensorOptions().dtype(t).device(torch::kCUDA); }
+}  // namespace
+
+torch::Tensor probe_ldmatrix(int64_t num, bool trans) {
+  auto out = torch::zeros({32, 2 * num}, on_cuda(torch::kInt16));
+  check_probe(launch_probe_ldmatrix(static_cast<int>(num), trans, reinterpret_cast<uint16_t*>(out.data_ptr<int16_t>()),
+                                    stream_of(out)), "probe_ldmatrix");
+  return out;
+}
+
+torch::Tensor probe_stmatrix(int64_t num, bool trans) {
+  auto out = torch::zeros({num * 64}, on_cuda(torch::kInt16));
+  check_probe(launch_probe_stmatrix(static_cast<int>(num), trans, reinterpret_cast<uint16_t*>(out.data_ptr<int16_t>()),
+                                    stream_of(out)), "probe_stmatrix");
+  return out;
+}
+
+torch::Tensor probe_mma(const torch::Tensor& a, const torch::Tensor& b, const torch::Tensor& c, bool fp16) {
+  TORCH_CHECK(a.is_cuda() && a.scalar_type() == torch::kInt32 && a.numel() == 128, "probe_mma: a is (32, 4) int32");
+  TORCH_CHECK(b.is_cuda() && b.scalar_type() == torch::kInt32 && b.numel() == 64, "probe_mma: b is (32, 2) int32");
+  TORCH_CHECK(c.is_cuda() && c.is_contiguous() && a.is_contiguous() && b.is_contiguous(), "probe_mma: contiguous CUDA");
+  TORCH_CHECK(fp16 ? (c.scalar_type() == torch::kInt32 && c.numel() == 64)
+                   : (c.scalar_type() == torch::kFloat && c.numel() == 128),
+              "probe_mma: c is (32, 2) int32 for fp16 accumulation, (32, 4) float32 for fp32");
+  auto d = torch::empty_like(c);
+  check_probe(launch_probe_mma(fp16, reinterpret_cast<const uint32_t*>(a.data_ptr<int32_t>()),
+                               reinterpret_cast<const uint32_t*>(b.data_ptr<int32_t>()), c.data_ptr(), d.data_ptr(),
+                               stream_of(a)), "probe_mma");
+  return d;
+}
+
+std::vector<torch::Tensor> probe_wmma(int64_t which) {
+  auto out = torch::zeros({32, 16}, on_cuda(torch::kInt32));
+  auto n = torch::zeros({1}, on_cuda(torch::kInt32));
+  check_probe(launch_probe_wmma(static_cast<int>(which), reinterpret_cast<uint32_t*>(out.data_ptr<int32_t>()),
+                                n.data_ptr<int32_t>(), stream_of(out)), "probe_wmma");
+  return {out, n};
+}
+
+std::vector<torch::Tensor> probe_asm() {
+  auto out = torch::zeros({32, 16}, on_cuda(torch::kInt32));
+  auto out64 = torch::zeros({32}, on_cuda(torch::kInt64));
+  auto outd = torch::zeros({32}, on_cuda(torch::kFloat64));
+  check_probe(launch_probe_asm(reinterpret_cast<uint32_t*>(out.data_ptr<int32_t>()),
+                               reinterpret_cast<uint64_t*>(out64.data_ptr<int64_t>()), outd.data_ptr<double>(),
+                               stream_of(out)), "probe_asm");
+  return {out, out64, outd};
+}

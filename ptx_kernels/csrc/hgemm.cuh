@@ -41,3 +41,11 @@ cudaError_t launch_wmma_multistage(const GemmArgs&, Acc, cudaStream_t, LaunchInf
 // The mma.sync instruction ceiling (mma_ceiling.cu): blocks x 4 warps x iters x 8 chains of m16n8k16.
 constexpr int kMmaCeilingWarpsPerBlock = 4, kMmaCeilingChains = 8;
 cudaError_t launch_mma_ceiling(int blocks, int iters, Acc acc, float* sink, cudaStream_t stream);
+
+// Fragment-layout probes (probes.cu): one warp each; see ptx_kernels/probes.py.
+cudaError_t launch_probe_ldmatrix(int num, bool trans, uint16_t* out, cudaStream_t stream);
+cudaError_t launch_probe_stmatrix(int num, bool trans, uint16_t* out, cudaStream_t stream);
+cudaError_t launch_probe_mma(bool fp16, const uint32_t* a, const uint32_t* b, const void* c, void* d,
+                             cudaStream_t stream);
+cudaError_t launch_probe_wmma(int which, uint32_t* out, int* out_n, cudaStream_t stream);
+cudaError_t launch_probe_asm(uint32_t* out, uint64_t* out64, double* outd, cudaStream_t stream);

@@ -1,0 +1,66 @@
+"""Hardware equals model: the probes (ptx_kernels/csrc/probes.cu) against ptx_kernels/layouts.py."""
+import numpy as np
+import pytest
+import torch
+
+from ptx_kernels import layouts as L
+
+pytestmark = pytest.mark.gpu
+
+
+@pytest.fixture(scope="module")
+def probes():
+    from ptx_kernels import probes as p
+    return p
+
+
+@pytest.mark.parametrize("num", [1, 2, 4])
+@pytest.mark.parametrize("trans", [False, True])
+def test_ldmatrix_hardware_equals_model(probes, num, trans):
+    assert np.array_equal(probes.ldmatrix(num, trans), L.ldmatrix(num, trans))
+
+
+@pytest.mark.parametrize("num", [1, 2, 4])
+@pytest.mark.parametrize("trans", [False, True])
+def test_stmatrix_hardware_equals_model(probes, num, trans):
+    if torch.cuda.get_device_capability() < (9, 0):
+        with pytest.raises(RuntimeError, match="needs sm_90"):
+            probes.stmatrix(num, trans)
+        return
+    assert np.array_equal(probes.stmatrix(num, trans), L.stmatrix(num, trans))
+
+
+@pytest.mark.parametrize("acc", ["fp32", "fp16"])
+def test_mma_hardware_equals_model(probes, acc):
+    rng = np.random.default_rng(0)
+    for _ in range(5):
+        a = rng.integers(-3, 4, (16, 16)).astype(np.float64)
+        b = rng.integers(-3, 4, (16, 8)).astype(np.float64)
+        assert np.array_equal(probes.mma(a, b, acc), a @ b)
+    # indexed A, column-selecting B: D[m, n] = A[m, n] = 16 m + n names every output's position
+    a = np.arange(256, dtype=np.float64).reshape(16, 16)
+    b = np.eye(16, 8)
+    assert np.array_equal(probes.mma(a, b, acc), a[:, :8])
+
+
+@pytest.mark.parametrize("which", [0, 1, 2, 3])
+def test_wmma_fragments_recorded(probes, which):
+    """WMMA's layout is the compiler's choice: record it, and check it is a cover of the 16x16 tile."""
+    frag = probes.wmma(which)
+    cells = {tuple(x) for x in frag.reshape(-1, 2)}
+    assert len(cells) == 256, f"{probes.WMMA_KINDS[which]}: {len(cells)} distinct elements"
+
+
+def test_asm_examples(probes):
+    r = probes.asm_examples()
+    lanes = np.arange(32, dtype=np.uint64)
+    assert np.array_equal(r["cube"], (lanes ** 3).astype(np.uint32))
+    assert np.array_equal(r["min"], np.minimum(np.arange(32) - 16, 16 - np.arange(32)))
+    assert np.array_equal(r["laneid"], lanes.astype(np.uint32))
+    assert (r["clock_delta"] > 0).all()  # volatile: two reads, two values
+    assert np.array_equal(r["add_u16"], ((lanes + 65535) % 65536).astype(np.uint32))
+    assert np.array_equal(r["fma_f32"], np.arange(32, dtype=np.float32) * 0.5 + 1)
+    assert np.array_equal(r["shl3"], (lanes * 8).astype(np.uint32))
+    assert np.array_equal(r["stored"], (lanes.astype(np.uint32) ^ np.uint32(0x5A5A5A5A)))
+    assert np.array_equal(r["add_u64"], (lanes.astype(np.int64) << 40) + 7)
+    assert np.array_equal(r["add_f64"], np.arange(32) + 0.25)
