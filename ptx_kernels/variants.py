@@ -45,6 +45,14 @@ VARIANTS: tuple[Variant, ...] = (
     Variant("wmma_multistage", "wmma", "wmma_multistage.cu", "128x128x32, 4 stages, 4 warps x 4x4 fragments",
             "4-stage cp.async pipeline, 64x64 warp tiles, BK=32, grouped rasterization",
             block=(128, 128, 32), stages=4, aligned_rows=True),
+    Variant("mma_naive", "mma", "mma_naive.cu", "1 warp, 16x8",
+            "mma.sync.m16n8k16 fed by ldmatrix: fragment registers the program addresses itself",
+            block=(16, 8, 16), slow=True),
+    Variant("mma_tiled", "mma", "mma_tiled.cu", "128x128x32, 8 warps x 64x32 (4x4 m16n8 tiles)",
+            "block and warp tiling: every fragment feeds 4 MMAs", block=(128, 128, 32)),
+    Variant("mma_multistage", "mma", "mma_multistage.cu", "128x128x32, 4 stages, 8 warps x 64x32",
+            "4-stage cp.async pipeline, fragments double-buffered in registers", block=(128, 128, 32), stages=4,
+            aligned_rows=True),
 )
 
 BY_NAME = {v.name: v for v in VARIANTS}

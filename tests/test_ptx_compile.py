@@ -47,8 +47,12 @@ def expected_static_smem(name: str, acc: str, b_col: bool) -> int:
     if name == "wmma_async_dbuf":  # 2 stages, rows padded by 8 halves
         b_tile = 128 * (16 + 8) if b_col else 16 * (128 + 8)
         return 2 * (128 * (16 + 8) + b_tile) * h + 8 * frag_scratch
-    if name == "wmma_multistage":  # all dynamic
+    if name in ("wmma_multistage", "mma_multistage"):  # all dynamic
         return 0
+    if name == "mma_naive":  # 16x16 A + 16x8 B staging + a 16x8 C staging tile
+        return (16 * 16 + 16 * 8) * h + 16 * 8 * acc_bytes
+    if name == "mma_tiled":  # unpadded 128x32 A and 32x128 (or 128x32) B
+        return (128 * 32 + 32 * 128) * h
     raise KeyError(name)
 
 
@@ -76,6 +80,8 @@ def test_sass_has_the_promised_instructions(compiled, variant, arch):
         assert mix["HMMA"] == 0 and (mix["FFMA"] > 0 or mix["HFMA2"] > 0), dict(mix)
     else:
         assert mix["HMMA"] > 0, f"{variant}: no HMMA in SASS"
+    if v.family == "mma":  # fragments come through ldmatrix
+        assert mix["LDSM"] > 0, f"{variant}: no LDSM"
     if v.aligned_rows:  # cp.async pipelines
         assert mix["LDGSTS"] > 0, f"{variant}: no LDGSTS"
     else:
@@ -149,6 +155,7 @@ def test_extension_translation_unit_compiles_host_and_device(tmp_path):
     syms = subprocess.run(["nm", "-C", str(tmp_path / "all.o")], capture_output=True, text=True).stdout
     for launcher in ("launch_simt_naive", "launch_wmma_naive", "launch_wmma_smem", "launch_wmma_regtile",
                      "launch_wmma_async_dbuf", "launch_wmma_multistage", "launch_mma_ceiling",
+                     "launch_mma_naive", "launch_mma_tiled", "launch_mma_multistage",
                      "launch_probe_ldmatrix", "launch_probe_stmatrix", "launch_probe_mma", "launch_probe_wmma",
                      "launch_probe_asm"):
         assert f" T {launcher}(" in syms, launcher
@@ -162,3 +169,11 @@ def test_probe_kernels_compile_with_the_instructions_they_probe():
         assert mix["LDSM"] >= 6 and mix["HMMA"] >= 2, (arch, dict(mix))
         assert (mix["STSM"] >= 6) == (arch == "sm_90a"), (arch, mix["STSM"])
         assert all(f.spill_stores == 0 for f in c.functions)
+
+
+def test_mma_ladder_mma_counts(compiled):
+    """HMMA per instantiation: mma_naive 1 per k-step; mma_tiled and mma_multistage 4x4 tiles x 2 k16-steps per
+    32-wide K step = 32 (the main loop body appears once)."""
+    for name, per in (("mma_naive", 1), ("mma_tiled", 32), ("mma_multistage", 32)):
+        mix = toolchain.instruction_mix(compiled[(name, "sm_90a")].sass())
+        assert mix["HMMA"] % 4 == 0 and mix["HMMA"] >= 4 * per, (name, mix["HMMA"])

@@ -17,6 +17,8 @@ const std::map<std::string, Launcher>& launchers() {
       {"simt_naive", launch_simt_naive},           {"wmma_naive", launch_wmma_naive},
       {"wmma_smem", launch_wmma_smem},             {"wmma_regtile", launch_wmma_regtile},
       {"wmma_async_dbuf", launch_wmma_async_dbuf}, {"wmma_multistage", launch_wmma_multistage},
+      {"mma_naive", launch_mma_naive},             {"mma_tiled", launch_mma_tiled},
+      {"mma_multistage", launch_mma_multistage},
   };
   return table;
 }

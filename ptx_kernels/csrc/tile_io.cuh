@@ -127,6 +127,76 @@ __device__ __forceinline__ void store_warp_tile(const AccFrag (&c)[FM][FN], AccT
         store_fragment(c[i][j], scratch, p.C, p.ldc, row0 + i * 16, col0 + j * 16, p.M, p.N, c_vec_ok);
 }
 
+// ---- mma.sync fragments (m16n8k16); addressing proved against the ISA in tests/test_layouts.py -------------
+
+// A fragment of the 16x16 tile at sA (row stride lda halves): lane l points at row l % 16, column 8 * (l / 16).
+__device__ __forceinline__ void ldsm_a(uint32_t (&a)[4], const half* sA, int lda) {
+  const int l = threadIdx.x % 32;
+  ptx::ldmatrix_x4(a[0], a[1], a[2], a[3], ptx::smem_u32(sA + (l % 16) * lda + 8 * (l / 16)));
+}
+
+// One B fragment (k16 x n8). B_COL=false: sB is (k, n) with row stride ldb, at (k0, n0): ldmatrix.x2.trans, lane
+// l < 16 points at row k0 + l. B_COL=true: sB is (n, k) at (n0, k0): ldmatrix.x2, lane l < 16 points at
+// (n0 + l % 8, k0 + 8 * (l / 8)).
+template <bool B_COL>
+__device__ __forceinline__ void ldsm_b(uint32_t (&b)[2], const half* sB, int ldb) {
+  const int l = threadIdx.x % 32;
+  if (B_COL)
+    ptx::ldmatrix_x2(b[0], b[1], ptx::smem_u32(sB + (l % 8) * ldb + 8 * ((l / 8) % 2)));
+  else
+    ptx::ldmatrix_x2_trans(b[0], b[1], ptx::smem_u32(sB + (l % 16) * ldb));
+}
+
+// Two B fragments at once (k16 x n16: n8 tiles n0 and n0 + 8) with one ldmatrix.x4; matrix q = l / 8 covers
+// k-half q % 2 of n8-tile q / 2.
+template <bool B_COL>
+__device__ __forceinline__ void ldsm_b2(uint32_t (&b0)[2], uint32_t (&b1)[2], const half* sB, int ldb) {
+  const int l = threadIdx.x % 32, q = l / 8, r = l % 8;
+  if (B_COL)
+    ptx::ldmatrix_x4(b0[0], b0[1], b1[0], b1[1], ptx::smem_u32(sB + (8 * (q / 2) + r) * ldb + 8 * (q % 2)));
+  else
+    ptx::ldmatrix_x4_trans(b0[0], b0[1], b1[0], b1[1], ptx::smem_u32(sB + (8 * (q % 2) + r) * ldb + 8 * (q / 2)));
+}
+
+// Accumulator of one m16n8 tile: fp32 = 4 floats, fp16 = 2 registers of two halves.
+template <Acc ACC>
+struct MmaAcc {
+  float v[4] = {0.f, 0.f, 0.f, 0.f};
+  __device__ __forceinline__ void mma(const uint32_t (&a)[4], const uint32_t (&b)[2]) { ptx::mma_m16n8k16_f32(v, a, b, v); }
+  __device__ __forceinline__ half2 pair(int i) const { return __floats2half2_rn(v[2 * i], v[2 * i + 1]); }
+};
+template <>
+struct MmaAcc<Acc::F16> {
+  uint32_t v[2] = {0u, 0u};
+  __device__ __forceinline__ void mma(const uint32_t (&a)[4], const uint32_t (&b)[2]) { ptx::mma_m16n8k16_f16(v, a, b, v); }
+  __device__ __forceinline__ half2 pair(int i) const { return *reinterpret_cast<const half2*>(&v[i]); }
+};
+
+// Store one m16n8 accumulator at C[row0.., col0..], guarded: lane (g, t) holds rows g and g + 8, columns 2t and
+// 2t + 1 — one 4-byte half2 store each when both columns are inside and C allows it.
+template <Acc ACC>
+__device__ __forceinline__ void store_acc(const MmaAcc<ACC>& c, const GemmArgs& p, int row0, int col0,
+                                          bool c_pair_ok) {
+  const int l = threadIdx.x % 32, g = l / 4, t = l % 4;
+  const int col = col0 + 2 * t;
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    const int row = row0 + g + 8 * i;
+    if (row >= p.M || col >= p.N) continue;
+    const half2 v = c.pair(i);
+    half* dst = p.C + row * p.ldc + col;
+    if (c_pair_ok && col + 1 < p.N) {
+      *reinterpret_cast<half2*>(dst) = v;
+    } else {
+      dst[0] = __low2half(v);
+      if (col + 1 < p.N) dst[1] = __high2half(v);
+    }
+  }
+}
+
+// C allows half2 stores: 4-byte aligned base and an even row stride (columns 2t are even).
+__host__ __device__ inline bool c_pairs_aligned(const GemmArgs& p) { return (reinterpret_cast<uintptr_t>(p.C) & 3) == 0 && p.ldc % 2 == 0; }
+
 // Grouped (swizzled) block order: GROUP tile-rows are walked down one tile-column before moving right, so
 // consecutive blocks share B tiles in L2 (the Triton tutorial's GROUP_M).
 __device__ __forceinline__ void grouped_tile(int pid, int tiles_m, int tiles_n, int group, int& tm, int& tn) {

@@ -1,0 +1,75 @@
+// mma_tiled.cu — block and warp tiling on mma.sync: a 128x128x32 block tile, 8 warps (2 along M x 4 along N)
+// each computing a 64x32 warp tile = 4 x 4 m16n8 accumulators. Per 16-wide k-step a warp loads 4 A fragments
+// (ldmatrix.x4) and 4 B fragments (two ldmatrix.x4, .trans for row-major B) and issues 16 mma.sync: each
+// fragment feeds 4 MMAs.
+//
+// Adds over mma_naive: reuse. Loads stay synchronous and shared memory unpadded (the bank conflicts this leaves
+// are what mma_swizzle removes); the pipeline comes in mma_multistage.
+#include "hgemm.cuh"
+#include "tile_io.cuh"
+
+namespace mma_tiled {
+
+constexpr int BM = 128, BN = 128, BK = 32;
+constexpr int WARPS_M = 2, WARPS_N = 4;
+constexpr int MI = BM / WARPS_M / 16, NI = BN / WARPS_N / 8;  // 4 x 4 m16n8 tiles per warp
+constexpr int THREADS = 32 * WARPS_M * WARPS_N;
+static_assert(NI % 2 == 0, "B fragments are loaded in pairs");
+
+template <Acc ACC, bool B_COL>
+__global__ void __launch_bounds__(THREADS) kernel(GemmArgs p, bool vec_ok) {
+  constexpr int B_ROWS = B_COL ? BN : BK, LDB = B_COL ? BK : BN;
+  __shared__ __align__(128) half sA[BM * BK];      // (m, k)
+  __shared__ __align__(128) half sB[B_ROWS * LDB];  // (k, n), or (n, k) when B is column-major
+  const int warp = threadIdx.x / 32, wm = warp / WARPS_N, wn = warp % WARPS_N;
+  const int row0 = blockIdx.y * BM, col0 = blockIdx.x * BN;
+  const int64_t ldb = B_COL ? p.sbn : p.sbk;
+  tile::MmaAcc<ACC> c[MI][NI];
+
+  // MAIN LOOP
+  for (int k0 = 0; k0 < p.K; k0 += BK) {
+    tile::load_tile_sync<BM, BK, THREADS, BK>(sA, p.A + row0 * p.sam + k0, p.sam, p.M - row0, p.K - k0, vec_ok);
+    if (B_COL)
+      tile::load_tile_sync<BN, BK, THREADS, BK>(sB, p.B + col0 * ldb + k0, ldb, p.N - col0, p.K - k0, vec_ok);
+    else
+      tile::load_tile_sync<BK, BN, THREADS, BN>(sB, p.B + k0 * ldb + col0, ldb, p.K - k0, p.N - col0, vec_ok);
+    __syncthreads();
+#pragma unroll
+    for (int kk = 0; kk < BK; kk += 16) {
+      uint32_t a[MI][4], b[NI][2];
+#pragma unroll
+      for (int i = 0; i < MI; ++i) tile::ldsm_a(a[i], sA + (wm * MI * 16 + i * 16) * BK + kk, BK);
+#pragma unroll
+      for (int j = 0; j < NI; j += 2) {
+        const int n = wn * NI * 8 + j * 8;
+        tile::ldsm_b2<B_COL>(b[j], b[j + 1], B_COL ? sB + n * LDB + kk : sB + kk * LDB + n, LDB);
+      }
+#pragma unroll
+      for (int i = 0; i < MI; ++i)
+#pragma unroll
+        for (int j = 0; j < NI; ++j) c[i][j].mma(a[i], b[j]);
+    }
+    __syncthreads();
+  }
+
+  // EPILOGUE: straight from registers, 4-byte stores
+  const bool pairs = tile::c_pairs_aligned(p);
+#pragma unroll
+  for (int i = 0; i < MI; ++i)
+#pragma unroll
+    for (int j = 0; j < NI; ++j)
+      tile::store_acc(c[i][j], p, row0 + wm * MI * 16 + i * 16, col0 + wn * NI * 8 + j * 8, pairs);
+}
+
+}  // namespace mma_tiled
+
+cudaError_t launch_mma_tiled(const GemmArgs& p, Acc acc, cudaStream_t stream, LaunchInfo* info) {
+  using namespace mma_tiled;
+  const bool vec_ok = tile::rows_aligned16(p);
+  const dim3 block(THREADS), grid(tile::cdiv(p.N, BN), tile::cdiv(p.M, BM));
+  tile::fill_info(info, grid, block, 0);
+  return tile::dispatch(acc, p.b_col_major, [&](auto acc_c, auto b_col_c) {
+    kernel<decltype(acc_c)::value, decltype(b_col_c)::value><<<grid, block, 0, stream>>>(p, vec_ok);
+    return cudaGetLastError();
+  });
+}
