@@ -53,8 +53,14 @@ VARIANTS: tuple[Variant, ...] = (
     Variant("mma_multistage", "mma", "mma_multistage.cu", "128x128x32, 4 stages, 8 warps x 64x32",
             "4-stage cp.async pipeline, fragments double-buffered in registers", block=(128, 128, 32), stages=4,
             aligned_rows=True),
+    Variant("mma_swizzle", "mma", "mma_swizzle.cu", "128x128x32, 4 stages, XOR-swizzled shared memory",
+            "XOR-swizzled shared memory: conflict-free ldmatrix and cp.async", block=(128, 128, 32), stages=4,
+            aligned_rows=True),
+    Variant("mma_stmatrix", "mma", "mma_stmatrix.cu", "128x128x32, 4 stages, swizzled, stmatrix epilogue",
+            "stmatrix epilogue through shared memory, 16-byte coalesced stores (sm_90; plain stores before)",
+            block=(128, 128, 32), stages=4, aligned_rows=True),
 )
 
 BY_NAME = {v.name: v for v in VARIANTS}
-HEADERS = ("hgemm.cuh", "ptx.cuh", "tile_io.cuh")
+HEADERS = ("hgemm.cuh", "ptx.cuh", "tile_io.cuh", "mma_pipeline.cuh")
 BINDING = "binding.cpp"

@@ -47,7 +47,7 @@ def expected_static_smem(name: str, acc: str, b_col: bool) -> int:
     if name == "wmma_async_dbuf":  # 2 stages, rows padded by 8 halves
         b_tile = 128 * (16 + 8) if b_col else 16 * (128 + 8)
         return 2 * (128 * (16 + 8) + b_tile) * h + 8 * frag_scratch
-    if name in ("wmma_multistage", "mma_multistage"):  # all dynamic
+    if name in ("wmma_multistage", "mma_multistage", "mma_swizzle", "mma_stmatrix"):  # all dynamic
         return 0
     if name == "mma_naive":  # 16x16 A + 16x8 B staging + a 16x8 C staging tile
         return (16 * 16 + 16 * 8) * h + 16 * 8 * acc_bytes
@@ -155,7 +155,8 @@ def test_extension_translation_unit_compiles_host_and_device(tmp_path):
     syms = subprocess.run(["nm", "-C", str(tmp_path / "all.o")], capture_output=True, text=True).stdout
     for launcher in ("launch_simt_naive", "launch_wmma_naive", "launch_wmma_smem", "launch_wmma_regtile",
                      "launch_wmma_async_dbuf", "launch_wmma_multistage", "launch_mma_ceiling",
-                     "launch_mma_naive", "launch_mma_tiled", "launch_mma_multistage",
+                     "launch_mma_naive", "launch_mma_tiled", "launch_mma_multistage", "launch_mma_swizzle",
+                     "launch_mma_stmatrix",
                      "launch_probe_ldmatrix", "launch_probe_stmatrix", "launch_probe_mma", "launch_probe_wmma",
                      "launch_probe_asm"):
         assert f" T {launcher}(" in syms, launcher
@@ -174,6 +175,52 @@ def test_probe_kernels_compile_with_the_instructions_they_probe():
 def test_mma_ladder_mma_counts(compiled):
     """HMMA per instantiation: mma_naive 1 per k-step; mma_tiled and mma_multistage 4x4 tiles x 2 k16-steps per
     32-wide K step = 32 (the main loop body appears once)."""
-    for name, per in (("mma_naive", 1), ("mma_tiled", 32), ("mma_multistage", 32)):
+    for name, per in (("mma_naive", 1), ("mma_tiled", 32), ("mma_multistage", 32), ("mma_swizzle", 32),
+                      ("mma_stmatrix", 32)):
         mix = toolchain.instruction_mix(compiled[(name, "sm_90a")].sass())
         assert mix["HMMA"] % 4 == 0 and mix["HMMA"] >= 4 * per, (name, mix["HMMA"])
+
+
+def test_stmatrix_epilogue_only_on_sm90a(compiled):
+    """STSM appears in mma_stmatrix for sm_90a (two m16n8 tiles per stmatrix.x4: 8 per warp tile, 4
+    instantiations) and nowhere else; for sm_80 it falls back to plain stores."""
+    for v in VARIANTS:
+        for arch in ARCHS:
+            mix = toolchain.instruction_mix(compiled[(v.name, arch)].sass())
+            if v.name == "mma_stmatrix" and arch == "sm_90a":
+                assert mix["STSM"] == 4 * 8, mix["STSM"]
+            else:
+                assert mix["STSM"] == 0, (v.name, arch)
+
+
+def test_xor_swizzle_is_a_conflict_free_permutation(tmp_path):
+    """The C++ tile::Xor layout (host-callable constexpr), printed by a host program: within each row the 16-byte
+    chunks are permuted, and the 8 rows of any ldmatrix (same logical chunk) land in 8 different bank groups."""
+    import subprocess
+
+    from ptx_kernels.variants import CSRC
+
+    prog = tmp_path / "xor.cu"
+    prog.write_text("""#include <cstdio>
+#include "tile_io.cuh"
+template <int CH> void dump() {
+  for (int r = 0; r < 32; ++r)
+    for (int c = 0; c < CH; ++c) std::printf("%d %d %d %d\\n", CH, r, c, tile::Xor<CH>::off(r, c * 8, CH * 8));
+}
+int main() { dump<2>(); dump<4>(); dump<16>(); }
+""")
+    exe = tmp_path / "xor"
+    subprocess.run([toolchain.find_nvcc(), "-std=c++17", "-arch=sm_80", f"-I{CSRC}", "-o", str(exe), str(prog)],
+                   check=True, capture_output=True)
+    rows = [tuple(map(int, line.split())) for line in subprocess.run([str(exe)], capture_output=True, text=True,
+                                                                     check=True).stdout.splitlines()]
+    table = {}
+    for ch, r, c, off in rows:
+        table.setdefault(ch, {})[(r, c)] = off
+    for ch, offs in table.items():
+        for r in range(32):
+            assert sorted((offs[(r, c)] - r * ch * 8) // 8 for c in range(ch)) == list(range(ch)), (ch, r)
+        for c in range(ch):
+            for r0 in range(0, 32, 8):
+                banks = {(offs[(r, c)] // 8) % 8 for r in range(r0, r0 + 8)}
+                assert len(banks) == 8, (ch, c, r0, banks)

@@ -18,7 +18,8 @@ const std::map<std::string, Launcher>& launchers() {
       {"wmma_smem", launch_wmma_smem},             {"wmma_regtile", launch_wmma_regtile},
       {"wmma_async_dbuf", launch_wmma_async_dbuf}, {"wmma_multistage", launch_wmma_multistage},
       {"mma_naive", launch_mma_naive},             {"mma_tiled", launch_mma_tiled},
-      {"mma_multistage", launch_mma_multistage},
+      {"mma_multistage", launch_mma_multistage},   {"mma_swizzle", launch_mma_swizzle},
+      {"mma_stmatrix", launch_mma_stmatrix},
   };
   return table;
 }

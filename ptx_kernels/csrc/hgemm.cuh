@@ -40,6 +40,8 @@ cudaError_t launch_wmma_multistage(const GemmArgs&, Acc, cudaStream_t, LaunchInf
 cudaError_t launch_mma_naive(const GemmArgs&, Acc, cudaStream_t, LaunchInfo*);
 cudaError_t launch_mma_tiled(const GemmArgs&, Acc, cudaStream_t, LaunchInfo*);
 cudaError_t launch_mma_multistage(const GemmArgs&, Acc, cudaStream_t, LaunchInfo*);
+cudaError_t launch_mma_swizzle(const GemmArgs&, Acc, cudaStream_t, LaunchInfo*);
+cudaError_t launch_mma_stmatrix(const GemmArgs&, Acc, cudaStream_t, LaunchInfo*);
 
 // The mma.sync instruction ceiling (mma_ceiling.cu): blocks x 4 warps x iters x 8 chains of m16n8k16.
 constexpr int kMmaCeilingWarpsPerBlock = 4, kMmaCeilingChains = 8;

@@ -38,7 +38,7 @@ __global__ void __launch_bounds__(32) kernel(GemmArgs p) {
     }
     __syncwarp();
     uint32_t a[4], b[2];
-    tile::ldsm_a(a, sA, 16);
+    tile::ldsm_a(a, sA, 0, 0, 16);
     tile::ldsm_b<B_COL>(b, sB, B_COL ? 16 : 8);
     c.mma(a, b);
     __syncwarp();  // the next step overwrites the staging tiles

@@ -38,12 +38,9 @@ __global__ void __launch_bounds__(THREADS) kernel(GemmArgs p, bool vec_ok) {
     for (int kk = 0; kk < BK; kk += 16) {
       uint32_t a[MI][4], b[NI][2];
 #pragma unroll
-      for (int i = 0; i < MI; ++i) tile::ldsm_a(a[i], sA + (wm * MI * 16 + i * 16) * BK + kk, BK);
+      for (int i = 0; i < MI; ++i) tile::ldsm_a(a[i], sA, wm * MI * 16 + i * 16, kk, BK);
 #pragma unroll
-      for (int j = 0; j < NI; j += 2) {
-        const int n = wn * NI * 8 + j * 8;
-        tile::ldsm_b2<B_COL>(b[j], b[j + 1], B_COL ? sB + n * LDB + kk : sB + kk * LDB + n, LDB);
-      }
+      for (int j = 0; j < NI; j += 2) tile::ldsm_b2<B_COL>(b[j], b[j + 1], sB, kk, wn * NI * 8 + j * 8, LDB);
 #pragma unroll
       for (int i = 0; i < MI; ++i)
 #pragma unroll

@@ -20,6 +20,23 @@ inline bool rows_aligned16(const GemmArgs& p) {
   return aligned16(p.A) && aligned16(p.B) && p.sam % 8 == 0 && ldb % 8 == 0;
 }
 
+// Shared-memory tile layouts: element offset of (row, col) in a tile with row stride ld halves.
+struct Plain {
+  __host__ __device__ static constexpr int off(int r, int c, int ld) { return r * ld + c; }
+};
+// XOR swizzle of 16-byte chunks: chunk c of row r is stored at chunk c ^ f(r), so the 8 rows an ldmatrix reads
+// (same logical chunk) and the chunks a warp's cp.async writes land in 8 different bank groups (of 4 banks).
+// CH = chunks per row: rows of 8+ chunks XOR with r % 8; narrower rows share a 128-byte bank line between
+// 8 / CH rows, so the XOR uses the row bits above those.
+template <int CH>
+struct Xor {
+  static_assert(CH == 2 || CH == 4 || CH % 8 == 0, "chunks per row: 2, 4 or a multiple of 8");
+  __host__ __device__ static constexpr int chunk(int r, int c) {
+    return CH >= 8 ? (c ^ (r % 8)) : (c ^ ((r / (8 / CH)) % CH));
+  }
+  __host__ __device__ static constexpr int off(int r, int c, int ld) { return r * ld + chunk(r, c / 8) * 8 + c % 8; }
+};
+
 // Copy a ROWS x COLS tile whose origin is `g` (row stride `ld`, unit column stride) into shared memory
 // (row stride LDS), synchronously. Elements at or past rows_left / cols_left read as zero. Chunks of 8 halves:
 // one 16-byte load when the chunk is inside and rows are 16-byte aligned, else element by element.
@@ -43,7 +60,7 @@ __device__ __forceinline__ void load_tile_sync(half* s, const half* g, int64_t l
 
 // The same tile with cp.async: 16-byte copies, the src-size operand zero-filling whatever lies past the edges.
 // Needs 16-byte aligned rows (rows_aligned16). `base` is any valid address, used when a chunk reads nothing.
-template <int ROWS, int COLS, int THREADS, int LDS>
+template <int ROWS, int COLS, int THREADS, int LDS, class Layout = Plain>
 __device__ __forceinline__ void cp_async_tile(half* s, const half* g, int64_t ld, int rows_left, int cols_left,
                                               const half* base) {
   static_assert(COLS % 8 == 0 && LDS % 8 == 0, "16-byte chunks need 8-half multiples");
@@ -55,7 +72,7 @@ __device__ __forceinline__ void cp_async_tile(half* s, const half* g, int64_t ld
     const int r = c / (COLS / 8), k = (c % (COLS / 8)) * 8;
     const int left = (r < rows_left) ? cols_left - k : 0;
     const uint32_t bytes = left >= 8 ? 16u : (left > 0 ? 2u * left : 0u);
-    ptx::cp_async_16B(ptx::smem_u32(s + r * LDS + k), bytes ? g + r * ld + k : base, bytes);
+    ptx::cp_async_16B(ptx::smem_u32(s + Layout::off(r, k, LDS)), bytes ? g + r * ld + k : base, bytes);
   }
 }
 
@@ -129,10 +146,12 @@ __device__ __forceinline__ void store_warp_tile(const AccFrag (&c)[FM][FN], AccT
 
 // ---- mma.sync fragments (m16n8k16); addressing proved against the ISA in tests/test_layouts.py -------------
 
-// A fragment of the 16x16 tile at sA (row stride lda halves): lane l points at row l % 16, column 8 * (l / 16).
-__device__ __forceinline__ void ldsm_a(uint32_t (&a)[4], const half* sA, int lda) {
+// A fragment of the 16x16 block at (m0, k0) of the tile sA (row stride lda halves, layout L): lane l points at
+// row m0 + l % 16, column k0 + 8 * (l / 16).
+template <class L = Plain>
+__device__ __forceinline__ void ldsm_a(uint32_t (&a)[4], const half* sA, int m0, int k0, int lda) {
   const int l = threadIdx.x % 32;
-  ptx::ldmatrix_x4(a[0], a[1], a[2], a[3], ptx::smem_u32(sA + (l % 16) * lda + 8 * (l / 16)));
+  ptx::ldmatrix_x4(a[0], a[1], a[2], a[3], ptx::smem_u32(sA + L::off(m0 + l % 16, k0 + 8 * (l / 16), lda)));
 }
 
 // One B fragment (k16 x n8). B_COL=false: sB is (k, n) with row stride ldb, at (k0, n0): ldmatrix.x2.trans, lane
@@ -147,15 +166,18 @@ __device__ __forceinline__ void ldsm_b(uint32_t (&b)[2], const half* sB, int ldb
     ptx::ldmatrix_x2_trans(b[0], b[1], ptx::smem_u32(sB + (l % 16) * ldb));
 }
 
-// Two B fragments at once (k16 x n16: n8 tiles n0 and n0 + 8) with one ldmatrix.x4; matrix q = l / 8 covers
-// k-half q % 2 of n8-tile q / 2.
-template <bool B_COL>
-__device__ __forceinline__ void ldsm_b2(uint32_t (&b0)[2], uint32_t (&b1)[2], const half* sB, int ldb) {
+// Two B fragments at once (k16 x n16 at (k0, n0): n8 tiles n0 and n0 + 8) with one ldmatrix.x4; matrix
+// q = l / 8 covers k-half q % 2 of n8-tile q / 2. The tile sB is (n, k) when B_COL, else (k, n); layout L.
+template <bool B_COL, class L = Plain>
+__device__ __forceinline__ void ldsm_b2(uint32_t (&b0)[2], uint32_t (&b1)[2], const half* sB, int k0, int n0,
+                                        int ldb) {
   const int l = threadIdx.x % 32, q = l / 8, r = l % 8;
   if (B_COL)
-    ptx::ldmatrix_x4(b0[0], b0[1], b1[0], b1[1], ptx::smem_u32(sB + (8 * (q / 2) + r) * ldb + 8 * (q % 2)));
+    ptx::ldmatrix_x4(b0[0], b0[1], b1[0], b1[1],
+                     ptx::smem_u32(sB + L::off(n0 + 8 * (q / 2) + r, k0 + 8 * (q % 2), ldb)));
   else
-    ptx::ldmatrix_x4_trans(b0[0], b0[1], b1[0], b1[1], ptx::smem_u32(sB + (8 * (q % 2) + r) * ldb + 8 * (q / 2)));
+    ptx::ldmatrix_x4_trans(b0[0], b0[1], b1[0], b1[1],
+                           ptx::smem_u32(sB + L::off(k0 + 8 * (q % 2) + r, n0 + 8 * (q / 2), ldb)));
 }
 
 // Accumulator of one m16n8 tile: fp32 = 4 floats, fp16 = 2 registers of two halves.

@@ -1,0 +1,63 @@
+// mma_stmatrix.cu — mma_swizzle with an stmatrix epilogue (sm_90): each warp writes its accumulators, converted
+// to fp16, into a shared-memory C tile with stmatrix.x4 (two m16n8 tiles per instruction: the accumulator layout
+// is ldmatrix's, so stmatrix inverts it), then the whole block copies the 128x128 tile out with 16-byte stores:
+// full 128-byte lines per 8 threads instead of 4-byte stores scattered over 8 rows.
+//
+// Adds over mma_swizzle: a coalesced epilogue (STSM + STG.128 in SASS instead of 2-byte/4-byte STG). On GPUs
+// before sm_90 (no stmatrix) it compiles to mma_swizzle's direct stores. Grouped block order (L2 reuse) has
+// been on since mma_multistage.
+#include "mma_pipeline.cuh"
+
+namespace mma_stmatrix {
+using namespace mma_pipeline;
+
+struct StmatrixStore {
+  static constexpr int LDC = BN + 8;  // 272-byte rows: the 8 rows one stmatrix matrix covers hit 8 bank groups
+  static constexpr int SMEM_BYTES = BM * LDC * 2;
+  static_assert(SMEM_BYTES <= Smem<false>::BYTES && SMEM_BYTES <= Smem<true>::BYTES, "fits the pipeline's space");
+
+  template <Acc ACC>
+  __device__ __forceinline__ static void store(const tile::MmaAcc<ACC> (&c)[MI][NI], const GemmArgs& p, int row0,
+                                               int col0, int wm, int wn, unsigned char* smem) {
+#if PTX_HAS_STMATRIX
+    half* sC = reinterpret_cast<half*>(smem);  // (m, n), row stride LDC
+    const int l = threadIdx.x % 32, q = l / 8, r = l % 8;
+    auto bits = [](half2 v) { return *reinterpret_cast<const uint32_t*>(&v); };
+#pragma unroll
+    for (int i = 0; i < MI; ++i)
+#pragma unroll
+      for (int j = 0; j < NI; j += 2) {
+        const int m0 = wm * MI * 16 + i * 16, n0 = wn * NI * 8 + j * 8;
+        // matrix q: rows m0 + 8 (q % 2), columns n0 + 8 (q / 2) <- register q
+        ptx::stmatrix_x4(ptx::smem_u32(sC + (m0 + 8 * (q % 2) + r) * LDC + n0 + 8 * (q / 2)), bits(c[i][j].pair(0)),
+                         bits(c[i][j].pair(1)), bits(c[i][j + 1].pair(0)), bits(c[i][j + 1].pair(1)));
+      }
+    __syncthreads();
+    const bool vec = tile::aligned16(p.C) && p.ldc % 8 == 0;
+    for (int ch = threadIdx.x; ch < BM * BN / 8; ch += THREADS) {
+      const int rr = ch / (BN / 8), cc = (ch % (BN / 8)) * 8;
+      const int row = row0 + rr, col = col0 + cc;
+      if (row >= p.M || col >= p.N) continue;
+      const half* src = sC + rr * LDC + cc;
+      half* dst = p.C + row * p.ldc + col;
+      if (vec && col + 8 <= p.N) {
+        *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(src);
+      } else {
+        for (int e = 0; e < 8 && col + e < p.N; ++e) dst[e] = src[e];
+      }
+    }
+#else
+    DirectStore::store(c, p, row0, col0, wm, wn, smem);
+#endif
+  }
+};
+
+using LA = tile::Xor<BK / 8>;
+template <bool B_COL>
+using LB = tile::Xor<(B_COL ? BK : BN) / 8>;
+}  // namespace mma_stmatrix
+
+cudaError_t launch_mma_stmatrix(const GemmArgs& p, Acc acc, cudaStream_t stream, LaunchInfo* info) {
+  using namespace mma_stmatrix;
+  return launch<LA, LB, StmatrixStore>(p, acc, stream, info);
+}

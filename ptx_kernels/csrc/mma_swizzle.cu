@@ -1,0 +1,21 @@
+// mma_swizzle.cu — mma_multistage with XOR-swizzled shared memory (tile::Xor in tile_io.cuh): 16-byte chunk c of
+// row r is stored at chunk c ^ f(r), so the 8 rows each ldmatrix reads, and the chunks each warp's cp.async
+// writes, fall in 8 different bank groups. No padding: the tiles keep their natural size.
+//
+// Adds over mma_multistage: bank-conflict-free ldmatrix (A, and B read with ldmatrix.trans when row-major) and
+// cp.async. Measure it with Nsight Compute's l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld/st counters
+// (scripts/bank_conflicts.sh) before and after.
+#include "mma_pipeline.cuh"
+
+namespace mma_swizzle {
+using namespace mma_pipeline;
+// A (m, k) and column-major B (n, k): 32-half rows = 4 chunks. Row-major B (k, n): 128-half rows = 16 chunks.
+using LA = tile::Xor<BK / 8>;
+template <bool B_COL>
+using LB = tile::Xor<(B_COL ? BK : BN) / 8>;
+}  // namespace mma_swizzle
+
+cudaError_t launch_mma_swizzle(const GemmArgs& p, Acc acc, cudaStream_t stream, LaunchInfo* info) {
+  using namespace mma_swizzle;
+  return launch<LA, LB, DirectStore>(p, acc, stream, info);
+}
