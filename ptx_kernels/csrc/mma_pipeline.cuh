@@ -30,12 +30,7 @@ struct DirectStore {
   template <Acc ACC>
   __device__ __forceinline__ static void store(const tile::MmaAcc<ACC> (&c)[MI][NI], const GemmArgs& p, int row0,
                                                int col0, int wm, int wn, unsigned char*) {
-    const bool pairs = tile::c_pairs_aligned(p);
-#pragma unroll
-    for (int i = 0; i < MI; ++i)
-#pragma unroll
-      for (int j = 0; j < NI; ++j)
-        tile::store_acc(c[i][j], p, row0 + wm * MI * 16 + i * 16, col0 + wn * NI * 8 + j * 8, pairs);
+    tile::store_warp_acc(c, p, row0 + wm * MI * 16, col0 + wn * NI * 8);
   }
 };
 
@@ -109,6 +104,12 @@ __global__ void __launch_bounds__(THREADS, 1) kernel(GemmArgs p) {
 
 template <bool B_COL>
 using PlainB = tile::Plain;
+
+// The swizzled layouts mma_swizzle introduces (and mma_stmatrix keeps): A (m, k) and column-major B (n, k) have
+// 32-half rows = 4 chunks; row-major B (k, n) 128-half rows = 16 chunks.
+using SwizzledA = tile::Xor<BK / 8>;
+template <bool B_COL>
+using SwizzledB = tile::Xor<(B_COL ? BK : BN) / 8>;
 
 // LB<B_COL>: the B tile's layout for each B storage order.
 template <class LA, template <bool> class LB, class Epilogue>

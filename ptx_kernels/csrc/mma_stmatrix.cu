@@ -52,12 +52,9 @@ struct StmatrixStore {
   }
 };
 
-using LA = tile::Xor<BK / 8>;
-template <bool B_COL>
-using LB = tile::Xor<(B_COL ? BK : BN) / 8>;
 }  // namespace mma_stmatrix
 
 cudaError_t launch_mma_stmatrix(const GemmArgs& p, Acc acc, cudaStream_t stream, LaunchInfo* info) {
   using namespace mma_stmatrix;
-  return launch<LA, LB, StmatrixStore>(p, acc, stream, info);
+  return launch<SwizzledA, SwizzledB, StmatrixStore>(p, acc, stream, info);
 }

@@ -7,15 +7,7 @@
 // (scripts/bank_conflicts.sh) before and after.
 #include "mma_pipeline.cuh"
 
-namespace mma_swizzle {
-using namespace mma_pipeline;
-// A (m, k) and column-major B (n, k): 32-half rows = 4 chunks. Row-major B (k, n): 128-half rows = 16 chunks.
-using LA = tile::Xor<BK / 8>;
-template <bool B_COL>
-using LB = tile::Xor<(B_COL ? BK : BN) / 8>;
-}  // namespace mma_swizzle
-
 cudaError_t launch_mma_swizzle(const GemmArgs& p, Acc acc, cudaStream_t stream, LaunchInfo* info) {
-  using namespace mma_swizzle;
-  return launch<LA, LB, DirectStore>(p, acc, stream, info);
+  using namespace mma_pipeline;  // SwizzledA / SwizzledB: tile::Xor over 4-chunk (A, B (n, k)) or 16-chunk rows
+  return launch<SwizzledA, SwizzledB, DirectStore>(p, acc, stream, info);
 }

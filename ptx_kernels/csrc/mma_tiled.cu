@@ -50,12 +50,7 @@ __global__ void __launch_bounds__(THREADS) kernel(GemmArgs p, bool vec_ok) {
   }
 
   // EPILOGUE: straight from registers, 4-byte stores
-  const bool pairs = tile::c_pairs_aligned(p);
-#pragma unroll
-  for (int i = 0; i < MI; ++i)
-#pragma unroll
-    for (int j = 0; j < NI; ++j)
-      tile::store_acc(c[i][j], p, row0 + wm * MI * 16 + i * 16, col0 + wn * NI * 8 + j * 8, pairs);
+  tile::store_warp_acc(c, p, row0 + wm * MI * 16, col0 + wn * NI * 8);
 }
 
 }  // namespace mma_tiled

@@ -219,6 +219,17 @@ __device__ __forceinline__ void store_acc(const MmaAcc<ACC>& c, const GemmArgs& 
 // C allows half2 stores: 4-byte aligned base and an even row stride (columns 2t are even).
 __host__ __device__ inline bool c_pairs_aligned(const GemmArgs& p) { return (reinterpret_cast<uintptr_t>(p.C) & 3) == 0 && p.ldc % 2 == 0; }
 
+// Store a warp's MI x NI grid of m16n8 accumulators whose top-left element is C[row0, col0].
+template <int MI, int NI, Acc ACC>
+__device__ __forceinline__ void store_warp_acc(const MmaAcc<ACC> (&c)[MI][NI], const GemmArgs& p, int row0,
+                                               int col0) {
+  const bool pairs = c_pairs_aligned(p);
+#pragma unroll
+  for (int i = 0; i < MI; ++i)
+#pragma unroll
+    for (int j = 0; j < NI; ++j) store_acc(c[i][j], p, row0 + i * 16, col0 + j * 8, pairs);
+}
+
 // Grouped (swizzled) block order: GROUP tile-rows are walked down one tile-column before moving right, so
 // consecutive blocks share B tiles in L2 (the Triton tutorial's GROUP_M).
 __device__ __forceinline__ void grouped_tile(int pid, int tiles_m, int tiles_n, int group, int& tm, int& tn) {
