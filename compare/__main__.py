@@ -128,7 +128,7 @@ def cmd_inspect(args) -> int:
 def cmd_layouts(args) -> int:
     from .layouts import draw_all
 
-    for p in draw_all(Path(args.out)):
+    for p in draw_all(Path(args.out), hardware=args.hardware):
         print(f"wrote {p}")
     print(f"wrote {Path(args.out) / 'layouts.md'}")
     return 0
@@ -173,6 +173,7 @@ def main(argv=None) -> int:
     i.add_argument("--out", default="inspect", help="folder for the files")
     lay = sub.add_parser("layouts", help="PNG lane maps of the mma/ldmatrix/stmatrix fragment layouts (no GPU)")
     lay.add_argument("--out", default="layouts", help="folder for the PNGs and layouts.md")
+    lay.add_argument("--hardware", action="store_true", help="also run the GPU probes: hardware vs model, WMMA maps")
     args = ap.parse_args(argv)
     commands = {"check": cmd_check, "bench": cmd_bench, "plot": cmd_plot, "inspect": cmd_inspect,
                 "layouts": cmd_layouts, None: cmd_main}

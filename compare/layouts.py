@@ -42,7 +42,47 @@ def _save(fig, path: Path) -> Path:
     return path
 
 
-def draw_all(out: Path) -> list[Path]:
+def hardware_check() -> tuple[list[tuple[str, bool, str]], dict]:
+    """Run every probe on the GPU: (instruction, hardware == model, note) rows, and the WMMA fragments recorded."""
+    import torch
+
+    from ptx_kernels import probes
+
+    rows = []
+    for num in (1, 2, 4):
+        for trans in (False, True):
+            name = f"ldmatrix.x{num}{'.trans' if trans else ''}"
+            rows.append((name, bool(np.array_equal(probes.ldmatrix(num, trans), L.ldmatrix(num, trans))), ""))
+    sm90 = torch.cuda.get_device_capability() >= (9, 0)
+    for num in (1, 2, 4):
+        for trans in (False, True):
+            name = f"stmatrix.x{num}{'.trans' if trans else ''}"
+            if sm90:
+                rows.append((name, bool(np.array_equal(probes.stmatrix(num, trans), L.stmatrix(num, trans))), ""))
+            else:
+                rows.append((name, False, "not run: stmatrix needs sm_90"))
+    rng = np.random.default_rng(0)
+    for acc in ("fp32", "fp16"):
+        ok = True
+        for _ in range(5):
+            a = rng.integers(-3, 4, (16, 16)).astype(np.float64)
+            b = rng.integers(-3, 4, (16, 8)).astype(np.float64)
+            ok &= bool(np.array_equal(probes.mma(a, b, acc), a @ b))
+        rows.append((f"mma.m16n8k16 A/B/C ({acc} accumulation)", ok, "5 random integer problems, D == A @ B"))
+    wmma = {probes.WMMA_KINDS[w]: probes.wmma(w) for w in range(4)}
+    return rows, wmma
+
+
+def draw_wmma(wmma: dict, out: Path) -> Path:
+    fig, axes = plt.subplots(1, len(wmma), figsize=(7 * len(wmma), 7.4))
+    for ax, (kind, frag) in zip(axes, wmma.items()):
+        _grid(ax, frag, (16, 16), f"WMMA m16n16k16 {kind}: x[i] per lane ({frag.shape[1]} elements)",
+              regs_per_elem=1, label="x")
+    fig.suptitle("WMMA fragments as the compiler laid them out (recorded on the GPU)", fontsize=10)
+    return _save(fig, out / "wmma_fragments.png")
+
+
+def draw_all(out: Path, hardware: bool = False) -> list[Path]:
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     paths = []
@@ -62,7 +102,21 @@ def draw_all(out: Path) -> list[Path]:
         fig.suptitle(f"ldmatrix .x4{'.trans' if trans else ''} (.x1 = matrix 0, .x2 = matrices 0-1); "
                      f"stmatrix{'.trans' if trans else ''} writes the same map", fontsize=9)
         paths.append(_save(fig, out / f"ldmatrix_x4{'_trans' if trans else ''}.png"))
-    (out / "layouts.md").write_text(MARKDOWN)
+    md = MARKDOWN
+    if hardware:
+        import torch
+
+        rows, wmma = hardware_check()
+        paths.append(draw_wmma(wmma, out))
+        table = "\n".join(f"| {name} | {'yes' if ok else 'NO'} | {note} |" for name, ok, note in rows)
+        md += (f"\n## On the hardware ({torch.cuda.get_device_name()})\n\nProbes from `ptx_kernels/csrc/probes.cu`, "
+               f"run by `python -m compare layouts --hardware`:\n\n| instruction | hardware == model | note |\n"
+               f"|---|---|---|\n{table}\n\n![wmma](wmma_fragments.png)\n\nWMMA's fragment layout is the "
+               f"compiler's choice (the API calls it opaque); the map above is what this GPU and nvcc produced.\n")
+        if not all(ok for _, ok, note in rows if not note.startswith("not run")):
+            (out / "layouts.md").write_text(md)
+            raise RuntimeError("hardware differs from the model: see " + str(out / "layouts.md"))
+    (out / "layouts.md").write_text(md)
     return paths
 
 

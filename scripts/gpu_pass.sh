@@ -2,6 +2,7 @@
 # The whole GPU pass (for a lent GPU machine with no network), in two parts that each fit a 10-minute command:
 #   bash scripts/gpu_pass.sh tests  OUTDIR   # build the extension, run the whole test suite
 #   bash scripts/gpu_pass.sh report OUTDIR   # the main job: python -m compare --out OUTDIR/report
+#   bash scripts/gpu_pass.sh lab OUTDIR      # layout probes (hardware vs model) and ncu bank conflicts
 # Set HGEMM_GIT_COMMIT to the commit being run when the tree is a copy without .git.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -20,5 +21,9 @@ case "$PART" in
     /usr/bin/time -f "main job %e s" python -m compare --out "$OUTDIR/report" 2>&1 | grep -v '^\(check\|bench\) \[' \
       | tee "$OUTDIR/main.log" | tail -30
     ;;
-  *) echo "unknown part $PART (tests or report)"; exit 2 ;;
+  lab)
+    python -m compare layouts --hardware --out "$OUTDIR/layouts" 2>&1 | tee "$OUTDIR/layouts.log" | tail -5
+    bash scripts/bank_conflicts.sh "$OUTDIR" 2>&1 | tail -20
+    ;;
+  *) echo "unknown part $PART (tests, report or lab)"; exit 2 ;;
 esac

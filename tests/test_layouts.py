@@ -212,3 +212,33 @@ def test_probe_decoding_mma(fake_probes, acc):
     a = rng.integers(-3, 4, (16, 16)).astype(np.float64)
     b = rng.integers(-3, 4, (16, 8)).astype(np.float64)
     assert np.array_equal(fake_probes.mma(a, b, acc), a @ b)
+
+
+def test_layouts_hardware_page_from_emulated_probes(fake_probes, monkeypatch, tmp_path):
+    """`compare layouts --hardware` logic with the emulated probes: every instruction agrees, the WMMA map is drawn
+    from what the probe recorded, and the page says so."""
+    from compare import layouts as page
+
+    monkeypatch.setattr(fake_probes, "wmma", lambda which: L.mma_a())  # a stand-in 16x16 cover
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda *a: (9, 0))
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda *a: "emulated")
+    pngs = page.draw_all(tmp_path, hardware=True)
+    assert (tmp_path / "wmma_fragments.png") in pngs
+    md = (tmp_path / "layouts.md").read_text()
+    assert "On the hardware (emulated)" in md and "| NO |" not in md
+    assert md.count("| yes |") == 6 + 6 + 2
+
+
+def test_layouts_hardware_mismatch_is_an_error(fake_probes, monkeypatch, tmp_path):
+    from compare import layouts as page
+
+    monkeypatch.setattr(fake_probes, "wmma", lambda which: L.mma_a())
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda *a: (9, 0))
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda *a: "emulated")
+    wrong = L.ldmatrix(4).copy()
+    wrong[0, 0], wrong[1, 0] = wrong[1, 0].copy(), wrong[0, 0].copy()
+    monkeypatch.setattr(fake_probes, "ldmatrix", lambda num, trans=False: wrong if num == 4 and not trans
+                        else L.ldmatrix(num, trans))
+    with pytest.raises(RuntimeError, match="hardware differs from the model"):
+        page.draw_all(tmp_path, hardware=True)
+    assert "| ldmatrix.x4 | NO |" in (tmp_path / "layouts.md").read_text()
