@@ -90,20 +90,9 @@ def cmd_bench(args) -> int:
           f"| commit {env['git_commit']}")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    write_bench(out, env, rows)
+    bench.write_bench(out, env, rows)
     print(f"wrote {out / 'bench.csv'} and {out / 'bench.json'}")
     return 1 if any(r.status in ("failed check", "error") for r in rows) else 0
-
-
-def write_bench(out: Path, env: dict, rows) -> None:
-    import csv
-
-    dicts = [r.as_dict() for r in rows]
-    (out / "bench.json").write_text(json.dumps({"environment": env, "rows": dicts}, indent=1))
-    with open(out / "bench.csv", "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(dicts[0]) if dicts else ["kernel"])
-        w.writeheader()
-        w.writerows(dicts)
 
 
 def cmd_plot(args) -> int:
@@ -147,6 +136,8 @@ def cmd_main(args) -> int:
 
 
 def main(argv=None) -> int:
+    from .bench import SUITES
+
     ap = argparse.ArgumentParser(prog="python -m compare", description=__doc__)
     ap.add_argument("--out", default="report", help="report folder of the main job (default: report)")
     ap.add_argument("--suite", default="default", help="bench suite of the main job")
@@ -157,7 +148,7 @@ def main(argv=None) -> int:
     c.add_argument("--all", action="store_true", help="also every pinned Triton configuration")
     c.add_argument("--out", help="folder for check.json")
     b = sub.add_parser("bench", help="time kernels side by side (GPU)")
-    b.add_argument("--suite", default="default", choices=sorted(__import__("compare.bench").bench.SUITES))
+    b.add_argument("--suite", default="default", choices=sorted(SUITES))
     b.add_argument("--shapes", help="comma-separated MxNxK list, instead of --suite")
     b.add_argument("--kernels", nargs="*", help="fnmatch patterns of kernel names")
     b.add_argument("--all", action="store_true", help="also every pinned Triton configuration")

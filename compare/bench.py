@@ -6,9 +6,12 @@ hit all of them alike; each kernel's median over all rounds is reported with its
 """
 from __future__ import annotations
 
+import csv
+import json
 import math
 import statistics
 from dataclasses import asdict, dataclass
+from pathlib import Path
 
 import torch
 
@@ -113,7 +116,7 @@ def bench_shape(kernels: list[Kernel], m: int, n: int, k: int, *, layout: str = 
     timer = timer or Timer()
     a, b = make_inputs(m, n, k, layout, device="cuda", seed=seed, kind="randn")
     ref = reference(a, b)
-    rows, live = [], []
+    rows, live, bounds = [], [], {}
     for kern in kernels:
         row = BenchRow(kern.name, kern.family, kern.acc, kern.config, m, n, k, layout, "ok")
         rows.append(row)
@@ -133,7 +136,9 @@ def bench_shape(kernels: list[Kernel], m: int, n: int, k: int, *, layout: str = 
         except Exception as e:  # noqa: BLE001
             row.status, row.detail = "error", f"{type(e).__name__}: {e}"
             continue
-        v = compare(c, ref, error_bound(a, b, ref, kern.acc))
+        if kern.acc not in bounds:
+            bounds[kern.acc] = error_bound(a, b, ref, kern.acc)
+        v = compare(c, ref, bounds[kern.acc])
         if not v.ok:
             row.status, row.detail = "failed check", v.detail
             continue
@@ -190,3 +195,13 @@ def summary(rows: list[BenchRow]) -> str:
         if rs:
             lines.append(f"{name:<36} {geomean(rs):16.3f} {len(rs):>7}")
     return "\n".join(lines)
+
+
+def write_bench(out: Path, env: dict, rows: list[BenchRow]) -> None:
+    """bench.json (environment + rows) and bench.csv (rows) in `out`."""
+    dicts = [r.as_dict() for r in rows]
+    (out / "bench.json").write_text(json.dumps({"environment": env, "rows": dicts}, indent=1))
+    with open(out / "bench.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(dicts[0]) if dicts else ["kernel"])
+        w.writeheader()
+        w.writerows(dicts)

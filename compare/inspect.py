@@ -10,7 +10,6 @@ LDGSTS = cp.async, UTMALDG/UTMASTG = TMA, BAR = barriers, LDG/STG/LDS/STS = plai
 from __future__ import annotations
 
 import json
-import re
 import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -86,10 +85,8 @@ def inspect_triton(kernel: str, out: Path) -> InspectRow:
 
 
 def _fp32_nn_instance(names: list[str]) -> str:
-    for n in names:
-        if re.search(r"L3Acc0E(Lb0E)?E", n) or ("L3Acc0E" in n and "Lb0E" in n):
-            return n
-    return names[0]
+    """The fp32-accumulation, B row-major instantiation (mangled ...L3Acc0E...Lb0E...; simt has no B flag)."""
+    return next((n for n in names if "L3Acc0E" in n and ("Lb0E" in n or "Lb" not in n)), names[0])
 
 
 def inspect_cuda(variant, out: Path, arch: str = "sm_90a") -> InspectRow:

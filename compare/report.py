@@ -56,8 +56,7 @@ def summary_markdown(rows) -> str:
     return _md_table(["kernel", "geomean x torch.matmul", "shapes timed"], out)
 
 
-def run(out: Path, *, gpu: bool, suite: str = "default", budget_ms: float = 200.0, progress=None,
-        command: str | None = None) -> int:
+def run(out: Path, *, gpu: bool, suite: str = "default", budget_ms: float = 200.0, progress=None) -> int:
     from . import frame as frame_mod
     from . import inspect as inspect_mod
     from . import registry
@@ -66,8 +65,6 @@ def run(out: Path, *, gpu: bool, suite: str = "default", budget_ms: float = 200.
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     env = environment()
-    if command:
-        env["command"] = command
     md = ["# tensorcore-hgemm report", "", f"Produced by `{env['command']}` on {env.get('gpu') or 'a machine without a GPU'}"
           f", {env['date']}, commit `{env['git_commit']}` (torch {env['torch']}, triton {env['triton']}"
           + (f", driver {env.get('driver')}, CUDA {env.get('cuda_runtime')}" if gpu else "") + ").", ""]
@@ -102,8 +99,7 @@ def run(out: Path, *, gpu: bool, suite: str = "default", budget_ms: float = 200.
                 if show:
                     show(i + 1, len(shapes))
         env["during_run"], env["frame"] = sampler.summary(), frame
-        from .__main__ import write_bench
-        write_bench(out, env, brows)
+        bench_mod.write_bench(out, env, brows)
         failed += sum(r.status in ("failed check", "error") for r in brows)
         from .plot import plot_all
         pngs = plot_all(out / "bench.json", out)

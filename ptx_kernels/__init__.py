@@ -67,16 +67,19 @@ def hgemm(a: torch.Tensor, b: torch.Tensor, *, variant: str = "wmma_multistage",
     copies = []
     if v.family != "simt":
         if not _is_row_major(a):
-            a, _ = a.contiguous(), copies.append("A to row-major")
+            a = a.contiguous()
+            copies.append("A to row-major")
         if _is_row_major(b):
             b_col = False
         elif b.stride(0) == 1 or b.shape[0] == 1:
             b_col = True
         else:
-            b, b_col, _ = b.contiguous(), False, copies.append("B to row-major")
+            b, b_col = b.contiguous(), False
+            copies.append("B to row-major")
         if v.aligned_rows:
             if not _rows_aligned16(a, a.stride(0)):
-                a, _ = _aligned_copy(a), copies.append("A to 16-byte aligned rows")
+                a = _aligned_copy(a)
+                copies.append("A to 16-byte aligned rows")
             ldb = b.stride(1) if b_col else b.stride(0)
             if not _rows_aligned16(b, ldb):
                 b = _aligned_copy(b.t()).t() if b_col else _aligned_copy(b)

@@ -56,7 +56,7 @@ def combined_cuda_source() -> str:
 
 def source_hash(flags: list[str]) -> str:
     h = hashlib.sha256()
-    for path in [*(CSRC / n for n in HEADERS), CSRC / "asm_examples.cuh", *kernel_sources(), CSRC / BINDING]:
+    for path in [*(CSRC / n for n in HEADERS), *kernel_sources(), CSRC / BINDING]:
         h.update(path.name.encode())
         h.update(path.read_bytes())
     h.update(" ".join(flags).encode())

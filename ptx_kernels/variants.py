@@ -62,5 +62,5 @@ VARIANTS: tuple[Variant, ...] = (
 )
 
 BY_NAME = {v.name: v for v in VARIANTS}
-HEADERS = ("hgemm.cuh", "ptx.cuh", "tile_io.cuh", "mma_pipeline.cuh")
+HEADERS = ("hgemm.cuh", "ptx.cuh", "tile_io.cuh", "mma_pipeline.cuh", "asm_examples.cuh")
 BINDING = "binding.cpp"

@@ -89,8 +89,7 @@ def test_compare_reports_unwritten_and_bound():
 def test_bench_files_schema(tmp_path):
     data = plot.load(SAMPLE)
     rows = [bench.BenchRow(**r) for r in data["rows"]]
-    from compare.__main__ import write_bench
-    write_bench(tmp_path, data["environment"], rows)
+    bench.write_bench(tmp_path, data["environment"], rows)
     back = json.loads((tmp_path / "bench.json").read_text())
     assert back["rows"] == data["rows"]
     for key in ("gpu", "sm_count", "driver", "torch", "triton", "cuda_runtime", "git_commit", "command", "date",

@@ -165,9 +165,18 @@ def test_non_default_stream():
 
 
 @pytest.mark.skipif(HAS_CUDA, reason="interpreter-only behaviour")
-def test_interpreter_uses_pinned_config():
-    from triton_kernels.blocked import INTERPRETER_CONFIG
-    assert INTERPRETER_CONFIG.check() is INTERPRETER_CONFIG
+@pytest.mark.parametrize("kernel", ["blocked", "tma"])
+def test_interpreter_launches_the_pinned_config(kernel, monkeypatch):
+    """Autotuning needs a driver: under the interpreter config=None must launch each kernel's pinned config."""
+    from triton_kernels import api
+
+    module = api.blocked if kernel == "blocked" else api.tma_persistent
+    seen = []
+    real = module.launch
+    monkeypatch.setattr(module, "launch", lambda *args: (seen.append(args[4]), real(*args))[1])
+    a, b = make_inputs(40, 24, 72, "NN", device=DEVICE, seed=17)
+    run_exact(a, b, kernel=kernel)
+    assert seen == [module.INTERPRETER_CONFIG]
 
 
 # ---------------------------------------------------------------------------------------------- TMA kernel
