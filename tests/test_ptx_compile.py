@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from ptx_kernels import toolchain
-from ptx_kernels.variants import VARIANTS
+from ptx_kernels.variants import BY_NAME, VARIANTS
 
 pytestmark = pytest.mark.skipif(toolchain.find_nvcc() is None, reason="nvcc not installed")
 
@@ -90,10 +90,22 @@ def test_sass_has_the_promised_instructions(compiled, variant, arch):
 
 
 def test_multistage_mma_count(compiled):
-    """Per K step of 32 each warp issues 4x4 fragments x 2 k16 steps, each a pair of
-    HMMA.16816 (a 16x16x16 WMMA is two m16n8k16) = 64 per instantiation, 4 instantiations."""
+    """The main loop is emitted once, unrolled over one tile: per tile of BK each warp issues its 4x4 fragments
+    x BK/16 k16 steps, each a pair of HMMA.16816 (a 16x16x16 WMMA is two m16n8k16); 4 instantiations."""
+    bk = BY_NAME["wmma_multistage"].block[2]
     mix = toolchain.instruction_mix(compiled[("wmma_multistage", "sm_90a")].sass())
-    assert mix["HMMA"] == 4 * 64
+    assert mix["HMMA"] == 4 * (4 * 4 * bk // 16 * 2)
+
+
+@pytest.mark.parametrize("variant", ["mma_multistage", "mma_swizzle", "mma_stmatrix"])
+def test_pipeline_mma_count(compiled, variant):
+    """Each warp's 64x64 tile is 4 x 8 m16n8 accumulators: 32 HMMA per k16 step, BK/16 steps per tile, the loop
+    body emitted once; 4 instantiations."""
+    bm, bn, bk = BY_NAME[variant].block
+    warps = 8
+    per_step = (bm * bn) // (warps * 16 * 8)
+    mix = toolchain.instruction_mix(compiled[(variant, "sm_90a")].sass())
+    assert mix["HMMA"] == 4 * per_step * (bk // 16), dict(mix)
 
 
 def test_wrappers_all_instructions_on_sm90a():
@@ -182,13 +194,13 @@ def test_mma_ladder_mma_counts(compiled):
 
 
 def test_stmatrix_epilogue_only_on_sm90a(compiled):
-    """STSM appears in mma_stmatrix for sm_90a (two m16n8 tiles per stmatrix.x4: 8 per warp tile, 4
-    instantiations) and nowhere else; for sm_80 it falls back to plain stores."""
+    """STSM appears in mma_stmatrix for sm_90a (two m16n8 tiles per stmatrix.x4: a 64x64 warp tile is 4 x 8
+    m16n8 tiles, 16 STSM; 4 instantiations) and nowhere else; for sm_80 it falls back to plain stores."""
     for v in VARIANTS:
         for arch in ARCHS:
             mix = toolchain.instruction_mix(compiled[(v.name, arch)].sass())
             if v.name == "mma_stmatrix" and arch == "sm_90a":
-                assert mix["STSM"] == 4 * 8, mix["STSM"]
+                assert mix["STSM"] == 4 * 16, mix["STSM"]
             else:
                 assert mix["STSM"] == 0, (v.name, arch)
 

@@ -85,10 +85,13 @@ def test_multistage_dynamic_smem_and_grid():
     a, b = make_inputs(300, 600, 64, "NN", device="cuda", seed=6)
     ptx_kernels.hgemm(a, b, variant="wmma_multistage")
     info = ptx_kernels.last_launch()
-    assert info["smem_bytes"] == 4 * (128 * 40 + 32 * 136) * 2  # 4 stages of padded 128x32 A, 32x128 B tiles
+    assert info["smem_bytes"] == 3 * (128 * 72 + 64 * 136) * 2  # 3 stages of padded 128x64 A, 64x128 B tiles
     assert info["grid"][0] == 3 * 5 and info["block"] == 128
     ptx_kernels.hgemm(a, b.t().contiguous().t(), variant="wmma_multistage")
-    assert ptx_kernels.last_launch()["smem_bytes"] == 4 * (128 * 40 + 128 * 40) * 2
+    assert ptx_kernels.last_launch()["smem_bytes"] == 3 * (128 * 72 + 128 * 72) * 2
+    ptx_kernels.hgemm(a, b, variant="mma_stmatrix")  # 3 stages of 128x64 A and 64x256 B, unpadded
+    info = ptx_kernels.last_launch()
+    assert info["smem_bytes"] == 3 * (128 * 64 + 64 * 256) * 2 and info["grid"][0] == 3 * 3 and info["block"] == 256
 
 
 def test_errors():

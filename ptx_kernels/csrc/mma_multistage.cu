@@ -1,13 +1,17 @@
-// mma_multistage.cu — mma_tiled's tiles fed by a 4-stage cp.async pipeline (mma_pipeline.cuh): STAGES-1 tiles in
-// flight while one is computed, one barrier per K step, zero-fill at the edges (cp.async src-size), and
-// fragments double-buffered in registers (the ldmatrix of k-step kk+16 issued before the MMAs of kk).
+// mma_multistage.cu — the pipelined kernel of mma_pipeline.cuh with plain shared memory and direct stores: a
+// 128x256x64 block tile, 8 warps of 64x64 (4 x 8 m16n8 accumulators: every A fragment feeds 8 MMAs, every B
+// fragment 4), a 3-stage cp.async pipeline (two tiles in flight while one is computed, one barrier per tile,
+// zero-fill at the edges, copies costing a few instructions each: tile::OperandLoads), and fragments
+// double-buffered in registers (the next k-step's ldmatrix issued before this one's MMAs, across tiles too).
 //
-// Adds over mma_tiled: overlap of global loads with tensor-core work and of shared-memory loads with MMAs, and
-// grouped block order. Shared memory stays plain and unpadded: 64-byte A rows put the 8 rows of an ldmatrix in
-// 2 bank groups and 256-byte B rows in 1 (the conflicts mma_swizzle removes). Needs 16-byte aligned rows.
+// Adds over mma_tiled: overlap of global loads with tensor-core work and of shared-memory loads with MMAs,
+// larger block and warp tiles (the tile mma_pipeline.cuh's LadderTile comment chose by measurement), grouped
+// block order. Shared memory stays plain and unpadded: A rows of 64 halves are 128 bytes, so the 8 rows an
+// ldmatrix reads sit in one bank group (8-way conflicts), and so do row-major B's 512-byte rows — the conflicts
+// mma_swizzle removes. Needs 16-byte aligned rows.
 #include "mma_pipeline.cuh"
 
 cudaError_t launch_mma_multistage(const GemmArgs& p, Acc acc, cudaStream_t stream, LaunchInfo* info) {
   using namespace mma_pipeline;
-  return launch<tile::Plain, PlainB, DirectStore>(p, acc, stream, info);
+  return launch<LadderTile, PlainLayouts, DirectStore>(p, acc, stream, info);
 }

@@ -2,93 +2,127 @@
 // instantiates it with what that step adds: mma_multistage.cu (plain shared-memory tiles, direct stores),
 // mma_swizzle.cu (XOR-swizzled tiles), mma_stmatrix.cu (plus an stmatrix epilogue).
 //
-// Block tile 128x128x32, 8 warps (2 x 4) of 64x32 (4 x 4 m16n8 accumulators), STAGES-deep cp.async pipeline with
-// one barrier per K step and zero-fill at the edges, fragments double-buffered in registers, grouped block order.
+// A STAGES-deep cp.async pipeline with one barrier per K step and zero-fill at the edges, fragments
+// double-buffered in registers, grouped block order; the tile shape is a template parameter (Tile below).
 #pragma once
 #include "hgemm.cuh"
 #include "tile_io.cuh"
 
 namespace mma_pipeline {
 
-constexpr int BM = 128, BN = 128, BK = 32, STAGES = 4;
-constexpr int WARPS_M = 2, WARPS_N = 4;
-constexpr int MI = BM / WARPS_M / 16, NI = BN / WARPS_N / 8;
-constexpr int THREADS = 32 * WARPS_M * WARPS_N;
+// Block tile BM x BN x BK, WARPS_M x WARPS_N warps (each a (BM / WARPS_M) x (BN / WARPS_N) warp tile of MI x NI
+// m16n8 accumulators), a STAGES-deep pipeline; MIN_BLOCKS resident blocks per SM asked of the compiler
+// (__launch_bounds__), which caps registers at 64K / (MIN_BLOCKS * THREADS).
+template <int BM_, int BN_, int BK_, int WARPS_M_, int WARPS_N_, int STAGES_, int MIN_BLOCKS_ = 1>
+struct Tile {
+  static constexpr int BM = BM_, BN = BN_, BK = BK_, WARPS_M = WARPS_M_, WARPS_N = WARPS_N_, STAGES = STAGES_;
+  static constexpr int MIN_BLOCKS = MIN_BLOCKS_;
+  static constexpr int MI = BM / WARPS_M / 16, NI = BN / WARPS_N / 8;
+  static constexpr int THREADS = 32 * WARPS_M * WARPS_N;
+  static constexpr int KSTEPS = BK / 16;
+  static_assert(BM % (16 * WARPS_M) == 0 && BN % (16 * WARPS_N) == 0 && BK % 16 == 0, "whole m16n8k16 steps");
+  static_assert(NI % 2 == 0, "B fragments come in pairs (ldmatrix.x4)");
+  static_assert(KSTEPS % 2 == 0, "the two fragment buffers alternate across tiles: an even number of k-steps");
+};
 constexpr int GROUP_M = 8;
-constexpr int KSTEPS = BK / 16;
 
-template <bool B_COL>
+// The tile the ladder's pipelined steps share (mma_multistage, mma_swizzle, mma_stmatrix): 128x256x64, 2 x 4 warps
+// of 64x64 (4 x 8 m16n8 accumulators: every A fragment feeds 8 MMAs, every B fragment 4), 3 stages (144 KB), one
+// block per SM. Chosen by scripts/tune_mma.cu on the H100 (swizzled, stmatrix epilogue, NN, TFLOPS and ratio to
+// cuBLAS in the same process), fp32 accumulation at 4096^3 / 8192^3: 128x256x64 s3 449 / 455 (0.60x / 0.60x);
+// 256x128x64 s3 431 / 438; 128x256x64 s4 423 / 428; 128x128x64 2x2 warps s3 (two blocks per SM) 428 / 404;
+// 128x256x32 s4 359 / 355; the earlier 128x128x32 with 2 x 4 warps of 64x32, 323 / 303.
+using LadderTile = Tile<128, 256, 64, 2, 4, 3>;
+
+template <class T, bool B_COL>
 struct Smem {
-  static constexpr int B_ROWS = B_COL ? BN : BK, LDB = B_COL ? BK : BN;
-  static constexpr int A_STAGE = BM * BK, B_STAGE = B_ROWS * LDB;  // halves
-  static constexpr int BYTES = STAGES * (A_STAGE + B_STAGE) * 2;
+  static constexpr int B_ROWS = B_COL ? T::BN : T::BK, LDB = B_COL ? T::BK : T::BN;
+  static constexpr int A_STAGE = T::BM * T::BK, B_STAGE = B_ROWS * LDB;  // halves
+  static constexpr int BYTES = T::STAGES * (A_STAGE + B_STAGE) * 2;
 };
 
 // The epilogue every step before mma_stmatrix uses: each lane stores its accumulators straight to global memory.
 struct DirectStore {
-  static constexpr int SMEM_BYTES = 0;
-  template <Acc ACC>
-  __device__ __forceinline__ static void store(const tile::MmaAcc<ACC> (&c)[MI][NI], const GemmArgs& p, int row0,
-                                               int col0, int wm, int wn, unsigned char*) {
-    tile::store_warp_acc(c, p, row0 + wm * MI * 16, col0 + wn * NI * 8);
+  template <class T>
+  __host__ __device__ static constexpr int smem_bytes() { return 0; }
+  template <class T, Acc ACC>
+  __device__ __forceinline__ static void store(const tile::MmaAcc<ACC> (&c)[T::MI][T::NI], const GemmArgs& p,
+                                               int row0, int col0, int wm, int wn, unsigned char*) {
+    tile::store_warp_acc(c, p, row0 + wm * T::MI * 16, col0 + wn * T::NI * 8);
   }
 };
 
-template <bool B_COL, class LA, class LB>
-__device__ __forceinline__ void load_frags(uint32_t (&a)[MI][4], uint32_t (&b)[NI][2], const half* sA,
+// Shared-memory layouts of the A and B tiles: plain (mma_multistage) or XOR-swizzled (mma_swizzle onwards).
+// A (m, k) and column-major B (n, k) rows hold BK halves; row-major B (k, n) rows hold BN.
+struct PlainLayouts {
+  template <class T>
+  using A = tile::Plain;
+  template <class T, bool B_COL>
+  using B = tile::Plain;
+};
+struct SwizzledLayouts {
+  template <class T>
+  using A = tile::Xor<T::BK / 8>;
+  template <class T, bool B_COL>
+  using B = tile::Xor<(B_COL ? T::BK : T::BN) / 8>;
+};
+
+template <class T, bool B_COL, class LA, class LB>
+__device__ __forceinline__ void load_frags(uint32_t (&a)[T::MI][4], uint32_t (&b)[T::NI][2], const half* sA,
                                            const half* sB, int wm, int wn, int kk) {
 #pragma unroll
-  for (int i = 0; i < MI; ++i) tile::ldsm_a<LA>(a[i], sA, wm * MI * 16 + i * 16, kk, BK);
+  for (int i = 0; i < T::MI; ++i) tile::ldsm_a<LA>(a[i], sA, wm * T::MI * 16 + i * 16, kk, T::BK);
 #pragma unroll
-  for (int j = 0; j < NI; j += 2)
-    tile::ldsm_b2<B_COL, LB>(b[j], b[j + 1], sB, kk, wn * NI * 8 + j * 8, Smem<B_COL>::LDB);
+  for (int j = 0; j < T::NI; j += 2)
+    tile::ldsm_b2<B_COL, LB>(b[j], b[j + 1], sB, kk, wn * T::NI * 8 + j * 8, Smem<T, B_COL>::LDB);
 }
 
 // LA, LB: layouts of the A and B tiles in shared memory (tile::Plain or tile::Xor<chunks per row>).
-template <Acc ACC, bool B_COL, class LA, class LB, class Epilogue>
-__global__ void __launch_bounds__(THREADS, 1) kernel(GemmArgs p) {
-  using S = Smem<B_COL>;
+template <class T, Acc ACC, bool B_COL, class LA, class LB, class Epilogue>
+__global__ void __launch_bounds__(T::THREADS, T::MIN_BLOCKS) kernel(GemmArgs p) {
+  using S = Smem<T, B_COL>;
+  constexpr int BM = T::BM, BN = T::BN, BK = T::BK, STAGES = T::STAGES, MI = T::MI, NI = T::NI;
   extern __shared__ __align__(128) unsigned char smem_raw[];
   half* sA = reinterpret_cast<half*>(smem_raw);  // (stage, m, k)
   half* sB = sA + STAGES * S::A_STAGE;            // (stage, k, n), or (stage, n, k) when B is column-major
-  const int warp = threadIdx.x / 32, wm = warp / WARPS_N, wn = warp % WARPS_N;
+  const int warp = threadIdx.x / 32, wm = warp / T::WARPS_N, wn = warp % T::WARPS_N;
   int tm, tn;
   tile::grouped_tile(blockIdx.x, tile::cdiv(p.M, BM), tile::cdiv(p.N, BN), GROUP_M, tm, tn);
   const int row0 = tm * BM, col0 = tn * BN;
-  const int64_t ldb = B_COL ? p.sbn : p.sbk;
   const int kt_count = tile::cdiv(p.K, BK);
+  tile::OperandLoads<BM, BN, BK, T::THREADS, BK, S::LDB, LA, LB, B_COL> loads(p, row0, col0);
+  const uint32_t sA_addr = ptx::smem_u32(sA), sB_addr = ptx::smem_u32(sB);
+  // Copy tile kt into its stage (zero-filled past K) and commit: no branch, the same count of groups every time.
   auto load_stage = [&](int kt) {
-    const int k0 = kt * BK, s = kt % STAGES;
-    if (kt < kt_count) {
-      tile::cp_async_tile<BM, BK, THREADS, BK, LA>(sA + s * S::A_STAGE, p.A + row0 * p.sam + k0, p.sam,
-                                                   p.M - row0, p.K - k0, p.A);
-      if (B_COL)
-        tile::cp_async_tile<BN, BK, THREADS, BK, LB>(sB + s * S::B_STAGE, p.B + col0 * ldb + k0, ldb,
-                                                     p.N - col0, p.K - k0, p.B);
-      else
-        tile::cp_async_tile<BK, BN, THREADS, BN, LB>(sB + s * S::B_STAGE, p.B + k0 * ldb + col0, ldb, p.K - k0,
-                                                     p.N - col0, p.B);
-    }
-    ptx::cp_async_commit();  // an empty group past the end keeps the wait count uniform
+    const int s = kt % STAGES;
+    loads.copy_next(p, kt, sA_addr + s * S::A_STAGE * 2, sB_addr + s * S::B_STAGE * 2);
+    ptx::cp_async_commit();
   };
   tile::MmaAcc<ACC> c[MI][NI];
   uint32_t a[2][MI][4], b[2][NI][2];  // (buffer, fragment, register)
 
-  // PROLOGUE: STAGES - 1 tiles in flight
+  // PROLOGUE: STAGES - 1 tiles in flight; wait for tile 0 and load its first k-step's fragments.
 #pragma unroll
   for (int s = 0; s < STAGES - 1; ++s) load_stage(s);
+  ptx::cp_async_wait<STAGES - 2>();
+  __syncthreads();
+  load_frags<T, B_COL, LA, LB>(a[0], b[0], sA, sB, wm, wn, 0);
 
-  // MAIN LOOP
+  // MAIN LOOP. Fragments are double-buffered: k-step ks's MMAs run while the next k-step's ldmatrix are in flight,
+  // across tile boundaries too — the one barrier per tile sits before the last k-step's MMAs, so the next tile's
+  // first fragments are loaded under them.
   for (int kt = 0; kt < kt_count; ++kt) {
-    ptx::cp_async_wait<STAGES - 2>();  // tile kt has landed (this thread's copies) ...
-    __syncthreads();                   // ... and everyone's; tile kt - 1's stage is free
-    load_stage(kt + STAGES - 1);
-    const half* tA = sA + (kt % STAGES) * S::A_STAGE;
-    const half* tB = sB + (kt % STAGES) * S::B_STAGE;
-    load_frags<B_COL, LA, LB>(a[0], b[0], tA, tB, wm, wn, 0);
+    const int stage = kt % STAGES, next = (kt + 1) % STAGES;
 #pragma unroll
-    for (int ks = 0; ks < KSTEPS; ++ks) {
-      if (ks + 1 < KSTEPS) load_frags<B_COL, LA, LB>(a[(ks + 1) % 2], b[(ks + 1) % 2], tA, tB, wm, wn, (ks + 1) * 16);
+    for (int ks = 0; ks < T::KSTEPS; ++ks) {
+      if (ks == T::KSTEPS - 1) {
+        ptx::cp_async_wait<STAGES - 2>();  // tile kt + 1 has landed (this thread's copies) ...
+        __syncthreads();                   // ... and everyone's; every warp is done reading tile kt's stage
+      }
+      const bool last = ks + 1 == T::KSTEPS;
+      load_frags<T, B_COL, LA, LB>(a[(ks + 1) % 2], b[(ks + 1) % 2], sA + (last ? next : stage) * S::A_STAGE,
+                                   sB + (last ? next : stage) * S::B_STAGE, wm, wn, last ? 0 : (ks + 1) * 16);
+      if (ks == 0) load_stage(kt + STAGES - 1);  // refills the stage tile kt - 1 used, free since the last barrier
 #pragma unroll
       for (int i = 0; i < MI; ++i)
 #pragma unroll
@@ -98,31 +132,23 @@ __global__ void __launch_bounds__(THREADS, 1) kernel(GemmArgs p) {
 
   // EPILOGUE
   ptx::cp_async_wait<0>();
-  if (Epilogue::SMEM_BYTES) __syncthreads();  // the epilogue reuses the pipeline's shared memory
-  Epilogue::store(c, p, row0, col0, wm, wn, smem_raw);
+  if (Epilogue::template smem_bytes<T>()) __syncthreads();  // the epilogue reuses the pipeline's shared memory
+  Epilogue::template store<T>(c, p, row0, col0, wm, wn, smem_raw);
 }
 
-template <bool B_COL>
-using PlainB = tile::Plain;
-
-// The swizzled layouts mma_swizzle introduces (and mma_stmatrix keeps): A (m, k) and column-major B (n, k) have
-// 32-half rows = 4 chunks; row-major B (k, n) 128-half rows = 16 chunks.
-using SwizzledA = tile::Xor<BK / 8>;
-template <bool B_COL>
-using SwizzledB = tile::Xor<(B_COL ? BK : BN) / 8>;
-
-// LB<B_COL>: the B tile's layout for each B storage order.
-template <class LA, template <bool> class LB, class Epilogue>
+// Launch the tile T with shared-memory layouts L (PlainLayouts or SwizzledLayouts) and the given epilogue.
+template <class T, class L, class Epilogue>
 cudaError_t launch(const GemmArgs& p, Acc acc, cudaStream_t stream, LaunchInfo* info) {
   if (!tile::rows_aligned16(p)) return cudaErrorMisalignedAddress;
   return tile::dispatch(acc, p.b_col_major, [&](auto acc_c, auto b_col_c) {
     constexpr Acc A = decltype(acc_c)::value;
     constexpr bool BC = decltype(b_col_c)::value;
-    constexpr int bytes = Smem<BC>::BYTES > Epilogue::SMEM_BYTES ? Smem<BC>::BYTES : Epilogue::SMEM_BYTES;
-    auto k = kernel<A, BC, LA, LB<BC>, Epilogue>;
+    constexpr int pipe = Smem<T, BC>::BYTES, epi = Epilogue::template smem_bytes<T>();
+    constexpr int bytes = pipe > epi ? pipe : epi;
+    auto k = kernel<T, A, BC, typename L::template A<T>, typename L::template B<T, BC>, Epilogue>;
     cudaError_t err = tile::prepare_smem(k, bytes, info);
     if (err != cudaSuccess) return err;
-    const dim3 block(THREADS), grid(tile::cdiv(p.M, BM) * tile::cdiv(p.N, BN));
+    const dim3 block(T::THREADS), grid(tile::cdiv(p.M, T::BM) * tile::cdiv(p.N, T::BN));
     tile::fill_info(info, grid, block, bytes);
     k<<<grid, block, bytes, stream>>>(p);
     return cudaGetLastError();

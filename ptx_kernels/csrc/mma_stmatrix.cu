@@ -1,6 +1,6 @@
 // mma_stmatrix.cu — mma_swizzle with an stmatrix epilogue (sm_90): each warp writes its accumulators, converted
 // to fp16, into a shared-memory C tile with stmatrix.x4 (two m16n8 tiles per instruction: the accumulator layout
-// is ldmatrix's, so stmatrix inverts it), then the whole block copies the 128x128 tile out with 16-byte stores:
+// is ldmatrix's, so stmatrix inverts it), then the whole block copies the 128x256 tile out with 16-byte stores:
 // full 128-byte lines per 8 threads instead of 4-byte stores scattered over 8 rows.
 //
 // Adds over mma_swizzle: a coalesced epilogue (STSM + STG.128 in SASS instead of 2-byte/4-byte STG). On GPUs
@@ -12,14 +12,17 @@ namespace mma_stmatrix {
 using namespace mma_pipeline;
 
 struct StmatrixStore {
-  static constexpr int LDC = BN + 8;  // 272-byte rows: the 8 rows one stmatrix matrix covers hit 8 bank groups
-  static constexpr int SMEM_BYTES = BM * LDC * 2;
-  static_assert(SMEM_BYTES <= Smem<false>::BYTES && SMEM_BYTES <= Smem<true>::BYTES, "fits the pipeline's space");
+  // Rows of BN + 8 halves: the 8 rows one stmatrix matrix covers start 16 bytes apart mod 128, in 8 bank groups.
+  template <class T>
+  __host__ __device__ static constexpr int ldc() { return T::BN + 8; }
+  template <class T>
+  __host__ __device__ static constexpr int smem_bytes() { return T::BM * ldc<T>() * 2; }
 
-  template <Acc ACC>
-  __device__ __forceinline__ static void store(const tile::MmaAcc<ACC> (&c)[MI][NI], const GemmArgs& p, int row0,
-                                               int col0, int wm, int wn, unsigned char* smem) {
+  template <class T, Acc ACC>
+  __device__ __forceinline__ static void store(const tile::MmaAcc<ACC> (&c)[T::MI][T::NI], const GemmArgs& p,
+                                               int row0, int col0, int wm, int wn, unsigned char* smem) {
 #if PTX_HAS_STMATRIX
+    constexpr int BM = T::BM, BN = T::BN, MI = T::MI, NI = T::NI, LDC = ldc<T>(), THREADS = T::THREADS;
     half* sC = reinterpret_cast<half*>(smem);  // (m, n), row stride LDC
     const int l = threadIdx.x % 32, q = l / 8, r = l % 8;
     auto bits = [](half2 v) { return *reinterpret_cast<const uint32_t*>(&v); };
@@ -47,7 +50,7 @@ struct StmatrixStore {
       }
     }
 #else
-    DirectStore::store(c, p, row0, col0, wm, wn, smem);
+    DirectStore::store<T>(c, p, row0, col0, wm, wn, smem);
 #endif
   }
 };
@@ -56,5 +59,5 @@ struct StmatrixStore {
 
 cudaError_t launch_mma_stmatrix(const GemmArgs& p, Acc acc, cudaStream_t stream, LaunchInfo* info) {
   using namespace mma_stmatrix;
-  return launch<SwizzledA, SwizzledB, StmatrixStore>(p, acc, stream, info);
+  return launch<LadderTile, SwizzledLayouts, StmatrixStore>(p, acc, stream, info);
 }

@@ -8,6 +8,6 @@
 #include "mma_pipeline.cuh"
 
 cudaError_t launch_mma_swizzle(const GemmArgs& p, Acc acc, cudaStream_t stream, LaunchInfo* info) {
-  using namespace mma_pipeline;  // SwizzledA / SwizzledB: tile::Xor over 4-chunk (A, B (n, k)) or 16-chunk rows
-  return launch<SwizzledA, SwizzledB, DirectStore>(p, acc, stream, info);
+  using namespace mma_pipeline;
+  return launch<LadderTile, SwizzledLayouts, DirectStore>(p, acc, stream, info);
 }

@@ -22,6 +22,7 @@ inline bool rows_aligned16(const GemmArgs& p) {
 
 // Shared-memory tile layouts: element offset of (row, col) in a tile with row stride ld halves.
 struct Plain {
+  __host__ __device__ static constexpr int chunk(int, int c) { return c; }
   __host__ __device__ static constexpr int off(int r, int c, int ld) { return r * ld + c; }
 };
 // XOR swizzle of 16-byte chunks: chunk c of row r is stored at chunk c ^ f(r), so the 8 rows an ldmatrix reads
@@ -58,23 +59,122 @@ __device__ __forceinline__ void load_tile_sync(half* s, const half* g, int64_t l
   }
 }
 
+// True when the layout repeats every `rows` rows: off(r + rows, c) = off(r, c) + rows * ld (Plain always; the
+// XOR swizzles have a period of 8 rows).
+template <class Layout, int ROWS_STEP, int COLS, int LDS>
+__host__ __device__ constexpr bool repeats_every() {
+  for (int r = 0; r < 8; ++r)
+    for (int c = 0; c < COLS; c += 8)
+      if (Layout::off(r + ROWS_STEP, c, LDS) != Layout::off(r, c, LDS) + ROWS_STEP * LDS) return false;
+  return true;
+}
+
 // The same tile with cp.async: 16-byte copies, the src-size operand zero-filling whatever lies past the edges.
 // Needs 16-byte aligned rows (rows_aligned16). `base` is any valid address, used when a chunk reads nothing.
+// Thread t always copies column chunk t % (COLS / 8) of rows t / (COLS / 8) + i * ROWS_PER_PASS: its column's
+// byte count and its shared-memory offset are worked out once, and each pass only adds a row stride — a few
+// integer instructions per cp.async instead of a full (row, column, swizzle, edge) computation.
 template <int ROWS, int COLS, int THREADS, int LDS, class Layout = Plain>
 __device__ __forceinline__ void cp_async_tile(half* s, const half* g, int64_t ld, int rows_left, int cols_left,
                                               const half* base) {
   static_assert(COLS % 8 == 0 && LDS % 8 == 0, "16-byte chunks need 8-half multiples");
-  constexpr int CHUNKS = ROWS * COLS / 8;
+  constexpr int CPR = COLS / 8, CHUNKS = ROWS * CPR;
   static_assert(CHUNKS % THREADS == 0, "every thread copies the same number of chunks");
+  static_assert(THREADS % CPR == 0, "a pass of THREADS chunks covers whole rows");
+  constexpr int ROWS_PER_PASS = THREADS / CPR, PASSES = CHUNKS / THREADS;
+  static_assert(repeats_every<Layout, ROWS_PER_PASS, COLS, LDS>(), "the layout repeats from pass to pass");
+  const int r = threadIdx.x / CPR, k = (threadIdx.x % CPR) * 8;
+  const int left = cols_left - k;
+  const uint32_t col_bytes = left >= 8 ? 16u : (left > 0 ? 2u * left : 0u);
+  const uint32_t dst = ptx::smem_u32(s + Layout::off(r, k, LDS));
+  const half* src = g + r * ld + k;
 #pragma unroll
-  for (int i = 0; i < CHUNKS / THREADS; ++i) {
-    const int c = threadIdx.x + i * THREADS;
-    const int r = c / (COLS / 8), k = (c % (COLS / 8)) * 8;
-    const int left = (r < rows_left) ? cols_left - k : 0;
-    const uint32_t bytes = left >= 8 ? 16u : (left > 0 ? 2u * left : 0u);
-    ptx::cp_async_16B(ptx::smem_u32(s + Layout::off(r, k, LDS)), bytes ? g + r * ld + k : base, bytes);
+  for (int i = 0; i < PASSES; ++i) {
+    const uint32_t bytes = r + i * ROWS_PER_PASS < rows_left ? col_bytes : 0u;
+    ptx::cp_async_16B(dst + i * ROWS_PER_PASS * LDS * 2, bytes ? src + i * ROWS_PER_PASS * ld : base, bytes);
   }
 }
+
+// cp_async_tile for a pipelined main loop, where one dimension of the tile advances with K and the other stays
+// fixed. The same copy (thread t owns column chunk t % (COLS / 8) of rows t / (COLS / 8) + i * ROWS_PER_PASS),
+// with what does not change from tile to tile worked out once: the source pointer advances, the fixed
+// dimension's edge is a bit mask and a byte count. Each tile then costs a few instructions to place the K edge
+// plus a select and a pointer add per cp.async, and there is no branch: tiles past K (k_left <= 0) zero-fill, so
+// the pipeline can issue copies unconditionally and the compiler can interleave them with the MMAs. Chunks that
+// read nothing (src-size 0) are not dereferenced (PTX ISA, cp.async: only src-size bytes are read).
+// K_ALONG_ROWS: the tile is (k, n) (row-major B); otherwise (rows, k) (A, and column-major B as (n, k)).
+template <int ROWS, int COLS, int THREADS, int LDS, class Layout, bool K_ALONG_ROWS>
+struct CpAsyncLoader {
+  static constexpr int CPR = COLS / 8, ROWS_PER_PASS = THREADS / CPR, PASSES = ROWS * CPR / THREADS;
+  static_assert(COLS % 8 == 0 && LDS % 8 == 0 && THREADS % CPR == 0 && (ROWS * CPR) % THREADS == 0,
+                "whole 16-byte chunks, whole rows per pass, the same number of chunks per thread");
+  static_assert(PASSES <= 32, "one mask bit per pass");
+  static_assert(repeats_every<Layout, ROWS_PER_PASS, COLS, LDS>(), "the layout repeats from pass to pass");
+
+  const half* src;  // this thread's chunk of pass 0 in the next tile
+  uint32_t dst;     // its byte offset inside a stage
+  uint32_t mask;    // bit i: pass i's row lies inside the fixed extent (rows; all ones when K runs along rows)
+  uint32_t bytes;   // bytes of this thread's column inside the fixed extent (columns; 16 when K runs along them)
+  int row;          // this thread's row in pass 0
+
+  // g: the first tile's origin, row stride ld; fixed_left: rows (K along columns) or columns (K along rows) left
+  // from the origin in the dimension that does not advance.
+  __device__ __forceinline__ CpAsyncLoader(const half* g, int64_t ld, int fixed_left) {
+    row = threadIdx.x / CPR;
+    const int k = (threadIdx.x % CPR) * 8;
+    src = g + row * ld + k;
+    dst = Layout::off(row, k, LDS) * 2;
+    mask = K_ALONG_ROWS ? ~0u : 0u;
+    bytes = 16u;
+    if (K_ALONG_ROWS) {
+      bytes = chunk_bytes(fixed_left - k);
+    } else {
+#pragma unroll
+      for (int i = 0; i < PASSES; ++i) mask |= (row + i * ROWS_PER_PASS < fixed_left ? 1u : 0u) << i;
+    }
+  }
+
+  __device__ __forceinline__ static uint32_t chunk_bytes(int left) {
+    return left >= 8 ? 16u : (left > 0 ? 2u * left : 0u);
+  }
+
+  // Copy the next tile into the stage at shared address `stage`; k_left = K elements left from its origin (<= 0
+  // past the end: everything zero-fills). Then advance to the tile after it (k_step elements).
+  __device__ __forceinline__ void copy_next(uint32_t stage, int64_t ld, int k_left, int64_t k_step) {
+    const uint32_t col_bytes = K_ALONG_ROWS ? bytes : chunk_bytes(k_left - (threadIdx.x % CPR) * 8);
+    const half* s = src;
+#pragma unroll
+    for (int i = 0; i < PASSES; ++i) {
+      const bool inside = K_ALONG_ROWS ? row + i * ROWS_PER_PASS < k_left : ((mask >> i) & 1u);
+      ptx::cp_async_16B(stage + dst + i * ROWS_PER_PASS * LDS * 2, s, inside ? col_bytes : 0u);
+      s += ROWS_PER_PASS * ld;
+    }
+    src += k_step;
+  }
+};
+
+// The A and B tile copies of a pipelined GEMM main loop: A is (m, k) with row stride LDA in shared memory; B is
+// (n, k) with row stride LDB when column-major, else (k, n). copy_next(p, kt, ...) must be called for kt = 0, 1,
+// 2, ... in order (it advances the source pointers); tiles past K zero-fill.
+template <int BM, int BN, int BK, int THREADS, int LDA, int LDB, class LA, class LB, bool B_COL>
+struct OperandLoads {
+  using LoadB = typename std::conditional<B_COL, CpAsyncLoader<BN, BK, THREADS, LDB, LB, false>,
+                                          CpAsyncLoader<BK, BN, THREADS, LDB, LB, true>>::type;
+  CpAsyncLoader<BM, BK, THREADS, LDA, LA, false> a;
+  LoadB b;
+
+  __device__ __forceinline__ OperandLoads(const GemmArgs& p, int row0, int col0)
+      : a(p.A + row0 * p.sam, p.sam, p.M - row0),
+        b(B_COL ? p.B + col0 * p.sbn : p.B + col0, B_COL ? p.sbn : p.sbk, p.N - col0) {}
+
+  // Copy tile kt: its A tile to shared address a_stage, its B tile to b_stage.
+  __device__ __forceinline__ void copy_next(const GemmArgs& p, int kt, uint32_t a_stage, uint32_t b_stage) {
+    const int k_left = p.K - kt * BK;
+    a.copy_next(a_stage, p.sam, k_left, BK);
+    if (B_COL) b.copy_next(b_stage, p.sbn, k_left, BK);
+    else b.copy_next(b_stage, p.sbk, k_left, BK * p.sbk);
+  }
+};
 
 // Store one 16x16 accumulator fragment at C[row0.., col0..], guarded at the edges: through a per-warp 16x16
 // scratch in shared memory (fragment layouts are opaque), then each lane writes 8 consecutive halves of one row.
@@ -103,24 +203,38 @@ __device__ __forceinline__ void store_fragment(const Frag& frag, AccT* scratch, 
   __syncwarp();
 }
 
-// One BK=16 step of a warp's FM x FN grid of 16x16 fragments: load FM A and FN B fragments from shared memory,
-// issue FM*FN wmma::mma_sync. sA points at the warp's first row and the step's k (row stride lda); sB at the
-// warp's first column and the step's k: (k, n) storage with row stride ldb, or (n, k) storage when B_COL.
+// A warp's FM x FN grid of 16x16 fragments, one BK=16 step: its FM A and FN B operand fragments.
+template <int FM, int FN, bool B_COL>
+struct WmmaOperands {
+  using BLayout = typename std::conditional<B_COL, nvcuda::wmma::col_major, nvcuda::wmma::row_major>::type;
+  nvcuda::wmma::fragment<nvcuda::wmma::matrix_a, 16, 16, 16, half, nvcuda::wmma::row_major> a[FM];
+  nvcuda::wmma::fragment<nvcuda::wmma::matrix_b, 16, 16, 16, half, BLayout> b[FN];
+
+  // Load from shared memory: sA points at the warp's first row and the step's k (row stride lda); sB at the
+  // warp's first column and the step's k: (k, n) storage with row stride ldb, or (n, k) storage when B_COL.
+  __device__ __forceinline__ void load(const half* sA, int lda, const half* sB, int ldb) {
+#pragma unroll
+    for (int i = 0; i < FM; ++i) nvcuda::wmma::load_matrix_sync(a[i], sA + i * 16 * lda, lda);
+#pragma unroll
+    for (int j = 0; j < FN; ++j) nvcuda::wmma::load_matrix_sync(b[j], B_COL ? sB + j * 16 * ldb : sB + j * 16, ldb);
+  }
+  // c[i][j] += a[i] b[j]: FM * FN wmma::mma_sync.
+  template <typename AccFrag>
+  __device__ __forceinline__ void mma(AccFrag (&c)[FM][FN]) const {
+#pragma unroll
+    for (int i = 0; i < FM; ++i)
+#pragma unroll
+      for (int j = 0; j < FN; ++j) nvcuda::wmma::mma_sync(c[i][j], a[i], b[j], c[i][j]);
+  }
+};
+
+// One BK=16 step of a warp's FM x FN grid of 16x16 fragments: load, then FM*FN wmma::mma_sync.
 template <int FM, int FN, bool B_COL, typename AccFrag>
 __device__ __forceinline__ void wmma_warp_step(AccFrag (&c)[FM][FN], const half* sA, int lda, const half* sB,
                                                int ldb) {
-  using namespace nvcuda;
-  using BLayout = typename std::conditional<B_COL, wmma::col_major, wmma::row_major>::type;
-  wmma::fragment<wmma::matrix_a, 16, 16, 16, half, wmma::row_major> a[FM];
-  wmma::fragment<wmma::matrix_b, 16, 16, 16, half, BLayout> b[FN];
-#pragma unroll
-  for (int i = 0; i < FM; ++i) wmma::load_matrix_sync(a[i], sA + i * 16 * lda, lda);
-#pragma unroll
-  for (int j = 0; j < FN; ++j) wmma::load_matrix_sync(b[j], B_COL ? sB + j * 16 * ldb : sB + j * 16, ldb);
-#pragma unroll
-  for (int i = 0; i < FM; ++i)
-#pragma unroll
-    for (int j = 0; j < FN; ++j) wmma::mma_sync(c[i][j], a[i], b[j], c[i][j]);
+  WmmaOperands<FM, FN, B_COL> ops;
+  ops.load(sA, lda, sB, ldb);
+  ops.mma(c);
 }
 
 template <int FM, int FN, typename AccFrag>
@@ -146,12 +260,21 @@ __device__ __forceinline__ void store_warp_tile(const AccFrag (&c)[FM][FN], AccT
 
 // ---- mma.sync fragments (m16n8k16); addressing proved against the ISA in tests/test_layouts.py -------------
 
+// Offset (halves) of chunk c_lane + c_step of row r0 + r in a tile of layout L with row stride ld, for the
+// ldmatrix addressing below: r0 is a multiple of 8 (a swizzle's row period) and c_step is even while c_lane is 0
+// or 1, so the sum is c_lane ^ c_step and the swizzle, an XOR of r's bits, splits into a per-lane part the
+// compiler hoists out of the loop and one XOR with the k-step's constant.
+template <class L>
+__device__ __forceinline__ int ldsm_off(int r0, int r, int c_lane, int c_step, int ld) {
+  return (r0 + r) * ld + L::chunk(r, c_lane ^ c_step) * 8;
+}
+
 // A fragment of the 16x16 block at (m0, k0) of the tile sA (row stride lda halves, layout L): lane l points at
-// row m0 + l % 16, column k0 + 8 * (l / 16).
+// row m0 + l % 16, column k0 + 8 * (l / 16). m0 and k0 are multiples of 16.
 template <class L = Plain>
 __device__ __forceinline__ void ldsm_a(uint32_t (&a)[4], const half* sA, int m0, int k0, int lda) {
   const int l = threadIdx.x % 32;
-  ptx::ldmatrix_x4(a[0], a[1], a[2], a[3], ptx::smem_u32(sA + L::off(m0 + l % 16, k0 + 8 * (l / 16), lda)));
+  ptx::ldmatrix_x4(a[0], a[1], a[2], a[3], ptx::smem_u32(sA + ldsm_off<L>(m0, l % 16, l / 16, k0 / 8, lda)));
 }
 
 // One B fragment (k16 x n8). B_COL=false: sB is (k, n) with row stride ldb, at (k0, n0): ldmatrix.x2.trans, lane
@@ -168,16 +291,17 @@ __device__ __forceinline__ void ldsm_b(uint32_t (&b)[2], const half* sB, int ldb
 
 // Two B fragments at once (k16 x n16 at (k0, n0): n8 tiles n0 and n0 + 8) with one ldmatrix.x4; matrix
 // q = l / 8 covers k-half q % 2 of n8-tile q / 2. The tile sB is (n, k) when B_COL, else (k, n); layout L.
+// k0 and n0 are multiples of 16.
 template <bool B_COL, class L = Plain>
 __device__ __forceinline__ void ldsm_b2(uint32_t (&b0)[2], uint32_t (&b1)[2], const half* sB, int k0, int n0,
                                         int ldb) {
   const int l = threadIdx.x % 32, q = l / 8, r = l % 8;
-  if (B_COL)
+  if (B_COL)  // row n0 + 8 (q / 2) + r, column k0 + 8 (q % 2)
     ptx::ldmatrix_x4(b0[0], b0[1], b1[0], b1[1],
-                     ptx::smem_u32(sB + L::off(n0 + 8 * (q / 2) + r, k0 + 8 * (q % 2), ldb)));
-  else
+                     ptx::smem_u32(sB + ldsm_off<L>(n0, 8 * (q / 2) + r, q % 2, k0 / 8, ldb)));
+  else  // row k0 + 8 (q % 2) + r, column n0 + 8 (q / 2)
     ptx::ldmatrix_x4_trans(b0[0], b0[1], b1[0], b1[1],
-                           ptx::smem_u32(sB + L::off(k0 + 8 * (q % 2) + r, n0 + 8 * (q / 2), ldb)));
+                           ptx::smem_u32(sB + ldsm_off<L>(k0, 8 * (q % 2) + r, q / 2, n0 / 8, ldb)));
 }
 
 // Accumulator of one m16n8 tile: fp32 = 4 floats, fp16 = 2 registers of two halves.

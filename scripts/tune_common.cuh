@@ -1,0 +1,159 @@
+// tune_common.cuh — the timing loop the tile sweeps (scripts/tune_*.cu) share: candidates and cuBLAS interleaved
+// in one process, L2 flushed before every call, median of CUDA-event times, each candidate's output compared with
+// cuBLAS's on the same inputs before it is timed (a wrong result is reported, never timed). GPU only.
+#pragma once
+#include <cublas_v2.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <vector>
+
+#include "hgemm.cuh"
+
+#define TUNE_CHECK(x)                                                                 \
+  do {                                                                                \
+    auto e_ = (x);                                                                    \
+    if (e_ != 0) {                                                                    \
+      std::printf("error %d at %s:%d: %s\n", int(e_), __FILE__, __LINE__, #x);        \
+      std::exit(1);                                                                   \
+    }                                                                                 \
+  } while (0)
+
+namespace tune {
+
+using Fn = cudaError_t (*)(const GemmArgs&, Acc, cudaStream_t, LaunchInfo*);
+
+struct Candidate {
+  const char* name;
+  Fn fn;
+  const void* kernel;  // one instantiation, for its register count and blocks per SM (nullptr: not shown)
+  int threads;
+  int smem_bytes;
+};
+
+inline float median(std::vector<float> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+inline std::vector<float> to_host(const half* d, size_t n) {
+  std::vector<half> h(n);
+  TUNE_CHECK(cudaMemcpy(h.data(), d, n * 2, cudaMemcpyDeviceToHost));
+  std::vector<float> f(n);
+  for (size_t i = 0; i < n; ++i) f[i] = __half2float(h[i]);
+  return f;
+}
+
+// Sweep the candidates for NN problems n^3 (each n in sizes) with accumulation acc; print TFLOPS and the ratio
+// to cublasGemmEx (fp32 compute for F32, fp16 compute for F16) measured interleaved in the same run.
+inline void sweep(const Candidate* cands, int count, Acc acc, std::initializer_list<int> sizes) {
+  cublasHandle_t handle;
+  TUNE_CHECK(cublasCreate(&handle));
+  void* flush;
+  const size_t flush_bytes = 256u << 20;
+  TUNE_CHECK(cudaMalloc(&flush, flush_bytes));
+  cudaEvent_t e0, e1;
+  TUNE_CHECK(cudaEventCreate(&e0));
+  TUNE_CHECK(cudaEventCreate(&e1));
+  const char* acc_name = acc == Acc::F32 ? "fp32 acc" : "fp16 acc";
+  for (int c = 0; c < count; ++c) {
+    if (!cands[c].kernel) continue;
+    cudaFuncAttributes attr;
+    int blocks = 0;
+    TUNE_CHECK(cudaFuncGetAttributes(&attr, cands[c].kernel));
+    if (cands[c].smem_bytes > 48 * 1024)
+      TUNE_CHECK(cudaFuncSetAttribute(cands[c].kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                      cands[c].smem_bytes));
+    TUNE_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, cands[c].kernel, cands[c].threads,
+                                                             cands[c].smem_bytes));
+    std::printf("%-24s %s: %3d registers, %3d KB shared, %d blocks/SM\n", cands[c].name, acc_name, attr.numRegs,
+                cands[c].smem_bytes / 1024, blocks);
+  }
+  for (int n : sizes) {
+    const size_t elems = size_t(n) * n;
+    std::vector<half> host(elems);
+    std::mt19937 rng(n);
+    std::normal_distribution<float> dist;
+    half *A, *B, *C, *R;
+    TUNE_CHECK(cudaMalloc(&A, elems * 2));
+    TUNE_CHECK(cudaMalloc(&B, elems * 2));
+    TUNE_CHECK(cudaMalloc(&C, elems * 2));
+    TUNE_CHECK(cudaMalloc(&R, elems * 2));
+    for (auto& x : host) x = __float2half(dist(rng));
+    TUNE_CHECK(cudaMemcpy(A, host.data(), elems * 2, cudaMemcpyHostToDevice));
+    for (auto& x : host) x = __float2half(dist(rng));
+    TUNE_CHECK(cudaMemcpy(B, host.data(), elems * 2, cudaMemcpyHostToDevice));
+    GemmArgs p{A, B, C, n, n, n, n, 1, n, 1, n, false};
+    const float alpha = 1.f, beta = 0.f;
+    const half halpha = __float2half(1.f), hbeta = __float2half(0.f);
+    // Row-major C = A B is column-major C^T = B^T A^T.
+    auto cublas = [&](half* out) {
+      if (acc == Acc::F32)
+        TUNE_CHECK(cublasGemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &alpha, B, CUDA_R_16F, n, A, CUDA_R_16F,
+                                n, &beta, out, CUDA_R_16F, n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+      else
+        TUNE_CHECK(cublasGemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &halpha, B, CUDA_R_16F, n, A, CUDA_R_16F,
+                                n, &hbeta, out, CUDA_R_16F, n, CUBLAS_COMPUTE_16F, CUBLAS_GEMM_DEFAULT));
+    };
+    cublas(R);
+    TUNE_CHECK(cudaDeviceSynchronize());
+    const std::vector<float> ref = to_host(R, elems);
+    // Inputs ~N(0, 1): |C| ~ sqrt(n); fp16 rounding of C and accumulation-order differences stay far below this.
+    const float tol = (acc == Acc::F32 ? 0.02f : 0.1f) * std::sqrt(float(n));
+    std::vector<bool> ok(count, true);
+    for (int c = 0; c < count; ++c) {
+      TUNE_CHECK(cudaMemset(C, 0xff, elems * 2));  // NaN
+      TUNE_CHECK(cands[c].fn(p, acc, 0, nullptr));
+      TUNE_CHECK(cudaDeviceSynchronize());
+      const std::vector<float> got = to_host(C, elems);
+      float worst = 0.f;
+      for (size_t i = 0; i < elems; ++i) {
+        const float d = std::fabs(got[i] - ref[i]);
+        if (!(d <= worst)) worst = std::isnan(d) ? INFINITY : d;
+      }
+      if (!(worst <= tol)) {
+        ok[c] = false;
+        std::printf("%d^3 %s  %-24s WRONG: max |C - cuBLAS| = %g (tolerance %g), not timed\n", n, acc_name,
+                    cands[c].name, worst, tol);
+      }
+    }
+    const int reps = n <= 4096 ? 30 : 10, rounds = 3;
+    std::vector<std::vector<float>> t(count + 1);
+    for (int r = 0; r < rounds; ++r) {
+      for (int c = 0; c <= count; ++c) {
+        if (c < count && !ok[c]) continue;
+        for (int i = 0; i < reps + (r == 0 ? 2 : 0); ++i) {
+          TUNE_CHECK(cudaMemsetAsync(flush, 0, flush_bytes));
+          TUNE_CHECK(cudaEventRecord(e0));
+          if (c == count) cublas(C);
+          else TUNE_CHECK(cands[c].fn(p, acc, 0, nullptr));
+          TUNE_CHECK(cudaEventRecord(e1));
+          TUNE_CHECK(cudaEventSynchronize(e1));
+          float ms;
+          TUNE_CHECK(cudaEventElapsedTime(&ms, e0, e1));
+          if (!(r == 0 && i < 2)) t[c].push_back(ms);
+        }
+      }
+    }
+    const double flop = 2.0 * n * n * double(n);
+    const float base = median(t[count]);
+    std::printf("%d^3 %s  cuBLAS %.1f TFLOPS\n", n, acc_name, flop / base / 1e9);
+    for (int c = 0; c < count; ++c) {
+      if (!ok[c]) continue;
+      const float ms = median(t[c]);
+      std::printf("%d^3 %s  %-24s %7.1f TFLOPS  %.3fx cuBLAS\n", n, acc_name, cands[c].name, flop / ms / 1e9,
+                  base / ms);
+    }
+    TUNE_CHECK(cudaFree(A));
+    TUNE_CHECK(cudaFree(B));
+    TUNE_CHECK(cudaFree(C));
+    TUNE_CHECK(cudaFree(R));
+  }
+  TUNE_CHECK(cudaFree(flush));
+  TUNE_CHECK(cublasDestroy(handle));
+}
+
+}  // namespace tune
