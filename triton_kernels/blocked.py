@@ -14,7 +14,7 @@ import torch
 import triton
 import triton.language as tl
 
-from .common import Config, grouped_pid, prune_for_problem
+from .common import Config, autotune_bench, grouped_pid, prune_for_problem
 from .validation import needs_int64_indexing
 
 
@@ -109,7 +109,7 @@ _even_k = triton.heuristics({"EVEN_K": lambda args: args["K"] % args["BLOCK_K"] 
 hgemm_kernel_pinned = _even_k(hgemm_kernel)
 hgemm_kernel_autotuned = triton.autotune(
     configs=[c.to_triton() for c in configs()], key=["M", "N", "K", "LAYOUT", "ACC_FP16"],
-    prune_configs_by={"early_config_prune": prune_for_problem},
+    prune_configs_by={"early_config_prune": prune_for_problem}, do_bench=autotune_bench,
 )(_even_k(hgemm_kernel))
 
 

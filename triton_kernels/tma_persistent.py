@@ -21,7 +21,7 @@ import triton
 import triton.language as tl
 from triton.tools.tensor_descriptor import TensorDescriptor
 
-from .common import Config, grouped_pid, prune_for_problem
+from .common import Config, autotune_bench, grouped_pid, prune_for_problem
 
 
 def configs() -> list[Config]:
@@ -105,7 +105,7 @@ def _set_block_shapes(nargs):
 hgemm_tma_autotuned = triton.autotune(
     configs=[c.to_triton(pre_hook=_set_block_shapes) for c in configs()],
     key=["M", "N", "K", "A_T", "B_T", "ACC_FP16"],
-    prune_configs_by={"early_config_prune": prune_for_problem},
+    prune_configs_by={"early_config_prune": prune_for_problem}, do_bench=autotune_bench,
 )(hgemm_tma_kernel)
 
 
