@@ -129,16 +129,19 @@ def run_inspect(kernels: list[str] | None, out: Path) -> list[InspectRow]:
     out.mkdir(parents=True, exist_ok=True)
     if interpreter_active():
         return _run_outside_interpreter(kernels, out)
+    import os
+    from concurrent.futures import ThreadPoolExecutor
+
     names = kernels or [*TRITON_KERNELS, *(v.name for v in VARIANTS)]
     by_name = {v.name: v for v in VARIANTS}
-    rows = []
     for name in names:
-        if name in TRITON_KERNELS:
-            rows.append(inspect_triton(name, out))
-        elif name in by_name:
-            rows.append(inspect_cuda(by_name[name], out))
-        else:
+        if name not in TRITON_KERNELS and name not in by_name:
             raise ValueError(f"inspect: unknown kernel {name!r}; choose from {[*TRITON_KERNELS, *by_name]}")
+    # nvcc and cuobjdump are subprocesses: the CUDA sources compile side by side (Triton's compiles stay serial)
+    with ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1)) as pool:
+        cuda = {n: pool.submit(inspect_cuda, by_name[n], out) for n in names if n in by_name}
+        triton_rows = {n: inspect_triton(n, out) for n in names if n in TRITON_KERNELS}
+        rows = [triton_rows[n] if n in triton_rows else cuda[n].result() for n in names]
     (out / "inspect.json").write_text(json.dumps([asdict(r) for r in rows], indent=1))
     (out / "inspect.md").write_text(format_markdown(rows))
     return rows
