@@ -124,7 +124,8 @@ MARKDOWN = """# Fragment layouts (model)
 
 Drawn by `python -m compare layouts` from `ptx_kernels/layouts.py`, the model that `tests/test_layouts.py`
 checks against the PTX ISA's formulas (element-first, as the ISA writes them) and against the identities the
-mma kernels rely on. Hardware probes that record what the GPU does are the next step (issue 6).
+mma kernels rely on. With `--hardware` (and in the main job on a GPU) probe kernels record what the GPU does,
+compared with the model in the last section.
 
 In every grid a cell is one matrix element; `T5 a2.1` means lane 5 holds it in register a2, upper half
 (two fp16 per 32-bit register, the lower address in the low half). Colour = lane.

@@ -128,11 +128,15 @@ def run(out: Path, *, gpu: bool, suite: str = "default", budget_ms: float = 200.
     except Exception as e:  # noqa: BLE001 - a missing nvcc must not hide the rest of the report
         md += ["## What each kernel compiles to", "", f"Inspect could not run here: {type(e).__name__}: {e}", ""]
         failed += 1
-    # LAYOUTS (the model; hardware probes are issue 6's next step)
+    # LAYOUTS: the model; on a GPU also the probes, compared with it (a mismatch fails the job)
     from .layouts import draw_all
-    draw_all(out / "layouts")
+    try:
+        draw_all(out / "layouts", hardware=gpu)
+        verdict = "; probes on this GPU agree with it for every ldmatrix, stmatrix and mma form" if gpu else ""
+    except RuntimeError as e:
+        verdict, failed = f"; {e}", failed + 1
     md += ["## Fragment layouts", "", "Lane maps of mma.m16n8k16 and ldmatrix/stmatrix from the model the tests "
-           "check against the PTX ISA: [layouts/layouts.md](layouts/layouts.md).", "",
+           f"check against the PTX ISA{verdict}: [layouts/layouts.md](layouts/layouts.md).", "",
            "![mma.m16n8k16](layouts/mma_m16n8k16.png)", ""]
     (out / "index.md").write_text("\n".join(md))
     (out / "environment.json").write_text(json.dumps(env, indent=1))

@@ -8,7 +8,7 @@ OUTDIR=${1:-gpu_out}; mkdir -p "$OUTDIR"
 export PYTHONPATH=. TENSORCORE_HGEMM_BUILD_DIR=${TENSORCORE_HGEMM_BUILD_DIR:-/tmp/tensorcore_hgemm_build}
 python -c "import ptx_kernels; ptx_kernels.load()"  # build outside the profiler
 METRICS=l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum,l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum,l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum,l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum,smsp__inst_executed_op_ldsm.sum
-ncu --metrics "$METRICS" --csv --kernel-name regex:'mma_|wmma_' --launch-count 6 \
+ncu --metrics "$METRICS" --csv --kernel-name-base mangled --kernel-name regex:'mma_|wmma_' --launch-count 6 \
   python - <<'PY' > "$OUTDIR/bank_conflicts.csv"
 import torch, ptx_kernels
 a = torch.randn(4096, 4096, device="cuda", dtype=torch.float16)

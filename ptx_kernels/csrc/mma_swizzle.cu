@@ -5,8 +5,8 @@
 // Adds over mma_multistage: bank-conflict-free ldmatrix (A, and B read with ldmatrix.trans when row-major) and
 // cp.async. Measure it with Nsight Compute's l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld/st counters
 // (scripts/bank_conflicts.sh) before and after.
-// Measured (docs/results/h100, `python -m compare` on the H100 at d6055ce, 4096^3 NN, fp32 accumulation):
-//   421.8 TFLOPS (0.562x, 65% of the mma.sync ceiling), 3.8x mma_multistage.
+// Measured (docs/results/h100, `python -m compare` on the H100 at 7f0d87c, 4096^3 NN, fp32 accumulation):
+//   424.0 TFLOPS (0.561x, 65% of the mma.sync ceiling), 3.7x mma_multistage.
 #include "mma_pipeline.cuh"
 
 cudaError_t launch_mma_swizzle(const GemmArgs& p, Acc acc, cudaStream_t stream, LaunchInfo* info) {

@@ -15,8 +15,8 @@
 // load_matrix_sync reads (rows are padded instead of swizzled) or shape the fragments' registers, and the fp32
 // accumulators of a 64x64 warp tile leave no registers for larger tiles.
 // Edges: cp.async zero-fill as in wmma_async_dbuf; needs 16-byte aligned rows.
-// Measured (docs/results/h100, `python -m compare` on the H100 at d6055ce, 4096^3 NN, fp32 accumulation):
-//   310.7 TFLOPS (0.414x, 48% of the mma.sync ceiling), 1.26x wmma_async_dbuf.
+// Measured (docs/results/h100, `python -m compare` on the H100 at 7f0d87c, 4096^3 NN, fp32 accumulation):
+//   312.4 TFLOPS (0.413x, 48% of the mma.sync ceiling), 1.26x wmma_async_dbuf.
 #include <mma.h>
 
 #include "hgemm.cuh"
