@@ -3,6 +3,7 @@
 #   bash scripts/gpu_pass.sh tests  OUTDIR   # build the extension, run the whole test suite
 #   bash scripts/gpu_pass.sh report OUTDIR   # the main job: python -m compare --out OUTDIR/report
 #   bash scripts/gpu_pass.sh lab OUTDIR      # layout probes (hardware vs model) and ncu bank conflicts
+#   bash scripts/gpu_pass.sh sanitize OUTDIR # compute-sanitizer memcheck + racecheck over every kernel
 # Set HGEMM_GIT_COMMIT to the commit being run when the tree is a copy without .git.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -25,5 +26,8 @@ case "$PART" in
     python -m compare layouts --hardware --out "$OUTDIR/layouts" 2>&1 | tee "$OUTDIR/layouts.log" | tail -5
     bash scripts/bank_conflicts.sh "$OUTDIR" 2>&1 | tail -20
     ;;
-  *) echo "unknown part $PART (tests, report or lab)"; exit 2 ;;
+  sanitize)
+    bash scripts/sanitize.sh "$OUTDIR"
+    ;;
+  *) echo "unknown part $PART (tests, report, lab or sanitize)"; exit 2 ;;
 esac

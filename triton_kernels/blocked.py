@@ -131,19 +131,22 @@ def layout_of(a: torch.Tensor, b: torch.Tensor) -> str:
     return la + lb if la and lb else "strided"
 
 
-def launch(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, acc_fp16: bool, config: Config | None) -> None:
-    """C = A @ B on the blocked kernel; the caller has validated. config=None autotunes."""
+def launch(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, acc_fp16: bool, config: Config | None,
+           wrap=None) -> None:
+    """C = A @ B on the blocked kernel; the caller has validated. config=None autotunes. wrap: applied to the
+    kernel before launching (torch.library.wrap_triton inside a triton_op)."""
+    wrap = wrap or (lambda kernel: kernel)
     m, k = a.shape
     n = b.shape[1]
     args = (a, b, c, m, n, k, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1))
     meta = dict(LAYOUT=layout_of(a, b), ACC_FP16=acc_fp16, INDEX_64=needs_int64_indexing(a, b, c))
     if config is None:
         grid = lambda META: (triton.cdiv(m, META["BLOCK_M"]) * triton.cdiv(n, META["BLOCK_N"]),)  # noqa: E731
-        hgemm_kernel_autotuned[grid](*args, **meta)
+        wrap(hgemm_kernel_autotuned)[grid](*args, **meta)
     else:
         config.check()
         grid = (triton.cdiv(m, config.block_m) * triton.cdiv(n, config.block_n),)
-        hgemm_kernel_pinned[grid](
+        wrap(hgemm_kernel_pinned)[grid](
             *args, **meta, BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=config.block_k,
             GROUP_M=config.group_m, num_warps=config.num_warps, num_stages=config.num_stages)
 

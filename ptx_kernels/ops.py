@@ -1,0 +1,57 @@
+"""The hand-written HGEMMs as a PyTorch operator: `torch.ops.tensorcore_hgemm.ptx_hgemm(a, b, variant, acc)`.
+
+A `torch.library.custom_op` (opaque to torch.compile, which keeps it as one node of the graph) with a fake
+implementation for shape propagation (`register_fake`: the same validation, an empty (M, N) result) and autograd
+(dA = dC B^T and dB = A^T dC on the same variant; the wrapper reads column-major B in place and copies column-major
+A, as `last_launch()["copies"]` reports).
+"""
+from __future__ import annotations
+
+import torch
+
+from triton_kernels.validation import validate
+
+from . import hgemm
+from .variants import BY_NAME, VARIANTS
+
+NAMESPACE = "tensorcore_hgemm"
+
+
+def _check_args(variant: str, acc: str) -> None:
+    v = BY_NAME.get(variant)
+    if v is None:
+        raise ValueError(f"ptx_hgemm: unknown variant {variant!r}; choose one of {[x.name for x in VARIANTS]}")
+    if acc not in v.accs:
+        raise ValueError(f"ptx_hgemm: variant {variant!r} supports acc in {v.accs}, got {acc!r}")
+
+
+@torch.library.custom_op(f"{NAMESPACE}::ptx_hgemm", mutates_args=())
+def ptx_hgemm(a: torch.Tensor, b: torch.Tensor, variant: str = "mma_stmatrix", acc: str = "fp32") -> torch.Tensor:
+    """C = A @ B (fp16 in and out) on one hand-written kernel (`ptx_kernels.variants()`)."""
+    _check_args(variant, acc)
+    return hgemm(a, b, variant=variant, acc=acc)
+
+
+@ptx_hgemm.register_fake
+def _(a: torch.Tensor, b: torch.Tensor, variant: str = "mma_stmatrix", acc: str = "fp32") -> torch.Tensor:
+    _check_args(variant, acc)
+    return validate(a, b, allow_cpu=True).out
+
+
+def _setup_context(ctx, inputs, output):
+    a, b, variant, acc = inputs
+    ctx.save_for_backward(a, b)
+    ctx.variant, ctx.acc = variant, acc
+
+
+def _backward(ctx, grad):
+    a, b = ctx.saved_tensors
+    grad_a = grad_b = None
+    if ctx.needs_input_grad[0]:
+        grad_a = ptx_hgemm(grad, b.t(), ctx.variant, ctx.acc)
+    if ctx.needs_input_grad[1]:
+        grad_b = ptx_hgemm(a.t(), grad, ctx.variant, ctx.acc)
+    return grad_a, grad_b, None, None
+
+
+ptx_hgemm.register_autograd(_backward, setup_context=_setup_context)
