@@ -105,7 +105,9 @@ def hgemm_kernel(
     tl.store(c_ptrs, c, mask=(offs_cm[:, None] < M) & (offs_cn[None, :] < N))
 
 
-_even_k = triton.heuristics({"EVEN_K": lambda args: args["K"] % args["BLOCK_K"] == 0})
+# bool(): under torch.compile with dynamic shapes K is a SymInt; a plain bool guards on K % BLOCK_K instead of handing
+# Triton a symbolic boolean.
+_even_k = triton.heuristics({"EVEN_K": lambda args: bool(args["K"] % args["BLOCK_K"] == 0)})
 hgemm_kernel_pinned = _even_k(hgemm_kernel)
 hgemm_kernel_autotuned = triton.autotune(
     configs=[c.to_triton() for c in configs()], key=["M", "N", "K", "LAYOUT", "ACC_FP16"],
