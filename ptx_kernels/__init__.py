@@ -8,7 +8,7 @@ from triton_kernels.validation import finish_empty, validate
 from .build import BuildError, load
 from .variants import BY_NAME, VARIANTS, Variant
 
-__all__ = ["BuildError", "Variant", "hgemm", "last_launch", "load", "variants"]
+__all__ = ["BuildError", "Variant", "check_variant", "hgemm", "last_launch", "load", "variants"]
 
 ACCUMULATIONS = ("fp32", "fp16")
 _last: dict = {}
@@ -22,6 +22,16 @@ def variants() -> tuple[Variant, ...]:
 def last_launch() -> dict:
     """What the most recent `hgemm` call launched: variant, grid, block, shared memory, and any copies it made."""
     return dict(_last)
+
+
+def check_variant(variant: str, acc: str) -> Variant:
+    """The registry entry of `variant`, or a ValueError naming the choices when it or `acc` is not offered."""
+    v = BY_NAME.get(variant)
+    if v is None:
+        raise ValueError(f"hgemm: unknown variant {variant!r}; choose one of {[x.name for x in VARIANTS]}")
+    if acc not in v.accs:
+        raise ValueError(f"hgemm: variant {variant!r} supports acc in {v.accs}, got {acc!r}")
+    return v
 
 
 def _rows_aligned16(t: torch.Tensor, ld: int) -> bool:
@@ -50,11 +60,7 @@ def hgemm(a: torch.Tensor, b: torch.Tensor, *, variant: str = "wmma_multistage",
     Layouts the variant cannot read in place (column-major A; strided views; unaligned rows for cp.async
     variants) are copied first; `last_launch()["copies"]` lists them.
     """
-    v = BY_NAME.get(variant)
-    if v is None:
-        raise ValueError(f"hgemm: unknown variant {variant!r}; choose one of {[x.name for x in VARIANTS]}")
-    if acc not in v.accs:
-        raise ValueError(f"hgemm: variant {variant!r} supports acc in {v.accs}, got {acc!r}")
+    v = check_variant(variant, acc)
     p = validate(a, b, out, allow_cpu=False)
     if p.empty:
         return finish_empty(p)

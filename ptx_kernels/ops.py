@@ -11,30 +11,20 @@ import torch
 
 from triton_kernels.validation import validate
 
-from . import hgemm
-from .variants import BY_NAME, VARIANTS
+from . import check_variant, hgemm
 
 NAMESPACE = "tensorcore_hgemm"
-
-
-def _check_args(variant: str, acc: str) -> None:
-    v = BY_NAME.get(variant)
-    if v is None:
-        raise ValueError(f"ptx_hgemm: unknown variant {variant!r}; choose one of {[x.name for x in VARIANTS]}")
-    if acc not in v.accs:
-        raise ValueError(f"ptx_hgemm: variant {variant!r} supports acc in {v.accs}, got {acc!r}")
 
 
 @torch.library.custom_op(f"{NAMESPACE}::ptx_hgemm", mutates_args=())
 def ptx_hgemm(a: torch.Tensor, b: torch.Tensor, variant: str = "mma_stmatrix", acc: str = "fp32") -> torch.Tensor:
     """C = A @ B (fp16 in and out) on one hand-written kernel (`ptx_kernels.variants()`)."""
-    _check_args(variant, acc)
     return hgemm(a, b, variant=variant, acc=acc)
 
 
 @ptx_hgemm.register_fake
 def _(a: torch.Tensor, b: torch.Tensor, variant: str = "mma_stmatrix", acc: str = "fp32") -> torch.Tensor:
-    _check_args(variant, acc)
+    check_variant(variant, acc)
     return validate(a, b, allow_cpu=True).out
 
 

@@ -90,20 +90,15 @@ __global__ void __launch_bounds__(T::THREADS, T::MIN_BLOCKS) kernel(GemmArgs p) 
   tile::grouped_tile(blockIdx.x, tile::cdiv(p.M, BM), tile::cdiv(p.N, BN), GROUP_M, tm, tn);
   const int row0 = tm * BM, col0 = tn * BN;
   const int kt_count = tile::cdiv(p.K, BK);
-  tile::OperandLoads<BM, BN, BK, T::THREADS, BK, S::LDB, LA, LB, B_COL> loads(p, row0, col0);
-  const uint32_t sA_addr = ptx::smem_u32(sA), sB_addr = ptx::smem_u32(sB);
-  // Copy tile kt into its stage (zero-filled past K) and commit: no branch, the same count of groups every time.
-  auto load_stage = [&](int kt) {
-    const int s = kt % STAGES;
-    loads.copy_next(p, kt, sA_addr + s * S::A_STAGE * 2, sB_addr + s * S::B_STAGE * 2);
-    ptx::cp_async_commit();
-  };
+  tile::OperandLoads<BM, BN, BK, T::THREADS, BK, S::LDB, LA, LB, B_COL, STAGES> loads(p, row0, col0, sA, sB);
+  static_assert(decltype(loads)::A_STAGE_BYTES == S::A_STAGE * 2 && decltype(loads)::B_STAGE_BYTES == S::B_STAGE * 2,
+                "the loader's stages are the kernel's");
   tile::MmaAcc<ACC> c[MI][NI];
   uint32_t a[2][MI][4], b[2][NI][2];  // (buffer, fragment, register)
 
   // PROLOGUE: STAGES - 1 tiles in flight; wait for tile 0 and load its first k-step's fragments.
 #pragma unroll
-  for (int s = 0; s < STAGES - 1; ++s) load_stage(s);
+  for (int s = 0; s < STAGES - 1; ++s) loads.copy_stage(p, s);
   ptx::cp_async_wait<STAGES - 2>();
   __syncthreads();
   load_frags<T, B_COL, LA, LB>(a[0], b[0], sA, sB, wm, wn, 0);
@@ -122,7 +117,7 @@ __global__ void __launch_bounds__(T::THREADS, T::MIN_BLOCKS) kernel(GemmArgs p) 
       const bool last = ks + 1 == T::KSTEPS;
       load_frags<T, B_COL, LA, LB>(a[(ks + 1) % 2], b[(ks + 1) % 2], sA + (last ? next : stage) * S::A_STAGE,
                                    sB + (last ? next : stage) * S::B_STAGE, wm, wn, last ? 0 : (ks + 1) * 16);
-      if (ks == 0) load_stage(kt + STAGES - 1);  // refills the stage tile kt - 1 used, free since the last barrier
+      if (ks == 0) loads.copy_stage(p, kt + STAGES - 1);  // refills tile kt - 1's stage, free since the barrier
 #pragma unroll
       for (int i = 0; i < MI; ++i)
 #pragma unroll

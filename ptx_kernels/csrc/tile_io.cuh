@@ -153,26 +153,34 @@ struct CpAsyncLoader {
   }
 };
 
-// The A and B tile copies of a pipelined GEMM main loop: A is (m, k) with row stride LDA in shared memory; B is
-// (n, k) with row stride LDB when column-major, else (k, n). copy_next(p, kt, ...) must be called for kt = 0, 1,
-// 2, ... in order (it advances the source pointers); tiles past K zero-fill.
-template <int BM, int BN, int BK, int THREADS, int LDA, int LDB, class LA, class LB, bool B_COL>
+// The A and B tile copies of a STAGES-deep pipelined GEMM main loop: A is (m, k) with row stride LDA in shared
+// memory; B is (n, k) with row stride LDB when column-major, else (k, n). The stages of each operand lie back to
+// back from sA / sB. copy_stage(p, kt) must be called for kt = 0, 1, 2, ... in order (it advances the source
+// pointers); tiles past K zero-fill.
+template <int BM, int BN, int BK, int THREADS, int LDA, int LDB, class LA, class LB, bool B_COL, int STAGES>
 struct OperandLoads {
   using LoadB = typename std::conditional<B_COL, CpAsyncLoader<BN, BK, THREADS, LDB, LB, false>,
                                           CpAsyncLoader<BK, BN, THREADS, LDB, LB, true>>::type;
+  static constexpr int A_STAGE_BYTES = BM * LDA * 2, B_STAGE_BYTES = (B_COL ? BN : BK) * LDB * 2;
   CpAsyncLoader<BM, BK, THREADS, LDA, LA, false> a;
   LoadB b;
+  uint32_t sA, sB;  // shared addresses of stage 0
 
-  __device__ __forceinline__ OperandLoads(const GemmArgs& p, int row0, int col0)
+  __device__ __forceinline__ OperandLoads(const GemmArgs& p, int row0, int col0, const half* sA_, const half* sB_)
       : a(p.A + row0 * p.sam, p.sam, p.M - row0),
-        b(B_COL ? p.B + col0 * p.sbn : p.B + col0, B_COL ? p.sbn : p.sbk, p.N - col0) {}
+        b(B_COL ? p.B + col0 * p.sbn : p.B + col0, B_COL ? p.sbn : p.sbk, p.N - col0),
+        sA(ptx::smem_u32(sA_)),
+        sB(ptx::smem_u32(sB_)) {}
 
-  // Copy tile kt: its A tile to shared address a_stage, its B tile to b_stage.
-  __device__ __forceinline__ void copy_next(const GemmArgs& p, int kt, uint32_t a_stage, uint32_t b_stage) {
-    const int k_left = p.K - kt * BK;
+  // Copy tile kt into stage kt % STAGES and commit it as one cp.async group: no branch, the same count of groups
+  // every time.
+  __device__ __forceinline__ void copy_stage(const GemmArgs& p, int kt) {
+    const int s = kt % STAGES, k_left = p.K - kt * BK;
+    const uint32_t a_stage = sA + s * A_STAGE_BYTES, b_stage = sB + s * B_STAGE_BYTES;
     a.copy_next(a_stage, p.sam, k_left, BK);
     if (B_COL) b.copy_next(b_stage, p.sbn, k_left, BK);
     else b.copy_next(b_stage, p.sbk, k_left, BK * p.sbk);
+    ptx::cp_async_commit();
   }
 };
 
@@ -397,6 +405,20 @@ inline void fill_info(LaunchInfo* info, dim3 grid, dim3 block, int smem) {
   info->grid_y = grid.y;
   info->block = block.x * block.y * block.z;
   if (smem) info->smem_bytes = smem;
+}
+
+// Launch one of the synchronous tiled kernels (wmma_smem, wmma_regtile, mma_tiled): a 2-D grid of BM x BN tiles,
+// static shared memory, kernel(p, vec_ok). kernel_for(acc_c, b_col_c) names the instantiation (see dispatch).
+template <int BM, int BN, int THREADS, class KernelFor>
+inline cudaError_t launch_tiled(const GemmArgs& p, Acc acc, cudaStream_t stream, LaunchInfo* info,
+                                KernelFor kernel_for) {
+  const bool vec_ok = rows_aligned16(p);
+  const dim3 block(THREADS), grid(cdiv(p.N, BN), cdiv(p.M, BM));
+  fill_info(info, grid, block, 0);
+  return dispatch(acc, p.b_col_major, [&](auto acc_c, auto b_col_c) {
+    kernel_for(acc_c, b_col_c)<<<grid, block, 0, stream>>>(p, vec_ok);
+    return cudaGetLastError();
+  });
 }
 
 }  // namespace tile

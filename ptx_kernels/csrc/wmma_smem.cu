@@ -61,11 +61,7 @@ __global__ void __launch_bounds__(THREADS) kernel(GemmArgs p, bool vec_ok) {
 
 cudaError_t launch_wmma_smem(const GemmArgs& p, Acc acc, cudaStream_t stream, LaunchInfo* info) {
   using namespace wmma_smem;
-  const bool vec_ok = tile::rows_aligned16(p);
-  const dim3 block(THREADS), grid(tile::cdiv(p.N, BN), tile::cdiv(p.M, BM));
-  tile::fill_info(info, grid, block, 0);
-  return tile::dispatch(acc, p.b_col_major, [&](auto acc_c, auto b_col_c) {
-    kernel<decltype(acc_c)::value, decltype(b_col_c)::value><<<grid, block, 0, stream>>>(p, vec_ok);
-    return cudaGetLastError();
+  return tile::launch_tiled<BM, BN, THREADS>(p, acc, stream, info, [](auto acc_c, auto b_col_c) {
+    return kernel<decltype(acc_c)::value, decltype(b_col_c)::value>;
   });
 }
