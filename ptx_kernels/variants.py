@@ -23,6 +23,16 @@ class Variant:
     native_layouts: tuple[str, ...] = ("NN", "NT")
     aligned_rows: bool = False  # needs 16-byte aligned rows of A and B (cp.async); the wrapper copies otherwise
     slow: bool = False  # naive teaching kernel: the harness skips it on very large problems
+    # Where fp16 accumulation uses another tile (its accumulators take half the registers, so warp tiles double):
+    block_fp16: tuple[int, int, int] | None = None
+    stages_fp16: int | None = None
+
+    def block_for(self, acc: str) -> tuple[int, int, int]:
+        """The block tile (BM, BN, BK) the kernel runs with accumulation acc."""
+        return self.block_fp16 if acc == "fp16" and self.block_fp16 else self.block
+
+    def stages_for(self, acc: str) -> int:
+        return self.stages_fp16 if acc == "fp16" and self.stages_fp16 else self.stages
 
     @property
     def source(self) -> Path:
@@ -42,23 +52,25 @@ VARIANTS: tuple[Variant, ...] = (
     Variant("wmma_async_dbuf", "wmma", "wmma_async_dbuf.cu", "128x128x16, 2 stages, padded rows",
             "cp.async double buffering and padded shared rows", block=(128, 128, 16), stages=2,
             aligned_rows=True),
-    Variant("wmma_multistage", "wmma", "wmma_multistage.cu", "128x128x64, 3 stages, 4 warps x 4x4 fragments",
-            "3-stage cp.async pipeline, 64x64 warp tiles, fragments double-buffered, grouped rasterization",
-            block=(128, 128, 64), stages=3, aligned_rows=True),
+    Variant("wmma_multistage", "wmma", "wmma_multistage.cu",
+            "fp32: 128x256x64, 3 stages, 8 warps x 4x4 fragments; fp16: 256x256x32, 4 stages, 8 warps x 4x8",
+            "3-4 stage cp.async pipeline, 64x64 (fp16: 64x128) warp tiles, fragment loads with immediate offsets",
+            block=(128, 256, 64), stages=3, block_fp16=(256, 256, 32), stages_fp16=4, aligned_rows=True),
     Variant("mma_naive", "mma", "mma_naive.cu", "1 warp, 16x8",
             "mma.sync.m16n8k16 fed by ldmatrix: fragment registers the program addresses itself",
             block=(16, 8, 16), slow=True),
     Variant("mma_tiled", "mma", "mma_tiled.cu", "128x128x32, 8 warps x 64x32 (4x4 m16n8 tiles)",
             "block and warp tiling: every fragment feeds 4 MMAs", block=(128, 128, 32)),
-    Variant("mma_multistage", "mma", "mma_multistage.cu", "128x256x64, 3 stages, 8 warps x 64x64",
-            "3-stage cp.async pipeline, 64x64 warp tiles, fragments double-buffered in registers",
-            block=(128, 256, 64), stages=3, aligned_rows=True),
-    Variant("mma_swizzle", "mma", "mma_swizzle.cu", "128x256x64, 3 stages, XOR-swizzled shared memory",
+    Variant("mma_multistage", "mma", "mma_multistage.cu",
+            "fp32: 128x256x64, 3 stages, 8 warps x 64x64; fp16: 256x256x32, 4 stages, 8 warps x 64x128",
+            "3-4 stage cp.async pipeline, large warp tiles, fragments double-buffered in registers (fp32)",
+            block=(128, 256, 64), stages=3, block_fp16=(256, 256, 32), stages_fp16=4, aligned_rows=True),
+    Variant("mma_swizzle", "mma", "mma_swizzle.cu", "mma_multistage's tiles, XOR-swizzled shared memory",
             "XOR-swizzled shared memory: conflict-free ldmatrix and cp.async", block=(128, 256, 64), stages=3,
-            aligned_rows=True),
-    Variant("mma_stmatrix", "mma", "mma_stmatrix.cu", "128x256x64, 3 stages, swizzled, stmatrix epilogue",
+            block_fp16=(256, 256, 32), stages_fp16=4, aligned_rows=True),
+    Variant("mma_stmatrix", "mma", "mma_stmatrix.cu", "mma_multistage's tiles, swizzled, stmatrix epilogue",
             "stmatrix epilogue through shared memory, 16-byte coalesced stores (sm_90; plain stores before)",
-            block=(128, 256, 64), stages=3, aligned_rows=True),
+            block=(128, 256, 64), stages=3, block_fp16=(256, 256, 32), stages_fp16=4, aligned_rows=True),
 )
 
 BY_NAME = {v.name: v for v in VARIANTS}

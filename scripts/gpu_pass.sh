@@ -4,6 +4,7 @@
 #   bash scripts/gpu_pass.sh report OUTDIR   # the main job: python -m compare --out OUTDIR/report
 #   bash scripts/gpu_pass.sh lab OUTDIR      # layout probes (hardware vs model) and ncu bank conflicts
 #   bash scripts/gpu_pass.sh sanitize OUTDIR # compute-sanitizer memcheck + racecheck over every kernel
+#   bash scripts/gpu_pass.sh tune OUTDIR     # the tile sweeps against cuBLAS (scripts/tune_*.cu), fp32 and fp16
 # Set HGEMM_GIT_COMMIT to the commit being run when the tree is a copy without .git.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -29,5 +30,11 @@ case "$PART" in
   sanitize)
     bash scripts/sanitize.sh "$OUTDIR"
     ;;
-  *) echo "unknown part $PART (tests, report, lab or sanitize)"; exit 2 ;;
+  tune)
+    bash scripts/build_tune.sh /tmp || exit 1
+    for t in tune_mma_f32 tune_mma_f16 tune_wmma_f32 tune_wmma_f16; do
+      "/tmp/$t" 2>&1 | tee "$OUTDIR/$t.log"
+    done
+    ;;
+  *) echo "unknown part $PART (tests, report, lab, sanitize or tune)"; exit 2 ;;
 esac

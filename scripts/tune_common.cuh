@@ -3,6 +3,7 @@
 // cuBLAS's on the same inputs before it is timed (a wrong result is reported, never timed). GPU only.
 #pragma once
 #include <cublas_v2.h>
+#include <dlfcn.h>
 
 #include <algorithm>
 #include <cmath>
@@ -34,6 +35,39 @@ struct Candidate {
   int smem_bytes;
 };
 
+// The SM clock (MHz) and board power (W) right after a timed call, read through NVML (dlopen'd, so the sweep
+// builds and runs without its header; both read as 0 when it is missing). The H100 here is power-capped at 700 W:
+// a kernel that draws more runs at a lower clock, so TFLOPS per GHz tells instruction efficiency from clock.
+struct Nvml {
+  using Init = int (*)();
+  using Handle = int (*)(unsigned, void**);
+  using Clock = int (*)(void*, int, unsigned*);
+  using Power = int (*)(void*, unsigned*);
+  void* dev = nullptr;
+  Clock clock = nullptr;
+  Power power = nullptr;
+  Nvml() {
+    void* lib = dlopen("libnvidia-ml.so.1", RTLD_NOW);
+    if (!lib) return;
+    auto init = reinterpret_cast<Init>(dlsym(lib, "nvmlInit_v2"));
+    auto handle = reinterpret_cast<Handle>(dlsym(lib, "nvmlDeviceGetHandleByIndex_v2"));
+    clock = reinterpret_cast<Clock>(dlsym(lib, "nvmlDeviceGetClockInfo"));
+    power = reinterpret_cast<Power>(dlsym(lib, "nvmlDeviceGetPowerUsage"));
+    int cuda_dev = 0;
+    if (!init || !handle || !clock || !power || init() != 0 || cudaGetDevice(&cuda_dev) != cudaSuccess ||
+        handle(unsigned(cuda_dev), &dev) != 0)
+      dev = nullptr;  // (the CUDA index equals NVML's when one GPU is visible, as on the lent machine)
+  }
+  float sm_mhz() const {
+    unsigned v = 0;
+    return dev && clock(dev, 1 /* NVML_CLOCK_SM */, &v) == 0 ? float(v) : 0.f;
+  }
+  float watts() const {
+    unsigned mw = 0;
+    return dev && power(dev, &mw) == 0 ? mw / 1000.f : 0.f;
+  }
+};
+
 inline float median(std::vector<float> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
@@ -59,6 +93,7 @@ inline void sweep(const Candidate* cands, int count, Acc acc, std::initializer_l
   TUNE_CHECK(cudaEventCreate(&e0));
   TUNE_CHECK(cudaEventCreate(&e1));
   const char* acc_name = acc == Acc::F32 ? "fp32 acc" : "fp16 acc";
+  const Nvml nvml;
   for (int c = 0; c < count; ++c) {
     if (!cands[c].kernel) continue;
     cudaFuncAttributes attr;
@@ -121,7 +156,7 @@ inline void sweep(const Candidate* cands, int count, Acc acc, std::initializer_l
       }
     }
     const int reps = n <= 4096 ? 30 : 10, rounds = 3;
-    std::vector<std::vector<float>> t(count + 1);
+    std::vector<std::vector<float>> t(count + 1), mhz(count + 1), watts(count + 1);
     for (int r = 0; r < rounds; ++r) {
       for (int c = 0; c <= count; ++c) {
         if (c < count && !ok[c]) continue;
@@ -134,18 +169,30 @@ inline void sweep(const Candidate* cands, int count, Acc acc, std::initializer_l
           TUNE_CHECK(cudaEventSynchronize(e1));
           float ms;
           TUNE_CHECK(cudaEventElapsedTime(&ms, e0, e1));
-          if (!(r == 0 && i < 2)) t[c].push_back(ms);
+          if (!(r == 0 && i < 2)) {
+            t[c].push_back(ms);
+            mhz[c].push_back(nvml.sm_mhz());
+            watts[c].push_back(nvml.watts());
+          }
         }
       }
     }
     const double flop = 2.0 * n * n * double(n);
     const float base = median(t[count]);
-    std::printf("%d^3 %s  cuBLAS %.1f TFLOPS\n", n, acc_name, flop / base / 1e9);
+    // TFLOPS / GHz: per-clock efficiency (the median clock read right after each timed call).
+    auto clocks = [&](int c) {
+      const float f = median(mhz[c]);
+      std::printf("  %4.0f MHz %3.0f W  %5.1f TFLOPS/GHz\n", f, median(watts[c]),
+                  f > 0 ? flop / median(t[c]) / 1e9 / (f / 1000.f) : 0.f);
+    };
+    std::printf("%d^3 %s  %-24s %7.1f TFLOPS", n, acc_name, "cuBLAS", flop / base / 1e9);
+    clocks(count);
     for (int c = 0; c < count; ++c) {
       if (!ok[c]) continue;
       const float ms = median(t[c]);
-      std::printf("%d^3 %s  %-24s %7.1f TFLOPS  %.3fx cuBLAS\n", n, acc_name, cands[c].name, flop / ms / 1e9,
+      std::printf("%d^3 %s  %-24s %7.1f TFLOPS  %.3fx cuBLAS", n, acc_name, cands[c].name, flop / ms / 1e9,
                   base / ms);
+      clocks(c);
     }
     TUNE_CHECK(cudaFree(A));
     TUNE_CHECK(cudaFree(B));

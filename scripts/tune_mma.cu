@@ -1,42 +1,65 @@
 // Sweep of tile shapes for the pipelined mma.sync kernel (swizzled shared memory, stmatrix epilogue) against
-// cuBLAS, in one process (GPU only):
-//   nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -I ptx_kernels/csrc -I scripts \
-//        scripts/tune_mma.cu -lcublas -o /tmp/tune_mma && /tmp/tune_mma
-// Prints registers, shared memory and blocks per SM of each shape, then for NN at 4096^3 and 8192^3, fp32 and fp16
-// accumulation, the median TFLOPS (L2 flushed before each call) and the ratio to cuBLAS in the same run. The
-// chosen shape is mma_pipeline.cuh's LadderTile; the results go in its comment.
-#include "mma_stmatrix.cu"
+// cuBLAS, in one process (GPU only). One accumulation per build (TUNE_ACC_F16 picks fp16), so the two build in
+// parallel:
+//   nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -I ptx_kernels/csrc -I scripts [-DTUNE_ACC_F16] \
+//        scripts/tune_mma.cu -lcublas -ldl -o /tmp/tune_mma && /tmp/tune_mma
+// Prints registers, shared memory and blocks per SM of each shape, then for NN at 4096^3 and 8192^3 the median
+// TFLOPS (L2 flushed before each call), the ratio to cuBLAS in the same run, and the SM clock and power
+// (tune_common.cuh). The chosen shapes are mma_pipeline.cuh's LadderTileF32 / LadderTileF16; the results go in their comment.
+//
+// Shapes: Tile<BM, BN, BK, WARPS_M, WARPS_N, STAGES, MIN_BLOCKS, FRAG_BUFS>. Every k16-step a warp with an
+// (WM x WN) tile reads (WM + WN) x 16 halves with ldmatrix for WM x WN x 16 multiply-adds, and the block fills
+// (BM + BN) x BK per BM x BN x BK: the shared-memory bytes per flop that the larger warp tiles below cut.
+#include "mma_stmatrix.cu"  // (its launch_mma_stmatrix is unused here)
 #include "tune_common.cuh"
 
 using namespace mma_pipeline;
 
+using E = mma_stmatrix::StmatrixStore;
+template <class T, Acc ACC>
+constexpr auto nn_kernel = kernel<T, ACC, false, SwizzledLayouts::A<T>, SwizzledLayouts::B<T, false>, E>;
+template <class T>
+constexpr int smem_bytes = Smem<T, false>::BYTES > E::smem_bytes<T>() ? Smem<T, false>::BYTES : E::smem_bytes<T>();
+
+// The sweep times NN problems with one accumulation: launch that instantiation alone (mma_pipeline::launch would
+// build all four), as mma_pipeline::launch does.
+template <class T, Acc ACC>
+cudaError_t launch_nn(const GemmArgs& p, Acc acc, cudaStream_t stream, LaunchInfo* info) {
+  if (acc != ACC || p.b_col_major || !tile::rows_aligned16(p)) return cudaErrorInvalidValue;
+  cudaError_t err = tile::prepare_smem(nn_kernel<T, ACC>, smem_bytes<T>, info);
+  if (err != cudaSuccess) return err;
+  nn_kernel<T, ACC><<<tile::cdiv(p.M, T::BM) * tile::cdiv(p.N, T::BN), T::THREADS, smem_bytes<T>, stream>>>(p);
+  return cudaGetLastError();
+}
+
 template <class T, Acc ACC>
 tune::Candidate candidate(const char* name) {
-  using E = mma_stmatrix::StmatrixStore;
-  constexpr int pipe = Smem<T, false>::BYTES, epi = E::smem_bytes<T>();
-  return {name, launch<T, SwizzledLayouts, E>,
-          reinterpret_cast<const void*>(
-              kernel<T, ACC, false, SwizzledLayouts::A<T>, SwizzledLayouts::B<T, false>, E>),
-          T::THREADS, pipe > epi ? pipe : epi};
+  return {name, launch_nn<T, ACC>, reinterpret_cast<const void*>(nn_kernel<T, ACC>), T::THREADS, smem_bytes<T>};
 }
 
-template <Acc ACC>
-void run() {
-  const tune::Candidate cands[] = {
-      candidate<Tile<128, 128, 32, 2, 4, 4, 1>, ACC>("128x128x32 w2x4 s4"),
-      candidate<Tile<128, 128, 32, 2, 2, 4, 2>, ACC>("128x128x32 w2x2 s4 2/SM"),
-      candidate<Tile<128, 128, 64, 2, 2, 3, 2>, ACC>("128x128x64 w2x2 s3 2/SM"),
-      candidate<Tile<128, 256, 32, 2, 4, 4, 1>, ACC>("128x256x32 w2x4 s4"),
-      candidate<Tile<128, 256, 64, 2, 4, 3, 1>, ACC>("128x256x64 w2x4 s3"),
-      candidate<Tile<256, 128, 64, 4, 2, 3, 1>, ACC>("256x128x64 w4x2 s3"),
-      candidate<Tile<256, 128, 64, 4, 2, 4, 1>, ACC>("256x128x64 w4x2 s4"),
-      candidate<Tile<128, 256, 64, 2, 4, 4, 1>, ACC>("128x256x64 w2x4 s4"),
-  };
-  tune::sweep(cands, int(sizeof(cands) / sizeof(cands[0])), ACC, {4096, 8192});
-}
+#ifndef TUNE_ACC_F16
+// fp32 accumulators: a warp tile of WM x WN holds WM x WN / 32 of them per thread (64x64: 128 registers).
+constexpr Acc ACC = Acc::F32;
+const tune::Candidate cands[] = {
+    candidate<Tile<128, 256, 64, 2, 4, 3, 1, 2>, ACC>("128x256x64 w2x4 s3"),
+    candidate<Tile<128, 256, 64, 2, 4, 3, 1, 1>, ACC>("128x256x64 w2x4 s3 fb1"),
+    candidate<Tile<256, 128, 64, 4, 2, 3, 1, 2>, ACC>("256x128x64 w4x2 s3"),
+    candidate<Tile<160, 256, 64, 2, 4, 3, 1, 1>, ACC>("160x256x64 w2x4 s3 fb1"),
+    candidate<Tile<128, 128, 64, 2, 2, 3, 2, 2>, ACC>("128x128x64 w2x2 s3 2/SM"),
+};
+#else
+// fp16 accumulators take half the registers: 64x128 and 128x64 warp tiles fit.
+constexpr Acc ACC = Acc::F16;
+const tune::Candidate cands[] = {
+    candidate<Tile<256, 256, 32, 2, 4, 4, 1, 1>, ACC>("256x256x32 w2x4 s4 fb1"),
+    candidate<Tile<256, 256, 32, 4, 2, 4, 1, 1>, ACC>("256x256x32 w4x2 s4 fb1"),
+    candidate<Tile<128, 256, 64, 2, 4, 3, 1, 2>, ACC>("128x256x64 w2x4 s3"),
+    candidate<Tile<128, 256, 32, 2, 2, 4, 2, 1>, ACC>("128x256x32 w2x2 s4 2/SM fb1"),
+    candidate<Tile<192, 256, 32, 2, 4, 4, 1, 2>, ACC>("192x256x32 w2x4 s4"),
+};
+#endif
 
 int main() {
-  run<Acc::F32>();
-  run<Acc::F16>();
+  tune::sweep(cands, int(sizeof(cands) / sizeof(cands[0])), ACC, {4096, 8192});
   return 0;
 }

@@ -1,6 +1,7 @@
-// Sweep of wmma_multistage tile configurations against cuBLAS, in one process (GPU only):
-//   nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -I ptx_kernels/csrc -I scripts \
-//        scripts/tune_wmma_multistage.cu -lcublas -o /tmp/tune_wmma && /tmp/tune_wmma
+// Sweep of wmma_multistage tile configurations against cuBLAS, in one process (GPU only), one accumulation per
+// build (TUNE_ACC_F16 picks fp16):
+//   nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -I ptx_kernels/csrc -I scripts [-DTUNE_ACC_F16] \
+//        scripts/tune_wmma_multistage.cu -lcublas -ldl -o /tmp/tune_wmma && /tmp/tune_wmma
 // Prints registers, shared memory and blocks per SM of each configuration, then for NN at 4096^3 and 8192^3, fp32
 // and fp16 accumulation, the median TFLOPS (L2 flushed before each call) and the ratio to cuBLAS in the same run
 // (scripts/tune_common.cuh). Results go in wmma_multistage.cu's header.
@@ -9,29 +10,39 @@
 
 using namespace wmma_multistage;
 
+// The sweep times NN problems with one accumulation: launch that instantiation alone (launch_tiles builds all four).
+template <class T, Acc ACC>
+cudaError_t launch_nn(const GemmArgs& p, Acc acc, cudaStream_t stream, LaunchInfo* info) {
+  if (acc != ACC || p.b_col_major || !tile::rows_aligned16(p)) return cudaErrorInvalidValue;
+  return launch<T, ACC, false>(p, stream, info);
+}
+
 template <class T, Acc ACC>
 tune::Candidate candidate(const char* name) {
-  return {name, launch_tile<T>, reinterpret_cast<const void*>(kernel<T, ACC, false>), T::THREADS,
+  return {name, launch_nn<T, ACC>, reinterpret_cast<const void*>(kernel<T, ACC, false>), T::THREADS,
           Smem<T, false>::BYTES};
 }
 
-template <Acc ACC>
-void run() {
-  const tune::Candidate cands[] = {
-      candidate<Tile<128, 128, 32, 2, 2, 4, 1>, ACC>("128x128x32 w2x2 s4"),
-      candidate<Tile<128, 128, 32, 2, 2, 4, 2>, ACC>("128x128x32 w2x2 s4 2/SM"),
-      candidate<Tile<128, 128, 32, 2, 2, 3, 2>, ACC>("128x128x32 w2x2 s3 2/SM"),
-      candidate<Tile<128, 128, 64, 2, 2, 3, 2>, ACC>("128x128x64 w2x2 s3 2/SM"),
-      candidate<Tile<128, 256, 32, 2, 4, 4, 1>, ACC>("128x256x32 w2x4 s4"),
-      candidate<Tile<128, 256, 32, 2, 4, 3, 1>, ACC>("128x256x32 w2x4 s3"),
-      candidate<Tile<256, 128, 32, 4, 2, 3, 1>, ACC>("256x128x32 w4x2 s3"),
-      candidate<Tile<128, 128, 32, 2, 4, 4, 2>, ACC>("128x128x32 w2x4 s4 2/SM"),
-  };
-  tune::sweep(cands, int(sizeof(cands) / sizeof(cands[0])), ACC, {4096, 8192});
-}
+#ifndef TUNE_ACC_F16
+constexpr Acc ACC = Acc::F32;
+const tune::Candidate cands[] = {
+    candidate<Tile<128, 256, 64, 2, 4, 3, 1, 2>, ACC>("128x256x64 w2x4 s3"),
+    candidate<Tile<128, 256, 64, 2, 4, 3, 1, 1>, ACC>("128x256x64 w2x4 s3 fb1"),
+    candidate<Tile<256, 128, 64, 4, 2, 3, 1, 2>, ACC>("256x128x64 w4x2 s3"),
+    candidate<Tile<128, 128, 64, 2, 2, 3, 2, 2>, ACC>("128x128x64 w2x2 s3 2/SM"),
+};
+#else
+// fp16 accumulator fragments take half the registers: 64x128 warp tiles fit.
+constexpr Acc ACC = Acc::F16;
+const tune::Candidate cands[] = {
+    candidate<Tile<256, 256, 32, 2, 4, 4, 1, 1>, ACC>("256x256x32 w2x4 s4 fb1"),
+    candidate<Tile<256, 256, 32, 4, 2, 4, 1, 1>, ACC>("256x256x32 w4x2 s4 fb1"),
+    candidate<Tile<128, 256, 32, 2, 4, 4, 1, 2>, ACC>("128x256x32 w2x4 s4"),
+    candidate<Tile<128, 256, 32, 2, 2, 4, 2, 1>, ACC>("128x256x32 w2x2 s4 2/SM fb1"),
+};
+#endif
 
 int main() {
-  run<Acc::F32>();
-  run<Acc::F16>();
+  tune::sweep(cands, int(sizeof(cands) / sizeof(cands[0])), ACC, {4096, 8192});
   return 0;
 }

@@ -89,30 +89,41 @@ def test_sass_has_the_promised_instructions(compiled, variant, arch):
     assert mix["LDL"] == 0 and mix["STL"] == 0, "local memory traffic"
 
 
-def test_multistage_mma_count(compiled):
-    """The main loop is emitted once, unrolled over one tile: per tile of BK each warp issues its 4x4 fragments
-    x BK/16 k16 steps, each a pair of HMMA.16816 (a 16x16x16 WMMA is two m16n8k16); 4 instantiations."""
-    bk = BY_NAME["wmma_multistage"].block[2]
-    mix = toolchain.instruction_mix(compiled[("wmma_multistage", "sm_90a")].sass())
-    assert mix["HMMA"] == 4 * (4 * 4 * bk // 16 * 2)
+def pipelined_hmma(variant: str) -> int:
+    """HMMA.16816 a pipelined kernel's SASS should hold: the main loop unrolled over a tile's k16-steps (and, in
+    wmma_multistage, over the ring's stages too), emitted once per instantiation; each k16-step of a warp is
+    (warp tile) / (16 x 8) MMAs (a 16x16x16 WMMA is two), for 8 warps; two B layouts per accumulation."""
+    v = BY_NAME[variant]
+    total = 0
+    for acc in ("fp32", "fp16"):
+        bm, bn, bk = v.block_for(acc)
+        copies = v.stages_for(acc) if variant == "wmma_multistage" else 1
+        total += 2 * copies * (bk // 16) * (bm * bn) // (8 * 16 * 8)
+    return total
 
 
-@pytest.mark.parametrize("variant", ["mma_multistage", "mma_swizzle", "mma_stmatrix"])
-def test_pipeline_mma_count(compiled, variant):
-    """Each warp's 64x64 tile is 4 x 8 m16n8 accumulators: 32 HMMA per k16 step, BK/16 steps per tile, the loop
-    body emitted once; 4 instantiations."""
-    bm, bn, bk = BY_NAME[variant].block
-    warps = 8
-    per_step = (bm * bn) // (warps * 16 * 8)
+@pytest.mark.parametrize("variant", ["wmma_multistage", "mma_multistage", "mma_swizzle", "mma_stmatrix"])
+def test_pipelined_mma_count(compiled, variant):
     mix = toolchain.instruction_mix(compiled[(variant, "sm_90a")].sass())
-    assert mix["HMMA"] == 4 * per_step * (bk // 16), dict(mix)
+    assert mix["HMMA"] == pipelined_hmma(variant), dict(mix)
+
+
+def test_wmma_multistage_folds_fragment_offsets(compiled):
+    """ptx::wmma_load_* puts each fragment's stage and k-step offset in the address's immediate: the LDSM the
+    loads lower to carry constant offsets ([R+0x...]), and the main loop needs no integer instruction per
+    fragment to form them (nvcuda::wmma::load_matrix_sync costs two)."""
+    sass = compiled[("wmma_multistage", "sm_90a")].sass()
+    ldsm = [line for line in sass.splitlines() if "LDSM" in line]
+    with_imm = [line for line in ldsm if "+0x" in line]
+    assert len(with_imm) > len(ldsm) // 2, ldsm[:8]
 
 
 def test_wrappers_all_instructions_on_sm90a():
     c = toolchain.compile_cubin(WRAPPERS, "sm_90a", extra_flags=["-DWITH_STMATRIX"])
     sass = c.sass()
     mix = toolchain.instruction_mix(sass)
-    assert mix["LDSM"] == 6 and mix["STSM"] == 6 and mix["HMMA"] == 2 and mix["LDGSTS"] == 2, dict(mix)
+    # 6 ldmatrix forms + 3 wmma.load forms (each one LDSM.x4)
+    assert mix["LDSM"] == 9 and mix["STSM"] == 6 and mix["HMMA"] == 2 and mix["LDGSTS"] == 2, dict(mix)
     for form in ("LDSM.16.M88 ", "LDSM.16.M88.2", "LDSM.16.M88.4", "LDSM.16.MT88 ", "LDSM.16.MT88.2",
                  "LDSM.16.MT88.4", "HMMA.16816.F32", "HMMA.16816.F16"):
         assert form in sass, form
@@ -120,7 +131,7 @@ def test_wrappers_all_instructions_on_sm90a():
 
 def test_wrappers_sm80_without_stmatrix():
     mix = toolchain.instruction_mix(toolchain.compile_cubin(WRAPPERS, "sm_80").sass())
-    assert mix["LDSM"] == 6 and mix["STSM"] == 0 and mix["HMMA"] == 2
+    assert mix["LDSM"] == 9 and mix["STSM"] == 0 and mix["HMMA"] == 2
 
 
 def test_stmatrix_guard_fails_loudly_below_sm90():
@@ -185,22 +196,25 @@ def test_probe_kernels_compile_with_the_instructions_they_probe():
 
 
 def test_mma_ladder_mma_counts(compiled):
-    """HMMA per instantiation: mma_naive 1 per k-step; mma_tiled and mma_multistage 4x4 tiles x 2 k16-steps per
-    32-wide K step = 32 (the main loop body appears once)."""
-    for name, per in (("mma_naive", 1), ("mma_tiled", 32), ("mma_multistage", 32), ("mma_swizzle", 32),
-                      ("mma_stmatrix", 32)):
+    """HMMA per instantiation: mma_naive 1 per k-step; mma_tiled 4x4 tiles x 2 k16-steps per 32-wide K step = 32
+    (the main loop body appears once). The pipelined steps: test_pipelined_mma_count."""
+    for name, per in (("mma_naive", 1), ("mma_tiled", 32)):
         mix = toolchain.instruction_mix(compiled[(name, "sm_90a")].sass())
         assert mix["HMMA"] % 4 == 0 and mix["HMMA"] >= 4 * per, (name, mix["HMMA"])
 
 
 def test_stmatrix_epilogue_only_on_sm90a(compiled):
-    """STSM appears in mma_stmatrix for sm_90a (two m16n8 tiles per stmatrix.x4: a 64x64 warp tile is 4 x 8
-    m16n8 tiles, 16 STSM; 4 instantiations) and nowhere else; for sm_80 it falls back to plain stores."""
+    """STSM appears in mma_stmatrix for sm_90a (two m16n8 tiles per stmatrix.x4: a warp's 1/8 of the block tile
+    is BM x BN / (8 x 16 x 16) of them — 16 for fp32's 64x64 warp tiles, 32 for fp16's 128x64; 2 B layouts per
+    accumulation) and nowhere else; for sm_80 it falls back to plain stores."""
+    v = BY_NAME["mma_stmatrix"]
+    expected = sum(2 * v.block_for(acc)[0] * v.block_for(acc)[1] // (8 * 16 * 16) for acc in ("fp32", "fp16"))
+    assert expected == 2 * 16 + 2 * 32
     for v in VARIANTS:
         for arch in ARCHS:
             mix = toolchain.instruction_mix(compiled[(v.name, arch)].sass())
             if v.name == "mma_stmatrix" and arch == "sm_90a":
-                assert mix["STSM"] == 4 * 16, mix["STSM"]
+                assert mix["STSM"] == expected, mix["STSM"]
             else:
                 assert mix["STSM"] == 0, (v.name, arch)
 

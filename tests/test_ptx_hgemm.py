@@ -12,10 +12,11 @@ CASES = [(v, acc) for v in ptx_kernels.variants() for acc in v.accs]
 IDS = [f"{v.name}-{acc}" for v, acc in CASES]
 
 
-def edge_shapes(v):
-    """TESTING.md's list, sized to the variant's tile: tile +- 1, partial last K tile, deep K."""
-    bm, bn, bk = v.block
-    shapes = [(1, 1, 1), (7, 8, 15), (17, 16, 8), (15, 17, 311), (bm + 1, bn - 1, bk * v.stages + 8),
+def edge_shapes(v, acc):
+    """TESTING.md's list, sized to the variant's tile for that accumulation: tile +- 1, partial last K tile, deep
+    K (more tiles than the pipeline has stages, ending in a partial one)."""
+    bm, bn, bk = v.block_for(acc)
+    shapes = [(1, 1, 1), (7, 8, 15), (17, 16, 8), (15, 17, 311), (bm + 1, bn - 1, bk * v.stages_for(acc) + 8),
               (bm - 1, bn + 1, max(bk - 1, 1)), (496, 233, bk + 1), (256, 256, 256)]
     if not v.slow:
         shapes.append((107, 233, 4099))
@@ -32,7 +33,7 @@ def run(v, acc, a, b, out=None):
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("v,acc", CASES, ids=IDS)
 def test_exact_edges(v, acc, layout):
-    for i, (m, n, k) in enumerate(edge_shapes(v)):
+    for i, (m, n, k) in enumerate(edge_shapes(v, acc)):
         a, b = make_inputs(m, n, k, layout, device="cuda", seed=i)
         verdict = compare(run(v, acc, a, b), reference(a, b))
         assert verdict.ok, f"{v.name} {acc} {layout} {m}x{n}x{k}: {verdict.detail}"
@@ -82,16 +83,25 @@ def test_deterministic_and_nan_rows(v):
 
 
 def test_multistage_dynamic_smem_and_grid():
+    """The launch geometry of the per-accumulation tiles (ptx_kernels/variants.py, mma_pipeline.cuh)."""
     a, b = make_inputs(300, 600, 64, "NN", device="cuda", seed=6)
-    ptx_kernels.hgemm(a, b, variant="wmma_multistage")
+    b_col = b.t().contiguous().t()
+    ptx_kernels.hgemm(a, b, variant="wmma_multistage")  # fp32: 3 stages of padded 128x64 A, 64x256 B tiles
     info = ptx_kernels.last_launch()
-    assert info["smem_bytes"] == 3 * (128 * 72 + 64 * 136) * 2  # 3 stages of padded 128x64 A, 64x128 B tiles
-    assert info["grid"][0] == 3 * 5 and info["block"] == 128
-    ptx_kernels.hgemm(a, b.t().contiguous().t(), variant="wmma_multistage")
-    assert ptx_kernels.last_launch()["smem_bytes"] == 3 * (128 * 72 + 128 * 72) * 2
+    assert info["smem_bytes"] == 3 * (128 * 72 + 64 * 264) * 2
+    assert info["grid"][0] == 3 * 3 and info["block"] == 256
+    ptx_kernels.hgemm(a, b_col, variant="wmma_multistage")
+    assert ptx_kernels.last_launch()["smem_bytes"] == 3 * (128 * 72 + 256 * 72) * 2
+    ptx_kernels.hgemm(a, b, variant="wmma_multistage", acc="fp16")  # 4 stages of padded 256x32 A, 32x256 B
+    info = ptx_kernels.last_launch()
+    assert info["smem_bytes"] == 4 * (256 * 40 + 32 * 264) * 2 and info["grid"][0] == 2 * 3
     ptx_kernels.hgemm(a, b, variant="mma_stmatrix")  # 3 stages of 128x64 A and 64x256 B, unpadded
     info = ptx_kernels.last_launch()
     assert info["smem_bytes"] == 3 * (128 * 64 + 64 * 256) * 2 and info["grid"][0] == 3 * 3 and info["block"] == 256
+    ptx_kernels.hgemm(a, b, variant="mma_stmatrix", acc="fp16")  # the 256x(256 + 8) C tile outgrows 4 stages
+    info = ptx_kernels.last_launch()
+    assert info["smem_bytes"] == 256 * 264 * 2 > 4 * (256 * 32 + 32 * 256) * 2
+    assert info["grid"][0] == 2 * 3 and info["block"] == 256
 
 
 def test_errors():

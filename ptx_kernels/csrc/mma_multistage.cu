@@ -5,7 +5,7 @@
 // double-buffered in registers (the next k-step's ldmatrix issued before this one's MMAs, across tiles too).
 //
 // Adds over mma_tiled: overlap of global loads with tensor-core work and of shared-memory loads with MMAs,
-// larger block and warp tiles (the tile mma_pipeline.cuh's LadderTile comment chose by measurement), grouped
+// larger block and warp tiles (the tile tiles mma_pipeline.cuh's LadderTileF32 and LadderTileF16 comments chose by measurement), grouped
 // block order. Shared memory stays plain and unpadded: A rows of 64 halves are 128 bytes, so the 8 rows an
 // ldmatrix reads sit in one bank group (8-way conflicts), and so do row-major B's 512-byte rows — the conflicts
 // mma_swizzle removes. Needs 16-byte aligned rows.
@@ -15,5 +15,5 @@
 
 cudaError_t launch_mma_multistage(const GemmArgs& p, Acc acc, cudaStream_t stream, LaunchInfo* info) {
   using namespace mma_pipeline;
-  return launch<LadderTile, PlainLayouts, DirectStore>(p, acc, stream, info);
+  return launch<LadderTileF32, LadderTileF16, PlainLayouts, DirectStore>(p, acc, stream, info);
 }

@@ -12,27 +12,41 @@ namespace mma_pipeline {
 
 // Block tile BM x BN x BK, WARPS_M x WARPS_N warps (each a (BM / WARPS_M) x (BN / WARPS_N) warp tile of MI x NI
 // m16n8 accumulators), a STAGES-deep pipeline; MIN_BLOCKS resident blocks per SM asked of the compiler
-// (__launch_bounds__), which caps registers at 64K / (MIN_BLOCKS * THREADS).
-template <int BM_, int BN_, int BK_, int WARPS_M_, int WARPS_N_, int STAGES_, int MIN_BLOCKS_ = 1>
+// (__launch_bounds__), which caps registers at 64K / (MIN_BLOCKS * THREADS); FRAG_BUFS register buffers of
+// operand fragments: 2 loads the next k-step's fragments while this one's MMAs run, 1 leaves that overlap to the
+// compiler and saves the registers (for warp tiles whose accumulators leave no room for a second buffer).
+template <int BM_, int BN_, int BK_, int WARPS_M_, int WARPS_N_, int STAGES_, int MIN_BLOCKS_ = 1, int FRAG_BUFS_ = 2>
 struct Tile {
   static constexpr int BM = BM_, BN = BN_, BK = BK_, WARPS_M = WARPS_M_, WARPS_N = WARPS_N_, STAGES = STAGES_;
-  static constexpr int MIN_BLOCKS = MIN_BLOCKS_;
+  static constexpr int MIN_BLOCKS = MIN_BLOCKS_, FRAG_BUFS = FRAG_BUFS_;
   static constexpr int MI = BM / WARPS_M / 16, NI = BN / WARPS_N / 8;
   static constexpr int THREADS = 32 * WARPS_M * WARPS_N;
   static constexpr int KSTEPS = BK / 16;
   static_assert(BM % (16 * WARPS_M) == 0 && BN % (16 * WARPS_N) == 0 && BK % 16 == 0, "whole m16n8k16 steps");
   static_assert(NI % 2 == 0, "B fragments come in pairs (ldmatrix.x4)");
-  static_assert(KSTEPS % 2 == 0, "the two fragment buffers alternate across tiles: an even number of k-steps");
+  static_assert(FRAG_BUFS == 1 || FRAG_BUFS == 2, "one or two fragment buffers");
+  static_assert(FRAG_BUFS == 1 || KSTEPS % 2 == 0, "two fragment buffers alternate across tiles: an even number of k-steps");
 };
 constexpr int GROUP_M = 8;
 
-// The tile the ladder's pipelined steps share (mma_multistage, mma_swizzle, mma_stmatrix): 128x256x64, 2 x 4 warps
-// of 64x64 (4 x 8 m16n8 accumulators: every A fragment feeds 8 MMAs, every B fragment 4), 3 stages (144 KB), one
-// block per SM. Chosen by scripts/tune_mma.cu on the H100 (swizzled, stmatrix epilogue, NN, TFLOPS and ratio to
-// cuBLAS in the same process), fp32 accumulation at 4096^3 / 8192^3: 128x256x64 s3 449 / 455 (0.60x / 0.60x);
-// 256x128x64 s3 431 / 438; 128x256x64 s4 423 / 428; 128x128x64 2x2 warps s3 (two blocks per SM) 428 / 404;
-// 128x256x32 s4 359 / 355; the earlier 128x128x32 with 2 x 4 warps of 64x32, 323 / 303.
-using LadderTile = Tile<128, 256, 64, 2, 4, 3>;
+// The tiles the ladder's pipelined steps share (mma_multistage, mma_swizzle, mma_stmatrix), one per accumulation,
+// chosen by scripts/tune_mma.cu on the H100 (swizzled, stmatrix epilogue, NN, TFLOPS and ratio to cuBLAS in the
+// same process; `bash scripts/gpu_pass.sh tune OUT`):
+// - fp32: 128x256x64, 2 x 4 warps of 64x64 (4 x 8 m16n8 accumulators, 128 registers: every A fragment feeds 8
+//   MMAs, every B fragment 4), 3 stages (144 KB), fragments double-buffered, one block per SM. At 4096^3 /
+//   8192^3: 456 / 389 TFLOPS (0.60x / 0.52x); 128x128x64 with 2 x 2 warps and two blocks per SM 432 / 431;
+//   one fragment buffer 384 / 369; 96x64 warp tiles (192x256x64) 348 / 384 and 80x64 (160x256x64) 333 / 423,
+//   both with one fragment buffer, at the 255-register limit.
+// - fp16: 256x256x32, 4 x 2 warps of 64x128 (4 x 16 m16n8 accumulators in 128 registers — half of fp32's per
+//   element, so the warp tile doubles and each k16-step reads 12 ldmatrix.x4 for 64 MMAs instead of 8 for 32),
+//   4 stages (128 KB), one fragment buffer (two do not fit in 255 registers). 526 / 511 TFLOPS (0.69x / 0.67x);
+//   2 x 4 warps of 128x64 525 / 511; the fp32 tile 487 / 467; 128x256x32 with 2 x 2 warps of 64x128 and two
+//   blocks per SM 496 / 499.
+// Nsight Compute (scripts/profile_tune.sh, clocks locked at 1.41 GHz): the fp16 tile keeps the tensor pipe 89%
+// busy, the fp32 tile 76%. A main loop unrolled over the stages (constant stage offsets, 7% fewer instructions)
+// measured 5% slower per clock for fp32 and was not kept.
+using LadderTileF32 = Tile<128, 256, 64, 2, 4, 3>;
+using LadderTileF16 = Tile<256, 256, 32, 4, 2, 4, 1, 1>;
 
 template <class T, bool B_COL>
 struct Smem {
@@ -94,7 +108,8 @@ __global__ void __launch_bounds__(T::THREADS, T::MIN_BLOCKS) kernel(GemmArgs p) 
   static_assert(decltype(loads)::A_STAGE_BYTES == S::A_STAGE * 2 && decltype(loads)::B_STAGE_BYTES == S::B_STAGE * 2,
                 "the loader's stages are the kernel's");
   tile::MmaAcc<ACC> c[MI][NI];
-  uint32_t a[2][MI][4], b[2][NI][2];  // (buffer, fragment, register)
+  constexpr int FB = T::FRAG_BUFS;
+  uint32_t a[FB][MI][4], b[FB][NI][2];  // (buffer, fragment, register)
 
   // PROLOGUE: STAGES - 1 tiles in flight; wait for tile 0 and load its first k-step's fragments.
 #pragma unroll
@@ -103,25 +118,37 @@ __global__ void __launch_bounds__(T::THREADS, T::MIN_BLOCKS) kernel(GemmArgs p) 
   __syncthreads();
   load_frags<T, B_COL, LA, LB>(a[0], b[0], sA, sB, wm, wn, 0);
 
-  // MAIN LOOP. Fragments are double-buffered: k-step ks's MMAs run while the next k-step's ldmatrix are in flight,
+  // MAIN LOOP. With two fragment buffers, k-step ks's MMAs run while the next k-step's ldmatrix are in flight,
   // across tile boundaries too — the one barrier per tile sits before the last k-step's MMAs, so the next tile's
-  // first fragments are loaded under them.
+  // first fragments are loaded under them. With one buffer the next fragments are loaded after the MMAs (and
+  // after the barrier at a tile's end): the compiler overlaps what its free registers allow.
   for (int kt = 0; kt < kt_count; ++kt) {
     const int stage = kt % STAGES, next = (kt + 1) % STAGES;
 #pragma unroll
     for (int ks = 0; ks < T::KSTEPS; ++ks) {
-      if (ks == T::KSTEPS - 1) {
-        ptx::cp_async_wait<STAGES - 2>();  // tile kt + 1 has landed (this thread's copies) ...
-        __syncthreads();                   // ... and everyone's; every warp is done reading tile kt's stage
-      }
       const bool last = ks + 1 == T::KSTEPS;
-      load_frags<T, B_COL, LA, LB>(a[(ks + 1) % 2], b[(ks + 1) % 2], sA + (last ? next : stage) * S::A_STAGE,
-                                   sB + (last ? next : stage) * S::B_STAGE, wm, wn, last ? 0 : (ks + 1) * 16);
+      const half* nA = sA + (last ? next : stage) * S::A_STAGE;
+      const half* nB = sB + (last ? next : stage) * S::B_STAGE;
+      const int nk = last ? 0 : (ks + 1) * 16;
+      if (FB == 2) {
+        if (last) {
+          ptx::cp_async_wait<STAGES - 2>();  // tile kt + 1 has landed (this thread's copies) ...
+          __syncthreads();                   // ... and everyone's; every warp is done reading tile kt's stage
+        }
+        load_frags<T, B_COL, LA, LB>(a[(ks + 1) % FB], b[(ks + 1) % FB], nA, nB, wm, wn, nk);
+      }
       if (ks == 0) loads.copy_stage(p, kt + STAGES - 1);  // refills tile kt - 1's stage, free since the barrier
 #pragma unroll
       for (int i = 0; i < MI; ++i)
 #pragma unroll
-        for (int j = 0; j < NI; ++j) c[i][j].mma(a[ks % 2][i], b[ks % 2][j]);
+        for (int j = 0; j < NI; ++j) c[i][j].mma(a[ks % FB][i], b[ks % FB][j]);
+      if (FB == 1) {
+        if (last) {
+          ptx::cp_async_wait<STAGES - 2>();
+          __syncthreads();
+        }
+        load_frags<T, B_COL, LA, LB>(a[0], b[0], nA, nB, wm, wn, nk);
+      }
     }
   }
 
@@ -131,13 +158,15 @@ __global__ void __launch_bounds__(T::THREADS, T::MIN_BLOCKS) kernel(GemmArgs p) 
   Epilogue::template store<T>(c, p, row0, col0, wm, wn, smem_raw);
 }
 
-// Launch the tile T with shared-memory layouts L (PlainLayouts or SwizzledLayouts) and the given epilogue.
-template <class T, class L, class Epilogue>
+// Launch with shared-memory layouts L (PlainLayouts or SwizzledLayouts) and the given epilogue: tile T32 for fp32
+// accumulation, T16 for fp16.
+template <class T32, class T16, class L, class Epilogue>
 cudaError_t launch(const GemmArgs& p, Acc acc, cudaStream_t stream, LaunchInfo* info) {
   if (!tile::rows_aligned16(p)) return cudaErrorMisalignedAddress;
   return tile::dispatch(acc, p.b_col_major, [&](auto acc_c, auto b_col_c) {
     constexpr Acc A = decltype(acc_c)::value;
     constexpr bool BC = decltype(b_col_c)::value;
+    using T = typename std::conditional<A == Acc::F32, T32, T16>::type;
     constexpr int pipe = Smem<T, BC>::BYTES, epi = Epilogue::template smem_bytes<T>();
     constexpr int bytes = pipe > epi ? pipe : epi;
     auto k = kernel<T, A, BC, typename L::template A<T>, typename L::template B<T, BC>, Epilogue>;

@@ -62,5 +62,5 @@ struct StmatrixStore {
 
 cudaError_t launch_mma_stmatrix(const GemmArgs& p, Acc acc, cudaStream_t stream, LaunchInfo* info) {
   using namespace mma_stmatrix;
-  return launch<LadderTile, SwizzledLayouts, StmatrixStore>(p, acc, stream, info);
+  return launch<LadderTileF32, LadderTileF16, SwizzledLayouts, StmatrixStore>(p, acc, stream, info);
 }

@@ -13,5 +13,5 @@
 
 cudaError_t launch_mma_swizzle(const GemmArgs& p, Acc acc, cudaStream_t stream, LaunchInfo* info) {
   using namespace mma_pipeline;
-  return launch<LadderTile, SwizzledLayouts, DirectStore>(p, acc, stream, info);
+  return launch<LadderTileF32, LadderTileF16, SwizzledLayouts, DirectStore>(p, acc, stream, info);
 }

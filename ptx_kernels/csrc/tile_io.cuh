@@ -4,6 +4,7 @@
 #include <mma.h>
 
 #include <type_traits>
+#include <utility>
 
 #include "hgemm.cuh"
 #include "ptx.cuh"
@@ -11,6 +12,17 @@
 namespace tile {
 
 __host__ __device__ constexpr int cdiv(int a, int b) { return (a + b - 1) / b; }
+
+// f(std::integral_constant<int, 0>{}), ..., f(std::integral_constant<int, N - 1>{}): a loop whose index is a
+// compile-time constant in the body (for template arguments such as an instruction's immediate offset).
+template <class F, int... I>
+__device__ __forceinline__ void static_for_impl(F&& f, std::integer_sequence<int, I...>) {
+  (f(std::integral_constant<int, I>{}), ...);
+}
+template <int N, class F>
+__device__ __forceinline__ void static_for(F&& f) {
+  static_for_impl(f, std::make_integer_sequence<int, N>{});
+}
 
 __host__ __device__ inline bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15) == 0; }
 
@@ -109,13 +121,24 @@ struct CpAsyncLoader {
   static_assert(COLS % 8 == 0 && LDS % 8 == 0 && THREADS % CPR == 0 && (ROWS * CPR) % THREADS == 0,
                 "whole 16-byte chunks, whole rows per pass, the same number of chunks per thread");
   static_assert(PASSES <= 32, "one mask bit per pass");
-  static_assert(repeats_every<Layout, ROWS_PER_PASS, COLS, LDS>(), "the layout repeats from pass to pass");
+  // A swizzle repeats every 8 rows; when a pass covers fewer, the thread's shared-memory offset cycles through
+  // PERIOD values (kept in registers) before it becomes a plain row stride again.
+  static constexpr int period() {
+    return repeats_every<Layout, ROWS_PER_PASS, COLS, LDS>()     ? 1
+           : repeats_every<Layout, 2 * ROWS_PER_PASS, COLS, LDS>() ? 2
+           : repeats_every<Layout, 4 * ROWS_PER_PASS, COLS, LDS>() ? 4
+           : repeats_every<Layout, 8 * ROWS_PER_PASS, COLS, LDS>() ? 8
+                                                                    : 0;
+  }
+  static_assert(period() > 0, "the layout repeats within 8 passes");
+  static constexpr int OFFSETS = period() < PASSES ? period() : PASSES;
+  static_assert(PASSES % OFFSETS == 0, "whole periods of passes");
 
-  const half* src;  // this thread's chunk of pass 0 in the next tile
-  uint32_t dst;     // its byte offset inside a stage
-  uint32_t mask;    // bit i: pass i's row lies inside the fixed extent (rows; all ones when K runs along rows)
-  uint32_t bytes;   // bytes of this thread's column inside the fixed extent (columns; 16 when K runs along them)
-  int row;          // this thread's row in pass 0
+  const half* src;           // this thread's chunk of pass 0 in the next tile
+  uint32_t dst[OFFSETS];     // its byte offset inside a stage in passes 0 .. OFFSETS - 1
+  uint32_t mask;             // bit i: pass i's row lies inside the fixed extent (rows; all ones when K runs along rows)
+  uint32_t bytes;            // bytes of this thread's column inside the fixed extent (columns; 16 when K runs along them)
+  int row;                   // this thread's row in pass 0
 
   // g: the first tile's origin, row stride ld; fixed_left: rows (K along columns) or columns (K along rows) left
   // from the origin in the dimension that does not advance.
@@ -123,7 +146,8 @@ struct CpAsyncLoader {
     row = threadIdx.x / CPR;
     const int k = (threadIdx.x % CPR) * 8;
     src = g + row * ld + k;
-    dst = Layout::off(row, k, LDS) * 2;
+#pragma unroll
+    for (int j = 0; j < OFFSETS; ++j) dst[j] = Layout::off(row + j * ROWS_PER_PASS, k, LDS) * 2;
     mask = K_ALONG_ROWS ? ~0u : 0u;
     bytes = 16u;
     if (K_ALONG_ROWS) {
@@ -146,7 +170,8 @@ struct CpAsyncLoader {
 #pragma unroll
     for (int i = 0; i < PASSES; ++i) {
       const bool inside = K_ALONG_ROWS ? row + i * ROWS_PER_PASS < k_left : ((mask >> i) & 1u);
-      ptx::cp_async_16B(stage + dst + i * ROWS_PER_PASS * LDS * 2, s, inside ? col_bytes : 0u);
+      ptx::cp_async_16B(stage + dst[i % OFFSETS] + (i / OFFSETS) * OFFSETS * ROWS_PER_PASS * LDS * 2, s,
+                        inside ? col_bytes : 0u);
       s += ROWS_PER_PASS * ld;
     }
     src += k_step;
@@ -174,8 +199,10 @@ struct OperandLoads {
 
   // Copy tile kt into stage kt % STAGES and commit it as one cp.async group: no branch, the same count of groups
   // every time.
-  __device__ __forceinline__ void copy_stage(const GemmArgs& p, int kt) {
-    const int s = kt % STAGES, k_left = p.K - kt * BK;
+  __device__ __forceinline__ void copy_stage(const GemmArgs& p, int kt) { copy_stage(p, kt, kt % STAGES); }
+  // The same with the stage given (s == kt % STAGES), for main loops unrolled over the stages.
+  __device__ __forceinline__ void copy_stage(const GemmArgs& p, int kt, int s) {
+    const int k_left = p.K - kt * BK;
     const uint32_t a_stage = sA + s * A_STAGE_BYTES, b_stage = sB + s * B_STAGE_BYTES;
     a.copy_next(a_stage, p.sam, k_left, BK);
     if (B_COL) b.copy_next(b_stage, p.sbn, k_left, BK);
@@ -225,6 +252,21 @@ struct WmmaOperands {
     for (int i = 0; i < FM; ++i) nvcuda::wmma::load_matrix_sync(a[i], sA + i * 16 * lda, lda);
 #pragma unroll
     for (int j = 0; j < FN; ++j) nvcuda::wmma::load_matrix_sync(b[j], B_COL ? sB + j * 16 * ldb : sB + j * 16, ldb);
+  }
+  // The same from shared addresses known up to a constant: sA / sB are the shared addresses of the warp's
+  // operands of the stage at offset 0 (as in load's pointers), A_OFF / B_OFF (bytes) the stage and k-step; row
+  // strides LDA / LDB halves. Through ptx::wmma_load_*, so every offset is an immediate of the LDSM.
+  template <int LDA, int LDB, int A_OFF, int B_OFF>
+  __device__ __forceinline__ void load_shared(uint32_t sA, uint32_t sB) {
+    static_for<FM>([&](auto i) {
+      ptx::wmma_load_a_row_m16n16k16<LDA, A_OFF + decltype(i)::value * 16 * LDA * 2>(
+          reinterpret_cast<uint32_t(&)[8]>(a[decltype(i)::value].x), sA);
+    });
+    static_for<FN>([&](auto j) {
+      constexpr int J = decltype(j)::value;
+      ptx::wmma_load_b_m16n16k16<B_COL, LDB, B_OFF + (B_COL ? J * 16 * LDB : J * 16) * 2>(
+          reinterpret_cast<uint32_t(&)[8]>(b[J].x), sB);
+    });
   }
   // c[i][j] += a[i] b[j]: FM * FN wmma::mma_sync.
   template <typename AccFrag>

@@ -2,21 +2,25 @@
 //
 // Adds over wmma_async_dbuf: a STAGES-deep cp.async pipeline (STAGES-1 tiles in flight while one is computed,
 // one barrier per tile) whose copies cost a few instructions each (tile::OperandLoads: pointers advance, edges
-// are masks, no branch), 64x64 warp tiles (4x4 fragments: every fragment loaded from shared memory feeds 4
-// MMAs), fragments double-buffered in registers (the next k-step's load_matrix_sync issued before this one's
-// mma_sync, across tiles too), dynamic shared memory above 48 KB, two blocks per SM, and grouped block
-// rasterization so that neighbouring blocks share operand tiles in L2.
+// are masks, no branch), large warp tiles — 64x64 (4x4 fragments) with fp32 accumulators, 64x128 (4x8) with fp16
+// ones, which take half the registers — fragments double-buffered in registers where they fit (fp32: the next
+// k-step's loads issued before this one's mma_sync, across tiles too), dynamic shared memory above 48 KB and
+// grouped block rasterization so that neighbouring blocks share operand tiles in L2. The fragments are loaded
+// with the PTX form of load_matrix_sync (ptx::wmma_load_*: the same wmma.load instruction, addressed
+// [base + immediate]) from a main loop unrolled over the stages, so no integer instruction forms a fragment's
+// address: 244 instructions per 128 HMMA in the fp16 loop instead of 300.
 //
-// Tile chosen by measurement (scripts/tune_wmma_multistage.cu on the H100, NN, TFLOPS and ratio to cuBLAS in the
-// same process), fp32 accumulation at 4096^3 / 8192^3: 128x128x64 with 2x2 warps, 3 stages, 2 blocks per SM
-// 312 / 334 (0.42x / 0.45x); 128x128x32 4 stages 308 / 286; 128x256x32 with 2x4 warps 308 / 298; 256x128x32
-// 276 / 287. With fp16 accumulation 128x256x32 reaches 393 / 388 (0.53x / 0.52x). WMMA compiles to the same
-// HMMA.16816 and LDSM as the mma.sync ladder; what it cannot do is choose the shared-memory layout its
-// load_matrix_sync reads (rows are padded instead of swizzled) or shape the fragments' registers, and the fp32
-// accumulators of a 64x64 warp tile leave no registers for larger tiles.
+// Tiles chosen by measurement (scripts/tune_wmma_multistage.cu on the H100, NN, TFLOPS and ratio to cuBLAS in
+// the same process; `bash scripts/gpu_pass.sh tune OUT`), at 4096^3 / 8192^3:
+// - fp32: 128x256x64, 2x4 warps, 3 stages: 395 / 368 (0.53x / 0.49x); 256x128x64 396 / 381; the earlier
+//   128x128x64 with two blocks per SM 317 / 334; one fragment buffer 389 / 359.
+// - fp16: 256x256x32, 4x2 warps of 64x128, 4 stages, one fragment buffer: 484 / 463 (0.63x / 0.63x); 2x4 warps
+//   of 128x64 457 / 422; the earlier 128x256x32 with 2x4 warps 384 / 355.
+// WMMA compiles to the same HMMA.16816 and LDSM as the mma.sync ladder; what it cannot do is choose the
+// shared-memory layout wmma.load reads (rows are padded instead of swizzled) or shape the fragments' registers.
+// Nsight Compute at a locked 1.41 GHz: the fp16 tile keeps the tensor pipe 77-82% busy, the mma.sync kernel on
+// the same tile 89%.
 // Edges: cp.async zero-fill as in wmma_async_dbuf; needs 16-byte aligned rows.
-// Measured (docs/results/h100, `python -m compare` on the H100 at 7f0d87c, 4096^3 NN, fp32 accumulation):
-//   312.4 TFLOPS (0.413x, 48% of the mma.sync ceiling), 1.26x wmma_async_dbuf.
 #include <mma.h>
 
 #include "hgemm.cuh"
@@ -27,11 +31,12 @@ using namespace nvcuda;
 
 // A tile configuration: block tile BM x BN x BK, a WARPS_M x WARPS_N grid of warps, STAGES-deep pipeline,
 // MIN_BLOCKS resident blocks per SM asked of the compiler (__launch_bounds__: registers <= 64K / (MIN_BLOCKS *
-// THREADS)).
-template <int BM_, int BN_, int BK_, int WARPS_M_, int WARPS_N_, int STAGES_, int MIN_BLOCKS_ = 1>
+// THREADS)), FRAG_BUFS register buffers of operand fragments (as in mma_pipeline.cuh's Tile: 2 loads the next
+// k-step's under this one's MMAs, 1 saves the registers).
+template <int BM_, int BN_, int BK_, int WARPS_M_, int WARPS_N_, int STAGES_, int MIN_BLOCKS_ = 1, int FRAG_BUFS_ = 2>
 struct Tile {
   static constexpr int BM = BM_, BN = BN_, BK = BK_, WARPS_M = WARPS_M_, WARPS_N = WARPS_N_, STAGES = STAGES_;
-  static constexpr int MIN_BLOCKS = MIN_BLOCKS_;
+  static constexpr int MIN_BLOCKS = MIN_BLOCKS_, FRAG_BUFS = FRAG_BUFS_;
   static constexpr int FM = BM / (WARPS_M * 16), FN = BN / (WARPS_N * 16);  // fragments per warp
   static constexpr int THREADS = 32 * WARPS_M * WARPS_N;
   static constexpr int PAD = 8;  // halves: rows skewed by 16 bytes, so ldmatrix's 8 row reads hit distinct banks
@@ -39,11 +44,14 @@ struct Tile {
   static_assert(FM * WARPS_M * 16 == BM && FN * WARPS_N * 16 == BN && BK % 16 == 0, "tiles of 16x16 fragments");
   static_assert(STAGES >= 2, "a pipeline needs two stages");
   static constexpr int KSTEPS = BK / 16;
-  static_assert(KSTEPS % 2 == 0, "the two fragment buffers alternate across tiles: an even number of k-steps");
+  static_assert(FRAG_BUFS == 1 || FRAG_BUFS == 2, "one or two fragment buffers");
+  static_assert(FRAG_BUFS == 1 || KSTEPS % 2 == 0, "two fragment buffers alternate across tiles: an even number of k-steps");
 };
 
-// The configuration the variant ships (chosen by the sweep in scripts/tune_wmma_multistage.cu, see the header).
-using Shipped = Tile<128, 128, 64, 2, 2, 3, 2>;
+// The configurations the variant ships, one per accumulation (chosen by the sweep in
+// scripts/tune_wmma_multistage.cu, see the header).
+using ShippedF32 = Tile<128, 256, 64, 2, 4, 3, 1, 2>;
+using ShippedF16 = Tile<256, 256, 32, 4, 2, 4, 1, 1>;
 constexpr int GROUP_M = 8;
 
 template <class T, bool B_COL>
@@ -51,6 +59,9 @@ struct Smem {
   static constexpr int B_ROWS = B_COL ? T::BN : T::BK, LDB = (B_COL ? T::BK : T::BN) + T::PAD;
   static constexpr int A_STAGE = T::BM * T::LDA, B_STAGE = B_ROWS * LDB;  // halves
   static constexpr int BYTES = T::STAGES * (A_STAGE + B_STAGE) * 2;
+  // Byte offsets of k-step kk of stage st inside a warp's A and B operands.
+  __host__ __device__ static constexpr int a_off(int st, int kk) { return (st * A_STAGE + kk) * 2; }
+  __host__ __device__ static constexpr int b_off(int st, int kk) { return (st * B_STAGE + (B_COL ? kk : kk * LDB)) * 2; }
   static_assert((A_STAGE * 2) % 128 == 0 && (B_STAGE * 2) % 128 == 0, "stages stay 128-byte aligned");
 };
 
@@ -76,37 +87,53 @@ __global__ void __launch_bounds__(T::THREADS, T::MIN_BLOCKS) kernel(GemmArgs p) 
   wmma::fragment<wmma::accumulator, 16, 16, 16, AccT> c[FM][FN];
   tile::fill_warp_tile(c);
 
-  // Where the warp's operands of tile stage `stage`, k-step kk, start.
-  auto warp_a = [&](int stage, int kk) { return sA + stage * S::A_STAGE + wm * FM * 16 * LDA + kk; };
-  auto warp_b = [&](int stage, int kk) {
-    const half* b = sB + stage * S::B_STAGE + (B_COL ? wn * FN * 16 * S::LDB : wn * FN * 16);
-    return B_COL ? b + kk : b + kk * S::LDB;
-  };
-  tile::WmmaOperands<FM, FN, B_COL> ops[2];  // double-buffered in registers
+  // Shared addresses of the warp's operands in stage 0; a stage and k-step add a constant (Smem::a_off, b_off).
+  const uint32_t a_warp = ptx::smem_u32(sA + wm * FM * 16 * LDA);
+  const uint32_t b_warp = ptx::smem_u32(sB + (B_COL ? wn * FN * 16 * S::LDB : wn * FN * 16));
+  constexpr int FB = T::FRAG_BUFS;
+  tile::WmmaOperands<FM, FN, B_COL> ops[FB];  // double-buffered in registers (FB = 2)
 
   // PROLOGUE: STAGES - 1 tiles in flight; wait for tile 0 and load its first k-step's fragments.
 #pragma unroll
   for (int s = 0; s < STAGES - 1; ++s) loads.copy_stage(p, s);
   ptx::cp_async_wait<STAGES - 2>();
   __syncthreads();
-  ops[0].load(warp_a(0, 0), LDA, warp_b(0, 0), S::LDB);
+  ops[0].template load_shared<LDA, S::LDB, 0, 0>(a_warp, b_warp);
 
-  // MAIN LOOP: k-step ks's MMAs run while the next k-step's fragments load, across tile boundaries too (the one
-  // barrier per tile sits before the last k-step's MMAs).
-  for (int kt = 0; kt < kt_count; ++kt) {
-    const int stage = kt % STAGES, next = (kt + 1) % STAGES;
-#pragma unroll
-    for (int ks = 0; ks < KSTEPS; ++ks) {
-      if (ks == KSTEPS - 1) {
-        ptx::cp_async_wait<STAGES - 2>();  // tile kt + 1 has landed (this thread's copies) ...
-        __syncthreads();                   // ... and everyone's; every warp is done reading tile kt's stage
-      }
-      const bool last = ks + 1 == KSTEPS;
-      const int st = last ? next : stage, kk = last ? 0 : (ks + 1) * 16;
-      ops[(ks + 1) % 2].load(warp_a(st, kk), LDA, warp_b(st, kk), S::LDB);
-      if (ks == 0) loads.copy_stage(p, kt + STAGES - 1);  // refills tile kt - 1's stage, free since the barrier
-      ops[ks % 2].mma(c);
-    }
+  // MAIN LOOP: with two buffers, k-step ks's MMAs run while the next k-step's fragments load, across tile
+  // boundaries too (the one barrier per tile sits before the last k-step's MMAs); with one, the next fragments
+  // load after the MMAs (and after the barrier at a tile's end). The loop is unrolled over the STAGES stages of
+  // the ring and the k-steps of a tile (tile::static_for), so each fragment's address is the warp's base plus a
+  // compile-time constant that folds into its LDSM (see ptx::wmma_load_a_row_m16n16k16).
+  for (int kt0 = 0; kt0 < kt_count; kt0 += STAGES) {
+    tile::static_for<STAGES>([&](auto stage_c) {
+      constexpr int stage = decltype(stage_c)::value, next = (stage + 1) % STAGES;
+      const int kt = kt0 + stage;
+      if (kt >= kt_count) return;
+      tile::static_for<KSTEPS>([&](auto ks_c) {
+        constexpr int ks = decltype(ks_c)::value;
+        constexpr bool last = ks + 1 == KSTEPS;
+        constexpr int st = last ? next : stage, kk = last ? 0 : (ks + 1) * 16;
+        constexpr int A_OFF = S::a_off(st, kk), B_OFF = S::b_off(st, kk);
+        if constexpr (FB == 2) {
+          if constexpr (last) {
+            ptx::cp_async_wait<STAGES - 2>();  // tile kt + 1 has landed (this thread's copies) ...
+            __syncthreads();                   // ... and everyone's; every warp is done reading tile kt's stage
+          }
+          ops[(ks + 1) % FB].template load_shared<LDA, S::LDB, A_OFF, B_OFF>(a_warp, b_warp);
+        }
+        // refill tile kt - 1's stage, free since the barrier
+        if constexpr (ks == 0) loads.copy_stage(p, kt + STAGES - 1, (stage + STAGES - 1) % STAGES);
+        ops[ks % FB].mma(c);
+        if constexpr (FB == 1) {
+          if constexpr (last) {
+            ptx::cp_async_wait<STAGES - 2>();
+            __syncthreads();
+          }
+          ops[0].template load_shared<LDA, S::LDB, A_OFF, B_OFF>(a_warp, b_warp);
+        }
+      });
+    });
   }
 
   // EPILOGUE: the pipeline's shared memory becomes the per-warp scratch.
@@ -127,16 +154,20 @@ cudaError_t launch(const GemmArgs& p, cudaStream_t stream, LaunchInfo* info) {
   return cudaGetLastError();
 }
 
-template <class T>
-cudaError_t launch_tile(const GemmArgs& p, Acc acc, cudaStream_t stream, LaunchInfo* info) {
+// Tile T32 for fp32 accumulation, T16 for fp16.
+template <class T32, class T16>
+cudaError_t launch_tiles(const GemmArgs& p, Acc acc, cudaStream_t stream, LaunchInfo* info) {
   if (!tile::rows_aligned16(p)) return cudaErrorMisalignedAddress;
   return tile::dispatch(acc, p.b_col_major, [&](auto acc_c, auto b_col_c) {
-    return launch<T, decltype(acc_c)::value, decltype(b_col_c)::value>(p, stream, info);
+    constexpr Acc A = decltype(acc_c)::value;
+    using T = typename std::conditional<A == Acc::F32, T32, T16>::type;
+    return launch<T, A, decltype(b_col_c)::value>(p, stream, info);
   });
 }
 
 }  // namespace wmma_multistage
 
 cudaError_t launch_wmma_multistage(const GemmArgs& p, Acc acc, cudaStream_t stream, LaunchInfo* info) {
-  return wmma_multistage::launch_tile<wmma_multistage::Shipped>(p, acc, stream, info);
+  using namespace wmma_multistage;
+  return launch_tiles<ShippedF32, ShippedF16>(p, acc, stream, info);
 }

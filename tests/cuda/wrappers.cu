@@ -17,6 +17,10 @@ __global__ void every_wrapper(const half* g, half* out, float* fout) {
   ptx::ldmatrix_x1_trans(r[7], base);
   ptx::ldmatrix_x2_trans(r[8], r[9], base);
   ptx::ldmatrix_x4_trans(r[10], r[11], r[12], r[13], base);
+  uint32_t w[3][8];  // wmma.load: A row-major, B row-major, B column-major (16x16, leading dimension 16)
+  ptx::wmma_load_a_row_m16n16k16<16, 0>(w[0], ptx::smem_u32(s));
+  ptx::wmma_load_b_m16n16k16<false, 16, 512>(w[1], ptx::smem_u32(s));
+  ptx::wmma_load_b_m16n16k16<true, 16, 1024>(w[2], ptx::smem_u32(s));
   const uint32_t a[4] = {r[0], r[1], r[2], r[3]}, b[2] = {r[4], r[5]}, c16[2] = {r[6], r[7]};
   float d[4];
   const float c[4] = {0.f, 0.f, 0.f, 0.f};
@@ -35,6 +39,8 @@ __global__ void every_wrapper(const half* g, half* out, float* fout) {
   // Consume every register, or ptxas drops the loads whose results are dead.
   uint32_t x = d16[0] ^ d16[1];
   for (int i = 0; i < 14; ++i) x ^= r[i];
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 8; ++j) x ^= w[i][j];
   for (int i = 0; i < 4; ++i) fout[threadIdx.x * 4 + i] = d[i];
   out[threadIdx.x] = s[threadIdx.x];
   reinterpret_cast<uint32_t*>(fout)[128 + threadIdx.x] = x;
