@@ -20,7 +20,8 @@ def variants() -> tuple[Variant, ...]:
 
 
 def last_launch() -> dict:
-    """What the most recent `hgemm` call launched: variant, grid, block, shared memory, and any copies it made."""
+    """What the most recent `hgemm` call launched: variant, grid, block, shared memory, any copies it made, and
+    the block tile (tile_m, tile_n) where the variant chose between two (else None)."""
     return dict(_last)
 
 
@@ -52,15 +53,25 @@ def _is_row_major(t: torch.Tensor) -> bool:
     return t.stride(1) == 1 or t.shape[1] == 1
 
 
+TILES = {"auto": 0, "large": 1, "base": 2}
+
+
 def hgemm(a: torch.Tensor, b: torch.Tensor, *, variant: str = "wmma_multistage", acc: str = "fp32",
-          out: torch.Tensor | None = None) -> torch.Tensor:
+          out: torch.Tensor | None = None, tile: str = "auto") -> torch.Tensor:
     """C = A @ B in fp16 on one hand-written kernel.
 
     variant: a name from `variants()`. acc: "fp32" or "fp16" accumulation. out: preallocated fp16 (M, N) tensor.
+    tile: where the variant has two block tiles for `acc` (`Variant.block_fp16`: the pipelined variants with fp16
+    accumulation), "auto" picks by wave count, "large" forces `block_fp16`, "base" forces `block`.
     Layouts the variant cannot read in place (column-major A; strided views; unaligned rows for cp.async
     variants) are copied first; `last_launch()["copies"]` lists them.
     """
     v = check_variant(variant, acc)
+    if tile not in TILES:
+        raise ValueError(f"hgemm: tile must be one of {sorted(TILES)}, got {tile!r}")
+    if tile != "auto" and not (acc == "fp16" and v.block_fp16):
+        raise ValueError(f"hgemm: variant {variant!r} has one tile for acc={acc!r}; tile={tile!r} needs a variant "
+                         "with two (fp16 accumulation on the pipelined variants)")
     p = validate(a, b, out, allow_cpu=False)
     if p.empty:
         return finish_empty(p)
@@ -96,10 +107,10 @@ def hgemm(a: torch.Tensor, b: torch.Tensor, *, variant: str = "wmma_multistage",
     if not _is_row_major(c):
         c = torch.empty((p.m, p.n), dtype=torch.float16, device=a.device)
         copies.append("C through a row-major temporary")
-    info = ext.hgemm_launch(variant, a, b, c, b_col, acc == "fp16")
+    info = ext.hgemm_launch(variant, a, b, c, b_col, acc == "fp16", TILES[tile])
     if c is not p.out:
         p.out.copy_(c)
     _last.clear()
     _last.update(variant=variant, acc=acc, grid=(info[0], info[1]), block=info[2], smem_bytes=info[3],
-                 b_col_major=b_col, copies=copies)
+                 b_col_major=b_col, copies=copies, tile=(info[5], info[6]) if info[5] else None)
     return p.out

@@ -8,48 +8,57 @@ from compare.reference import LAYOUTS, compare, error_bound, make_inputs, poison
 
 pytestmark = pytest.mark.gpu
 
-CASES = [(v, acc) for v in ptx_kernels.variants() for acc in v.accs]
-IDS = [f"{v.name}-{acc}" for v, acc in CASES]
+# (variant, accumulation, tile): variants with two fp16 tiles are tested on each, forced.
+CASES = [(v, acc, tile) for v in ptx_kernels.variants() for acc in v.accs
+         for tile in (("large", "base") if acc == "fp16" and v.block_fp16 else ("auto",))]
+IDS = [f"{v.name}-{acc}" + ("" if tile == "auto" else f"-{tile}") for v, acc, tile in CASES]
 
 
-def edge_shapes(v, acc):
-    """TESTING.md's list, sized to the variant's tile for that accumulation: tile +- 1, partial last K tile, deep
-    K (more tiles than the pipeline has stages, ending in a partial one)."""
-    bm, bn, bk = v.block_for(acc)
-    shapes = [(1, 1, 1), (7, 8, 15), (17, 16, 8), (15, 17, 311), (bm + 1, bn - 1, bk * v.stages_for(acc) + 8),
+def tile_of(v, tile):
+    """(block, stages) a case runs with."""
+    return (v.block_fp16, v.stages_fp16) if tile == "large" else (v.block, v.stages)
+
+
+def edge_shapes(v, tile="auto"):
+    """TESTING.md's list, sized to the tile the case runs: tile +- 1, partial last K tile, deep K (more tiles
+    than the pipeline has stages, ending in a partial one)."""
+    (bm, bn, bk), stages = tile_of(v, tile)
+    shapes = [(1, 1, 1), (7, 8, 15), (17, 16, 8), (15, 17, 311), (bm + 1, bn - 1, bk * stages + 8),
               (bm - 1, bn + 1, max(bk - 1, 1)), (496, 233, bk + 1), (256, 256, 256)]
     if not v.slow:
         shapes.append((107, 233, 4099))
     return shapes
 
 
-def run(v, acc, a, b, out=None):
+def run(v, acc, a, b, out=None, tile="auto"):
     out = poisoned_out(a.shape[0], b.shape[1], "cuda") if out is None else out
-    c = ptx_kernels.hgemm(a, b, variant=v.name, acc=acc, out=out)
+    c = ptx_kernels.hgemm(a, b, variant=v.name, acc=acc, out=out, tile=tile)
     torch.cuda.synchronize()
+    if tile != "auto":
+        assert ptx_kernels.last_launch()["tile"] == tile_of(v, tile)[0][:2]
     return c
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)
-@pytest.mark.parametrize("v,acc", CASES, ids=IDS)
-def test_exact_edges(v, acc, layout):
-    for i, (m, n, k) in enumerate(edge_shapes(v, acc)):
+@pytest.mark.parametrize("v,acc,tile", CASES, ids=IDS)
+def test_exact_edges(v, acc, tile, layout):
+    for i, (m, n, k) in enumerate(edge_shapes(v, tile)):
         a, b = make_inputs(m, n, k, layout, device="cuda", seed=i)
-        verdict = compare(run(v, acc, a, b), reference(a, b))
+        verdict = compare(run(v, acc, a, b, tile=tile), reference(a, b))
         assert verdict.ok, f"{v.name} {acc} {layout} {m}x{n}x{k}: {verdict.detail}"
 
 
-@pytest.mark.parametrize("v,acc", CASES, ids=IDS)
-def test_random_within_bound(v, acc):
+@pytest.mark.parametrize("v,acc,tile", CASES, ids=IDS)
+def test_random_within_bound(v, acc, tile):
     m, n, k = (512, 384, 1000) if v.slow else (1500, 1100, 2000)
     a, b = make_inputs(m, n, k, "NN", device="cuda", seed=3, kind="randn")
     ref = reference(a, b)
-    verdict = compare(run(v, acc, a, b), ref, error_bound(a, b, ref, acc))
+    verdict = compare(run(v, acc, a, b, tile=tile), ref, error_bound(a, b, ref, acc))
     assert verdict.ok, verdict.detail
 
 
-@pytest.mark.parametrize("v,acc", CASES, ids=IDS)
-def test_misaligned_and_strided_inputs(v, acc):
+@pytest.mark.parametrize("v,acc,tile", CASES, ids=IDS)
+def test_misaligned_and_strided_inputs(v, acc, tile):
     """Storage offsets that break 16-byte alignment, K not a multiple of 8, a strided A view, a strided out."""
     g = torch.Generator().manual_seed(4)
     base_a = torch.randint(-3, 4, (70, 2 * 101 + 1), generator=g).half().cuda()
@@ -57,7 +66,7 @@ def test_misaligned_and_strided_inputs(v, acc):
     a = base_a[1:66, 1::2]  # 65 x 101, column stride 2, odd offset
     b = base_b[1:, 3:]  # 101 x 128, offset breaks 16-byte alignment
     out_t = torch.full((129, 65), float("nan"), dtype=torch.float16, device="cuda")
-    c = ptx_kernels.hgemm(a, b, variant=v.name, acc=acc, out=out_t.t()[:, 1:])  # column-major, offset out
+    c = ptx_kernels.hgemm(a, b, variant=v.name, acc=acc, out=out_t.t()[:, 1:], tile=tile)  # column-major out
     torch.cuda.synchronize()
     assert c.data_ptr() == out_t.t()[:, 1:].data_ptr()
     verdict = compare(c, reference(a, b))
@@ -83,25 +92,34 @@ def test_deterministic_and_nan_rows(v):
 
 
 def test_multistage_dynamic_smem_and_grid():
-    """The launch geometry of the per-accumulation tiles (ptx_kernels/variants.py, mma_pipeline.cuh)."""
+    """The launch geometry of the tiles (ptx_kernels/variants.py, mma_pipeline.cuh): fp16 accumulation takes the
+    256x256 tile where it fills the GPU in whole waves, else the fp32 tile."""
     a, b = make_inputs(300, 600, 64, "NN", device="cuda", seed=6)
     b_col = b.t().contiguous().t()
     ptx_kernels.hgemm(a, b, variant="wmma_multistage")  # fp32: 3 stages of padded 128x64 A, 64x256 B tiles
     info = ptx_kernels.last_launch()
     assert info["smem_bytes"] == 3 * (128 * 72 + 64 * 264) * 2
-    assert info["grid"][0] == 3 * 3 and info["block"] == 256
+    assert info["grid"][0] == 3 * 3 and info["block"] == 256 and info["tile"] == (128, 256)
     ptx_kernels.hgemm(a, b_col, variant="wmma_multistage")
     assert ptx_kernels.last_launch()["smem_bytes"] == 3 * (128 * 72 + 256 * 72) * 2
-    ptx_kernels.hgemm(a, b, variant="wmma_multistage", acc="fp16")  # 4 stages of padded 256x32 A, 32x256 B
+    ptx_kernels.hgemm(a, b, variant="wmma_multistage", acc="fp16")  # 6 blocks of 256x256 would idle the GPU
+    assert ptx_kernels.last_launch()["tile"] == (128, 256)
+    ptx_kernels.hgemm(a, b, variant="wmma_multistage", acc="fp16", tile="large")  # 4 stages of 256x32, 32x256
     info = ptx_kernels.last_launch()
     assert info["smem_bytes"] == 4 * (256 * 40 + 32 * 264) * 2 and info["grid"][0] == 2 * 3
     ptx_kernels.hgemm(a, b, variant="mma_stmatrix")  # 3 stages of 128x64 A and 64x256 B, unpadded
     info = ptx_kernels.last_launch()
     assert info["smem_bytes"] == 3 * (128 * 64 + 64 * 256) * 2 and info["grid"][0] == 3 * 3 and info["block"] == 256
-    ptx_kernels.hgemm(a, b, variant="mma_stmatrix", acc="fp16")  # the 256x(256 + 8) C tile outgrows 4 stages
+    ptx_kernels.hgemm(a, b, variant="mma_stmatrix", acc="fp16", tile="large")  # the 256x264 C tile outgrows 4 stages
     info = ptx_kernels.last_launch()
     assert info["smem_bytes"] == 256 * 264 * 2 > 4 * (256 * 32 + 32 * 256) * 2
     assert info["grid"][0] == 2 * 3 and info["block"] == 256
+    big_a, big_b = make_inputs(4096, 4096, 64, "NN", device="cuda", seed=7)
+    ptx_kernels.hgemm(big_a, big_b, variant="mma_stmatrix", acc="fp16")
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    waves = lambda tiles: -(-tiles // sms)  # noqa: E731
+    large = 10 * waves(16 * 16) * 256 * 256 <= 11 * waves(32 * 16) * 128 * 256  # on 132 SMs: 2 waves vs 4, large
+    assert ptx_kernels.last_launch()["tile"] == ((256, 256) if large else (128, 256))
 
 
 def test_errors():

@@ -52,6 +52,20 @@ def test_ptx_fake_rejects_unknown_variant_and_acc():
         OPS.ptx_hgemm(a, a, "mma_stmatrix", "bf16")
 
 
+def test_ptx_tile_choice_is_validated_before_any_device_work():
+    """hgemm's tile= names one of two tiles, offered only where a variant has two for the accumulation."""
+    import ptx_kernels
+    a = torch.ones(4, 4, dtype=torch.float16)
+    with pytest.raises(ValueError, match="tile must be one of"):
+        ptx_kernels.hgemm(a, a, variant="mma_stmatrix", acc="fp16", tile="huge")
+    with pytest.raises(ValueError, match="has one tile for acc='fp32'"):
+        ptx_kernels.hgemm(a, a, variant="mma_stmatrix", acc="fp32", tile="large")
+    with pytest.raises(ValueError, match="has one tile for acc='fp16'"):
+        ptx_kernels.hgemm(a, a, variant="mma_tiled", acc="fp16", tile="base")
+    v = ptx_kernels.variants()[[x.name for x in ptx_kernels.variants()].index("mma_stmatrix")]
+    assert v.block_for("fp32") == (128, 256, 64) and v.block_for("fp16") == (256, 256, 32)
+
+
 def test_ptx_operator_compiles_fullgraph_on_meta():
     """torch.compile keeps the opaque operator as one node: no graph break (fullgraph=True would raise)."""
     f = torch.compile(lambda x, y: OPS.ptx_hgemm(x, y, "mma_stmatrix", "fp32") * 2, fullgraph=True,

@@ -33,9 +33,10 @@ std::vector<std::string> hgemm_variants() {
 }
 
 // Launch `variant` on the current stream: C = A @ B. Python has validated shapes, dtypes and devices and chosen
-// the layouts; these checks guard the contract again. Returns {grid_x, grid_y, block, smem_bytes, smem_limit}.
+// the layouts; these checks guard the contract again. tile: GemmArgs::tile. Returns {grid_x, grid_y, block,
+// smem_bytes, smem_limit, tile_m, tile_n}.
 std::vector<int64_t> hgemm_launch(const std::string& variant, const torch::Tensor& a, const torch::Tensor& b,
-                                  const torch::Tensor& c, bool b_col_major, bool acc_fp16) {
+                                  const torch::Tensor& c, bool b_col_major, bool acc_fp16, int64_t tile) {
   auto it = launchers().find(variant);
   TORCH_CHECK(it != launchers().end(), "hgemm: no PTX variant named '", variant, "'");
   for (const auto* t : {&a, &b, &c}) {
@@ -67,6 +68,8 @@ std::vector<int64_t> hgemm_launch(const std::string& variant, const torch::Tenso
   p.sbn = b.stride(1);
   p.ldc = c.stride(0);
   p.b_col_major = b_col_major;
+  TORCH_CHECK(tile >= 0 && tile <= 2, "hgemm_launch: tile must be 0 (auto), 1 (large) or 2 (base)");
+  p.tile = static_cast<int>(tile);
   LaunchInfo info;
   const cudaError_t err =
       it->second(p, acc_fp16 ? Acc::F16 : Acc::F32, at::cuda::getCurrentCUDAStream(a.device().index()), &info);
@@ -76,7 +79,7 @@ std::vector<int64_t> hgemm_launch(const std::string& variant, const torch::Tenso
               "' needs ", info.smem_bytes, " bytes of shared memory per block; this device allows ",
               info.smem_limit);
   TORCH_CHECK(err == cudaSuccess, "hgemm: variant '", variant, "' failed to launch: ", cudaGetErrorString(err));
-  return {info.grid_x, info.grid_y, info.block, info.smem_bytes, info.smem_limit};
+  return {info.grid_x, info.grid_y, info.block, info.smem_bytes, info.smem_limit, info.tile_m, info.tile_n};
 }
 
 // The register-only mma.sync loop; returns the FLOPs it performs so Python can turn a time into TFLOPS.

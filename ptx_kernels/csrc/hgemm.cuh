@@ -17,6 +17,9 @@ struct GemmArgs {
   int64_t sbk, sbn;
   int64_t ldc;
   bool b_col_major;
+  // Where a variant has two tiles for an accumulation (the pipelined ones with fp16 accumulation: a large tile and
+  // the fp32 one), 0 lets the launcher pick by wave count (tile::prefer_large), 1 forces the large, 2 the other.
+  int tile = 0;
 };
 
 enum class Acc : int { F32 = 0, F16 = 1 };
@@ -26,6 +29,7 @@ struct LaunchInfo {
   unsigned grid_x = 0, grid_y = 0, block = 0;
   int smem_bytes = 0;  // dynamic + static shared memory per block
   int smem_limit = 0;  // the device's opt-in limit per block
+  int tile_m = 0, tile_n = 0;  // the block tile launched, where the variant chooses between two (else 0)
 };
 
 using Launcher = cudaError_t (*)(const GemmArgs&, Acc, cudaStream_t, LaunchInfo*);

@@ -158,24 +158,34 @@ __global__ void __launch_bounds__(T::THREADS, T::MIN_BLOCKS) kernel(GemmArgs p) 
   Epilogue::template store<T>(c, p, row0, col0, wm, wn, smem_raw);
 }
 
+// Launch tile T with accumulation A, B layout BC, shared-memory layouts L and the given epilogue.
+template <class T, Acc A, bool BC, class L, class Epilogue>
+cudaError_t launch_tile(const GemmArgs& p, cudaStream_t stream, LaunchInfo* info) {
+  constexpr int pipe = Smem<T, BC>::BYTES, epi = Epilogue::template smem_bytes<T>();
+  constexpr int bytes = pipe > epi ? pipe : epi;
+  auto k = kernel<T, A, BC, typename L::template A<T>, typename L::template B<T, BC>, Epilogue>;
+  cudaError_t err = tile::prepare_smem(k, bytes, info);
+  if (err != cudaSuccess) return err;
+  const dim3 block(T::THREADS), grid(tile::cdiv(p.M, T::BM) * tile::cdiv(p.N, T::BN));
+  tile::fill_info(info, grid, block, bytes);
+  if (info) info->tile_m = T::BM, info->tile_n = T::BN;
+  k<<<grid, block, bytes, stream>>>(p);
+  return cudaGetLastError();
+}
+
 // Launch with shared-memory layouts L (PlainLayouts or SwizzledLayouts) and the given epilogue: tile T32 for fp32
-// accumulation, T16 for fp16.
+// accumulation; for fp16, T16 where it fills the GPU (tile::prefer_large, or as GemmArgs::tile says), else T32.
 template <class T32, class T16, class L, class Epilogue>
 cudaError_t launch(const GemmArgs& p, Acc acc, cudaStream_t stream, LaunchInfo* info) {
   if (!tile::rows_aligned16(p)) return cudaErrorMisalignedAddress;
+  const bool large = acc == Acc::F16 && tile::prefer_large(p, T16::BM, T16::BN, T32::BM, T32::BN);
   return tile::dispatch(acc, p.b_col_major, [&](auto acc_c, auto b_col_c) {
     constexpr Acc A = decltype(acc_c)::value;
     constexpr bool BC = decltype(b_col_c)::value;
-    using T = typename std::conditional<A == Acc::F32, T32, T16>::type;
-    constexpr int pipe = Smem<T, BC>::BYTES, epi = Epilogue::template smem_bytes<T>();
-    constexpr int bytes = pipe > epi ? pipe : epi;
-    auto k = kernel<T, A, BC, typename L::template A<T>, typename L::template B<T, BC>, Epilogue>;
-    cudaError_t err = tile::prepare_smem(k, bytes, info);
-    if (err != cudaSuccess) return err;
-    const dim3 block(T::THREADS), grid(tile::cdiv(p.M, T::BM) * tile::cdiv(p.N, T::BN));
-    tile::fill_info(info, grid, block, bytes);
-    k<<<grid, block, bytes, stream>>>(p);
-    return cudaGetLastError();
+    if constexpr (A == Acc::F16) {
+      if (large) return launch_tile<T16, A, BC, L, Epilogue>(p, stream, info);
+    }
+    return launch_tile<T32, A, BC, L, Epilogue>(p, stream, info);
   });
 }
 

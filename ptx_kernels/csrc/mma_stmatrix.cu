@@ -6,9 +6,9 @@
 // Adds over mma_swizzle: a coalesced epilogue (STSM + STG.128 in SASS instead of 2-byte/4-byte STG). On GPUs
 // before sm_90 (no stmatrix) it compiles to mma_swizzle's direct stores. Grouped block order (L2 reuse) has
 // been on since mma_multistage.
-// Measured (docs/results/h100, `python -m compare` on the H100 at 7f0d87c, 4096^3 NN, fp32 accumulation):
-//   455.3 TFLOPS (0.602x, 70% of the mma.sync ceiling), 1.07x mma_swizzle;
-//   489 (0.646x, 75%) with fp16 accumulation.
+// Measured (docs/results/h100, `python -m compare` on the H100 at 76ffb6e, 4096^3 NN, fp32 accumulation):
+//   451.8 TFLOPS (0.599x, 69% of the mma.sync ceiling), 1.08x mma_swizzle;
+//   529.5 (0.703x, 81%) with fp16 accumulation (its 256x256x32 tile); 8192^3: 433.1 (0.577x) / 524.8 (0.699x).
 #include "mma_pipeline.cuh"
 
 namespace mma_stmatrix {

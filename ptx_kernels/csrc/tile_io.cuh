@@ -441,6 +441,27 @@ inline cudaError_t dispatch(Acc acc, bool b_col_major, F&& launch) {
   return b_col_major ? launch(F16{}, std::true_type{}) : launch(F16{}, std::false_type{});
 }
 
+// Whether a large BM x BN tile beats the smaller SM x SN one on this problem (GemmArgs::tile = 0): the grid runs
+// in waves of one block per SM, so time ~ waves x tile area; the large tile wins ties and up to 10% more of it
+// (its per-flop efficiency is higher: fewer shared-memory bytes per MMA). At 4096^3 on 132 SMs 256x256 and
+// 128x256 both take 8 units (2 and 4 waves): the large tile; at 2048^3 one 256x256 wave (64 blocks, half the
+// SMs idle) costs 4 against 2: the small tile.
+__host__ __device__ constexpr bool large_tile_wins(int M, int N, int BM, int BN, int SM, int SN, int sms) {
+  return 10 * int64_t(cdiv(cdiv(M, BM) * cdiv(N, BN), sms)) * BM * BN <=
+         11 * int64_t(cdiv(cdiv(M, SM) * cdiv(N, SN), sms)) * SM * SN;
+}
+static_assert(large_tile_wins(4096, 4096, 256, 256, 128, 256, 132) && large_tile_wins(8192, 8192, 256, 256, 128, 256, 132) &&
+                  !large_tile_wins(2048, 2048, 256, 256, 128, 256, 132),
+              "the cases the comment above works through");
+inline bool prefer_large(const GemmArgs& p, int BM, int BN, int SM, int SN) {
+  if (p.tile != 0) return p.tile == 1;
+  int dev = 0, sms = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess ||
+      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || sms <= 0)
+    return true;
+  return large_tile_wins(p.M, p.N, BM, BN, SM, SN, sms);
+}
+
 inline void fill_info(LaunchInfo* info, dim3 grid, dim3 block, int smem) {
   if (!info) return;
   info->grid_x = grid.x;
