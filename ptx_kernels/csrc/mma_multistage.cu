@@ -9,8 +9,8 @@
 // block order. Shared memory stays plain and unpadded: A rows of 64 halves are 128 bytes, so the 8 rows an
 // ldmatrix reads sit in one bank group (8-way conflicts), and so do row-major B's 512-byte rows — the conflicts
 // mma_swizzle removes. Needs 16-byte aligned rows.
-// Measured (docs/results/h100, `python -m compare` on the H100 at 76ffb6e, 4096^3 NN, fp32 accumulation):
-//   112.8 TFLOPS (0.150x), 1.8x mma_tiled (the bank conflicts cap it).
+// Measured (docs/results/h100, `python -m compare` on the H100 at 22ac9e1, 4096^3 NN, fp32 accumulation):
+//   113.1 TFLOPS (0.148x), 1.8x mma_tiled (the bank conflicts cap it).
 #include "mma_pipeline.cuh"
 
 cudaError_t launch_mma_multistage(const GemmArgs& p, Acc acc, cudaStream_t stream, LaunchInfo* info) {

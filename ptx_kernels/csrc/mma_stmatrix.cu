@@ -6,9 +6,10 @@
 // Adds over mma_swizzle: a coalesced epilogue (STSM + STG.128 in SASS instead of 2-byte/4-byte STG). On GPUs
 // before sm_90 (no stmatrix) it compiles to mma_swizzle's direct stores. Grouped block order (L2 reuse) has
 // been on since mma_multistage.
-// Measured (docs/results/h100, `python -m compare` on the H100 at 76ffb6e, 4096^3 NN, fp32 accumulation):
-//   451.8 TFLOPS (0.599x, 69% of the mma.sync ceiling), 1.08x mma_swizzle;
-//   529.5 (0.703x, 81%) with fp16 accumulation (its 256x256x32 tile); 8192^3: 433.1 (0.577x) / 524.8 (0.699x).
+// Measured (docs/results/h100, `python -m compare` on the H100 at 22ac9e1, 4096^3 NN, fp32 accumulation):
+//   454.6 TFLOPS (0.597x, 70% of the mma.sync ceiling), 1.08x mma_swizzle; 532.7 (0.700x, 82%) with fp16
+//   accumulation (its 256x256x32 tile); 8192^3: 461.6 (0.622x, 71%) / 506.8 (0.683x, 78%). The run before, at
+//   76ffb6e: 451.8 / 529.5 (81%) at 4096^3, 433.1 / 524.8 (0.699x, 81%) at 8192^3.
 #include "mma_pipeline.cuh"
 
 namespace mma_stmatrix {

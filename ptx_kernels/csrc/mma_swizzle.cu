@@ -7,8 +7,8 @@
 // (scripts/bank_conflicts.sh) before and after: on the H100 at 4096^3, shared-memory load bank conflicts fell from
 // 235,801,087 (mma_multistage: 32 wavefronts per ldmatrix.x4) to 1,557 (4 per ldmatrix.x4;
 // docs/results/h100/hardening).
-// Measured (docs/results/h100, `python -m compare` on the H100 at 76ffb6e, 4096^3 NN, fp32 accumulation):
-//   419.6 TFLOPS (0.557x, 64% of the mma.sync ceiling), 3.7x mma_multistage.
+// Measured (docs/results/h100, `python -m compare` on the H100 at 22ac9e1, 4096^3 NN, fp32 accumulation):
+//   421.9 TFLOPS (0.554x, 65% of the mma.sync ceiling), 3.7x mma_multistage.
 #include "mma_pipeline.cuh"
 
 cudaError_t launch_mma_swizzle(const GemmArgs& p, Acc acc, cudaStream_t stream, LaunchInfo* info) {

@@ -5,8 +5,8 @@
 //
 // Adds over mma_naive: reuse. Loads stay synchronous and shared memory unpadded (the bank conflicts this leaves
 // are what mma_swizzle removes); the pipeline comes in mma_multistage.
-// Measured (docs/results/h100, `python -m compare` on the H100 at 76ffb6e, 4096^3 NN, fp32 accumulation):
-//   64.2 TFLOPS (0.085x), 7.1x mma_naive.
+// Measured (docs/results/h100, `python -m compare` on the H100 at 22ac9e1, 4096^3 NN, fp32 accumulation):
+//   64.4 TFLOPS (0.085x), 7.2x mma_naive.
 #include "hgemm.cuh"
 #include "tile_io.cuh"
 

@@ -2,7 +2,7 @@
 //
 // Adds: nothing; it is the floor the ladder climbs from. Any strides (no copies), any shape.
 // Expect ~1-2% of torch.matmul: every thread reads a row of A and a column of B straight from global memory.
-// Measured (docs/results/h100, `python -m compare` on the H100 at 76ffb6e, 4096^3 NN, fp32 accumulation):
+// Measured (docs/results/h100, `python -m compare` on the H100 at 22ac9e1, 4096^3 NN, fp32 accumulation):
 //   4.6 TFLOPS (0.006x torch.matmul).
 #include "hgemm.cuh"
 #include "tile_io.cuh"

@@ -5,8 +5,8 @@
 // by 8 halves (16 bytes) so the eight 16-byte row segments a fragment load touches fall in different banks.
 // Edges: cp.async's src-size operand zero-fills what lies past M, N or K. Needs 16-byte aligned rows
 // (the Python wrapper makes an aligned copy otherwise, and says so).
-// Measured (docs/results/h100, `python -m compare` on the H100 at 76ffb6e, 4096^3 NN, fp32 accumulation):
-//   246.6 TFLOPS (0.327x), 3.5x wmma_regtile.
+// Measured (docs/results/h100, `python -m compare` on the H100 at 22ac9e1, 4096^3 NN, fp32 accumulation):
+//   248.2 TFLOPS (0.326x), 3.5x wmma_regtile.
 #include <mma.h>
 
 #include "hgemm.cuh"

@@ -21,9 +21,9 @@
 // Nsight Compute at a locked 1.41 GHz: the fp16 tile keeps the tensor pipe 77-82% busy, the mma.sync kernel on
 // the same tile 89%.
 // Edges: cp.async zero-fill as in wmma_async_dbuf; needs 16-byte aligned rows.
-// Measured (docs/results/h100, `python -m compare` on the H100 at 76ffb6e, 4096^3 NN, fp32 accumulation):
-//   390.0 TFLOPS (0.517x, 60% of the mma.sync ceiling), 1.58x wmma_async_dbuf; 476.8 (0.633x, 73%) with fp16
-//   accumulation; 8192^3: 403.3 (0.537x) / 469.1 (0.625x).
+// Measured (docs/results/h100, `python -m compare` on the H100 at 22ac9e1, 4096^3 NN, fp32 accumulation):
+//   391.5 TFLOPS (0.514x, 60% of the mma.sync ceiling), 1.58x wmma_async_dbuf; 478.1 (0.628x, 73%) with fp16
+//   accumulation; 8192^3: 388.7 (0.524x) / 471.0 (0.635x).
 #include <mma.h>
 
 #include "hgemm.cuh"

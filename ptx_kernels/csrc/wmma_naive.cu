@@ -4,8 +4,8 @@
 // Adds over simt_naive: the tensor cores. Loads stay uncoalesced-ish and nothing is reused across warps.
 // Beyond the seed: edge tiles (and misaligned operands) go through a per-warp 16x16 shared-memory staging
 // buffer with zero fill, so any M, N, K works; interior tiles load from global as in the seed.
-// Measured (docs/results/h100, `python -m compare` on the H100 at 76ffb6e, 4096^3 NN, fp32 accumulation):
-//   26.8 TFLOPS (0.036x), 5.8x simt_naive.
+// Measured (docs/results/h100, `python -m compare` on the H100 at 22ac9e1, 4096^3 NN, fp32 accumulation):
+//   27.1 TFLOPS (0.036x), 5.9x simt_naive.
 #include <mma.h>
 
 #include "hgemm.cuh"

@@ -4,8 +4,8 @@
 // Adds over wmma_smem: register tiling. Each A fragment loaded from shared memory feeds 2 MMAs and each B
 // fragment 4, and a block reuses each global element across 128 rows/columns instead of 64/32. Still
 // synchronous loads with BK = 16 (the seed's), so the tensor cores wait on global memory every step.
-// Measured (docs/results/h100, `python -m compare` on the H100 at 76ffb6e, 4096^3 NN, fp32 accumulation):
-//   70.7 TFLOPS (0.094x), 1.7x wmma_smem.
+// Measured (docs/results/h100, `python -m compare` on the H100 at 22ac9e1, 4096^3 NN, fp32 accumulation):
+//   71.4 TFLOPS (0.094x), 1.7x wmma_smem.
 #include <mma.h>
 
 #include "hgemm.cuh"

@@ -4,8 +4,8 @@
 //
 // Adds over wmma_naive: reuse through shared memory (each A element is read from global once per block instead
 // of once per warp) and coalesced 16-byte loads. Still synchronous: load, barrier, compute, barrier.
-// Measured (docs/results/h100, `python -m compare` on the H100 at 76ffb6e, 4096^3 NN, fp32 accumulation):
-//   41.8 TFLOPS (0.056x), 1.6x wmma_naive.
+// Measured (docs/results/h100, `python -m compare` on the H100 at 22ac9e1, 4096^3 NN, fp32 accumulation):
+//   41.7 TFLOPS (0.055x), 1.5x wmma_naive.
 #include <mma.h>
 
 #include "hgemm.cuh"
