@@ -53,7 +53,8 @@ VARIANTS: tuple[Variant, ...] = (
             "cp.async double buffering and padded shared rows", block=(128, 128, 16), stages=2,
             aligned_rows=True),
     Variant("wmma_multistage", "wmma", "wmma_multistage.cu",
-            "fp32: 128x256x64, 3 stages, 8 warps x 4x4 fragments; fp16: 256x256x32, 4 stages, 8 warps x 4x8",
+            "128x256x64, 3 stages, 8 warps x 4x4 fragments; "
+            "fp16 on large problems: 256x256x32, 4 stages, 8 warps x 4x8",
             "3-4 stage cp.async pipeline, 64x64 (fp16: 64x128) warp tiles, fragment loads with immediate offsets",
             block=(128, 256, 64), stages=3, block_fp16=(256, 256, 32), stages_fp16=4, aligned_rows=True),
     Variant("mma_naive", "mma", "mma_naive.cu", "1 warp, 16x8",
@@ -62,7 +63,8 @@ VARIANTS: tuple[Variant, ...] = (
     Variant("mma_tiled", "mma", "mma_tiled.cu", "128x128x32, 8 warps x 64x32 (4x4 m16n8 tiles)",
             "block and warp tiling: every fragment feeds 4 MMAs", block=(128, 128, 32)),
     Variant("mma_multistage", "mma", "mma_multistage.cu",
-            "fp32: 128x256x64, 3 stages, 8 warps x 64x64; fp16: 256x256x32, 4 stages, 8 warps x 64x128",
+            "128x256x64, 3 stages, 8 warps x 64x64; "
+            "fp16 on large problems: 256x256x32, 4 stages, 8 warps x 64x128",
             "3-4 stage cp.async pipeline, large warp tiles, fragments double-buffered in registers (fp32)",
             block=(128, 256, 64), stages=3, block_fp16=(256, 256, 32), stages_fp16=4, aligned_rows=True),
     Variant("mma_swizzle", "mma", "mma_swizzle.cu", "mma_multistage's tiles, XOR-swizzled shared memory",

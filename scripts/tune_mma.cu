@@ -22,14 +22,11 @@ template <class T>
 constexpr int smem_bytes = Smem<T, false>::BYTES > E::smem_bytes<T>() ? Smem<T, false>::BYTES : E::smem_bytes<T>();
 
 // The sweep times NN problems with one accumulation: launch that instantiation alone (mma_pipeline::launch would
-// build all four), as mma_pipeline::launch does.
+// build all of them).
 template <class T, Acc ACC>
 cudaError_t launch_nn(const GemmArgs& p, Acc acc, cudaStream_t stream, LaunchInfo* info) {
   if (acc != ACC || p.b_col_major || !tile::rows_aligned16(p)) return cudaErrorInvalidValue;
-  cudaError_t err = tile::prepare_smem(nn_kernel<T, ACC>, smem_bytes<T>, info);
-  if (err != cudaSuccess) return err;
-  nn_kernel<T, ACC><<<tile::cdiv(p.M, T::BM) * tile::cdiv(p.N, T::BN), T::THREADS, smem_bytes<T>, stream>>>(p);
-  return cudaGetLastError();
+  return launch_tile<T, ACC, false, SwizzledLayouts, E>(p, stream, info);
 }
 
 template <class T, Acc ACC>

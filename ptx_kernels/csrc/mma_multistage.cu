@@ -3,10 +3,11 @@
 // fragment 4), a 3-stage cp.async pipeline (two tiles in flight while one is computed, one barrier per tile,
 // zero-fill at the edges, copies costing a few instructions each: tile::OperandLoads), and fragments
 // double-buffered in registers (the next k-step's ldmatrix issued before this one's MMAs, across tiles too).
+// With fp16 accumulation on large problems: 256x256x32, 8 warps of 64x128, 4 stages, one fragment buffer.
 //
 // Adds over mma_tiled: overlap of global loads with tensor-core work and of shared-memory loads with MMAs,
-// larger block and warp tiles (the tile tiles mma_pipeline.cuh's LadderTileF32 and LadderTileF16 comments chose by measurement), grouped
-// block order. Shared memory stays plain and unpadded: A rows of 64 halves are 128 bytes, so the 8 rows an
+// larger block and warp tiles (chosen by measurement: mma_pipeline.cuh's LadderTileF32 and LadderTileF16),
+// grouped block order. Shared memory stays plain and unpadded: A rows of 64 halves are 128 bytes, so the 8 rows an
 // ldmatrix reads sit in one bank group (8-way conflicts), and so do row-major B's 512-byte rows — the conflicts
 // mma_swizzle removes. Needs 16-byte aligned rows.
 // Measured (docs/results/h100, `python -m compare` on the H100 at 22ac9e1, 4096^3 NN, fp32 accumulation):

@@ -25,7 +25,8 @@ struct Tile {
   static_assert(BM % (16 * WARPS_M) == 0 && BN % (16 * WARPS_N) == 0 && BK % 16 == 0, "whole m16n8k16 steps");
   static_assert(NI % 2 == 0, "B fragments come in pairs (ldmatrix.x4)");
   static_assert(FRAG_BUFS == 1 || FRAG_BUFS == 2, "one or two fragment buffers");
-  static_assert(FRAG_BUFS == 1 || KSTEPS % 2 == 0, "two fragment buffers alternate across tiles: an even number of k-steps");
+  static_assert(FRAG_BUFS == 1 || KSTEPS % 2 == 0,
+                "two fragment buffers alternate across tiles: an even number of k-steps");
 };
 constexpr int GROUP_M = 8;
 
@@ -167,25 +168,19 @@ cudaError_t launch_tile(const GemmArgs& p, cudaStream_t stream, LaunchInfo* info
   cudaError_t err = tile::prepare_smem(k, bytes, info);
   if (err != cudaSuccess) return err;
   const dim3 block(T::THREADS), grid(tile::cdiv(p.M, T::BM) * tile::cdiv(p.N, T::BN));
-  tile::fill_info(info, grid, block, bytes);
-  if (info) info->tile_m = T::BM, info->tile_n = T::BN;
+  tile::fill_info(info, grid, block, bytes, T::BM, T::BN);
   k<<<grid, block, bytes, stream>>>(p);
   return cudaGetLastError();
 }
 
 // Launch with shared-memory layouts L (PlainLayouts or SwizzledLayouts) and the given epilogue: tile T32 for fp32
-// accumulation; for fp16, T16 where it fills the GPU (tile::prefer_large, or as GemmArgs::tile says), else T32.
+// accumulation; for fp16, T16 where it fills the GPU, else T32 (tile::dispatch_tiles).
 template <class T32, class T16, class L, class Epilogue>
 cudaError_t launch(const GemmArgs& p, Acc acc, cudaStream_t stream, LaunchInfo* info) {
   if (!tile::rows_aligned16(p)) return cudaErrorMisalignedAddress;
-  const bool large = acc == Acc::F16 && tile::prefer_large(p, T16::BM, T16::BN, T32::BM, T32::BN);
-  return tile::dispatch(acc, p.b_col_major, [&](auto acc_c, auto b_col_c) {
-    constexpr Acc A = decltype(acc_c)::value;
-    constexpr bool BC = decltype(b_col_c)::value;
-    if constexpr (A == Acc::F16) {
-      if (large) return launch_tile<T16, A, BC, L, Epilogue>(p, stream, info);
-    }
-    return launch_tile<T32, A, BC, L, Epilogue>(p, stream, info);
+  return tile::dispatch_tiles<T32, T16>(p, acc, [&](auto tile_c, auto acc_c, auto b_col_c) {
+    using T = typename decltype(tile_c)::type;
+    return launch_tile<T, decltype(acc_c)::value, decltype(b_col_c)::value, L, Epilogue>(p, stream, info);
   });
 }
 

@@ -134,11 +134,11 @@ struct CpAsyncLoader {
   static constexpr int OFFSETS = period() < PASSES ? period() : PASSES;
   static_assert(PASSES % OFFSETS == 0, "whole periods of passes");
 
-  const half* src;           // this thread's chunk of pass 0 in the next tile
-  uint32_t dst[OFFSETS];     // its byte offset inside a stage in passes 0 .. OFFSETS - 1
-  uint32_t mask;             // bit i: pass i's row lies inside the fixed extent (rows; all ones when K runs along rows)
-  uint32_t bytes;            // bytes of this thread's column inside the fixed extent (columns; 16 when K runs along them)
-  int row;                   // this thread's row in pass 0
+  const half* src;        // this thread's chunk of pass 0 in the next tile
+  uint32_t dst[OFFSETS];  // its byte offset inside a stage in passes 0 .. OFFSETS - 1
+  uint32_t mask;          // bit i: pass i's row lies inside the fixed extent (rows; all ones when K runs along rows)
+  uint32_t bytes;         // bytes of this thread's column inside the fixed extent (16 when K runs along columns)
+  int row;                // this thread's row in pass 0
 
   // g: the first tile's origin, row stride ld; fixed_left: rows (K along columns) or columns (K along rows) left
   // from the origin in the dimension that does not advance.
@@ -450,7 +450,8 @@ __host__ __device__ constexpr bool large_tile_wins(int M, int N, int BM, int BN,
   return 10 * int64_t(cdiv(cdiv(M, BM) * cdiv(N, BN), sms)) * BM * BN <=
          11 * int64_t(cdiv(cdiv(M, SM) * cdiv(N, SN), sms)) * SM * SN;
 }
-static_assert(large_tile_wins(4096, 4096, 256, 256, 128, 256, 132) && large_tile_wins(8192, 8192, 256, 256, 128, 256, 132) &&
+static_assert(large_tile_wins(4096, 4096, 256, 256, 128, 256, 132) &&
+                  large_tile_wins(8192, 8192, 256, 256, 128, 256, 132) &&
                   !large_tile_wins(2048, 2048, 256, 256, 128, 256, 132),
               "the cases the comment above works through");
 inline bool prefer_large(const GemmArgs& p, int BM, int BN, int SM, int SN) {
@@ -462,8 +463,30 @@ inline bool prefer_large(const GemmArgs& p, int BM, int BN, int SM, int SN) {
   return large_tile_wins(p.M, p.N, BM, BN, SM, SN, sms);
 }
 
-inline void fill_info(LaunchInfo* info, dim3 grid, dim3 block, int smem) {
+template <class T>
+struct TileTag {
+  using type = T;
+};
+
+// The launch of a variant with two tiles: call launch(TileTag<T>{}, acc_c, b_col_c) (see dispatch) with T = T32
+// for fp32 accumulation and, for fp16, T16 where it fills the GPU (prefer_large, or as GemmArgs::tile says), else
+// T32. Only the combinations that can run are instantiated.
+template <class T32, class T16, class F>
+inline cudaError_t dispatch_tiles(const GemmArgs& p, Acc acc, F&& launch) {
+  const bool large = acc == Acc::F16 && prefer_large(p, T16::BM, T16::BN, T32::BM, T32::BN);
+  return dispatch(acc, p.b_col_major, [&](auto acc_c, auto b_col_c) {
+    if constexpr (decltype(acc_c)::value == Acc::F16) {
+      if (large) return launch(TileTag<T16>{}, acc_c, b_col_c);
+    }
+    return launch(TileTag<T32>{}, acc_c, b_col_c);
+  });
+}
+
+// tile_m, tile_n: the block tile, where the variant chooses between two (dispatch_tiles).
+inline void fill_info(LaunchInfo* info, dim3 grid, dim3 block, int smem, int tile_m = 0, int tile_n = 0) {
   if (!info) return;
+  info->tile_m = tile_m;
+  info->tile_n = tile_n;
   info->grid_x = grid.x;
   info->grid_y = grid.y;
   info->block = block.x * block.y * block.z;

@@ -8,7 +8,8 @@
 // grouped block rasterization so that neighbouring blocks share operand tiles in L2. The fragments are loaded
 // with the PTX form of load_matrix_sync (ptx::wmma_load_*: the same wmma.load instruction, addressed
 // [base + immediate]) from a main loop unrolled over the stages, so no integer instruction forms a fragment's
-// address: 244 instructions per 128 HMMA in the fp16 loop instead of 300.
+// address: 244 instructions per 128 HMMA in the fp16 loop (256x256x32 with 2x4 warps) instead of 300; no
+// measurable change in speed.
 //
 // Tiles chosen by measurement (scripts/tune_wmma_multistage.cu on the H100, NN, TFLOPS and ratio to cuBLAS in
 // the same process; `bash scripts/gpu_pass.sh tune OUT`), at 4096^3 / 8192^3:
@@ -18,8 +19,8 @@
 //   of 128x64 457 / 422; the earlier 128x256x32 with 2x4 warps 384 / 355.
 // WMMA compiles to the same HMMA.16816 and LDSM as the mma.sync ladder; what it cannot do is choose the
 // shared-memory layout wmma.load reads (rows are padded instead of swizzled) or shape the fragments' registers.
-// Nsight Compute at a locked 1.41 GHz: the fp16 tile keeps the tensor pipe 77-82% busy, the mma.sync kernel on
-// the same tile 89%.
+// Nsight Compute at a locked 1.41 GHz, fp16 256x256x32 with 2x4 warps: the tensor pipe 77-82% busy (PTX / C++
+// loads), the mma.sync kernel on the same tile 89%.
 // Edges: cp.async zero-fill as in wmma_async_dbuf; needs 16-byte aligned rows.
 // Measured (docs/results/h100, `python -m compare` on the H100 at 22ac9e1, 4096^3 NN, fp32 accumulation):
 //   391.5 TFLOPS (0.514x, 60% of the mma.sync ceiling), 1.58x wmma_async_dbuf; 478.1 (0.628x, 73%) with fp16
@@ -48,7 +49,8 @@ struct Tile {
   static_assert(STAGES >= 2, "a pipeline needs two stages");
   static constexpr int KSTEPS = BK / 16;
   static_assert(FRAG_BUFS == 1 || FRAG_BUFS == 2, "one or two fragment buffers");
-  static_assert(FRAG_BUFS == 1 || KSTEPS % 2 == 0, "two fragment buffers alternate across tiles: an even number of k-steps");
+  static_assert(FRAG_BUFS == 1 || KSTEPS % 2 == 0,
+                "two fragment buffers alternate across tiles: an even number of k-steps");
 };
 
 // The configurations the variant ships, one per accumulation (chosen by the sweep in
@@ -64,7 +66,9 @@ struct Smem {
   static constexpr int BYTES = T::STAGES * (A_STAGE + B_STAGE) * 2;
   // Byte offsets of k-step kk of stage st inside a warp's A and B operands.
   __host__ __device__ static constexpr int a_off(int st, int kk) { return (st * A_STAGE + kk) * 2; }
-  __host__ __device__ static constexpr int b_off(int st, int kk) { return (st * B_STAGE + (B_COL ? kk : kk * LDB)) * 2; }
+  __host__ __device__ static constexpr int b_off(int st, int kk) {
+    return (st * B_STAGE + (B_COL ? kk : kk * LDB)) * 2;
+  }
   static_assert((A_STAGE * 2) % 128 == 0 && (B_STAGE * 2) % 128 == 0, "stages stay 128-byte aligned");
 };
 
@@ -152,25 +156,18 @@ cudaError_t launch(const GemmArgs& p, cudaStream_t stream, LaunchInfo* info) {
   cudaError_t err = tile::prepare_smem(kernel<T, ACC, B_COL>, bytes, info);
   if (err != cudaSuccess) return err;
   const dim3 block(T::THREADS), grid(tile::cdiv(p.M, T::BM) * tile::cdiv(p.N, T::BN));
-  tile::fill_info(info, grid, block, bytes);
-  if (info) info->tile_m = T::BM, info->tile_n = T::BN;
+  tile::fill_info(info, grid, block, bytes, T::BM, T::BN);
   kernel<T, ACC, B_COL><<<grid, block, bytes, stream>>>(p);
   return cudaGetLastError();
 }
 
-// Tile T32 for fp32 accumulation; for fp16, T16 where it fills the GPU (tile::prefer_large, or as GemmArgs::tile
-// says), else T32.
+// Tile T32 for fp32 accumulation; for fp16, T16 where it fills the GPU, else T32 (tile::dispatch_tiles).
 template <class T32, class T16>
 cudaError_t launch_tiles(const GemmArgs& p, Acc acc, cudaStream_t stream, LaunchInfo* info) {
   if (!tile::rows_aligned16(p)) return cudaErrorMisalignedAddress;
-  const bool large = acc == Acc::F16 && tile::prefer_large(p, T16::BM, T16::BN, T32::BM, T32::BN);
-  return tile::dispatch(acc, p.b_col_major, [&](auto acc_c, auto b_col_c) {
-    constexpr Acc A = decltype(acc_c)::value;
-    constexpr bool BC = decltype(b_col_c)::value;
-    if constexpr (A == Acc::F16) {
-      if (large) return launch<T16, A, BC>(p, stream, info);
-    }
-    return launch<T32, A, BC>(p, stream, info);
+  return tile::dispatch_tiles<T32, T16>(p, acc, [&](auto tile_c, auto acc_c, auto b_col_c) {
+    return launch<typename decltype(tile_c)::type, decltype(acc_c)::value, decltype(b_col_c)::value>(p, stream,
+                                                                                                      info);
   });
 }
 
