@@ -174,3 +174,17 @@ def instruction_mix(sass: str) -> Counter:
     for m in re.finditer(pattern, sass, flags=re.MULTILINE):
         counts[m.group(1)] += 1
     return counts
+
+
+def loop_bodies(sass: str) -> list[list[str]]:
+    """The loops of one function's SASS (cuobjdump lines): for each backward branch, the instruction lines from its
+    target to the branch, in order. A pipelined GEMM's main loop is the one holding the HMMAs."""
+    lines = [(int(m.group(1), 16), m.group(0)) for m in re.finditer(r"/\*([0-9a-f]{4,})\*/\s+[^;]*;", sass)]
+    loops = []
+    for off, line in lines:
+        m = re.search(r"\bBRA\s+(?:`\(\.L_x_\d+\)|0x([0-9a-f]+))", line)
+        if m and m.group(1) and int(m.group(1), 16) <= off:
+            target = int(m.group(1), 16)
+            loops.append([text for o, text in lines if target <= o <= off])
+    return loops
+

@@ -1,6 +1,8 @@
 // tune_common.cuh — the timing loop the tile sweeps (scripts/tune_*.cu) share: candidates and cuBLAS interleaved
 // in one process, L2 flushed before every call, median of CUDA-event times, each candidate's output compared with
 // cuBLAS's on the same inputs before it is timed (a wrong result is reported, never timed). GPU only.
+// Beside cuBLAS it times the mma.sync instruction ceiling (ptx_kernels/csrc/mma_ceiling.cu, as the harness runs it:
+// a register-only loop of ~1.7 ms), so each candidate's TFLOPS per GHz can be read against the ceiling's.
 #pragma once
 #include <cublas_v2.h>
 #include <dlfcn.h>
@@ -13,6 +15,7 @@
 #include <vector>
 
 #include "hgemm.cuh"
+#include "mma_ceiling.cu"
 
 #define TUNE_CHECK(x)                                                                 \
   do {                                                                                \
@@ -94,6 +97,11 @@ inline void sweep(const Candidate* cands, int count, Acc acc, std::initializer_l
   TUNE_CHECK(cudaEventCreate(&e1));
   const char* acc_name = acc == Acc::F32 ? "fp32 acc" : "fp16 acc";
   const Nvml nvml;
+  int dev = 0, sms = 0;
+  TUNE_CHECK(cudaGetDevice(&dev));
+  TUNE_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  float* sink;  // the ceiling kernel's output
+  TUNE_CHECK(cudaMalloc(&sink, size_t(16) * sms * mma_ceiling::THREADS * sizeof(float)));
   for (int c = 0; c < count; ++c) {
     if (!cands[c].kernel) continue;
     cudaFuncAttributes attr;
@@ -156,14 +164,17 @@ inline void sweep(const Candidate* cands, int count, Acc acc, std::initializer_l
       }
     }
     const int reps = n <= 4096 ? 30 : 10, rounds = 3;
-    std::vector<std::vector<float>> t(count + 1), mhz(count + 1), watts(count + 1);
+    // index count: cuBLAS; count + 1: the mma.sync ceiling (16 blocks of 4 warps per SM, 4096 iterations)
+    const int ceiling_blocks = 16 * sms, ceiling_iters = 4096;
+    std::vector<std::vector<float>> t(count + 2), mhz(count + 2), watts(count + 2);
     for (int r = 0; r < rounds; ++r) {
-      for (int c = 0; c <= count; ++c) {
+      for (int c = 0; c <= count + 1; ++c) {
         if (c < count && !ok[c]) continue;
         for (int i = 0; i < reps + (r == 0 ? 2 : 0); ++i) {
           TUNE_CHECK(cudaMemsetAsync(flush, 0, flush_bytes));
           TUNE_CHECK(cudaEventRecord(e0));
           if (c == count) cublas(C);
+          else if (c == count + 1) TUNE_CHECK(launch_mma_ceiling(ceiling_blocks, ceiling_iters, acc, sink, 0));
           else TUNE_CHECK(cands[c].fn(p, acc, 0, nullptr));
           TUNE_CHECK(cudaEventRecord(e1));
           TUNE_CHECK(cudaEventSynchronize(e1));
@@ -178,13 +189,25 @@ inline void sweep(const Candidate* cands, int count, Acc acc, std::initializer_l
       }
     }
     const double flop = 2.0 * n * n * double(n);
+    const double ceiling_flop = double(ceiling_blocks) * (mma_ceiling::THREADS / 32) * ceiling_iters *
+                                mma_ceiling::CHAINS * (2 * 16 * 8 * 16);
     const float base = median(t[count]);
-    // TFLOPS / GHz: per-clock efficiency (the median clock read right after each timed call).
-    auto clocks = [&](int c) {
-      const float f = median(mhz[c]);
-      std::printf("  %4.0f MHz %3.0f W  %5.1f TFLOPS/GHz\n", f, median(watts[c]),
-                  f > 0 ? flop / median(t[c]) / 1e9 / (f / 1000.f) : 0.f);
+    // TFLOPS / GHz: per-clock efficiency (the median clock read right after each timed call); for candidates also
+    // as a share of the ceiling's TFLOPS / GHz.
+    auto per_ghz = [&](int c, double f) {
+      const float mhz_c = median(mhz[c]);
+      return mhz_c > 0 ? f / median(t[c]) / 1e9 / (mhz_c / 1000.f) : 0.0;
     };
+    const double ceiling_per_ghz = per_ghz(count + 1, ceiling_flop);
+    auto clocks = [&](int c) {
+      const double g = per_ghz(c, c == count + 1 ? ceiling_flop : flop);
+      std::printf("  %4.0f MHz %3.0f W  %5.1f TFLOPS/GHz", median(mhz[c]), median(watts[c]), g);
+      if (c < count && ceiling_per_ghz > 0) std::printf(" (%.0f%% of the ceiling's)", 100.0 * g / ceiling_per_ghz);
+      std::printf("\n");
+    };
+    std::printf("%d^3 %s  %-24s %7.1f TFLOPS", n, acc_name, "mma.sync ceiling",
+                ceiling_flop / median(t[count + 1]) / 1e9);
+    clocks(count + 1);
     std::printf("%d^3 %s  %-24s %7.1f TFLOPS", n, acc_name, "cuBLAS", flop / base / 1e9);
     clocks(count);
     for (int c = 0; c < count; ++c) {
@@ -200,6 +223,7 @@ inline void sweep(const Candidate* cands, int count, Acc acc, std::initializer_l
     TUNE_CHECK(cudaFree(R));
   }
   TUNE_CHECK(cudaFree(flush));
+  TUNE_CHECK(cudaFree(sink));
   TUNE_CHECK(cublasDestroy(handle));
 }
 

@@ -19,7 +19,7 @@ using E = mma_stmatrix::StmatrixStore;
 template <class T, Acc ACC>
 constexpr auto nn_kernel = kernel<T, ACC, false, SwizzledLayouts::A<T>, SwizzledLayouts::B<T, false>, E>;
 template <class T>
-constexpr int smem_bytes = Smem<T, false>::BYTES > E::smem_bytes<T>() ? Smem<T, false>::BYTES : E::smem_bytes<T>();
+constexpr int smem_bytes = LaunchSmem<T, false, E>::BYTES;
 
 // The sweep times NN problems with one accumulation: launch that instantiation alone (mma_pipeline::launch would
 // build all of them).
@@ -43,6 +43,10 @@ const tune::Candidate cands[] = {
     candidate<Tile<256, 128, 64, 4, 2, 3, 1, 2>, ACC>("256x128x64 w4x2 s3"),
     candidate<Tile<160, 256, 64, 2, 4, 3, 1, 1>, ACC>("160x256x64 w2x4 s3 fb1"),
     candidate<Tile<128, 128, 64, 2, 2, 3, 2, 2>, ACC>("128x128x64 w2x2 s3 2/SM"),
+    // per-stage mbarriers instead of a block barrier per tile (copies one tile less ahead)
+    candidate<Tile<128, 256, 64, 2, 4, 3, 1, 2, true>, ACC>("128x256x64 w2x4 s3 mbar"),
+    candidate<Tile<128, 256, 64, 2, 4, 4, 1, 2, true>, ACC>("128x256x64 w2x4 s4 mbar"),
+    candidate<Tile<128, 256, 32, 2, 4, 6, 1, 2, true>, ACC>("128x256x32 w2x4 s6 mbar"),
 };
 #else
 // fp16 accumulators take half the registers: 64x128 and 128x64 warp tiles fit.
@@ -53,6 +57,10 @@ const tune::Candidate cands[] = {
     candidate<Tile<128, 256, 64, 2, 4, 3, 1, 2>, ACC>("128x256x64 w2x4 s3"),
     candidate<Tile<128, 256, 32, 2, 2, 4, 2, 1>, ACC>("128x256x32 w2x2 s4 2/SM fb1"),
     candidate<Tile<192, 256, 32, 2, 4, 4, 1, 2>, ACC>("192x256x32 w2x4 s4"),
+    // per-stage mbarriers instead of a block barrier per tile (copies one tile less ahead)
+    candidate<Tile<256, 256, 32, 4, 2, 4, 1, 1, true>, ACC>("256x256x32 w4x2 s4 fb1 mbar"),
+    candidate<Tile<256, 256, 32, 4, 2, 5, 1, 1, true>, ACC>("256x256x32 w4x2 s5 fb1 mbar"),
+    candidate<Tile<256, 256, 32, 4, 2, 6, 1, 1, true>, ACC>("256x256x32 w4x2 s6 fb1 mbar"),
 };
 #endif
 

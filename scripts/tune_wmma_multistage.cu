@@ -20,7 +20,7 @@ cudaError_t launch_nn(const GemmArgs& p, Acc acc, cudaStream_t stream, LaunchInf
 template <class T, Acc ACC>
 tune::Candidate candidate(const char* name) {
   return {name, launch_nn<T, ACC>, reinterpret_cast<const void*>(kernel<T, ACC, false>), T::THREADS,
-          Smem<T, false>::BYTES};
+          Smem<T, false, ACC>::BYTES};
 }
 
 #ifndef TUNE_ACC_F16
@@ -30,6 +30,8 @@ const tune::Candidate cands[] = {
     candidate<Tile<128, 256, 64, 2, 4, 3, 1, 1>, ACC>("128x256x64 w2x4 s3 fb1"),
     candidate<Tile<256, 128, 64, 4, 2, 3, 1, 2>, ACC>("256x128x64 w4x2 s3"),
     candidate<Tile<128, 128, 64, 2, 2, 3, 2, 2>, ACC>("128x128x64 w2x2 s3 2/SM"),
+    // per-stage mbarriers instead of a block barrier per tile (copies one tile less ahead)
+    candidate<Tile<128, 256, 64, 2, 4, 4, 1, 2, true>, ACC>("128x256x64 w2x4 s4 mbar"),
 };
 #else
 // fp16 accumulator fragments take half the registers: 64x128 warp tiles fit.
@@ -39,6 +41,9 @@ const tune::Candidate cands[] = {
     candidate<Tile<256, 256, 32, 4, 2, 4, 1, 1>, ACC>("256x256x32 w4x2 s4 fb1"),
     candidate<Tile<128, 256, 32, 2, 4, 4, 1, 2>, ACC>("128x256x32 w2x4 s4"),
     candidate<Tile<128, 256, 32, 2, 2, 4, 2, 1>, ACC>("128x256x32 w2x2 s4 2/SM fb1"),
+    // per-stage mbarriers instead of a block barrier per tile (copies one tile less ahead)
+    candidate<Tile<256, 256, 32, 4, 2, 4, 1, 1, true>, ACC>("256x256x32 w4x2 s4 fb1 mbar"),
+    candidate<Tile<256, 256, 32, 4, 2, 5, 1, 1, true>, ACC>("256x256x32 w4x2 s5 fb1 mbar"),
 };
 #endif
 

@@ -27,7 +27,7 @@ def _template_args(mangled: str):
     """(accumulation, B column-major) of a kernel instantiation from its mangled name: ...IL3Acc0ELb1E..."""
     import re
     acc = int(re.search(r"L3Acc(\d)E", mangled).group(1))
-    bcol = re.search(r"ELb(\d)E", mangled)
+    bcol = re.search(r"L3Acc\dELb(\d)E", mangled)  # the bool after the accumulation (a Tile may hold bools too)
     return ("fp32" if acc == 0 else "fp16"), (bcol is not None and bcol.group(1) == "1")
 
 
@@ -124,15 +124,48 @@ def test_wrappers_all_instructions_on_sm90a():
     sass = c.sass()
     mix = toolchain.instruction_mix(sass)
     # 6 ldmatrix forms + 3 wmma.load forms (each one LDSM.x4)
-    assert mix["LDSM"] == 9 and mix["STSM"] == 6 and mix["HMMA"] == 2 and mix["LDGSTS"] == 2, dict(mix)
+    assert mix["LDSM"] == 9 and mix["STSM"] == 6 and mix["HMMA"] == 2 and mix["LDGSTS"] == 3, dict(mix)
     for form in ("LDSM.16.M88 ", "LDSM.16.M88.2", "LDSM.16.M88.4", "LDSM.16.MT88 ", "LDSM.16.MT88.2",
-                 "LDSM.16.MT88.4", "HMMA.16816.F32", "HMMA.16816.F16"):
+                 "LDSM.16.MT88.4", "HMMA.16816.F32", "HMMA.16816.F16",
+                 # mbarrier init, arrive, try_wait (Hopper's SYNCS unit) and cp.async's arrival on completion
+                 "SYNCS.EXCH.64", "SYNCS.ARRIVE.TRANS64", "SYNCS.PHASECHK.TRANS64.TRYWAIT", "ARRIVES.LDGSTSBAR.64"):
         assert form in sass, form
 
 
 def test_wrappers_sm80_without_stmatrix():
-    mix = toolchain.instruction_mix(toolchain.compile_cubin(WRAPPERS, "sm_80").sass())
-    assert mix["LDSM"] == 9 and mix["STSM"] == 0 and mix["HMMA"] == 2
+    sass = toolchain.compile_cubin(WRAPPERS, "sm_80").sass()
+    mix = toolchain.instruction_mix(sass)
+    assert mix["LDSM"] == 9 and mix["STSM"] == 0 and mix["HMMA"] == 2 and mix["SYNCS"] == 0
+    # sm_80 has no SYNCS unit: the mbarrier arrival is a shared-memory atomic, test_wait a load loop
+    assert "ATOMS.ARRIVE.64" in sass and "ARRIVES.LDGSTSBAR.64" in sass
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_mbarrier_pipelines_have_no_block_barrier_in_the_main_loop(compiled, arch):
+    """Tile<..., MBARRIERS=true> (tile::StageBarriers, timed by the tile sweeps): the main loop waits on the
+    stage's mbarrier and the copies arrive on it as they land, with no bar.sync; the shipped tiles (tile::BlockSync)
+    meet at one bar.sync per tile instead."""
+    c = toolchain.compile_cubin(Path(__file__).parent / "cuda" / "mbarrier_pipeline.cu", arch)
+    mbar = [f for f in c.functions if "ELb1EEEL3Acc" in f.name]
+    assert {f.name.split("6kernel")[0] for f in mbar} == {"_ZN12mma_pipeline", "_ZN15wmma_multistage"}, mbar
+
+    def main_loop(cubin, name):
+        loops = toolchain.loop_bodies(toolchain.disassemble(cubin, name))
+        body = max(loops, key=lambda b: toolchain.instruction_mix("\n".join(b))["HMMA"])
+        return "\n".join(body)
+
+    for f in mbar:
+        assert f.spill_stores == 0 and f.spill_loads == 0 and f.stack_bytes == 0 and f.registers <= 255, f
+        loop = main_loop(c.cubin, f.name)
+        mix = toolchain.instruction_mix(loop)
+        assert mix["HMMA"] > 0 and mix["BAR"] == 0, (f.name, dict(mix))
+        assert "ARRIVES.LDGSTSBAR.64" in loop  # cp.async.mbarrier.arrive.noinc: a full barrier
+        # the waits (full and empty barriers) and the warp's arrival on an empty one
+        assert ("SYNCS.PHASECHK.TRANS64.TRYWAIT" in loop and "SYNCS.ARRIVE" in loop) if arch == "sm_90a" \
+            else "ATOMS.ARRIVE.64" in loop
+    shipped = compiled[("mma_stmatrix", arch)]
+    name = next(f.name for f in shipped.functions if "ELb0EEEL3Acc1" in f.name)
+    assert toolchain.instruction_mix(main_loop(shipped.cubin, name))["BAR"] == 1
 
 
 def test_stmatrix_guard_fails_loudly_below_sm90():

@@ -14,13 +14,19 @@ namespace mma_pipeline {
 // m16n8 accumulators), a STAGES-deep pipeline; MIN_BLOCKS resident blocks per SM asked of the compiler
 // (__launch_bounds__), which caps registers at 64K / (MIN_BLOCKS * THREADS); FRAG_BUFS register buffers of
 // operand fragments: 2 loads the next k-step's fragments while this one's MMAs run, 1 leaves that overlap to the
-// compiler and saves the registers (for warp tiles whose accumulators leave no room for a second buffer).
-template <int BM_, int BN_, int BK_, int WARPS_M_, int WARPS_N_, int STAGES_, int MIN_BLOCKS_ = 1, int FRAG_BUFS_ = 2>
+// compiler and saves the registers (for warp tiles whose accumulators leave no room for a second buffer);
+// MBARRIERS: how the stage ring is kept safe (tile_io.cuh): false, a block barrier per tile (tile::BlockSync);
+// true, per-stage mbarriers and no block barrier in the main loop (tile::StageBarriers).
+template <int BM_, int BN_, int BK_, int WARPS_M_, int WARPS_N_, int STAGES_, int MIN_BLOCKS_ = 1, int FRAG_BUFS_ = 2,
+          bool MBARRIERS_ = false>
 struct Tile {
   static constexpr int BM = BM_, BN = BN_, BK = BK_, WARPS_M = WARPS_M_, WARPS_N = WARPS_N_, STAGES = STAGES_;
   static constexpr int MIN_BLOCKS = MIN_BLOCKS_, FRAG_BUFS = FRAG_BUFS_;
+  static constexpr bool MBARRIERS = MBARRIERS_;
   static constexpr int MI = BM / WARPS_M / 16, NI = BN / WARPS_N / 8;
   static constexpr int THREADS = 32 * WARPS_M * WARPS_N;
+  using Sync = typename std::conditional<MBARRIERS, tile::StageBarriers<STAGES, WARPS_M * WARPS_N>,
+                                         tile::BlockSync<STAGES, WARPS_M * WARPS_N>>::type;
   static constexpr int KSTEPS = BK / 16;
   static_assert(BM % (16 * WARPS_M) == 0 && BN % (16 * WARPS_N) == 0 && BK % 16 == 0, "whole m16n8k16 steps");
   static_assert(NI % 2 == 0, "B fragments come in pairs (ldmatrix.x4)");
@@ -92,6 +98,15 @@ __device__ __forceinline__ void load_frags(uint32_t (&a)[T::MI][4], uint32_t (&b
     tile::ldsm_b2<B_COL, LB>(b[j], b[j + 1], sB, kk, wn * T::NI * 8 + j * 8, Smem<T, B_COL>::LDB);
 }
 
+// Shared memory of a launch: the pipeline's stages (or the epilogue's staging, which reuses them, if larger),
+// then the stage ring's barriers (T::Sync::BAR_BYTES, none for a block barrier).
+template <class T, bool B_COL, class Epilogue>
+struct LaunchSmem {
+  static constexpr int PIPE = Smem<T, B_COL>::BYTES, EPI = Epilogue::template smem_bytes<T>();
+  static constexpr int BARS_AT = ((PIPE > EPI ? PIPE : EPI) + 7) / 8 * 8;
+  static constexpr int BYTES = BARS_AT + T::Sync::BAR_BYTES;
+};
+
 // LA, LB: layouts of the A and B tiles in shared memory (tile::Plain or tile::Xor<chunks per row>).
 template <class T, Acc ACC, bool B_COL, class LA, class LB, class Epilogue>
 __global__ void __launch_bounds__(T::THREADS, T::MIN_BLOCKS) kernel(GemmArgs p) {
@@ -108,21 +123,25 @@ __global__ void __launch_bounds__(T::THREADS, T::MIN_BLOCKS) kernel(GemmArgs p) 
   tile::OperandLoads<BM, BN, BK, T::THREADS, BK, S::LDB, LA, LB, B_COL, STAGES> loads(p, row0, col0, sA, sB);
   static_assert(decltype(loads)::A_STAGE_BYTES == S::A_STAGE * 2 && decltype(loads)::B_STAGE_BYTES == S::B_STAGE * 2,
                 "the loader's stages are the kernel's");
+  const typename T::Sync sync(ptx::smem_u32(smem_raw + LaunchSmem<T, B_COL, Epilogue>::BARS_AT));
+  constexpr int AHEAD = T::Sync::AHEAD;  // tiles copied ahead of the one computed
   tile::MmaAcc<ACC> c[MI][NI];
   constexpr int FB = T::FRAG_BUFS;
   uint32_t a[FB][MI][4], b[FB][NI][2];  // (buffer, fragment, register)
 
-  // PROLOGUE: STAGES - 1 tiles in flight; wait for tile 0 and load its first k-step's fragments.
+  // PROLOGUE: AHEAD tiles in flight; wait for tile 0 and load its first k-step's fragments.
 #pragma unroll
-  for (int s = 0; s < STAGES - 1; ++s) loads.copy_stage(p, s);
-  ptx::cp_async_wait<STAGES - 2>();
-  __syncthreads();
+  for (int s = 0; s < AHEAD; ++s) {
+    loads.copy_stage(p, s);
+    sync.filled(s);
+  }
+  sync.wait_filled(0);
   load_frags<T, B_COL, LA, LB>(a[0], b[0], sA, sB, wm, wn, 0);
 
   // MAIN LOOP. With two fragment buffers, k-step ks's MMAs run while the next k-step's ldmatrix are in flight,
-  // across tile boundaries too — the one barrier per tile sits before the last k-step's MMAs, so the next tile's
+  // across tile boundaries too — the wait for tile kt + 1 sits before the last k-step's MMAs, so the next tile's
   // first fragments are loaded under them. With one buffer the next fragments are loaded after the MMAs (and
-  // after the barrier at a tile's end): the compiler overlaps what its free registers allow.
+  // after that wait at a tile's end): the compiler overlaps what its free registers allow.
   for (int kt = 0; kt < kt_count; ++kt) {
     const int stage = kt % STAGES, next = (kt + 1) % STAGES;
 #pragma unroll
@@ -132,25 +151,24 @@ __global__ void __launch_bounds__(T::THREADS, T::MIN_BLOCKS) kernel(GemmArgs p) 
       const half* nB = sB + (last ? next : stage) * S::B_STAGE;
       const int nk = last ? 0 : (ks + 1) * 16;
       if (FB == 2) {
-        if (last) {
-          ptx::cp_async_wait<STAGES - 2>();  // tile kt + 1 has landed (this thread's copies) ...
-          __syncthreads();                   // ... and everyone's; every warp is done reading tile kt's stage
-        }
+        if (last) sync.wait_filled(kt + 1);  // (a block barrier: every warp is also done reading tile kt)
         load_frags<T, B_COL, LA, LB>(a[(ks + 1) % FB], b[(ks + 1) % FB], nA, nB, wm, wn, nk);
       }
-      if (ks == 0) loads.copy_stage(p, kt + STAGES - 1);  // refills tile kt - 1's stage, free since the barrier
+      if (ks == 0) {  // refill the stage of tile kt + AHEAD - STAGES
+        sync.wait_consumed(kt + AHEAD);
+        loads.copy_stage(p, kt + AHEAD);
+        sync.filled(kt + AHEAD);
+      }
 #pragma unroll
       for (int i = 0; i < MI; ++i)
 #pragma unroll
         for (int j = 0; j < NI; ++j) c[i][j].mma(a[ks % FB][i], b[ks % FB][j]);
       if (FB == 1) {
-        if (last) {
-          ptx::cp_async_wait<STAGES - 2>();
-          __syncthreads();
-        }
+        if (last) sync.wait_filled(kt + 1);
         load_frags<T, B_COL, LA, LB>(a[0], b[0], nA, nB, wm, wn, nk);
       }
     }
+    sync.consumed(kt);
   }
 
   // EPILOGUE
@@ -162,8 +180,7 @@ __global__ void __launch_bounds__(T::THREADS, T::MIN_BLOCKS) kernel(GemmArgs p) 
 // Launch tile T with accumulation A, B layout BC, shared-memory layouts L and the given epilogue.
 template <class T, Acc A, bool BC, class L, class Epilogue>
 cudaError_t launch_tile(const GemmArgs& p, cudaStream_t stream, LaunchInfo* info) {
-  constexpr int pipe = Smem<T, BC>::BYTES, epi = Epilogue::template smem_bytes<T>();
-  constexpr int bytes = pipe > epi ? pipe : epi;
+  constexpr int bytes = LaunchSmem<T, BC, Epilogue>::BYTES;
   auto k = kernel<T, A, BC, typename L::template A<T>, typename L::template B<T, BC>, Epilogue>;
   cudaError_t err = tile::prepare_smem(k, bytes, info);
   if (err != cudaSuccess) return err;

@@ -40,19 +40,7 @@ struct StmatrixStore {
                          bits(c[i][j].pair(1)), bits(c[i][j + 1].pair(0)), bits(c[i][j + 1].pair(1)));
       }
     __syncthreads();
-    const bool vec = tile::aligned16(p.C) && p.ldc % 8 == 0;
-    for (int ch = threadIdx.x; ch < BM * BN / 8; ch += THREADS) {
-      const int rr = ch / (BN / 8), cc = (ch % (BN / 8)) * 8;
-      const int row = row0 + rr, col = col0 + cc;
-      if (row >= p.M || col >= p.N) continue;
-      const half* src = sC + rr * LDC + cc;
-      half* dst = p.C + row * p.ldc + col;
-      if (vec && col + 8 <= p.N) {
-        *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(src);
-      } else {
-        for (int e = 0; e < 8 && col + e < p.N; ++e) dst[e] = src[e];
-      }
-    }
+    tile::copy_out_tile<BM, BN, THREADS>(sC, LDC, p, row0, col0);
 #else
     DirectStore::store<T>(c, p, row0, col0, wm, wn, smem);
 #endif

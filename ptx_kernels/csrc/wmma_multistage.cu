@@ -36,11 +36,16 @@ using namespace nvcuda;
 // A tile configuration: block tile BM x BN x BK, a WARPS_M x WARPS_N grid of warps, STAGES-deep pipeline,
 // MIN_BLOCKS resident blocks per SM asked of the compiler (__launch_bounds__: registers <= 64K / (MIN_BLOCKS *
 // THREADS)), FRAG_BUFS register buffers of operand fragments (as in mma_pipeline.cuh's Tile: 2 loads the next
-// k-step's under this one's MMAs, 1 saves the registers).
-template <int BM_, int BN_, int BK_, int WARPS_M_, int WARPS_N_, int STAGES_, int MIN_BLOCKS_ = 1, int FRAG_BUFS_ = 2>
+// k-step's under this one's MMAs, 1 saves the registers), MBARRIERS: a block barrier per tile or per-stage
+// mbarriers (tile::BlockSync / tile::StageBarriers).
+template <int BM_, int BN_, int BK_, int WARPS_M_, int WARPS_N_, int STAGES_, int MIN_BLOCKS_ = 1, int FRAG_BUFS_ = 2,
+          bool MBARRIERS_ = false>
 struct Tile {
   static constexpr int BM = BM_, BN = BN_, BK = BK_, WARPS_M = WARPS_M_, WARPS_N = WARPS_N_, STAGES = STAGES_;
   static constexpr int MIN_BLOCKS = MIN_BLOCKS_, FRAG_BUFS = FRAG_BUFS_;
+  static constexpr bool MBARRIERS = MBARRIERS_;
+  using Sync = typename std::conditional<MBARRIERS, tile::StageBarriers<STAGES, WARPS_M * WARPS_N>,
+                                         tile::BlockSync<STAGES, WARPS_M * WARPS_N>>::type;
   static constexpr int FM = BM / (WARPS_M * 16), FN = BN / (WARPS_N * 16);  // fragments per warp
   static constexpr int THREADS = 32 * WARPS_M * WARPS_N;
   static constexpr int PAD = 8;  // halves: rows skewed by 16 bytes, so ldmatrix's 8 row reads hit distinct banks
@@ -59,23 +64,29 @@ using ShippedF32 = Tile<128, 256, 64, 2, 4, 3, 1, 2>;
 using ShippedF16 = Tile<256, 256, 32, 4, 2, 4, 1, 1>;
 constexpr int GROUP_M = 8;
 
-template <class T, bool B_COL>
+template <class T, bool B_COL, Acc ACC>
 struct Smem {
   static constexpr int B_ROWS = B_COL ? T::BN : T::BK, LDB = (B_COL ? T::BK : T::BN) + T::PAD;
   static constexpr int A_STAGE = T::BM * T::LDA, B_STAGE = B_ROWS * LDB;  // halves
-  static constexpr int BYTES = T::STAGES * (A_STAGE + B_STAGE) * 2;
+  static constexpr int PIPE_BYTES = T::STAGES * (A_STAGE + B_STAGE) * 2;
+  // The epilogue's C tile (accumulator type, rows skewed by 16 bytes) reuses the stages.
+  static constexpr int ACC_BYTES = ACC == Acc::F32 ? 4 : 2, LDC = T::BN + 16 / ACC_BYTES;
+  static constexpr int EPI_BYTES = T::BM * LDC * ACC_BYTES;
+  static constexpr int BARS_AT = PIPE_BYTES > EPI_BYTES ? PIPE_BYTES : EPI_BYTES;
+  static constexpr int BYTES = BARS_AT + T::Sync::BAR_BYTES;  // the stage ring's barriers (if any) last
   // Byte offsets of k-step kk of stage st inside a warp's A and B operands.
   __host__ __device__ static constexpr int a_off(int st, int kk) { return (st * A_STAGE + kk) * 2; }
   __host__ __device__ static constexpr int b_off(int st, int kk) {
     return (st * B_STAGE + (B_COL ? kk : kk * LDB)) * 2;
   }
   static_assert((A_STAGE * 2) % 128 == 0 && (B_STAGE * 2) % 128 == 0, "stages stay 128-byte aligned");
+  static_assert(BARS_AT % 8 == 0, "mbarriers are 8-byte aligned");
 };
 
 template <class T, Acc ACC, bool B_COL>
 __global__ void __launch_bounds__(T::THREADS, T::MIN_BLOCKS) kernel(GemmArgs p) {
   using AccT = typename std::conditional<ACC == Acc::F32, float, half>::type;
-  using S = Smem<T, B_COL>;
+  using S = Smem<T, B_COL, ACC>;
   constexpr int BM = T::BM, BN = T::BN, BK = T::BK, FM = T::FM, FN = T::FN, LDA = T::LDA, STAGES = T::STAGES;
   constexpr int KSTEPS = T::KSTEPS;
   extern __shared__ __align__(128) unsigned char smem_raw[];
@@ -100,16 +111,21 @@ __global__ void __launch_bounds__(T::THREADS, T::MIN_BLOCKS) kernel(GemmArgs p) 
   constexpr int FB = T::FRAG_BUFS;
   tile::WmmaOperands<FM, FN, B_COL> ops[FB];  // double-buffered in registers (FB = 2)
 
-  // PROLOGUE: STAGES - 1 tiles in flight; wait for tile 0 and load its first k-step's fragments.
+  const typename T::Sync sync(ptx::smem_u32(smem_raw + S::BARS_AT));
+  constexpr int AHEAD = T::Sync::AHEAD;  // tiles copied ahead of the one computed
+
+  // PROLOGUE: AHEAD tiles in flight; wait for tile 0 and load its first k-step's fragments.
 #pragma unroll
-  for (int s = 0; s < STAGES - 1; ++s) loads.copy_stage(p, s);
-  ptx::cp_async_wait<STAGES - 2>();
-  __syncthreads();
+  for (int s = 0; s < AHEAD; ++s) {
+    loads.copy_stage(p, s);
+    sync.filled(s);
+  }
+  sync.wait_filled(0);
   ops[0].template load_shared<LDA, S::LDB, 0, 0>(a_warp, b_warp);
 
   // MAIN LOOP: with two buffers, k-step ks's MMAs run while the next k-step's fragments load, across tile
-  // boundaries too (the one barrier per tile sits before the last k-step's MMAs); with one, the next fragments
-  // load after the MMAs (and after the barrier at a tile's end). The loop is unrolled over the STAGES stages of
+  // boundaries too (the wait for tile kt + 1 sits before the last k-step's MMAs); with one, the next fragments
+  // load after the MMAs (and after that wait at a tile's end). The loop is unrolled over the STAGES stages of
   // the ring and the k-steps of a tile (tile::static_for), so each fragment's address is the warp's base plus a
   // compile-time constant that folds into its LDSM (see ptx::wmma_load_a_row_m16n16k16).
   for (int kt0 = 0; kt0 < kt_count; kt0 += STAGES) {
@@ -123,36 +139,43 @@ __global__ void __launch_bounds__(T::THREADS, T::MIN_BLOCKS) kernel(GemmArgs p) 
         constexpr int st = last ? next : stage, kk = last ? 0 : (ks + 1) * 16;
         constexpr int A_OFF = S::a_off(st, kk), B_OFF = S::b_off(st, kk);
         if constexpr (FB == 2) {
-          if constexpr (last) {
-            ptx::cp_async_wait<STAGES - 2>();  // tile kt + 1 has landed (this thread's copies) ...
-            __syncthreads();                   // ... and everyone's; every warp is done reading tile kt's stage
-          }
+          if constexpr (last) sync.wait_filled(kt + 1);  // (a block barrier: every warp is also done with tile kt)
           ops[(ks + 1) % FB].template load_shared<LDA, S::LDB, A_OFF, B_OFF>(a_warp, b_warp);
         }
-        // refill tile kt - 1's stage, free since the barrier
-        if constexpr (ks == 0) loads.copy_stage(p, kt + STAGES - 1, (stage + STAGES - 1) % STAGES);
+        if constexpr (ks == 0) {  // refill the stage of tile kt + AHEAD - STAGES
+          sync.wait_consumed(kt + AHEAD);
+          loads.copy_stage(p, kt + AHEAD, (stage + AHEAD) % STAGES);
+          sync.filled(kt + AHEAD);
+        }
         ops[ks % FB].mma(c);
         if constexpr (FB == 1) {
-          if constexpr (last) {
-            ptx::cp_async_wait<STAGES - 2>();
-            __syncthreads();
-          }
+          if constexpr (last) sync.wait_filled(kt + 1);
           ops[0].template load_shared<LDA, S::LDB, A_OFF, B_OFF>(a_warp, b_warp);
         }
       });
+      sync.consumed(kt);
     });
   }
 
-  // EPILOGUE: the pipeline's shared memory becomes the per-warp scratch.
+  // EPILOGUE: the block's C tile is staged in the pipeline's shared memory — through store_matrix_sync, as
+  // fragment layouts are opaque — then copied out by the whole block along full rows with 16-byte stores (fp32
+  // accumulators are converted in the copy).
   ptx::cp_async_wait<0>();
   __syncthreads();
-  AccT* scratch = reinterpret_cast<AccT*>(smem_raw) + warp * 16 * 16;
-  tile::store_warp_tile<FM, FN>(c, scratch, p, row0 + wm * FM * 16, col0 + wn * FN * 16);
+  AccT* sC = reinterpret_cast<AccT*>(smem_raw);  // (m, n), row stride S::LDC
+#pragma unroll
+  for (int i = 0; i < FM; ++i)
+#pragma unroll
+    for (int j = 0; j < FN; ++j)
+      wmma::store_matrix_sync(sC + (wm * FM + i) * 16 * S::LDC + (wn * FN + j) * 16, c[i][j], S::LDC,
+                              wmma::mem_row_major);
+  __syncthreads();
+  tile::copy_out_tile<BM, BN, T::THREADS>(sC, S::LDC, p, row0, col0);
 }
 
 template <class T, Acc ACC, bool B_COL>
 cudaError_t launch(const GemmArgs& p, cudaStream_t stream, LaunchInfo* info) {
-  constexpr int bytes = Smem<T, B_COL>::BYTES;
+  constexpr int bytes = Smem<T, B_COL, ACC>::BYTES;
   cudaError_t err = tile::prepare_smem(kernel<T, ACC, B_COL>, bytes, info);
   if (err != cudaSuccess) return err;
   const dim3 block(T::THREADS), grid(tile::cdiv(p.M, T::BM) * tile::cdiv(p.N, T::BN));

@@ -9,6 +9,15 @@ __global__ void every_wrapper(const half* g, half* out, float* fout) {
   ptx::cp_async_16B(base, g, 4);  // the zero-fill form
   ptx::cp_async_commit();
   ptx::cp_async_wait<0>();
+  // mbarrier: one phase of 2 arrivals per thread (its cp.async landing, then a plain arrival), then wait for it
+  __shared__ __align__(8) uint64_t bar;
+  const uint32_t mbar = ptx::smem_u32(&bar);
+  if (threadIdx.x == 0) ptx::mbarrier_init(mbar, 2 * blockDim.x);
+  __syncthreads();
+  ptx::cp_async_16B(base, g, 16);
+  ptx::cp_async_mbarrier_arrive_noinc(mbar);
+  ptx::mbarrier_arrive(mbar);
+  ptx::mbarrier_wait_parity(mbar, 0);
   __syncthreads();
   uint32_t r[16];
   ptx::ldmatrix_x1(r[0], base);
