@@ -92,13 +92,15 @@ def test_sass_has_the_promised_instructions(compiled, variant, arch):
 
 def pipelined_hmma(variant: str) -> int:
     """HMMA.16816 a pipelined kernel's SASS should hold: the main loop unrolled over a tile's k16-steps (and, in
-    wmma_multistage, over the ring's stages too), emitted once per instantiation; each k16-step of a warp is
-    (warp tile) / (16 x 8) MMAs (a 16x16x16 WMMA is two), for 8 warps; two B layouts per accumulation."""
+    wmma_multistage's fp32 tile, over the ring's stages too; its fp16 tile's loop is rolled), emitted once per
+    instantiation; each k16-step of a warp is (warp tile) / (16 x 8) MMAs (a 16x16x16 WMMA is two), for 8 warps;
+    two B layouts per accumulation."""
     v = BY_NAME[variant]
     total = 0
     # fp32 tile for fp32 and for fp16 accumulation, the large tile for fp16
-    for (bm, bn, bk), stages in ((v.block, v.stages), (v.block, v.stages), (v.block_fp16, v.stages_fp16)):
-        copies = stages if variant == "wmma_multistage" else 1
+    for (bm, bn, bk), stages, large in ((v.block, v.stages, False), (v.block, v.stages, False),
+                                        (v.block_fp16, v.stages_fp16, True)):
+        copies = stages if variant == "wmma_multistage" and not large else 1
         total += 2 * copies * (bk // 16) * (bm * bn) // (8 * 16 * 8)
     return total
 
