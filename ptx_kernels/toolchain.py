@@ -13,7 +13,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .variants import CSRC, HEADERS
+from .variants import CSRC
 
 ARCHS = {"sm_80": "-gencode=arch=compute_80,code=sm_80", "sm_90a": "-gencode=arch=compute_90a,code=sm_90a"}
 NVCC_FLAGS = ["-std=c++17", "-O3", "-lineinfo"]
@@ -109,8 +109,8 @@ def compile_cubin(source: Path, arch: str, extra_flags: list[str] | None = None,
     includes = [CSRC, *(include_dirs or [])]
     flags = NVCC_FLAGS + [ARCHS[arch], "--resource-usage", *(extra_flags or [])]
     h = hashlib.sha256(source.read_bytes())
-    for hdr in HEADERS:
-        h.update((CSRC / hdr).read_bytes())
+    for dep in sorted(CSRC.glob("*.cu*")):  # headers, and the .cu files a test translation unit includes
+        h.update(dep.name.encode() + dep.read_bytes())
     h.update(" ".join(flags).encode())
     key = f"{source.stem}-{arch}-{h.hexdigest()[:12]}"
     cubin, logf = _cache_dir() / f"{key}.cubin", _cache_dir() / f"{key}.log"

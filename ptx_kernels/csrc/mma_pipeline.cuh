@@ -50,7 +50,12 @@ constexpr int GROUP_M = 8;
 //   2 x 4 warps of 128x64 525 / 511; the fp32 tile 487 / 467; 128x256x32 with 2 x 2 warps of 64x128 and two
 //   blocks per SM 496 / 499.
 // Nsight Compute (scripts/profile_tune.sh, clocks locked at 1.41 GHz): the fp16 tile keeps the tensor pipe 89%
-// busy, the fp32 tile 76%. A main loop unrolled over the stages (constant stage offsets, 7% fewer instructions)
+// busy, the fp32 tile 76%; warps of the fp16 tile wait 0.16 cycles per issued instruction at the block barrier
+// (1.8 in math-pipe throttle, 2.0 on fixed latencies). Per-stage mbarriers instead of that barrier
+// (Tile<..., MBARRIERS = true>, tile::StageBarriers: copies one tile less ahead, warps drift up to a tile apart)
+// took more instructions and lost: 473 / 458 TFLOPS for the fp16 tile (pipe 82%), 431 / 438 for the fp32 one.
+// The sweep also times the register-only mma.sync loop: at 8192^3 the fp16 tile does 92-97% of its TFLOPS per
+// GHz, while cuBLAS (wgmma) does 1.3-1.45x of it. A main loop unrolled over the stages (constant stage offsets, 7% fewer instructions)
 // measured 5% slower per clock for fp32 and was not kept.
 using LadderTileF32 = Tile<128, 256, 64, 2, 4, 3>;
 using LadderTileF16 = Tile<256, 256, 32, 4, 2, 4, 1, 1>;

@@ -5,26 +5,28 @@
 // are masks, no branch), large warp tiles — 64x64 (4x4 fragments) with fp32 accumulators, 64x128 (4x8) with fp16
 // ones, which take half the registers — fragments double-buffered in registers where they fit (fp32: the next
 // k-step's loads issued before this one's mma_sync, across tiles too), dynamic shared memory above 48 KB and
-// grouped block rasterization so that neighbouring blocks share operand tiles in L2. The fragments are loaded
-// with the PTX form of load_matrix_sync (ptx::wmma_load_*: the same wmma.load instruction, addressed
-// [base + immediate]) from a main loop unrolled over the stages, so no integer instruction forms a fragment's
-// address: 244 instructions per 128 HMMA in the fp16 loop (256x256x32 with 2x4 warps) instead of 300; no
-// measurable change in speed.
+// grouped block rasterization so that neighbouring blocks share operand tiles in L2, and an epilogue that stages
+// the block's C tile in shared memory (store_matrix_sync) and copies it out along full rows with 16-byte stores
+// (tile::copy_out_tile, as mma_stmatrix does). The fragments are loaded with the PTX form of load_matrix_sync
+// (ptx::wmma_load_*: the same wmma.load instruction, addressed [base + immediate]), so no integer instruction
+// forms a fragment's address beyond one base per tile (see the main loop for its two shapes).
 //
 // Tiles chosen by measurement (scripts/tune_wmma_multistage.cu on the H100, NN, TFLOPS and ratio to cuBLAS in
 // the same process; `bash scripts/gpu_pass.sh tune OUT`), at 4096^3 / 8192^3:
-// - fp32: 128x256x64, 2x4 warps, 3 stages: 395 / 368 (0.53x / 0.49x); 256x128x64 396 / 381; the earlier
-//   128x128x64 with two blocks per SM 317 / 334; one fragment buffer 389 / 359.
-// - fp16: 256x256x32, 4x2 warps of 64x128, 4 stages, one fragment buffer: 484 / 463 (0.63x / 0.63x); 2x4 warps
-//   of 128x64 457 / 422; the earlier 128x256x32 with 2x4 warps 384 / 355.
+// - fp32: 128x256x64, 2x4 warps, 3 stages, loop unrolled over stages: 399 / 399 (0.55x / 0.54x); rolled 399 /
+//   370; 256x128x64 398 / 381; 128x128x64 with two blocks per SM 320 / 335; one fragment buffer 392 / 390.
+// - fp16: 256x256x32, 4x2 warps of 64x128, 4 stages, one fragment buffer, rolled loop: 497 / 472 (0.67x /
+//   0.62x; unrolled 477 / 486 in the same run); 2x4 warps of 128x64 453 / 475; 128x256x32 with 2x4 warps 384 /
+//   358. Per-stage mbarriers instead of a block barrier per tile (tile::StageBarriers) were slower for both.
 // WMMA compiles to the same HMMA.16816 and LDSM as the mma.sync ladder; what it cannot do is choose the
 // shared-memory layout wmma.load reads (rows are padded instead of swizzled) or shape the fragments' registers.
-// Nsight Compute at a locked 1.41 GHz, fp16 256x256x32 with 2x4 warps: the tensor pipe 77-82% busy (PTX / C++
-// loads), the mma.sync kernel on the same tile 89%.
+// Nsight Compute at a locked 1.41 GHz, 4096^3 fp16: the tensor pipe 84% busy (rolled; 80% unrolled), the
+// mma.sync kernel on the same tile 89%.
 // Edges: cp.async zero-fill as in wmma_async_dbuf; needs 16-byte aligned rows.
-// Measured (docs/results/h100, `python -m compare` on the H100 at 22ac9e1, 4096^3 NN, fp32 accumulation):
-//   391.5 TFLOPS (0.514x, 60% of the mma.sync ceiling), 1.58x wmma_async_dbuf; 478.1 (0.628x, 73%) with fp16
-//   accumulation; 8192^3: 388.7 (0.524x) / 471.0 (0.635x).
+// Measured (docs/results/h100-c7cd081, `python -m compare` on the H100 at c7cd081, 4096^3 NN): fp32 accumulation
+//   391.5 TFLOPS (0.521x, 60% of the mma.sync ceiling), 1.58x wmma_async_dbuf; 491.1 (0.654x, 76%) with fp16
+//   accumulation; 8192^3: 409.5 (0.548x) / 480.6 (0.643x). Before the block-wide epilogue and the rolled fp16
+//   loop (docs/results/h100, 22ac9e1): 391.5 (0.514x) / 478.1 (0.628x); 8192^3 388.7 / 471.0 (0.635x).
 #include <mma.h>
 
 #include "hgemm.cuh"
