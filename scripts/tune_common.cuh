@@ -189,8 +189,7 @@ inline void sweep(const Candidate* cands, int count, Acc acc, std::initializer_l
       }
     }
     const double flop = 2.0 * n * n * double(n);
-    const double ceiling_flop = double(ceiling_blocks) * (mma_ceiling::THREADS / 32) * ceiling_iters *
-                                mma_ceiling::CHAINS * (2 * 16 * 8 * 16);
+    const double ceiling_flop = mma_ceiling_flops(ceiling_blocks, ceiling_iters);
     const float base = median(t[count]);
     // TFLOPS / GHz: per-clock efficiency (the median clock read right after each timed call); for candidates also
     // as a share of the ceiling's TFLOPS / GHz.

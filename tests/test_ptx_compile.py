@@ -1,5 +1,6 @@
 """Every CUDA source compiles with plain nvcc (no Torch, no GPU) for sm_80 and sm_90a, without spills, with the
 shared memory its tiles imply, and its SASS holds the instructions its design promises."""
+import re
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -25,7 +26,6 @@ def compiled():
 
 def _template_args(mangled: str):
     """(accumulation, B column-major) of a kernel instantiation from its mangled name: ...IL3Acc0ELb1E..."""
-    import re
     acc = int(re.search(r"L3Acc(\d)E", mangled).group(1))
     bcol = re.search(r"L3Acc\dELb(\d)E", mangled)  # the bool after the accumulation (a Tile may hold bools too)
     return ("fp32" if acc == 0 else "fp16"), (bcol is not None and bcol.group(1) == "1")
@@ -148,7 +148,6 @@ def test_mbarrier_pipelines_have_no_block_barrier_in_the_main_loop(compiled, arc
     stage's mbarrier and the copies arrive on it as they land, with no bar.sync; the shipped tiles (tile::BlockSync)
     meet at one bar.sync per tile instead."""
     c = toolchain.compile_cubin(Path(__file__).parent / "cuda" / "mbarrier_pipeline.cu", arch)
-    import re
     mbar = [f for f in c.functions if re.search(r"ELi\d+ELb1E", f.name)]  # Tile's first bool, MBARRIERS, is true
     assert {f.name.split("6kernel")[0] for f in mbar} == {"_ZN12mma_pipeline", "_ZN15wmma_multistage"}, mbar
 

@@ -91,7 +91,7 @@ double hgemm_mma_ceiling(const torch::Tensor& sink, int64_t blocks, int64_t iter
                                              acc_fp16 ? Acc::F16 : Acc::F32, sink.data_ptr<float>(),
                                              at::cuda::getCurrentCUDAStream(sink.device().index()));
   TORCH_CHECK(err == cudaSuccess, "mma_ceiling failed to launch: ", cudaGetErrorString(err));
-  return double(blocks) * kMmaCeilingWarpsPerBlock * double(iters) * kMmaCeilingChains * (2.0 * 16 * 8 * 16);
+  return mma_ceiling_flops(blocks, iters);
 }
 
 // ---- fragment-layout probes: small outputs, one warp, synchronous results for the tests -------------------

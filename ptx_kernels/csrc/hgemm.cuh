@@ -50,6 +50,10 @@ cudaError_t launch_mma_stmatrix(const GemmArgs&, Acc, cudaStream_t, LaunchInfo*)
 // The mma.sync instruction ceiling (mma_ceiling.cu): blocks x 4 warps x iters x 8 chains of m16n8k16.
 constexpr int kMmaCeilingWarpsPerBlock = 4, kMmaCeilingChains = 8;
 cudaError_t launch_mma_ceiling(int blocks, int iters, Acc acc, float* sink, cudaStream_t stream);
+// The FLOPs one launch_mma_ceiling(blocks, iters, ...) performs.
+inline double mma_ceiling_flops(long long blocks, long long iters) {
+  return double(blocks) * kMmaCeilingWarpsPerBlock * double(iters) * kMmaCeilingChains * (2.0 * 16 * 8 * 16);
+}
 
 // Fragment-layout probes (probes.cu): one warp each; see ptx_kernels/probes.py.
 cudaError_t launch_probe_ldmatrix(int num, bool trans, uint16_t* out, cudaStream_t stream);

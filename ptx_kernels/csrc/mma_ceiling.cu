@@ -8,8 +8,8 @@
 
 namespace mma_ceiling {
 
-constexpr int CHAINS = 8;  // independent MMAs in flight per warp (latency ~ 8x the issue interval)
-constexpr int THREADS = 128;
+constexpr int CHAINS = kMmaCeilingChains;  // independent MMAs in flight per warp (8: latency ~ 8x the issue interval)
+constexpr int THREADS = 32 * kMmaCeilingWarpsPerBlock;  // (hgemm.cuh's mma_ceiling_flops counts with these)
 
 template <Acc ACC>
 __global__ void __launch_bounds__(THREADS) kernel(int iters, float* sink) {
@@ -36,7 +36,7 @@ __global__ void __launch_bounds__(THREADS) kernel(int iters, float* sink) {
 
 }  // namespace mma_ceiling
 
-// FLOPs done = blocks * (THREADS / 32) * iters * CHAINS * (2 * 16 * 8 * 16).
+// FLOPs done = blocks * (THREADS / 32) * iters * CHAINS * (2 * 16 * 8 * 16): mma_ceiling_flops (hgemm.cuh).
 cudaError_t launch_mma_ceiling(int blocks, int iters, Acc acc, float* sink, cudaStream_t stream) {
   using namespace mma_ceiling;
   if (acc == Acc::F32)

@@ -25,8 +25,7 @@ struct Tile {
   static constexpr bool MBARRIERS = MBARRIERS_;
   static constexpr int MI = BM / WARPS_M / 16, NI = BN / WARPS_N / 8;
   static constexpr int THREADS = 32 * WARPS_M * WARPS_N;
-  using Sync = typename std::conditional<MBARRIERS, tile::StageBarriers<STAGES, WARPS_M * WARPS_N>,
-                                         tile::BlockSync<STAGES, WARPS_M * WARPS_N>>::type;
+  using Sync = tile::StageSync<MBARRIERS, STAGES, WARPS_M * WARPS_N>;
   static constexpr int KSTEPS = BK / 16;
   static_assert(BM % (16 * WARPS_M) == 0 && BN % (16 * WARPS_N) == 0 && BK % 16 == 0, "whole m16n8k16 steps");
   static_assert(NI % 2 == 0, "B fragments come in pairs (ldmatrix.x4)");
@@ -53,9 +52,9 @@ constexpr int GROUP_M = 8;
 // busy, the fp32 tile 76%; warps of the fp16 tile wait 0.16 cycles per issued instruction at the block barrier
 // (1.8 in math-pipe throttle, 2.0 on fixed latencies). Per-stage mbarriers instead of that barrier
 // (Tile<..., MBARRIERS = true>, tile::StageBarriers: copies one tile less ahead, warps drift up to a tile apart)
-// took more instructions and lost: 473 / 458 TFLOPS for the fp16 tile (pipe 82%), 431 / 438 for the fp32 one.
-// The sweep also times the register-only mma.sync loop: at 8192^3 the fp16 tile does 92-97% of its TFLOPS per
-// GHz, while cuBLAS (wgmma) does 1.3-1.45x of it. A main loop unrolled over the stages (constant stage offsets, 7% fewer instructions)
+// took more instructions and lost: 475 / 458 TFLOPS for the fp16 tile (pipe 82%) against 534 / 540, 431 / 438
+// for the fp32 one against 458 / 471 (the same sweep). The sweep also times the register-only mma.sync loop: at
+// 8192^3 the fp16 tile does 92-94% of its TFLOPS per GHz (2 x 4 warps 93-97%), cuBLAS (wgmma) 1.33-1.43x of it. A main loop unrolled over the stages (constant stage offsets, 7% fewer instructions)
 // measured 5% slower per clock for fp32 and was not kept.
 using LadderTileF32 = Tile<128, 256, 64, 2, 4, 3>;
 using LadderTileF16 = Tile<256, 256, 32, 4, 2, 4, 1, 1>;

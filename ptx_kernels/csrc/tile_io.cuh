@@ -71,6 +71,18 @@ __device__ __forceinline__ void load_tile_sync(half* s, const half* g, int64_t l
   }
 }
 
+// The A and B tiles of K step k0 of block (row0, col0), synchronously, unpadded: A (m, k) into sA (row stride BK);
+// B into sB as (n, k) rows of BK when B_COL, else (k, n) rows of BN. ldb: B's row stride in global memory.
+template <int BM, int BN, int BK, int THREADS, bool B_COL>
+__device__ __forceinline__ void load_operands_sync(half* sA, half* sB, const GemmArgs& p, int64_t ldb, int row0,
+                                                   int col0, int k0, bool vec_ok) {
+  load_tile_sync<BM, BK, THREADS, BK>(sA, p.A + row0 * p.sam + k0, p.sam, p.M - row0, p.K - k0, vec_ok);
+  if (B_COL)
+    load_tile_sync<BN, BK, THREADS, BK>(sB, p.B + col0 * ldb + k0, ldb, p.N - col0, p.K - k0, vec_ok);
+  else
+    load_tile_sync<BK, BN, THREADS, BN>(sB, p.B + k0 * ldb + col0, ldb, p.K - k0, p.N - col0, vec_ok);
+}
+
 // True when the layout repeats every `rows` rows: off(r + rows, c) = off(r, c) + rows * ld (Plain always; the
 // XOR swizzles have a period of 8 rows).
 template <class Layout, int ROWS_STEP, int COLS, int LDS>
@@ -275,6 +287,11 @@ struct StageBarriers {
     if (kt >= STAGES) ptx::mbarrier_wait_parity(empty + 8 * (kt % STAGES), (kt / STAGES - 1) & 1);
   }
 };
+
+// The policy a Tile's MBARRIERS flag selects.
+template <bool MBARRIERS, int STAGES, int WARPS>
+using StageSync =
+    typename std::conditional<MBARRIERS, StageBarriers<STAGES, WARPS>, BlockSync<STAGES, WARPS>>::type;
 
 // Store one 16x16 accumulator fragment at C[row0.., col0..], guarded at the edges: through a per-warp 16x16
 // scratch in shared memory (fragment layouts are opaque), then each lane writes 8 consecutive halves of one row.

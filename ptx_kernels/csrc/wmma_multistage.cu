@@ -17,7 +17,8 @@
 //   370; 256x128x64 398 / 381; 128x128x64 with two blocks per SM 320 / 335; one fragment buffer 392 / 390.
 // - fp16: 256x256x32, 4x2 warps of 64x128, 4 stages, one fragment buffer, rolled loop: 497 / 472 (0.67x /
 //   0.62x; unrolled 477 / 486 in the same run); 2x4 warps of 128x64 453 / 475; 128x256x32 with 2x4 warps 384 /
-//   358. Per-stage mbarriers instead of a block barrier per tile (tile::StageBarriers) were slower for both.
+//   358. Per-stage mbarriers instead of a block barrier per tile (tile::StageBarriers) were slower in that sweep
+//   (fp16 464 / 445, fp32 390 / 370); one earlier sweep had the fp32 one ahead at 8192^3 (401 against 371).
 // WMMA compiles to the same HMMA.16816 and LDSM as the mma.sync ladder; what it cannot do is choose the
 // shared-memory layout wmma.load reads (rows are padded instead of swizzled) or shape the fragments' registers.
 // Nsight Compute at a locked 1.41 GHz, 4096^3 fp16: the tensor pipe 84% busy (rolled; 80% unrolled), the
@@ -46,8 +47,7 @@ struct Tile {
   static constexpr int BM = BM_, BN = BN_, BK = BK_, WARPS_M = WARPS_M_, WARPS_N = WARPS_N_, STAGES = STAGES_;
   static constexpr int MIN_BLOCKS = MIN_BLOCKS_, FRAG_BUFS = FRAG_BUFS_;
   static constexpr bool MBARRIERS = MBARRIERS_, ROLLED = ROLLED_;
-  using Sync = typename std::conditional<MBARRIERS, tile::StageBarriers<STAGES, WARPS_M * WARPS_N>,
-                                         tile::BlockSync<STAGES, WARPS_M * WARPS_N>>::type;
+  using Sync = tile::StageSync<MBARRIERS, STAGES, WARPS_M * WARPS_N>;
   static constexpr int FM = BM / (WARPS_M * 16), FN = BN / (WARPS_N * 16);  // fragments per warp
   static constexpr int THREADS = 32 * WARPS_M * WARPS_N;
   static constexpr int PAD = 8;  // halves: rows skewed by 16 bytes, so ldmatrix's 8 row reads hit distinct banks

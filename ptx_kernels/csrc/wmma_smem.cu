@@ -38,11 +38,7 @@ __global__ void __launch_bounds__(THREADS) kernel(GemmArgs p, bool vec_ok) {
 
   // MAIN LOOP
   for (int k0 = 0; k0 < p.K; k0 += BK) {
-    tile::load_tile_sync<BM, BK, THREADS, BK>(sA, p.A + row0 * p.sam + k0, p.sam, p.M - row0, p.K - k0, vec_ok);
-    if (B_COL)
-      tile::load_tile_sync<BN, BK, THREADS, BK>(sB, p.B + col0 * ldb + k0, ldb, p.N - col0, p.K - k0, vec_ok);
-    else
-      tile::load_tile_sync<BK, BN, THREADS, BN>(sB, p.B + k0 * ldb + col0, ldb, p.K - k0, p.N - col0, vec_ok);
+    tile::load_operands_sync<BM, BN, BK, THREADS, B_COL>(sA, sB, p, ldb, row0, col0, k0, vec_ok);
     __syncthreads();
     wmma::load_matrix_sync(a, sA + wm * T * BK, BK);
     if (B_COL)
