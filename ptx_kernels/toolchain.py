@@ -188,3 +188,31 @@ def loop_bodies(sass: str) -> list[list[str]]:
             loops.append([text for o, text in lines if target <= o <= off])
     return loops
 
+
+
+def operand_lead(body: list[str]) -> int | None:
+    """How far ahead a loop loads its MMA operands: over every LDSM of a loop body (loop_bodies), the number of
+    instructions from it to the first HMMA that reads a register it wrote, counted around the loop (the last
+    instructions feed the first), minimised. A small number means an MMA issued right behind the shared-memory
+    load it waits for (an LDSM takes some 30 cycles). None when no HMMA reads an LDSM's registers."""
+    ops = []
+    for line in body:
+        m = re.search(r"\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)\s*([^;]*);", line)
+        regs = [int(r) for r in re.findall(r"\bR(\d+)", m.group(2))] if m else []
+        ops.append((m.group(1) if m else "", regs))
+    n, lead = len(ops), None
+    for i, (op, regs) in enumerate(ops):
+        if not op.startswith("LDSM") or not regs:
+            continue
+        count = 4 if ".x4" in op.lower() or op.endswith(".4") else 2 if op.endswith(".2") else 1
+        written = set(range(regs[0], regs[0] + count))
+        for d in range(1, n + 1):
+            op2, regs2 = ops[(i + d) % n]
+            if op2.startswith("HMMA") and len(regs2) >= 3:
+                read = set(range(regs2[1], regs2[1] + 4)) | set(range(regs2[2], regs2[2] + 2))  # A: 4, B: 2 regs
+                if written & read:
+                    lead = d if lead is None else min(lead, d)
+                    break
+            elif regs2 and regs2[0] in written:  # overwritten before any MMA read it
+                break
+    return lead

@@ -55,7 +55,7 @@ VARIANTS: tuple[Variant, ...] = (
     Variant("wmma_multistage", "wmma", "wmma_multistage.cu",
             "128x256x64, 3 stages, 8 warps x 4x4 fragments; "
             "fp16 on large problems: 256x256x32, 4 stages, 8 warps x 4x8",
-            "3-4 stage cp.async pipeline, 64x64 (fp16: 64x128) warp tiles, fragment loads with immediate offsets",
+            "3-4 stage cp.async pipeline, 64x64 (fp16: 64x128) warp tiles, fragments loaded a k-step ahead",
             block=(128, 256, 64), stages=3, block_fp16=(256, 256, 32), stages_fp16=4, aligned_rows=True),
     Variant("mma_naive", "mma", "mma_naive.cu", "1 warp, 16x8",
             "mma.sync.m16n8k16 fed by ldmatrix: fragment registers the program addresses itself",

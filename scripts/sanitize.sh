@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # compute-sanitizer memcheck and racecheck over every kernel at small odd shapes (GPU only):
-#   bash scripts/sanitize.sh OUTDIR
+#   bash scripts/sanitize.sh OUTDIR [PATTERN]
 # Runs scripts/sanitize_cases.py under each tool with PYTORCH_NO_CUDA_MEMORY_CACHING=1 (so the caching allocator
 # cannot hide an out-of-bounds access inside a cached block); exits non-zero on any sanitizer report or wrong
-# result. Logs: OUTDIR/sanitize_memcheck.txt, OUTDIR/sanitize_racecheck.txt.
+# result. PATTERN (fnmatch, default *) limits the run to matching variants ("triton" for the Triton kernels).
+# Logs: OUTDIR/sanitize_memcheck.txt, OUTDIR/sanitize_racecheck.txt.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-OUTDIR=${1:-gpu_out}; mkdir -p "$OUTDIR"
+OUTDIR=${1:-gpu_out}; PATTERN=${2:-*}; mkdir -p "$OUTDIR"
 export PYTHONPATH=. PYTORCH_NO_CUDA_MEMORY_CACHING=1
 export TENSORCORE_HGEMM_BUILD_DIR=${TENSORCORE_HGEMM_BUILD_DIR:-/tmp/tensorcore_hgemm_build}
 unset TRITON_INTERPRET
@@ -14,7 +15,7 @@ python -c "import ptx_kernels; ptx_kernels.load()" || exit 1  # build outside th
 status=0
 for tool in memcheck racecheck; do
   log="$OUTDIR/sanitize_$tool.txt"
-  compute-sanitizer --tool "$tool" --error-exitcode 3 --print-limit 50 python scripts/sanitize_cases.py > "$log" 2>&1
+  compute-sanitizer --tool "$tool" --error-exitcode 3 --print-limit 50 python scripts/sanitize_cases.py "$PATTERN" > "$log" 2>&1
   rc=$?
   echo "$tool: exit $rc; $(grep -E '^========= (ERROR SUMMARY|RACECHECK SUMMARY)' "$log" | tail -1)"
   grep -E "^sanitize_cases" "$log"

@@ -31,6 +31,7 @@ const tune::Candidate cands[] = {
     candidate<Tile<256, 128, 64, 4, 2, 3, 1, 2>, ACC>("256x128x64 w4x2 s3"),
     candidate<Tile<128, 128, 64, 2, 2, 3, 2, 2>, ACC>("128x128x64 w2x2 s3 2/SM"),
     candidate<Tile<128, 256, 64, 2, 4, 3, 1, 2, false, true>, ACC>("128x256x64 w2x4 s3 rolled"),
+    candidate<Tile<128, 256, 64, 2, 4, 3, 1, FRAGS_A2B1, false, true>, ACC>("128x256x64 w2x4 s3 fbA2"),
     // per-stage mbarriers instead of a block barrier per tile (copies one tile less ahead)
     candidate<Tile<128, 256, 64, 2, 4, 4, 1, 2, true>, ACC>("128x256x64 w2x4 s4 mbar"),
 };
@@ -41,6 +42,11 @@ const tune::Candidate cands[] = {
     candidate<Tile<256, 256, 32, 2, 4, 4, 1, 1>, ACC>("256x256x32 w2x4 s4 fb1"),
     candidate<Tile<256, 256, 32, 4, 2, 4, 1, 1>, ACC>("256x256x32 w4x2 s4 fb1"),
     candidate<Tile<256, 256, 32, 4, 2, 4, 1, 1, false, true>, ACC>("256x256x32 w4x2 s4 fb1 rolled"),
+    // two buffers of A fragments, one of B, MMAs column by column (FRAGS_A2B1)
+    candidate<Tile<256, 256, 32, 4, 2, 4, 1, FRAGS_A2B1, false, true>, ACC>("256x256x32 w4x2 s4 fbA2"),
+    candidate<Tile<256, 256, 32, 2, 4, 4, 1, FRAGS_A2B1, false, true>, ACC>("256x256x32 w2x4 s4 fbA2"),
+    candidate<Tile<256, 256, 32, 4, 2, 5, 1, FRAGS_A2B1, false, true>, ACC>("256x256x32 w4x2 s5 fbA2"),
+    candidate<Tile<256, 256, 32, 4, 2, 3, 1, FRAGS_A2B1, false, true>, ACC>("256x256x32 w4x2 s3 fbA2"),
     candidate<Tile<128, 256, 32, 2, 4, 4, 1, 2>, ACC>("128x256x32 w2x4 s4"),
     candidate<Tile<128, 256, 32, 2, 2, 4, 2, 1>, ACC>("128x256x32 w2x2 s4 2/SM fb1"),
     // per-stage mbarriers instead of a block barrier per tile (copies one tile less ahead)

@@ -24,6 +24,12 @@ def compiled():
     return {(v.name, arch): r for (v, arch), r in zip(jobs, results)}
 
 
+def main_loop(cubin, name) -> list[str]:
+    """The main loop of kernel `name`: of its SASS loops, the one with the most HMMAs."""
+    loops = toolchain.loop_bodies(toolchain.disassemble(cubin, name))
+    return max(loops, key=lambda b: toolchain.instruction_mix("\n".join(b))["HMMA"])
+
+
 def _template_args(mangled: str):
     """(accumulation, B column-major) of a kernel instantiation from its mangled name: ...IL3Acc0ELb1E..."""
     acc = int(re.search(r"L3Acc(\d)E", mangled).group(1))
@@ -151,14 +157,9 @@ def test_mbarrier_pipelines_have_no_block_barrier_in_the_main_loop(compiled, arc
     mbar = [f for f in c.functions if re.search(r"ELi\d+ELb1E", f.name)]  # Tile's first bool, MBARRIERS, is true
     assert {f.name.split("6kernel")[0] for f in mbar} == {"_ZN12mma_pipeline", "_ZN15wmma_multistage"}, mbar
 
-    def main_loop(cubin, name):
-        loops = toolchain.loop_bodies(toolchain.disassemble(cubin, name))
-        body = max(loops, key=lambda b: toolchain.instruction_mix("\n".join(b))["HMMA"])
-        return "\n".join(body)
-
     for f in mbar:
         assert f.spill_stores == 0 and f.spill_loads == 0 and f.stack_bytes == 0 and f.registers <= 255, f
-        loop = main_loop(c.cubin, f.name)
+        loop = "\n".join(main_loop(c.cubin, f.name))
         mix = toolchain.instruction_mix(loop)
         assert mix["HMMA"] > 0 and mix["BAR"] == 0, (f.name, dict(mix))
         assert "ARRIVES.LDGSTSBAR.64" in loop  # cp.async.mbarrier.arrive.noinc: a full barrier
@@ -167,7 +168,32 @@ def test_mbarrier_pipelines_have_no_block_barrier_in_the_main_loop(compiled, arc
             else "ATOMS.ARRIVE.64" in loop
     shipped = compiled[("mma_stmatrix", arch)]
     name = next(f.name for f in shipped.functions if "ELb0EEEL3Acc1" in f.name)
-    assert toolchain.instruction_mix(main_loop(shipped.cubin, name))["BAR"] == 1
+    assert toolchain.instruction_mix("\n".join(main_loop(shipped.cubin, name)))["BAR"] == 1
+
+
+def test_wmma_fp16_tile_loads_operands_ahead_of_its_mmas(compiled):
+    """FRAGS_A2B1 (two buffers of A fragments, one of B, MMAs column by column): in the shipped fp16 tile's main
+    loop (NN, sm_90a) every LDSM is issued at least 16 instructions before the first MMA that reads it. With one
+    buffer (the tile before; the sweep measured it 4-5% slower), the loop's first MMAs read fragments loaded
+    within the last 4 instructions, as the previous k-step's last MMAs had to free those registers first."""
+    shipped = compiled[("wmma_multistage", "sm_90a")]
+    name = next(f.name for f in shipped.functions if re.search(r"ELi1ELi3ELb0ELb1EEEL3Acc1ELb0E", f.name))
+    assert toolchain.operand_lead(main_loop(shipped.cubin, name)) >= 16
+    one = toolchain.compile_cubin(Path(__file__).parent / "cuda" / "wmma_fragment_buffers.cu", "sm_90a")
+    (f,) = [f for f in one.functions if "ELi1ELi1ELb0ELb1EEEL3Acc1ELb0E" in f.name]
+    assert f.spill_stores == 0 and toolchain.operand_lead(main_loop(one.cubin, f.name)) <= 4
+
+
+def test_operand_lead_counts_around_the_loop():
+    body = """        /*0100*/                   HMMA.16816.F16 R20, R8, R12, R20 ;
+        /*0110*/                   HMMA.16816.F16 R22, R8, R14, R22 ;
+        /*0120*/                   IADD3 R2, R2, 0x40, RZ ;
+        /*0130*/                   LDSM.16.MT88.4 R12, [R2+0x100] ;
+        /*0140*/                   LDSM.16.M88.4 R8, [R2] ;
+        /*0150*/                   HMMA.16816.F16 R24, R4, R16, R24 ;""".splitlines()
+    # R8 (A of the first MMA) is loaded 2 instructions before it around the loop, R12 (B) 3
+    assert toolchain.operand_lead(body) == 2
+    assert toolchain.operand_lead(body[:3]) is None
 
 
 def test_stmatrix_guard_fails_loudly_below_sm90():

@@ -340,17 +340,29 @@ struct WmmaOperands {
   // strides LDA / LDB halves. Through ptx::wmma_load_*, so every offset is an immediate of the LDSM.
   template <int LDA, int LDB, int A_OFF, int B_OFF>
   __device__ __forceinline__ void load_shared(uint32_t sA, uint32_t sB) {
+    load_a_shared<LDA, A_OFF>(sA);
+    static_for<FN>([&](auto j) { load_b_shared<decltype(j)::value, LDB, B_OFF>(sB); });
+  }
+  // The A fragments alone, and B fragment J alone (same addressing).
+  template <int LDA, int A_OFF>
+  __device__ __forceinline__ void load_a_shared(uint32_t sA) {
     static_for<FM>([&](auto i) {
       ptx::wmma_load_a_row_m16n16k16<LDA, A_OFF + decltype(i)::value * 16 * LDA * 2>(
           reinterpret_cast<uint32_t(&)[8]>(a[decltype(i)::value].x), sA);
     });
-    static_for<FN>([&](auto j) {
-      constexpr int J = decltype(j)::value;
-      ptx::wmma_load_b_m16n16k16<B_COL, LDB, B_OFF + (B_COL ? J * 16 * LDB : J * 16) * 2>(
-          reinterpret_cast<uint32_t(&)[8]>(b[J].x), sB);
-    });
+  }
+  template <int J, int LDB, int B_OFF>
+  __device__ __forceinline__ void load_b_shared(uint32_t sB) {
+    ptx::wmma_load_b_m16n16k16<B_COL, LDB, B_OFF + (B_COL ? J * 16 * LDB : J * 16) * 2>(
+        reinterpret_cast<uint32_t(&)[8]>(b[J].x), sB);
   }
   // c[i][j] += a[i] b[j]: FM * FN wmma::mma_sync.
+  // Column J of the grid: c[i][J] += a[i] b[J] for every i (A fragments from `as`, which may be another buffer).
+  template <int J, typename AccFrag>
+  __device__ __forceinline__ void mma_column(AccFrag (&c)[FM][FN], const WmmaOperands& as) const {
+#pragma unroll
+    for (int i = 0; i < FM; ++i) nvcuda::wmma::mma_sync(c[i][J], as.a[i], b[J], c[i][J]);
+  }
   template <typename AccFrag>
   __device__ __forceinline__ void mma(AccFrag (&c)[FM][FN]) const {
 #pragma unroll

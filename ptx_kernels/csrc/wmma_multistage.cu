@@ -3,31 +3,35 @@
 // Adds over wmma_async_dbuf: a STAGES-deep cp.async pipeline (STAGES-1 tiles in flight while one is computed,
 // one barrier per tile) whose copies cost a few instructions each (tile::OperandLoads: pointers advance, edges
 // are masks, no branch), large warp tiles — 64x64 (4x4 fragments) with fp32 accumulators, 64x128 (4x8) with fp16
-// ones, which take half the registers — fragments double-buffered in registers where they fit (fp32: the next
-// k-step's loads issued before this one's mma_sync, across tiles too), dynamic shared memory above 48 KB and
-// grouped block rasterization so that neighbouring blocks share operand tiles in L2, and an epilogue that stages
-// the block's C tile in shared memory (store_matrix_sync) and copies it out along full rows with 16-byte stores
-// (tile::copy_out_tile, as mma_stmatrix does). The fragments are loaded with the PTX form of load_matrix_sync
-// (ptx::wmma_load_*: the same wmma.load instruction, addressed [base + immediate]), so no integer instruction
-// forms a fragment's address beyond one base per tile (see the main loop for its two shapes).
+// ones, which take half the registers — fragments loaded a k-step ahead of their MMAs (fp32: two whole buffers;
+// fp16: two of A and one of B, MMAs column by column, FRAGS_A2B1), across tiles too, dynamic shared memory above
+// 48 KB and grouped block rasterization so that neighbouring blocks share operand tiles in L2, and an epilogue
+// that stages the block's C tile in shared memory (store_matrix_sync) and copies it out along full rows with
+// 16-byte stores (tile::copy_out_tile, as mma_stmatrix does). The fragments are loaded with the PTX form of
+// load_matrix_sync (ptx::wmma_load_*: the same wmma.load instruction, addressed [base + immediate]), so no
+// integer instruction forms a fragment's address beyond one base per tile (see the main loop for its two shapes).
 //
 // Tiles chosen by measurement (scripts/tune_wmma_multistage.cu on the H100, NN, TFLOPS and ratio to cuBLAS in
 // the same process; `bash scripts/gpu_pass.sh tune OUT`), at 4096^3 / 8192^3:
-// - fp32: 128x256x64, 2x4 warps, 3 stages, loop unrolled over stages: 399 / 399 (0.55x / 0.54x); rolled 399 /
-//   370; 256x128x64 398 / 381; 128x128x64 with two blocks per SM 320 / 335; one fragment buffer 392 / 390.
-// - fp16: 256x256x32, 4x2 warps of 64x128, 4 stages, one fragment buffer, rolled loop: 497 / 472 (0.67x /
-//   0.62x; unrolled 477 / 486 in the same run); 2x4 warps of 128x64 453 / 475; 128x256x32 with 2x4 warps 384 /
-//   358. Per-stage mbarriers instead of a block barrier per tile (tile::StageBarriers) were slower in that sweep
-//   (fp16 464 / 445, fp32 390 / 370); one earlier sweep had the fp32 one ahead at 8192^3 (401 against 371).
+// - fp32: 128x256x64, 2x4 warps, 3 stages, two fragment buffers, loop unrolled over stages: 400 / 411 (0.53x /
+//   0.54x); rolled 402 / 385; rolled with FRAGS_A2B1 392 / 384; 256x128x64 399 / 377; 128x128x64 with two
+//   blocks per SM 319 / 337; one fragment buffer 395 / 384.
+// - fp16: 256x256x32, 4x2 warps of 64x128, 4 stages, FRAGS_A2B1, rolled loop: 518 / 530 (0.69x / 0.70x); one
+//   fragment buffer 497 / 479 (0.66x / 0.63x; unrolled 476 / 477); 2x4 warps of 128x64 with FRAGS_A2B1 513 /
+//   491; 3 or 5 stages 507 / 466 and 507 / 492; 128x256x32 with 2x4 warps 361 / 331. Two more sweeps on
+//   another machine: FRAGS_A2B1 0.70x / 0.67x in both, one buffer 0.67x / 0.62x and 0.67x / 0.67x (two more
+//   with the next tile's copies issued after the first k-step's MMAs instead measured the same). Per-stage
+//   mbarriers instead of a block barrier per tile (tile::StageBarriers) were slower (fp16 450 / 449, fp32 393 /
+//   394, one buffer).
 // WMMA compiles to the same HMMA.16816 and LDSM as the mma.sync ladder; what it cannot do is choose the
 // shared-memory layout wmma.load reads (rows are padded instead of swizzled) or shape the fragments' registers.
-// Nsight Compute at a locked 1.41 GHz, 4096^3 fp16: the tensor pipe 84% busy (rolled; 80% unrolled), the
-// mma.sync kernel on the same tile 89%.
+// Nsight Compute at a locked 1.41 GHz, 4096^3 fp16 (scripts/profile_tune.sh): the tensor pipe 90% busy with
+// FRAGS_A2B1 and 84% with one buffer (the mma.sync kernel on the same tile, one buffer: 89%); warps wait 0.05
+// instead of 0.68 cycles per issued instruction on the short scoreboard (LDSM results).
 // Edges: cp.async zero-fill as in wmma_async_dbuf; needs 16-byte aligned rows.
-// Measured (docs/results/h100-c7cd081, `python -m compare` on the H100 at c7cd081, 4096^3 NN): fp32 accumulation
-//   391.5 TFLOPS (0.521x, 60% of the mma.sync ceiling), 1.58x wmma_async_dbuf; 491.1 (0.654x, 76%) with fp16
-//   accumulation; 8192^3: 409.5 (0.548x) / 480.6 (0.643x). Before the block-wide epilogue and the rolled fp16
-//   loop (docs/results/h100, 22ac9e1): 391.5 (0.514x) / 478.1 (0.628x); 8192^3 388.7 / 471.0 (0.635x).
+// Measured (docs/results/h100-c7cd081, `python -m compare` on the H100 at c7cd081, one fp16 fragment buffer,
+//   4096^3 NN): fp32 accumulation 391.5 TFLOPS (0.521x, 60% of the mma.sync ceiling), 1.58x wmma_async_dbuf;
+//   491.1 (0.654x, 76%) with fp16 accumulation; 8192^3: 409.5 (0.548x) / 480.6 (0.643x).
 #include <mma.h>
 
 #include "hgemm.cuh"
@@ -39,8 +43,16 @@ using namespace nvcuda;
 // A tile configuration: block tile BM x BN x BK, a WARPS_M x WARPS_N grid of warps, STAGES-deep pipeline,
 // MIN_BLOCKS resident blocks per SM asked of the compiler (__launch_bounds__: registers <= 64K / (MIN_BLOCKS *
 // THREADS)), FRAG_BUFS register buffers of operand fragments (as in mma_pipeline.cuh's Tile: 2 loads the next
-// k-step's under this one's MMAs, 1 saves the registers), MBARRIERS: a block barrier per tile or per-stage
-// mbarriers (tile::BlockSync / tile::StageBarriers), ROLLED: the main loop's shape (see the kernel).
+// k-step's under this one's MMAs, 1 saves the registers; or FRAGS_A2B1, below), MBARRIERS: a block barrier per
+// tile or per-stage mbarriers (tile::BlockSync / tile::StageBarriers), ROLLED: the main loop's shape (see the
+// kernel).
+//
+// FRAGS_A2B1: two buffers of A fragments and one of B — 16 registers more than one buffer, where two whole
+// buffers (48 more) do not fit beside 64x128 fp16 accumulators. The MMAs go column by column (B fragment j meets
+// every A fragment), so B fragment j is free for the next k-step's as soon as column j is done, while the next
+// k-step's A fragments are loaded, into the other buffer, before the MMAs start. No MMA then waits for an LDSM
+// issued just before it, as the one-buffer loop's first MMAs do (they need the fragments its last MMAs freed).
+constexpr int FRAGS_A2B1 = 3;
 template <int BM_, int BN_, int BK_, int WARPS_M_, int WARPS_N_, int STAGES_, int MIN_BLOCKS_ = 1, int FRAG_BUFS_ = 2,
           bool MBARRIERS_ = false, bool ROLLED_ = false>
 struct Tile {
@@ -55,7 +67,8 @@ struct Tile {
   static_assert(FM * WARPS_M * 16 == BM && FN * WARPS_N * 16 == BN && BK % 16 == 0, "tiles of 16x16 fragments");
   static_assert(STAGES >= 2, "a pipeline needs two stages");
   static constexpr int KSTEPS = BK / 16;
-  static_assert(FRAG_BUFS == 1 || FRAG_BUFS == 2, "one or two fragment buffers");
+  static_assert(FRAG_BUFS == 1 || FRAG_BUFS == 2 || FRAG_BUFS == FRAGS_A2B1, "1, 2 or FRAGS_A2B1 buffers");
+  static_assert(FRAG_BUFS != FRAGS_A2B1 || ROLLED, "FRAGS_A2B1 comes with the rolled loop");
   static_assert(FRAG_BUFS == 1 || KSTEPS % 2 == 0,
                 "two fragment buffers alternate across tiles: an even number of k-steps");
 };
@@ -63,7 +76,7 @@ struct Tile {
 // The configurations the variant ships, one per accumulation (chosen by the sweep in
 // scripts/tune_wmma_multistage.cu, see the header).
 using ShippedF32 = Tile<128, 256, 64, 2, 4, 3, 1, 2>;
-using ShippedF16 = Tile<256, 256, 32, 4, 2, 4, 1, 1, false, true>;
+using ShippedF16 = Tile<256, 256, 32, 4, 2, 4, 1, FRAGS_A2B1, false, true>;
 constexpr int GROUP_M = 8;
 
 template <class T, bool B_COL, Acc ACC>
@@ -110,8 +123,9 @@ __global__ void __launch_bounds__(T::THREADS, T::MIN_BLOCKS) kernel(GemmArgs p) 
   // Shared addresses of the warp's operands in stage 0; a stage and k-step add a constant (Smem::a_off, b_off).
   const uint32_t a_warp = ptx::smem_u32(sA + wm * FM * 16 * LDA);
   const uint32_t b_warp = ptx::smem_u32(sB + (B_COL ? wn * FN * 16 * S::LDB : wn * FN * 16));
-  constexpr int FB = T::FRAG_BUFS;
-  tile::WmmaOperands<FM, FN, B_COL> ops[FB];  // double-buffered in registers (FB = 2)
+  constexpr bool A2B1 = T::FRAG_BUFS == FRAGS_A2B1;
+  constexpr int FB = A2B1 ? 2 : T::FRAG_BUFS;
+  tile::WmmaOperands<FM, FN, B_COL> ops[FB];  // in registers: ops[1].b unused with FRAGS_A2B1
 
   const typename T::Sync sync(ptx::smem_u32(smem_raw + S::BARS_AT));
   constexpr int AHEAD = T::Sync::AHEAD;  // tiles copied ahead of the one computed
@@ -127,13 +141,15 @@ __global__ void __launch_bounds__(T::THREADS, T::MIN_BLOCKS) kernel(GemmArgs p) 
 
   // MAIN LOOP: with two buffers, k-step ks's MMAs run while the next k-step's fragments load, across tile
   // boundaries too (the wait for tile kt + 1 sits before the last k-step's MMAs); with one, the next fragments
-  // load after the MMAs (and after that wait at a tile's end). Each fragment's address is a base register plus a
+  // load after the MMAs (and after that wait at a tile's end); with FRAGS_A2B1 the next A fragments load as with
+  // two buffers and B fragment j after column j's MMAs. Each fragment's address is a base register plus a
   // compile-time constant that folds into its LDSM (see ptx::wmma_load_a_row_m16n16k16), in one of two shapes:
   // ROLLED, one iteration per tile with the stage's base computed per tile (two adds) and the k-step's offset
   // constant; else unrolled over the STAGES stages of the ring too, so the stage's offset is a constant as well
   // (no adds, but a loop body STAGES times larger: 977 instructions instead of 256 for the fp16 tile).
-  // Measured: the fp16 tile is 4% faster per clock rolled (Nsight Compute at 1.41 GHz, 4096^3: the tensor pipe
-  // 84% busy instead of 80%; the sweep 0.67x instead of 0.64x of cuBLAS); the fp32 tile is unchanged at 4096^3.
+  // Measured with one buffer: the fp16 tile is 4% faster per clock rolled (Nsight Compute at 1.41 GHz, 4096^3:
+  // the tensor pipe 84% busy instead of 80%; the sweep 0.67x instead of 0.64x of cuBLAS); the fp32 tile is
+  // unchanged at 4096^3. FRAGS_A2B1 (the shipped fp16 tile) comes with the rolled loop only.
   if constexpr (T::ROLLED) {
     for (int kt = 0; kt < kt_count; ++kt) {
       const int stage = kt % STAGES, next = (kt + 1) % STAGES;
@@ -147,14 +163,25 @@ __global__ void __launch_bounds__(T::THREADS, T::MIN_BLOCKS) kernel(GemmArgs p) 
         const uint32_t a_base = last ? a_nxt : a_cur, b_base = last ? b_nxt : b_cur;
         if constexpr (FB == 2) {
           if constexpr (last) sync.wait_filled(kt + 1);
-          ops[(ks + 1) % FB].template load_shared<LDA, S::LDB, A_OFF, B_OFF>(a_base, b_base);
+          if constexpr (A2B1)
+            ops[(ks + 1) % FB].template load_a_shared<LDA, A_OFF>(a_base);
+          else
+            ops[(ks + 1) % FB].template load_shared<LDA, S::LDB, A_OFF, B_OFF>(a_base, b_base);
         }
         if constexpr (ks == 0) {
           sync.wait_consumed(kt + AHEAD);
           loads.copy_stage(p, kt + AHEAD);
           sync.filled(kt + AHEAD);
         }
-        ops[ks % FB].mma(c);
+        if constexpr (A2B1) {  // column j's MMAs, then B fragment j of the next k-step into the same registers
+          tile::static_for<FN>([&](auto j_c) {
+            constexpr int j = decltype(j_c)::value;
+            ops[0].template mma_column<j>(c, ops[ks % FB]);
+            ops[0].template load_b_shared<j, S::LDB, B_OFF>(b_base);
+          });
+        } else {
+          ops[ks % FB].mma(c);
+        }
         if constexpr (FB == 1) {
           if constexpr (last) sync.wait_filled(kt + 1);
           ops[0].template load_shared<LDA, S::LDB, A_OFF, B_OFF>(a_base, b_base);
