@@ -4,11 +4,12 @@
 #   bash scripts/gpu_pass.sh report OUTDIR   # the main job: python -m compare --out OUTDIR/report
 #   bash scripts/gpu_pass.sh lab OUTDIR      # layout probes (hardware vs model) and ncu bank conflicts
 #   bash scripts/gpu_pass.sh sanitize OUTDIR # compute-sanitizer memcheck + racecheck over every kernel
-#   bash scripts/gpu_pass.sh tune OUTDIR     # the tile sweeps against cuBLAS (scripts/tune_*.cu), fp32 and fp16
+#   bash scripts/gpu_pass.sh tune OUTDIR [NT] # the tile sweeps against cuBLAS (scripts/tune_*.cu), fp32 and fp16,
+#                                             # NN (or NT: B column-major)
 # Set HGEMM_GIT_COMMIT to the commit being run when the tree is a copy without .git.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-PART=${1:?tests or report}; OUTDIR=${2:-gpu_out}
+PART=${1:?tests or report}; OUTDIR=${2:-gpu_out}; LAYOUT=${3:-NN}
 mkdir -p "$OUTDIR"
 export PYTHONPATH=. PYTHONUNBUFFERED=1
 export TENSORCORE_HGEMM_BUILD_DIR=${TENSORCORE_HGEMM_BUILD_DIR:-/tmp/tensorcore_hgemm_build}
@@ -33,7 +34,7 @@ case "$PART" in
   tune)
     bash scripts/build_tune.sh /tmp || exit 1
     for t in tune_mma_f32 tune_mma_f16 tune_wmma_f32 tune_wmma_f16; do
-      "/tmp/$t" 2>&1 | tee "$OUTDIR/$t.log"
+      "/tmp/$t" "$LAYOUT" 2>&1 | tee "$OUTDIR/${t}_$LAYOUT.log"
     done
     ;;
   *) echo "unknown part $PART (tests, report, lab, sanitize or tune)"; exit 2 ;;

@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "hgemm.cuh"
@@ -32,10 +33,10 @@ using Fn = cudaError_t (*)(const GemmArgs&, Acc, cudaStream_t, LaunchInfo*);
 
 struct Candidate {
   const char* name;
-  Fn fn;
-  const void* kernel;  // one instantiation, for its register count and blocks per SM (nullptr: not shown)
+  Fn fn;  // launches the tile for the layout p.b_col_major says
+  const void* kernel[2];  // the NN and NT instantiations, for their registers and blocks per SM
   int threads;
-  int smem_bytes;
+  int smem_bytes[2];  // NN, NT
 };
 
 // The SM clock (MHz) and board power (W) right after a timed call, read through NVML (dlopen'd, so the sweep
@@ -84,9 +85,10 @@ inline std::vector<float> to_host(const half* d, size_t n) {
   return f;
 }
 
-// Sweep the candidates for NN problems n^3 (each n in sizes) with accumulation acc; print TFLOPS and the ratio
-// to cublasGemmEx (fp32 compute for F32, fp16 compute for F16) measured interleaved in the same run.
-inline void sweep(const Candidate* cands, int count, Acc acc, std::initializer_list<int> sizes) {
+// Sweep the candidates for problems n^3 (each n in sizes), NN or NT (B column-major: b_col), with accumulation
+// acc; print TFLOPS and the ratio to cublasGemmEx (fp32 compute for F32, fp16 compute for F16) measured
+// interleaved in the same run.
+inline void sweep(const Candidate* cands, int count, Acc acc, std::initializer_list<int> sizes, bool b_col) {
   cublasHandle_t handle;
   TUNE_CHECK(cublasCreate(&handle));
   void* flush;
@@ -95,7 +97,8 @@ inline void sweep(const Candidate* cands, int count, Acc acc, std::initializer_l
   cudaEvent_t e0, e1;
   TUNE_CHECK(cudaEventCreate(&e0));
   TUNE_CHECK(cudaEventCreate(&e1));
-  const char* acc_name = acc == Acc::F32 ? "fp32 acc" : "fp16 acc";
+  const char* acc_name = acc == Acc::F32 ? (b_col ? "NT fp32 acc" : "NN fp32 acc")
+                                        : (b_col ? "NT fp16 acc" : "NN fp16 acc");
   const Nvml nvml;
   int dev = 0, sms = 0;
   TUNE_CHECK(cudaGetDevice(&dev));
@@ -103,17 +106,16 @@ inline void sweep(const Candidate* cands, int count, Acc acc, std::initializer_l
   float* sink;  // the ceiling kernel's output
   TUNE_CHECK(cudaMalloc(&sink, size_t(16) * sms * mma_ceiling::THREADS * sizeof(float)));
   for (int c = 0; c < count; ++c) {
-    if (!cands[c].kernel) continue;
+    const void* kernel = cands[c].kernel[b_col];
+    const int smem = cands[c].smem_bytes[b_col];
     cudaFuncAttributes attr;
     int blocks = 0;
-    TUNE_CHECK(cudaFuncGetAttributes(&attr, cands[c].kernel));
-    if (cands[c].smem_bytes > 48 * 1024)
-      TUNE_CHECK(cudaFuncSetAttribute(cands[c].kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                      cands[c].smem_bytes));
-    TUNE_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, cands[c].kernel, cands[c].threads,
-                                                             cands[c].smem_bytes));
+    TUNE_CHECK(cudaFuncGetAttributes(&attr, kernel));
+    if (smem > 48 * 1024)
+      TUNE_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    TUNE_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, cands[c].threads, smem));
     std::printf("%-24s %s: %3d registers, %3d KB shared, %d blocks/SM\n", cands[c].name, acc_name, attr.numRegs,
-                cands[c].smem_bytes / 1024, blocks);
+                smem / 1024, blocks);
   }
   for (int n : sizes) {
     const size_t elems = size_t(n) * n;
@@ -129,17 +131,20 @@ inline void sweep(const Candidate* cands, int count, Acc acc, std::initializer_l
     TUNE_CHECK(cudaMemcpy(A, host.data(), elems * 2, cudaMemcpyHostToDevice));
     for (auto& x : host) x = __float2half(dist(rng));
     TUNE_CHECK(cudaMemcpy(B, host.data(), elems * 2, cudaMemcpyHostToDevice));
-    GemmArgs p{A, B, C, n, n, n, n, 1, n, 1, n, false};
+    // B row-major: element (k, j) at B[k * n + j]; column-major: at B[j * n + k].
+    GemmArgs p{A, B, C, n, n, n, n, 1, b_col ? 1 : n, b_col ? n : 1, n, b_col};
     const float alpha = 1.f, beta = 0.f;
     const half halpha = __float2half(1.f), hbeta = __float2half(0.f);
-    // Row-major C = A B is column-major C^T = B^T A^T.
+    // Row-major C = A B is column-major C^T = B^T A^T; cuBLAS reads a row-major B as B^T in column-major order
+    // and a column-major B as B, so it transposes the latter.
+    const cublasOperation_t op_b = b_col ? CUBLAS_OP_T : CUBLAS_OP_N;
     auto cublas = [&](half* out) {
       if (acc == Acc::F32)
-        TUNE_CHECK(cublasGemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &alpha, B, CUDA_R_16F, n, A, CUDA_R_16F,
-                                n, &beta, out, CUDA_R_16F, n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+        TUNE_CHECK(cublasGemmEx(handle, op_b, CUBLAS_OP_N, n, n, n, &alpha, B, CUDA_R_16F, n, A, CUDA_R_16F, n,
+                                &beta, out, CUDA_R_16F, n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
       else
-        TUNE_CHECK(cublasGemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &halpha, B, CUDA_R_16F, n, A, CUDA_R_16F,
-                                n, &hbeta, out, CUDA_R_16F, n, CUBLAS_COMPUTE_16F, CUBLAS_GEMM_DEFAULT));
+        TUNE_CHECK(cublasGemmEx(handle, op_b, CUBLAS_OP_N, n, n, n, &halpha, B, CUDA_R_16F, n, A, CUDA_R_16F, n,
+                                &hbeta, out, CUDA_R_16F, n, CUBLAS_COMPUTE_16F, CUBLAS_GEMM_DEFAULT));
     };
     cublas(R);
     TUNE_CHECK(cudaDeviceSynchronize());
@@ -224,6 +229,14 @@ inline void sweep(const Candidate* cands, int count, Acc acc, std::initializer_l
   TUNE_CHECK(cudaFree(flush));
   TUNE_CHECK(cudaFree(sink));
   TUNE_CHECK(cublasDestroy(handle));
+}
+
+// The layout a sweep binary was asked for: `tune_x` or `tune_x NN` times NN, `tune_x NT` NT.
+inline bool b_col_from_args(int argc, char** argv) {
+  if (argc < 2 || std::string(argv[1]) == "NN") return false;
+  if (std::string(argv[1]) == "NT") return true;
+  std::printf("usage: %s [NN|NT]\n", argv[0]);
+  std::exit(2);
 }
 
 }  // namespace tune

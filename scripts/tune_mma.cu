@@ -3,7 +3,8 @@
 // parallel:
 //   nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -I ptx_kernels/csrc -I scripts [-DTUNE_ACC_F16] \
 //        scripts/tune_mma.cu -lcublas -ldl -o /tmp/tune_mma && /tmp/tune_mma
-// Prints registers, shared memory and blocks per SM of each shape, then for NN at 4096^3 and 8192^3 the median
+// Prints registers, shared memory and blocks per SM of each shape, then for NN (or NT: `/tmp/tune_mma NT`, B
+// column-major) at 4096^3 and 8192^3 the median
 // TFLOPS (L2 flushed before each call), the ratio to cuBLAS in the same run, and the SM clock and power
 // (tune_common.cuh). The chosen shapes are mma_pipeline.cuh's LadderTileF32 / LadderTileF16; the results go in their comment.
 //
@@ -16,22 +17,26 @@
 using namespace mma_pipeline;
 
 using E = mma_stmatrix::StmatrixStore;
-template <class T, Acc ACC>
-constexpr auto nn_kernel = kernel<T, ACC, false, SwizzledLayouts::A<T>, SwizzledLayouts::B<T, false>, E>;
-template <class T>
-constexpr int smem_bytes = LaunchSmem<T, false, E>::BYTES;
+template <class T, Acc ACC, bool B_COL>
+constexpr auto tile_kernel = kernel<T, ACC, B_COL, SwizzledLayouts::A<T>, SwizzledLayouts::B<T, B_COL>, E>;
 
-// The sweep times NN problems with one accumulation: launch that instantiation alone (mma_pipeline::launch would
-// build all of them).
+// The sweep times one accumulation: launch that tile alone, for the layout asked (mma_pipeline::launch would
+// build every tile and accumulation).
 template <class T, Acc ACC>
-cudaError_t launch_nn(const GemmArgs& p, Acc acc, cudaStream_t stream, LaunchInfo* info) {
-  if (acc != ACC || p.b_col_major || !tile::rows_aligned16(p)) return cudaErrorInvalidValue;
-  return launch_tile<T, ACC, false, SwizzledLayouts, E>(p, stream, info);
+cudaError_t launch_one(const GemmArgs& p, Acc acc, cudaStream_t stream, LaunchInfo* info) {
+  if (acc != ACC || !tile::rows_aligned16(p)) return cudaErrorInvalidValue;
+  return p.b_col_major ? launch_tile<T, ACC, true, SwizzledLayouts, E>(p, stream, info)
+                       : launch_tile<T, ACC, false, SwizzledLayouts, E>(p, stream, info);
 }
 
 template <class T, Acc ACC>
 tune::Candidate candidate(const char* name) {
-  return {name, launch_nn<T, ACC>, reinterpret_cast<const void*>(nn_kernel<T, ACC>), T::THREADS, smem_bytes<T>};
+  return {name,
+          launch_one<T, ACC>,
+          {reinterpret_cast<const void*>(tile_kernel<T, ACC, false>),
+           reinterpret_cast<const void*>(tile_kernel<T, ACC, true>)},
+          T::THREADS,
+          {LaunchSmem<T, false, E>::BYTES, LaunchSmem<T, true, E>::BYTES}};
 }
 
 #ifndef TUNE_ACC_F16
@@ -64,7 +69,7 @@ const tune::Candidate cands[] = {
 };
 #endif
 
-int main() {
-  tune::sweep(cands, int(sizeof(cands) / sizeof(cands[0])), ACC, {4096, 8192});
+int main(int argc, char** argv) {
+  tune::sweep(cands, int(sizeof(cands) / sizeof(cands[0])), ACC, {4096, 8192}, tune::b_col_from_args(argc, argv));
   return 0;
 }

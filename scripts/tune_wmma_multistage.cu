@@ -2,25 +2,28 @@
 // build (TUNE_ACC_F16 picks fp16):
 //   nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -I ptx_kernels/csrc -I scripts [-DTUNE_ACC_F16] \
 //        scripts/tune_wmma_multistage.cu -lcublas -ldl -o /tmp/tune_wmma && /tmp/tune_wmma
-// Prints registers, shared memory and blocks per SM of each configuration, then for NN at 4096^3 and 8192^3, fp32
-// and fp16 accumulation, the median TFLOPS (L2 flushed before each call) and the ratio to cuBLAS in the same run
-// (scripts/tune_common.cuh). Results go in wmma_multistage.cu's header.
+// Prints registers, shared memory and blocks per SM of each configuration, then for NN (or NT, B column-major:
+// `/tmp/tune_wmma NT`) at 4096^3 and 8192^3 the median TFLOPS (L2 flushed before each call) and the ratio to
+// cuBLAS in the same run (scripts/tune_common.cuh). Results go in wmma_multistage.cu's header.
 #include "tune_common.cuh"
 #include "wmma_multistage.cu"
 
 using namespace wmma_multistage;
 
-// The sweep times NN problems with one accumulation: launch that instantiation alone (launch_tiles builds all four).
+// The sweep times one accumulation: launch that tile alone, for the layout asked (launch_tiles builds all four).
 template <class T, Acc ACC>
-cudaError_t launch_nn(const GemmArgs& p, Acc acc, cudaStream_t stream, LaunchInfo* info) {
-  if (acc != ACC || p.b_col_major || !tile::rows_aligned16(p)) return cudaErrorInvalidValue;
-  return launch<T, ACC, false>(p, stream, info);
+cudaError_t launch_one(const GemmArgs& p, Acc acc, cudaStream_t stream, LaunchInfo* info) {
+  if (acc != ACC || !tile::rows_aligned16(p)) return cudaErrorInvalidValue;
+  return p.b_col_major ? launch<T, ACC, true>(p, stream, info) : launch<T, ACC, false>(p, stream, info);
 }
 
 template <class T, Acc ACC>
 tune::Candidate candidate(const char* name) {
-  return {name, launch_nn<T, ACC>, reinterpret_cast<const void*>(kernel<T, ACC, false>), T::THREADS,
-          Smem<T, false, ACC>::BYTES};
+  return {name,
+          launch_one<T, ACC>,
+          {reinterpret_cast<const void*>(kernel<T, ACC, false>), reinterpret_cast<const void*>(kernel<T, ACC, true>)},
+          T::THREADS,
+          {Smem<T, false, ACC>::BYTES, Smem<T, true, ACC>::BYTES}};
 }
 
 #ifndef TUNE_ACC_F16
@@ -55,7 +58,7 @@ const tune::Candidate cands[] = {
 };
 #endif
 
-int main() {
-  tune::sweep(cands, int(sizeof(cands) / sizeof(cands[0])), ACC, {4096, 8192});
+int main(int argc, char** argv) {
+  tune::sweep(cands, int(sizeof(cands) / sizeof(cands[0])), ACC, {4096, 8192}, tune::b_col_from_args(argc, argv));
   return 0;
 }

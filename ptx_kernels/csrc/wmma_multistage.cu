@@ -11,18 +11,19 @@
 // load_matrix_sync (ptx::wmma_load_*: the same wmma.load instruction, addressed [base + immediate]), so no
 // integer instruction forms a fragment's address beyond one base per tile (see the main loop for its two shapes).
 //
-// Tiles chosen by measurement (scripts/tune_wmma_multistage.cu on the H100, NN, TFLOPS and ratio to cuBLAS in
-// the same process; `bash scripts/gpu_pass.sh tune OUT`), at 4096^3 / 8192^3:
+// Tiles chosen by measurement (scripts/tune_wmma_multistage.cu on the H100, NN unless NT is said, TFLOPS and
+// ratio to cuBLAS in the same process; `bash scripts/gpu_pass.sh tune OUT [NT]`), at 4096^3 / 8192^3:
 // - fp32: 128x256x64, 2x4 warps, 3 stages, two fragment buffers, loop unrolled over stages: 400 / 411 (0.53x /
 //   0.54x); rolled 402 / 385; rolled with FRAGS_A2B1 392 / 384; 256x128x64 399 / 377; 128x128x64 with two
 //   blocks per SM 319 / 337; one fragment buffer 395 / 384.
-// - fp16: 256x256x32, 4x2 warps of 64x128, 4 stages, FRAGS_A2B1, rolled loop: 518 / 530 (0.69x / 0.70x); one
-//   fragment buffer 497 / 479 (0.66x / 0.63x; unrolled 476 / 477); 2x4 warps of 128x64 with FRAGS_A2B1 513 /
-//   491; 3 or 5 stages 507 / 466 and 507 / 492; 128x256x32 with 2x4 warps 361 / 331. Two more sweeps on
-//   another machine: FRAGS_A2B1 0.70x / 0.67x in both, one buffer 0.67x / 0.62x and 0.67x / 0.67x (two more
-//   with the next tile's copies issued after the first k-step's MMAs instead measured the same). Per-stage
-//   mbarriers instead of a block barrier per tile (tile::StageBarriers) were slower (fp16 450 / 449, fp32 393 /
-//   394, one buffer).
+// - fp16: 256x256x32, 4x2 warps of 64x128, 4 stages, FRAGS_A2B1, rolled loop. First sweep (the copies then
+//   issued before a tile's MMAs): 518 / 530 (0.69x / 0.70x); one fragment buffer 497 / 479 (0.66x / 0.63x;
+//   unrolled 476 / 477); 2x4 warps of 128x64 with FRAGS_A2B1 513 / 491; 3 or 5 stages 507 / 466 and 507 / 492;
+//   128x256x32 with 2x4 warps 361 / 331. Two sweeps per layout on another machine, copies before the MMAs /
+//   after column FN / 2 (shipped): NN 0.69-0.71x / 0.70x at 4096^3 and 0.65-0.67x / 0.65-0.66x at 8192^3 (the
+//   same TFLOPS per GHz, 278-288), NT (`NT` argument) 0.62-0.63x / 0.66-0.67x and 0.62-0.65x / 0.67x; one
+//   buffer NN 0.67x and 0.61-0.64x, NT 0.59x and 0.56-0.58x. Per-stage mbarriers instead of a block barrier per
+//   tile (tile::StageBarriers) were slower (fp16 450 / 449, fp32 393 / 394, one buffer).
 // WMMA compiles to the same HMMA.16816 and LDSM as the mma.sync ladder; what it cannot do is choose the
 // shared-memory layout wmma.load reads (rows are padded instead of swizzled) or shape the fragments' registers.
 // Nsight Compute at a locked 1.41 GHz, 4096^3 fp16 (scripts/profile_tune.sh): the tensor pipe 90% busy with
@@ -52,6 +53,9 @@ using namespace nvcuda;
 // every A fragment), so B fragment j is free for the next k-step's as soon as column j is done, while the next
 // k-step's A fragments are loaded, into the other buffer, before the MMAs start. No MMA then waits for an LDSM
 // issued just before it, as the one-buffer loop's first MMAs do (they need the fragments its last MMAs freed).
+// The next stage's copies go in the middle of a tile's first k-step, after column FN / 2: issued before the
+// MMAs (as the other loops do) they kept ptxas from hoisting the B loads behind them when B is column-major
+// (an MMA 5 instructions behind its LDSM; 30 now, toolchain.operand_lead), and NT ran 6% slower than this.
 constexpr int FRAGS_A2B1 = 3;
 template <int BM_, int BN_, int BK_, int WARPS_M_, int WARPS_N_, int STAGES_, int MIN_BLOCKS_ = 1, int FRAG_BUFS_ = 2,
           bool MBARRIERS_ = false, bool ROLLED_ = false>
@@ -168,16 +172,18 @@ __global__ void __launch_bounds__(T::THREADS, T::MIN_BLOCKS) kernel(GemmArgs p) 
           else
             ops[(ks + 1) % FB].template load_shared<LDA, S::LDB, A_OFF, B_OFF>(a_base, b_base);
         }
-        if constexpr (ks == 0) {
+        auto refill = [&] {  // the stage of tile kt + AHEAD - STAGES
           sync.wait_consumed(kt + AHEAD);
           loads.copy_stage(p, kt + AHEAD);
           sync.filled(kt + AHEAD);
-        }
+        };
+        if constexpr (ks == 0 && !A2B1) refill();
         if constexpr (A2B1) {  // column j's MMAs, then B fragment j of the next k-step into the same registers
           tile::static_for<FN>([&](auto j_c) {
             constexpr int j = decltype(j_c)::value;
             ops[0].template mma_column<j>(c, ops[ks % FB]);
             ops[0].template load_b_shared<j, S::LDB, B_OFF>(b_base);
+            if constexpr (ks == 0 && j == FN / 2) refill();  // amid the MMAs, behind the B loads before it
           });
         } else {
           ops[ks % FB].mma(c);
