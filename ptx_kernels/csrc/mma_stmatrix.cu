@@ -9,9 +9,9 @@
 // Measured (docs/results/h100, `python -m compare` on the H100 at 22ac9e1, 4096^3 NN, fp32 accumulation):
 //   454.6 TFLOPS (0.597x, 70% of the mma.sync ceiling), 1.08x mma_swizzle; 532.7 (0.700x, 82%) with fp16
 //   accumulation (its 256x256x32 tile); 8192^3: 461.6 (0.622x, 71%) / 506.8 (0.683x, 78%). The run before, at
-//   76ffb6e: 451.8 / 529.5 (81%) at 4096^3, 433.1 / 524.8 (0.699x, 81%) at 8192^3. The run after, at c7cd081
-//   (docs/results/h100-c7cd081, the same kernel): 454.6 / 529.5 (0.705x, 81.5%) at 4096^3, 445.3 / 524.5
-//   (0.702x, 80.8%) at 8192^3.
+//   76ffb6e: 451.8 / 529.5 (81%) at 4096^3, 433.1 / 524.8 (0.699x, 81%) at 8192^3; at c7cd081: 454.6 / 529.5
+//   (0.705x, 81.5%), 445.3 / 524.5 (0.702x, 80.8%). The latest, at 246a05f (docs/results/h100-246a05f, the same
+//   kernel): 448.0 / 522.2 (0.710x, 80.2%) at 4096^3, 436.4 / 527.6 (0.731x, 81.0%) at 8192^3.
 #include "mma_pipeline.cuh"
 
 namespace mma_stmatrix {

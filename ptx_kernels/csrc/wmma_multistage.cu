@@ -30,9 +30,11 @@
 // FRAGS_A2B1 and 84% with one buffer (the mma.sync kernel on the same tile, one buffer: 89%); warps wait 0.05
 // instead of 0.68 cycles per issued instruction on the short scoreboard (LDSM results).
 // Edges: cp.async zero-fill as in wmma_async_dbuf; needs 16-byte aligned rows.
-// Measured (docs/results/h100-c7cd081, `python -m compare` on the H100 at c7cd081, one fp16 fragment buffer,
-//   4096^3 NN): fp32 accumulation 391.5 TFLOPS (0.521x, 60% of the mma.sync ceiling), 1.58x wmma_async_dbuf;
-//   491.1 (0.654x, 76%) with fp16 accumulation; 8192^3: 409.5 (0.548x) / 480.6 (0.643x).
+// Measured (docs/results/h100-246a05f, `python -m compare` on the H100 at 246a05f, 4096^3 NN): fp32
+//   accumulation 387.9 TFLOPS (0.528x, 60% of the mma.sync ceiling), 1.58x wmma_async_dbuf; 501.0 (0.681x, 77%)
+//   with fp16 accumulation; 8192^3: 394.3 (0.546x) / 492.3 (0.682x, 76%). NT (B column-major, the `bench` beside
+//   that report): 0.662x / 0.654x with fp16 accumulation. The run before, at c7cd081 with one fp16 fragment
+//   buffer: 0.654x / 0.643x with fp16 accumulation, 0.521x / 0.548x with fp32.
 #include <mma.h>
 
 #include "hgemm.cuh"
