@@ -204,7 +204,7 @@ def operand_lead(body: list[str]) -> int | None:
     for i, (op, regs) in enumerate(ops):
         if not op.startswith("LDSM") or not regs:
             continue
-        count = 4 if ".x4" in op.lower() or op.endswith(".4") else 2 if op.endswith(".2") else 1
+        count = 4 if op.endswith(".4") else 2 if op.endswith(".2") else 1  # LDSM.16.M88.4: four registers
         written = set(range(regs[0], regs[0] + count))
         for d in range(1, n + 1):
             op2, regs2 = ops[(i + d) % n]

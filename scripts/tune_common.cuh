@@ -17,6 +17,7 @@
 
 #include "hgemm.cuh"
 #include "mma_ceiling.cu"
+#include "tile_io.cuh"
 
 #define TUNE_CHECK(x)                                                                 \
   do {                                                                                \
@@ -38,6 +39,23 @@ struct Candidate {
   int threads;
   int smem_bytes[2];  // NN, NT
 };
+
+// One tile of a sweep: NN and NT launch the tile's two instantiations for accumulation ACC (launch(p, stream,
+// info)), KERNEL_NN / KERNEL_NT are those kernels, SMEM_NN / SMEM_NT their shared memory. The candidate's launcher
+// picks the instantiation p.b_col_major asks for and refuses other accumulations and unaligned rows.
+template <Acc ACC, auto NN, auto NT>
+cudaError_t launch_layout(const GemmArgs& p, Acc acc, cudaStream_t stream, LaunchInfo* info) {
+  if (acc != ACC || !tile::rows_aligned16(p)) return cudaErrorInvalidValue;
+  return (p.b_col_major ? NT : NN)(p, stream, info);
+}
+template <Acc ACC, auto NN, auto NT, auto KERNEL_NN, auto KERNEL_NT>
+Candidate candidate(const char* name, int threads, int smem_nn, int smem_nt) {
+  return {name,
+          launch_layout<ACC, NN, NT>,
+          {reinterpret_cast<const void*>(KERNEL_NN), reinterpret_cast<const void*>(KERNEL_NT)},
+          threads,
+          {smem_nn, smem_nt}};
+}
 
 // The SM clock (MHz) and board power (W) right after a timed call, read through NVML (dlopen'd, so the sweep
 // builds and runs without its header; both read as 0 when it is missing). The H100 here is power-capped at 700 W:

@@ -23,20 +23,11 @@ constexpr auto tile_kernel = kernel<T, ACC, B_COL, SwizzledLayouts::A<T>, Swizzl
 // The sweep times one accumulation: launch that tile alone, for the layout asked (mma_pipeline::launch would
 // build every tile and accumulation).
 template <class T, Acc ACC>
-cudaError_t launch_one(const GemmArgs& p, Acc acc, cudaStream_t stream, LaunchInfo* info) {
-  if (acc != ACC || !tile::rows_aligned16(p)) return cudaErrorInvalidValue;
-  return p.b_col_major ? launch_tile<T, ACC, true, SwizzledLayouts, E>(p, stream, info)
-                       : launch_tile<T, ACC, false, SwizzledLayouts, E>(p, stream, info);
-}
-
-template <class T, Acc ACC>
 tune::Candidate candidate(const char* name) {
-  return {name,
-          launch_one<T, ACC>,
-          {reinterpret_cast<const void*>(tile_kernel<T, ACC, false>),
-           reinterpret_cast<const void*>(tile_kernel<T, ACC, true>)},
-          T::THREADS,
-          {LaunchSmem<T, false, E>::BYTES, LaunchSmem<T, true, E>::BYTES}};
+  return tune::candidate<ACC, launch_tile<T, ACC, false, SwizzledLayouts, E>,
+                         launch_tile<T, ACC, true, SwizzledLayouts, E>, tile_kernel<T, ACC, false>,
+                         tile_kernel<T, ACC, true>>(name, T::THREADS, LaunchSmem<T, false, E>::BYTES,
+                                                    LaunchSmem<T, true, E>::BYTES);
 }
 
 #ifndef TUNE_ACC_F16

@@ -12,18 +12,10 @@ using namespace wmma_multistage;
 
 // The sweep times one accumulation: launch that tile alone, for the layout asked (launch_tiles builds all four).
 template <class T, Acc ACC>
-cudaError_t launch_one(const GemmArgs& p, Acc acc, cudaStream_t stream, LaunchInfo* info) {
-  if (acc != ACC || !tile::rows_aligned16(p)) return cudaErrorInvalidValue;
-  return p.b_col_major ? launch<T, ACC, true>(p, stream, info) : launch<T, ACC, false>(p, stream, info);
-}
-
-template <class T, Acc ACC>
 tune::Candidate candidate(const char* name) {
-  return {name,
-          launch_one<T, ACC>,
-          {reinterpret_cast<const void*>(kernel<T, ACC, false>), reinterpret_cast<const void*>(kernel<T, ACC, true>)},
-          T::THREADS,
-          {Smem<T, false, ACC>::BYTES, Smem<T, true, ACC>::BYTES}};
+  return tune::candidate<ACC, launch<T, ACC, false>, launch<T, ACC, true>, kernel<T, ACC, false>,
+                         kernel<T, ACC, true>>(name, T::THREADS, Smem<T, false, ACC>::BYTES,
+                                               Smem<T, true, ACC>::BYTES);
 }
 
 #ifndef TUNE_ACC_F16
