@@ -1,0 +1,66 @@
+"""The variant record: what one kernel variant is and supports, for PTX and Triton alike.
+
+Every list of variants in the project is a tuple of these records (`ptx_kernels.variants.VARIANTS`,
+`triton_kernels.variants.VARIANTS`); the build, the binding check, the tests and the harness ask the records
+questions (`v.promises`, `v.ceiling`, `v.supports(...)`) instead of testing names. This module imports nothing of
+the project: both kernel packages and the harness may import it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+LAYOUTS = ("NN", "NT", "TN", "TT")  # A then B; N = row-major, T = column-major (a .t() view)
+
+
+@dataclass(frozen=True)
+class Variant:
+    name: str  # unique across packages: "wmma_multistage", "triton_tma", "wgmma_ws"
+    package: str  # "ptx" | "triton"
+    family: str  # "simt" | "wmma" | "mma" | "wgmma" | "triton" (later "sparse")
+    file: str  # the kernel file, relative to the package's source folder (ptx: csrc/, triton: the package)
+    tile: str  # block tile and pipeline, for tables
+    adds: str  # the one idea this step adds (the ladder's caption)
+    isa: str  # instruction that does the math: "fma" | "wmma" | "mma.sync" | "wgmma" | "tl.dot"
+    min_arch: int = 80  # compute capability x 10; a variant above the device's is not offered there
+    kind: str = "dense"  # problem kind: "dense" (later "sparse")
+    dtypes: tuple[str, ...] = ("fp16",)
+    accs: tuple[str, ...] = ("fp32", "fp16")
+    # Layouts (A then B) the kernel reads in place; the others are copied by the wrapper first (counted in time).
+    native_layouts: tuple[str, ...] = ("NN", "NT")
+    # Operand alignment the kernel needs to read in place: "none", "rows16" (16-byte aligned rows: cp.async),
+    # "tma" (rows16 + inner stride 1, TMA-describable); the wrapper copies (ptx) or another kernel runs (triton).
+    alignment: str = "none"
+    # SASS opcodes the design promises in every instantiation's main loop, per target ("sm_80", "sm_90a", "sm_90").
+    promises: dict[str, tuple[str, ...]] = field(default_factory=dict, hash=False, compare=False)
+    # SASS opcodes the design promises are absent from the main loop (e.g. BAR in an mbarrier pipeline).
+    forbids: dict[str, tuple[str, ...]] = field(default_factory=dict, hash=False, compare=False)
+    ceiling: str | None = None  # instruction ceiling that scores it: "mma.sync" | "wgmma" | None
+    block: tuple[int, int, int] = (16, 16, 16)  # BM, BN, BK: the tile whose edges the tests probe
+    stages: int = 1  # shared-memory pipeline depth
+    block_fp16: tuple[int, int, int] | None = None  # a second tile for fp16 accumulation, where there is one
+    stages_fp16: int | None = None
+    slow: bool = False  # naive teaching kernel: the harness skips it on very large problems
+    # Static shared memory (bytes) each instantiation's design implies, for the compile test: f(acc, b_col_major).
+    static_smem: Callable[[str, bool], int] | None = field(default=None, hash=False, compare=False, repr=False)
+    extra: dict = field(default_factory=dict, hash=False, compare=False)  # package-specific facts
+
+    def block_for(self, acc: str) -> tuple[int, int, int]:
+        """The block tile (BM, BN, BK) the kernel runs with accumulation acc."""
+        return self.block_fp16 if acc == "fp16" and self.block_fp16 else self.block
+
+    def stages_for(self, acc: str) -> int:
+        return self.stages_fp16 if acc == "fp16" and self.stages_fp16 else self.stages
+
+    def offered_on(self, arch: int | None) -> bool:
+        """Whether the variant runs on a device of compute capability `arch` (x10); None = any (CPU questions)."""
+        return arch is None or arch >= self.min_arch
+
+    def supports(self, *, dtype: str = "fp16", acc: str = "fp32", layout: str = "NN", arch: int | None = None,
+                 kind: str = "dense") -> bool:
+        """Whether a call with these facts runs on this variant (any layout runs: non-native ones are copied)."""
+        return (dtype in self.dtypes and acc in self.accs and layout in LAYOUTS and kind == self.kind
+                and self.offered_on(arch))
+
+    def promised(self, target: str) -> tuple[str, ...]:
+        return self.promises.get(target, ())
