@@ -1,0 +1,217 @@
+// blocks/wgmma_tile.cuh — the pieces every Hopper (sm_90a) kernel of the ladder is built from: the shared-memory
+// stage a TMA load fills and wgmma reads, the loads of one k-block, the wgmma of one k-block, the tile order and
+// the epilogue that stores a warpgroup's accumulators. Kernels (sm90/*.cu) arrange these into their pipelines.
+#pragma once
+#include <cuda.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <atomic>
+#include <cstdint>
+
+#include "hgemm.cuh"
+#include "host/tensor_map.h"
+#include "ptx.cuh"
+#include "ptx/tma.cuh"
+#include "ptx/wgmma.cuh"
+
+namespace hopper {
+
+// One k-block is 64 fp16 = 128 bytes along K: the widest box row the 128-byte swizzle takes, so every operand row
+// of a stage is exactly one swizzle row and every 8 rows one 1024-byte swizzle atom.
+constexpr int BK = 64;
+constexpr int kWarpgroup = 128;
+
+__host__ __device__ constexpr int cdiv(int a, int b) { return (a + b - 1) / b; }
+
+// ---- shared memory ------------------------------------------------------------------------------------------
+// A stage: A is BM rows of 64 k (K-major; TMA box {64 k, BM rows}). B column-major is BN rows (n) of 64 k
+// (K-major; box {64 k, BN rows}); B row-major is BN/64 boxes of 64 k-rows x 64 n (N-major; box {64 n, 64 k}),
+// the boxes 8 KB apart. Every stage buffer starts 1024-byte aligned (the swizzle's atom).
+template <int BM, int BN, int STAGES>
+struct SharedStorage {
+  alignas(1024) half A[STAGES][BM * BK];  // (stage, m, k), 128-byte swizzled
+  alignas(1024) half B[STAGES][BN * BK];  // (stage, n, k) or (stage, n / 64, k, n % 64), 128-byte swizzled
+  alignas(8) uint64_t full[STAGES];       // the stage's bytes landed: 1 arrival (expect_tx) + the TMA bytes
+  alignas(8) uint64_t empty[STAGES];      // the stage may be refilled: one arrival per consumer warpgroup
+};
+static_assert(sizeof(half) == 2, "fp16 operands");
+
+// The dynamic shared memory a kernel asks for: the storage plus the slack to align it to 1024 bytes.
+template <typename Storage>
+constexpr int smem_request() {
+  return int(sizeof(Storage)) + 1024;
+}
+
+template <typename Storage>
+__device__ __forceinline__ Storage& aligned_storage(uint8_t* raw) {
+  const uint32_t pad = (1024 - ptx::smem_u32(raw) % 1024) % 1024;
+  return *reinterpret_cast<Storage*>(raw + pad);
+}
+
+// ---- loads ----------------------------------------------------------------------------------------------------
+// One thread announces the stage's bytes on full[s] and issues its TMA boxes. Boxes past M, N or K read zeros,
+// so edge tiles and the K tail need no other handling.
+template <int BM, int BN, bool B_COL, typename Storage>
+__device__ __forceinline__ void load_kblock(Storage& ss, int s, const CUtensorMap* tma_a, const CUtensorMap* tma_b,
+                                            int m0, int n0, int k0) {
+  const uint32_t bar = ptx::smem_u32(&ss.full[s]);
+  ptx::mbarrier_arrive_expect_tx(bar, (BM + BN) * BK * int(sizeof(half)));
+  ptx::tma_load_2d(ptx::smem_u32(ss.A[s]), tma_a, k0, m0, bar);
+  if constexpr (B_COL) {
+    ptx::tma_load_2d(ptx::smem_u32(ss.B[s]), tma_b, k0, n0, bar);
+  } else {
+#pragma unroll
+    for (int j = 0; j < BN / 64; ++j) ptx::tma_load_2d(ptx::smem_u32(ss.B[s] + j * 64 * BK), tma_b, n0 + 64 * j, k0, bar);
+  }
+}
+
+// ---- wgmma ----------------------------------------------------------------------------------------------------
+// Accumulators of one warpgroup's 64 x BN slab: fp32 (BN / 2 registers) or fp16 pairs (BN / 4).
+template <int BN, Acc ACC>
+struct Accum;
+template <int BN>
+struct Accum<BN, Acc::F32> {
+  float d[BN / 2];
+};
+template <int BN>
+struct Accum<BN, Acc::F16> {
+  uint32_t d[BN / 4];
+};
+
+template <int BN, int TRANS_B>
+__device__ __forceinline__ void wgmma_ss(float (&d)[BN / 2], uint64_t da, uint64_t db, int scale_d) {
+  if constexpr (BN == 256) ptx::wgmma_m64n256k16_f32_f16_ss<TRANS_B>(d, da, db, scale_d);
+  else if constexpr (BN == 128) ptx::wgmma_m64n128k16_f32_f16_ss<TRANS_B>(d, da, db, scale_d);
+  else ptx::wgmma_m64n64k16_f32_f16_ss<TRANS_B>(d, da, db, scale_d);
+}
+template <int BN, int TRANS_B>
+__device__ __forceinline__ void wgmma_ss(uint32_t (&d)[BN / 4], uint64_t da, uint64_t db, int scale_d) {
+  if constexpr (BN == 256) ptx::wgmma_m64n256k16_f16_f16_ss<TRANS_B>(d, da, db, scale_d);
+  else if constexpr (BN == 128) ptx::wgmma_m64n128k16_f16_f16_ss<TRANS_B>(d, da, db, scale_d);
+  else ptx::wgmma_m64n64k16_f16_f16_ss<TRANS_B>(d, da, db, scale_d);
+}
+
+// Descriptor strides (bytes). K-major: 8 rows of 128 bytes per atom, atoms back to back (SBO = 1024); a k16 step
+// moves the start 32 bytes along the swizzled row. N-major B: 64 n per 128-byte row, k rows 128 bytes apart, atoms
+// of 8 k-rows 1024 bytes apart (SBO), 64-column boxes BK * 128 bytes apart (LBO); a k16 step is 2 atoms.
+// (The N-major roles are CuTe's canonical ((T,8,m),(8,k)):((1,T,LBO),(8T,SBO)); with LBO and SBO swapped the row-major
+// B results were wrong on the H100, the exact checks of scripts/tune_wgmma.cu caught it.)
+constexpr uint32_t kKMajorSBO = 1024, kNMajorLBO = BK * 128, kNMajorSBO = 1024;
+
+// The four k16 steps of one k-block for a warpgroup: D(64 x BN) (+)= A_slab(64 x 64) * B(64 x BN). a_slab points
+// at the warpgroup's 64 rows of the A stage; accumulate = false overwrites D (a tile's first k-block).
+template <int BN, bool B_COL, typename AccRegs>
+__device__ __forceinline__ void mma_kblock(AccRegs& d, const half* a_slab, const half* b, bool accumulate) {
+  const uint32_t a0 = ptx::smem_u32(a_slab), b0 = ptx::smem_u32(b);
+#pragma unroll
+  for (int kk = 0; kk < BK / 16; ++kk) {
+    const uint64_t da = ptx::make_smem_desc_sw128(a0 + kk * 32, 16, kKMajorSBO);
+    const uint64_t db = B_COL ? ptx::make_smem_desc_sw128(b0 + kk * 32, 16, kKMajorSBO)
+                              : ptx::make_smem_desc_sw128(b0 + kk * 16 * 128, kNMajorLBO, kNMajorSBO);
+    wgmma_ss<BN, B_COL ? 0 : 1>(d, da, db, (accumulate || kk > 0) ? 1 : 0);
+  }
+}
+
+// ---- tile order -----------------------------------------------------------------------------------------------
+// Tile t of tiles_m x tiles_n, in bands of GROUP_M tile-rows walked column by column: the CTAs resident at one
+// time share a band's A rows and a few B columns in L2 (Triton's grouped order).
+template <int GROUP_M>
+__device__ __forceinline__ void tile_coords(int t, int tiles_m, int tiles_n, int& tm, int& tn) {
+  const int per_band = GROUP_M * tiles_n;
+  const int band = t / per_band, first = band * GROUP_M;
+  const int rows = min(tiles_m - first, GROUP_M);
+  const int r = t - band * per_band;
+  tm = first + r % rows;
+  tn = r / rows;
+}
+
+// ---- epilogue -------------------------------------------------------------------------------------------------
+// Stores a warpgroup's 64 x BN accumulators at C[row0.., n0..], masked to M x N. Each thread holds two adjacent
+// columns per 8-column block (the fragment in ptx/wgmma.cuh); `pairs` (even ldc, 4-byte aligned C) stores them as
+// one half2.
+__device__ __forceinline__ void store_pair(half* C, int64_t ldc, int M, int N, int row, int col, __half2 v,
+                                           bool pairs) {
+  if (row >= M) return;
+  half* p = C + int64_t(row) * ldc + col;
+  if (pairs && col + 1 < N) {
+    *reinterpret_cast<__half2*>(p) = v;
+  } else {
+    if (col < N) p[0] = __low2half(v);
+    if (col + 1 < N) p[1] = __high2half(v);
+  }
+}
+
+template <int BN>
+__device__ __forceinline__ void store_accumulators(const float (&d)[BN / 2], half* C, int64_t ldc, int M, int N,
+                                                   int row0, int n0, bool pairs) {
+  const int t = threadIdx.x % kWarpgroup, warp = t / 32, lane = t % 32;
+  const int r = row0 + warp * 16 + lane / 4;
+#pragma unroll
+  for (int j = 0; j < BN / 8; ++j) {
+    const int c = n0 + 8 * j + 2 * (lane % 4);
+    store_pair(C, ldc, M, N, r, c, __floats2half2_rn(d[4 * j], d[4 * j + 1]), pairs);
+    store_pair(C, ldc, M, N, r + 8, c, __floats2half2_rn(d[4 * j + 2], d[4 * j + 3]), pairs);
+  }
+}
+template <int BN>
+__device__ __forceinline__ void store_accumulators(const uint32_t (&d)[BN / 4], half* C, int64_t ldc, int M, int N,
+                                                   int row0, int n0, bool pairs) {
+  const int t = threadIdx.x % kWarpgroup, warp = t / 32, lane = t % 32;
+  const int r = row0 + warp * 16 + lane / 4;
+#pragma unroll
+  for (int j = 0; j < BN / 8; ++j) {
+    const int c = n0 + 8 * j + 2 * (lane % 4);
+    store_pair(C, ldc, M, N, r, c, *reinterpret_cast<const __half2*>(&d[2 * j]), pairs);
+    store_pair(C, ldc, M, N, r + 8, c, *reinterpret_cast<const __half2*>(&d[2 * j + 1]), pairs);
+  }
+}
+
+// ---- host -----------------------------------------------------------------------------------------------------
+// The tensor maps of A (M x K, row-major, box BM x 64) and B (column-major: N x K rows of K, box BN x 64; row-major:
+// K x N, box 64 x 64), and whether C takes half2 stores.
+struct Operands {
+  CUtensorMap a, b;
+  bool pairs;
+};
+
+inline cudaError_t make_operands(const GemmArgs& p, int bm, int bn, Operands* ops) {
+  if (p.sak != 1 && p.K > 1) return cudaErrorInvalidValue;
+  const uint64_t lda = uint64_t(p.sam), ldb = uint64_t(p.b_col_major ? p.sbn : p.sbk);
+  cudaError_t err = host::cached_tensor_map({p.A, uint64_t(p.M), uint64_t(p.K), lda, uint32_t(bm), BK, true}, &ops->a);
+  if (err != cudaSuccess) return err;
+  err = p.b_col_major ? host::cached_tensor_map({p.B, uint64_t(p.N), uint64_t(p.K), ldb, uint32_t(bn), BK, true}, &ops->b)
+                      : host::cached_tensor_map({p.B, uint64_t(p.K), uint64_t(p.N), ldb, BK, 64, true}, &ops->b);
+  if (err != cudaSuccess) return err;
+  ops->pairs = p.ldc % 2 == 0 && reinterpret_cast<uintptr_t>(p.C) % 4 == 0;
+  return cudaSuccess;
+}
+
+// Raises KERNEL's dynamic shared memory limit to `bytes` (once per kernel and device) and fills `info`. Templated
+// on the kernel itself, not its type: kernels of one signature must not share the once-flag.
+template <auto KERNEL>
+cudaError_t prepare_launch(int bytes, LaunchInfo* info) {
+  int dev = 0, limit = 0;
+  cudaGetDevice(&dev);
+  cudaDeviceGetAttribute(&limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
+  if (info) {
+    info->smem_bytes = bytes;
+    info->smem_limit = limit;
+  }
+  if (bytes > limit) return cudaErrorInvalidValue;
+  static std::atomic<uint64_t> done{0};  // one bit per device: the attribute is set once per kernel and device
+  const uint64_t bit = dev < 64 ? uint64_t(1) << dev : 0;
+  if (bit && (done.load(std::memory_order_relaxed) & bit)) return cudaSuccess;
+  const cudaError_t err = cudaFuncSetAttribute(KERNEL, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+  if (err == cudaSuccess) done.fetch_or(bit, std::memory_order_relaxed);
+  return err;
+}
+
+inline int sm_count() {
+  int dev = 0, n = 0;
+  cudaGetDevice(&dev);
+  cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev);
+  return n;
+}
+
+}  // namespace hopper

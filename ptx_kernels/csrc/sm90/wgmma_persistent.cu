@@ -1,0 +1,117 @@
+// wgmma_persistent.cu — Hopper ladder, step 3: a persistent grid of warp-specialized blocks.
+//
+// One block per SM walks the output tiles t = blockIdx.x, blockIdx.x + gridDim.x, ... in an L2-friendly grouped
+// order (hopper::tile_coords). The producer warpgroup's one issuing thread runs ahead across tile boundaries, so
+// the next tile's first k-blocks load while the consumers are still storing the last tile's accumulators: the
+// epilogue overlaps the loads, and no block launches or fills its pipeline from empty more than once.
+//
+// Roles (3 warpgroups, 384 threads), as in wgmma_ws.cu:
+//   warpgroup 0 — producer: gives its registers away (setmaxnreg.dec to 40), one thread issues the TMA loads of
+//                 each k-block into the STAGES-deep ring, waiting on empty[s] before refilling stage s.
+//   warpgroups 1, 2 — consumers: grow to 232 registers, each computes 64 rows x BN of the 128 x BN tile with
+//                 m64nBNk16 wgmma from shared memory, keeps one wgmma group in flight and releases a stage (one
+//                 arrival on empty[s] per warpgroup) as soon as the group that read it has completed.
+// Edges: TMA reads zeros outside A and B (M, N and the K tail); the epilogue masks its stores to M x N.
+#include "blocks/wgmma_tile.cuh"
+
+namespace {
+
+constexpr int BM = 128, BN = 256, STAGES = 4, GROUP_M = 8;
+constexpr int kConsumers = BM / 64, kThreads = (1 + kConsumers) * hopper::kWarpgroup;
+// 40 + 2 x 232 registers x 128 threads = 64,512 <= 65,536: a consumer's 128 fp32 accumulators plus addressing.
+constexpr int kProducerRegs = 40, kConsumerRegs = 232;
+using Storage = hopper::SharedStorage<BM, BN, STAGES>;
+static_assert(hopper::smem_request<Storage>() <= 227 * 1024, "4 stages of 128x64 A + 256x64 B fit in 227 KB");
+
+template <Acc ACC, bool B_COL>
+__global__ void __launch_bounds__(kThreads, 1)
+    wgmma_persistent_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_constant__ CUtensorMap tma_b,
+                            half* __restrict__ C, int64_t ldc, int M, int N, int K, bool pairs) {
+  extern __shared__ __align__(1024) uint8_t smem_raw[];
+  Storage& ss = hopper::aligned_storage<Storage>(smem_raw);
+  const int wg = threadIdx.x / hopper::kWarpgroup, tid = threadIdx.x % hopper::kWarpgroup;
+  const int tiles_m = hopper::cdiv(M, BM), tiles_n = hopper::cdiv(N, BN), tiles = tiles_m * tiles_n;
+  const int kblocks = hopper::cdiv(K, hopper::BK);
+
+  // ---- PROLOGUE: barriers ----
+  if (threadIdx.x == 0) {
+    ptx::prefetch_tensormap(&tma_a);
+    ptx::prefetch_tensormap(&tma_b);
+    for (int s = 0; s < STAGES; ++s) {
+      ptx::mbarrier_init(ptx::smem_u32(&ss.full[s]), 1);
+      ptx::mbarrier_init(ptx::smem_u32(&ss.empty[s]), kConsumers);
+    }
+  }
+  __syncthreads();
+
+  if (wg == 0) {
+    // ---- PRODUCER ----
+    ptx::setmaxnreg_dec<kProducerRegs>();
+    if (tid == 0) {
+      int s = 0;
+      uint32_t phase = 0;
+      for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+        int tm, tn;
+        hopper::tile_coords<GROUP_M>(t, tiles_m, tiles_n, tm, tn);
+        for (int kb = 0; kb < kblocks; ++kb) {
+          ptx::mbarrier_wait_parity(ptx::smem_u32(&ss.empty[s]), phase ^ 1);  // a fresh barrier passes parity 1
+          hopper::load_kblock<BM, BN, B_COL>(ss, s, &tma_a, &tma_b, tm * BM, tn * BN, kb * hopper::BK);
+          if (++s == STAGES) s = 0, phase ^= 1;
+        }
+      }
+    }
+  } else {
+    // ---- CONSUMERS: MAIN LOOP per tile, then EPILOGUE ----
+    ptx::setmaxnreg_inc<kConsumerRegs>();
+    hopper::Accum<BN, ACC> acc;
+    const int slab = (wg - 1) * 64;  // this warpgroup's rows of the tile
+    int s = 0;
+    uint32_t phase = 0;
+    for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+      int tm, tn;
+      hopper::tile_coords<GROUP_M>(t, tiles_m, tiles_n, tm, tn);
+      int prev = -1;
+      for (int kb = 0; kb < kblocks; ++kb) {
+        ptx::mbarrier_wait_parity(ptx::smem_u32(&ss.full[s]), phase);
+        ptx::wgmma_fence();
+        hopper::mma_kblock<BN, B_COL>(acc.d, ss.A[s] + slab * hopper::BK, ss.B[s], kb > 0);
+        ptx::wgmma_commit_group();
+        ptx::wgmma_wait_group<1>();  // the previous k-block's group is done: its stage may be refilled
+        if (prev >= 0 && tid == 0) ptx::mbarrier_arrive(ptx::smem_u32(&ss.empty[prev]));
+        prev = s;
+        if (++s == STAGES) s = 0, phase ^= 1;
+      }
+      ptx::wgmma_wait_group<0>();
+      ptx::fence_operands(acc.d);
+      if (tid == 0) ptx::mbarrier_arrive(ptx::smem_u32(&ss.empty[prev]));
+      hopper::store_accumulators<BN>(acc.d, C, ldc, M, N, tm * BM + slab, tn * BN, pairs);
+    }
+  }
+}
+
+template <Acc ACC, bool B_COL>
+cudaError_t launch_tile(const GemmArgs& p, const hopper::Operands& ops, cudaStream_t stream, LaunchInfo* info) {
+  constexpr auto kernel = wgmma_persistent_kernel<ACC, B_COL>;
+  const int smem = hopper::smem_request<Storage>();
+  cudaError_t err = hopper::prepare_launch<kernel>(smem, info);
+  if (err != cudaSuccess) return err;
+  const int tiles = hopper::cdiv(p.M, BM) * hopper::cdiv(p.N, BN);
+  const dim3 grid(std::min(tiles, hopper::sm_count())), block(kThreads);
+  if (info) *info = LaunchInfo{grid.x, 1, block.x, smem, info->smem_limit, BM, BN};
+  kernel<<<grid, block, smem, stream>>>(ops.a, ops.b, p.C, p.ldc, p.M, p.N, p.K, ops.pairs);
+  return cudaGetLastError();
+}
+
+}  // namespace
+
+// ---- HOST: check -> tensor maps -> launch ----
+cudaError_t launch_wgmma_persistent(const GemmArgs& p, Acc acc, cudaStream_t stream, LaunchInfo* info) {
+  hopper::Operands ops;
+  cudaError_t err = hopper::make_operands(p, BM, BN, &ops);
+  if (err != cudaSuccess) return err;
+  if (acc == Acc::F16)
+    return p.b_col_major ? launch_tile<Acc::F16, true>(p, ops, stream, info)
+                         : launch_tile<Acc::F16, false>(p, ops, stream, info);
+  return p.b_col_major ? launch_tile<Acc::F32, true>(p, ops, stream, info)
+                       : launch_tile<Acc::F32, false>(p, ops, stream, info);
+}

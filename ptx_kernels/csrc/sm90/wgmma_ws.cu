@@ -1,0 +1,99 @@
+// wgmma_ws.cu — Hopper ladder, step 2: warp specialization. A producer warpgroup feeds two consumer warpgroups.
+//
+// wgmma_tma.cu's one warpgroup both issues the copies and does the math, so every refill waits for the block
+// barrier that proves a stage is free, and its 128 registers of accumulators cap the tile at 128 x 128. Here the
+// roles split (ThunderKittens' and fast.cu's producer/consumer layout):
+//   warpgroup 0 — producer: gives its registers away (setmaxnreg.dec to 40), one thread issues the TMA loads of
+//                 each k-block into a STAGES-deep ring, waiting on empty[s] (per-stage mbarrier) before refilling.
+//   warpgroups 1, 2 — consumers: grow to 232 registers (setmaxnreg.inc), each computes 64 rows x 256 of the
+//                 128 x 256 tile with m64n256k16 wgmma; each waits on full[s], keeps one wgmma group in flight and
+//                 releases a stage (one arrival per warpgroup on empty[s]) as soon as the group reading it is done.
+// No block barrier after the prologue: the two sides meet only at the mbarriers. One tile per block.
+// Edges: TMA reads zeros outside A and B (M, N and the K tail); the epilogue masks its stores to M x N.
+#include "blocks/wgmma_tile.cuh"
+
+namespace {
+
+constexpr int BM = 128, BN = 256, STAGES = 4, GROUP_M = 8;
+constexpr int kConsumers = BM / 64, kThreads = (1 + kConsumers) * hopper::kWarpgroup;
+// 40 + 2 x 232 registers x 128 threads = 64,512 <= 65,536: a consumer's 128 fp32 accumulators plus addressing.
+constexpr int kProducerRegs = 40, kConsumerRegs = 232;
+using Storage = hopper::SharedStorage<BM, BN, STAGES>;
+static_assert(hopper::smem_request<Storage>() <= 227 * 1024, "4 stages of 128x64 A + 256x64 B fit in 227 KB");
+
+template <Acc ACC, bool B_COL>
+__global__ void __launch_bounds__(kThreads, 1)
+    wgmma_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_constant__ CUtensorMap tma_b,
+                    half* __restrict__ C, int64_t ldc, int M, int N, int K, bool pairs) {
+  extern __shared__ __align__(1024) uint8_t smem_raw[];
+  Storage& ss = hopper::aligned_storage<Storage>(smem_raw);
+  const int wg = threadIdx.x / hopper::kWarpgroup, tid = threadIdx.x % hopper::kWarpgroup;
+  int tm, tn;
+  hopper::tile_coords<GROUP_M>(blockIdx.x, hopper::cdiv(M, BM), hopper::cdiv(N, BN), tm, tn);
+  const int kblocks = hopper::cdiv(K, hopper::BK);
+
+  // ---- PROLOGUE: barriers ----
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < STAGES; ++s) {
+      ptx::mbarrier_init(ptx::smem_u32(&ss.full[s]), 1);
+      ptx::mbarrier_init(ptx::smem_u32(&ss.empty[s]), kConsumers);
+    }
+  }
+  __syncthreads();
+
+  if (wg == 0) {
+    // ---- PRODUCER ----
+    ptx::setmaxnreg_dec<kProducerRegs>();
+    if (tid == 0) {
+      for (int kb = 0; kb < kblocks; ++kb) {
+        const int s = kb % STAGES;
+        ptx::mbarrier_wait_parity(ptx::smem_u32(&ss.empty[s]), ((kb / STAGES) & 1) ^ 1);  // fresh: parity 1 passes
+        hopper::load_kblock<BM, BN, B_COL>(ss, s, &tma_a, &tma_b, tm * BM, tn * BN, kb * hopper::BK);
+      }
+    }
+  } else {
+    // ---- CONSUMERS: MAIN LOOP ----
+    ptx::setmaxnreg_inc<kConsumerRegs>();
+    hopper::Accum<BN, ACC> acc;
+    const int slab = (wg - 1) * 64;  // this warpgroup's rows of the tile
+    for (int kb = 0; kb < kblocks; ++kb) {
+      const int s = kb % STAGES;
+      ptx::mbarrier_wait_parity(ptx::smem_u32(&ss.full[s]), (kb / STAGES) & 1);
+      ptx::wgmma_fence();
+      hopper::mma_kblock<BN, B_COL>(acc.d, ss.A[s] + slab * hopper::BK, ss.B[s], kb > 0);
+      ptx::wgmma_commit_group();
+      ptx::wgmma_wait_group<1>();  // the previous k-block's group is done: its stage may be refilled
+      if (kb > 0 && tid == 0) ptx::mbarrier_arrive(ptx::smem_u32(&ss.empty[(kb - 1) % STAGES]));
+    }
+    ptx::wgmma_wait_group<0>();
+    ptx::fence_operands(acc.d);
+    // ---- EPILOGUE ----
+    hopper::store_accumulators<BN>(acc.d, C, ldc, M, N, tm * BM + slab, tn * BN, pairs);
+  }
+}
+
+template <Acc ACC, bool B_COL>
+cudaError_t launch_tile(const GemmArgs& p, const hopper::Operands& ops, cudaStream_t stream, LaunchInfo* info) {
+  constexpr auto kernel = wgmma_ws_kernel<ACC, B_COL>;
+  const int smem = hopper::smem_request<Storage>();
+  cudaError_t err = hopper::prepare_launch<kernel>(smem, info);
+  if (err != cudaSuccess) return err;
+  const dim3 grid(hopper::cdiv(p.M, BM) * hopper::cdiv(p.N, BN)), block(kThreads);
+  if (info) *info = LaunchInfo{grid.x, 1, block.x, smem, info->smem_limit, BM, BN};
+  kernel<<<grid, block, smem, stream>>>(ops.a, ops.b, p.C, p.ldc, p.M, p.N, p.K, ops.pairs);
+  return cudaGetLastError();
+}
+
+}  // namespace
+
+// ---- HOST: check -> tensor maps -> launch ----
+cudaError_t launch_wgmma_ws(const GemmArgs& p, Acc acc, cudaStream_t stream, LaunchInfo* info) {
+  hopper::Operands ops;
+  cudaError_t err = hopper::make_operands(p, BM, BN, &ops);
+  if (err != cudaSuccess) return err;
+  if (acc == Acc::F16)
+    return p.b_col_major ? launch_tile<Acc::F16, true>(p, ops, stream, info)
+                         : launch_tile<Acc::F16, false>(p, ops, stream, info);
+  return p.b_col_major ? launch_tile<Acc::F32, true>(p, ops, stream, info)
+                       : launch_tile<Acc::F32, false>(p, ops, stream, info);
+}

@@ -1,0 +1,223 @@
+// tune_wgmma.cu — the Hopper ladder on its own, outside Python: exact checks against cuBLAS on odd shapes, then
+// timings interleaved with cuBLAS and the wgmma instruction ceiling (GPU only; sm_90a).
+//   bash scripts/build_tune.sh DIR && DIR/tune_wgmma [check|bench|all]
+// Exact checks: small-integer inputs, so fp32 accumulation is exact and C must equal cuBLAS's (fp32 compute)
+// bit for bit; fp16 accumulation is exact while partial sums stay below 2048 (K <= 227 here). Outputs are
+// NaN-poisoned before every run. Timing: median of CUDA events, L2 flushed (256 MB written) before every call.
+#include <cublas_v2.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "hgemm.cuh"
+
+cudaError_t launch_wgmma_tma(const GemmArgs&, Acc, cudaStream_t, LaunchInfo*);
+cudaError_t launch_wgmma_ws(const GemmArgs&, Acc, cudaStream_t, LaunchInfo*);
+cudaError_t launch_wgmma_persistent(const GemmArgs&, Acc, cudaStream_t, LaunchInfo*);
+cudaError_t launch_wgmma_ceiling(int blocks, int iters, Acc acc, float* sink, cudaStream_t stream);
+
+#define CK(x)                                                                                 \
+  do {                                                                                        \
+    auto e_ = (x);                                                                            \
+    if (e_ != 0) {                                                                            \
+      std::printf("error %d at %s:%d: %s\n", int(e_), __FILE__, __LINE__, #x);                \
+      std::exit(1);                                                                           \
+    }                                                                                         \
+  } while (0)
+
+struct Kern {
+  const char* name;
+  cudaError_t (*fn)(const GemmArgs&, Acc, cudaStream_t, LaunchInfo*);
+};
+static const Kern kKernels[] = {{"wgmma_tma", launch_wgmma_tma},
+                                {"wgmma_ws", launch_wgmma_ws},
+                                {"wgmma_persistent", launch_wgmma_persistent}};
+
+static int ld8(int x) { return (x + 7) / 8 * 8; }
+
+struct Problem {
+  int M, N, K;
+  bool bcol;
+  int lda, ldb, ldc;
+  half *A, *B, *C, *R;
+  void alloc() {
+    lda = ld8(K);
+    ldb = bcol ? ld8(K) : ld8(N);
+    ldc = N;
+    CK(cudaMalloc(&A, size_t(M) * lda * 2));
+    CK(cudaMalloc(&B, size_t(bcol ? N : K) * ldb * 2));
+    CK(cudaMalloc(&C, size_t(M) * ldc * 2 + 16));
+    CK(cudaMalloc(&R, size_t(M) * ldc * 2 + 16));
+  }
+  void release() {
+    cudaFree(A), cudaFree(B), cudaFree(C), cudaFree(R);
+  }
+  GemmArgs args(half* out) const {
+    GemmArgs p;
+    p.A = A, p.B = B, p.C = out, p.M = M, p.N = N, p.K = K;
+    p.sam = lda, p.sak = 1;
+    if (bcol) p.sbk = 1, p.sbn = ldb;
+    else p.sbk = ldb, p.sbn = 1;
+    p.ldc = ldc;
+    p.b_col_major = bcol;
+    return p;
+  }
+};
+
+static void fill(half* d, size_t n, bool ints, unsigned seed) {
+  std::vector<half> h(n);
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> di(-3, 3);
+  std::normal_distribution<float> dn(0.f, 1.f);
+  for (auto& x : h) x = __float2half(ints ? float(di(rng)) : dn(rng));
+  CK(cudaMemcpy(d, h.data(), n * 2, cudaMemcpyHostToDevice));
+}
+
+static void cublas_ref(cublasHandle_t h, const Problem& pr, half* out, bool f16acc) {
+  const float one = 1.f, zero = 0.f;
+  const half hone = __float2half(1.f), hzero = __float2half(0.f);
+  const void* alpha = f16acc ? static_cast<const void*>(&hone) : static_cast<const void*>(&one);
+  const void* beta = f16acc ? static_cast<const void*>(&hzero) : static_cast<const void*>(&zero);
+  CK(cublasGemmEx(h, pr.bcol ? CUBLAS_OP_T : CUBLAS_OP_N, CUBLAS_OP_N, pr.N, pr.M, pr.K, alpha, pr.B, CUDA_R_16F,
+                  pr.ldb, pr.A, CUDA_R_16F, pr.lda, beta, out, CUDA_R_16F, pr.ldc,
+                  f16acc ? CUBLAS_COMPUTE_16F : CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+}
+
+static int check(cublasHandle_t h) {
+  const int shapes[][3] = {{1, 1, 1},       {7, 9, 13},      {16, 8, 8},     {64, 64, 64},    {128, 256, 64},
+                           {129, 257, 65},  {127, 255, 63},  {200, 300, 227}, {256, 512, 512}, {333, 1000, 129},
+                           {1000, 333, 777}, {4095, 4097, 4099}, {16, 4096, 4096}, {3000, 5000, 2000}};
+  int bad = 0, total = 0;
+  for (auto& s : shapes)
+    for (int bcol = 0; bcol < 2; ++bcol)
+      for (int f16 = 0; f16 < 2; ++f16) {
+        if (f16 && s[2] > 227) continue;
+        Problem pr{s[0], s[1], s[2], bool(bcol)};
+        pr.alloc();
+        fill(pr.A, size_t(pr.M) * pr.lda, true, 1);
+        fill(pr.B, size_t(bcol ? pr.N : pr.K) * pr.ldb, true, 2);
+        cublas_ref(h, pr, pr.R, false);  // fp32 compute: exact for these inputs
+        std::vector<uint16_t> ref(size_t(pr.M) * pr.ldc), got(ref.size());
+        CK(cudaDeviceSynchronize());
+        CK(cudaMemcpy(ref.data(), pr.R, ref.size() * 2, cudaMemcpyDeviceToHost));
+        for (const Kern& k : kKernels) {
+          CK(cudaMemset(pr.C, 0xFF, size_t(pr.M) * pr.ldc * 2));  // NaN
+          LaunchInfo info;
+          const cudaError_t err = k.fn(pr.args(pr.C), f16 ? Acc::F16 : Acc::F32, 0, &info);
+          const cudaError_t sync = cudaDeviceSynchronize();
+          ++total;
+          if (err != cudaSuccess || sync != cudaSuccess) {
+            std::printf("FAIL %-17s %dx%dx%d %s %s: launch %s / %s\n", k.name, pr.M, pr.N, pr.K, bcol ? "NT" : "NN",
+                        f16 ? "fp16" : "fp32", cudaGetErrorString(err), cudaGetErrorString(sync));
+            ++bad;
+            if (sync != cudaSuccess) std::exit(1);
+            continue;
+          }
+          CK(cudaMemcpy(got.data(), pr.C, got.size() * 2, cudaMemcpyDeviceToHost));
+          size_t nbad = 0, first = 0;
+          for (size_t i = 0; i < got.size(); ++i)
+            if (got[i] != ref[i]) {
+              if (!nbad) first = i;
+              ++nbad;
+            }
+          if (nbad) {
+            ++bad;
+            std::printf("FAIL %-17s %dx%dx%d %s %s: %zu of %zu differ, first at (%zu, %zu): %g vs %g\n", k.name,
+                        pr.M, pr.N, pr.K, bcol ? "NT" : "NN", f16 ? "fp16" : "fp32", nbad, got.size(),
+                        first / pr.ldc, first % pr.ldc, __half2float(*reinterpret_cast<half*>(&got[first])),
+                        __half2float(*reinterpret_cast<half*>(&ref[first])));
+          }
+        }
+        pr.release();
+      }
+  std::printf("check: %d of %d runs exact\n", total - bad, total);
+  return bad;
+}
+
+static float median(std::vector<float> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+static void bench(cublasHandle_t h, const char* which) {
+  const int shapes[][3] = {{4096, 4096, 4096}, {8192, 8192, 8192}, {2048, 2048, 2048}, {4096, 4096, 1024},
+                           {8192, 8192, 1024}, {128, 8192, 8192},  {16, 4096, 4096},   {3000, 5000, 2000},
+                           {8192, 28672, 4096}, {4095, 4097, 4099}};
+  void* flush;
+  const size_t flush_bytes = 256u << 20;
+  CK(cudaMalloc(&flush, flush_bytes));
+  float* sink;
+  CK(cudaMalloc(&sink, 132 * 256 * 4 * 8));
+  cudaEvent_t e0, e1;
+  cudaEventCreate(&e0), cudaEventCreate(&e1);
+  // wgmma ceiling: 132 blocks x 2 warpgroups, ~2 ms
+  for (int f16 = 0; f16 < 2; ++f16) {
+    const int iters = 20000;
+    std::vector<float> t;
+    for (int r = 0; r < 7; ++r) {
+      cudaEventRecord(e0);
+      CK(launch_wgmma_ceiling(132, iters, f16 ? Acc::F16 : Acc::F32, sink, 0));
+      cudaEventRecord(e1);
+      cudaEventSynchronize(e1);
+      float ms;
+      cudaEventElapsedTime(&ms, e0, e1);
+      t.push_back(ms);
+    }
+    const double flops = 132.0 * 2 * iters * 4 * 2.0 * 64 * 256 * 16;
+    std::printf("wgmma ceiling %s: %.1f TFLOPS\n", f16 ? "fp16" : "fp32", flops / median(t) / 1e9);
+  }
+  for (auto& s : shapes)
+    for (int bcol = 0; bcol < 2; ++bcol) {
+      Problem pr{s[0], s[1], s[2], bool(bcol)};
+      pr.alloc();
+      fill(pr.A, size_t(pr.M) * pr.lda, false, 3);
+      fill(pr.B, size_t(bcol ? pr.N : pr.K) * pr.ldb, false, 4);
+      const int nk = 1 + 2 * int(sizeof(kKernels) / sizeof(Kern));
+      std::vector<std::vector<float>> t(nk);
+      const int reps = (double(pr.M) * pr.N * pr.K > 1e11) ? 10 : 30;
+      for (int r = 0; r < reps; ++r)
+        for (int i = 0; i < nk; ++i) {
+          CK(cudaMemsetAsync(flush, r & 0xff, flush_bytes));
+          cudaEventRecord(e0);
+          if (i == 0) cublas_ref(h, pr, pr.R, false);
+          else {
+            const Kern& k = kKernels[(i - 1) / 2];
+            CK(k.fn(pr.args(pr.C), (i - 1) % 2 ? Acc::F16 : Acc::F32, 0, nullptr));
+          }
+          cudaEventRecord(e1);
+          cudaEventSynchronize(e1);
+          float ms;
+          cudaEventElapsedTime(&ms, e0, e1);
+          t[i].push_back(ms);
+        }
+      const double flops = 2.0 * pr.M * pr.N * pr.K;
+      const float base = median(t[0]);
+      std::printf("%5dx%5dx%5d %s cuBLAS %6.1f |", pr.M, pr.N, pr.K, bcol ? "NT" : "NN", flops / base / 1e9);
+      for (int i = 1; i < nk; ++i) {
+        const float m = median(t[i]);
+        std::printf(" %s%s %6.1f %.3fx |", kKernels[(i - 1) / 2].name, (i - 1) % 2 ? "/16" : "", flops / m / 1e9,
+                    base / m);
+      }
+      std::printf("\n");
+      pr.release();
+    }
+  (void)which;
+}
+
+int main(int argc, char** argv) {
+  const std::string what = argc > 1 ? argv[1] : "all";
+  cublasHandle_t h;
+  CK(cublasCreate(&h));
+  int bad = 0;
+  if (what == "check" || what == "all") bad = check(h);
+  if (what == "bench" || what == "all") bench(h, what.c_str());
+  return bad ? 1 : 0;
+}
