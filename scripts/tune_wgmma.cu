@@ -22,6 +22,7 @@
 cudaError_t launch_wgmma_tma(const GemmArgs&, Acc, cudaStream_t, LaunchInfo*);
 cudaError_t launch_wgmma_ws(const GemmArgs&, Acc, cudaStream_t, LaunchInfo*);
 cudaError_t launch_wgmma_persistent(const GemmArgs&, Acc, cudaStream_t, LaunchInfo*);
+cudaError_t launch_wgmma_cluster(const GemmArgs&, Acc, cudaStream_t, LaunchInfo*);
 cudaError_t launch_wgmma_ceiling(int blocks, int iters, Acc acc, float* sink, cudaStream_t stream);
 
 #define CK(x)                                                                                 \
@@ -39,7 +40,8 @@ struct Kern {
 };
 static const Kern kKernels[] = {{"wgmma_tma", launch_wgmma_tma},
                                 {"wgmma_ws", launch_wgmma_ws},
-                                {"wgmma_persistent", launch_wgmma_persistent}};
+                                {"wgmma_persistent", launch_wgmma_persistent},
+                                {"wgmma_cluster", launch_wgmma_cluster}};
 
 static int ld8(int x) { return (x + 7) / 8 * 8; }
 

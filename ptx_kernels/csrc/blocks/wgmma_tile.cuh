@@ -12,6 +12,7 @@
 #include "hgemm.cuh"
 #include "host/tensor_map.h"
 #include "ptx.cuh"
+#include "ptx/barrier.cuh"
 #include "ptx/tma.cuh"
 #include "ptx/wgmma.cuh"
 
@@ -127,12 +128,24 @@ __device__ __forceinline__ void tile_coords(int t, int tiles_m, int tiles_n, int
 }
 
 // ---- epilogue -------------------------------------------------------------------------------------------------
-// Stores a warpgroup's 64 x BN accumulators at C[row0.., n0..], masked to M x N. Each thread holds two adjacent
-// columns per 8-column block (the fragment in ptx/wgmma.cuh); `pairs` (even ldc, 4-byte aligned C) stores them as
-// one half2.
-__device__ __forceinline__ void store_pair(half* C, int64_t ldc, int M, int N, int row, int col, __half2 v,
+// The fp16 pair a thread holds in 8-column block j, row half h (rows l/4 and l/4 + 8 of its warp's 16): columns
+// 8j + 2(l%4) and the next, as one 32-bit word (the fragment in ptx/wgmma.cuh).
+template <int R>
+__device__ __forceinline__ uint32_t fragment_pair(const float (&d)[R], int j, int h) {
+  const __half2 v = __floats2half2_rn(d[4 * j + 2 * h], d[4 * j + 2 * h + 1]);
+  return *reinterpret_cast<const uint32_t*>(&v);
+}
+template <int R>
+__device__ __forceinline__ uint32_t fragment_pair(const uint32_t (&d)[R], int j, int h) {
+  return d[2 * j + h];
+}
+
+// Stores a warpgroup's 64 x BN accumulators at C[row0.., n0..], masked to M x N, straight from registers; `pairs`
+// (even ldc, 4-byte aligned C) stores each pair as one half2. The fallback when C is not TMA-describable.
+__device__ __forceinline__ void store_pair(half* C, int64_t ldc, int M, int N, int row, int col, uint32_t bits,
                                            bool pairs) {
   if (row >= M) return;
+  const __half2 v = *reinterpret_cast<const __half2*>(&bits);
   half* p = C + int64_t(row) * ldc + col;
   if (pairs && col + 1 < N) {
     *reinterpret_cast<__half2*>(p) = v;
@@ -142,28 +155,63 @@ __device__ __forceinline__ void store_pair(half* C, int64_t ldc, int M, int N, i
   }
 }
 
-template <int BN>
-__device__ __forceinline__ void store_accumulators(const float (&d)[BN / 2], half* C, int64_t ldc, int M, int N,
-                                                   int row0, int n0, bool pairs) {
+template <int BN, typename AccRegs>
+__device__ __forceinline__ void store_accumulators(const AccRegs& d, half* C, int64_t ldc, int M, int N, int row0,
+                                                   int n0, bool pairs) {
   const int t = threadIdx.x % kWarpgroup, warp = t / 32, lane = t % 32;
   const int r = row0 + warp * 16 + lane / 4;
 #pragma unroll
   for (int j = 0; j < BN / 8; ++j) {
     const int c = n0 + 8 * j + 2 * (lane % 4);
-    store_pair(C, ldc, M, N, r, c, __floats2half2_rn(d[4 * j], d[4 * j + 1]), pairs);
-    store_pair(C, ldc, M, N, r + 8, c, __floats2half2_rn(d[4 * j + 2], d[4 * j + 3]), pairs);
+    store_pair(C, ldc, M, N, r, c, fragment_pair(d, j, 0), pairs);
+    store_pair(C, ldc, M, N, r + 8, c, fragment_pair(d, j, 1), pairs);
   }
 }
-template <int BN>
-__device__ __forceinline__ void store_accumulators(const uint32_t (&d)[BN / 4], half* C, int64_t ldc, int M, int N,
-                                                   int row0, int n0, bool pairs) {
+
+// ---- epilogue through shared memory and TMA stores ------------------------------------------------------------
+// A warpgroup writes its 64 x BN slab EPI_COLS columns at a time into a staging buffer of EPI_COLS / 64 boxes of
+// 64 rows x 64 columns, each box 128-byte swizzled like the TMA map of C (16-byte chunk c of row r sits at chunk
+// c ^ (r % 8)): a warp's half2 writes of one fragment column block hit 8 rows x 4 lanes in 32 different banks.
+// One thread then stores the boxes with TMA (rows and columns outside C are dropped). Compared with store_pair's
+// 4-byte global stores (8 rows a warp instruction), the LSU sees one conflict-free shared store per fragment pair.
+template <int EPI_COLS>
+struct EpilogueStaging {
+  alignas(1024) half box[EPI_COLS / 64][64 * 64];  // (box, row, 64 columns swizzled)
+};
+
+__device__ __forceinline__ uint32_t staging_offset(int r, int c) {  // bytes, within 64 x 64 boxes
+  const int b = c / 64, cc = c % 64;
+  return uint32_t(b * 8192 + r * 128 + (((cc / 8) ^ (r % 8)) * 16) + (cc % 8) * 2);
+}
+
+// Stores accumulators d of a warpgroup (64 x BN at C[row0.., n0..]) through `stage`; `bar_id` is the warpgroup's
+// named barrier. Thread 0 of the warpgroup owns the bulk groups: it waits for the previous stores to have read the
+// staging buffer before anyone overwrites it, so the last stores of a tile still run while the next tile computes.
+template <int BN, int EPI_COLS, typename AccRegs>
+__device__ __forceinline__ void store_accumulators_tma(const AccRegs& d, EpilogueStaging<EPI_COLS>& stage,
+                                                       const CUtensorMap* tma_c, int row0, int n0, uint32_t bar_id) {
   const int t = threadIdx.x % kWarpgroup, warp = t / 32, lane = t % 32;
-  const int r = row0 + warp * 16 + lane / 4;
+  const int r = warp * 16 + lane / 4;
+  const uint32_t base = ptx::smem_u32(stage.box);
+  uint8_t* bytes = reinterpret_cast<uint8_t*>(stage.box);
 #pragma unroll
-  for (int j = 0; j < BN / 8; ++j) {
-    const int c = n0 + 8 * j + 2 * (lane % 4);
-    store_pair(C, ldc, M, N, r, c, *reinterpret_cast<const __half2*>(&d[2 * j]), pairs);
-    store_pair(C, ldc, M, N, r + 8, c, *reinterpret_cast<const __half2*>(&d[2 * j + 1]), pairs);
+  for (int round = 0; round < BN / EPI_COLS; ++round) {
+    if (t == 0) ptx::bulk_wait_group_read<0>();
+    ptx::named_barrier_sync(bar_id, kWarpgroup);
+#pragma unroll
+    for (int jj = 0; jj < EPI_COLS / 8; ++jj) {
+      const int j = round * (EPI_COLS / 8) + jj, c = 8 * jj + 2 * (lane % 4);
+      *reinterpret_cast<uint32_t*>(bytes + staging_offset(r, c)) = fragment_pair(d, j, 0);
+      *reinterpret_cast<uint32_t*>(bytes + staging_offset(r + 8, c)) = fragment_pair(d, j, 1);
+    }
+    ptx::fence_proxy_async_shared();  // the generic stores above, read by the TMA engine below
+    ptx::named_barrier_sync(bar_id, kWarpgroup);
+    if (t == 0) {
+#pragma unroll
+      for (int b = 0; b < EPI_COLS / 64; ++b)
+        ptx::tma_store_2d(tma_c, n0 + round * EPI_COLS + 64 * b, row0, base + b * 8192);
+      ptx::bulk_commit_group();
+    }
   }
 }
 
@@ -171,19 +219,25 @@ __device__ __forceinline__ void store_accumulators(const uint32_t (&d)[BN / 4], 
 // The tensor maps of A (M x K, row-major, box BM x 64) and B (column-major: N x K rows of K, box BN x 64; row-major:
 // K x N, box 64 x 64), and whether C takes half2 stores.
 struct Operands {
-  CUtensorMap a, b;
-  bool pairs;
+  CUtensorMap a, b, c;
+  bool pairs;      // C takes half2 stores
+  bool tma_store;  // C is TMA-describable: the epilogue stores 64 x 64 boxes (map c)
 };
 
-inline cudaError_t make_operands(const GemmArgs& p, int bm, int bn, Operands* ops) {
+// b_box_n: the N rows of one column-major B box (default bn; a 2-CTA cluster loads half of B's tile each).
+inline cudaError_t make_operands(const GemmArgs& p, int bm, int bn, Operands* ops, int b_box_n = 0) {
+  if (b_box_n == 0) b_box_n = bn;
   if (p.sak != 1 && p.K > 1) return cudaErrorInvalidValue;
   const uint64_t lda = uint64_t(p.sam), ldb = uint64_t(p.b_col_major ? p.sbn : p.sbk);
   cudaError_t err = host::cached_tensor_map({p.A, uint64_t(p.M), uint64_t(p.K), lda, uint32_t(bm), BK, true}, &ops->a);
   if (err != cudaSuccess) return err;
-  err = p.b_col_major ? host::cached_tensor_map({p.B, uint64_t(p.N), uint64_t(p.K), ldb, uint32_t(bn), BK, true}, &ops->b)
+  err = p.b_col_major ? host::cached_tensor_map({p.B, uint64_t(p.N), uint64_t(p.K), ldb, uint32_t(b_box_n), BK, true}, &ops->b)
                       : host::cached_tensor_map({p.B, uint64_t(p.K), uint64_t(p.N), ldb, BK, 64, true}, &ops->b);
   if (err != cudaSuccess) return err;
   ops->pairs = p.ldc % 2 == 0 && reinterpret_cast<uintptr_t>(p.C) % 4 == 0;
+  ops->tma_store = host::tma_describable(p.C, uint64_t(p.ldc)) &&
+                   host::cached_tensor_map({p.C, uint64_t(p.M), uint64_t(p.N), uint64_t(p.ldc), 64, 64, true},
+                                           &ops->c) == cudaSuccess;
   return cudaSuccess;
 }
 

@@ -11,24 +11,34 @@
 //   warpgroups 1, 2 — consumers: grow to 232 registers, each computes 64 rows x BN of the 128 x BN tile with
 //                 m64nBNk16 wgmma from shared memory, keeps one wgmma group in flight and releases a stage (one
 //                 arrival on empty[s] per warpgroup) as soon as the group that read it has completed.
-// Edges: TMA reads zeros outside A and B (M, N and the K tail); the epilogue masks its stores to M x N.
+// Epilogue: where C is TMA-describable, each consumer converts its slab to fp16 in a swizzled staging buffer and
+// one thread stores it with TMA in 64 x 64 boxes (hopper::store_accumulators_tma), 128 columns at a time; the
+// stores drain while the next tile's main loop runs. Otherwise the accumulators go straight to global memory.
+// Edges: TMA reads zeros outside A and B (M, N and the K tail); TMA stores drop what falls outside C, and the
+// register-store fallback masks to M x N.
 #include "blocks/wgmma_tile.cuh"
 
 namespace {
 
 constexpr int BM = 128, BN = 256, STAGES = 4, GROUP_M = 8;
+constexpr int EPI_COLS = 128;  // staging per consumer 64 x 128 (16 KB): 4 stages + 2 x 16 KB fit in 227 KB
 constexpr int kConsumers = BM / 64, kThreads = (1 + kConsumers) * hopper::kWarpgroup;
 // 40 + 2 x 232 registers x 128 threads = 64,512 <= 65,536: a consumer's 128 fp32 accumulators plus addressing.
 constexpr int kProducerRegs = 40, kConsumerRegs = 232;
-using Storage = hopper::SharedStorage<BM, BN, STAGES>;
-static_assert(hopper::smem_request<Storage>() <= 227 * 1024, "4 stages of 128x64 A + 256x64 B fit in 227 KB");
+struct Storage {
+  hopper::SharedStorage<BM, BN, STAGES> ring;
+  hopper::EpilogueStaging<EPI_COLS> out[kConsumers];  // one per consumer warpgroup
+};
+static_assert(hopper::smem_request<Storage>() <= 227 * 1024, "4 stages of 128x64 A + 256x64 B and the staging fit");
 
-template <Acc ACC, bool B_COL>
+template <Acc ACC, bool B_COL, bool TMA_STORE>
 __global__ void __launch_bounds__(kThreads, 1)
     wgmma_persistent_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_constant__ CUtensorMap tma_b,
-                            half* __restrict__ C, int64_t ldc, int M, int N, int K, bool pairs) {
+                            const __grid_constant__ CUtensorMap tma_c, half* __restrict__ C, int64_t ldc, int M,
+                            int N, int K, bool pairs) {
   extern __shared__ __align__(1024) uint8_t smem_raw[];
-  Storage& ss = hopper::aligned_storage<Storage>(smem_raw);
+  Storage& storage = hopper::aligned_storage<Storage>(smem_raw);
+  auto& ss = storage.ring;
   const int wg = threadIdx.x / hopper::kWarpgroup, tid = threadIdx.x % hopper::kWarpgroup;
   const int tiles_m = hopper::cdiv(M, BM), tiles_n = hopper::cdiv(N, BN), tiles = tiles_m * tiles_n;
   const int kblocks = hopper::cdiv(K, hopper::BK);
@@ -84,22 +94,38 @@ __global__ void __launch_bounds__(kThreads, 1)
       ptx::wgmma_wait_group<0>();
       ptx::fence_operands(acc.d);
       if (tid == 0) ptx::mbarrier_arrive(ptx::smem_u32(&ss.empty[prev]));
-      hopper::store_accumulators<BN>(acc.d, C, ldc, M, N, tm * BM + slab, tn * BN, pairs);
+      if constexpr (TMA_STORE) {
+        hopper::store_accumulators_tma<BN, EPI_COLS>(acc.d, storage.out[wg - 1], &tma_c, tm * BM + slab, tn * BN,
+                                                     /*bar_id=*/wg);
+      } else {
+        hopper::store_accumulators<BN>(acc.d, C, ldc, M, N, tm * BM + slab, tn * BN, pairs);
+      }
     }
+    if (TMA_STORE && tid == 0) ptx::bulk_wait_group_read<0>();  // the staging buffer outlives the last stores
   }
 }
 
-template <Acc ACC, bool B_COL>
+template <Acc ACC, bool B_COL, bool TMA_STORE>
 cudaError_t launch_tile(const GemmArgs& p, const hopper::Operands& ops, cudaStream_t stream, LaunchInfo* info) {
-  constexpr auto kernel = wgmma_persistent_kernel<ACC, B_COL>;
+  constexpr auto kernel = wgmma_persistent_kernel<ACC, B_COL, TMA_STORE>;
   const int smem = hopper::smem_request<Storage>();
   cudaError_t err = hopper::prepare_launch<kernel>(smem, info);
   if (err != cudaSuccess) return err;
   const int tiles = hopper::cdiv(p.M, BM) * hopper::cdiv(p.N, BN);
   const dim3 grid(std::min(tiles, hopper::sm_count())), block(kThreads);
   if (info) *info = LaunchInfo{grid.x, 1, block.x, smem, info->smem_limit, BM, BN};
-  kernel<<<grid, block, smem, stream>>>(ops.a, ops.b, p.C, p.ldc, p.M, p.N, p.K, ops.pairs);
+  kernel<<<grid, block, smem, stream>>>(ops.a, ops.b, ops.c, p.C, p.ldc, p.M, p.N, p.K, ops.pairs);
   return cudaGetLastError();
+}
+
+template <bool TMA_STORE>
+cudaError_t launch_acc(const GemmArgs& p, Acc acc, const hopper::Operands& ops, cudaStream_t stream,
+                       LaunchInfo* info) {
+  if (acc == Acc::F16)
+    return p.b_col_major ? launch_tile<Acc::F16, true, TMA_STORE>(p, ops, stream, info)
+                         : launch_tile<Acc::F16, false, TMA_STORE>(p, ops, stream, info);
+  return p.b_col_major ? launch_tile<Acc::F32, true, TMA_STORE>(p, ops, stream, info)
+                       : launch_tile<Acc::F32, false, TMA_STORE>(p, ops, stream, info);
 }
 
 }  // namespace
@@ -109,9 +135,6 @@ cudaError_t launch_wgmma_persistent(const GemmArgs& p, Acc acc, cudaStream_t str
   hopper::Operands ops;
   cudaError_t err = hopper::make_operands(p, BM, BN, &ops);
   if (err != cudaSuccess) return err;
-  if (acc == Acc::F16)
-    return p.b_col_major ? launch_tile<Acc::F16, true>(p, ops, stream, info)
-                         : launch_tile<Acc::F16, false>(p, ops, stream, info);
-  return p.b_col_major ? launch_tile<Acc::F32, true>(p, ops, stream, info)
-                       : launch_tile<Acc::F32, false>(p, ops, stream, info);
+  if (ops.tma_store) return launch_acc<true>(p, acc, ops, stream, info);
+  return launch_acc<false>(p, acc, ops, stream, info);
 }

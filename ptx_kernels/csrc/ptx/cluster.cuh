@@ -1,0 +1,57 @@
+// ptx/cluster.cuh — thread block clusters: a CTA's rank, shared addresses in a peer CTA, the cluster barrier and
+// arrivals on a peer's mbarrier (sm_90).
+//
+// One __device__ __forceinline__ wrapper per PTX instruction, with its exact PTX string and its PTX ISA section
+// (https://docs.nvidia.com/cuda/parallel-thread-execution/).
+#pragma once
+#include <cstdint>
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+#error "ptx/cluster.cuh needs sm_90 or newer (thread block clusters)"
+#endif
+
+namespace ptx {
+
+// mov.u32 r, %cluster_ctarank;  — this CTA's rank in its cluster (0 .. cluster size - 1).
+// ISA: 10.25 "Special Registers: %cluster_ctarank"
+// https://docs.nvidia.com/cuda/parallel-thread-execution/#special-registers-cluster-ctarank
+__device__ __forceinline__ uint32_t cluster_ctarank() {
+  uint32_t r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+  return r;
+}
+
+// mapa.shared::cluster.u32 remote, local, rank;  — the shared::cluster address of the same offset in CTA `rank`.
+// ISA: 9.7.9.21 "Data Movement and Conversion Instructions: mapa"
+// https://docs.nvidia.com/cuda/parallel-thread-execution/#data-movement-and-conversion-instructions-mapa
+__device__ __forceinline__ uint32_t mapa_shared(uint32_t local, uint32_t rank) {
+  uint32_t remote;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(local), "r"(rank));
+  return remote;
+}
+
+// mbarrier.arrive.release.cluster.shared::cluster.b64 _, [bar];  — one arrival on an mbarrier of any CTA of the
+// cluster (bar from mapa_shared), releasing this thread's earlier accesses at cluster scope.
+// ISA: 9.7.13.15.13 "mbarrier.arrive"
+// https://docs.nvidia.com/cuda/parallel-thread-execution/#parallel-synchronization-and-communication-instructions-mbarrier-arrive
+__device__ __forceinline__ void mbarrier_arrive_cluster(uint32_t bar) {
+  asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
+
+// fence.mbarrier_init.release.cluster;  — makes this thread's mbarrier.init visible to the other CTAs of the
+// cluster (their copies and arrivals may target these barriers right after the cluster barrier).
+// ISA: 9.7.13.4 "Parallel Synchronization and Communication Instructions: membar / fence"
+// https://docs.nvidia.com/cuda/parallel-thread-execution/#parallel-synchronization-and-communication-instructions-membar
+__device__ __forceinline__ void fence_mbarrier_init_cluster() {
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+}
+
+// barrier.cluster.arrive.release.aligned; barrier.cluster.wait.acquire.aligned;  — every thread of every CTA of
+// the cluster meets here (the cluster's __syncthreads).
+// ISA: 9.7.13.2 "Parallel Synchronization and Communication Instructions: barrier.cluster"
+// https://docs.nvidia.com/cuda/parallel-thread-execution/#parallel-synchronization-and-communication-instructions-barrier-cluster
+__device__ __forceinline__ void cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+}
+
+}  // namespace ptx
