@@ -22,7 +22,6 @@
 cudaError_t launch_wgmma_tma(const GemmArgs&, Acc, cudaStream_t, LaunchInfo*);
 cudaError_t launch_wgmma_ws(const GemmArgs&, Acc, cudaStream_t, LaunchInfo*);
 cudaError_t launch_wgmma_persistent(const GemmArgs&, Acc, cudaStream_t, LaunchInfo*);
-cudaError_t launch_wgmma_cluster(const GemmArgs&, Acc, cudaStream_t, LaunchInfo*);
 cudaError_t launch_wgmma_ceiling(int blocks, int iters, Acc acc, float* sink, cudaStream_t stream);
 
 #define CK(x)                                                                                 \
@@ -37,11 +36,14 @@ cudaError_t launch_wgmma_ceiling(int blocks, int iters, Acc acc, float* sink, cu
 struct Kern {
   const char* name;
   cudaError_t (*fn)(const GemmArgs&, Acc, cudaStream_t, LaunchInfo*);
+  int tile;  // GemmArgs::tile: 0 = the launcher's choice
 };
-static const Kern kKernels[] = {{"wgmma_tma", launch_wgmma_tma},
-                                {"wgmma_ws", launch_wgmma_ws},
-                                {"wgmma_persistent", launch_wgmma_persistent},
-                                {"wgmma_cluster", launch_wgmma_cluster}};
+static const Kern kKernels[] = {{"wgmma_tma", launch_wgmma_tma, 0},
+                                {"wgmma_ws", launch_wgmma_ws, 0},
+                                {"wgmma_persistent", launch_wgmma_persistent, 0},
+                                {"persistent_256", launch_wgmma_persistent, 1},
+                                {"persistent_128", launch_wgmma_persistent, 2},
+                                {"persistent_64", launch_wgmma_persistent, 3}};
 
 static int ld8(int x) { return (x + 7) / 8 * 8; }
 
@@ -62,8 +64,9 @@ struct Problem {
   void release() {
     cudaFree(A), cudaFree(B), cudaFree(C), cudaFree(R);
   }
-  GemmArgs args(half* out) const {
+  GemmArgs args(half* out, int tile = 0) const {
     GemmArgs p;
+    p.tile = tile;
     p.A = A, p.B = B, p.C = out, p.M = M, p.N = N, p.K = K;
     p.sam = lda, p.sak = 1;
     if (bcol) p.sbk = 1, p.sbn = ldb;
@@ -113,7 +116,7 @@ static int check(cublasHandle_t h) {
         for (const Kern& k : kKernels) {
           CK(cudaMemset(pr.C, 0xFF, size_t(pr.M) * pr.ldc * 2));  // NaN
           LaunchInfo info;
-          const cudaError_t err = k.fn(pr.args(pr.C), f16 ? Acc::F16 : Acc::F32, 0, &info);
+          const cudaError_t err = k.fn(pr.args(pr.C, k.tile), f16 ? Acc::F16 : Acc::F32, 0, &info);
           const cudaError_t sync = cudaDeviceSynchronize();
           ++total;
           if (err != cudaSuccess || sync != cudaSuccess) {
@@ -141,6 +144,18 @@ static int check(cublasHandle_t h) {
         pr.release();
       }
   std::printf("check: %d of %d runs exact\n", total - bad, total);
+  {  // what each launcher picks for a large problem
+    Problem pr{4096, 4096, 4096, false};
+    pr.alloc();
+    for (const Kern& k : kKernels) {
+      LaunchInfo info;
+      CK(k.fn(pr.args(pr.C, k.tile), Acc::F32, 0, &info));
+      std::printf("launch %-17s grid %u x %u, %u threads, %d B shared, tile %dx%d\n", k.name, info.grid_x,
+                  info.grid_y, info.block, info.smem_bytes, info.tile_m, info.tile_n);
+    }
+    CK(cudaDeviceSynchronize());
+    pr.release();
+  }
   return bad;
 }
 
@@ -152,7 +167,8 @@ static float median(std::vector<float> v) {
 static void bench(cublasHandle_t h, const char* which) {
   const int shapes[][3] = {{4096, 4096, 4096}, {8192, 8192, 8192}, {2048, 2048, 2048}, {4096, 4096, 1024},
                            {8192, 8192, 1024}, {128, 8192, 8192},  {16, 4096, 4096},   {3000, 5000, 2000},
-                           {8192, 28672, 4096}, {4095, 4097, 4099}};
+                           {8192, 28672, 4096}, {4095, 4097, 4099}, {3072, 5120, 2048}, {64, 8192, 8192},
+                           {512, 4096, 14336}, {1, 4096, 4096}};
   void* flush;
   const size_t flush_bytes = 256u << 20;
   CK(cudaMalloc(&flush, flush_bytes));
@@ -192,7 +208,7 @@ static void bench(cublasHandle_t h, const char* which) {
           if (i == 0) cublas_ref(h, pr, pr.R, false);
           else {
             const Kern& k = kKernels[(i - 1) / 2];
-            CK(k.fn(pr.args(pr.C), (i - 1) % 2 ? Acc::F16 : Acc::F32, 0, nullptr));
+            CK(k.fn(pr.args(pr.C, k.tile), (i - 1) % 2 ? Acc::F16 : Acc::F32, 0, nullptr));
           }
           cudaEventRecord(e1);
           cudaEventSynchronize(e1);

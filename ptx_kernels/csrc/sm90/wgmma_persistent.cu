@@ -16,28 +16,44 @@
 // stores drain while the next tile's main loop runs. Otherwise the accumulators go straight to global memory.
 // Edges: TMA reads zeros outside A and B (M, N and the K tail); TMA stores drop what falls outside C, and the
 // register-store fallback masks to M x N.
+#include <algorithm>
+#include <utility>
+
 #include "blocks/wgmma_tile.cuh"
 
 namespace {
 
-constexpr int BM = 128, BN = 256, STAGES = 4, GROUP_M = 8;
-constexpr int EPI_COLS = 128;  // staging per consumer 64 x 128 (16 KB): 4 stages + 2 x 16 KB fit in 227 KB
-constexpr int kConsumers = BM / 64, kThreads = (1 + kConsumers) * hopper::kWarpgroup;
+// Tiles: 128 x BN, BN from the launcher's choice (tile_bn): 256 on large outputs; narrower tiles where 128 x 256
+// tiles would leave SMs idle (skinny M, small N), so that more SMs stream B.
+// Narrower tiles take more stages in the same shared memory (each stage holds 128 x 64 A + BN x 64 B).
+template <int BN_, int STAGES_>
+struct Tile {
+  static constexpr int BM = 128, BN = BN_, STAGES = STAGES_;
+  static constexpr int EPI_COLS = BN < 128 ? BN : 128;  // staging per consumer 64 x EPI_COLS
+  struct Storage {
+    hopper::SharedStorage<BM, BN, STAGES> ring;
+    hopper::EpilogueStaging<EPI_COLS> out[BM / 64];  // one per consumer warpgroup
+  };
+  static_assert(hopper::smem_request<Storage>() <= 227 * 1024, "the ring and the staging fit in 227 KB");
+};
+using Wide = Tile<256, 4>;    // 4 x 48 KB + 2 x 16 KB staging
+using Medium = Tile<128, 6>;  // 6 x 32 KB + 2 x 16 KB
+using Narrow = Tile<64, 8>;   // 8 x 24 KB + 2 x 8 KB
+
+constexpr int GROUP_M = 8;
+constexpr int kConsumers = 2, kThreads = (1 + kConsumers) * hopper::kWarpgroup;
 // 40 + 2 x 232 registers x 128 threads = 64,512 <= 65,536: a consumer's 128 fp32 accumulators plus addressing.
 constexpr int kProducerRegs = 40, kConsumerRegs = 232;
-struct Storage {
-  hopper::SharedStorage<BM, BN, STAGES> ring;
-  hopper::EpilogueStaging<EPI_COLS> out[kConsumers];  // one per consumer warpgroup
-};
-static_assert(hopper::smem_request<Storage>() <= 227 * 1024, "4 stages of 128x64 A + 256x64 B and the staging fit");
 
-template <Acc ACC, bool B_COL, bool TMA_STORE>
+template <typename T, Acc ACC, bool B_COL, bool TMA_STORE>
 __global__ void __launch_bounds__(kThreads, 1)
     wgmma_persistent_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_constant__ CUtensorMap tma_b,
                             const __grid_constant__ CUtensorMap tma_c, half* __restrict__ C, int64_t ldc, int M,
                             int N, int K, bool pairs) {
+  constexpr int BM = T::BM, BN = T::BN, STAGES = T::STAGES;
+  static_assert(BM == kConsumers * 64, "each consumer warpgroup owns 64 rows of the tile");
   extern __shared__ __align__(1024) uint8_t smem_raw[];
-  Storage& storage = hopper::aligned_storage<Storage>(smem_raw);
+  auto& storage = hopper::aligned_storage<typename T::Storage>(smem_raw);
   auto& ss = storage.ring;
   const int wg = threadIdx.x / hopper::kWarpgroup, tid = threadIdx.x % hopper::kWarpgroup;
   const int tiles_m = hopper::cdiv(M, BM), tiles_n = hopper::cdiv(N, BN), tiles = tiles_m * tiles_n;
@@ -95,8 +111,8 @@ __global__ void __launch_bounds__(kThreads, 1)
       ptx::fence_operands(acc.d);
       if (tid == 0) ptx::mbarrier_arrive(ptx::smem_u32(&ss.empty[prev]));
       if constexpr (TMA_STORE) {
-        hopper::store_accumulators_tma<BN, EPI_COLS>(acc.d, storage.out[wg - 1], &tma_c, tm * BM + slab, tn * BN,
-                                                     /*bar_id=*/wg);
+        hopper::store_accumulators_tma<BN, T::EPI_COLS>(acc.d, storage.out[wg - 1], &tma_c, tm * BM + slab,
+                                                        tn * BN, /*bar_id=*/wg);
       } else {
         hopper::store_accumulators<BN>(acc.d, C, ldc, M, N, tm * BM + slab, tn * BN, pairs);
       }
@@ -105,36 +121,59 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
 }
 
-template <Acc ACC, bool B_COL, bool TMA_STORE>
-cudaError_t launch_tile(const GemmArgs& p, const hopper::Operands& ops, cudaStream_t stream, LaunchInfo* info) {
-  constexpr auto kernel = wgmma_persistent_kernel<ACC, B_COL, TMA_STORE>;
-  const int smem = hopper::smem_request<Storage>();
+template <typename T, Acc ACC, bool B_COL, bool TMA_STORE>
+cudaError_t launch_kernel(const GemmArgs& p, const hopper::Operands& ops, cudaStream_t stream, LaunchInfo* info) {
+  constexpr auto kernel = wgmma_persistent_kernel<T, ACC, B_COL, TMA_STORE>;
+  const int smem = hopper::smem_request<typename T::Storage>();
   cudaError_t err = hopper::prepare_launch<kernel>(smem, info);
   if (err != cudaSuccess) return err;
-  const int tiles = hopper::cdiv(p.M, BM) * hopper::cdiv(p.N, BN);
+  const int tiles = hopper::cdiv(p.M, T::BM) * hopper::cdiv(p.N, T::BN);
   const dim3 grid(std::min(tiles, hopper::sm_count())), block(kThreads);
-  if (info) *info = LaunchInfo{grid.x, 1, block.x, smem, info->smem_limit, BM, BN};
+  if (info) *info = LaunchInfo{grid.x, 1, block.x, smem, info->smem_limit, T::BM, T::BN};
   kernel<<<grid, block, smem, stream>>>(ops.a, ops.b, ops.c, p.C, p.ldc, p.M, p.N, p.K, ops.pairs);
   return cudaGetLastError();
 }
 
-template <bool TMA_STORE>
-cudaError_t launch_acc(const GemmArgs& p, Acc acc, const hopper::Operands& ops, cudaStream_t stream,
-                       LaunchInfo* info) {
-  if (acc == Acc::F16)
-    return p.b_col_major ? launch_tile<Acc::F16, true, TMA_STORE>(p, ops, stream, info)
-                         : launch_tile<Acc::F16, false, TMA_STORE>(p, ops, stream, info);
-  return p.b_col_major ? launch_tile<Acc::F32, true, TMA_STORE>(p, ops, stream, info)
-                       : launch_tile<Acc::F32, false, TMA_STORE>(p, ops, stream, info);
+template <typename T>
+cudaError_t launch_tile(const GemmArgs& p, Acc acc, cudaStream_t stream, LaunchInfo* info) {
+  hopper::Operands ops;
+  const cudaError_t err = hopper::make_operands(p, T::BM, T::BN, &ops);
+  if (err != cudaSuccess) return err;
+  const bool f16 = acc == Acc::F16, bcol = p.b_col_major;
+  if (ops.tma_store) {
+    if (f16) return bcol ? launch_kernel<T, Acc::F16, true, true>(p, ops, stream, info)
+                         : launch_kernel<T, Acc::F16, false, true>(p, ops, stream, info);
+    return bcol ? launch_kernel<T, Acc::F32, true, true>(p, ops, stream, info)
+                : launch_kernel<T, Acc::F32, false, true>(p, ops, stream, info);
+  }
+  if (f16) return bcol ? launch_kernel<T, Acc::F16, true, false>(p, ops, stream, info)
+                       : launch_kernel<T, Acc::F16, false, false>(p, ops, stream, info);
+  return bcol ? launch_kernel<T, Acc::F32, true, false>(p, ops, stream, info)
+              : launch_kernel<T, Acc::F32, false, false>(p, ops, stream, info);
+}
+
+// The tile with the best estimated throughput: the fraction of SM-rounds its tiles fill (tiles over whole waves
+// of SMs) times the tile's own speed relative to 128 x 256 (128 x 128: 0.95, 128 x 64: 0.6; measured on large
+// shapes, docs/ladders/hopper.md). Large outputs keep 128 x 256; skinny ones trade width for SMs.
+int tile_bn(const GemmArgs& p) {
+  const int sms = hopper::sm_count(), tiles_m = hopper::cdiv(p.M, 128);
+  int best = 256;
+  double best_score = -1.0;
+  for (const auto& [bn, speed] : {std::pair{256, 1.0}, std::pair{128, 0.95}, std::pair{64, 0.6}}) {
+    const long tiles = long(tiles_m) * hopper::cdiv(p.N, bn), rounds = (tiles + sms - 1) / sms;
+    const double score = speed * double(tiles) / double(rounds * sms);
+    if (score > best_score + 1e-9) best = bn, best_score = score;
+  }
+  return best;
 }
 
 }  // namespace
 
-// ---- HOST: check -> tensor maps -> launch ----
+// ---- HOST: choose the tile -> tensor maps -> launch ----
+// GemmArgs::tile: 0 chooses by tile count (tile_bn), 1 forces 128 x 256, 2 forces 128 x 128, 3 forces 128 x 64.
 cudaError_t launch_wgmma_persistent(const GemmArgs& p, Acc acc, cudaStream_t stream, LaunchInfo* info) {
-  hopper::Operands ops;
-  cudaError_t err = hopper::make_operands(p, BM, BN, &ops);
-  if (err != cudaSuccess) return err;
-  if (ops.tma_store) return launch_acc<true>(p, acc, ops, stream, info);
-  return launch_acc<false>(p, acc, ops, stream, info);
+  const int bn = p.tile == 1 ? 256 : p.tile == 2 ? 128 : p.tile == 3 ? 64 : tile_bn(p);
+  if (bn == 256) return launch_tile<Wide>(p, acc, stream, info);
+  if (bn == 128) return launch_tile<Medium>(p, acc, stream, info);
+  return launch_tile<Narrow>(p, acc, stream, info);
 }
