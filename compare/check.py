@@ -31,7 +31,46 @@ class CheckRow:
         return asdict(self)
 
 
-def _run_case(kernels: list[Kernel], m: int, n: int, k: int, layout: str, kind: str, device, seed: int):
+def size_bucket(m: int, n: int, k: int):
+    """Check cases that share an autotuning result: every small problem (up to ALL_LAYOUTS_UP_TO MACs) is one
+    bucket, a larger one its own."""
+    return "small" if m * n * k <= ALL_LAYOUTS_UP_TO else (m, n, k)
+
+
+class TunedConfigs:
+    """Autotune each Triton kernel once per (kernel, accumulation, size bucket) and run the other cases of the
+    bucket on the configuration it chose, pinned. The check asks whether the kernels are right, not which tile is
+    fastest: on a fresh GPU machine tuning every entry for every (shape, layout) took most of its time. The pinned
+    launch reuses the autotuner's compiled kernel (the same @triton.jit function and specialization); every
+    configuration is still checked by its own `[config]` entry (`check --all`, the GPU tests)."""
+
+    def __init__(self):
+        self.best: dict = {}
+
+    def runner(self, kern: Kernel, a, b, out, m: int, n: int, k: int):
+        if kern.config != "autotuned":
+            return kern.run
+        import triton_kernels
+
+        kernel = kern.record.extra["kernel"]
+        if kern.record.extra.get("dispatch"):
+            kernel = triton_kernels.choose_kernel(a, b, out)  # auto: tune (and pin) the kernel it picks
+        key = (kernel, kern.acc, size_bucket(m, n, k))
+        cfg = self.best.get(key)
+        if cfg is not None:
+            return lambda a, b, out=None: triton_kernels.hgemm(a, b, out=out, acc=kern.acc, config=cfg, kernel=kernel)
+
+        def tune(a, b, out=None):
+            c = kern.run(a, b, out)
+            chosen = triton_kernels.best_config(kernel)  # None under the interpreter (a pinned config there)
+            if chosen is not None:
+                self.best[key] = chosen
+            return c
+        return tune
+
+
+def _run_case(kernels: list[Kernel], m: int, n: int, k: int, layout: str, kind: str, device, seed: int,
+              tuned: TunedConfigs | None = None):
     a, b = make_inputs(m, n, k, layout, device=device, seed=seed, kind=kind)
     ref = reference(a, b)
     outs, rows, bounds = {}, [], {}
@@ -45,8 +84,9 @@ def _run_case(kernels: list[Kernel], m: int, n: int, k: int, layout: str, kind: 
             if bound is None:
                 bound = bounds[kern.acc] = error_bound(a, b, ref, kern.acc)
         out = poisoned_out(m, n, device)
+        run = tuned.runner(kern, a, b, out, m, n, k) if tuned else kern.run
         try:
-            c = kern.run(a, b, out)
+            c = run(a, b, out)
             if device != "cpu":
                 torch.cuda.synchronize()
         except Exception as e:  # noqa: BLE001 - a failure of one kernel is a row, not the end of the check
@@ -90,9 +130,9 @@ def run_check(kernels: list[Kernel], *, gpu: bool, layouts=LAYOUTS, progress=Non
     """Run the exact and random checks; returns (rows, pairwise names, pairwise matrix)."""
     device = "cuda" if gpu else "cpu"
     cases = cases_for(gpu, layouts)
-    rows, pair = [], ([], [])
+    rows, pair, tuned = [], ([], []), TunedConfigs()
     for i, ((m, n, k), lay, kind) in enumerate(cases):
-        r, outs = _run_case(kernels, m, n, k, lay, kind, device, seed=i)
+        r, outs = _run_case(kernels, m, n, k, lay, kind, device, seed=i, tuned=tuned)
         rows += r
         if kind == "randn" and not pair[0]:
             pair = pairwise(outs)
@@ -122,10 +162,12 @@ def format_table(rows: list[CheckRow]) -> str:
 
 
 def format_pairwise(names: list[str], mat: list[list[float]]) -> str:
+    """The matrix with numbered columns (full kernel names are too long for column heads, and cut ones collide):
+    row i is labelled `[i] name`, column i `[i]`."""
     if not names:
         return ""
-    short = [n[:14] for n in names]
-    lines = ["max |C_i - C_j| on the first random case", " " * 44 + " ".join(f"{s:>14}" for s in short)]
-    for n, row in zip(names, mat):
-        lines.append(f"{n:<44}" + " ".join(f"{v:14.3g}" for v in row))
+    width = max(len(n) for n in names) + 6
+    lines = ["max |C_i - C_j| on the first random case", " " * width + " ".join(f"{f'[{j}]':>9}" for j in range(len(names)))]
+    for i, (n, row) in enumerate(zip(names, mat)):
+        lines.append(f"{f'[{i}] {n}':<{width}}" + " ".join(f"{v:9.3g}" for v in row))
     return "\n".join(lines)

@@ -3,7 +3,7 @@ import pytest
 import torch
 
 import triton_kernels
-from triton_kernels.validation import max_element_offset, needs_int64_indexing, validate
+from hgemm_common.validation import max_element_offset, needs_int64_indexing, validate
 
 from conftest import DEVICE
 
