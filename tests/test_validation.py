@@ -99,3 +99,14 @@ def test_int64_indexing_decision():
     assert max_element_offset(huge) == 2**31
     assert needs_int64_indexing(huge)
     assert not needs_int64_indexing(torch.empty(1024, 1024, dtype=torch.float16))
+
+
+@pytest.mark.skipif(DEVICE == "cuda", reason="the CPU-tensor error")
+def test_ptx_cpu_error_does_not_point_at_the_interpreter_when_it_is_on():
+    """Under TRITON_INTERPRET=1 the PTX kernels' CPU-tensor error says the interpreter runs only Triton kernels,
+    instead of telling the user to set what is already set."""
+    import ptx_kernels
+
+    with pytest.raises(ValueError, match="need CUDA tensors") as e:
+        ptx_kernels.hgemm(h(4, 4), h(4, 4))
+    assert "TRITON_INTERPRET=1" not in str(e.value) and "runs only the Triton kernels" in str(e.value)
