@@ -12,6 +12,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from .bench import SUITES  # noqa: E402
+from .registry import BASELINE  # noqa: E402
 
 # Bar colour of each package in the ladder figure.
 PACKAGE_COLOURS = {"ptx": "#ff7f0e", "triton": "#1f77b4", "torch": "#7f7f7f"}
@@ -54,7 +55,7 @@ def plot_sizes(data: dict, out: Path) -> Path | None:
     order = [v.name for v in ladder()]
     families = [f for f in dict.fromkeys(v.family for v in ladder() if v.package != "torch")
                 if any(r["family"] == f for r in rows)]
-    base = {r["m"]: r["tflops"] for r in rows if r["kernel"] == "torch.matmul"}
+    base = {r["m"]: r["tflops"] for r in rows if r["kernel"] == BASELINE.name}
     fig, axes = plt.subplots(1, len(families), figsize=(5.5 * len(families), 4.6), squeeze=False)
     for ax, fam in zip(axes[0], families):
         names = sorted({r["kernel"] for r in rows if r["family"] == fam},
@@ -92,7 +93,7 @@ def plot_llm(data: dict, out: Path) -> Path | None:
     shapes = [s for s in llm if any((r["m"], r["n"], r["k"]) == s for r in rows)]
     kernels = []
     for r in rows:
-        if r["kernel"] not in kernels and r["kernel"] != "torch.matmul":
+        if r["kernel"] not in kernels and r["kernel"] != BASELINE.name:
             kernels.append(r["kernel"])
     grid = [[math.nan] * len(shapes) for _ in kernels]
     for r in rows:

@@ -115,29 +115,34 @@ def _ptx(name: str, acc: str) -> Runner:
     return run
 
 
-def _entries(v: Variant) -> list[Kernel]:
+def _torch_entries(v: Variant) -> list[Kernel]:
+    return [Kernel(v.name, v, acc, _torch_matmul, config=v.tile, note=v.adds) for acc in v.accs]
+
+
+def _triton_entries(v: Variant) -> list[Kernel]:
+    """Autotuned, and one entry per pinned configuration (the auto choice times kernels listed already: in the
+    default set once, with fp32 accumulation, and no configurations of its own)."""
+    kernel, dispatch = v.extra["kernel"], v.extra.get("dispatch", False)
     out = []
     for acc in v.accs:
-        if v.package == "torch":
-            out.append(Kernel(v.name, v, acc, _torch_matmul, config=v.tile, note=v.adds))
-        elif v.package == "triton":
-            kernel = v.extra["kernel"]
-            # the auto choice times the same kernels again: in the default set once, with fp32 accumulation
-            dispatch = v.extra.get("dispatch", False)
-            out.append(Kernel(entry_name(v, acc), v, acc, _triton(acc, None, kernel), config="autotuned",
-                              note=v.adds, default=not dispatch or acc == "fp32"))
-            if not dispatch:
-                out += [Kernel(entry_name(v, acc, cfg.name), v, acc, _triton(acc, cfg, kernel), config=cfg.name,
-                               default=False, note="one pinned configuration")
-                        for cfg in triton_kernels.configs(kernel)]
-        else:
-            out.append(Kernel(entry_name(v, acc), v, acc, _ptx(v.name, acc), config=v.tile, note=v.adds))
+        out.append(Kernel(entry_name(v, acc), v, acc, _triton(acc, None, kernel), config="autotuned", note=v.adds,
+                          default=not dispatch or acc == "fp32"))
+        if not dispatch:
+            out += [Kernel(entry_name(v, acc, cfg.name), v, acc, _triton(acc, cfg, kernel), config=cfg.name,
+                           default=False, note="one pinned configuration") for cfg in triton_kernels.configs(kernel)]
     return out
+
+
+def _ptx_entries(v: Variant) -> list[Kernel]:
+    return [Kernel(entry_name(v, acc), v, acc, _ptx(v.name, acc), config=v.tile, note=v.adds) for acc in v.accs]
+
+
+ENTRIES = {"torch": _torch_entries, "triton": _triton_entries, "ptx": _ptx_entries}  # by the record's package
 
 
 def kernels() -> list[Kernel]:
     """Every kernel: the baseline first, then Triton, then the hand-written ladder in order."""
-    return [k for v in records() for k in _entries(v)]
+    return [k for v in records() for k in ENTRIES[v.package](v)]
 
 
 def names() -> list[str]:
