@@ -78,6 +78,10 @@ def test_layouts_hardware_without_gpu_is_one_line(tmp_path):
     _one_line_error(_compare("layouts", "--hardware", "--out", str(tmp_path)), "--hardware", "GPU")
 
 
+def test_plot_of_a_missing_file_is_one_line(tmp_path):
+    _one_line_error(_compare("plot", str(tmp_path / "nothing.json")), "nothing.json")
+
+
 def test_help_lists_every_verb():
     res = _compare("--help")
     assert res.returncode == 0

@@ -14,9 +14,9 @@ from compare import registry
 from compare.nn import HGEMMLinear
 
 OPS = torch.ops.tensorcore_hgemm
-# A variant per family of hand-written kernel for the GPU tests of the operator (each takes a different path
-# through the wrapper: no tile, WMMA with copies for column-major A, the cp.async + stmatrix pipeline).
-PTX_VARIANTS = ("simt_naive", "wmma_multistage", "mma_stmatrix")
+# The last step of each family of hand-written kernel, for the GPU tests of the operator (each takes a different
+# path through the wrapper: no tile, WMMA with copies for column-major A, the cp.async + stmatrix pipeline).
+PTX_VARIANTS = tuple({v.family: v.name for v in ptx_kernels.variants()}.values())
 gpu = pytest.mark.gpu
 
 
