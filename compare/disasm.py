@@ -163,9 +163,13 @@ def start(out: Path, kernels: list[str] | None = None):
 
 
 def finish(proc, out: Path) -> tuple[list[InspectRow], dict[str, str]]:
+    """The child's rows; if it failed, a RuntimeError with its last line (the whole stderr in out/inspect.log)."""
     _, err = proc.communicate()
     if proc.returncode != 0:
-        raise RuntimeError(f"inspect failed: {err.strip()[-2000:]}")
+        Path(out).mkdir(parents=True, exist_ok=True)
+        (Path(out) / "inspect.log").write_text(err)
+        last = err.strip().splitlines()[-1] if err.strip() else f"exit status {proc.returncode}"
+        raise RuntimeError(f"{last} (full output in {Path(out) / 'inspect.log'})")
     return load(out)
 
 

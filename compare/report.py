@@ -206,7 +206,7 @@ def run(out: Path, *, gpu: bool, suite: str = "default", budget_ms: float = 200.
                 result.not_run.append(f"inspecting {len(skipped)} hand-written kernels needs nvcc (the CUDA toolkit)")
         except RuntimeError as e:
             md += ["## What each kernel compiles to", "", f"Inspect failed: {e}", ""]
-            result.failures.append(f"inspect failed: {str(e).splitlines()[-1] if str(e) else e}")
+            result.failures.append(f"inspect failed: {e}")
     md += fragment_md
     result.phases["total"] = time.perf_counter() - t_start
     if result.not_run:

@@ -97,3 +97,12 @@ def test_pairwise_columns_are_distinct():
     assert len(head) == len(set(head)) == len(names)
     for i, n in enumerate(names):
         assert f"[{i}] {n}" in text
+
+
+def test_inspect_child_failure_is_its_last_line(tmp_path):
+    """The main job's inspect runs in a child: a failure there reaches the report as one line, not a traceback."""
+    from compare import disasm
+
+    with pytest.raises(RuntimeError, match=r"^python -m compare: error: unknown kernel 'foo'.*inspect\.log\)$"):
+        disasm.finish(disasm.start(tmp_path, ["foo"]), tmp_path)
+    assert "unknown kernel" in (tmp_path / "inspect.log").read_text()
