@@ -224,3 +224,25 @@ def test_check_tunes_once_per_size_bucket(monkeypatch):
     assert calls[0] is None and all(c == chosen for c in calls[1:])
     assert {check.size_bucket(*s) for s, _, _ in check.cases_for(False)} == {"small"}
     assert check.size_bucket(496, 233, 4099) == check.size_bucket(3000, 5000, 2000) == "large"
+
+
+def _imports(package: str) -> set[str]:
+    import ast
+
+    names = set()
+    for path in (ROOT / package).glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                names |= {a.name.split(".")[0] for a in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names.add(node.module.split(".")[0])
+    return names
+
+
+def test_package_boundaries():
+    """Flow runs one way: hgemm_common <- each kernel package <- compare; neither kernel package imports the other,
+    and no module of the harness shadows one of the standard library."""
+    assert not {"triton_kernels", "ptx_kernels", "compare"} & _imports("hgemm_common")
+    assert "ptx_kernels" not in _imports("triton_kernels") and "compare" not in _imports("triton_kernels")
+    assert "triton_kernels" not in _imports("ptx_kernels") and "compare" not in _imports("ptx_kernels")
+    assert not {p.stem for p in (ROOT / "compare").glob("*.py")} & set(sys.stdlib_module_names)
