@@ -60,7 +60,10 @@ def hgemm(a: torch.Tensor, b: torch.Tensor, *, variant: str = "wmma_multistage",
     variants) are copied first; `last_launch()["copies"]` lists them.
     Inputs that require grad go through the autograd-recording operator `torch.ops.tensorcore_hgemm.ptx_hgemm`.
     """
-    if torch.is_grad_enabled() and out is None and tile == "auto" and (a.requires_grad or b.requires_grad):
+    if torch.is_grad_enabled() and (getattr(a, "requires_grad", False) or getattr(b, "requires_grad", False)):
+        if out is not None or tile != "auto":
+            raise RuntimeError("hgemm(): out= and tile= are not recorded by autograd, but an input requires grad; "
+                               "drop them or detach the inputs")
         from .ops import ptx_hgemm
         return ptx_hgemm(a, b, variant, acc)
     v = check_variant(variant, acc)

@@ -167,3 +167,5 @@ def test_inputs_that_require_grad_record_autograd():
     c.backward(g)
     assert torch.equal(a.grad, (g.double() @ b.detach().double().t()).half())
     assert torch.equal(b.grad, (a.detach().double().t() @ g.double()).half())
+    with pytest.raises(RuntimeError, match="not recorded by autograd"):
+        ptx_kernels.hgemm(a, b, variant="mma_tiled", out=torch.empty_like(c.detach()))

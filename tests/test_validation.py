@@ -110,3 +110,15 @@ def test_ptx_cpu_error_does_not_point_at_the_interpreter_when_it_is_on():
     with pytest.raises(ValueError, match="need CUDA tensors") as e:
         ptx_kernels.hgemm(h(4, 4), h(4, 4))
     assert "TRITON_INTERPRET=1" not in str(e.value) and "runs only the Triton kernels" in str(e.value)
+
+
+def test_grad_with_out_is_a_clear_error():
+    """Inputs that require grad: an `out=` (or the PTX `tile=`) cannot be recorded by autograd; both packages say
+    so instead of returning a result without a grad_fn."""
+    import ptx_kernels
+
+    a = h(4, 4).requires_grad_()
+    with pytest.raises(RuntimeError, match="don't support automatic differentiation"):
+        triton_kernels.hgemm(a, h(4, 4), out=h(4, 4))
+    with pytest.raises(RuntimeError, match="not recorded by autograd"):
+        ptx_kernels.hgemm(a, h(4, 4), out=h(4, 4))
