@@ -209,6 +209,7 @@ def run(out: Path, *, gpu: bool, suite: str = "default", budget_ms: float = 200.
             result.failures.append(f"inspect failed: {e}")
     md += fragment_md
     result.phases["total"] = time.perf_counter() - t_start
+    log(f"phase total: {result.phases['total']:.1f} s")
     if result.not_run:
         md += ["## Not run here", "", *(f"- {line}" for line in result.not_run), ""]
     md += ["## Phase times", "", _md_table(["phase", "seconds"], [[k, f"{v:.1f}"] for k, v in result.phases.items()]),
