@@ -9,6 +9,7 @@ import triton_kernels
 from compare.reference import LAYOUTS, compare, error_bound, make_inputs, poisoned_out, reference
 from hgemm_common.operands import tma_describable
 from triton_kernels import Config, configs
+from triton_kernels.variants import BY_KERNEL
 
 from conftest import DEVICE, HAS_CUDA
 from shapes import small_triples
@@ -166,11 +167,9 @@ def test_non_default_stream():
 
 
 @pytest.mark.skipif(HAS_CUDA, reason="interpreter-only behaviour")
-@pytest.mark.parametrize("kernel", ["blocked", "tma"])
+@pytest.mark.parametrize("kernel", list(BY_KERNEL))
 def test_interpreter_launches_the_pinned_config(kernel, monkeypatch):
     """Autotuning needs a driver: under the interpreter config=None must launch each kernel's pinned config."""
-    from triton_kernels.variants import BY_KERNEL
-
     module = BY_KERNEL[kernel].extra["module"]
     seen = []
     real = module.launch
