@@ -1,6 +1,7 @@
-"""python -m compare [check|bench|plot|inspect] ... — see README.md.
+"""python -m compare [check|bench|plot|inspect|layouts] ... — see README.md.
 
-With no subcommand: the main job — check, bench (GPU), plots (GPU), inspect — into one report folder (--out)."""
+With no subcommand: the main job — check, bench (GPU), plots (GPU), inspect, fragment maps — into one report
+folder (--out). Without a GPU (or without nvcc) it does what can be done here and says which sections need what."""
 from __future__ import annotations
 
 import argparse
@@ -19,17 +20,27 @@ if not torch.cuda.is_available() and "inspect" not in sys.argv[1:2]:
 
 
 def _progress(label: str):
+    """A progress bar on a terminal; nothing when stderr is a file or a pipe (no \\r frames in logs)."""
     t0 = time.time()
+    tty = sys.stderr.isatty()
 
     def show(i: int, n: int):
+        if not tty:
+            return
         bar = "#" * int(30 * i / n)
-        end = "" if i < n and sys.stderr.isatty() else "\n"
+        end = "" if i < n else "\n"
         print(f"\r{label} [{bar:<30}] {i}/{n} {time.time() - t0:5.0f}s", end=end, file=sys.stderr, flush=True)
     return show
 
 
+def _user_error(msg: str) -> int:
+    """A user error: one line on stderr, exit status 2 (argparse's)."""
+    print(f"python -m compare: error: {msg}", file=sys.stderr)
+    return 2
+
+
 def _gpu() -> bool:
-    from triton_kernels.validation import interpreter_active
+    from hgemm_common.validation import interpreter_active
     return torch.cuda.is_available() and not interpreter_active()
 
 
@@ -37,7 +48,12 @@ def cmd_check(args) -> int:
     from . import check, registry
 
     gpu = _gpu()
-    kernels = registry.select(args.kernels, include_all=args.all)
+    try:
+        kernels = registry.select(args.kernels, include_all=args.all)
+    except registry.UnknownKernel as e:
+        return _user_error(str(e))
+    if not kernels:
+        return _user_error(f"none of {args.kernels} runs here: the PTX kernels need a CUDA GPU")
     if not gpu:
         print("no CUDA GPU: checking the Triton kernels under the Triton interpreter (TRITON_INTERPRET=1) on "
               "small shapes against the float64 reference and torch.matmul on the CPU; the PTX kernels and all "
@@ -65,8 +81,11 @@ def cmd_bench(args) -> int:
     if not _gpu():
         print("bench needs a CUDA GPU (timing under the interpreter would measure numpy); nothing timed.")
         return 2
-    shapes = bench.parse_shapes(args.shapes) if args.shapes else bench.SUITES[args.suite]
-    kernels = registry.select(args.kernels, include_all=args.all)
+    try:
+        shapes = bench.parse_shapes(args.shapes) if args.shapes else bench.SUITES[args.suite]
+        kernels = registry.select(args.kernels, include_all=args.all)
+    except ValueError as e:  # UnknownKernel, or a shape not of the form MxNxK
+        return _user_error(str(e))
     from . import frame as frame_mod
 
     timer = bench.Timer()
@@ -75,7 +94,7 @@ def cmd_bench(args) -> int:
     env = environment()
     with Sampler() as sampler:
         frame = frame_mod.measure(timer)
-        ceilings = frame_mod.ceilings_by_acc(frame)
+        ceilings = frame_mod.ceilings(frame)
         for i, (m, n, k) in enumerate(shapes):
             rows += bench.bench_shape(kernels, m, n, k, layout=args.layout, rounds=args.rounds,
                                       budget_ms=args.budget_ms, timer=timer, seed=i, ceilings=ceilings)
@@ -98,25 +117,38 @@ def cmd_bench(args) -> int:
 def cmd_plot(args) -> int:
     from .plot import plot_all
 
-    pngs = plot_all(Path(args.results), Path(args.out or (Path(args.results).parent if Path(args.results).is_file()
-                                                          else args.results)))
+    try:
+        pngs = plot_all(Path(args.results), Path(args.out or (Path(args.results).parent if Path(args.results).is_file()
+                                                              else args.results)))
+    except (OSError, ValueError) as e:  # no such file, not a bench.json
+        return _user_error(str(e))
     for p in pngs:
         print(f"wrote {p}")
     return 0 if pngs else 1
 
 
 def cmd_inspect(args) -> int:
-    from .inspect import format_markdown, run_inspect
+    import tempfile
 
-    rows = run_inspect(args.kernels or None, Path(args.out))
-    print(format_markdown(rows))
-    print(f"PTX, SASS, inspect.md and inspect.json in {args.out}")
+    from .disasm import format_markdown, run_inspect
+    from .registry import UnknownKernel
+
+    out = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="hgemm-inspect-"))
+    try:
+        rows, skipped = run_inspect(args.kernels or None, out)
+    except UnknownKernel as e:
+        return _user_error(str(e))
+    print(format_markdown(rows, skipped))
+    print(f"PTX, SASS, inspect.md and inspect.json in {out}")
     return 0
 
 
 def cmd_layouts(args) -> int:
     from .layouts import draw_all
 
+    if args.hardware and not _gpu():
+        return _user_error("layouts --hardware runs the probes on a CUDA GPU, and none is here; without "
+                           "--hardware it draws the fragment maps of the model")
     for p in draw_all(Path(args.out), hardware=args.hardware):
         print(f"wrote {p}")
     print(f"wrote {Path(args.out) / 'layouts.md'}")
@@ -130,15 +162,20 @@ def cmd_main(args) -> int:
     if not gpu:
         print("no CUDA GPU here: the report will hold the interpreter check and the inspect tables; timing, the "
               "PTX kernels' runs and the plots need a GPU.")
-    rc = report.run(Path(args.out), gpu=gpu, suite=args.suite, budget_ms=args.budget_ms, progress=_progress)
-    print(f"report: {Path(args.out) / 'index.md'} ({'all checks passed' if rc == 0 else 'SOME CHECKS FAILED'})")
-    return rc
+    result = report.run(Path(args.out), gpu=gpu, suite=args.suite, budget_ms=args.budget_ms, progress=_progress,
+                        log=print)
+    for line in result.not_run:
+        print(f"not run here: {line}")
+    verdict = "all checks passed" if result.ok else f"FAILED: {'; '.join(result.failures)}"
+    print(f"report: {Path(args.out) / 'index.md'} ({verdict})")
+    return 0 if result.ok else 1
 
 
 def main(argv=None) -> int:
     from .bench import SUITES
 
-    ap = argparse.ArgumentParser(prog="python -m compare", description=__doc__)
+    ap = argparse.ArgumentParser(prog="python -m compare", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default="report", help="report folder of the main job (default: report)")
     ap.add_argument("--suite", default="default", help="bench suite of the main job")
     ap.add_argument("--budget-ms", type=float, default=200.0, help="timed GPU ms per kernel and shape (main job)")
@@ -160,9 +197,10 @@ def main(argv=None) -> int:
     p.add_argument("results", help="bench.json, or the folder holding it")
     p.add_argument("--out", help="folder for the PNGs (default: beside the results)")
     i = sub.add_parser("inspect", help="PTX, SASS and an instruction-mix table per kernel (no GPU needed)")
-    i.add_argument("kernels", nargs="*", help="kernel names (default: all)")
-    i.add_argument("--out", default="inspect", help="folder for the files")
-    lay = sub.add_parser("layouts", help="PNG lane maps of the mma/ldmatrix/stmatrix fragment layouts (no GPU)")
+    i.add_argument("kernels", nargs="*", help="kernel names as check and bench print them (default: every kernel)")
+    i.add_argument("--out", help="folder for the files (default: a new temporary folder)")
+    lay = sub.add_parser("layouts", help="PNG fragment maps of mma/ldmatrix/stmatrix: which lane holds which "
+                                         "element (no GPU)")
     lay.add_argument("--out", default="layouts", help="folder for the PNGs and layouts.md")
     lay.add_argument("--hardware", action="store_true", help="also run the GPU probes: hardware vs model, WMMA maps")
     args = ap.parse_args(argv)

@@ -16,7 +16,7 @@ from pathlib import Path
 import torch
 
 from .reference import compare, error_bound, make_inputs, reference
-from .registry import Kernel
+from .registry import BASELINE, Kernel
 
 SUITES = {
     "square": [(s, s, s) for s in (1024, 2048, 4096, 8192, 16384)],
@@ -92,12 +92,13 @@ class Timer:
         return [s.elapsed_time(e) for s, e in zip(starts, ends)]
 
 
-def _autotuned_choice(name: str, a, b, out) -> str:
+def _autotuned_choice(kern: Kernel, a, b, out) -> str:
     """Which Triton kernel and configuration an autotuned entry ran, for the record."""
     import triton_kernels
 
-    kernel = "tma" if name.startswith("triton_tma") else "blocked" if name.startswith("triton_blocked") else \
-        triton_kernels.choose_kernel(a, b, out)
+    kernel = kern.record.extra["kernel"]
+    if kern.record.extra.get("dispatch"):
+        kernel = triton_kernels.choose_kernel(a, b, out)
     cfg = triton_kernels.best_config(kernel)
     return f"autotuned: {kernel} {cfg.name if cfg else '?'}"
 
@@ -110,6 +111,8 @@ def bench_shape(kernels: list[Kernel], m: int, n: int, k: int, *, layout: str = 
                 budget_ms: float = 300.0, max_slow_tflop: float = 2.5, timer: Timer | None = None,
                 ceilings: dict | None = None, seed: int = 0) -> list[BenchRow]:
     """Check then time each kernel on one shape. `budget_ms`: timed GPU time per kernel (all rounds).
+    ceilings: measured TFLOPS by instruction ceiling and accumulation ({"mma.sync": {"fp32": ..., "fp16": ...}});
+    each kernel is scored against its record's `ceiling`.
 
     Kernels with `note` marking them naive/slow are skipped when the problem exceeds `max_slow_tflop` TFLOP.
     """
@@ -124,7 +127,7 @@ def bench_shape(kernels: list[Kernel], m: int, n: int, k: int, *, layout: str = 
             row.status, row.detail = "skipped", f"layout {layout} not supported"
             continue
         if not kern.accepts(a, b):
-            row.status, row.detail = "skipped", f"operands not accepted ({kern.layouts_note})"
+            row.status, row.detail = "skipped", f"operands not accepted (alignment {kern.record.alignment!r})"
             continue
         if kern.slow and 2.0 * m * n * k / 1e12 > max_slow_tflop:
             row.status, row.detail = "skipped", f"naive kernel above {max_slow_tflop} TFLOP"
@@ -142,8 +145,8 @@ def bench_shape(kernels: list[Kernel], m: int, n: int, k: int, *, layout: str = 
         if not v.ok:
             row.status, row.detail = "failed check", v.detail
             continue
-        if kern.family == "triton" and kern.config == "autotuned":
-            row.config = _autotuned_choice(kern.name, a, b, out)
+        if kern.config == "autotuned":
+            row.config = _autotuned_choice(kern, a, b, out)
         est = statistics.median(timer.time(lambda: kern.run(a, b, out), 2))
         live.append((kern, row, out, max(1, int(budget_ms / rounds / max(est, 1e-3)))))
     samples = {row.kernel: [] for _, row, _, _ in live}
@@ -155,9 +158,10 @@ def bench_shape(kernels: list[Kernel], m: int, n: int, k: int, *, layout: str = 
         med = statistics.median(s)
         row.median_ms, row.tflops, row.samples = med, tflops(m, n, k, med), len(s)
         row.spread_pct = 100.0 * (s[int(0.9 * (len(s) - 1))] - s[int(0.1 * (len(s) - 1))]) / med
-        if ceilings and kern.family in ("mma", "wmma") and ceilings.get(kern.acc):
-            row.pct_of_ceiling = 100.0 * row.tflops / ceilings[kern.acc]
-    base = next((r for r in rows if r.kernel == "torch.matmul" and r.tflops), None)
+        ceiling = (ceilings or {}).get(kern.ceiling, {}).get(kern.acc)  # the record's instruction ceiling
+        if ceiling:
+            row.pct_of_ceiling = 100.0 * row.tflops / ceiling
+    base = next((r for r in rows if r.kernel == BASELINE.name and r.tflops), None)
     for r in rows:
         if base and r.tflops:
             r.ratio_to_torch = r.tflops / base.tflops

@@ -41,5 +41,7 @@ def measure(timer) -> dict:
     return out
 
 
-def ceilings_by_acc(frame: dict) -> dict[str, float]:
-    return {k: frame[f"mma_sync_{k}acc_tflops"] for k in ("fp32", "fp16") if f"mma_sync_{k}acc_tflops" in frame}
+def ceilings(frame: dict) -> dict[str, dict[str, float]]:
+    """Measured TFLOPS by instruction ceiling (a record's `ceiling`) and accumulation; only what was measured."""
+    mma = {k: frame[f"mma_sync_{k}acc_tflops"] for k in ("fp32", "fp16") if f"mma_sync_{k}acc_tflops" in frame}
+    return {"mma.sync": mma} if mma else {}

@@ -1,5 +1,6 @@
-"""`python -m compare layouts`: lane maps of the fragment layouts (from ptx_kernels.layouts, the model the tests
-check against the PTX ISA) as PNG grids — one cell per matrix element, labelled with the lane and register that
+"""`python -m compare layouts`: fragment maps — which lane and register hold which element of an mma, ldmatrix,
+stmatrix (and, probed, WMMA) fragment — from ptx_kernels.layouts, the model the tests check against the PTX ISA,
+as PNG grids — one cell per matrix element, labelled with the lane and register that
 hold it, coloured by lane — and a Markdown page that explains each."""
 from __future__ import annotations
 
@@ -14,13 +15,14 @@ import numpy as np  # noqa: E402
 from ptx_kernels import layouts as L  # noqa: E402
 
 
-def _grid(ax, layout: np.ndarray, shape: tuple[int, int], title: str, regs_per_elem: int = 2, label="a"):
-    """Draw one matrix: each cell 'T<lane>\\n<label><reg>.<half>' coloured by lane."""
+def _grid(ax, fragment_map: np.ndarray, shape: tuple[int, int], title: str, regs_per_elem: int = 2, label="a"):
+    """Draw one matrix of a fragment map ((lane, element) -> (..., row, col)): each cell
+    'T<lane>\\n<label><reg>.<half>' coloured by lane."""
     lane_of = np.full(shape, -1)
     text = np.empty(shape, dtype=object)
-    for lane in range(layout.shape[0]):
-        for e in range(layout.shape[1]):
-            r, c = layout[lane, e][-2:]
+    for lane in range(fragment_map.shape[0]):
+        for e in range(fragment_map.shape[1]):
+            r, c = fragment_map[lane, e][-2:]
             lane_of[r, c] = lane
             text[r, c] = f"T{lane}\n{label}{e // regs_per_elem}" + (f".{e % regs_per_elem}" if regs_per_elem > 1 else "")
     ax.imshow(lane_of, cmap="tab20", vmin=0, vmax=31, aspect="equal")
@@ -111,7 +113,7 @@ def draw_all(out: Path, hardware: bool = False) -> list[Path]:
         table = "\n".join(f"| {name} | {'yes' if ok else 'NO'} | {note} |" for name, ok, note in rows)
         md += (f"\n## On the hardware ({torch.cuda.get_device_name()})\n\nProbes from `ptx_kernels/csrc/probes.cu`, "
                f"run by `python -m compare layouts --hardware`:\n\n| instruction | hardware == model | note |\n"
-               f"|---|---|---|\n{table}\n\n![wmma](wmma_fragments.png)\n\nWMMA's fragment layout is the "
+               f"|---|---|---|\n{table}\n\n![wmma](wmma_fragments.png)\n\nWMMA's fragment map is the "
                f"compiler's choice (the API calls it opaque); the map above is what this GPU and nvcc produced.\n")
         if not all(ok for _, ok, note in rows if not note.startswith("not run")):
             (out / "layouts.md").write_text(md)
@@ -120,7 +122,7 @@ def draw_all(out: Path, hardware: bool = False) -> list[Path]:
     return paths
 
 
-MARKDOWN = """# Fragment layouts (model)
+MARKDOWN = """# Fragment maps (model)
 
 Drawn by `python -m compare layouts` from `ptx_kernels/layouts.py`, the model that `tests/test_layouts.py`
 checks against the PTX ISA's formulas (element-first, as the ISA writes them) and against the identities the

@@ -12,11 +12,20 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from .bench import SUITES  # noqa: E402
+from .registry import BASELINE  # noqa: E402
 
-# Ladder order within each family: each step adds one idea (see each kernel file's header).
-LADDER = ["simt_naive", "wmma_naive", "wmma_smem", "wmma_regtile", "wmma_async_dbuf", "wmma_multistage",
-          "mma_naive", "mma_tiled", "mma_multistage", "mma_swizzle", "mma_stmatrix",
-          "triton_blocked", "triton_tma", "torch.matmul"]
+# Bar colour of each package in the ladder figure.
+PACKAGE_COLOURS = {"ptx": "#ff7f0e", "triton": "#1f77b4", "torch": "#7f7f7f"}
+
+
+def ladder() -> list:
+    """The records in ladder order: the hand-written steps, the Triton kernels, the baseline last (record order
+    within each package; each step adds one idea, see each kernel file's header). Triton's auto choice is left out:
+    it times a kernel already on the ladder."""
+    from .registry import records
+
+    recs = [v for v in records() if not v.extra.get("dispatch")]
+    return sorted(recs, key=lambda v: list(PACKAGE_COLOURS).index(v.package))
 
 
 def load(path: Path) -> dict:
@@ -43,12 +52,14 @@ def plot_sizes(data: dict, out: Path) -> Path | None:
     sizes = sorted({r["m"] for r in rows})
     if len(sizes) < 2:
         return None
-    families = [f for f in ("triton", "wmma", "mma", "simt", "wgmma", "sparse") if any(r["family"] == f for r in rows)]
-    base = {r["m"]: r["tflops"] for r in rows if r["kernel"] == "torch.matmul"}
+    order = [v.name for v in ladder()]
+    families = [f for f in dict.fromkeys(v.family for v in ladder() if v.package != "torch")
+                if any(r["family"] == f for r in rows)]
+    base = {r["m"]: r["tflops"] for r in rows if r["kernel"] == BASELINE.name}
     fig, axes = plt.subplots(1, len(families), figsize=(5.5 * len(families), 4.6), squeeze=False)
     for ax, fam in zip(axes[0], families):
         names = sorted({r["kernel"] for r in rows if r["family"] == fam},
-                       key=lambda n: (LADDER.index(n.replace("_fp16acc", "")) if n.replace("_fp16acc", "") in LADDER
+                       key=lambda n: (order.index(n.replace("_fp16acc", "")) if n.replace("_fp16acc", "") in order
                                       else 99, n))
         for name in names:
             pts = sorted((r["m"], r["tflops"]) for r in rows if r["kernel"] == name)
@@ -82,7 +93,7 @@ def plot_llm(data: dict, out: Path) -> Path | None:
     shapes = [s for s in llm if any((r["m"], r["n"], r["k"]) == s for r in rows)]
     kernels = []
     for r in rows:
-        if r["kernel"] not in kernels and r["kernel"] != "torch.matmul":
+        if r["kernel"] not in kernels and r["kernel"] != BASELINE.name:
             kernels.append(r["kernel"])
     grid = [[math.nan] * len(shapes) for _ in kernels]
     for r in rows:
@@ -108,16 +119,16 @@ def plot_llm(data: dict, out: Path) -> Path | None:
 def plot_ladder(data: dict, out: Path, size: int = 4096) -> Path | None:
     """Each step of the ladder at size^3 (fp32 accumulation), with its gain over the previous step."""
     rows = {r["kernel"]: r for r in _ok(data["rows"]) if r["m"] == r["n"] == r["k"] == size}
-    steps = [n for n in LADDER if n in rows]
+    recs = {v.name: v for v in ladder()}
+    steps = [n for n in recs if n in rows]
     if len(steps) < 2:
         return None
     vals = [rows[n]["tflops"] for n in steps]
     fig, ax = plt.subplots(figsize=(1.0 + 0.9 * len(steps), 4.8))
-    colors = ["#7f7f7f" if n == "torch.matmul" else "#1f77b4" if n.startswith("triton") else "#ff7f0e"
-              for n in steps]
-    ax.bar(range(len(steps)), vals, color=colors)
+    colours = [PACKAGE_COLOURS[recs[n].package] for n in steps]
+    ax.bar(range(len(steps)), vals, color=colours)
     for i, (n, v) in enumerate(zip(steps, vals)):
-        prev = vals[i - 1] if i and steps[i - 1].split("_")[0] == n.split("_")[0] else None
+        prev = vals[i - 1] if i and recs[steps[i - 1]].family == recs[n].family else None
         gain = f"\nx{v / prev:.2f}" if prev else ""
         ax.text(i, v, f"{v:.0f}{gain}", ha="center", va="bottom", fontsize=8)
     ax.set_xticks(range(len(steps)), steps, rotation=35, ha="right", fontsize=8)

@@ -1,6 +1,8 @@
-"""One registry of every kernel the harness and the tests know: torch.matmul, Triton configs, PTX variants.
+"""One registry of every kernel the harness and the tests know, built from the variant records: torch.matmul,
+then the Triton records (`triton_kernels.variants`), then the hand-written ladder (`ptx_kernels.variants()`).
 
-Adding a kernel = one entry here (PTX variants come in through `ptx_kernels.variants()`).
+Adding a kernel = its file + its record; nothing here names one. Each entry is a (record, accumulation) pair,
+plus, for Triton kernels, one entry per pinned configuration.
 """
 from __future__ import annotations
 
@@ -10,106 +12,168 @@ from typing import Callable
 import torch
 
 import triton_kernels
-from triton_kernels.validation import interpreter_active
-
-from .reference import LAYOUTS
+from hgemm_common.operands import meets_alignment
+from hgemm_common.record import LAYOUTS, Variant
+from hgemm_common.validation import interpreter_active
 
 Runner = Callable[[torch.Tensor, torch.Tensor, "torch.Tensor | None"], torch.Tensor]
+
+BASELINE = Variant("torch.matmul", "torch", "torch", "", "cuBLAS", "baseline (cuBLAS on CUDA)", "cublas",
+                   accs=("fp32",), native_layouts=LAYOUTS)
+
+
+def ptx_records() -> tuple[Variant, ...]:
+    """The hand-written variants as shared records.
+
+    Until the record merge ptx_kernels.variants() returns its own Variant class: converted here, the one place
+    that knows the old fields (the lead replaces this body with `return ptx_kernels.variants()`).
+    """
+    import ptx_kernels
+
+    out = []
+    for v in ptx_kernels.variants():
+        if isinstance(v, Variant):
+            out.append(v)
+            continue
+        isa = {"simt": "fma", "wmma": "wmma", "mma": "mma.sync"}[v.family]  # until the record merge
+        out.append(Variant(v.name, "ptx", v.family, v.file, v.tile, v.adds, isa, min_arch=v.min_arch, accs=v.accs,
+                           native_layouts=v.native_layouts, alignment="rows16" if v.aligned_rows else "none",
+                           ceiling=None if isa == "fma" else "mma.sync", block=v.block, stages=v.stages,
+                           block_fp16=v.block_fp16, stages_fp16=v.stages_fp16, slow=v.slow))
+    return tuple(out)
+
+
+def records() -> tuple[Variant, ...]:
+    """Every record in ladder order: the baseline, Triton's auto choice and kernels, the hand-written ladder."""
+    from triton_kernels.variants import AUTO, VARIANTS
+    return (BASELINE, AUTO, *VARIANTS, *ptx_records())
 
 
 @dataclass(frozen=True)
 class Kernel:
-    name: str
-    family: str  # "torch" | "triton" | "simt" | "wmma" | "mma" (later "wgmma", "sparse")
+    name: str  # the record's name, `_fp16acc` for fp16 accumulation, `[config]` for a pinned configuration
+    record: Variant = field(repr=False, compare=False)
     acc: str  # "fp32" | "fp16": accumulation inside the kernel
     run: Runner = field(repr=False, compare=False)
-    layouts: tuple[str, ...] = LAYOUTS
-    min_arch: int = 80  # compute capability x 10
     config: str = ""  # tile configuration, or "autotuned"
     default: bool = True  # in the default bench set (per-config entries are checked, not timed, by default)
-    cpu_ok: bool = False  # runs without a GPU (Triton interpreter, or torch on the CPU)
     note: str = ""  # what the entry adds, for the ladder
-    slow: bool = False  # a naive teaching kernel: the harness skips it on very large problems
-    layouts_note: str = ""  # a condition on the operands beyond `layouts` ("aligned rows": 16-byte rows, TMA)
+
+    @property
+    def family(self) -> str:
+        return self.record.family
+
+    @property
+    def package(self) -> str:
+        return self.record.package
+
+    @property
+    def ceiling(self) -> str | None:
+        """The instruction ceiling (key of the measured ceilings) that scores it: "mma.sync", "wgmma" or None."""
+        return self.record.ceiling
+
+    @property
+    def cpu_ok(self) -> bool:
+        """Runs without a GPU: torch on the CPU, Triton under the interpreter."""
+        return self.record.package in ("torch", "triton")
+
+    @property
+    def slow(self) -> bool:
+        return self.record.slow
+
+    @property
+    def min_arch(self) -> int:
+        return self.record.min_arch
 
     def accepts(self, a: torch.Tensor, b: torch.Tensor) -> bool:
-        """Whether this kernel takes these operands (the TMA kernel refuses unaligned rows by design)."""
-        if self.layouts_note == "aligned rows":
-            from triton_kernels.tma_persistent import tma_compatible
-            return tma_compatible(a, b) and b.shape[1] % 8 == 0  # and a row-major C with 16-byte rows
-        return True
+        """Whether this kernel takes these operands (a record that refuses misaligned ones, e.g. TMA, by design)."""
+        return self.record.misaligned != "refuse" or meets_alignment(self.record.alignment, a, b)
 
     def supports(self, layout: str, arch: int | None) -> bool:
-        return layout in self.layouts and (arch is None or arch >= self.min_arch)
+        return self.record.supports(acc=self.acc, layout=layout, arch=arch)
+
+
+def entry_name(record: Variant, acc: str, config: str | None = None) -> str:
+    """`wmma_multistage`, `wmma_multistage_fp16acc`, `triton_blocked_fp16acc[128x256x64_w8_s3_g8]`."""
+    return record.name + ("" if acc == "fp32" else f"_{acc}acc") + (f"[{config}]" if config else "")
 
 
 def _torch_matmul(a, b, out=None):
     return torch.matmul(a, b, out=out) if out is not None else torch.matmul(a, b)
 
 
-def _triton(acc: str, config: triton_kernels.Config | None, kernel: str) -> Runner:
+def _triton(acc: str, config, kernel: str) -> Runner:
     def run(a, b, out=None):
         return triton_kernels.hgemm(a, b, out=out, acc=acc, config=config, kernel=kernel)
     return run
 
 
-TRITON_KERNELS = {
-    "auto": "tl.dot; TMA persistent when operands allow, else blocked",
-    "blocked": "tl.dot blocked kernel (tutorial 03), cp.async pipeline, any strides",
-    "tma": "tl.dot persistent kernel, TMA loads/stores (tutorial 09), aligned operands",
-}
+def _ptx(name: str, acc: str) -> Runner:
+    def run(a, b, out=None):
+        import ptx_kernels
+        return ptx_kernels.hgemm(a, b, variant=name, acc=acc, out=out)
+    return run
 
 
-def triton_entries() -> list[Kernel]:
-    """`triton` (auto), `triton_blocked`, `triton_tma`, each autotuned and per pinned configuration."""
+def _torch_entries(v: Variant) -> list[Kernel]:
+    return [Kernel(v.name, v, acc, _torch_matmul, config=v.tile, note=v.adds) for acc in v.accs]
+
+
+def _triton_entries(v: Variant) -> list[Kernel]:
+    """Autotuned, and one entry per pinned configuration (the auto choice times kernels listed already: in the
+    default set once, with fp32 accumulation, and no configurations of its own)."""
+    kernel, dispatch = v.extra["kernel"], v.extra.get("dispatch", False)
     out = []
-    for acc in triton_kernels.ACCUMULATIONS:
-        suffix = "" if acc == "fp32" else "_fp16acc"
-        for kernel, note in TRITON_KERNELS.items():
-            base = "triton" if kernel == "auto" else f"triton_{kernel}"
-            out.append(Kernel(f"{base}{suffix}", "triton", acc, _triton(acc, None, kernel), config="autotuned",
-                              cpu_ok=True, note=note, default=kernel != "auto" or acc == "fp32",
-                              layouts_note=("aligned rows" if kernel == "tma" else "")))
-            if kernel == "auto":
-                continue
-            for cfg in triton_kernels.configs(kernel):
-                out.append(Kernel(f"{base}{suffix}[{cfg.name}]", "triton", acc, _triton(acc, cfg, kernel),
-                                  config=cfg.name, default=False, cpu_ok=True, note="one pinned configuration",
-                                  layouts_note=("aligned rows" if kernel == "tma" else "")))
+    for acc in v.accs:
+        out.append(Kernel(entry_name(v, acc), v, acc, _triton(acc, None, kernel), config="autotuned", note=v.adds,
+                          default=not dispatch or acc == "fp32"))
+        if not dispatch:
+            out += [Kernel(entry_name(v, acc, cfg.name), v, acc, _triton(acc, cfg, kernel), config=cfg.name,
+                           default=False, note="one pinned configuration") for cfg in triton_kernels.configs(kernel)]
     return out
 
 
-def ptx_entries() -> list[Kernel]:
-    """One entry per hand-written variant and accumulation: `wmma_multistage`, `wmma_multistage_fp16acc`, ..."""
-    import ptx_kernels
+def _ptx_entries(v: Variant) -> list[Kernel]:
+    return [Kernel(entry_name(v, acc), v, acc, _ptx(v.name, acc), config=v.tile, note=v.adds) for acc in v.accs]
 
-    out = []
-    for v in ptx_kernels.variants():
-        for acc in v.accs:
-            def run(a, b, out=None, _name=v.name, _acc=acc):
-                return ptx_kernels.hgemm(a, b, variant=_name, acc=_acc, out=out)
-            suffix = "" if acc == "fp32" else "_fp16acc"
-            out.append(Kernel(v.name + suffix, v.family, acc, run, min_arch=v.min_arch, config=v.tile,
-                              note=v.adds, slow=v.slow))
-    return out
+
+ENTRIES = {"torch": _torch_entries, "triton": _triton_entries, "ptx": _ptx_entries}  # by the record's package
 
 
 def kernels() -> list[Kernel]:
     """Every kernel: the baseline first, then Triton, then the hand-written ladder in order."""
-    base = Kernel("torch.matmul", "torch", "fp32", _torch_matmul, config="cuBLAS", cpu_ok=True,
-                  note="baseline (cuBLAS on CUDA)")
-    return [base, *triton_entries(), *ptx_entries()]
+    return [k for v in records() for k in ENTRIES[v.package](v)]
+
+
+def names() -> list[str]:
+    return [k.name for k in kernels()]
+
+
+class UnknownKernel(ValueError):
+    """A name or pattern that matches no kernel; the message names the valid choices."""
+
+
+def _choices(kern: list[Kernel]) -> str:
+    base = sorted({k.name for k in kern if "[" not in k.name}, key=[k.name for k in kern].index)
+    return ", ".join(base) + " (and NAME[config] for each Triton configuration; fnmatch patterns allowed)"
 
 
 def select(patterns: list[str] | None = None, *, include_all: bool = False, gpu: bool | None = None,
            arch: int | None = None) -> list[Kernel]:
-    """Kernels whose name matches one of `patterns` (fnmatch; None = the defaults), runnable here."""
+    """Kernels whose name matches one of `patterns` (fnmatch; None = the defaults), runnable here.
+
+    A pattern that matches no kernel at all raises UnknownKernel naming the valid ones.
+    """
     from fnmatch import fnmatchcase
 
     if gpu is None:
         gpu = torch.cuda.is_available() and not interpreter_active()
+    every = kernels()
+    for p in patterns or []:
+        if not any(fnmatchcase(k.name, p) for k in every):
+            raise UnknownKernel(f"no kernel matches {p!r}; choose from: {_choices(every)}")
     chosen = []
-    for k in kernels():
+    for k in every:
         if patterns:
             if not any(fnmatchcase(k.name, p) for p in patterns):
                 continue

@@ -2,6 +2,9 @@
 from __future__ import annotations
 
 import json
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import bench as bench_mod
@@ -56,24 +59,78 @@ def summary_markdown(rows) -> str:
     return _md_table(["kernel", "geomean x torch.matmul", "shapes timed"], out)
 
 
-def run(out: Path, *, gpu: bool, suite: str = "default", budget_ms: float = 200.0, progress=None) -> int:
+@dataclass
+class Result:
+    """What the main job found: failures (a check, a timing check, the probes) and sections it could not run here."""
+    failures: list[str] = field(default_factory=list)
+    not_run: list[str] = field(default_factory=list)
+    phases: dict[str, float] = field(default_factory=dict)  # seconds per phase
+
+    @property
+    def ok(self) -> bool:
+        return not self.failures
+
+
+class _Phases:
+    """Wall time of each phase of the main job, printed as it ends ("phase check: 12.3 s") and kept for the
+    report."""
+
+    def __init__(self, result: Result, log):
+        self.result, self.log = result, log
+
+    @contextmanager
+    def __call__(self, name: str):
+        t0 = time.perf_counter()
+        try:
+            yield
+        finally:
+            dt = self.result.phases[name] = time.perf_counter() - t0
+            self.log(f"phase {name}: {dt:.1f} s")
+
+
+def run(out: Path, *, gpu: bool, suite: str = "default", budget_ms: float = 200.0, progress=None,
+        log=lambda line: None) -> Result:
+    from ptx_kernels import toolchain
+
+    from . import disasm
     from . import frame as frame_mod
-    from . import inspect as inspect_mod
     from . import registry
     from .envinfo import Sampler
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
+    result = Result()
+    phase = _Phases(result, log)
+    t_start = time.perf_counter()
+    nvcc = toolchain.find_nvcc() is not None
+    # Inspect compiles on the CPU (nvcc, ptxas) while the check and the bench keep the GPU busy: a child process
+    # from the start, collected at the end.
+    inspect_job = disasm.start(out / "inspect")
     env = environment()
     md = ["# tensorcore-hgemm report", "", f"Produced by `{env['command']}` on {env.get('gpu') or 'a machine without a GPU'}"
           f", {env['date']}, commit `{env['git_commit']}` (torch {env['torch']}, triton {env['triton']}"
           + (f", driver {env.get('driver')}, CUDA {env.get('cuda_runtime')}" if gpu else "") + ").", ""]
-    failed = 0
 
     # CHECK
     kernels = registry.select(None)
-    rows, names, mat = check_mod.run_check(kernels, gpu=gpu, progress=progress and progress("check"))
-    failed += sum(not r.ok for r in rows)
+    if gpu and not nvcc:
+        kernels = [k for k in kernels if k.package != "ptx"]
+        result.not_run.append("the hand-written PTX kernels' checks and timings need nvcc (the CUDA toolkit) to "
+                              "build them")
+    elif not gpu:
+        result.not_run.append("the hand-written PTX kernels' checks, all timing and the plots need a CUDA GPU")
+    if gpu and nvcc:
+        import ptx_kernels
+        with phase("build"):
+            try:
+                ptx_kernels.load()
+            except ptx_kernels.BuildError as e:
+                result.failures.append(f"the PTX extension did not build: {str(e).splitlines()[0]}")
+    with phase("check"):
+        rows, names, mat = check_mod.run_check(kernels, gpu=gpu, progress=progress and progress("check"))
+    failed = [r for r in rows if not r.ok]
+    if failed:
+        result.failures.append(f"{len(failed)} of {len(rows)} checks failed")
     (out / "check.json").write_text(json.dumps({"environment": env, "rows": [r.as_dict() for r in rows],
                                                 "pairwise": {"kernels": names, "max_abs_diff": mat}}, indent=1))
     md += ["## Correctness", "",
@@ -82,7 +139,7 @@ def run(out: Path, *, gpu: bool, suite: str = "default", budget_ms: float = 200.
             "poisoned with NaN first. Cases (shape, layout, inputs): "
             + ", ".join(f"{m}x{n}x{k} {lay} {kind}" for (m, n, k), lay, kind in check_mod.cases_for(gpu)) + "."
             + ("" if gpu else " Triton ran under the interpreter (TRITON_INTERPRET=1).")),
-           "", check_markdown(rows), "", f"{len(rows) - failed} of {len(rows)} checks passed.", ""]
+           "", check_markdown(rows), "", f"{len(rows) - len(failed)} of {len(rows)} checks passed.", ""]
 
     # BENCH + FRAME + PLOTS
     if gpu:
@@ -90,19 +147,22 @@ def run(out: Path, *, gpu: bool, suite: str = "default", budget_ms: float = 200.
         brows = []
         shapes = bench_mod.SUITES[suite]
         show = progress and progress("bench")
-        with Sampler() as sampler:
+        with phase("bench"), Sampler() as sampler:
             frame = frame_mod.measure(timer)
-            ceilings = frame_mod.ceilings_by_acc(frame)
+            ceilings = frame_mod.ceilings(frame)
             for i, (m, n, k) in enumerate(shapes):
-                brows += bench_mod.bench_shape(registry.select(None), m, n, k, budget_ms=budget_ms, timer=timer,
-                                               seed=i, ceilings=ceilings)
+                brows += bench_mod.bench_shape(kernels, m, n, k, budget_ms=budget_ms, timer=timer, seed=i,
+                                               ceilings=ceilings)
                 if show:
                     show(i + 1, len(shapes))
         env["during_run"], env["frame"] = sampler.summary(), frame
         bench_mod.write_bench(out, env, brows)
-        failed += sum(r.status in ("failed check", "error") for r in brows)
+        bad = [r for r in brows if r.status in ("failed check", "error")]
+        if bad:
+            result.failures.append(f"{len(bad)} timing runs failed their check or raised")
         from .plot import plot_all
-        pngs = plot_all(out / "bench.json", out)
+        with phase("plot"):
+            pngs = plot_all(out / "bench.json", out)
         md += ["## Speed", "",
                f"Medians of CUDA-event timings, L2 flushed before every call, kernels interleaved per shape, "
                f"random inputs checked before timing; NN layout. Physical frame measured in the same run: "
@@ -116,28 +176,46 @@ def run(out: Path, *, gpu: bool, suite: str = "default", budget_ms: float = 200.
         md += ["## Speed", "", "Not measured: timing needs a CUDA GPU. On a GPU machine the same command checks "
                "every kernel there, times them against torch.matmul (the default suite: square 1024-16384, the "
                "LLM shapes, 3000x5000x2000), measures the mma.sync ceiling and copy bandwidth, and plots the "
-               "results. The hand-written PTX kernels also need a GPU to run (they are compiled and inspected "
-               "below without one).", ""]
+               "results. The hand-written PTX kernels also need a GPU to run"
+               + (" (they are compiled and inspected below without one)." if nvcc else "."), ""]
 
-    # INSPECT
-    try:
-        irows = inspect_mod.run_inspect(None, out / "inspect")
-        md += ["## What each kernel compiles to (sm_90)", "",
-               "Triton via `triton.compile` for sm_90, hand-written kernels via nvcc for sm_90a; PTX and SASS in "
-               "`inspect/`.", "", inspect_mod.format_markdown(irows)]
-    except Exception as e:  # noqa: BLE001 - a missing nvcc must not hide the rest of the report
-        md += ["## What each kernel compiles to", "", f"Inspect could not run here: {type(e).__name__}: {e}", ""]
-        failed += 1
     # LAYOUTS: the model; on a GPU also the probes, compared with it (a mismatch fails the job)
     from .layouts import draw_all
-    try:
-        draw_all(out / "layouts", hardware=gpu)
-        verdict = "; probes on this GPU agree with it for every ldmatrix, stmatrix and mma form" if gpu else ""
-    except RuntimeError as e:
-        verdict, failed = f"; {e}", failed + 1
-    md += ["## Fragment layouts", "", "Lane maps of mma.m16n8k16 and ldmatrix/stmatrix from the model the tests "
-           f"check against the PTX ISA{verdict}: [layouts/layouts.md](layouts/layouts.md).", "",
-           "![mma.m16n8k16](layouts/mma_m16n8k16.png)", ""]
+    probes = gpu and nvcc
+    if gpu and not nvcc:
+        result.not_run.append("the fragment-map probes on the GPU need nvcc")
+    with phase("fragment maps"):
+        try:
+            draw_all(out / "layouts", hardware=probes)
+            verdict = "; probes on this GPU agree with it for every ldmatrix, stmatrix and mma form" if probes else ""
+        except RuntimeError as e:
+            verdict = f"; {e}"
+            result.failures.append(str(e))
+    fragment_md = ["## Fragment maps", "", "Which lane holds which element for mma.m16n8k16 and ldmatrix/stmatrix, "
+                   f"from the model the tests check against the PTX ISA{verdict}: [layouts/layouts.md]"
+                   "(layouts/layouts.md).", "", "![mma.m16n8k16](layouts/mma_m16n8k16.png)", ""]
+
+    # INSPECT (started first, in a child process)
+    with phase("inspect (wait)"):
+        try:
+            irows, skipped = disasm.finish(inspect_job, out / "inspect")
+            md += ["## What each kernel compiles to (sm_90)", "",
+                   "Triton via `triton.compile` for sm_90, hand-written kernels via nvcc for sm_90a; PTX and SASS in "
+                   "`inspect/`.", "", disasm.format_markdown(irows, skipped)]
+            if skipped:
+                result.not_run.append(f"inspecting {len(skipped)} hand-written kernels needs nvcc (the CUDA toolkit)")
+        except RuntimeError as e:
+            md += ["## What each kernel compiles to", "", f"Inspect failed: {e}", ""]
+            result.failures.append(f"inspect failed: {e}")
+    md += fragment_md
+    result.phases["total"] = time.perf_counter() - t_start
+    log(f"phase total: {result.phases['total']:.1f} s")
+    if result.not_run:
+        md += ["## Not run here", "", *(f"- {line}" for line in result.not_run), ""]
+    md += ["## Phase times", "", _md_table(["phase", "seconds"], [[k, f"{v:.1f}"] for k, v in result.phases.items()]),
+           "", "Inspect runs in a child process from the start, beside the check and the bench; its row is the "
+           "time the job waited for it at the end.", ""]
     (out / "index.md").write_text("\n".join(md))
+    env["phases_s"] = result.phases
     (out / "environment.json").write_text(json.dumps(env, indent=1))
-    return 1 if failed else 0
+    return result

@@ -31,6 +31,9 @@ class Variant:
     # Operand alignment the kernel needs to read in place: "none", "rows16" (16-byte aligned rows: cp.async),
     # "tma" (rows16 + inner stride 1, TMA-describable); the wrapper copies (ptx) or another kernel runs (triton).
     alignment: str = "none"
+    # What happens to operands that miss `alignment`: "copy" (the wrapper copies them first, counted in the call's
+    # time) or "refuse" (the kernel raises; `hgemm(kernel="auto")` picks another one, the harness skips the case).
+    misaligned: str = "copy"
     # SASS opcodes the design promises in every instantiation's main loop, per target ("sm_80", "sm_90a", "sm_90").
     promises: dict[str, tuple[str, ...]] = field(default_factory=dict, hash=False, compare=False)
     # SASS opcodes the design promises are absent from the main loop (e.g. BAR in an mbarrier pipeline).

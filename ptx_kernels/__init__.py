@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import torch
 
-from triton_kernels.validation import finish_empty, validate
+from hgemm_common.operands import is_col_major, is_row_major, rows_aligned16
+from hgemm_common.validation import finish_empty, validate
 
 from .build import BuildError, load
 from .variants import BY_NAME, VARIANTS, Variant
@@ -35,10 +36,6 @@ def check_variant(variant: str, acc: str) -> Variant:
     return v
 
 
-def _rows_aligned16(t: torch.Tensor, ld: int) -> bool:
-    return t.data_ptr() % 16 == 0 and ld % 8 == 0
-
-
 def _aligned_copy(t: torch.Tensor) -> torch.Tensor:
     """A row-major copy of t whose rows start on 16-byte boundaries (leading dimension rounded up to 8)."""
     rows, cols = t.shape
@@ -47,10 +44,6 @@ def _aligned_copy(t: torch.Tensor) -> torch.Tensor:
     view = buf[:, :cols]
     view.copy_(t)
     return view
-
-
-def _is_row_major(t: torch.Tensor) -> bool:
-    return t.stride(1) == 1 or t.shape[1] == 1
 
 
 TILES = {"auto": 0, "large": 1, "base": 2}
@@ -65,7 +58,14 @@ def hgemm(a: torch.Tensor, b: torch.Tensor, *, variant: str = "wmma_multistage",
     accumulation), "auto" picks by wave count, "large" forces `block_fp16`, "base" forces `block`.
     Layouts the variant cannot read in place (column-major A; strided views; unaligned rows for cp.async
     variants) are copied first; `last_launch()["copies"]` lists them.
+    Inputs that require grad go through the autograd-recording operator `torch.ops.tensorcore_hgemm.ptx_hgemm`.
     """
+    if torch.is_grad_enabled() and (getattr(a, "requires_grad", False) or getattr(b, "requires_grad", False)):
+        if out is not None or tile != "auto":
+            raise RuntimeError("hgemm(): out= and tile= are not recorded by autograd, but an input requires grad; "
+                               "drop them or detach the inputs")
+        from .ops import ptx_hgemm
+        return ptx_hgemm(a, b, variant, acc)
     v = check_variant(variant, acc)
     if tile not in TILES:
         raise ValueError(f"hgemm: tile must be one of {sorted(TILES)}, got {tile!r}")
@@ -83,28 +83,28 @@ def hgemm(a: torch.Tensor, b: torch.Tensor, *, variant: str = "wmma_multistage",
     ext = load()
     copies = []
     if v.family != "simt":
-        if not _is_row_major(a):
+        if not is_row_major(a):
             a = a.contiguous()
             copies.append("A to row-major")
-        if _is_row_major(b):
+        if is_row_major(b):
             b_col = False
-        elif b.stride(0) == 1 or b.shape[0] == 1:
+        elif is_col_major(b):
             b_col = True
         else:
             b, b_col = b.contiguous(), False
             copies.append("B to row-major")
         if v.aligned_rows:
-            if not _rows_aligned16(a, a.stride(0)):
+            if not rows_aligned16(a, a.stride(0)):
                 a = _aligned_copy(a)
                 copies.append("A to 16-byte aligned rows")
             ldb = b.stride(1) if b_col else b.stride(0)
-            if not _rows_aligned16(b, ldb):
+            if not rows_aligned16(b, ldb):
                 b = _aligned_copy(b.t()).t() if b_col else _aligned_copy(b)
                 copies.append("B to 16-byte aligned rows")
     else:
         b_col = False
     c = p.out
-    if not _is_row_major(c):
+    if not is_row_major(c):
         c = torch.empty((p.m, p.n), dtype=torch.float16, device=a.device)
         copies.append("C through a row-major temporary")
     info = ext.hgemm_launch(variant, a, b, c, b_col, acc == "fp16", TILES[tile])

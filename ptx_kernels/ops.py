@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import torch
 
-from triton_kernels.validation import validate
+from hgemm_common.validation import validate
 
 from . import check_variant, hgemm
 
@@ -19,7 +19,7 @@ NAMESPACE = "tensorcore_hgemm"
 @torch.library.custom_op(f"{NAMESPACE}::ptx_hgemm", mutates_args=())
 def ptx_hgemm(a: torch.Tensor, b: torch.Tensor, variant: str = "mma_stmatrix", acc: str = "fp32") -> torch.Tensor:
     """C = A @ B (fp16 in and out) on one hand-written kernel (`ptx_kernels.variants()`)."""
-    return hgemm(a, b, variant=variant, acc=acc)
+    return hgemm(a.detach(), b.detach(), variant=variant, acc=acc)  # detached: hgemm would route back here
 
 
 @ptx_hgemm.register_fake

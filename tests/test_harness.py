@@ -26,20 +26,39 @@ ROOT = Path(__file__).resolve().parent.parent
 def test_registry_is_complete_and_unique():
     names = [k.name for k in registry.kernels()]
     assert len(names) == len(set(names))
-    for v in ptx_kernels.variants():
+    recs = registry.records()
+    assert [v.name for v in recs if v.package == "ptx"] == [v.name for v in ptx_kernels.variants()]  # in order
+    for v in recs:
         for acc in v.accs:
-            assert (v.name if acc == "fp32" else f"{v.name}_fp16acc") in names
-    for kernel in ("blocked", "tma"):
-        for cfg in triton_kernels.configs(kernel):
-            assert f"triton_{kernel}[{cfg.name}]" in names and f"triton_{kernel}_fp16acc[{cfg.name}]" in names
+            assert registry.entry_name(v, acc) in names
+    for v in triton_kernels.VARIANTS:
+        for cfg in triton_kernels.configs(v.extra["kernel"]):
+            assert f"{v.name}[{cfg.name}]" in names and f"{v.name}_fp16acc[{cfg.name}]" in names
     assert names[0] == "torch.matmul"
     kinds = {k.family for k in registry.kernels()}
     assert {"torch", "triton", "simt", "wmma"} <= kinds
 
 
+def test_records_say_what_scores_them():
+    """Each record names the instruction ceiling that scores it; the hand-written tensor-core ones mma.sync."""
+    for v in registry.ptx_records():
+        assert v.package == "ptx" and v.ceiling == (None if v.isa == "fma" else "mma.sync"), v
+    for v in triton_kernels.VARIANTS:
+        assert v.package == "triton" and v.isa == "tl.dot" and v.ceiling == "wgmma"
+
+
+def test_bench_scores_against_the_record_ceiling():
+    frame = {"mma_sync_fp32acc_tflops": 600.0, "mma_sync_fp16acc_tflops": 650.0, "copy_gb_s": 3000.0}
+    from compare.frame import ceilings
+    assert ceilings(frame) == {"mma.sync": {"fp32": 600.0, "fp16": 650.0}}
+    wm = registry.select(["wmma_multistage_fp16acc"], gpu=True)[0]
+    assert ceilings(frame)[wm.ceiling][wm.acc] == 650.0
+
+
 def test_every_variant_file_is_registered_once():
-    files = {p.name for p in ptx_kernels.variants()[0].source.parent.glob("*.cu")}
-    registered = {v.file for v in ptx_kernels.variants()}
+    csrc = Path(ptx_kernels.__file__).parent / "csrc"  # a record's file is relative to it
+    files = {str(p.relative_to(csrc)) for p in csrc.rglob("*.cu")}
+    registered = {v.file for v in registry.ptx_records()}
     from ptx_kernels.build import EXTRA_SOURCES  # the ceiling loop and the layout probes
     assert files == registered | set(EXTRA_SOURCES), files ^ (registered | set(EXTRA_SOURCES))
 
@@ -131,19 +150,33 @@ def test_parse_shapes():
         bench.parse_shapes("16x4096")
 
 
-@pytest.mark.skipif(toolchain.find_nvcc() is None, reason="nvcc not installed")
-def test_inspect_triton_and_cuda(tmp_path):
-    from compare.inspect import run_inspect
+def test_inspect_triton_keeps_its_promises(tmp_path):
+    """Each Triton record's promised SASS instructions are in its sm_90 compile, its forbidden ones absent (no nvcc
+    needed: Triton ships ptxas and cuobjdump)."""
+    from compare.disasm import run_inspect
 
-    rows = {r.kernel: r for r in run_inspect(["triton_blocked", "triton_tma", "wmma_async_dbuf"], tmp_path)}
-    tb, tt, wm = rows["triton_blocked"], rows["triton_tma"], rows["wmma_async_dbuf"]
-    assert tb.mix["HGMMA"] > 0 and tb.mix["LDGSTS"] > 0 and tb.mix["UTMALDG"] == 0
-    assert tt.mix["HGMMA"] > 0 and tt.mix["UTMALDG"] > 0 and tt.mix["LDGSTS"] == 0
-    assert wm.mix["HMMA"] > 0 and wm.mix["HGMMA"] == 0 and wm.mix["LDGSTS"] > 0
-    assert tb.smem_dynamic == triton_kernels.configs("blocked")[0].smem_bytes
-    for r in rows.values():
+    rows, skipped = run_inspect([v.name for v in triton_kernels.VARIANTS], tmp_path)
+    assert not skipped
+    for v, r in zip(triton_kernels.VARIANTS, rows):
+        assert all(r.mix[op] > 0 for op in v.promised("sm_90")), (v.name, r.mix)
+        assert all(r.mix[op] == 0 for op in v.forbids.get("sm_90", ())), (v.name, r.mix)
+    assert rows[0].smem_dynamic == triton_kernels.configs("blocked")[0].smem_bytes
+    for r in rows:
         assert (tmp_path / r.ptx_file).read_text().startswith("//") and (tmp_path / r.sass_file).stat().st_size
     assert "| `triton_tma` |" in (tmp_path / "inspect.md").read_text()
+
+
+@pytest.mark.skipif(toolchain.find_nvcc() is None, reason="nvcc not installed")
+def test_inspect_takes_report_names(tmp_path):
+    """The names of the check and bench tables round-trip: an fp16-accumulation entry inspects that
+    instantiation, `triton` the kernel hgemm(kernel="auto") runs on an H100."""
+    from compare.disasm import run_inspect
+
+    rows = {r.kernel: r for r in run_inspect(["wmma_async_dbuf", "wmma_multistage_fp16acc", "triton"], tmp_path)[0]}
+    wm, auto = rows["wmma_async_dbuf"], rows["triton"]
+    assert wm.mix["HMMA"] > 0 and wm.mix["HGMMA"] == 0 and wm.mix["LDGSTS"] > 0
+    assert rows["wmma_multistage_fp16acc"].mix["HMMA"] > 0
+    assert auto.mix["UTMALDG"] > 0 and auto.source.startswith("triton_kernels/tma_persistent.py")
 
 
 @pytest.mark.skipif(HAS_CUDA or toolchain.find_nvcc() is None, reason="the CPU main job")
@@ -155,6 +188,7 @@ def test_main_job_without_gpu(tmp_path):
     index = (tmp_path / "index.md").read_text()
     assert "Not measured: timing needs a CUDA GPU" in index
     assert "| `triton_blocked` | sm_90 |" in index and "| `wmma_multistage` | sm_90a |" in index
+    assert "phase check:" in res.stdout and "| check |" in index
     assert json.loads((tmp_path / "check.json").read_text())["rows"]
 
 
@@ -176,3 +210,40 @@ def test_bench_refuses_to_time_a_wrong_kernel():
     rows = bench.bench_shape([base, replace(base, name="wrong", run=off_by_one)], 512, 512, 512, budget_ms=20)
     wrong = rows[1]
     assert wrong.status == "failed check" and wrong.tflops is None and rows[0].tflops > 0
+
+
+@pytest.mark.skipif(HAS_CUDA, reason="the CPU path of the check")
+def test_check_tunes_once_per_size_bucket(monkeypatch):
+    """An autotuned Triton entry is tuned on its bucket's first case; the other cases run the chosen config."""
+    calls = []
+    real = triton_kernels.hgemm
+    chosen = triton_kernels.configs("blocked")[-1]
+    monkeypatch.setattr(triton_kernels, "hgemm", lambda a, b, **kw: (calls.append(kw["config"]), real(a, b, **kw))[1])
+    monkeypatch.setattr(triton_kernels, "best_config", lambda kernel="blocked": chosen)
+    rows, _, _ = check.run_check(registry.select(["triton_blocked"], gpu=False), gpu=False)
+    assert all(r.ok for r in rows) and len(calls) == len(rows) == len(check.cases_for(False))
+    assert calls[0] is None and all(c == chosen for c in calls[1:])
+    assert {check.size_bucket(*s) for s, _, _ in check.cases_for(False)} == {"small"}
+    assert check.size_bucket(496, 233, 4099) == check.size_bucket(3000, 5000, 2000) == "large"
+
+
+def _imports(package: str) -> set[str]:
+    import ast
+
+    names = set()
+    for path in (ROOT / package).glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                names |= {a.name.split(".")[0] for a in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names.add(node.module.split(".")[0])
+    return names
+
+
+def test_package_boundaries():
+    """Flow runs one way: hgemm_common <- each kernel package <- compare; neither kernel package imports the other,
+    and no module of the harness shadows one of the standard library."""
+    assert not {"triton_kernels", "ptx_kernels", "compare"} & _imports("hgemm_common")
+    assert "ptx_kernels" not in _imports("triton_kernels") and "compare" not in _imports("triton_kernels")
+    assert "triton_kernels" not in _imports("ptx_kernels") and "compare" not in _imports("ptx_kernels")
+    assert not {p.stem for p in (ROOT / "compare").glob("*.py")} & set(sys.stdlib_module_names)

@@ -152,3 +152,20 @@ def test_non_default_stream():
     ref = reference(a, b)
     for v, c in zip(ptx_kernels.variants(), cs):
         assert compare(c, ref).ok, v.name
+
+
+@pytest.mark.gpu
+def test_inputs_that_require_grad_record_autograd():
+    """hgemm on inputs that require grad goes through the operator: the result has a grad_fn, and the gradients
+    (dA = dC B^T, dB = A^T dC on the same variant) are exact on small integers."""
+    a, b = make_inputs(64, 48, 40, "NN", device="cuda", seed=5)
+    a.requires_grad_()
+    b.requires_grad_()
+    c = ptx_kernels.hgemm(a, b, variant="mma_tiled")
+    assert c.grad_fn is not None
+    g = torch.randint(-2, 3, c.shape, device="cuda").half()
+    c.backward(g)
+    assert torch.equal(a.grad, (g.double() @ b.detach().double().t()).half())
+    assert torch.equal(b.grad, (a.detach().double().t() @ g.double()).half())
+    with pytest.raises(RuntimeError, match="not recorded by autograd"):
+        ptx_kernels.hgemm(a, b, variant="mma_tiled", out=torch.empty_like(c.detach()))

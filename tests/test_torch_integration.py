@@ -10,12 +10,13 @@ from compare.reference import error_bound, make_inputs, reference
 from ptx_kernels import ops as ptx_ops  # noqa: F401  registers torch.ops.tensorcore_hgemm.ptx_hgemm
 from tests.conftest import DEVICE, HAS_CUDA
 from triton_kernels import ops as triton_ops  # noqa: F401  registers torch.ops.tensorcore_hgemm.triton_hgemm
-from triton_kernels.nn import HGEMMLinear
+from compare import registry
+from compare.nn import HGEMMLinear
 
 OPS = torch.ops.tensorcore_hgemm
-# A variant per family of hand-written kernel for the GPU tests of the operator (each takes a different path
-# through the wrapper: no tile, WMMA with copies for column-major A, the cp.async + stmatrix pipeline).
-PTX_VARIANTS = ("simt_naive", "wmma_multistage", "mma_stmatrix")
+# The last step of each family of hand-written kernel, for the GPU tests of the operator (each takes a different
+# path through the wrapper: no tile, WMMA with copies for column-major A, the cp.async + stmatrix pipeline).
+PTX_VARIANTS = tuple({v.family: v.name for v in ptx_kernels.variants()}.values())
 gpu = pytest.mark.gpu
 
 
@@ -126,9 +127,9 @@ def test_hgemm_linear_matches_linear():
         m(torch.zeros(3, 5, dtype=torch.float16, device=DEVICE))
 
 
-def test_hgemm_linear_rejects_unknown_family():
-    with pytest.raises(ValueError, match="family must be one of"):
-        HGEMMLinear(4, 4, family="cuda")
+def test_hgemm_linear_rejects_unknown_package():
+    with pytest.raises(ValueError, match="package must be one of"):
+        HGEMMLinear(4, 4, package="cuda")
 
 
 # ---- GPU: opcheck, torch.compile (inductor), autograd vs fp32 autograd, streams, graphs, big inputs ----------
@@ -150,10 +151,10 @@ def test_ptx_opcheck_cuda(variant):
 
 
 @gpu
-@pytest.mark.parametrize("family", ["triton", "ptx"])
-def test_compile_fullgraph_inductor(family):
+@pytest.mark.parametrize("package", ["triton", "ptx"])
+def test_compile_fullgraph_inductor(package):
     torch._dynamo.reset()
-    call = (lambda x, y: OPS.triton_hgemm(x, y, "fp32")) if family == "triton" else \
+    call = (lambda x, y: OPS.triton_hgemm(x, y, "fp32")) if package == "triton" else \
         (lambda x, y: OPS.ptx_hgemm(x, y, "mma_stmatrix", "fp32"))
     f = torch.compile(lambda x, y: torch.relu(call(x, y)) + 1, fullgraph=True)
     for m, n, k in [(257, 130, 520), (64, 512, 128)]:
@@ -162,10 +163,10 @@ def test_compile_fullgraph_inductor(family):
 
 
 @gpu
-@pytest.mark.parametrize("family", ["triton", "ptx"])
-def test_autograd_against_fp32_autograd(family):
+@pytest.mark.parametrize("package", ["triton", "ptx"])
+def test_autograd_against_fp32_autograd(package):
     """Random data: gradients within the fp16 bound of torch's fp32 autograd; integer data: bit-exact."""
-    op = (lambda x, y: OPS.triton_hgemm(x, y, "fp32")) if family == "triton" else \
+    op = (lambda x, y: OPS.triton_hgemm(x, y, "fp32")) if package == "triton" else \
         (lambda x, y: OPS.ptx_hgemm(x, y, "mma_stmatrix", "fp32"))
     a, b = make_inputs(200, 136, 264, device="cuda", seed=9, kind="randn")
     g = make_inputs(200, 136, 1, device="cuda", seed=10, kind="randn")[0][:, :1] * torch.ones(
@@ -182,12 +183,12 @@ def test_autograd_against_fp32_autograd(family):
 
 
 @gpu
-@pytest.mark.parametrize("family", ["triton", "ptx"])
-def test_hgemm_linear_trains(family):
+@pytest.mark.parametrize("package", ["triton", "ptx"])
+def test_hgemm_linear_trains(package):
     """A few SGD steps of HGEMMLinear track nn.Linear (fp32 master copy) on the same data."""
     torch.manual_seed(0)
     ref = torch.nn.Linear(64, 32).cuda()
-    m = HGEMMLinear.from_linear(ref, family=family)
+    m = HGEMMLinear.from_linear(ref, package=package)
     x = torch.randn(128, 64, device="cuda")
     target = torch.randn(128, 32, device="cuda")
     for _ in range(3):
@@ -264,10 +265,7 @@ def test_output_past_2_31_elements(name):
     assert m * n > 2**31
     a, b = exact(m, n, k, "NN", device="cuda", seed=16)
     c = torch.full((m, n), float("nan"), dtype=torch.float16, device="cuda")
-    if name == "triton":
-        triton_kernels.hgemm(a, b, out=c)
-    else:
-        ptx_kernels.hgemm(a, b, variant=name, out=c)
+    next(k for k in registry.kernels() if k.name == name).run(a, b, c)
     tail = slice(m - 70, m)
     assert torch.equal(c[tail], reference(a[tail], b).half())
     assert torch.equal(c[:3], reference(a[:3], b).half())

@@ -7,7 +7,9 @@ import torch
 
 import triton_kernels
 from compare.reference import LAYOUTS, compare, error_bound, make_inputs, poisoned_out, reference
+from hgemm_common.operands import tma_describable
 from triton_kernels import Config, configs
+from triton_kernels.variants import BY_KERNEL
 
 from conftest import DEVICE, HAS_CUDA
 from shapes import small_triples
@@ -165,12 +167,10 @@ def test_non_default_stream():
 
 
 @pytest.mark.skipif(HAS_CUDA, reason="interpreter-only behaviour")
-@pytest.mark.parametrize("kernel", ["blocked", "tma"])
+@pytest.mark.parametrize("kernel", list(BY_KERNEL))
 def test_interpreter_launches_the_pinned_config(kernel, monkeypatch):
     """Autotuning needs a driver: under the interpreter config=None must launch each kernel's pinned config."""
-    from triton_kernels import api
-
-    module = api.blocked if kernel == "blocked" else api.tma_persistent
+    module = BY_KERNEL[kernel].extra["module"]
     seen = []
     real = module.launch
     monkeypatch.setattr(module, "launch", lambda *args: (seen.append(args[4]), real(*args))[1])
@@ -188,7 +188,7 @@ TMA_SHAPES = [(8, 8, 8), (40, 24, 72), (17, 40, 136), (96, 8, 16), (1, 64, 8)]
 @pytest.mark.parametrize("m,n,k", TMA_SHAPES)
 def test_tma_exact_all_layouts(m, n, k, layout):
     a, b = make_inputs(m, n, k, layout, device=DEVICE, seed=m + n + k)
-    if triton_kernels.api.tma_persistent.tma_compatible(a, b):
+    if tma_describable(a, b):
         run_exact(a, b, kernel="tma")
     else:  # (1, K) column-major A has row stride 1: no TMA descriptor; refused, and `auto` takes the blocked path
         with pytest.raises(ValueError, match="TMA needs"):
@@ -218,7 +218,7 @@ def test_kernel_argument_checked():
     a, b = make_inputs(8, 8, 8, "NN", device=DEVICE)
     with pytest.raises(ValueError, match=r"kernel must be one of \('auto', 'blocked', 'tma'\), got 'cublas'"):
         triton_kernels.hgemm(a, b, kernel="cublas")
-    with pytest.raises(ValueError, match="configs: kernel must be 'blocked' or 'tma'"):
+    with pytest.raises(ValueError, match=r"configs: kernel must be one of \('blocked', 'tma'\), got 'wgmma'"):
         configs("wgmma")
 
 
@@ -253,3 +253,21 @@ def test_autotune_prunes_tiles_larger_than_the_problem():
     assert len(prune_for_problem(tcs, {"M": 4096, "N": 4096})) == len(tcs)
     only_big = [c.to_triton() for c in configs("blocked")[:2]]  # 128x256, 256x128
     assert len(prune_for_problem(only_big, {"M": 1, "N": 1})) == 1
+
+
+@pytest.mark.parametrize("kernel", ["auto", "blocked"])
+def test_inputs_that_require_grad_record_autograd(kernel):
+    """hgemm on inputs that require grad returns a result with a grad_fn (through the operator, whose backward
+    runs the same kernel): dA = dC B^T and dB = A^T dC, exact on small integers."""
+    a, b = make_inputs(17, 40, 33, "NT", device=DEVICE, seed=5)
+    a.requires_grad_()
+    b.requires_grad_()
+    c = triton_kernels.hgemm(a, b, kernel=kernel)
+    assert c.grad_fn is not None
+    assert torch.equal(c.detach(), reference(a.detach(), b.detach()).half())
+    g = torch.randint(-2, 3, c.shape, device=DEVICE).half()
+    c.backward(g)
+    assert torch.equal(a.grad, (g.double() @ b.detach().double().t()).half())
+    assert torch.equal(b.grad, (a.detach().double().t() @ g.double()).half())
+    with pytest.raises(RuntimeError, match="out=... arguments don't support automatic differentiation"):
+        triton_kernels.hgemm(a, b, out=torch.empty_like(c.detach()))

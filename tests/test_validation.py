@@ -3,7 +3,7 @@ import pytest
 import torch
 
 import triton_kernels
-from triton_kernels.validation import max_element_offset, needs_int64_indexing, validate
+from hgemm_common.validation import max_element_offset, needs_int64_indexing, validate
 
 from conftest import DEVICE
 
@@ -99,3 +99,26 @@ def test_int64_indexing_decision():
     assert max_element_offset(huge) == 2**31
     assert needs_int64_indexing(huge)
     assert not needs_int64_indexing(torch.empty(1024, 1024, dtype=torch.float16))
+
+
+@pytest.mark.skipif(DEVICE == "cuda", reason="the CPU-tensor error")
+def test_ptx_cpu_error_does_not_point_at_the_interpreter_when_it_is_on():
+    """Under TRITON_INTERPRET=1 the PTX kernels' CPU-tensor error says the interpreter runs only Triton kernels,
+    instead of telling the user to set what is already set."""
+    import ptx_kernels
+
+    with pytest.raises(ValueError, match="need CUDA tensors") as e:
+        ptx_kernels.hgemm(h(4, 4), h(4, 4))
+    assert "TRITON_INTERPRET=1" not in str(e.value) and "runs only the Triton kernels" in str(e.value)
+
+
+def test_grad_with_out_is_a_clear_error():
+    """Inputs that require grad: an `out=` (or the PTX `tile=`) cannot be recorded by autograd; both packages say
+    so instead of returning a result without a grad_fn."""
+    import ptx_kernels
+
+    a = h(4, 4).requires_grad_()
+    with pytest.raises(RuntimeError, match="don't support automatic differentiation"):
+        triton_kernels.hgemm(a, h(4, 4), out=h(4, 4))
+    with pytest.raises(RuntimeError, match="not recorded by autograd"):
+        ptx_kernels.hgemm(a, h(4, 4), out=h(4, 4))

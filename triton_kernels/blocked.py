@@ -14,8 +14,10 @@ import torch
 import triton
 import triton.language as tl
 
+from hgemm_common.operands import layout_of
+from hgemm_common.validation import needs_int64_indexing
+
 from .common import Config, autotune_bench, grouped_pid, prune_for_problem
-from .validation import needs_int64_indexing
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -118,21 +120,6 @@ hgemm_kernel_autotuned = triton.autotune(
 # ----------------------------------------------------------------------------------------------------------------
 # Host launcher
 # ----------------------------------------------------------------------------------------------------------------
-def layout_of(a: torch.Tensor, b: torch.Tensor) -> str:
-    """Two letters, A then B: N = row-major (unit stride along the columns), T = column-major (a `.t()` view
-    of a row-major tensor); "strided" for anything else (neither stride is 1)."""
-
-    def letter(t: torch.Tensor) -> str | None:
-        if t.stride(1) == 1 or t.shape[1] == 1:
-            return "N"
-        if t.stride(0) == 1 or t.shape[0] == 1:
-            return "T"
-        return None
-
-    la, lb = letter(a), letter(b)
-    return la + lb if la and lb else "strided"
-
-
 def launch(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, acc_fp16: bool, config: Config | None,
            wrap=None) -> None:
     """C = A @ B on the blocked kernel; the caller has validated. config=None autotunes. wrap: applied to the
@@ -151,6 +138,18 @@ def launch(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, acc_fp16: bool, co
         wrap(hgemm_kernel_pinned)[grid](
             *args, **meta, BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=config.block_k,
             GROUP_M=config.group_m, num_warps=config.num_warps, num_stages=config.num_stages)
+
+
+def inspect_source(cfg: Config) -> tuple:
+    """What `triton.compile` needs to build the kernel as a 4096^3 NN problem specializes it (16-divisible sizes
+    and strides, unit inner strides): (kernel, signature, constexprs, attrs), for `python -m compare inspect`."""
+    sig = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16", "M": "i32", "N": "i32", "K": "i32",
+           "stride_am": "i32", "stride_ak": "constexpr", "stride_bk": "i32", "stride_bn": "constexpr",
+           "stride_cm": "i32", "stride_cn": "constexpr"}
+    consts = dict(stride_ak=1, stride_bn=1, stride_cn=1, LAYOUT="NN", ACC_FP16=False, INDEX_64=False, EVEN_K=True,
+                  BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k, GROUP_M=cfg.group_m)
+    attrs = {(i,): [["tt.divisibility", 16]] for i in (0, 1, 2, 3, 4, 5, 6, 8, 10)}
+    return hgemm_kernel, sig, consts, attrs
 
 
 def best_config() -> Config | None:

@@ -15,7 +15,7 @@ from torch.library import triton_op, wrap_triton
 
 from . import blocked
 from .common import ACCUMULATIONS
-from .validation import finish_empty, interpreter_active, validate
+from hgemm_common.validation import finish_empty, interpreter_active, validate
 
 NAMESPACE = "tensorcore_hgemm"
 

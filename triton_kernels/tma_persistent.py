@@ -9,7 +9,7 @@ What it adds over the blocked kernel (triton_kernels/blocked.py):
 - layouts by descriptor: a column-major operand is described as its row-major transpose and transposed in
   shared memory (`.T`), which wgmma reads directly.
 TMA needs 16-byte aligned base addresses and leading dimensions (multiples of 8 halves) with unit inner stride;
-`tma_compatible` says whether the inputs qualify, and `hgemm(kernel="auto")` falls back to the blocked kernel
+`hgemm_common.operands.tma_describable` says whether the inputs qualify, and `hgemm(kernel="auto")` falls back to the blocked kernel
 otherwise.
 """
 from __future__ import annotations
@@ -20,6 +20,9 @@ import torch
 import triton
 import triton.language as tl
 from triton.tools.tensor_descriptor import TensorDescriptor
+
+from hgemm_common.operands import major as _major
+from hgemm_common.validation import interpreter_active
 
 from .common import Config, autotune_bench, grouped_pid, prune_for_problem
 
@@ -109,36 +112,13 @@ hgemm_tma_autotuned = triton.autotune(
 )(hgemm_tma_kernel)
 
 
-def _major(t: torch.Tensor) -> str | None:
-    """'N' when rows are contiguous (unit column stride), 'T' when columns are; None otherwise."""
-    if t.stride(1) == 1:
-        return "N"
-    if t.stride(0) == 1:
-        return "T"
-    return None
-
-
-def tma_compatible(*tensors: torch.Tensor) -> bool:
-    """Every tensor has a unit inner stride, a 16-byte aligned base and a leading dimension that is a multiple
-    of 8 halves (16 bytes): what a TMA descriptor accepts."""
-    for t in tensors:
-        major = _major(t)
-        if major is None or t.data_ptr() % 16:
-            return False
-        ld = t.stride(0) if major == "N" else t.stride(1)
-        if ld % 8:
-            return False
-    return True
-
-
 @functools.lru_cache(maxsize=None)
 def _num_sms(device_index: int) -> int:
     return torch.cuda.get_device_properties(device_index).multi_processor_count
 
 
-def launch(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, acc_fp16: bool, config: Config | None,
-           interpreter: bool) -> None:
-    """C = A @ B through TMA; the caller has validated and checked `tma_compatible(a, b, c)`."""
+def launch(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, acc_fp16: bool, config: Config | None) -> None:
+    """C = A @ B through TMA; the caller has validated and checked `tma_describable(a, b, c)`."""
     m, k = a.shape
     n = b.shape[1]
     if _major(c) != "N":
@@ -151,7 +131,7 @@ def launch(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, acc_fp16: bool, co
     a_desc = TensorDescriptor(a_view, list(a_view.shape), list(a_view.stride()), dummy)
     b_desc = TensorDescriptor(b_view, list(b_view.shape), list(b_view.stride()), dummy)
     c_desc = TensorDescriptor(c, list(c.shape), list(c.stride()), dummy)
-    num_sms = INTERPRETER_SMS if interpreter else _num_sms(a.device.index or 0)
+    num_sms = INTERPRETER_SMS if interpreter_active() else _num_sms(a.device.index or 0)
     args = (a_desc, b_desc, c_desc, m, n, k)
     meta = dict(A_T=a_t, B_T=b_t, ACC_FP16=acc_fp16, NUM_SMS=num_sms)
     if config is None:
@@ -163,6 +143,18 @@ def launch(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, acc_fp16: bool, co
         _set_block_shapes({"a_desc": a_desc, "b_desc": b_desc, "c_desc": c_desc, **meta, **kw})
         grid = (min(num_sms, triton.cdiv(m, config.block_m) * triton.cdiv(n, config.block_n)),)
         hgemm_tma_kernel[grid](*args, **meta, **kw, num_warps=config.num_warps, num_stages=config.num_stages)
+
+
+def inspect_source(cfg: Config) -> tuple:
+    """What `triton.compile` needs to build the kernel as a 4096^3 NN problem on an H100 specializes it:
+    (kernel, signature, constexprs, attrs), for `python -m compare inspect`."""
+    bm, bn, bk = cfg.block_m, cfg.block_n, cfg.block_k
+    sig = {"a_desc": f"tensordesc<fp16[{bm}, {bk}]>", "b_desc": f"tensordesc<fp16[{bk}, {bn}]>",
+           "c_desc": f"tensordesc<fp16[{bm}, {bn}]>", "M": "i32", "N": "i32", "K": "i32"}
+    consts = dict(A_T=False, B_T=False, ACC_FP16=False, NUM_SMS=132, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
+                  GROUP_M=cfg.group_m)
+    attrs = {(i,): [["tt.divisibility", 16]] for i in (3, 4, 5)}
+    return hgemm_tma_kernel, sig, consts, attrs
 
 
 def best_config() -> Config | None:

@@ -1,4 +1,4 @@
-"""Input validation shared by every HGEMM entry point (Triton and PTX).
+"""Input validation shared by every HGEMM entry point (Triton and PTX) and the operators.
 
 One implementation, so that `triton_kernels.hgemm` and `ptx_kernels.hgemm` reject the same bad input with the
 same words. Messages follow torch.mm's where torch.mm has one
@@ -88,9 +88,12 @@ def validate(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None, 
             f"Expected all tensors to be on the same device, but found at least two devices, "
             f"{a.device} and {b.device}!")
     if a.device.type != "cuda" and not allow_cpu:
-        raise ValueError(
-            f"hgemm: inputs are on {a.device}; these kernels need CUDA tensors "
-            f"(CPU tensors are accepted only under the Triton interpreter, TRITON_INTERPRET=1)")
+        # Under the interpreter the caller is a kernel the interpreter cannot run (PTX): pointing at
+        # TRITON_INTERPRET would send the user round in a circle.
+        hint = ("the Triton interpreter runs only the Triton kernels on CPU tensors" if interpreter_active() else
+                "CPU tensors are accepted only by the Triton kernels under the interpreter, TRITON_INTERPRET=1 "
+                "set before triton_kernels is imported")
+        raise ValueError(f"hgemm: inputs are on {a.device}; these kernels need CUDA tensors ({hint})")
     m, k = a.shape
     n = b.shape[1]
     if out is None:

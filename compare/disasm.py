@@ -1,0 +1,227 @@
+"""`python -m compare inspect [kernels]`: what each kernel compiles to, side by side, without a GPU.
+
+Triton kernels are compiled for sm_90 with `triton.compile` and a GPUTarget (the specialization a 4096^3 NN
+problem gets, from the kernel module's `inspect_source`; the first config of its list unless a `[config]` is
+named); the hand-written ones with plain nvcc for sm_90a (the B row-major instantiation). Names are the harness's:
+`wmma_multistage_fp16acc` inspects the fp16-accumulation instantiation, `triton` the kernel `hgemm(kernel="auto")`
+runs on an H100 with aligned operands. For each: the PTX and SASS written to files, and one row of a table:
+registers, shared memory, local memory, and the instruction mix that tells the paths apart (HGMMA = wgmma,
+HMMA = mma.sync/WMMA, LDSM/STSM = ldmatrix/stmatrix, LDGSTS = cp.async, UTMALDG/UTMASTG = TMA, BAR = barriers,
+LDG/STG/LDS/STS = plain loads and stores). (Named disasm, not inspect: a module must not shadow the standard
+library's `inspect`.)
+"""
+from __future__ import annotations
+
+import json
+import tempfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from hgemm_common.record import Variant
+from ptx_kernels import toolchain
+
+from . import registry
+from .registry import UnknownKernel
+
+COLUMNS = ("HGMMA", "HMMA", "LDSM", "STSM", "LDGSTS", "UTMALDG", "UTMASTG", "BAR", "LDG", "STG", "LDS", "STS",
+           "LDL", "STL")
+ARCH = 90  # what the table shows: an H100's compile
+
+
+@dataclass
+class InspectRow:
+    kernel: str
+    source: str
+    arch: str
+    registers: int
+    smem_static: int
+    smem_dynamic: int | None  # Triton: the pipeline's shared memory, requested at launch
+    local_bytes: int
+    mix: dict = field(default_factory=dict)
+    ptx_file: str = ""
+    sass_file: str = ""
+
+
+@dataclass(frozen=True)
+class Target:
+    """One thing to inspect: a registry entry's record, accumulation and (Triton) configuration."""
+    name: str  # as the user gave it, and as the row is labelled
+    record: Variant
+    acc: str
+    config: str = ""
+
+
+def targets(names: list[str] | None) -> list[Target]:
+    """The registry entries to inspect (None: every record, fp32 accumulation, except the baseline); names are
+    checked first, and an unknown one raises UnknownKernel naming the choices."""
+    entries = {k.name: k for k in registry.kernels() if k.record.package != "torch"}
+    if not names:
+        return [Target(k.name, k.record, k.acc) for k in entries.values()
+                if k.acc == "fp32" and "[" not in k.name and not k.record.extra.get("dispatch")]
+    bad = [n for n in names if n not in entries]
+    if bad:
+        plain = [n for n in entries if "[" not in n]
+        raise UnknownKernel(f"unknown kernel {bad[0]!r}; choose from: {', '.join(plain)} (and NAME[config] for "
+                            "a Triton configuration)")
+    pinned = {n: k.config for n, k in entries.items() if "[" in n}  # Triton entries of one configuration
+    return [Target(n, entries[n].record, entries[n].acc, pinned.get(n, "")) for n in names]
+
+
+def _triton_compile(t: Target):
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    import triton_kernels
+    from triton_kernels.variants import BY_KERNEL
+
+    v = t.record
+    if v.extra.get("dispatch"):
+        v = BY_KERNEL[triton_kernels.api.kernel_for(ARCH)]
+    mod = v.extra["module"]
+    cfgs = mod.configs()
+    cfg = next((c for c in cfgs if c.name == t.config), cfgs[0])
+    fn, sig, consts, attrs = mod.inspect_source(cfg)
+    consts = dict(consts, ACC_FP16=t.acc == "fp16")
+    for name in consts:
+        sig.setdefault(name, "constexpr")
+    src = ASTSource(fn=fn, signature=sig, constexprs=consts, attrs=attrs)
+    compiled = triton.compile(src, target=GPUTarget("cuda", ARCH, 32),
+                              options=dict(num_warps=cfg.num_warps, num_stages=cfg.num_stages))
+    return compiled, cfg, v
+
+
+def _stem(name: str) -> str:
+    return name.replace("[", "_").replace("]", "")
+
+
+def inspect_triton(t: Target, out: Path) -> InspectRow:
+    compiled, cfg, v = _triton_compile(t)
+    ptx, sass = compiled.asm["ptx"], compiled.asm["sass"]
+    with tempfile.NamedTemporaryFile(suffix=".cubin", delete=False) as f:
+        f.write(compiled.asm["cubin"])
+    usage = next(iter(toolchain.cubin_resource_usage(Path(f.name)).values()))
+    Path(f.name).unlink()
+    stem = _stem(t.name)
+    (out / f"{stem}.ptx").write_text(ptx)
+    (out / f"{stem}.sass").write_text(sass)
+    mix = toolchain.instruction_mix(sass)
+    return InspectRow(t.name, f"triton_kernels/{v.file} ({cfg.name})", f"sm_{ARCH}", usage.registers,
+                      usage.smem_bytes, compiled.metadata.shared, usage.stack_bytes,
+                      {c: mix.get(c, 0) for c in COLUMNS}, f"{stem}.ptx", f"{stem}.sass")
+
+
+def _instance(names: list[str], acc: str) -> str:
+    """The accumulation's B row-major instantiation (mangled ...L3Acc0E / L3Acc1E ...Lb0E...; simt has no B
+    flag)."""
+    tag = "L3Acc1E" if acc == "fp16" else "L3Acc0E"
+    return next((n for n in names if tag in n and ("Lb0E" in n or "Lb" not in n)), names[0])
+
+
+def cuda_source(v: Variant) -> Path:
+    """A hand-written variant's source: `file` is relative to ptx_kernels/csrc."""
+    import ptx_kernels
+    return Path(ptx_kernels.__file__).resolve().parent / "csrc" / v.file
+
+
+def inspect_cuda(t: Target, out: Path, arch: str = "sm_90a") -> InspectRow:
+    source = cuda_source(t.record)
+    c = toolchain.compile_cubin(source, arch)
+    usage = toolchain.cubin_resource_usage(c.cubin)
+    fn = _instance([n for n in usage if "kernel" in n], t.acc)
+    sass = toolchain.disassemble(c.cubin, fn)
+    ptx = toolchain.compile_ptx(source, arch)
+    stem = _stem(t.name)
+    (out / f"{stem}.ptx").write_text(ptx)
+    (out / f"{stem}.sass").write_text(sass)
+    mix = toolchain.instruction_mix(sass)
+    u = usage[fn]
+    return InspectRow(t.name, f"ptx_kernels/csrc/{t.record.file}", arch, u.registers, u.smem_bytes, None,
+                      u.stack_bytes, {col: mix.get(col, 0) for col in COLUMNS}, f"{stem}.ptx", f"{stem}.sass")
+
+
+def _child_env() -> dict:
+    """Under TRITON_INTERPRET=1 `@triton.jit` gives interpreted functions, which triton.compile cannot take:
+    inspect compiles in a child process without it."""
+    import os
+
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env["TRITON_INTERPRET"] = "0"  # explicit, so nothing below turns it back on
+    root = Path(__file__).resolve().parent.parent
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(root), env.get("PYTHONPATH")]))
+    return env
+
+
+def start(out: Path, kernels: list[str] | None = None):
+    """`python -m compare inspect` in a child process (outside the interpreter, beside other work); collect its
+    rows with `finish`."""
+    import subprocess
+    import sys
+
+    return subprocess.Popen([sys.executable, "-m", "compare", "inspect", "--out", str(out), *(kernels or [])],
+                            env=_child_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+
+def finish(proc, out: Path) -> tuple[list[InspectRow], dict[str, str]]:
+    """The child's rows; if it failed, a RuntimeError with its last line (the whole stderr in out/inspect.log)."""
+    _, err = proc.communicate()
+    if proc.returncode != 0:
+        Path(out).mkdir(parents=True, exist_ok=True)
+        (Path(out) / "inspect.log").write_text(err)
+        last = err.strip().splitlines()[-1] if err.strip() else f"exit status {proc.returncode}"
+        raise RuntimeError(f"{last} (full output in {Path(out) / 'inspect.log'})")
+    return load(out)
+
+
+def load(out: Path) -> tuple[list[InspectRow], dict[str, str]]:
+    data = json.loads((Path(out) / "inspect.json").read_text())
+    return [InspectRow(**r) for r in data["rows"]], data["skipped"]
+
+
+def run_inspect(kernels: list[str] | None, out: Path) -> tuple[list[InspectRow], dict[str, str]]:
+    """Inspect `kernels` (None: every record) into `out`; returns the rows and, per kernel left out, why (the
+    hand-written ones need nvcc)."""
+    from hgemm_common.validation import interpreter_active
+
+    out = Path(out)
+    chosen = targets(kernels)  # unknown names fail here, before any work
+    out.mkdir(parents=True, exist_ok=True)
+    if interpreter_active():
+        return finish(start(out, kernels), out)
+    import os
+    from concurrent.futures import ThreadPoolExecutor
+
+    nvcc = toolchain.find_nvcc() is not None
+    skipped = {t.name: "needs nvcc (the CUDA toolkit)" for t in chosen if t.record.package == "ptx" and not nvcc}
+    # nvcc and cuobjdump are subprocesses: the CUDA sources compile side by side (Triton's compiles stay serial)
+    with ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1)) as pool:
+        cuda = {t.name: pool.submit(inspect_cuda, t, out) for t in chosen
+                if t.record.package == "ptx" and t.name not in skipped}
+        triton_rows = {t.name: inspect_triton(t, out) for t in chosen if t.record.package == "triton"}
+        rows = [triton_rows[t.name] if t.name in triton_rows else cuda[t.name].result() for t in chosen
+                if t.name not in skipped]
+    (out / "inspect.json").write_text(json.dumps({"rows": [asdict(r) for r in rows], "skipped": skipped}, indent=1))
+    (out / "inspect.md").write_text(format_markdown(rows, skipped))
+    return rows, skipped
+
+
+def format_markdown(rows: list[InspectRow], skipped: dict[str, str] | None = None) -> str:
+    head = ["kernel", "arch", "regs", "smem static", "smem dynamic", "local", *COLUMNS]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in rows:
+        dyn = "-" if r.smem_dynamic is None else str(r.smem_dynamic)
+        cells = [f"`{r.kernel}`", r.arch, str(r.registers), str(r.smem_static), dyn, str(r.local_bytes),
+                 *(str(r.mix.get(c, 0)) for c in COLUMNS)]
+        lines.append("| " + " | ".join(cells) + " |")
+    lines.append("")
+    lines.append("Counts are static SASS instructions (unrolled loops count each copy). smem static includes "
+                 "the 1 KB the sm_90 driver reserves per block; Triton's pipeline and the multistage WMMA kernel "
+                 "take theirs as dynamic shared memory at launch (the multistage kernel's size is in the GPU "
+                 "tests). PTX and SASS of each kernel sit beside this file.")
+    if skipped:
+        reasons = {}
+        for name, why in skipped.items():
+            reasons.setdefault(why, []).append(f"`{name}`")
+        lines.append("")
+        lines += [f"Not inspected here, {why}: {', '.join(names)}." for why, names in reasons.items()]
+    return "\n".join(lines) + "\n"
