@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from ptx_kernels import toolchain
-from ptx_kernels.variants import VARIANTS
+from ptx_kernels.variants import VARIANTS, source
 
 COLUMNS = ("HGMMA", "HMMA", "LDSM", "STSM", "LDGSTS", "UTMALDG", "UTMASTG", "BAR", "LDG", "STG", "LDS", "STS",
            "LDL", "STL")
@@ -90,11 +90,11 @@ def _fp32_nn_instance(names: list[str]) -> str:
 
 
 def inspect_cuda(variant, out: Path, arch: str = "sm_90a") -> InspectRow:
-    c = toolchain.compile_cubin(variant.source, arch)
+    c = toolchain.compile_cubin(source(variant), arch)
     usage = toolchain.cubin_resource_usage(c.cubin)
     fn = _fp32_nn_instance([n for n in usage if "kernel" in n])
     sass = toolchain.disassemble(c.cubin, fn)
-    ptx = toolchain.compile_ptx(variant.source, arch)
+    ptx = toolchain.compile_ptx(source(variant), arch)
     (out / f"{variant.name}.ptx").write_text(ptx)
     (out / f"{variant.name}.sass").write_text(sass)
     mix = toolchain.instruction_mix(sass)

@@ -38,10 +38,11 @@ def test_registry_is_complete_and_unique():
 
 
 def test_every_variant_file_is_registered_once():
-    files = {p.name for p in ptx_kernels.variants()[0].source.parent.glob("*.cu")}
-    registered = {v.file for v in ptx_kernels.variants()}
-    from ptx_kernels.build import EXTRA_SOURCES  # the ceiling loop and the layout probes
-    assert files == registered | set(EXTRA_SOURCES), files ^ (registered | set(EXTRA_SOURCES))
+    from ptx_kernels.variants import CSRC, LAB_SOURCES  # LAB_SOURCES: the ceiling loop and the layout probes
+    files = {p.relative_to(CSRC).as_posix() for p in CSRC.rglob("*.cu")}
+    registered = [v.file for v in ptx_kernels.variants()]
+    assert len(registered) == len(set(registered))
+    assert files == set(registered) | set(LAB_SOURCES), files ^ (set(registered) | set(LAB_SOURCES))
 
 
 def test_select_filters():
