@@ -32,6 +32,6 @@ struct LaunchInfo {
   int tile_m = 0, tile_n = 0;  // the block tile launched, where the variant chooses between two (else 0)
 };
 
-// A variant's host launcher, defined in its kernel file (sm80/<variant>.cu) and registered there with
-// HGEMM_VARIANT (host/registry.h): nothing else names it.
+// A variant's host launcher, defined in its kernel file (sm80/<variant>.cu, or sm90/ for an sm_90a-only kernel) and
+// registered there with HGEMM_VARIANT (host/registry.h): nothing else names it.
 using Launcher = cudaError_t (*)(const GemmArgs&, Acc, cudaStream_t, LaunchInfo*);
