@@ -266,6 +266,9 @@ def test_registrations_and_records_agree():
     for v in VARIANTS:
         assert found[v.name] == (v.file, "AnyStrides" if any_strides(v) else "RowMajorA"), (v.name, found[v.name])
     assert {v.file for v in VARIANTS} == {p.relative_to(CSRC).as_posix() for p in CSRC.glob("sm*/*.cu")}
+    # the extension build names each object after its file's base name: no two translation units may share one
+    names = [p.name for p in build.kernel_sources()]
+    assert len(names) == len(set(names)), names
 
 
 def test_registry_of_every_kernel_file_is_the_records(tmp_path):
