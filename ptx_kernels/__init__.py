@@ -7,7 +7,7 @@ from hgemm_common.operands import is_col_major, is_row_major, rows_aligned16
 from hgemm_common.validation import finish_empty, validate
 
 from .build import BuildError, load
-from .variants import BY_NAME, VARIANTS, Variant
+from .variants import BY_NAME, VARIANTS, Variant, any_strides
 
 __all__ = ["BuildError", "Variant", "check_variant", "hgemm", "last_launch", "load", "variants"]
 
@@ -82,7 +82,7 @@ def hgemm(a: torch.Tensor, b: torch.Tensor, *, variant: str = "wmma_multistage",
         raise ValueError(f"hgemm: PTX kernels index M, N, K with 32-bit ints; got {p.m}x{p.n}x{p.k}")
     ext = load()
     copies = []
-    if v.family != "simt":
+    if not any_strides(v):
         if not is_row_major(a):
             a = a.contiguous()
             copies.append("A to row-major")
@@ -93,7 +93,7 @@ def hgemm(a: torch.Tensor, b: torch.Tensor, *, variant: str = "wmma_multistage",
         else:
             b, b_col = b.contiguous(), False
             copies.append("B to row-major")
-        if v.aligned_rows:
+        if v.alignment in ("rows16", "tma"):
             if not rows_aligned16(a, a.stride(0)):
                 a = _aligned_copy(a)
                 copies.append("A to 16-byte aligned rows")

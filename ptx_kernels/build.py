@@ -1,14 +1,17 @@
-"""Build the hand-written kernels into one extension with torch.utils.cpp_extension.load_inline, once per process.
+"""Build the hand-written kernels into one extension with torch.utils.cpp_extension.load, once per process.
 
-The module name carries a hash of every source, the flags and the target, so an edited kernel is rebuilt and an
-unchanged one is reused from the build folder. A build killed mid-way leaves torch's `lock` file behind, which
+binding.cpp and each kernel file are separate translation units, compiled in parallel by ninja (MAX_JOBS, default
+the CPU count). The kernel files are the records' (`variants.VARIANTS`) offered on the running GPU
+(`min_arch`), plus the lab sources; each kernel file registers its own launcher (csrc/host/registry.h), so the
+binding knows no variant by name. The module name carries a hash of every file under csrc/, the flags and the
+torch version (`variants.csrc_hash`, the same rule as the offline cubin cache), so any edit rebuilds and an
+unchanged tree is reused from the build folder. A build killed mid-way leaves torch's `lock` file behind, which
 makes the next build wait forever: builds here are serialised with our own flock, under which a leftover
 `lock` can only be stale, and is removed.
 """
 from __future__ import annotations
 
 import fcntl
-import hashlib
 import os
 import shutil
 import threading
@@ -16,7 +19,7 @@ from pathlib import Path
 
 import torch
 
-from .variants import BINDING, CSRC, HEADERS, VARIANTS
+from .variants import CSRC, LAB_SOURCES, VARIANTS, csrc_hash, source
 
 _lock = threading.Lock()
 _module = None
@@ -42,26 +45,17 @@ def arch_flags(capability: tuple[int, int]) -> list[str]:
     return [f"-gencode=arch=compute_{arch},code=sm_{arch}"]
 
 
-EXTRA_SOURCES = ("mma_ceiling.cu", "probes.cu")  # compiled in beside the variants; not GEMM variants
+BINDING = CSRC / "binding.cpp"  # the only Torch-aware C++
 
 
-def kernel_sources() -> list[Path]:
-    return [v.source for v in VARIANTS] + [CSRC / name for name in EXTRA_SOURCES]
+def kernel_sources(arch: int | None = None, variants=VARIANTS) -> list[Path]:
+    """The CUDA translation units of the extension for a GPU of compute capability `arch` (x10; None: every
+    variant): each record's kernel file offered there, then the lab sources."""
+    return [source(v) for v in variants if v.offered_on(arch)] + [CSRC / f for f in LAB_SOURCES]
 
 
-def combined_cuda_source() -> str:
-    """The one CUDA translation unit load_inline compiles: every kernel file, in order."""
-    return "\n".join(p.read_text() for p in kernel_sources())
-
-
-def source_hash(flags: list[str]) -> str:
-    h = hashlib.sha256()
-    for path in [*(CSRC / n for n in HEADERS), *kernel_sources(), CSRC / BINDING]:
-        h.update(path.name.encode())
-        h.update(path.read_bytes())
-    h.update(" ".join(flags).encode())
-    h.update(torch.__version__.encode())
-    return h.hexdigest()[:12]
+def module_name(flags: list[str]) -> str:
+    return f"tensorcore_hgemm_ptx_{csrc_hash(' '.join(flags), torch.__version__)}"
 
 
 def _check_toolchain() -> None:
@@ -87,25 +81,23 @@ def load(verbose: bool = False):
         if _module is not None:
             return _module
         _check_toolchain()
-        from torch.utils.cpp_extension import load_inline
+        from torch.utils.cpp_extension import load as load_extension
 
         cap = torch.cuda.get_device_capability()
         cuda_flags = BASE_CUDA_FLAGS + arch_flags(cap)
-        name = f"tensorcore_hgemm_ptx_{source_hash(cuda_flags)}"
+        name = module_name(cuda_flags)
         build_dir = build_dir_root() / name
         build_dir.mkdir(parents=True, exist_ok=True)
-        cuda_src = combined_cuda_source()
-        cpp_src = (CSRC / BINDING).read_text()
+        sources = [BINDING, *kernel_sources(cap[0] * 10 + cap[1])]
+        os.environ.setdefault("MAX_JOBS", str(os.cpu_count() or 1))  # ninja: the kernel files in parallel
         with open(build_dir.parent / f"{name}.flock", "w") as flock:
             fcntl.flock(flock, fcntl.LOCK_EX)
             stale = build_dir / "lock"
             if stale.exists():
                 stale.unlink()
             try:
-                _module = load_inline(
-                    name=name, cpp_sources=[cpp_src], cuda_sources=[cuda_src],
-                    functions=["hgemm_launch", "hgemm_variants", "hgemm_mma_ceiling", "probe_ldmatrix",
-                               "probe_stmatrix", "probe_mma", "probe_wmma", "probe_asm"], extra_cuda_cflags=cuda_flags,
+                _module = load_extension(
+                    name=name, sources=[str(p) for p in sources], extra_cuda_cflags=cuda_flags,
                     extra_cflags=["-O2", "-std=c++17"], extra_include_paths=[str(CSRC)],
                     build_directory=str(build_dir), verbose=verbose, with_cuda=True)
             except Exception as e:  # noqa: BLE001 - re-raised with the build folder named

@@ -1,4 +1,4 @@
-"""Run the fragment-layout probes (csrc/probes.cu) on the GPU and decode what each lane held, in the same array
+"""Run the fragment-layout probes (csrc/lab/probes.cu) on the GPU and decode what each lane held, in the same array
 shapes as the model in `layouts.py`, so tests can compare hardware and model directly."""
 from __future__ import annotations
 

@@ -13,7 +13,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .variants import CSRC
+from .variants import CSRC, csrc_hash
 
 ARCHS = {"sm_80": "-gencode=arch=compute_80,code=sm_80", "sm_90a": "-gencode=arch=compute_90a,code=sm_90a"}
 NVCC_FLAGS = ["-std=c++17", "-O3", "-lineinfo"]
@@ -108,11 +108,13 @@ def compile_cubin(source: Path, arch: str, extra_flags: list[str] | None = None,
     source = Path(source)
     includes = [CSRC, *(include_dirs or [])]
     flags = NVCC_FLAGS + [ARCHS[arch], "--resource-usage", *(extra_flags or [])]
+    # every csrc/ file (the extension build's rule), the source itself (it may live outside csrc/), the headers
+    # of any extra include folder, and the flags
     h = hashlib.sha256(source.read_bytes())
-    for dep in sorted(CSRC.glob("*.cu*")):  # headers, and the .cu files a test translation unit includes
-        h.update(dep.name.encode() + dep.read_bytes())
-    h.update(" ".join(flags).encode())
-    key = f"{source.stem}-{arch}-{h.hexdigest()[:12]}"
+    for d in include_dirs or []:
+        for dep in sorted(Path(d).glob("*.cu*")):
+            h.update(dep.name.encode() + dep.read_bytes())
+    key = f"{source.stem}-{arch}-{csrc_hash(h.hexdigest(), ' '.join(flags))}"
     cubin, logf = _cache_dir() / f"{key}.cubin", _cache_dir() / f"{key}.log"
     if not (cubin.exists() and logf.exists()):
         cmd = [nvcc, *flags, *(f"-I{d}" for d in includes), "-cubin", "-o", str(cubin) + ".tmp", str(source)]

@@ -1,80 +1,131 @@
-"""What each hand-written variant is and supports: the single source of truth for ptx_kernels and the harness."""
+"""What each hand-written variant is and supports: the single list of PTX variants, read by the build, the
+binding check, the tests and the harness.
+
+Each record is a `hgemm_common.record.Variant` with package "ptx"; `file` is the kernel file relative to csrc/
+(sm80/ holds the kernels for any arch >= 80, sm90/ the sm_90a-only ones). Adding a variant = one kernel file that
+ends with `HGEMM_VARIANT(name, launcher, operands);` (csrc/host/registry.h) + one record here.
+"""
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
+from hgemm_common.record import Variant
+
 CSRC = Path(__file__).resolve().parent / "csrc"
+LAB_SOURCES = ("lab/mma_ceiling.cu", "lab/probes.cu")  # built beside the variants; not GEMM variants
+
+H = 2  # bytes per half
 
 
-@dataclass(frozen=True)
-class Variant:
-    name: str
-    family: str  # "simt" | "wmma" (later "mma", "wgmma", "sparse")
-    file: str  # the .cu file under csrc/
-    tile: str  # block tile and pipeline, for tables
-    adds: str  # the one idea this step adds
-    block: tuple[int, int, int] = (16, 16, 16)  # BM, BN, BK: the tile whose edges the tests probe
-    stages: int = 1  # shared-memory pipeline depth
-    min_arch: int = 80  # compute capability x 10
-    accs: tuple[str, ...] = ("fp32", "fp16")
-    # Layouts (A then B; N = row-major, T = column-major) the kernel reads in place. Column-major A and general
-    # strided views are first copied to row-major by the wrapper (the copy is part of the call and of its timing).
-    native_layouts: tuple[str, ...] = ("NN", "NT")
-    aligned_rows: bool = False  # needs 16-byte aligned rows of A and B (cp.async); the wrapper copies otherwise
-    slow: bool = False  # naive teaching kernel: the harness skips it on very large problems
-    # Where fp16 accumulation uses another tile (its accumulators take half the registers, so warp tiles double):
-    block_fp16: tuple[int, int, int] | None = None
-    stages_fp16: int | None = None
+def _scratch(acc: str) -> int:
+    """One 16x16 accumulator tile per warp: the WMMA epilogue's staging (fragment layouts are opaque)."""
+    return 16 * 16 * (4 if acc == "fp32" else 2)
 
-    def block_for(self, acc: str) -> tuple[int, int, int]:
-        """The block tile (BM, BN, BK) the kernel runs with accumulation acc."""
-        return self.block_fp16 if acc == "fp16" and self.block_fp16 else self.block
 
-    def stages_for(self, acc: str) -> int:
-        return self.stages_fp16 if acc == "fp16" and self.stages_fp16 else self.stages
+# SASS promises, the same on both targets unless a kernel says otherwise. Every variant forbids local memory.
+_LOCAL = ("LDL", "STL")
+_SM80_SM90 = ("sm_80", "sm_90a")
 
-    @property
-    def source(self) -> Path:
-        return CSRC / self.file
 
+def _each(*ops: str) -> dict[str, tuple[str, ...]]:
+    return {t: ops for t in _SM80_SM90}
+
+
+# The pipelined mma.sync tiles (sm80/mma_pipeline.cuh): 128x256x64 in 3 stages, fp16 on large problems 256x256x32
+# in 4; all shared memory dynamic.
+_PIPELINED = dict(block=(128, 256, 64), stages=3, block_fp16=(256, 256, 32), stages_fp16=4, alignment="rows16",
+                  static_smem=lambda acc, b_col: 0)
 
 VARIANTS: tuple[Variant, ...] = (
-    Variant("simt_naive", "simt", "simt_naive.cu", "16x16 threads, 1 output each",
-            "CUDA cores only: one thread per output element", block=(16, 16, 1),
-            native_layouts=("NN", "NT", "TN", "TT"), slow=True),
-    Variant("wmma_naive", "wmma", "wmma_naive.cu", "1 warp, 16x16",
-            "tensor cores (WMMA m16n16k16), fragments straight from global memory", slow=True),
-    Variant("wmma_smem", "wmma", "wmma_smem.cu", "64x32x16, 8 warps x 1 fragment",
-            "A and B tiles staged in shared memory, shared by 8 warps", block=(64, 32, 16)),
-    Variant("wmma_regtile", "wmma", "wmma_regtile.cu", "128x128x16, 8 warps x 4x2 fragments",
-            "register tiling: each warp owns a 64x32 tile of 4x2 fragments", block=(128, 128, 16)),
-    Variant("wmma_async_dbuf", "wmma", "wmma_async_dbuf.cu", "128x128x16, 2 stages, padded rows",
-            "cp.async double buffering and padded shared rows", block=(128, 128, 16), stages=2,
-            aligned_rows=True),
-    Variant("wmma_multistage", "wmma", "wmma_multistage.cu",
+    Variant("simt_naive", "ptx", "simt", "sm80/simt_naive.cu", "16x16 threads, 1 output each",
+            "CUDA cores only: one thread per output element", isa="fma", block=(16, 16, 1),
+            native_layouts=("NN", "NT", "TN", "TT"), slow=True,
+            promises=_each("FFMA", "HFMA2"),  # FFMA in the fp32 instantiation, HFMA2 in the fp16 one
+            forbids=_each("HMMA", "LDSM", "LDGSTS", "STSM", *_LOCAL),
+            static_smem=lambda acc, b_col: 0),
+    Variant("wmma_naive", "ptx", "wmma", "sm80/wmma_naive.cu", "1 warp, 16x16",
+            "tensor cores (WMMA m16n16k16), fragments straight from global memory", isa="wmma", ceiling="mma.sync",
+            slow=True, promises=_each("HMMA"), forbids=_each("LDGSTS", "STSM", *_LOCAL),
+            # one warp: A and B 16x16 staging + the scratch
+            static_smem=lambda acc, b_col: 2 * 16 * 16 * H + _scratch(acc)),
+    Variant("wmma_smem", "ptx", "wmma", "sm80/wmma_smem.cu", "64x32x16, 8 warps x 1 fragment",
+            "A and B tiles staged in shared memory, shared by 8 warps", isa="wmma", ceiling="mma.sync",
+            block=(64, 32, 16), promises=_each("HMMA"), forbids=_each("LDGSTS", "STSM", *_LOCAL),
+            # 64x16 A + 16x32 B + 8 warps of scratch
+            static_smem=lambda acc, b_col: (64 * 16 + 16 * 32) * H + 8 * _scratch(acc)),
+    Variant("wmma_regtile", "ptx", "wmma", "sm80/wmma_regtile.cu", "128x128x16, 8 warps x 4x2 fragments",
+            "register tiling: each warp owns a 64x32 tile of 4x2 fragments", isa="wmma", ceiling="mma.sync",
+            block=(128, 128, 16), promises=_each("HMMA"), forbids=_each("LDGSTS", "STSM", *_LOCAL),
+            # 128x16 A + 16x128 B + 8 warps of scratch
+            static_smem=lambda acc, b_col: (128 * 16 + 16 * 128) * H + 8 * _scratch(acc)),
+    Variant("wmma_async_dbuf", "ptx", "wmma", "sm80/wmma_async_dbuf.cu", "128x128x16, 2 stages, padded rows",
+            "cp.async double buffering and padded shared rows", isa="wmma", ceiling="mma.sync",
+            block=(128, 128, 16), stages=2, alignment="rows16",
+            promises=_each("HMMA", "LDGSTS"), forbids=_each("STSM", *_LOCAL),
+            # 2 stages of A (128 x 16) and B (16 x 128, or 128 x 16 column-major), rows padded by 8 halves
+            static_smem=lambda acc, b_col: 2 * (128 * (16 + 8) + (128 * (16 + 8) if b_col else 16 * (128 + 8))) * H
+            + 8 * _scratch(acc)),
+    Variant("wmma_multistage", "ptx", "wmma", "sm80/wmma_multistage.cu",
             "128x256x64, 3 stages, 8 warps x 4x4 fragments; "
             "fp16 on large problems: 256x256x32, 4 stages, 8 warps x 4x8",
             "3-4 stage cp.async pipeline, 64x64 (fp16: 64x128) warp tiles, fragments loaded a k-step ahead",
-            block=(128, 256, 64), stages=3, block_fp16=(256, 256, 32), stages_fp16=4, aligned_rows=True),
-    Variant("mma_naive", "mma", "mma_naive.cu", "1 warp, 16x8",
-            "mma.sync.m16n8k16 fed by ldmatrix: fragment registers the program addresses itself",
-            block=(16, 8, 16), slow=True),
-    Variant("mma_tiled", "mma", "mma_tiled.cu", "128x128x32, 8 warps x 64x32 (4x4 m16n8 tiles)",
-            "block and warp tiling: every fragment feeds 4 MMAs", block=(128, 128, 32)),
-    Variant("mma_multistage", "mma", "mma_multistage.cu",
+            isa="wmma", ceiling="mma.sync", promises=_each("HMMA", "LDSM", "LDGSTS"), forbids=_each("STSM", *_LOCAL),
+            # the fp32 tile's main loop is unrolled over the ring's stages (tests count its MMAs)
+            extra={"unrolled_stages": True}, **_PIPELINED),
+    Variant("mma_naive", "ptx", "mma", "sm80/mma_naive.cu", "1 warp, 16x8",
+            "mma.sync.m16n8k16 fed by ldmatrix: fragment registers the program addresses itself", isa="mma.sync",
+            ceiling="mma.sync", block=(16, 8, 16), slow=True,
+            promises=_each("HMMA", "LDSM"), forbids=_each("LDGSTS", "STSM", *_LOCAL),
+            # 16x16 A + 16x8 B staging + a 16x8 C staging tile
+            static_smem=lambda acc, b_col: (16 * 16 + 16 * 8) * H + 16 * 8 * (4 if acc == "fp32" else 2)),
+    Variant("mma_tiled", "ptx", "mma", "sm80/mma_tiled.cu", "128x128x32, 8 warps x 64x32 (4x4 m16n8 tiles)",
+            "block and warp tiling: every fragment feeds 4 MMAs", isa="mma.sync", ceiling="mma.sync",
+            block=(128, 128, 32), promises=_each("HMMA", "LDSM"), forbids=_each("LDGSTS", "STSM", *_LOCAL),
+            # unpadded 128x32 A and 32x128 (or 128x32) B
+            static_smem=lambda acc, b_col: (128 * 32 + 32 * 128) * H),
+    Variant("mma_multistage", "ptx", "mma", "sm80/mma_multistage.cu",
             "128x256x64, 3 stages, 8 warps x 64x64; "
             "fp16 on large problems: 256x256x32, 4 stages, 8 warps x 64x128",
             "3-4 stage cp.async pipeline, large warp tiles, fragments double-buffered in registers (fp32)",
-            block=(128, 256, 64), stages=3, block_fp16=(256, 256, 32), stages_fp16=4, aligned_rows=True),
-    Variant("mma_swizzle", "mma", "mma_swizzle.cu", "mma_multistage's tiles, XOR-swizzled shared memory",
-            "XOR-swizzled shared memory: conflict-free ldmatrix and cp.async", block=(128, 256, 64), stages=3,
-            block_fp16=(256, 256, 32), stages_fp16=4, aligned_rows=True),
-    Variant("mma_stmatrix", "mma", "mma_stmatrix.cu", "mma_multistage's tiles, swizzled, stmatrix epilogue",
+            isa="mma.sync", ceiling="mma.sync", promises=_each("HMMA", "LDSM", "LDGSTS"),
+            forbids=_each("STSM", *_LOCAL), **_PIPELINED),
+    Variant("mma_swizzle", "ptx", "mma", "sm80/mma_swizzle.cu", "mma_multistage's tiles, XOR-swizzled shared memory",
+            "XOR-swizzled shared memory: conflict-free ldmatrix and cp.async", isa="mma.sync", ceiling="mma.sync",
+            promises=_each("HMMA", "LDSM", "LDGSTS"), forbids=_each("STSM", *_LOCAL), **_PIPELINED),
+    Variant("mma_stmatrix", "ptx", "mma", "sm80/mma_stmatrix.cu", "mma_multistage's tiles, swizzled, stmatrix epilogue",
             "stmatrix epilogue through shared memory, 16-byte coalesced stores (sm_90; plain stores before)",
-            block=(128, 256, 64), stages=3, block_fp16=(256, 256, 32), stages_fp16=4, aligned_rows=True),
+            isa="mma.sync", ceiling="mma.sync",
+            promises={"sm_80": ("HMMA", "LDSM", "LDGSTS"), "sm_90a": ("HMMA", "LDSM", "LDGSTS", "STSM")},
+            forbids={"sm_80": ("STSM", *_LOCAL), "sm_90a": _LOCAL}, **_PIPELINED),
 )
 
 BY_NAME = {v.name: v for v in VARIANTS}
-HEADERS = ("hgemm.cuh", "ptx.cuh", "tile_io.cuh", "mma_pipeline.cuh", "asm_examples.cuh")
-BINDING = "binding.cpp"
+
+
+def source(v: Variant) -> Path:
+    """The kernel file of a PTX record."""
+    return CSRC / v.file
+
+
+def any_strides(v: Variant) -> bool:
+    """Whether the kernel reads A and B with any strides (its file registers Operands::AnyStrides); the others
+    need row-major A and row- or column-major B, and the wrapper copies other layouts first."""
+    return "TN" in v.native_layouts
+
+
+def csrc_files() -> list[Path]:
+    """Every file under csrc/: what the extension build and the cubin cache key on (any edit rebuilds)."""
+    return sorted(p for p in CSRC.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
+
+
+def csrc_hash(*extra: str) -> str:
+    """Hash of every csrc/ file (path and bytes) and the strings given (flags, versions): one rule for the
+    extension's module name and the offline cubin cache."""
+    import hashlib
+
+    h = hashlib.sha256()
+    for path in csrc_files():
+        h.update(path.relative_to(CSRC).as_posix().encode() + b"\0" + path.read_bytes())
+    for s in extra:
+        h.update(b"\0" + s.encode())
+    return h.hexdigest()[:12]

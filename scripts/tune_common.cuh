@@ -1,7 +1,7 @@
 // tune_common.cuh — the timing loop the tile sweeps (scripts/tune_*.cu) share: candidates and cuBLAS interleaved
 // in one process, L2 flushed before every call, median of CUDA-event times, each candidate's output compared with
 // cuBLAS's on the same inputs before it is timed (a wrong result is reported, never timed). GPU only.
-// Beside cuBLAS it times the mma.sync instruction ceiling (ptx_kernels/csrc/mma_ceiling.cu, as the harness runs it:
+// Beside cuBLAS it times the mma.sync instruction ceiling (ptx_kernels/csrc/lab/mma_ceiling.cu, as the harness runs it:
 // a register-only loop of ~1.7 ms), so each candidate's TFLOPS per GHz can be read against the ceiling's.
 #pragma once
 #include <cublas_v2.h>
@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "hgemm.cuh"
-#include "mma_ceiling.cu"
-#include "tile_io.cuh"
+#include "host/launch.h"
+#include "lab/mma_ceiling.cu"
 
 #define TUNE_CHECK(x)                                                                 \
   do {                                                                                \

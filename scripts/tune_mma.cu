@@ -6,12 +6,13 @@
 // Prints registers, shared memory and blocks per SM of each shape, then for NN (or NT: `/tmp/tune_mma NT`, B
 // column-major) at 4096^3 and 8192^3 the median
 // TFLOPS (L2 flushed before each call), the ratio to cuBLAS in the same run, and the SM clock and power
-// (tune_common.cuh). The chosen shapes are mma_pipeline.cuh's LadderTileF32 / LadderTileF16; the results go in their comment.
+// (tune_common.cuh). The chosen shapes are mma_pipeline.cuh's LadderTileF32 / LadderTileF16; the results go in
+// docs/ladders/mma.md.
 //
 // Shapes: Tile<BM, BN, BK, WARPS_M, WARPS_N, STAGES, MIN_BLOCKS, FRAG_BUFS>. Every k16-step a warp with an
 // (WM x WN) tile reads (WM + WN) x 16 halves with ldmatrix for WM x WN x 16 multiply-adds, and the block fills
 // (BM + BN) x BK per BM x BN x BK: the shared-memory bytes per flop that the larger warp tiles below cut.
-#include "mma_stmatrix.cu"  // (its launch_mma_stmatrix is unused here)
+#include "sm80/mma_stmatrix.cu"  // (its launch_mma_stmatrix is unused here)
 #include "tune_common.cuh"
 
 using namespace mma_pipeline;

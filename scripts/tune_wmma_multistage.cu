@@ -4,9 +4,9 @@
 //        scripts/tune_wmma_multistage.cu -lcublas -ldl -o /tmp/tune_wmma && /tmp/tune_wmma
 // Prints registers, shared memory and blocks per SM of each configuration, then for NN (or NT, B column-major:
 // `/tmp/tune_wmma NT`) at 4096^3 and 8192^3 the median TFLOPS (L2 flushed before each call) and the ratio to
-// cuBLAS in the same run (scripts/tune_common.cuh). Results go in wmma_multistage.cu's header.
+// cuBLAS in the same run (scripts/tune_common.cuh). Results go in docs/ladders/wmma.md.
 #include "tune_common.cuh"
-#include "wmma_multistage.cu"
+#include "sm80/wmma_multistage.cu"
 
 using namespace wmma_multistage;
 

@@ -56,11 +56,11 @@ def test_bench_scores_against_the_record_ceiling():
 
 
 def test_every_variant_file_is_registered_once():
-    csrc = Path(ptx_kernels.__file__).parent / "csrc"  # a record's file is relative to it
-    files = {str(p.relative_to(csrc)) for p in csrc.rglob("*.cu")}
-    registered = {v.file for v in registry.ptx_records()}
-    from ptx_kernels.build import EXTRA_SOURCES  # the ceiling loop and the layout probes
-    assert files == registered | set(EXTRA_SOURCES), files ^ (registered | set(EXTRA_SOURCES))
+    from ptx_kernels.variants import CSRC, LAB_SOURCES  # LAB_SOURCES: the ceiling loop and the layout probes
+    files = {p.relative_to(CSRC).as_posix() for p in CSRC.rglob("*.cu")}
+    registered = [v.file for v in ptx_kernels.variants()]
+    assert len(registered) == len(set(registered))
+    assert files == set(registered) | set(LAB_SOURCES), files ^ (set(registered) | set(LAB_SOURCES))
 
 
 def test_select_filters():

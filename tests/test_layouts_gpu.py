@@ -1,4 +1,4 @@
-"""Hardware equals model: the probes (ptx_kernels/csrc/probes.cu) against ptx_kernels/layouts.py."""
+"""Hardware equals model: the probes (ptx_kernels/csrc/lab/probes.cu) against ptx_kernels/layouts.py."""
 import numpy as np
 import pytest
 import torch

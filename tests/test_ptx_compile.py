@@ -6,21 +6,31 @@ from pathlib import Path
 
 import pytest
 
-from ptx_kernels import toolchain
-from ptx_kernels.variants import BY_NAME, VARIANTS
+from ptx_kernels import build, toolchain
+from ptx_kernels.variants import BY_NAME, CSRC, LAB_SOURCES, VARIANTS, any_strides, source
 
 pytestmark = pytest.mark.skipif(toolchain.find_nvcc() is None, reason="nvcc not installed")
 
 ARCHS = tuple(toolchain.ARCHS)
+
+
+def arch_number(target: str) -> int:
+    """"sm_90a" -> 90: the compute capability x 10 a record's min_arch is compared with."""
+    return int(re.match(r"sm_(\d+)", target).group(1))
+
+
+# (variant, target) pairs to compile: each record on the targets that offer it (an sm_90a-only kernel is not built
+# for sm_80, where its wrappers' arch guards reject it)
+TARGETS = [(v.name, arch) for v in VARIANTS for arch in ARCHS if v.offered_on(arch_number(arch))]
 WRAPPERS = Path(__file__).parent / "cuda" / "wrappers.cu"
 
 
 @pytest.fixture(scope="session")
 def compiled():
     """All variants for both archs, built two at a time (CI has 2 cores)."""
-    jobs = [(v, arch) for v in VARIANTS for arch in ARCHS]
+    jobs = [(BY_NAME[name], arch) for name, arch in TARGETS]
     with ThreadPoolExecutor(max_workers=2) as pool:
-        results = list(pool.map(lambda j: toolchain.compile_cubin(j[0].source, j[1]), jobs))
+        results = list(pool.map(lambda j: toolchain.compile_cubin(source(j[0]), j[1]), jobs))
     return {(v.name, arch): r for (v, arch), r in zip(jobs, results)}
 
 
@@ -37,81 +47,64 @@ def _template_args(mangled: str):
     return ("fp32" if acc == 0 else "fp16"), (bcol is not None and bcol.group(1) == "1")
 
 
-def expected_static_smem(name: str, acc: str, b_col: bool) -> int:
-    """Shared memory each kernel's tiles imply (bytes), derived from its design, not read from ptxas."""
-    acc_bytes = 4 if acc == "fp32" else 2
-    frag_scratch = 16 * 16 * acc_bytes  # one 16x16 accumulator tile per warp
-    h = 2  # bytes per half
-    if name == "simt_naive":
-        return 0
-    if name == "wmma_naive":  # one warp: A and B 16x16 staging + scratch
-        return 2 * 16 * 16 * h + frag_scratch
-    if name == "wmma_smem":  # 64x16 A + 16x32 B + 8 warps of scratch
-        return (64 * 16 + 16 * 32) * h + 8 * frag_scratch
-    if name == "wmma_regtile":  # 128x16 A + 16x128 B
-        return (128 * 16 + 16 * 128) * h + 8 * frag_scratch
-    if name == "wmma_async_dbuf":  # 2 stages, rows padded by 8 halves
-        b_tile = 128 * (16 + 8) if b_col else 16 * (128 + 8)
-        return 2 * (128 * (16 + 8) + b_tile) * h + 8 * frag_scratch
-    if name in ("wmma_multistage", "mma_multistage", "mma_swizzle", "mma_stmatrix"):  # all dynamic
-        return 0
-    if name == "mma_naive":  # 16x16 A + 16x8 B staging + a 16x8 C staging tile
-        return (16 * 16 + 16 * 8) * h + 16 * 8 * acc_bytes
-    if name == "mma_tiled":  # unpadded 128x32 A and 32x128 (or 128x32) B
-        return (128 * 32 + 32 * 128) * h
-    raise KeyError(name)
-
-
-@pytest.mark.parametrize("arch", ARCHS)
-@pytest.mark.parametrize("variant", [v.name for v in VARIANTS])
+@pytest.mark.parametrize("variant, arch", TARGETS)
 def test_compiles_without_spills(compiled, variant, arch):
+    """Every instantiation without spills, with the static shared memory its record's design implies
+    (`Variant.static_smem`, worked out from the tiles, not read from ptxas)."""
     c = compiled[(variant, arch)]
-    v = next(x for x in VARIANTS if x.name == variant)
+    v = BY_NAME[variant]
     kernels = [f for f in c.functions if "kernel" in f.name]
-    # every accumulation x (B layout, where the kernel is templated on it)
-    # (a variant with a second fp16 tile instantiates its fp32 tile for fp16 too)
-    assert len(kernels) == (2 if v.family == "simt" else 6 if v.block_fp16 else 4), [f.name for f in c.functions]
+    # every accumulation x B layout (one kernel reads any strides: no B-layout parameter); a variant with a second
+    # fp16 tile instantiates its fp32 tile for fp16 too, and the large tile for both B layouts
+    layouts = 1 if any_strides(v) else 2
+    assert len(kernels) == len(v.accs) * layouts + (2 if v.block_fp16 else 0), [f.name for f in c.functions]
     for f in kernels:
         assert f.spill_stores == 0 and f.spill_loads == 0 and f.stack_bytes == 0, f
         assert 0 < f.registers <= 255, f
         acc, b_col = _template_args(f.name)
-        assert f.smem_bytes == expected_static_smem(variant, acc, b_col), (f.name, f.smem_bytes)
+        assert f.smem_bytes == v.static_smem(acc, b_col), (f.name, f.smem_bytes)
 
 
-@pytest.mark.parametrize("arch", ARCHS)
-@pytest.mark.parametrize("variant", [v.name for v in VARIANTS])
+@pytest.mark.parametrize("variant, arch", TARGETS)
 def test_sass_has_the_promised_instructions(compiled, variant, arch):
-    v = next(x for x in VARIANTS if x.name == variant)
+    """The record's promises (`Variant.promises`) are in the variant's SASS (its instantiations together) and its
+    forbidden opcodes (`Variant.forbids`) nowhere in it."""
+    v = BY_NAME[variant]
     mix = toolchain.instruction_mix(compiled[(variant, arch)].sass())
-    if v.family == "simt":
-        assert mix["HMMA"] == 0 and (mix["FFMA"] > 0 or mix["HFMA2"] > 0), dict(mix)
-    else:
-        assert mix["HMMA"] > 0, f"{variant}: no HMMA in SASS"
-    if v.family == "mma":  # fragments come through ldmatrix
-        assert mix["LDSM"] > 0, f"{variant}: no LDSM"
-    if v.aligned_rows:  # cp.async pipelines
-        assert mix["LDGSTS"] > 0, f"{variant}: no LDGSTS"
-    else:
-        assert mix["LDGSTS"] == 0
-    assert mix["LDL"] == 0 and mix["STL"] == 0, "local memory traffic"
+    assert v.promised(arch), f"{variant}: the record promises nothing for {arch}"
+    missing = [op for op in v.promised(arch) if mix[op] == 0]
+    present = [op for op in v.forbids.get(arch, ()) if mix[op] > 0]
+    assert not missing and not present, (missing, present, dict(mix))
+
+
+@pytest.mark.parametrize("variant", [v.name for v in VARIANTS])
+def test_record_facts_agree(variant):
+    """Facts the records state twice agree: rows16 alignment is what a cp.async (LDGSTS) kernel needs; tensor-core
+    variants are scored by the mma.sync ceiling; a kernel reading any strides reads every layout in place."""
+    v = BY_NAME[variant]
+    for arch in (a for a in ARCHS if v.offered_on(arch_number(a))):
+        assert ("LDGSTS" in v.promised(arch)) == (v.alignment == "rows16"), arch
+        assert ("HMMA" in v.promised(arch)) == (v.ceiling == "mma.sync") == (v.isa in ("wmma", "mma.sync")), arch
+    assert v.package == "ptx" and source(v).is_file() and v.static_smem is not None
+    assert any_strides(v) == (set(v.native_layouts) == {"NN", "NT", "TN", "TT"})
 
 
 def pipelined_hmma(variant: str) -> int:
-    """HMMA.16816 a pipelined kernel's SASS should hold: the main loop unrolled over a tile's k16-steps (and, in
-    wmma_multistage's fp32 tile, over the ring's stages too; its fp16 tile's loop is rolled), emitted once per
-    instantiation; each k16-step of a warp is (warp tile) / (16 x 8) MMAs (a 16x16x16 WMMA is two), for 8 warps;
-    two B layouts per accumulation."""
+    """HMMA.16816 a pipelined kernel's SASS should hold: the main loop unrolled over a tile's k16-steps (and, where
+    the record says `extra["unrolled_stages"]` (wmma_multistage), the fp32 tile's loop over the ring's stages too;
+    its fp16 tile's loop is rolled), emitted once per instantiation; each k16-step of a warp is
+    (warp tile) / (16 x 8) MMAs (a 16x16x16 WMMA is two), for 8 warps; two B layouts per accumulation."""
     v = BY_NAME[variant]
     total = 0
     # fp32 tile for fp32 and for fp16 accumulation, the large tile for fp16
     for (bm, bn, bk), stages, large in ((v.block, v.stages, False), (v.block, v.stages, False),
                                         (v.block_fp16, v.stages_fp16, True)):
-        copies = stages if variant == "wmma_multistage" and not large else 1
+        copies = stages if v.extra.get("unrolled_stages") and not large else 1
         total += 2 * copies * (bk // 16) * (bm * bn) // (8 * 16 * 8)
     return total
 
 
-@pytest.mark.parametrize("variant", ["wmma_multistage", "mma_multistage", "mma_swizzle", "mma_stmatrix"])
+@pytest.mark.parametrize("variant", [v.name for v in VARIANTS if v.block_fp16])
 def test_pipelined_mma_count(compiled, variant):
     mix = toolchain.instruction_mix(compiled[(variant, "sm_90a")].sass())
     assert mix["HMMA"] == pipelined_hmma(variant), dict(mix)
@@ -226,34 +219,169 @@ def test_instruction_mix_counts_predicated_and_dotted():
     assert (mix["HMMA"], mix["LDGSTS"], mix["LDSM"]) == (2, 1, 1)
 
 
-def test_extension_translation_unit_compiles_host_and_device(tmp_path):
-    """load_inline puts every kernel file into one .cu: it must compile as one unit (no clashing names), host
-    launchers included (-cubin above compiles device code only)."""
+def _host_objects(sources, out_dir, includes=(CSRC,)):
+    """nvcc -c (host and device code, sm_90a) of each source, two at a time; the `nm -C` of each object."""
     import subprocess
 
-    from ptx_kernels.build import combined_cuda_source
-    from ptx_kernels.variants import CSRC
+    def one(src):
+        obj = out_dir / (src.stem + ".o")
+        cmd = [toolchain.find_nvcc(), *toolchain.NVCC_FLAGS, toolchain.ARCHS["sm_90a"],
+               *(f"-I{d}" for d in includes), "-c", "-o", str(obj), str(src)]
+        res = subprocess.run(cmd, capture_output=True, text=True)
+        assert res.returncode == 0, (src, res.stderr[-3000:])
+        return subprocess.run(["nm", "-C", str(obj)], capture_output=True, text=True, check=True).stdout
 
-    src = tmp_path / "all_kernels.cu"
-    src.write_text(combined_cuda_source())
-    cmd = [toolchain.find_nvcc(), *toolchain.NVCC_FLAGS, toolchain.ARCHS["sm_90a"], f"-I{CSRC}", "-c", "-o",
-           str(tmp_path / "all.o"), str(src)]
-    res = subprocess.run(cmd, capture_output=True, text=True)
-    assert res.returncode == 0, res.stderr[-3000:]
-    syms = subprocess.run(["nm", "-C", str(tmp_path / "all.o")], capture_output=True, text=True).stdout
-    for launcher in ("launch_simt_naive", "launch_wmma_naive", "launch_wmma_smem", "launch_wmma_regtile",
-                     "launch_wmma_async_dbuf", "launch_wmma_multistage", "launch_mma_ceiling",
-                     "launch_mma_naive", "launch_mma_tiled", "launch_mma_multistage", "launch_mma_swizzle",
-                     "launch_mma_stmatrix",
-                     "launch_probe_ldmatrix", "launch_probe_stmatrix", "launch_probe_mma", "launch_probe_wmma",
-                     "launch_probe_asm"):
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        return dict(zip(sources, pool.map(one, sources)))
+
+
+def test_lab_translation_units_compile_host_and_device(tmp_path):
+    """The extension compiles each kernel file as its own translation unit (build.kernel_sources): the lab
+    sources must build alone, host launchers included (-cubin above compiles device code only). The variants'
+    host code: test_registration_builds_from_the_records."""
+    syms = "".join(_host_objects([CSRC / f for f in LAB_SOURCES], tmp_path).values())
+    for launcher in ("launch_mma_ceiling", "launch_probe_ldmatrix", "launch_probe_stmatrix", "launch_probe_mma",
+                     "launch_probe_wmma", "launch_probe_asm"):
         assert f" T {launcher}(" in syms, launcher
 
 
+REGISTRATION = re.compile(r"^HGEMM_VARIANT\((\w+), (\w+), (\w+)\);", re.MULTILINE)
+
+
+def registrations(text: str) -> list[tuple[str, str, str]]:
+    """(name, launcher, operands) of each HGEMM_VARIANT line of a kernel file."""
+    return REGISTRATION.findall(text)
+
+
+def test_registrations_and_records_agree():
+    """CPU, no GPU: the variants the kernel files register (HGEMM_VARIANT, read from the sources) are the
+    records, each registered once, in its record's own file, with the operands its record says it reads; and
+    every kernel file under csrc/sm*/ belongs to a record."""
+    found = {}
+    for path in sorted(CSRC.glob("sm*/*.cu")):
+        for name, launcher, operands in registrations(path.read_text()):
+            assert name not in found, f"{name} registered twice"
+            found[name] = (path.relative_to(CSRC).as_posix(), operands)
+    assert set(found) == set(BY_NAME), set(found) ^ set(BY_NAME)
+    for v in VARIANTS:
+        assert found[v.name] == (v.file, "AnyStrides" if any_strides(v) else "RowMajorA"), (v.name, found[v.name])
+    assert {v.file for v in VARIANTS} == {p.relative_to(CSRC).as_posix() for p in CSRC.glob("sm*/*.cu")}
+    # the extension build names each object after its file's base name: no two translation units may share one
+    names = [p.name for p in build.kernel_sources()]
+    assert len(names) == len(set(names)), names
+
+
+def test_registry_of_every_kernel_file_is_the_records(tmp_path):
+    """CPU, no GPU: the kernel files of every record, compiled as the extension compiles them (one translation unit
+    each) and linked into one program, register exactly the records, each with the operands its record reads."""
+    got = registry_of([source(v) for v in VARIANTS], tmp_path)
+    assert got == {v.name: "AnyStrides" if any_strides(v) else "RowMajorA" for v in VARIANTS}
+
+
+def test_no_variant_names_outside_kernel_files():
+    """The binding's and the shared headers' code names no variant (comments may point a reader at one): every
+    name lives in its kernel file and its record."""
+    shared = [CSRC / "binding.cpp", CSRC / "hgemm.cuh", *CSRC.glob("host/*"), *CSRC.glob("blocks/*"),
+              *CSRC.glob("ptx/*")]
+    for path in shared:
+        text = re.sub(r"//.*", "", path.read_text())
+        for v in VARIANTS:
+            assert not re.search(rf"\b{v.name}\b", text), (path.name, v.name)
+
+
+@pytest.mark.gpu
+def test_extension_holds_the_records_offered_here():
+    import torch
+
+    import ptx_kernels
+
+    major, minor = torch.cuda.get_device_capability()
+    offered = {v.name for v in VARIANTS if v.offered_on(major * 10 + minor)}
+    assert set(ptx_kernels.load().hgemm_variants()) == offered
+
+
+def test_no_measured_figures_in_sources():
+    """Measured numbers live in docs/ (docs/ladders/); kernel sources keep the design and the reasons, so a results
+    commit touches no source."""
+    patterns = [re.compile(r"\d+(\.\d+)?\s*TFLOPS"), re.compile(r"\d\.\d+x\s*(of\s*)?(cuBLAS|torch)"),
+                re.compile(r"\d+(\.\d+)?\s*%\s*of the (mma\.sync )?ceiling")]
+    root = CSRC.parent.parent
+    files = [p for p in CSRC.rglob("*") if p.suffix in (".cu", ".cuh", ".h", ".cpp")]
+    files += [p for p in (root / "scripts").glob("*") if p.suffix in (".cu", ".cuh")]
+    for path in files:
+        for i, line in enumerate(path.read_text().splitlines(), 1):
+            for pat in patterns:
+                assert not pat.search(line), f"{path.relative_to(root)}:{i}: {line.strip()}"
+
+
+THROWAWAY = "simt_throwaway"
+
+
+def test_a_new_kernel_file_and_record_build_with_no_other_edit(tmp_path, monkeypatch):
+    """Adding a variant = one kernel file + one record: in a temporary copy of csrc/, a throwaway kernel file (a
+    copy of simt_naive under another name) and a record for it are picked up by the build's source list and its
+    cache key, nvcc compiles the file with its registration, and the registration check above accepts it."""
+    import dataclasses
+    import importlib
+    import shutil
+
+    variants_mod = importlib.import_module("ptx_kernels.variants")  # (ptx_kernels.variants is also a function)
+
+    csrc = tmp_path / "csrc"
+    shutil.copytree(CSRC, csrc)
+    text = (CSRC / BY_NAME["simt_naive"].file).read_text()
+    text = text.replace("namespace simt_naive", f"namespace {THROWAWAY}").replace("simt_naive", THROWAWAY)
+    (csrc / "sm80" / f"{THROWAWAY}.cu").write_text(text)
+    record = dataclasses.replace(BY_NAME["simt_naive"], name=THROWAWAY, file=f"sm80/{THROWAWAY}.cu")
+    records = (*VARIANTS, record)
+
+    key_before = build.module_name(["-O3"])
+    monkeypatch.setattr(variants_mod, "CSRC", csrc)
+    monkeypatch.setattr(build, "CSRC", csrc)
+    assert build.module_name(["-O3"]) != key_before  # a new file under csrc/ changes the cache key
+    sources = build.kernel_sources(80, variants=records)
+    assert csrc / record.file in sources and len(sources) == len(records) + len(LAB_SOURCES)
+
+    (name, launcher, operands), = registrations((csrc / record.file).read_text())
+    assert (name, operands) == (THROWAWAY, "AnyStrides")
+    cubin = toolchain.compile_cubin(csrc / record.file, "sm_90a", include_dirs=[csrc])
+    assert len([f for f in cubin.functions if THROWAWAY in f.name]) == len(record.accs)
+    # host code too: linked with another kernel file and a main that prints the registry, as the extension links
+    # its translation units into one library, both registrations reach the one registry
+    assert registry_of([csrc / record.file, csrc / BY_NAME["mma_naive"].file], tmp_path, csrc) == \
+        {THROWAWAY: "AnyStrides", "mma_naive": "RowMajorA"}
+
+
+def registry_of(kernel_files, out_dir, csrc=CSRC) -> dict[str, str]:
+    """{name: operands} the registry holds once the kernel files (separate translation units) are linked into one
+    host program: the registrars run at load, no GPU needed. Device code as PTX only (no ptxas: the cubins are
+    the compile fixture's business), so this costs what the host code does."""
+    import subprocess
+
+    main = out_dir / "print_registry.cu"
+    main.write_text('#include <cstdio>\n#include "host/registry.h"\nint main() {\n'
+                    '  for (const auto& kv : hgemm::registry())\n'
+                    '    std::printf("%s %d\\n", kv.first.c_str(), int(kv.second.operands));\n}\n')
+    nvcc = [toolchain.find_nvcc(), "-std=c++17", f"-I{csrc}"]
+
+    def obj(src):
+        out = out_dir / f"{src.stem}.o"
+        subprocess.run([*nvcc, "-O3", "-gencode=arch=compute_80,code=compute_80", "-c", "-o", str(out), str(src)],
+                       check=True, capture_output=True)
+        return str(out)
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        objs = list(pool.map(obj, [*kernel_files, main]))
+    exe = out_dir / "print_registry"
+    subprocess.run([*nvcc, "-o", str(exe), *objs], check=True, capture_output=True)
+    out = subprocess.run([str(exe)], check=True, capture_output=True, text=True).stdout
+    kinds = ("RowMajorA", "AnyStrides")  # hgemm::Operands, in order
+    return {name: kinds[int(k)] for name, k in (line.split() for line in out.splitlines())}
+
+
 def test_probe_kernels_compile_with_the_instructions_they_probe():
-    from ptx_kernels.variants import CSRC
     for arch in ARCHS:
-        c = toolchain.compile_cubin(CSRC / "probes.cu", arch)
+        c = toolchain.compile_cubin(CSRC / "lab" / "probes.cu", arch)
         mix = toolchain.instruction_mix(c.sass())
         assert mix["LDSM"] >= 6 and mix["HMMA"] >= 2, (arch, dict(mix))
         assert (mix["STSM"] >= 6) == (arch == "sm_90a"), (arch, mix["STSM"])
@@ -269,20 +397,15 @@ def test_mma_ladder_mma_counts(compiled):
 
 
 def test_stmatrix_epilogue_only_on_sm90a(compiled):
-    """STSM appears in mma_stmatrix for sm_90a (two m16n8 tiles per stmatrix.x4: a warp's 1/8 of the block tile
-    is BM x BN / (8 x 16 x 16) of them — 16 for the 64x64 warp tiles of the fp32 tile (run with fp32 and with
-    fp16 accumulators), 32 for the large fp16 tile's 64x128; 2 B layouts each) and nowhere else; for sm_80 it
-    falls back to plain stores."""
+    """STSM in mma_stmatrix for sm_90a: two m16n8 tiles per stmatrix.x4, so a warp's 1/8 of the block tile is
+    BM x BN / (8 x 16 x 16) of them — 16 for the 64x64 warp tiles of the fp32 tile (run with fp32 and with fp16
+    accumulators), 32 for the large fp16 tile's 64x128; 2 B layouts each. For sm_80 it falls back to plain stores,
+    and no other variant has any (the records' forbids: test_sass_has_the_promised_instructions)."""
     v = BY_NAME["mma_stmatrix"]
     expected = sum(2 * bm * bn // (8 * 16 * 16) for bm, bn, _ in (v.block, v.block, v.block_fp16))
     assert expected == 2 * 16 + 2 * 16 + 2 * 32
-    for v in VARIANTS:
-        for arch in ARCHS:
-            mix = toolchain.instruction_mix(compiled[(v.name, arch)].sass())
-            if v.name == "mma_stmatrix" and arch == "sm_90a":
-                assert mix["STSM"] == expected, mix["STSM"]
-            else:
-                assert mix["STSM"] == 0, (v.name, arch)
+    assert toolchain.instruction_mix(compiled[(v.name, "sm_90a")].sass())["STSM"] == expected
+    assert "STSM" in v.forbids["sm_80"] and "STSM" in v.promised("sm_90a")
 
 
 def test_xor_swizzle_is_a_conflict_free_permutation(tmp_path):
@@ -290,11 +413,9 @@ def test_xor_swizzle_is_a_conflict_free_permutation(tmp_path):
     chunks are permuted, and the 8 rows of any ldmatrix (same logical chunk) land in 8 different bank groups."""
     import subprocess
 
-    from ptx_kernels.variants import CSRC
-
     prog = tmp_path / "xor.cu"
     prog.write_text("""#include <cstdio>
-#include "tile_io.cuh"
+#include "blocks/swizzle.cuh"
 template <int CH> void dump() {
   for (int r = 0; r < 32; ++r)
     for (int c = 0; c < CH; ++c) std::printf("%d %d %d %d\\n", CH, r, c, tile::Xor<CH>::off(r, c * 8, CH * 8));

@@ -4,31 +4,17 @@
 #include <c10/cuda/CUDAGuard.h>
 #include <torch/extension.h>
 
-#include <map>
 #include <string>
 #include <vector>
 
 #include "hgemm.cuh"
+#include "host/registry.h"
+#include "lab/lab.h"
 
-namespace {
-
-const std::map<std::string, Launcher>& launchers() {
-  static const std::map<std::string, Launcher> table = {
-      {"simt_naive", launch_simt_naive},           {"wmma_naive", launch_wmma_naive},
-      {"wmma_smem", launch_wmma_smem},             {"wmma_regtile", launch_wmma_regtile},
-      {"wmma_async_dbuf", launch_wmma_async_dbuf}, {"wmma_multistage", launch_wmma_multistage},
-      {"mma_naive", launch_mma_naive},             {"mma_tiled", launch_mma_tiled},
-      {"mma_multistage", launch_mma_multistage},   {"mma_swizzle", launch_mma_swizzle},
-      {"mma_stmatrix", launch_mma_stmatrix},
-  };
-  return table;
-}
-
-}  // namespace
-
+// The variants this build holds: the names their kernel files registered (HGEMM_VARIANT), in name order.
 std::vector<std::string> hgemm_variants() {
   std::vector<std::string> names;
-  for (const auto& kv : launchers()) names.push_back(kv.first);
+  for (const auto& kv : hgemm::registry()) names.push_back(kv.first);
   return names;
 }
 
@@ -37,8 +23,8 @@ std::vector<std::string> hgemm_variants() {
 // smem_bytes, smem_limit, tile_m, tile_n}.
 std::vector<int64_t> hgemm_launch(const std::string& variant, const torch::Tensor& a, const torch::Tensor& b,
                                   const torch::Tensor& c, bool b_col_major, bool acc_fp16, int64_t tile) {
-  auto it = launchers().find(variant);
-  TORCH_CHECK(it != launchers().end(), "hgemm: no PTX variant named '", variant, "'");
+  const auto it = hgemm::registry().find(variant);
+  TORCH_CHECK(it != hgemm::registry().end(), "hgemm: no PTX variant named '", variant, "' in this build");
   for (const auto* t : {&a, &b, &c}) {
     TORCH_CHECK(t->is_cuda() && t->scalar_type() == torch::kHalf && t->dim() == 2,
                 "hgemm_launch: expected 2-D CUDA float16 tensors");
@@ -48,8 +34,7 @@ std::vector<int64_t> hgemm_launch(const std::string& variant, const torch::Tenso
               "hgemm_launch: shapes (", a.size(0), "x", a.size(1), ") @ (", b.size(0), "x", b.size(1), ") -> (",
               c.size(0), "x", c.size(1), ") do not match");
   TORCH_CHECK(c.stride(1) == 1 || c.size(1) == 1, "hgemm_launch: C needs unit column stride");
-  const bool simt = variant == "simt_naive";
-  if (!simt) {
+  if (it->second.operands == hgemm::Operands::RowMajorA) {
     TORCH_CHECK(a.stride(1) == 1 || a.size(1) == 1, "hgemm_launch: variant '", variant, "' needs row-major A");
     TORCH_CHECK(b_col_major ? (b.stride(0) == 1 || b.size(0) == 1) : (b.stride(1) == 1 || b.size(1) == 1),
                 "hgemm_launch: B strides do not match b_col_major=", b_col_major);
@@ -72,7 +57,7 @@ std::vector<int64_t> hgemm_launch(const std::string& variant, const torch::Tenso
   p.tile = static_cast<int>(tile);
   LaunchInfo info;
   const cudaError_t err =
-      it->second(p, acc_fp16 ? Acc::F16 : Acc::F32, at::cuda::getCurrentCUDAStream(a.device().index()), &info);
+      it->second.launch(p, acc_fp16 ? Acc::F16 : Acc::F32, at::cuda::getCurrentCUDAStream(a.device().index()), &info);
   TORCH_CHECK(err != cudaErrorMisalignedAddress, "hgemm: variant '", variant,
               "' needs 16-byte aligned rows of A and B (16-byte aligned base, leading dimension a multiple of 8)");
   TORCH_CHECK(!(err == cudaErrorInvalidValue && info.smem_bytes > info.smem_limit), "hgemm: variant '", variant,
@@ -148,4 +133,15 @@ std::vector<torch::Tensor> probe_asm() {
                                reinterpret_cast<uint64_t*>(out64.data_ptr<int64_t>()), outd.data_ptr<double>(),
                                stream_of(out)), "probe_asm");
   return {out, out64, outd};
+}
+
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+  m.def("hgemm_launch", &hgemm_launch);
+  m.def("hgemm_variants", &hgemm_variants);
+  m.def("hgemm_mma_ceiling", &hgemm_mma_ceiling);
+  m.def("probe_ldmatrix", &probe_ldmatrix);
+  m.def("probe_stmatrix", &probe_stmatrix);
+  m.def("probe_mma", &probe_mma);
+  m.def("probe_wmma", &probe_wmma);
+  m.def("probe_asm", &probe_asm);
 }

@@ -32,33 +32,6 @@ struct LaunchInfo {
   int tile_m = 0, tile_n = 0;  // the block tile launched, where the variant chooses between two (else 0)
 };
 
+// A variant's host launcher, defined in its kernel file (sm80/<variant>.cu, or sm90/ for an sm_90a-only kernel) and
+// registered there with HGEMM_VARIANT (host/registry.h): nothing else names it.
 using Launcher = cudaError_t (*)(const GemmArgs&, Acc, cudaStream_t, LaunchInfo*);
-
-// One launcher per variant (defined in <variant>.cu).
-cudaError_t launch_simt_naive(const GemmArgs&, Acc, cudaStream_t, LaunchInfo*);
-cudaError_t launch_wmma_naive(const GemmArgs&, Acc, cudaStream_t, LaunchInfo*);
-cudaError_t launch_wmma_smem(const GemmArgs&, Acc, cudaStream_t, LaunchInfo*);
-cudaError_t launch_wmma_regtile(const GemmArgs&, Acc, cudaStream_t, LaunchInfo*);
-cudaError_t launch_wmma_async_dbuf(const GemmArgs&, Acc, cudaStream_t, LaunchInfo*);
-cudaError_t launch_wmma_multistage(const GemmArgs&, Acc, cudaStream_t, LaunchInfo*);
-cudaError_t launch_mma_naive(const GemmArgs&, Acc, cudaStream_t, LaunchInfo*);
-cudaError_t launch_mma_tiled(const GemmArgs&, Acc, cudaStream_t, LaunchInfo*);
-cudaError_t launch_mma_multistage(const GemmArgs&, Acc, cudaStream_t, LaunchInfo*);
-cudaError_t launch_mma_swizzle(const GemmArgs&, Acc, cudaStream_t, LaunchInfo*);
-cudaError_t launch_mma_stmatrix(const GemmArgs&, Acc, cudaStream_t, LaunchInfo*);
-
-// The mma.sync instruction ceiling (mma_ceiling.cu): blocks x 4 warps x iters x 8 chains of m16n8k16.
-constexpr int kMmaCeilingWarpsPerBlock = 4, kMmaCeilingChains = 8;
-cudaError_t launch_mma_ceiling(int blocks, int iters, Acc acc, float* sink, cudaStream_t stream);
-// The FLOPs one launch_mma_ceiling(blocks, iters, ...) performs.
-inline double mma_ceiling_flops(long long blocks, long long iters) {
-  return double(blocks) * kMmaCeilingWarpsPerBlock * double(iters) * kMmaCeilingChains * (2.0 * 16 * 8 * 16);
-}
-
-// Fragment-layout probes (probes.cu): one warp each; see ptx_kernels/probes.py.
-cudaError_t launch_probe_ldmatrix(int num, bool trans, uint16_t* out, cudaStream_t stream);
-cudaError_t launch_probe_stmatrix(int num, bool trans, uint16_t* out, cudaStream_t stream);
-cudaError_t launch_probe_mma(bool fp16, const uint32_t* a, const uint32_t* b, const void* c, void* d,
-                             cudaStream_t stream);
-cudaError_t launch_probe_wmma(int which, uint32_t* out, int* out_n, cudaStream_t stream);
-cudaError_t launch_probe_asm(uint32_t* out, uint64_t* out64, double* outd, cudaStream_t stream);

@@ -2,8 +2,8 @@
 // instead of a block barrier per tile: an alternative the tile sweeps time (scripts/tune_*.cu) but no shipped
 // variant uses. Compiled by the CPU tests, which check its SASS: no block barrier in the main loop, the
 // mbarrier waits and the cp.async arrivals instead. Not a kernel anyone runs from here.
-#include "mma_pipeline.cuh"
-#include "wmma_multistage.cu"
+#include "sm80/mma_pipeline.cuh"
+#include "sm80/wmma_multistage.cu"
 
 using MmaTile = mma_pipeline::Tile<256, 256, 32, 4, 2, 4, 1, 1, true>;
 using WmmaTile = wmma_multistage::Tile<256, 256, 32, 4, 2, 4, 1, 1, true>;

@@ -1,6 +1,16 @@
-// Instantiates every wrapper of ptx.cuh once, so the compile tests can see each instruction in the SASS and
+// Instantiates every wrapper of csrc/ptx/ once, so the compile tests can see each instruction in the SASS and
 // check that the arch guard rejects stmatrix below sm_90. Not a kernel anyone runs.
-#include "ptx.cuh"
+#include <cuda_fp16.h>
+
+#include "ptx/cp_async.cuh"
+#include "ptx/cvta.cuh"
+#include "ptx/ldmatrix.cuh"
+#include "ptx/mbarrier.cuh"
+#include "ptx/mma_sync.cuh"
+#include "ptx/wmma.cuh"
+#ifdef WITH_STMATRIX
+#include "ptx/stmatrix.cuh"  // its guard rejects a pre-sm_90 target
+#endif
 
 __global__ void every_wrapper(const half* g, half* out, float* fout) {
   __shared__ __align__(128) half s[32 * 8 * 4];

@@ -4,7 +4,8 @@
 // Each warp runs CHAINS independent accumulator chains so the tensor pipe never waits on one MMA's result;
 // operands are fixed registers. The accumulators are written out at the end so nothing is optimised away.
 #include "hgemm.cuh"
-#include "ptx.cuh"
+#include "lab/lab.h"
+#include "ptx/mma_sync.cuh"
 
 namespace mma_ceiling {
 

@@ -5,10 +5,11 @@
 // Adds over wmma_naive: the instruction level under WMMA — fragment registers the program owns, whose layouts
 // (ptx_kernels/layouts.py, tests/test_layouts.py) it addresses itself. Beyond the seed: any M, N, K (zero-filled
 // staging, guarded stores), B in either layout, fp32 or fp16 accumulation.
-// Measured (docs/results/h100, `python -m compare` on the H100 at 22ac9e1, 4096^3 NN, fp32 accumulation):
-//   9.0 TFLOPS (0.012x).
+// Measured: docs/ladders/mma.md.
+#include "blocks/common.cuh"
+#include "blocks/fragments.cuh"
 #include "hgemm.cuh"
-#include "tile_io.cuh"
+#include "host/launch.h"
 
 namespace mma_naive {
 
@@ -72,3 +73,5 @@ cudaError_t launch_mma_naive(const GemmArgs& p, Acc acc, cudaStream_t stream, La
     return cudaGetLastError();
   });
 }
+
+HGEMM_VARIANT(mma_naive, launch_mma_naive, RowMajorA);

@@ -5,10 +5,12 @@
 //
 // Adds over mma_naive: reuse. Loads stay synchronous and shared memory unpadded (the bank conflicts this leaves
 // are what mma_swizzle removes); the pipeline comes in mma_multistage.
-// Measured (docs/results/h100, `python -m compare` on the H100 at 22ac9e1, 4096^3 NN, fp32 accumulation):
-//   64.4 TFLOPS (0.085x), 7.2x mma_naive.
+// Measured: docs/ladders/mma.md.
+#include "blocks/copy.cuh"
+#include "blocks/epilogue.cuh"
+#include "blocks/fragments.cuh"
 #include "hgemm.cuh"
-#include "tile_io.cuh"
+#include "host/launch.h"
 
 namespace mma_tiled {
 
@@ -59,3 +61,5 @@ cudaError_t launch_mma_tiled(const GemmArgs& p, Acc acc, cudaStream_t stream, La
     return kernel<decltype(acc_c)::value, decltype(b_col_c)::value>;
   });
 }
+
+HGEMM_VARIANT(mma_tiled, launch_mma_tiled, RowMajorA);

@@ -4,12 +4,14 @@
 // Adds over wmma_smem: register tiling. Each A fragment loaded from shared memory feeds 2 MMAs and each B
 // fragment 4, and a block reuses each global element across 128 rows/columns instead of 64/32. Still
 // synchronous loads with BK = 16 (the seed's), so the tensor cores wait on global memory every step.
-// Measured (docs/results/h100, `python -m compare` on the H100 at 22ac9e1, 4096^3 NN, fp32 accumulation):
-//   71.4 TFLOPS (0.094x), 1.7x wmma_smem.
+// Measured: docs/ladders/wmma.md.
 #include <mma.h>
 
+#include "blocks/copy.cuh"
+#include "blocks/epilogue.cuh"
+#include "blocks/fragments.cuh"
 #include "hgemm.cuh"
-#include "tile_io.cuh"
+#include "host/launch.h"
 
 namespace wmma_regtile {
 using namespace nvcuda;
@@ -54,3 +56,5 @@ cudaError_t launch_wmma_regtile(const GemmArgs& p, Acc acc, cudaStream_t stream,
     return kernel<decltype(acc_c)::value, decltype(b_col_c)::value>;
   });
 }
+
+HGEMM_VARIANT(wmma_regtile, launch_wmma_regtile, RowMajorA);

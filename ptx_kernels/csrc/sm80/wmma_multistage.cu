@@ -11,34 +11,30 @@
 // load_matrix_sync (ptx::wmma_load_*: the same wmma.load instruction, addressed [base + immediate]), so no
 // integer instruction forms a fragment's address beyond one base per tile (see the main loop for its two shapes).
 //
-// Tiles chosen by measurement (scripts/tune_wmma_multistage.cu on the H100, NN unless NT is said, TFLOPS and
-// ratio to cuBLAS in the same process; `bash scripts/gpu_pass.sh tune OUT [NT]`), at 4096^3 / 8192^3:
-// - fp32: 128x256x64, 2x4 warps, 3 stages, two fragment buffers, loop unrolled over stages: 400 / 411 (0.53x /
-//   0.54x); rolled 402 / 385; rolled with FRAGS_A2B1 392 / 384; 256x128x64 399 / 377; 128x128x64 with two
-//   blocks per SM 319 / 337; one fragment buffer 395 / 384.
-// - fp16: 256x256x32, 4x2 warps of 64x128, 4 stages, FRAGS_A2B1, rolled loop. First sweep (the copies then
-//   issued before a tile's MMAs): 518 / 530 (0.69x / 0.70x); one fragment buffer 497 / 479 (0.66x / 0.63x;
-//   unrolled 476 / 477); 2x4 warps of 128x64 with FRAGS_A2B1 513 / 491; 3 or 5 stages 507 / 466 and 507 / 492;
-//   128x256x32 with 2x4 warps 361 / 331. Two sweeps per layout on another machine, copies before the MMAs /
-//   after column FN / 2 (shipped): NN 0.69-0.71x / 0.70x at 4096^3 and 0.65-0.67x / 0.65-0.66x at 8192^3 (the
-//   same TFLOPS per GHz, 278-288), NT (`NT` argument) 0.62-0.63x / 0.66-0.67x and 0.62-0.65x / 0.67x; one
-//   buffer NN 0.67x and 0.61-0.64x, NT 0.59x and 0.56-0.58x. Per-stage mbarriers instead of a block barrier per
-//   tile (tile::StageBarriers) were slower (fp16 450 / 449, fp32 393 / 394, one buffer).
+// Tiles chosen by measurement (scripts/tune_wmma_multistage.cu on the H100, NN and NT, against cuBLAS in the
+// same process; `bash scripts/gpu_pass.sh tune OUT [NT]`):
+// - fp32: 128x256x64, 2x4 warps, 3 stages, two fragment buffers, the main loop unrolled over the stages.
+// - fp16: 256x256x32, 4x2 warps of 64x128, 4 stages, FRAGS_A2B1, rolled loop; the stage copies issued after
+//   column FN / 2 of a tile's first k-step.
+// The alternatives the sweep timed (other tiles, stage counts, fragment buffers, per-stage mbarriers instead of
+// a block barrier per tile: tile::StageBarriers), their figures and the Nsight Compute profile of the tensor pipe:
+// docs/ladders/wmma.md.
 // WMMA compiles to the same HMMA.16816 and LDSM as the mma.sync ladder; what it cannot do is choose the
 // shared-memory layout wmma.load reads (rows are padded instead of swizzled) or shape the fragments' registers.
-// Nsight Compute at a locked 1.41 GHz, 4096^3 fp16 (scripts/profile_tune.sh): the tensor pipe 90% busy with
-// FRAGS_A2B1 and 84% with one buffer (the mma.sync kernel on the same tile, one buffer: 89%); warps wait 0.05
-// instead of 0.68 cycles per issued instruction on the short scoreboard (LDSM results).
 // Edges: cp.async zero-fill as in wmma_async_dbuf; needs 16-byte aligned rows.
-// Measured (docs/results/h100-246a05f, `python -m compare` on the H100 at 246a05f, 4096^3 NN): fp32
-//   accumulation 387.9 TFLOPS (0.528x, 60% of the mma.sync ceiling), 1.58x wmma_async_dbuf; 501.0 (0.681x, 77%)
-//   with fp16 accumulation; 8192^3: 394.3 (0.546x) / 492.3 (0.682x, 76%). NT (B column-major, the `bench` beside
-//   that report): 0.662x / 0.654x with fp16 accumulation. The run before, at c7cd081 with one fp16 fragment
-//   buffer: 0.654x / 0.643x with fp16 accumulation, 0.521x / 0.548x with fp32.
+// Measured: docs/ladders/wmma.md.
 #include <mma.h>
 
+#include "blocks/common.cuh"
+#include "blocks/copy.cuh"
+#include "blocks/epilogue.cuh"
+#include "blocks/fragments.cuh"
+#include "blocks/stage_sync.cuh"
+#include "blocks/swizzle.cuh"
 #include "hgemm.cuh"
-#include "tile_io.cuh"
+#include "host/launch.h"
+#include "ptx/cp_async.cuh"
+#include "ptx/cvta.cuh"
 
 namespace wmma_multistage {
 using namespace nvcuda;
@@ -57,7 +53,8 @@ using namespace nvcuda;
 // issued just before it, as the one-buffer loop's first MMAs do (they need the fragments its last MMAs freed).
 // The next stage's copies go in the middle of a tile's first k-step, after column FN / 2: issued before the
 // MMAs (as the other loops do) they kept ptxas from hoisting the B loads behind them when B is column-major
-// (an MMA 5 instructions behind its LDSM; 30 now, toolchain.operand_lead), and NT ran 6% slower than this.
+// (an MMA 5 instructions behind its LDSM; 30 now, toolchain.operand_lead), and NT ran slower than this
+// (docs/ladders/wmma.md).
 constexpr int FRAGS_A2B1 = 3;
 template <int BM_, int BN_, int BK_, int WARPS_M_, int WARPS_N_, int STAGES_, int MIN_BLOCKS_ = 1, int FRAG_BUFS_ = 2,
           bool MBARRIERS_ = false, bool ROLLED_ = false>
@@ -153,9 +150,8 @@ __global__ void __launch_bounds__(T::THREADS, T::MIN_BLOCKS) kernel(GemmArgs p) 
   // ROLLED, one iteration per tile with the stage's base computed per tile (two adds) and the k-step's offset
   // constant; else unrolled over the STAGES stages of the ring too, so the stage's offset is a constant as well
   // (no adds, but a loop body STAGES times larger: 977 instructions instead of 256 for the fp16 tile).
-  // Measured with one buffer: the fp16 tile is 4% faster per clock rolled (Nsight Compute at 1.41 GHz, 4096^3:
-  // the tensor pipe 84% busy instead of 80%; the sweep 0.67x instead of 0.64x of cuBLAS); the fp32 tile is
-  // unchanged at 4096^3. FRAGS_A2B1 (the shipped fp16 tile) comes with the rolled loop only.
+  // With one buffer the fp16 tile measured faster per clock rolled, the fp32 tile no different
+  // (docs/ladders/wmma.md). FRAGS_A2B1 (the shipped fp16 tile) comes with the rolled loop only.
   if constexpr (T::ROLLED) {
     for (int kt = 0; kt < kt_count; ++kt) {
       const int stage = kt % STAGES, next = (kt + 1) % STAGES;
@@ -270,3 +266,5 @@ cudaError_t launch_wmma_multistage(const GemmArgs& p, Acc acc, cudaStream_t stre
   using namespace wmma_multistage;
   return launch_tiles<ShippedF32, ShippedF16>(p, acc, stream, info);
 }
+
+HGEMM_VARIANT(wmma_multistage, launch_wmma_multistage, RowMajorA);

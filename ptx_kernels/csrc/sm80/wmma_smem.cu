@@ -4,12 +4,14 @@
 //
 // Adds over wmma_naive: reuse through shared memory (each A element is read from global once per block instead
 // of once per warp) and coalesced 16-byte loads. Still synchronous: load, barrier, compute, barrier.
-// Measured (docs/results/h100, `python -m compare` on the H100 at 22ac9e1, 4096^3 NN, fp32 accumulation):
-//   41.7 TFLOPS (0.055x), 1.5x wmma_naive.
+// Measured: docs/ladders/wmma.md.
 #include <mma.h>
 
+#include "blocks/common.cuh"
+#include "blocks/copy.cuh"
+#include "blocks/epilogue.cuh"
 #include "hgemm.cuh"
-#include "tile_io.cuh"
+#include "host/launch.h"
 
 namespace wmma_smem {
 using namespace nvcuda;
@@ -61,3 +63,5 @@ cudaError_t launch_wmma_smem(const GemmArgs& p, Acc acc, cudaStream_t stream, La
     return kernel<decltype(acc_c)::value, decltype(b_col_c)::value>;
   });
 }
+
+HGEMM_VARIANT(wmma_smem, launch_wmma_smem, RowMajorA);

@@ -4,12 +4,13 @@
 // Adds over simt_naive: the tensor cores. Loads stay uncoalesced-ish and nothing is reused across warps.
 // Beyond the seed: edge tiles (and misaligned operands) go through a per-warp 16x16 shared-memory staging
 // buffer with zero fill, so any M, N, K works; interior tiles load from global as in the seed.
-// Measured (docs/results/h100, `python -m compare` on the H100 at 22ac9e1, 4096^3 NN, fp32 accumulation):
-//   27.1 TFLOPS (0.036x), 5.9x simt_naive.
+// Measured: docs/ladders/wmma.md.
 #include <mma.h>
 
+#include "blocks/common.cuh"
+#include "blocks/epilogue.cuh"
 #include "hgemm.cuh"
-#include "tile_io.cuh"
+#include "host/launch.h"
 
 namespace wmma_naive {
 using namespace nvcuda;
@@ -76,3 +77,5 @@ cudaError_t launch_wmma_naive(const GemmArgs& p, Acc acc, cudaStream_t stream, L
     return cudaGetLastError();
   });
 }
+
+HGEMM_VARIANT(wmma_naive, launch_wmma_naive, RowMajorA);

@@ -2,10 +2,10 @@
 //
 // Adds: nothing; it is the floor the ladder climbs from. Any strides (no copies), any shape.
 // Expect ~1-2% of torch.matmul: every thread reads a row of A and a column of B straight from global memory.
-// Measured (docs/results/h100, `python -m compare` on the H100 at 22ac9e1, 4096^3 NN, fp32 accumulation):
-//   4.6 TFLOPS (0.006x torch.matmul).
+// Measured: docs/ladders/wmma.md.
+#include "blocks/common.cuh"
 #include "hgemm.cuh"
-#include "tile_io.cuh"
+#include "host/launch.h"
 
 namespace simt_naive {
 
@@ -42,3 +42,5 @@ cudaError_t launch_simt_naive(const GemmArgs& p, Acc acc, cudaStream_t stream, L
     kernel<Acc::F16><<<grid, block, 0, stream>>>(p);
   return cudaGetLastError();
 }
+
+HGEMM_VARIANT(simt_naive, launch_simt_naive, AnyStrides);

@@ -5,8 +5,16 @@
 // A STAGES-deep cp.async pipeline with one barrier per K step and zero-fill at the edges, fragments
 // double-buffered in registers, grouped block order; the tile shape is a template parameter (Tile below).
 #pragma once
+#include "blocks/common.cuh"
+#include "blocks/copy.cuh"
+#include "blocks/epilogue.cuh"
+#include "blocks/fragments.cuh"
+#include "blocks/stage_sync.cuh"
+#include "blocks/swizzle.cuh"
 #include "hgemm.cuh"
-#include "tile_io.cuh"
+#include "host/launch.h"
+#include "ptx/cp_async.cuh"
+#include "ptx/cvta.cuh"
 
 namespace mma_pipeline {
 
@@ -15,7 +23,7 @@ namespace mma_pipeline {
 // (__launch_bounds__), which caps registers at 64K / (MIN_BLOCKS * THREADS); FRAG_BUFS register buffers of
 // operand fragments: 2 loads the next k-step's fragments while this one's MMAs run, 1 leaves that overlap to the
 // compiler and saves the registers (for warp tiles whose accumulators leave no room for a second buffer);
-// MBARRIERS: how the stage ring is kept safe (tile_io.cuh): false, a block barrier per tile (tile::BlockSync);
+// MBARRIERS: how the stage ring is kept safe (blocks/stage_sync.cuh): false, a block barrier per tile (tile::BlockSync);
 // true, per-stage mbarriers and no block barrier in the main loop (tile::StageBarriers).
 template <int BM_, int BN_, int BK_, int WARPS_M_, int WARPS_N_, int STAGES_, int MIN_BLOCKS_ = 1, int FRAG_BUFS_ = 2,
           bool MBARRIERS_ = false>
@@ -36,26 +44,16 @@ struct Tile {
 constexpr int GROUP_M = 8;
 
 // The tiles the ladder's pipelined steps share (mma_multistage, mma_swizzle, mma_stmatrix), one per accumulation,
-// chosen by scripts/tune_mma.cu on the H100 (swizzled, stmatrix epilogue, NN, TFLOPS and ratio to cuBLAS in the
-// same process; `bash scripts/gpu_pass.sh tune OUT`):
+// chosen by scripts/tune_mma.cu on the H100 (swizzled, stmatrix epilogue, against cuBLAS in the same process;
+// `bash scripts/gpu_pass.sh tune OUT`):
 // - fp32: 128x256x64, 2 x 4 warps of 64x64 (4 x 8 m16n8 accumulators, 128 registers: every A fragment feeds 8
-//   MMAs, every B fragment 4), 3 stages (144 KB), fragments double-buffered, one block per SM. At 4096^3 /
-//   8192^3: 456 / 389 TFLOPS (0.60x / 0.52x); 128x128x64 with 2 x 2 warps and two blocks per SM 432 / 431;
-//   one fragment buffer 384 / 369; 96x64 warp tiles (192x256x64) 348 / 384 and 80x64 (160x256x64) 333 / 423,
-//   both with one fragment buffer, at the 255-register limit.
+//   MMAs, every B fragment 4), 3 stages (144 KB), fragments double-buffered, one block per SM.
 // - fp16: 256x256x32, 4 x 2 warps of 64x128 (4 x 16 m16n8 accumulators in 128 registers — half of fp32's per
 //   element, so the warp tile doubles and each k16-step reads 12 ldmatrix.x4 for 64 MMAs instead of 8 for 32),
-//   4 stages (128 KB), one fragment buffer (two do not fit in 255 registers). 526 / 511 TFLOPS (0.69x / 0.67x);
-//   2 x 4 warps of 128x64 525 / 511; the fp32 tile 487 / 467; 128x256x32 with 2 x 2 warps of 64x128 and two
-//   blocks per SM 496 / 499.
-// Nsight Compute (scripts/profile_tune.sh, clocks locked at 1.41 GHz): the fp16 tile keeps the tensor pipe 89%
-// busy, the fp32 tile 76%; warps of the fp16 tile wait 0.16 cycles per issued instruction at the block barrier
-// (1.8 in math-pipe throttle, 2.0 on fixed latencies). Per-stage mbarriers instead of that barrier
-// (Tile<..., MBARRIERS = true>, tile::StageBarriers: copies one tile less ahead, warps drift up to a tile apart)
-// took more instructions and lost: 475 / 458 TFLOPS for the fp16 tile (pipe 82%) against 534 / 540, 431 / 438
-// for the fp32 one against 458 / 471 (the same sweep). The sweep also times the register-only mma.sync loop: at
-// 8192^3 the fp16 tile does 92-94% of its TFLOPS per GHz (2 x 4 warps 93-97%), cuBLAS (wgmma) 1.33-1.43x of it. A main loop unrolled over the stages (constant stage offsets, 7% fewer instructions)
-// measured 5% slower per clock for fp32 and was not kept.
+//   4 stages (128 KB), one fragment buffer (two do not fit in 255 registers).
+// The alternatives the sweep timed (other warp and block tiles, one fragment buffer, per-stage mbarriers instead
+// of the block barrier: Tile<..., MBARRIERS = true>, tile::StageBarriers; a main loop unrolled over the stages),
+// their figures and the Nsight Compute profile of the tensor pipe: docs/ladders/mma.md.
 using LadderTileF32 = Tile<128, 256, 64, 2, 4, 3>;
 using LadderTileF16 = Tile<256, 256, 32, 4, 2, 4, 1, 1>;
 

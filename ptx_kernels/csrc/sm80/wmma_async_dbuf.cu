@@ -5,12 +5,16 @@
 // by 8 halves (16 bytes) so the eight 16-byte row segments a fragment load touches fall in different banks.
 // Edges: cp.async's src-size operand zero-fills what lies past M, N or K. Needs 16-byte aligned rows
 // (the Python wrapper makes an aligned copy otherwise, and says so).
-// Measured (docs/results/h100, `python -m compare` on the H100 at 22ac9e1, 4096^3 NN, fp32 accumulation):
-//   248.2 TFLOPS (0.326x), 3.5x wmma_regtile.
+// Measured: docs/ladders/wmma.md.
 #include <mma.h>
 
+#include "blocks/common.cuh"
+#include "blocks/copy.cuh"
+#include "blocks/epilogue.cuh"
+#include "blocks/fragments.cuh"
 #include "hgemm.cuh"
-#include "tile_io.cuh"
+#include "host/launch.h"
+#include "ptx/cp_async.cuh"
 
 namespace wmma_async_dbuf {
 using namespace nvcuda;
@@ -78,3 +82,5 @@ cudaError_t launch_wmma_async_dbuf(const GemmArgs& p, Acc acc, cudaStream_t stre
     return cudaGetLastError();
   });
 }
+
+HGEMM_VARIANT(wmma_async_dbuf, launch_wmma_async_dbuf, RowMajorA);

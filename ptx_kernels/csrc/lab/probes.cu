@@ -5,9 +5,15 @@
 // exactly which element (or which lane's register) it came from.
 #include <mma.h>
 
-#include "asm_examples.cuh"
 #include "hgemm.cuh"
-#include "ptx.cuh"
+#include "lab/asm_examples.cuh"
+#include "lab/lab.h"
+#include "ptx/cvta.cuh"
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900  // stmatrix exists from sm_90 (its guard rejects older targets)
+#include "ptx/stmatrix.cuh"
+#endif
+#include "ptx/ldmatrix.cuh"
+#include "ptx/mma_sync.cuh"
 
 namespace probes {
 

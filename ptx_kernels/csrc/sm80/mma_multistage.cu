@@ -10,11 +10,13 @@
 // grouped block order. Shared memory stays plain and unpadded: A rows of 64 halves are 128 bytes, so the 8 rows an
 // ldmatrix reads sit in one bank group (8-way conflicts), and so do row-major B's 512-byte rows — the conflicts
 // mma_swizzle removes. Needs 16-byte aligned rows.
-// Measured (docs/results/h100, `python -m compare` on the H100 at 22ac9e1, 4096^3 NN, fp32 accumulation):
-//   113.1 TFLOPS (0.148x), 1.8x mma_tiled (the bank conflicts cap it).
-#include "mma_pipeline.cuh"
+// Measured: docs/ladders/mma.md.
+#include "hgemm.cuh"
+#include "sm80/mma_pipeline.cuh"
 
 cudaError_t launch_mma_multistage(const GemmArgs& p, Acc acc, cudaStream_t stream, LaunchInfo* info) {
   using namespace mma_pipeline;
   return launch<LadderTileF32, LadderTileF16, PlainLayouts, DirectStore>(p, acc, stream, info);
 }
+
+HGEMM_VARIANT(mma_multistage, launch_mma_multistage, RowMajorA);

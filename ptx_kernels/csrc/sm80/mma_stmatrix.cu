@@ -6,13 +6,15 @@
 // Adds over mma_swizzle: a coalesced epilogue (STSM + STG.128 in SASS instead of 2-byte/4-byte STG). On GPUs
 // before sm_90 (no stmatrix) it compiles to mma_swizzle's direct stores. Grouped block order (L2 reuse) has
 // been on since mma_multistage.
-// Measured (docs/results/h100, `python -m compare` on the H100 at 22ac9e1, 4096^3 NN, fp32 accumulation):
-//   454.6 TFLOPS (0.597x, 70% of the mma.sync ceiling), 1.08x mma_swizzle; 532.7 (0.700x, 82%) with fp16
-//   accumulation (its 256x256x32 tile); 8192^3: 461.6 (0.622x, 71%) / 506.8 (0.683x, 78%). The run before, at
-//   76ffb6e: 451.8 / 529.5 (81%) at 4096^3, 433.1 / 524.8 (0.699x, 81%) at 8192^3; at c7cd081: 454.6 / 529.5
-//   (0.705x, 81.5%), 445.3 / 524.5 (0.702x, 80.8%). The latest, at 246a05f (docs/results/h100-246a05f, the same
-//   kernel): 448.0 / 522.2 (0.710x, 80.2%) at 4096^3, 436.4 / 527.6 (0.731x, 81.0%) at 8192^3.
-#include "mma_pipeline.cuh"
+// Measured: docs/ladders/mma.md.
+#include "blocks/epilogue.cuh"
+#include "blocks/fragments.cuh"
+#include "hgemm.cuh"
+#include "ptx/cvta.cuh"
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900  // stmatrix exists from sm_90 (its guard rejects older targets)
+#include "ptx/stmatrix.cuh"
+#endif
+#include "sm80/mma_pipeline.cuh"
 
 namespace mma_stmatrix {
 using namespace mma_pipeline;
@@ -27,7 +29,7 @@ struct StmatrixStore {
   template <class T, Acc ACC>
   __device__ __forceinline__ static void store(const tile::MmaAcc<ACC> (&c)[T::MI][T::NI], const GemmArgs& p,
                                                int row0, int col0, int wm, int wn, unsigned char* smem) {
-#if PTX_HAS_STMATRIX
+#ifdef PTX_HAS_STMATRIX
     constexpr int BM = T::BM, BN = T::BN, MI = T::MI, NI = T::NI, LDC = ldc<T>(), THREADS = T::THREADS;
     half* sC = reinterpret_cast<half*>(smem);  // (m, n), row stride LDC
     const int l = threadIdx.x % 32, q = l / 8, r = l % 8;
@@ -55,3 +57,5 @@ cudaError_t launch_mma_stmatrix(const GemmArgs& p, Acc acc, cudaStream_t stream,
   using namespace mma_stmatrix;
   return launch<LadderTileF32, LadderTileF16, SwizzledLayouts, StmatrixStore>(p, acc, stream, info);
 }
+
+HGEMM_VARIANT(mma_stmatrix, launch_mma_stmatrix, RowMajorA);

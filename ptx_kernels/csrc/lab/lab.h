@@ -1,0 +1,22 @@
+// lab/lab.h — launchers of the lab kernels (lab/*.cu): not GEMM variants, but the instruction ceiling the
+// harness scores against and the probes the fragment-layout tests read. binding.cpp calls them by name.
+#pragma once
+#include <cstdint>
+
+#include "hgemm.cuh"
+
+// The mma.sync instruction ceiling (mma_ceiling.cu): blocks x 4 warps x iters x 8 chains of m16n8k16.
+constexpr int kMmaCeilingWarpsPerBlock = 4, kMmaCeilingChains = 8;
+cudaError_t launch_mma_ceiling(int blocks, int iters, Acc acc, float* sink, cudaStream_t stream);
+// The FLOPs one launch_mma_ceiling(blocks, iters, ...) performs.
+inline double mma_ceiling_flops(long long blocks, long long iters) {
+  return double(blocks) * kMmaCeilingWarpsPerBlock * double(iters) * kMmaCeilingChains * (2.0 * 16 * 8 * 16);
+}
+
+// Fragment-layout probes (probes.cu): one warp each; see ptx_kernels/probes.py.
+cudaError_t launch_probe_ldmatrix(int num, bool trans, uint16_t* out, cudaStream_t stream);
+cudaError_t launch_probe_stmatrix(int num, bool trans, uint16_t* out, cudaStream_t stream);
+cudaError_t launch_probe_mma(bool fp16, const uint32_t* a, const uint32_t* b, const void* c, void* d,
+                             cudaStream_t stream);
+cudaError_t launch_probe_wmma(int which, uint32_t* out, int* out_n, cudaStream_t stream);
+cudaError_t launch_probe_asm(uint32_t* out, uint64_t* out64, double* outd, cudaStream_t stream);

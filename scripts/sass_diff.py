@@ -1,0 +1,156 @@
+"""Device SASS of every CUDA source, dumped per function, and compared between two dumps.
+
+A refactor that moves code (files, headers, comments) must not change what runs: dump before, dump after, compare.
+
+    python scripts/sass_diff.py dump /tmp/sass_before     # every .cu under ptx_kernels/csrc, tests/cuda, scripts
+    python scripts/sass_diff.py compare /tmp/sass_before /tmp/sass_after
+
+`dump` compiles each source with the project's flags (ptx_kernels.toolchain: -std=c++17 -O3 -lineinfo) for sm_80 and
+sm_90a, includes csrc/ and every folder under it, and writes one file per (arch, function): cuobjdump -sass with
+the lines that legitimately move with file paths (line info, comments, headers) stripped, keeping each instruction
+and its encoding. Functions are keyed by mangled name and arch, not by file, so a kernel may move between files.
+`compare` prints a verdict per function and exits 1 on any difference or any function missing on either side.
+"""
+from __future__ import annotations
+
+import argparse
+import re
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from ptx_kernels import toolchain  # noqa: E402
+
+CSRC = ROOT / "ptx_kernels" / "csrc"
+# Sources outside the extension that include its headers, with the defines each build uses.
+EXTRA = [("tests/cuda/wrappers.cu", []), ("tests/cuda/wrappers.cu", ["-DWITH_STMATRIX"]),
+         ("tests/cuda/mbarrier_pipeline.cu", []), ("tests/cuda/wmma_fragment_buffers.cu", []),
+         ("scripts/tune_mma.cu", []), ("scripts/tune_mma.cu", ["-DTUNE_ACC_F16"]),
+         ("scripts/tune_wmma_multistage.cu", []), ("scripts/tune_wmma_multistage.cu", ["-DTUNE_ACC_F16"])]
+SKIP = {("sm_80", "-DWITH_STMATRIX")}  # the stmatrix guard rejects that build by design
+
+
+def sources() -> list[tuple[Path, list[str]]]:
+    out = [(p, []) for p in sorted(CSRC.rglob("*.cu"))]
+    return out + [(ROOT / f, d) for f, d in EXTRA if (ROOT / f).exists()]
+
+
+# The tile sweeps include cublas_v2.h for their host code; where the toolkit lacks it (a CPU machine with nvcc only)
+# this compile-only stand-in declares what they call: device SASS does not depend on it.
+CUBLAS_STUB = """#pragma once
+#include <cuda_runtime.h>
+#include <library_types.h>
+typedef struct cublasContext* cublasHandle_t;
+typedef enum { CUBLAS_OP_N = 0, CUBLAS_OP_T = 1 } cublasOperation_t;
+typedef enum { CUBLAS_COMPUTE_16F = 64, CUBLAS_COMPUTE_32F = 68 } cublasComputeType_t;
+typedef enum { CUBLAS_GEMM_DEFAULT = -1 } cublasGemmAlgo_t;
+typedef int cublasStatus_t;
+cublasStatus_t cublasCreate(cublasHandle_t*);
+cublasStatus_t cublasDestroy(cublasHandle_t);
+cublasStatus_t cublasGemmEx(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int, const void*,
+                            const void*, cudaDataType, int, const void*, cudaDataType, int, const void*, void*,
+                            cudaDataType, int, cublasComputeType_t, cublasGemmAlgo_t);
+"""
+
+
+def include_dirs(stub_dir: Path) -> list[Path]:
+    dirs = [CSRC, ROOT / "scripts"]
+    nvcc = Path(toolchain.find_nvcc()).resolve()
+    if not any((d / "cublas_v2.h").exists() for d in (nvcc.parent.parent / "include",
+                                                        nvcc.parent.parent / "targets")):
+        stub_dir.mkdir(parents=True, exist_ok=True)
+        (stub_dir / "cublas_v2.h").write_text(CUBLAS_STUB)
+        dirs.append(stub_dir)
+    return dirs
+
+
+def split_functions(sass: str) -> dict[str, str]:
+    """cuobjdump -sass text -> {mangled function: its instruction lines (opcode text and encodings only)}."""
+    funcs: dict[str, list[str]] = {}
+    current = None
+    for line in sass.splitlines():
+        m = re.match(r"\s*Function : (\S+)", line)
+        if m:
+            current = funcs.setdefault(m.group(1), [])
+            continue
+        if current is None:
+            continue
+        s = line.strip()
+        if s.startswith("/*") and re.match(r"/\*[0-9a-f]{4,}\*/", s) or re.fullmatch(r"/\* 0x[0-9a-f]{16} \*/", s):
+            current.append(re.sub(r"\s+", " ", s))
+        elif s.startswith(".L_x_") or s.startswith("..........") or s.startswith("."):
+            current.append(s)
+    return {k: "\n".join(v) + "\n" for k, v in funcs.items()}
+
+
+def dump(out: Path, jobs: int) -> int:
+    out.mkdir(parents=True, exist_ok=True)
+    work = [(src, d, arch) for src, d in sources() for arch in toolchain.ARCHS
+            if not any((arch, x) in SKIP for x in d)]
+
+    incs = include_dirs(out.parent / f".{out.name}_cublas_stub")
+
+    def one(job):
+        src, defines, arch = job
+        c = toolchain.compile_cubin(src, arch, extra_flags=defines, include_dirs=incs)
+        return job, split_functions(c.sass())
+
+    seen: dict[tuple[str, str], str] = {}
+    failed = 0
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        for fut in [pool.submit(one, j) for j in work]:
+            try:
+                (src, defines, arch), funcs = fut.result()
+            except subprocess.CalledProcessError as e:
+                print(f"FAIL compile: {' '.join(e.cmd[-1:])}\n{e.stderr[-2000:]}")
+                failed += 1
+                continue
+            tag = src.stem + "".join(defines)
+            for name, text in funcs.items():
+                key = (arch, name)
+                if key in seen and seen[key] != text:  # same function from two sources must agree (header code)
+                    name = f"{name}@{tag}"
+                seen.setdefault((arch, name), text)
+                (out / f"{arch}__{name}.sass").write_text(text)
+            print(f"dumped {src.relative_to(ROOT)} {' '.join(defines)} {arch}: {len(funcs)} functions")
+    return 1 if failed else 0
+
+
+def compare(before: Path, after: Path) -> int:
+    b = {p.name: p.read_text() for p in before.glob("*.sass")}
+    a = {p.name: p.read_text() for p in after.glob("*.sass")}
+    bad = 0
+    for name in sorted(b.keys() | a.keys()):
+        if name not in a:
+            verdict = "MISSING after"
+        elif name not in b:
+            verdict = "NEW (not in before)"
+        elif a[name] == b[name]:
+            verdict = "identical"
+        else:
+            verdict = "DIFFERENT"
+        bad += verdict != "identical"
+        print(f"{verdict:20s} {name[:-5]}")
+    print(f"{len(b.keys() & a.keys())} compared, {bad} not identical")
+    return 1 if bad else 0
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    d = sub.add_parser("dump")
+    d.add_argument("out", type=Path)
+    d.add_argument("-j", "--jobs", type=int, default=2)
+    c = sub.add_parser("compare")
+    c.add_argument("before", type=Path)
+    c.add_argument("after", type=Path)
+    args = ap.parse_args()
+    return dump(args.out, args.jobs) if args.cmd == "dump" else compare(args.before, args.after)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
