@@ -1,25 +1,35 @@
-"""The physical frame, measured in the same run as the kernels: the mma.sync instruction ceiling (fp32 and fp16
-accumulation; what HMMA kernels are compared against) and device copy bandwidth."""
+"""The physical frame, measured in the same run as the kernels: the instruction ceilings the records name (mma.sync
+for the HMMA kernels, wgmma for the HGMMA ones where the GPU has it), fp32 and fp16 accumulation, and device copy
+bandwidth."""
 from __future__ import annotations
 
 import statistics
 
 import torch
 
+# Loop lengths that keep each ceiling's launch near 2 ms on an H100 (long enough for events, short enough to
+# leave the clock where the kernels find it).
+ITERS = {"mma.sync": 4096, "wgmma": 4096}
 
-def mma_sync_ceiling(timer, reps: int = 10) -> dict[str, float]:
-    """TFLOPS of a register-only mma.sync.m16n8k16 loop filling the GPU, per accumulation type."""
+
+def frame_key(ceiling: str, acc: str) -> str:
+    """The frame's key of one ceiling's TFLOPS: mma_sync_fp32acc_tflops, wgmma_fp16acc_tflops, ..."""
+    return f"{ceiling.replace('.', '_')}_{acc}acc_tflops"
+
+
+def instruction_ceilings(timer, reps: int = 10) -> dict[str, dict[str, float]]:
+    """TFLOPS of each instruction-ceiling loop the extension holds (lab/*_ceiling.cu), per accumulation."""
     import ptx_kernels
 
     ext = ptx_kernels.load()
-    sms = torch.cuda.get_device_properties(0).multi_processor_count
-    blocks = sms * 16  # 64 warps per SM: every scheduler has work
-    sink = torch.empty(blocks * 128, dtype=torch.float32, device="cuda")
-    out = {}
-    for acc in ("fp32", "fp16"):
-        flops = ext.hgemm_mma_ceiling(sink, blocks, 4096, acc == "fp16")
-        ms = statistics.median(timer.time(lambda: ext.hgemm_mma_ceiling(sink, blocks, 4096, acc == "fp16"), reps))
-        out[acc] = flops / (ms * 1e-3) / 1e12
+    sink = torch.empty(32 * 2**20 // 4, dtype=torch.float32, device="cuda")  # plenty for any ceiling's blocks
+    out: dict[str, dict[str, float]] = {}
+    for name in ext.hgemm_ceilings():
+        iters = ITERS.get(name, 4096)
+        for acc in ("fp32", "fp16"):
+            flops = ext.hgemm_ceiling(name, sink, iters, acc == "fp16")
+            ms = statistics.median(timer.time(lambda: ext.hgemm_ceiling(name, sink, iters, acc == "fp16"), reps))
+            out.setdefault(name, {})[acc] = flops / (ms * 1e-3) / 1e12
     return out
 
 
@@ -34,14 +44,25 @@ def copy_bandwidth(timer, mbytes: int = 1024, reps: int = 10) -> float:
 def measure(timer) -> dict:
     out = {"copy_gb_s": copy_bandwidth(timer)}
     try:
-        cei = mma_sync_ceiling(timer)
-        out.update(mma_sync_fp32acc_tflops=cei["fp32"], mma_sync_fp16acc_tflops=cei["fp16"])
+        for name, by_acc in instruction_ceilings(timer).items():
+            out.update({frame_key(name, acc): v for acc, v in by_acc.items()})
     except Exception as e:  # noqa: BLE001 - the frame is context; a missing toolchain must not stop the bench
-        out["mma_sync_error"] = f"{type(e).__name__}: {e}"
+        out["ceiling_error"] = f"{type(e).__name__}: {e}"
     return out
 
 
 def ceilings(frame: dict) -> dict[str, dict[str, float]]:
     """Measured TFLOPS by instruction ceiling (a record's `ceiling`) and accumulation; only what was measured."""
-    mma = {k: frame[f"mma_sync_{k}acc_tflops"] for k in ("fp32", "fp16") if f"mma_sync_{k}acc_tflops" in frame}
-    return {"mma.sync": mma} if mma else {}
+    out: dict[str, dict[str, float]] = {}
+    for name in ("mma.sync", "wgmma"):
+        got = {acc: frame[frame_key(name, acc)] for acc in ("fp32", "fp16") if frame_key(name, acc) in frame}
+        if got:
+            out[name] = got
+    return out
+
+
+def describe(frame: dict) -> str:
+    """The ceilings of a frame in words, for the report."""
+    parts = [f"{name} ceiling {v['fp32']:.0f} TFLOPS (fp32 acc) / {v['fp16']:.0f} (fp16 acc)"
+             for name, v in ceilings(frame).items() if "fp32" in v and "fp16" in v]
+    return ", ".join(parts) or "no instruction ceiling measured"

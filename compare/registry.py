@@ -23,24 +23,10 @@ BASELINE = Variant("torch.matmul", "torch", "torch", "", "cuBLAS", "baseline (cu
 
 
 def ptx_records() -> tuple[Variant, ...]:
-    """The hand-written variants as shared records.
-
-    Until the record merge ptx_kernels.variants() returns its own Variant class: converted here, the one place
-    that knows the old fields (the lead replaces this body with `return ptx_kernels.variants()`).
-    """
+    """The hand-written variants' records (ptx_kernels/variants.py)."""
     import ptx_kernels
 
-    out = []
-    for v in ptx_kernels.variants():
-        if isinstance(v, Variant):
-            out.append(v)
-            continue
-        isa = {"simt": "fma", "wmma": "wmma", "mma": "mma.sync"}[v.family]  # until the record merge
-        out.append(Variant(v.name, "ptx", v.family, v.file, v.tile, v.adds, isa, min_arch=v.min_arch, accs=v.accs,
-                           native_layouts=v.native_layouts, alignment="rows16" if v.aligned_rows else "none",
-                           ceiling=None if isa == "fma" else "mma.sync", block=v.block, stages=v.stages,
-                           block_fp16=v.block_fp16, stages_fp16=v.stages_fp16, slow=v.slow))
-    return tuple(out)
+    return ptx_kernels.variants()
 
 
 def records() -> tuple[Variant, ...]:

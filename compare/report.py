@@ -166,16 +166,14 @@ def run(out: Path, *, gpu: bool, suite: str = "default", budget_ms: float = 200.
         md += ["## Speed", "",
                f"Medians of CUDA-event timings, L2 flushed before every call, kernels interleaved per shape, "
                f"random inputs checked before timing; NN layout. Physical frame measured in the same run: "
-               f"mma.sync ceiling {frame.get('mma_sync_fp32acc_tflops', float('nan')):.0f} TFLOPS (fp32 acc) / "
-               f"{frame.get('mma_sync_fp16acc_tflops', float('nan')):.0f} (fp16 acc), device copy "
-               f"{frame['copy_gb_s']:.0f} GB/s. Clocks and power during the run: {env['during_run']}.", "",
+               f"{frame_mod.describe(frame)}, device copy {frame['copy_gb_s']:.0f} GB/s. Clocks and power during the run: {env['during_run']}.", "",
                "### Geometric mean over the suite", "", summary_markdown(brows), "",
                *(f"![{p.stem}]({p.name})\n" for p in pngs), "### Every measurement", "", bench_markdown(brows), "",
                "Raw numbers: `bench.csv`, `bench.json` (with the environment).", ""]
     else:
         md += ["## Speed", "", "Not measured: timing needs a CUDA GPU. On a GPU machine the same command checks "
                "every kernel there, times them against torch.matmul (the default suite: square 1024-16384, the "
-               "LLM shapes, 3000x5000x2000), measures the mma.sync ceiling and copy bandwidth, and plots the "
+               "LLM shapes, 3000x5000x2000), measures the instruction ceilings (mma.sync, and wgmma on Hopper) and copy bandwidth, and plots the "
                "results. The hand-written PTX kernels also need a GPU to run"
                + (" (they are compiled and inspected below without one)." if nvcc else "."), ""]
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import torch
 
-from .variants import CSRC, LAB_SOURCES, VARIANTS, csrc_hash, source
+from .variants import CSRC, VARIANTS, csrc_hash, lab_sources, source
 
 _lock = threading.Lock()
 _module = None
@@ -51,7 +51,7 @@ BINDING = CSRC / "binding.cpp"  # the only Torch-aware C++
 def kernel_sources(arch: int | None = None, variants=VARIANTS) -> list[Path]:
     """The CUDA translation units of the extension for a GPU of compute capability `arch` (x10; None: every
     variant): each record's kernel file offered there, then the lab sources."""
-    return [source(v) for v in variants if v.offered_on(arch)] + [CSRC / f for f in LAB_SOURCES]
+    return [source(v) for v in variants if v.offered_on(arch)] + [CSRC / f for f in lab_sources(arch)]
 
 
 def module_name(flags: list[str]) -> str:

@@ -12,7 +12,9 @@ from pathlib import Path
 from hgemm_common.record import Variant
 
 CSRC = Path(__file__).resolve().parent / "csrc"
-LAB_SOURCES = ("lab/mma_ceiling.cu", "lab/probes.cu")  # built beside the variants; not GEMM variants
+# Built beside the variants (not GEMM variants): the instruction ceilings and the fragment-layout probes, each with
+# the compute capability (x10) it needs.
+LAB_SOURCES = {"lab/mma_ceiling.cu": 80, "lab/probes.cu": 80, "lab/wgmma_ceiling.cu": 90}
 
 H = 2  # bytes per half
 
@@ -99,6 +101,37 @@ VARIANTS: tuple[Variant, ...] = (
             forbids={"sm_80": ("STSM", *_LOCAL), "sm_90a": _LOCAL}, **_PIPELINED),
 )
 
+# The Hopper ladder (sm90/, sm_90a only): TMA loads on mbarriers, wgmma from shared memory, 128-byte swizzle. All
+# shared memory dynamic; operands TMA cannot describe (base not 16-byte aligned, leading dimension not a multiple of
+# 8) are copied by the wrapper first. Instantiations: accumulation x B layout (x epilogue x tile where the launcher
+# chooses).
+_SM90 = ("sm_90a",)
+_HOPPER = dict(isa="wgmma", ceiling="wgmma", min_arch=90, alignment="tma", static_smem=lambda acc, b_col: 0,
+               forbids={"sm_90a": ("HMMA", "LDGSTS", "LDSM", *_LOCAL)})
+HOPPER: tuple[Variant, ...] = (
+    Variant("wgmma_tma", "ptx", "wgmma", "sm90/wgmma_tma.cu", "128x128x64, 4 stages, 1 warpgroup",
+            "TMA loads completing on per-stage mbarriers, wgmma m64n128k16 reading shared memory through descriptors",
+            block=(128, 128, 64), stages=4, promises={"sm_90a": ("HGMMA", "UTMALDG", "SYNCS")}, **_HOPPER),
+    Variant("wgmma_ws", "ptx", "wgmma", "sm90/wgmma_ws.cu",
+            "128x256x64, 4 stages, producer warpgroup + 2 consumer warpgroups",
+            "warp specialization: a TMA producer warpgroup (setmaxnreg.dec) feeds two wgmma consumers "
+            "(setmaxnreg.inc) through full/empty mbarriers", block=(128, 256, 64), stages=4,
+            promises={"sm_90a": ("HGMMA", "UTMALDG", "SYNCS", "USETMAXREG")}, **_HOPPER),
+    Variant("wgmma_persistent", "ptx", "wgmma", "sm90/wgmma_persistent.cu",
+            "persistent, 128x256x64 in 4 stages (128x128 in 6, 128x64 in 8 on skinny outputs)",
+            "one block per SM walking the tiles in grouped order; TMA-store epilogue through swizzled shared "
+            "memory, overlapped with the next tile", block=(128, 256, 64), stages=4,
+            promises={"sm_90a": ("HGMMA", "UTMALDG", "UTMASTG", "SYNCS", "USETMAXREG")},
+            extra={"instantiations": 3 * 2 * 2 * 2}, **_HOPPER),  # tiles x accumulations x B layouts x epilogues
+    Variant("wgmma_cluster", "ptx", "wgmma", "sm90/wgmma_cluster.cu",
+            "persistent 2-CTA clusters, 128x256x64 tiles in 4 stages, B multicast",
+            "thread block clusters: two blocks share each B tile through TMA multicast (a third less L2 traffic)",
+            block=(128, 256, 64), stages=4,
+            promises={"sm_90a": ("HGMMA", "UTMALDG", "UTMASTG", "SYNCS", "USETMAXREG")},
+            extra={"instantiations": 2 * 2 * 2}, **_HOPPER),  # accumulations x B layouts x epilogues
+)
+VARIANTS = VARIANTS + HOPPER
+
 BY_NAME = {v.name: v for v in VARIANTS}
 
 
@@ -111,6 +144,11 @@ def any_strides(v: Variant) -> bool:
     """Whether the kernel reads A and B with any strides (its file registers Operands::AnyStrides); the others
     need row-major A and row- or column-major B, and the wrapper copies other layouts first."""
     return "TN" in v.native_layouts
+
+
+def lab_sources(arch: int | None = None) -> list[str]:
+    """The lab files (relative to csrc/) a GPU of compute capability `arch` builds (None: all of them)."""
+    return [f for f, need in LAB_SOURCES.items() if arch is None or arch >= need]
 
 
 def csrc_files() -> list[Path]:

@@ -4,6 +4,7 @@
 #   bash scripts/gpu_pass.sh report OUTDIR   # the main job: python -m compare --out OUTDIR/report
 #   bash scripts/gpu_pass.sh lab OUTDIR      # layout probes (hardware vs model) and ncu bank conflicts
 #   bash scripts/gpu_pass.sh sanitize OUTDIR # compute-sanitizer memcheck + racecheck over every kernel
+#   bash scripts/gpu_pass.sh hopper OUTDIR    # the Hopper ladder vs cuBLAS (scripts/tune_wgmma.cu; SHAPES=MxNxK,...)
 #   bash scripts/gpu_pass.sh tune OUTDIR [NT] # the tile sweeps against cuBLAS (scripts/tune_*.cu), fp32 and fp16,
 #                                             # NN (or NT: B column-major)
 # Set HGEMM_GIT_COMMIT to the commit being run when the tree is a copy without .git.
@@ -36,5 +37,11 @@ case "$PART" in
       "/tmp/$t" "$LAYOUT" 2>&1 | tee "$OUTDIR/${t}_$LAYOUT.log"
     done
     ;;
-  *) echo "unknown part $PART (tests, report, lab, sanitize or tune)"; exit 2 ;;
+  hopper)
+    # the Hopper ladder alone: exact checks against cuBLAS, then timings beside cuBLAS and the wgmma ceiling
+    bash scripts/build_tune.sh /tmp || exit 1
+    /tmp/tune_wgmma check 2>&1 | tee "$OUTDIR/tune_wgmma_check.log" | tail -12
+    /tmp/tune_wgmma bench ${SHAPES:-} 2>&1 | tee "$OUTDIR/tune_wgmma_bench.log"
+    ;;
+  *) echo "unknown part $PART (tests, report, lab, sanitize, tune or hopper)"; exit 2 ;;
 esac

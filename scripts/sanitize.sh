@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# compute-sanitizer memcheck and racecheck over every kernel at small odd shapes (GPU only):
+# compute-sanitizer memcheck, racecheck and synccheck (the mbarrier/TMA kernels) over every kernel at small odd shapes (GPU only):
 #   bash scripts/sanitize.sh OUTDIR [PATTERN]
 # Runs scripts/sanitize_cases.py under each tool with PYTORCH_NO_CUDA_MEMORY_CACHING=1 (so the caching allocator
 # cannot hide an out-of-bounds access inside a cached block); exits non-zero on any sanitizer report or wrong
@@ -13,7 +13,7 @@ export TENSORCORE_HGEMM_BUILD_DIR=${TENSORCORE_HGEMM_BUILD_DIR:-/tmp/tensorcore_
 unset TRITON_INTERPRET
 python -c "import ptx_kernels; ptx_kernels.load()" || exit 1  # build outside the sanitizer
 status=0
-for tool in memcheck racecheck; do
+for tool in memcheck racecheck synccheck; do
   log="$OUTDIR/sanitize_$tool.txt"
   compute-sanitizer --tool "$tool" --error-exitcode 3 --print-limit 50 python scripts/sanitize_cases.py "$PATTERN" > "$log" 2>&1
   rc=$?

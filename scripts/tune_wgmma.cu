@@ -1,6 +1,6 @@
 // tune_wgmma.cu — the Hopper ladder on its own, outside Python: exact checks against cuBLAS on odd shapes, then
 // timings interleaved with cuBLAS and the wgmma instruction ceiling (GPU only; sm_90a).
-//   bash scripts/build_tune.sh DIR && DIR/tune_wgmma [check|bench|all]
+//   bash scripts/build_tune.sh DIR && DIR/tune_wgmma [check|bench|all] [MxNxK,...]
 // Exact checks: small-integer inputs, so fp32 accumulation is exact and C must equal cuBLAS's (fp32 compute)
 // bit for bit; fp16 accumulation is exact while partial sums stay below 2048 (K <= 227 here). Outputs are
 // NaN-poisoned before every run. Timing: median of CUDA events, L2 flushed (256 MB written) before every call.
@@ -9,6 +9,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -18,11 +19,12 @@
 #include <vector>
 
 #include "hgemm.cuh"
+#include "lab/lab.h"
 
 cudaError_t launch_wgmma_tma(const GemmArgs&, Acc, cudaStream_t, LaunchInfo*);
 cudaError_t launch_wgmma_ws(const GemmArgs&, Acc, cudaStream_t, LaunchInfo*);
 cudaError_t launch_wgmma_persistent(const GemmArgs&, Acc, cudaStream_t, LaunchInfo*);
-cudaError_t launch_wgmma_ceiling(int blocks, int iters, Acc acc, float* sink, cudaStream_t stream);
+cudaError_t launch_wgmma_cluster(const GemmArgs&, Acc, cudaStream_t, LaunchInfo*);
 
 #define CK(x)                                                                                 \
   do {                                                                                        \
@@ -43,7 +45,8 @@ static const Kern kKernels[] = {{"wgmma_tma", launch_wgmma_tma, 0},
                                 {"wgmma_persistent", launch_wgmma_persistent, 0},
                                 {"persistent_256", launch_wgmma_persistent, 1},
                                 {"persistent_128", launch_wgmma_persistent, 2},
-                                {"persistent_64", launch_wgmma_persistent, 3}};
+                                {"persistent_64", launch_wgmma_persistent, 3},
+                                {"wgmma_cluster", launch_wgmma_cluster, 0}};
 
 static int ld8(int x) { return (x + 7) / 8 * 8; }
 
@@ -164,11 +167,25 @@ static float median(std::vector<float> v) {
   return v[v.size() / 2];
 }
 
-static void bench(cublasHandle_t h, const char* which) {
-  const int shapes[][3] = {{4096, 4096, 4096}, {8192, 8192, 8192}, {2048, 2048, 2048}, {4096, 4096, 1024},
+static void bench(cublasHandle_t h, const char* only) {
+  const int all_shapes[][3] = {{4096, 4096, 4096}, {8192, 8192, 8192}, {2048, 2048, 2048}, {4096, 4096, 1024},
                            {8192, 8192, 1024}, {128, 8192, 8192},  {16, 4096, 4096},   {3000, 5000, 2000},
                            {8192, 28672, 4096}, {4095, 4097, 4099}, {3072, 5120, 2048}, {64, 8192, 8192},
                            {512, 4096, 14336}, {1, 4096, 4096}};
+  // `only`: "MxNxK,MxNxK,..." to time those shapes instead of the list above
+  std::vector<std::array<int, 3>> shapes;
+  for (auto& s : all_shapes) shapes.push_back({s[0], s[1], s[2]});
+  if (only && *only) {
+    shapes.clear();
+    for (const char* q = only; *q;) {
+      std::array<int, 3> s{};
+      if (std::sscanf(q, "%dx%dx%d", &s[0], &s[1], &s[2]) != 3) break;
+      shapes.push_back(s);
+      q = std::strchr(q, ',');
+      if (!q) break;
+      ++q;
+    }
+  }
   void* flush;
   const size_t flush_bytes = 256u << 20;
   CK(cudaMalloc(&flush, flush_bytes));
@@ -189,7 +206,7 @@ static void bench(cublasHandle_t h, const char* which) {
       cudaEventElapsedTime(&ms, e0, e1);
       t.push_back(ms);
     }
-    const double flops = 132.0 * 2 * iters * 4 * 2.0 * 64 * 256 * 16;
+    const double flops = wgmma_ceiling_flops(132, iters);
     std::printf("wgmma ceiling %s: %.1f TFLOPS\n", f16 ? "fp16" : "fp32", flops / median(t) / 1e9);
   }
   for (auto& s : shapes)
@@ -227,7 +244,6 @@ static void bench(cublasHandle_t h, const char* which) {
       std::printf("\n");
       pr.release();
     }
-  (void)which;
 }
 
 int main(int argc, char** argv) {
@@ -236,6 +252,6 @@ int main(int argc, char** argv) {
   CK(cublasCreate(&h));
   int bad = 0;
   if (what == "check" || what == "all") bad = check(h);
-  if (what == "bench" || what == "all") bench(h, what.c_str());
+  if (what == "bench" || what == "all") bench(h, argc > 2 ? argv[2] : "");
   return bad ? 1 : 0;
 }

@@ -40,9 +40,10 @@ def test_registry_is_complete_and_unique():
 
 
 def test_records_say_what_scores_them():
-    """Each record names the instruction ceiling that scores it; the hand-written tensor-core ones mma.sync."""
+    """Each record names the instruction ceiling that scores it: the one of the instruction that does its math."""
+    ceiling_of = {"fma": None, "wmma": "mma.sync", "mma.sync": "mma.sync", "wgmma": "wgmma"}
     for v in registry.ptx_records():
-        assert v.package == "ptx" and v.ceiling == (None if v.isa == "fma" else "mma.sync"), v
+        assert v.package == "ptx" and v.ceiling == ceiling_of[v.isa], v
     for v in triton_kernels.VARIANTS:
         assert v.package == "triton" and v.isa == "tl.dot" and v.ceiling == "wgmma"
 
@@ -53,6 +54,8 @@ def test_bench_scores_against_the_record_ceiling():
     assert ceilings(frame) == {"mma.sync": {"fp32": 600.0, "fp16": 650.0}}
     wm = registry.select(["wmma_multistage_fp16acc"], gpu=True)[0]
     assert ceilings(frame)[wm.ceiling][wm.acc] == 650.0
+    frame.update(wgmma_fp32acc_tflops=900.0, wgmma_fp16acc_tflops=920.0)
+    assert ceilings(frame)["wgmma"] == {"fp32": 900.0, "fp16": 920.0}
 
 
 def test_every_variant_file_is_registered_once():

@@ -67,16 +67,27 @@ std::vector<int64_t> hgemm_launch(const std::string& variant, const torch::Tenso
   return {info.grid_x, info.grid_y, info.block, info.smem_bytes, info.smem_limit, info.tile_m, info.tile_n};
 }
 
-// The register-only mma.sync loop; returns the FLOPs it performs so Python can turn a time into TFLOPS.
-double hgemm_mma_ceiling(const torch::Tensor& sink, int64_t blocks, int64_t iters, bool acc_fp16) {
-  TORCH_CHECK(sink.is_cuda() && sink.scalar_type() == torch::kFloat && sink.numel() >= blocks * 128,
-              "mma_ceiling: sink must be a CUDA float tensor of blocks * 128 elements");
+// The instruction ceilings this build holds (host/registry.h): "mma.sync", and "wgmma" on sm_90a.
+std::vector<std::string> hgemm_ceilings() {
+  std::vector<std::string> names;
+  for (const auto& kv : hgemm::ceilings()) names.push_back(kv.first);
+  return names;
+}
+
+// One launch of ceiling `name` on `blocks_per_sm` x SMs blocks; returns the FLOPs it performs so Python can turn a
+// time into TFLOPS.
+double hgemm_ceiling(const std::string& name, const torch::Tensor& sink, int64_t iters, bool acc_fp16) {
+  const auto it = hgemm::ceilings().find(name);
+  TORCH_CHECK(it != hgemm::ceilings().end(), "hgemm_ceiling: no ceiling named '", name, "' in this build");
+  const hgemm::Ceiling& c = it->second;
+  const int64_t blocks = int64_t(c.blocks_per_sm) * at::cuda::getDeviceProperties(sink.device().index())->multiProcessorCount;
+  TORCH_CHECK(sink.is_cuda() && sink.scalar_type() == torch::kFloat && sink.numel() >= blocks * c.sink_per_block,
+              "hgemm_ceiling: sink must be a CUDA float tensor of at least ", blocks * c.sink_per_block, " elements");
   const c10::cuda::CUDAGuard guard(sink.device());
-  const cudaError_t err = launch_mma_ceiling(static_cast<int>(blocks), static_cast<int>(iters),
-                                             acc_fp16 ? Acc::F16 : Acc::F32, sink.data_ptr<float>(),
-                                             at::cuda::getCurrentCUDAStream(sink.device().index()));
-  TORCH_CHECK(err == cudaSuccess, "mma_ceiling failed to launch: ", cudaGetErrorString(err));
-  return mma_ceiling_flops(blocks, iters);
+  const cudaError_t err = c.launch(static_cast<int>(blocks), static_cast<int>(iters), acc_fp16 ? Acc::F16 : Acc::F32,
+                                   sink.data_ptr<float>(), at::cuda::getCurrentCUDAStream(sink.device().index()));
+  TORCH_CHECK(err == cudaSuccess, "hgemm_ceiling '", name, "' failed to launch: ", cudaGetErrorString(err));
+  return c.flops(blocks, iters);
 }
 
 // ---- fragment-layout probes: small outputs, one warp, synchronous results for the tests -------------------
@@ -138,7 +149,8 @@ std::vector<torch::Tensor> probe_asm() {
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("hgemm_launch", &hgemm_launch);
   m.def("hgemm_variants", &hgemm_variants);
-  m.def("hgemm_mma_ceiling", &hgemm_mma_ceiling);
+  m.def("hgemm_ceilings", &hgemm_ceilings);
+  m.def("hgemm_ceiling", &hgemm_ceiling);
   m.def("probe_ldmatrix", &probe_ldmatrix);
   m.def("probe_stmatrix", &probe_stmatrix);
   m.def("probe_mma", &probe_mma);

@@ -9,10 +9,12 @@
 #include <atomic>
 #include <cstdint>
 
+#include "blocks/common.cuh"
 #include "hgemm.cuh"
 #include "host/tensor_map.h"
-#include "ptx.cuh"
 #include "ptx/barrier.cuh"
+#include "ptx/cvta.cuh"
+#include "ptx/mbarrier.cuh"
 #include "ptx/tma.cuh"
 #include "ptx/wgmma.cuh"
 
@@ -23,7 +25,7 @@ namespace hopper {
 constexpr int BK = 64;
 constexpr int kWarpgroup = 128;
 
-__host__ __device__ constexpr int cdiv(int a, int b) { return (a + b - 1) / b; }
+using tile::cdiv;
 
 // ---- shared memory ------------------------------------------------------------------------------------------
 // A stage: A is BM rows of 64 k (K-major; TMA box {64 k, BM rows}). B column-major is BN rows (n) of 64 k
@@ -31,6 +33,7 @@ __host__ __device__ constexpr int cdiv(int a, int b) { return (a + b - 1) / b; }
 // the boxes 8 KB apart. Every stage buffer starts 1024-byte aligned (the swizzle's atom).
 template <int BM, int BN, int STAGES>
 struct SharedStorage {
+  static constexpr int kStages = STAGES;
   alignas(1024) half A[STAGES][BM * BK];  // (stage, m, k), 128-byte swizzled
   alignas(1024) half B[STAGES][BN * BK];  // (stage, n, k) or (stage, n / 64, k, n % 64), 128-byte swizzled
   alignas(8) uint64_t full[STAGES];       // the stage's bytes landed: 1 arrival (expect_tx) + the TMA bytes
@@ -114,17 +117,35 @@ __device__ __forceinline__ void mma_kblock(AccRegs& d, const half* a_slab, const
   }
 }
 
+// ---- a consumer warpgroup's main loop ----------------------------------------------------------------------------
+// All k-blocks of one tile for the warpgroup owning rows slab..slab+63 of the ring's A stages: wait for stage s to
+// land (full[s], parity `phase`), issue its four k16 wgmma, keep one group in flight, and hand each stage back with
+// release(stage) as soon as the group that read it has completed. s and phase carry over to the next tile.
+template <int BN, bool B_COL, typename Ring, typename AccRegs, typename Release>
+__device__ __forceinline__ void mma_tile(Ring& ss, AccRegs& d, int slab, int kblocks, int& s, uint32_t& phase,
+                                         Release&& release) {
+  int prev = -1;
+  for (int kb = 0; kb < kblocks; ++kb) {
+    ptx::mbarrier_wait_parity(ptx::smem_u32(&ss.full[s]), phase);
+    ptx::wgmma_fence();
+    mma_kblock<BN, B_COL>(d, ss.A[s] + slab * BK, ss.B[s], kb > 0);
+    ptx::wgmma_commit_group();
+    ptx::wgmma_wait_group<1>();  // the previous k-block's group is done: its stage may be refilled
+    if (prev >= 0) release(prev);
+    prev = s;
+    if (++s == Ring::kStages) s = 0, phase ^= 1;
+  }
+  ptx::wgmma_wait_group<0>();
+  ptx::fence_operands(d);
+  release(prev);
+}
+
 // ---- tile order -----------------------------------------------------------------------------------------------
-// Tile t of tiles_m x tiles_n, in bands of GROUP_M tile-rows walked column by column: the CTAs resident at one
-// time share a band's A rows and a few B columns in L2 (Triton's grouped order).
+// Tile t of tiles_m x tiles_n in bands of GROUP_M tile-rows walked column by column (tile::grouped_tile): the blocks
+// resident at one time share a band's A rows and a few B columns in L2.
 template <int GROUP_M>
 __device__ __forceinline__ void tile_coords(int t, int tiles_m, int tiles_n, int& tm, int& tn) {
-  const int per_band = GROUP_M * tiles_n;
-  const int band = t / per_band, first = band * GROUP_M;
-  const int rows = min(tiles_m - first, GROUP_M);
-  const int r = t - band * per_band;
-  tm = first + r % rows;
-  tn = r / rows;
+  tile::grouped_tile(t, tiles_m, tiles_n, GROUP_M, tm, tn);
 }
 
 // ---- epilogue -------------------------------------------------------------------------------------------------

@@ -35,8 +35,33 @@ struct Registrar {
   Registrar(const char* name, Launcher launch, Operands operands) { registry()[name] = {launch, operands}; }
 };
 
+// Instruction ceilings (lab/*_ceiling.cu): a loop of one instruction with its operands already in registers or
+// shared memory, filling the GPU, which the variants whose record names that ceiling are scored against. Each
+// file registers itself, so a build holds the ceilings of the instructions its target has (wgmma on sm_90a only).
+using CeilingLauncher = cudaError_t (*)(int blocks, int iters, Acc acc, float* sink, cudaStream_t stream);
+struct Ceiling {
+  CeilingLauncher launch;
+  double (*flops)(long long blocks, long long iters);  // FLOPs of one launch
+  int blocks_per_sm;                                   // blocks that fill an SM
+  int sink_per_block;                                  // floats each block writes to the sink
+};
+
+inline std::map<std::string, Ceiling>& ceilings() {
+  static std::map<std::string, Ceiling> all;
+  return all;
+}
+
+struct CeilingRegistrar {
+  CeilingRegistrar(const char* name, Ceiling c) { ceilings()[name] = c; }
+};
+
 }  // namespace hgemm
 
 // At the end of a kernel file, at namespace scope: HGEMM_VARIANT(wmma_multistage, launch_wmma_multistage, RowMajorA);
 #define HGEMM_VARIANT(NAME, LAUNCHER, OPERANDS) \
   static const ::hgemm::Registrar hgemm_registrar_##NAME(#NAME, LAUNCHER, ::hgemm::Operands::OPERANDS)
+
+// At the end of a ceiling file: HGEMM_CEILING(wgmma, "wgmma", {launch_wgmma_ceiling, wgmma_ceiling_flops, 1, 256});
+// NAME is the record's `ceiling` ("mma.sync", "wgmma").
+#define HGEMM_CEILING(ID, NAME, ...) \
+  static const ::hgemm::CeilingRegistrar hgemm_ceiling_registrar_##ID(NAME, ::hgemm::Ceiling __VA_ARGS__)

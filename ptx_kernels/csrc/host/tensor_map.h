@@ -1,6 +1,8 @@
 // host/tensor_map.h — TMA tensor maps for fp16 matrices, built with the driver's cuTensorMapEncodeTiled and cached.
 //
 // The driver function is reached through cudaGetDriverEntryPointByVersion, so the extension needs no -lcuda.
+// L2 promotion 128 bytes, not 256: with a row pitch that is not a multiple of 128 bytes (B row-major at
+// 3000x5000x2000) 256-byte promotion fetched twice the lines each box row needs (docs/ladders/hopper.md).
 // A map encodes the global address, so it is cached by everything it encodes: (address, shape, leading
 // dimension, box, swizzle). A repeated call with the same tensor reuses it; a new allocation at the same address
 // with the same shape describes the same bytes, so reusing its map is correct too.
@@ -57,7 +59,7 @@ inline cudaError_t encode(const TensorMapKey& k, CUtensorMap* out) {
   const CUresult r = fn(out, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2, const_cast<void*>(k.ptr), dims, strides, box,
                         elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
                         k.swizzle128 ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_NONE,
-                        CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+                        CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   return r == CUDA_SUCCESS ? cudaSuccess : cudaErrorInvalidValue;
 }
 

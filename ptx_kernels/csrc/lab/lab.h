@@ -13,6 +13,14 @@ inline double mma_ceiling_flops(long long blocks, long long iters) {
   return double(blocks) * kMmaCeilingWarpsPerBlock * double(iters) * kMmaCeilingChains * (2.0 * 16 * 8 * 16);
 }
 
+// The wgmma instruction ceiling (wgmma_ceiling.cu, sm_90a only): blocks x 2 warpgroups x iters k-blocks of 4
+// chained m64n256k16, operands in shared memory.
+constexpr int kWgmmaCeilingWarpgroups = 2;
+cudaError_t launch_wgmma_ceiling(int blocks, int iters, Acc acc, float* sink, cudaStream_t stream);
+inline double wgmma_ceiling_flops(long long blocks, long long iters) {
+  return double(blocks) * kWgmmaCeilingWarpgroups * double(iters) * 4 * (2.0 * 64 * 256 * 16);
+}
+
 // Fragment-layout probes (probes.cu): one warp each; see ptx_kernels/probes.py.
 cudaError_t launch_probe_ldmatrix(int num, bool trans, uint16_t* out, cudaStream_t stream);
 cudaError_t launch_probe_stmatrix(int num, bool trans, uint16_t* out, cudaStream_t stream);

@@ -4,6 +4,7 @@
 // Each warp runs CHAINS independent accumulator chains so the tensor pipe never waits on one MMA's result;
 // operands are fixed registers. The accumulators are written out at the end so nothing is optimised away.
 #include "hgemm.cuh"
+#include "host/registry.h"
 #include "lab/lab.h"
 #include "ptx/mma_sync.cuh"
 
@@ -46,3 +47,5 @@ cudaError_t launch_mma_ceiling(int blocks, int iters, Acc acc, float* sink, cuda
     kernel<Acc::F16><<<blocks, THREADS, 0, stream>>>(iters, sink);
   return cudaGetLastError();
 }
+
+HGEMM_CEILING(mma_sync, "mma.sync", {launch_mma_ceiling, mma_ceiling_flops, 16, mma_ceiling::THREADS});

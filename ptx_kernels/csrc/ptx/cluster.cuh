@@ -30,12 +30,14 @@ __device__ __forceinline__ uint32_t mapa_shared(uint32_t local, uint32_t rank) {
   return remote;
 }
 
-// mbarrier.arrive.release.cluster.shared::cluster.b64 _, [bar];  — one arrival on an mbarrier of any CTA of the
-// cluster (bar from mapa_shared), releasing this thread's earlier accesses at cluster scope.
+// mbarrier.arrive.shared::cluster.b64 _, [bar];  — one arrival on an mbarrier of any CTA of the cluster (bar from
+// mapa_shared), with the default .release.cta semantics. Not .release.cluster: sm_90 has no cluster-scope fence, so
+// that form compiles to MEMBAR.ALL.GPU before the arrive, in the main loop (it halved a multicast GEMM's speed).
+// Releasing a stage to a peer's TMA needs no fence: the wgmma reads are complete once wgmma.wait_group returns.
 // ISA: 9.7.13.15.13 "mbarrier.arrive"
 // https://docs.nvidia.com/cuda/parallel-thread-execution/#parallel-synchronization-and-communication-instructions-mbarrier-arrive
 __device__ __forceinline__ void mbarrier_arrive_cluster(uint32_t bar) {
-  asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\n" ::"r"(bar) : "memory");
+  asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];\n" ::"r"(bar) : "memory");
 }
 
 // fence.mbarrier_init.release.cluster;  — makes this thread's mbarrier.init visible to the other CTAs of the

@@ -20,6 +20,7 @@
 #include <utility>
 
 #include "blocks/wgmma_tile.cuh"
+#include "host/registry.h"
 
 namespace {
 
@@ -96,20 +97,9 @@ __global__ void __launch_bounds__(kThreads, 1)
     for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
       int tm, tn;
       hopper::tile_coords<GROUP_M>(t, tiles_m, tiles_n, tm, tn);
-      int prev = -1;
-      for (int kb = 0; kb < kblocks; ++kb) {
-        ptx::mbarrier_wait_parity(ptx::smem_u32(&ss.full[s]), phase);
-        ptx::wgmma_fence();
-        hopper::mma_kblock<BN, B_COL>(acc.d, ss.A[s] + slab * hopper::BK, ss.B[s], kb > 0);
-        ptx::wgmma_commit_group();
-        ptx::wgmma_wait_group<1>();  // the previous k-block's group is done: its stage may be refilled
-        if (prev >= 0 && tid == 0) ptx::mbarrier_arrive(ptx::smem_u32(&ss.empty[prev]));
-        prev = s;
-        if (++s == STAGES) s = 0, phase ^= 1;
-      }
-      ptx::wgmma_wait_group<0>();
-      ptx::fence_operands(acc.d);
-      if (tid == 0) ptx::mbarrier_arrive(ptx::smem_u32(&ss.empty[prev]));
+      hopper::mma_tile<BN, B_COL>(ss, acc.d, slab, kblocks, s, phase, [&](int stage) {
+        if (tid == 0) ptx::mbarrier_arrive(ptx::smem_u32(&ss.empty[stage]));  // one arrival per warpgroup
+      });
       if constexpr (TMA_STORE) {
         hopper::store_accumulators_tma<BN, T::EPI_COLS>(acc.d, storage.out[wg - 1], &tma_c, tm * BM + slab,
                                                         tn * BN, /*bar_id=*/wg);
@@ -177,3 +167,5 @@ cudaError_t launch_wgmma_persistent(const GemmArgs& p, Acc acc, cudaStream_t str
   if (bn == 128) return launch_tile<Medium>(p, acc, stream, info);
   return launch_tile<Narrow>(p, acc, stream, info);
 }
+
+HGEMM_VARIANT(wgmma_persistent, launch_wgmma_persistent, RowMajorA);

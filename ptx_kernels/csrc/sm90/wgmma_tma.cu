@@ -11,6 +11,7 @@
 // the copies run STAGES - 1 k-blocks ahead, but the math waits for its own groups each k-block.
 // Edges: TMA reads zeros outside A and B (M, N and the K tail); the epilogue masks its stores to M x N.
 #include "blocks/wgmma_tile.cuh"
+#include "host/registry.h"
 
 namespace {
 
@@ -85,3 +86,5 @@ cudaError_t launch_wgmma_tma(const GemmArgs& p, Acc acc, cudaStream_t stream, La
   return p.b_col_major ? launch_tile<Acc::F32, true>(p, ops, stream, info)
                        : launch_tile<Acc::F32, false>(p, ops, stream, info);
 }
+
+HGEMM_VARIANT(wgmma_tma, launch_wgmma_tma, RowMajorA);

@@ -11,6 +11,7 @@
 // No block barrier after the prologue: the two sides meet only at the mbarriers. One tile per block.
 // Edges: TMA reads zeros outside A and B (M, N and the K tail); the epilogue masks its stores to M x N.
 #include "blocks/wgmma_tile.cuh"
+#include "host/registry.h"
 
 namespace {
 
@@ -56,17 +57,11 @@ __global__ void __launch_bounds__(kThreads, 1)
     ptx::setmaxnreg_inc<kConsumerRegs>();
     hopper::Accum<BN, ACC> acc;
     const int slab = (wg - 1) * 64;  // this warpgroup's rows of the tile
-    for (int kb = 0; kb < kblocks; ++kb) {
-      const int s = kb % STAGES;
-      ptx::mbarrier_wait_parity(ptx::smem_u32(&ss.full[s]), (kb / STAGES) & 1);
-      ptx::wgmma_fence();
-      hopper::mma_kblock<BN, B_COL>(acc.d, ss.A[s] + slab * hopper::BK, ss.B[s], kb > 0);
-      ptx::wgmma_commit_group();
-      ptx::wgmma_wait_group<1>();  // the previous k-block's group is done: its stage may be refilled
-      if (kb > 0 && tid == 0) ptx::mbarrier_arrive(ptx::smem_u32(&ss.empty[(kb - 1) % STAGES]));
-    }
-    ptx::wgmma_wait_group<0>();
-    ptx::fence_operands(acc.d);
+    int s = 0;
+    uint32_t phase = 0;
+    hopper::mma_tile<BN, B_COL>(ss, acc.d, slab, kblocks, s, phase, [&](int stage) {
+      if (tid == 0) ptx::mbarrier_arrive(ptx::smem_u32(&ss.empty[stage]));  // one arrival per warpgroup
+    });
     // ---- EPILOGUE ----
     hopper::store_accumulators<BN>(acc.d, C, ldc, M, N, tm * BM + slab, tn * BN, pairs);
   }
@@ -97,3 +92,5 @@ cudaError_t launch_wgmma_ws(const GemmArgs& p, Acc acc, cudaStream_t stream, Lau
   return p.b_col_major ? launch_tile<Acc::F32, true>(p, ops, stream, info)
                        : launch_tile<Acc::F32, false>(p, ops, stream, info);
 }
+
+HGEMM_VARIANT(wgmma_ws, launch_wgmma_ws, RowMajorA);

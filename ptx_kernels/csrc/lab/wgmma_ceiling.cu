@@ -4,12 +4,14 @@
 // k-blocks of 4 chained m64n256k16 wgmma on operands already in shared memory (small non-zero values, written
 // once; nothing is loaded in the loop), keeping one group in flight like the kernels do. No TMA,
 // no epilogue: the Hopper kernels are scored against this the way the mma.sync ladder is scored against
-// mma_ceiling.cu. FLOPs per launch: wgmma_ceiling_flops(blocks, iters).
+// mma_ceiling.cu. FLOPs per launch: wgmma_ceiling_flops(blocks, iters) (lab/lab.h).
 #include "blocks/wgmma_tile.cuh"
+#include "host/registry.h"
+#include "lab/lab.h"
 
 namespace {
 
-constexpr int kWarpgroups = 2, BN = 256;
+constexpr int kWarpgroups = kWgmmaCeilingWarpgroups, BN = 256;
 
 template <Acc ACC>
 __global__ void __launch_bounds__(kWarpgroups * hopper::kWarpgroup, 1)
@@ -48,3 +50,5 @@ cudaError_t launch_wgmma_ceiling(int blocks, int iters, Acc acc, float* sink, cu
   kernel<<<blocks, kWarpgroups * hopper::kWarpgroup, smem, stream>>>(iters, sink);
   return cudaGetLastError();
 }
+
+HGEMM_CEILING(wgmma, "wgmma", {launch_wgmma_ceiling, wgmma_ceiling_flops, 1, kWgmmaCeilingWarpgroups * hopper::kWarpgroup});

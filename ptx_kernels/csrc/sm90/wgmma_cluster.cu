@@ -1,0 +1,187 @@
+// wgmma_cluster.cu — Hopper ladder, step 4: 2-CTA clusters share B through TMA multicast.
+//
+// wgmma_persistent.cu's blocks each read a 128 x 64 A box and a 256 x 64 B box per k-block from L2: 48 KB for
+// 4.2 MFLOP. Here two blocks on neighbouring SMs form a cluster and take two tiles that share their B columns
+// (tile rows 2p and 2p + 1, same tile column). Each block still loads its own A box, but only half of the B tile,
+// multicast into both blocks' shared memory (cp.async.bulk.tensor ... .multicast::cluster): per pair of tiles
+// L2 serves 2 x 16 + 32 KB instead of 2 x 48 KB, a third less traffic at the same tile size.
+//
+// What multicast changes in the pipeline:
+//   full[s]  — still one arrival (this block's producer: expect_tx of A + the whole B) plus the bytes; half of B's
+//              bytes are counted down by the peer's copy.
+//   empty[s] — a stage is written in BOTH blocks by either producer, so it may be refilled only when the consumers
+//              of both blocks are done with it: 2 warpgroups x 2 blocks arrive, each on its own block's and on the
+//              peer's barrier (mapa + mbarrier.arrive.shared::cluster, default .release.cta: see ptx/cluster.cuh).
+//   start/end — barriers initialised and fenced for the cluster (fence.mbarrier_init), then a cluster barrier, so
+//              no peer copies or arrives into an uninitialised barrier; a cluster barrier at the end keeps a block
+//              alive while its peer may still write into it.
+// The rest is wgmma_persistent.cu: persistent grid (as many clusters as fit: cudaOccupancyMaxActiveClusters),
+// grouped tile order over tile pairs, warp-specialized producer/consumers, TMA-store epilogue.
+// Edges: when the tile rows are odd the last pair's second tile lies below M: that block loads zeros for A, still
+// shares its half of B, and its TMA stores are dropped (register stores masked).
+#include <algorithm>
+
+#include "blocks/wgmma_tile.cuh"
+#include "host/registry.h"
+#include "ptx/cluster.cuh"
+
+namespace {
+
+constexpr int BM = 128, BN = 256, STAGES = 4, GROUP_M = 4;  // GROUP_M in tile pairs: bands of 8 tile rows
+constexpr int kCluster = 2;
+constexpr int EPI_COLS = 128;  // staging per consumer 64 x 128 (16 KB): 4 stages + 2 x 16 KB fit in 227 KB
+constexpr int kConsumers = BM / 64, kThreads = (1 + kConsumers) * hopper::kWarpgroup;
+// 40 + 2 x 232 registers x 128 threads = 64,512 <= 65,536: a consumer's 128 fp32 accumulators plus addressing.
+constexpr int kProducerRegs = 40, kConsumerRegs = 232;
+struct Storage {
+  hopper::SharedStorage<BM, BN, STAGES> ring;
+  hopper::EpilogueStaging<EPI_COLS> out[kConsumers];  // one per consumer warpgroup
+};
+static_assert(hopper::smem_request<Storage>() <= 227 * 1024, "4 stages of 128x64 A + 256x64 B and the staging fit");
+
+// The loads of one k-block by the block of cluster rank `rank`: its own A box, and its half of the B tile
+// multicast to both blocks.
+template <bool B_COL, typename Ring>
+__device__ __forceinline__ void load_kblock_multicast(Ring& ss, int s, const CUtensorMap* tma_a,
+                                                      const CUtensorMap* tma_b, int m0, int n0, int k0,
+                                                      uint32_t rank) {
+  const uint32_t bar = ptx::smem_u32(&ss.full[s]);
+  constexpr uint16_t kBoth = (1u << kCluster) - 1;
+  ptx::mbarrier_arrive_expect_tx(bar, (BM + BN) * hopper::BK * int(sizeof(half)));
+  ptx::tma_load_2d(ptx::smem_u32(ss.A[s]), tma_a, k0, m0, bar);
+  if constexpr (B_COL) {  // rows n0 + 128 rank .. of the K-major B tile: one 128 x 64 box
+    const int half_n = BN / kCluster;
+    ptx::tma_load_2d_multicast(ptx::smem_u32(ss.B[s] + rank * half_n * hopper::BK), tma_b, k0, n0 + rank * half_n,
+                               bar, kBoth);
+  } else {  // 64-column boxes 2 rank, 2 rank + 1 of the N-major B tile
+#pragma unroll
+    for (int jj = 0; jj < BN / 64 / kCluster; ++jj) {
+      const int j = rank * (BN / 64 / kCluster) + jj;
+      ptx::tma_load_2d_multicast(ptx::smem_u32(ss.B[s] + j * 64 * hopper::BK), tma_b, n0 + 64 * j, k0, bar, kBoth);
+    }
+  }
+}
+
+template <Acc ACC, bool B_COL, bool TMA_STORE>
+__global__ void __launch_bounds__(kThreads, 1)
+    wgmma_cluster_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_constant__ CUtensorMap tma_b,
+                         const __grid_constant__ CUtensorMap tma_c, half* __restrict__ C, int64_t ldc, int M, int N,
+                         int K, bool pairs) {
+  extern __shared__ __align__(1024) uint8_t smem_raw[];
+  Storage& storage = hopper::aligned_storage<Storage>(smem_raw);
+  auto& ss = storage.ring;
+  const int wg = threadIdx.x / hopper::kWarpgroup, tid = threadIdx.x % hopper::kWarpgroup;
+  const uint32_t rank = ptx::cluster_ctarank();
+  const int cluster = blockIdx.x / kCluster, clusters = gridDim.x / kCluster;
+  const int tiles_m = hopper::cdiv(M, BM), tiles_n = hopper::cdiv(N, BN);
+  const int pairs_m = hopper::cdiv(tiles_m, kCluster), pair_tiles = pairs_m * tiles_n;
+  const int kblocks = hopper::cdiv(K, hopper::BK);
+
+  // ---- PROLOGUE: barriers, visible to the whole cluster ----
+  if (threadIdx.x == 0) {
+    ptx::prefetch_tensormap(&tma_a);
+    ptx::prefetch_tensormap(&tma_b);
+    for (int s = 0; s < STAGES; ++s) {
+      ptx::mbarrier_init(ptx::smem_u32(&ss.full[s]), 1);
+      ptx::mbarrier_init(ptx::smem_u32(&ss.empty[s]), kConsumers * kCluster);
+    }
+    ptx::fence_mbarrier_init_cluster();
+  }
+  ptx::cluster_sync();
+
+  if (wg == 0) {
+    // ---- PRODUCER ----
+    ptx::setmaxnreg_dec<kProducerRegs>();
+    if (tid == 0) {
+      int s = 0;
+      uint32_t phase = 0;
+      for (int t = cluster; t < pair_tiles; t += clusters) {
+        int pm, tn;
+        hopper::tile_coords<GROUP_M>(t, pairs_m, tiles_n, pm, tn);
+        const int tm = pm * kCluster + int(rank);
+        for (int kb = 0; kb < kblocks; ++kb) {
+          ptx::mbarrier_wait_parity(ptx::smem_u32(&ss.empty[s]), phase ^ 1);  // both blocks' consumers are done
+          load_kblock_multicast<B_COL>(ss, s, &tma_a, &tma_b, tm * BM, tn * BN, kb * hopper::BK, rank);
+          if (++s == STAGES) s = 0, phase ^= 1;
+        }
+      }
+    }
+  } else {
+    // ---- CONSUMERS: MAIN LOOP per tile, then EPILOGUE ----
+    ptx::setmaxnreg_inc<kConsumerRegs>();
+    hopper::Accum<BN, ACC> acc;
+    const int slab = (wg - 1) * 64;  // this warpgroup's rows of the tile
+    int s = 0;
+    uint32_t phase = 0;
+    // One arrival per warpgroup on empty[stage] of every block of the cluster: lane r signals block r, so the
+    // arrivals leave as one instruction (CUTLASS's PipelineTmaAsync::consumer_release does the same).
+    auto release = [&](int stage) {
+      if (tid < kCluster) ptx::mbarrier_arrive_cluster(ptx::mapa_shared(ptx::smem_u32(&ss.empty[stage]), tid));
+    };
+    for (int t = cluster; t < pair_tiles; t += clusters) {
+      int pm, tn;
+      hopper::tile_coords<GROUP_M>(t, pairs_m, tiles_n, pm, tn);
+      const int tm = pm * kCluster + int(rank);
+      hopper::mma_tile<BN, B_COL>(ss, acc.d, slab, kblocks, s, phase, release);
+      if constexpr (TMA_STORE) {
+        hopper::store_accumulators_tma<BN, EPI_COLS>(acc.d, storage.out[wg - 1], &tma_c, tm * BM + slab, tn * BN,
+                                                     /*bar_id=*/wg);
+      } else {
+        hopper::store_accumulators<BN>(acc.d, C, ldc, M, N, tm * BM + slab, tn * BN, pairs);
+      }
+    }
+    if (TMA_STORE && tid == 0) ptx::bulk_wait_group_read<0>();  // the staging buffer outlives the last stores
+  }
+  // ---- END: no block leaves while its peer may still copy into it or arrive on its barriers ----
+  ptx::cluster_sync();
+}
+
+template <Acc ACC, bool B_COL, bool TMA_STORE>
+cudaError_t launch_tile(const GemmArgs& p, const hopper::Operands& ops, cudaStream_t stream, LaunchInfo* info) {
+  constexpr auto kernel = wgmma_cluster_kernel<ACC, B_COL, TMA_STORE>;
+  const int smem = hopper::smem_request<Storage>();
+  cudaError_t err = hopper::prepare_launch<kernel>(smem, info);
+  if (err != cudaSuccess) return err;
+  cudaLaunchConfig_t cfg = {};
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeClusterDimension;
+  attr[0].val.clusterDim.x = kCluster, attr[0].val.clusterDim.y = 1, attr[0].val.clusterDim.z = 1;
+  cfg.blockDim = dim3(kThreads);
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = stream;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  static int max_clusters = 0;  // clusters that fit at once (GPCs decide, not SMs / 2)
+  if (max_clusters == 0) {
+    cfg.gridDim = dim3(kCluster * hopper::sm_count());
+    err = cudaOccupancyMaxActiveClusters(&max_clusters, kernel, &cfg);
+    if (err != cudaSuccess || max_clusters <= 0) return err != cudaSuccess ? err : cudaErrorInvalidConfiguration;
+  }
+  const int pair_tiles = hopper::cdiv(hopper::cdiv(p.M, BM), kCluster) * hopper::cdiv(p.N, BN);
+  cfg.gridDim = dim3(kCluster * std::min(pair_tiles, max_clusters));
+  if (info) *info = LaunchInfo{cfg.gridDim.x, 1, cfg.blockDim.x, smem, info->smem_limit, BM, BN};
+  return cudaLaunchKernelEx(&cfg, kernel, ops.a, ops.b, ops.c, p.C, p.ldc, p.M, p.N, p.K, ops.pairs);
+}
+
+template <bool TMA_STORE>
+cudaError_t launch_acc(const GemmArgs& p, Acc acc, const hopper::Operands& ops, cudaStream_t stream,
+                       LaunchInfo* info) {
+  if (acc == Acc::F16)
+    return p.b_col_major ? launch_tile<Acc::F16, true, TMA_STORE>(p, ops, stream, info)
+                         : launch_tile<Acc::F16, false, TMA_STORE>(p, ops, stream, info);
+  return p.b_col_major ? launch_tile<Acc::F32, true, TMA_STORE>(p, ops, stream, info)
+                       : launch_tile<Acc::F32, false, TMA_STORE>(p, ops, stream, info);
+}
+
+}  // namespace
+
+// ---- HOST: check -> tensor maps -> launch ----
+cudaError_t launch_wgmma_cluster(const GemmArgs& p, Acc acc, cudaStream_t stream, LaunchInfo* info) {
+  hopper::Operands ops;
+  cudaError_t err = hopper::make_operands(p, BM, BN, &ops, /*b_box_n=*/BN / kCluster);
+  if (err != cudaSuccess) return err;
+  if (ops.tma_store) return launch_acc<true>(p, acc, ops, stream, info);
+  return launch_acc<false>(p, acc, ops, stream, info);
+}
+
+HGEMM_VARIANT(wgmma_cluster, launch_wgmma_cluster, RowMajorA);
