@@ -173,12 +173,14 @@ def cmd_main(args) -> int:
 
 def main(argv=None) -> int:
     from .bench import SUITES
+    from .report import MAIN_JOB_BUDGET_MS
 
     ap = argparse.ArgumentParser(prog="python -m compare", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default="report", help="report folder of the main job (default: report)")
     ap.add_argument("--suite", default="default", help="bench suite of the main job")
-    ap.add_argument("--budget-ms", type=float, default=200.0, help="timed GPU ms per kernel and shape (main job)")
+    ap.add_argument("--budget-ms", type=float, default=MAIN_JOB_BUDGET_MS,
+                    help="timed GPU ms per kernel and shape (main job)")
     sub = ap.add_subparsers(dest="cmd")
     c = sub.add_parser("check", help="every kernel vs the fp64 reference, torch.matmul and each other")
     c.add_argument("--kernels", nargs="*", help="fnmatch patterns of kernel names (default: the default set)")
