@@ -10,6 +10,7 @@ import csv
 import json
 import math
 import statistics
+import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -71,18 +72,28 @@ class Timer:
     the CPU to enqueue the whole batch, and the events measure GPU time only.
     """
 
-    # Generous: a Triton launch through the autotuner costs ~40-80 us of CPU, a TMA launch more (it builds its
-    # descriptors on the host); at 150 us the H100 run of 2026-11-22 still saw the queue drain at 1024^3.
+    # Generous, for calls whose host cost is not known yet: a Triton launch through the autotuner costs ~40-80 us of
+    # CPU, a TMA launch more (it builds its descriptors on the host); at 150 us the H100 run of 2026-11-22 still saw
+    # the queue drain at 1024^3.
     ENQUEUE_US_PER_CALL = 400.0
 
     def __init__(self):
         self.flush = torch.empty(L2_FLUSH_BYTES // 4, dtype=torch.int32, device="cuda")
         self.clock_hz = 2.0e9  # SM clock upper bound; only sizes the sleep
+        self.flush_us = statistics.median(self.time(self.flush.zero_, 5)) * 1e3  # GPU time of one flush
 
-    def time(self, fn, n: int) -> list[float]:
+    def sleep_us(self, n: int, host_us: float | None, gpu_us: float | None) -> float:
+        """GPU sleep ahead of n calls: long enough that the CPU, enqueueing a call every host_us while the GPU
+        takes flush + gpu_us per call, never lets the queue drain (x1.5 and 1 ms of margin); ENQUEUE_US_PER_CALL
+        per call when the host cost is not known. The sleep is idle GPU time: sizing it saves most of the bench."""
+        if host_us is None or gpu_us is None:
+            return n * self.ENQUEUE_US_PER_CALL
+        return n * max(0.0, 1.5 * host_us - gpu_us - self.flush_us) + 1000.0
+
+    def time(self, fn, n: int, host_us: float | None = None, gpu_us: float | None = None) -> list[float]:
         starts = [torch.cuda.Event(enable_timing=True) for _ in range(n)]
         ends = [torch.cuda.Event(enable_timing=True) for _ in range(n)]
-        torch.cuda._sleep(int(n * self.ENQUEUE_US_PER_CALL * 1e-6 * self.clock_hz))
+        torch.cuda._sleep(int(self.sleep_us(n, host_us, gpu_us) * 1e-6 * self.clock_hz))
         for i in range(n):
             self.flush.zero_()
             starts[i].record()
@@ -90,6 +101,18 @@ class Timer:
             ends[i].record()
         torch.cuda.synchronize()
         return [s.elapsed_time(e) for s, e in zip(starts, ends)]
+
+
+def host_us(fn, reps: int = 5) -> float:
+    """Host microseconds one call takes to enqueue (validation, dispatch, launch), the GPU not waited for; the
+    largest of a few tries, so the sleep sized from it errs long."""
+    worst = 0.0
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        fn()
+        worst = max(worst, (time.perf_counter() - t0) * 1e6)
+    torch.cuda.synchronize()
+    return worst
 
 
 def _autotuned_choice(kern: Kernel, a, b, out) -> str:
@@ -148,12 +171,13 @@ def bench_shape(kernels: list[Kernel], m: int, n: int, k: int, *, layout: str = 
         if kern.config == "autotuned":
             row.config = _autotuned_choice(kern, a, b, out)
         est = statistics.median(timer.time(lambda: kern.run(a, b, out), 2))
-        live.append((kern, row, out, max(1, int(budget_ms / rounds / max(est, 1e-3)))))
-    samples = {row.kernel: [] for _, row, _, _ in live}
+        host = host_us(lambda: kern.run(a, b, out))
+        live.append((kern, row, out, max(1, int(budget_ms / rounds / max(est, 1e-3))), host, est * 1e3))
+    samples = {row.kernel: [] for _, row, *_ in live}
     for _ in range(rounds):
-        for kern, row, out, n_calls in live:
-            samples[row.kernel] += timer.time(lambda: kern.run(a, b, out), min(n_calls, 200))
-    for kern, row, out, _ in live:
+        for kern, row, out, n_calls, host, gpu_us in live:
+            samples[row.kernel] += timer.time(lambda: kern.run(a, b, out), min(n_calls, 200), host, gpu_us)
+    for kern, row, out, *_ in live:
         s = sorted(samples[row.kernel])
         med = statistics.median(s)
         row.median_ms, row.tflops, row.samples = med, tflops(m, n, k, med), len(s)

@@ -250,3 +250,15 @@ def test_package_boundaries():
     assert "ptx_kernels" not in _imports("triton_kernels") and "compare" not in _imports("triton_kernels")
     assert "triton_kernels" not in _imports("ptx_kernels") and "compare" not in _imports("ptx_kernels")
     assert not {p.stem for p in (ROOT / "compare").glob("*.py")} & set(sys.stdlib_module_names)
+
+
+def test_timer_sleep_covers_the_host_deficit():
+    """The GPU sleep ahead of a timed batch covers what the CPU falls behind: none when the GPU's flush + kernel
+    outlast 1.5x the host's enqueue cost, n x the difference when not, the generous default before it is known."""
+    from compare.bench import Timer
+
+    t = Timer.__new__(Timer)  # no GPU: only the sizing rule
+    t.flush_us = 85.0
+    assert t.sleep_us(100, None, None) == 100 * Timer.ENQUEUE_US_PER_CALL
+    assert t.sleep_us(100, host_us=50.0, gpu_us=20.0) == 1000.0
+    assert t.sleep_us(100, host_us=200.0, gpu_us=20.0) == 100 * (300.0 - 20.0 - 85.0) + 1000.0
