@@ -34,6 +34,16 @@ EXTRA = [("tests/cuda/wrappers.cu", []), ("tests/cuda/wrappers.cu", ["-DWITH_STM
 SKIP = {("sm_80", "-DWITH_STMATRIX")}  # the stmatrix guard rejects that build by design
 
 
+def min_arch(src: Path) -> int:
+    """The compute capability (x10) a csrc source needs: its record's min_arch or its lab entry's (80 otherwise);
+    an sm_90a-only kernel is not built for sm_80, where its wrappers' arch guards reject it by design."""
+    from ptx_kernels.variants import LAB_SOURCES, VARIANTS, source
+
+    needs = {source(v).resolve(): v.min_arch for v in VARIANTS}
+    needs.update({(CSRC / f).resolve(): a for f, a in LAB_SOURCES.items()})
+    return needs.get(src.resolve(), 80)
+
+
 def sources() -> list[tuple[Path, list[str]]]:
     out = [(p, []) for p in sorted(CSRC.rglob("*.cu"))]
     return out + [(ROOT / f, d) for f, d in EXTRA if (ROOT / f).exists()]
@@ -90,7 +100,7 @@ def split_functions(sass: str) -> dict[str, str]:
 def dump(out: Path, jobs: int) -> int:
     out.mkdir(parents=True, exist_ok=True)
     work = [(src, d, arch) for src, d in sources() for arch in toolchain.ARCHS
-            if not any((arch, x) in SKIP for x in d)]
+            if not any((arch, x) in SKIP for x in d) and int(arch[3:5]) >= min_arch(src)]
 
     incs = include_dirs(out.parent / f".{out.name}_cublas_stub")
 

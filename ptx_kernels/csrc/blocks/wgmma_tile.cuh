@@ -200,7 +200,7 @@ struct EpilogueStaging {
   alignas(1024) half box[EPI_COLS / 64][64 * 64];  // (box, row, 64 columns swizzled)
 };
 
-__device__ __forceinline__ uint32_t staging_offset(int r, int c) {  // bytes, within 64 x 64 boxes
+__host__ __device__ __forceinline__ uint32_t staging_offset(int r, int c) {  // bytes, within 64 x 64 boxes
   const int b = c / 64, cc = c % 64;
   return uint32_t(b * 8192 + r * 128 + (((cc / 8) ^ (r % 8)) * 16) + (cc % 8) * 2);
 }

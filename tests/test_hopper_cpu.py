@@ -1,0 +1,71 @@
+"""The Hopper blocks' encodings on the CPU (nvcc, no GPU): wgmma shared-memory descriptors against the PTX ISA's
+field table, the epilogue staging buffer against the 128-byte swizzle TMA applies, and the generated wgmma
+wrappers against their generator."""
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ptx_kernels import toolchain
+from ptx_kernels.variants import CSRC
+
+ROOT = Path(__file__).resolve().parent.parent
+needs_nvcc = pytest.mark.skipif(toolchain.find_nvcc() is None, reason="nvcc not installed")
+
+
+def isa_descriptor(addr: int, lbo: int, sbo: int) -> int:
+    """PTX ISA "Matrix Descriptor Format": bits 0-13 start address >> 4, 16-29 leading-dimension byte offset >> 4,
+    32-45 stride-dimension byte offset >> 4, 49-51 base offset (0), 62-63 swizzle mode (1: 128-byte)."""
+    field = lambda v: (v & 0x3FFFF) >> 4  # noqa: E731 - 14 bits of a 16-byte-aligned byte quantity
+    return field(addr) | field(lbo) << 16 | field(sbo) << 32 | 1 << 62
+
+
+def tma_swizzle128(row: int, col: int) -> int:
+    """Byte offset of fp16 element (row, col) of a 64-column box written by TMA with CU_TENSOR_MAP_SWIZZLE_128B:
+    rows of 128 bytes; the 16-byte chunk index (address bits 4-6) XORed with the row within its 8-row atom
+    (bits 7-9). Boxes of 64 x 64 follow each other 8 KB apart."""
+    box, c = divmod(col, 64)
+    linear = row * 128 + c * 2
+    return box * 8192 + (linear ^ (((linear >> 7) & 7) << 4))
+
+
+@pytest.fixture(scope="module")
+def host_facts(tmp_path_factory):
+    exe = tmp_path_factory.mktemp("hopper") / "facts"
+    cmd = [toolchain.find_nvcc(), *toolchain.NVCC_FLAGS, toolchain.ARCHS["sm_90a"], f"-I{CSRC}", "-o", str(exe),
+           str(ROOT / "tests" / "cuda" / "wgmma_host_facts.cu")]
+    subprocess.run(cmd, check=True, capture_output=True)
+    return subprocess.run([str(exe)], check=True, capture_output=True, text=True).stdout.splitlines()
+
+
+@needs_nvcc
+def test_descriptors_follow_the_isa_field_table(host_facts):
+    rows = [line.split()[1:] for line in host_facts if line.startswith("desc")]
+    assert len(rows) == 15
+    for addr, lbo, sbo, got in (map(int, r) for r in rows):
+        assert got == isa_descriptor(addr, lbo, sbo), (addr, lbo, sbo, hex(got))
+
+
+@needs_nvcc
+def test_epilogue_staging_is_the_tma_128b_swizzle(host_facts):
+    rows = [tuple(map(int, line.split()[1:])) for line in host_facts if line.startswith("stage")]
+    assert rows
+    for r, c, got in rows:
+        assert got == tma_swizzle128(r, c), (r, c, got)
+    # a warp's half2 stores of one 8-column block (rows l/4, columns 2(l%4)) land in 32 different banks
+    banks = {(tma_swizzle128(lane // 4, 8 * 3 + 2 * (lane % 4)) // 4) % 32 for lane in range(32)}
+    assert len(banks) == 32
+
+
+def test_generated_wgmma_wrappers_are_current():
+    """ptx/wgmma.cuh holds exactly what scripts/gen_wgmma.py prints (m64n{256,128,64}k16, fp32 and fp16)."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        import gen_wgmma
+    finally:
+        sys.path.pop(0)
+    text = (CSRC / "ptx" / "wgmma.cuh").read_text()
+    assert gen_wgmma.generated() in text
+    for n in gen_wgmma.SHAPES:
+        assert f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.f16.f16" in text
