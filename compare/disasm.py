@@ -119,9 +119,10 @@ def _instance(names: list[str], acc: str) -> str:
 
 
 def cuda_source(v: Variant) -> Path:
-    """A hand-written variant's source: `file` is relative to ptx_kernels/csrc."""
-    import ptx_kernels
-    return Path(ptx_kernels.__file__).resolve().parent / "csrc" / v.file
+    """A hand-written variant's source: `file` is relative to ptx_kernels/csrc (ptx_kernels.variants.source)."""
+    from ptx_kernels.variants import source
+
+    return source(v)
 
 
 def inspect_cuda(t: Target, out: Path, arch: str = "sm_90a") -> InspectRow:

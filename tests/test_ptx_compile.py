@@ -321,7 +321,8 @@ THROWAWAY = "simt_throwaway"
 def test_a_new_kernel_file_and_record_build_with_no_other_edit(tmp_path, monkeypatch):
     """Adding a variant = one kernel file + one record: in a temporary copy of csrc/, a throwaway kernel file (a
     copy of simt_naive under another name) and a record for it are picked up by the build's source list and its
-    cache key, nvcc compiles the file with its registration, and the registration check above accepts it."""
+    cache key, nvcc compiles the file with its registration, the registration check above accepts it, and the
+    harness's check/bench selection and inspect take it."""
     import dataclasses
     import importlib
     import shutil
@@ -352,6 +353,20 @@ def test_a_new_kernel_file_and_record_build_with_no_other_edit(tmp_path, monkeyp
     # its translation units into one library, both registrations reach the one registry
     assert registry_of([csrc / record.file, csrc / BY_NAME["mma_naive"].file], tmp_path, csrc) == \
         {THROWAWAY: "AnyStrides", "mma_naive": "RowMajorA"}
+
+    # the harness, with no other edit: check and bench select it by name (one entry per accumulation, as they
+    # select every record; running them needs a GPU), and inspect compiles it from its file and tabulates it
+    import ptx_kernels
+    from compare import disasm, registry
+
+    monkeypatch.setattr(ptx_kernels, "VARIANTS", records)  # what ptx_kernels.variants() returns
+    monkeypatch.setitem(ptx_kernels.BY_NAME, THROWAWAY, record)
+    picked = registry.select([f"{THROWAWAY}*"], gpu=True, arch=90)
+    assert [(k.name, k.acc) for k in picked] == [(THROWAWAY, "fp32"), (f"{THROWAWAY}_fp16acc", "fp16")]
+    assert ptx_kernels.check_variant(THROWAWAY, "fp16") is record
+    (target,) = disasm.targets([THROWAWAY])
+    row = disasm.inspect_cuda(target, tmp_path)
+    assert row.kernel == THROWAWAY and row.source.endswith(record.file) and row.mix["HMMA"] == 0 and row.sass_file
 
 
 def registry_of(kernel_files, out_dir, csrc=CSRC) -> dict[str, str]:
