@@ -20,6 +20,7 @@
 // Edges: when the tile rows are odd the last pair's second tile lies below M: that block loads zeros for A, still
 // shares its half of B, and its TMA stores are dropped (register stores masked).
 #include <algorithm>
+#include <atomic>
 
 #include "blocks/wgmma_tile.cuh"
 #include "host/registry.h"
@@ -151,11 +152,16 @@ cudaError_t launch_tile(const GemmArgs& p, const hopper::Operands& ops, cudaStre
   cfg.stream = stream;
   cfg.attrs = attr;
   cfg.numAttrs = 1;
-  static int max_clusters = 0;  // clusters that fit at once (GPCs decide, not SMs / 2)
+  // Clusters that fit at once (the GPCs decide, not SMs / 2), asked once per device.
+  static std::atomic<int> fits[64] = {};
+  int dev = 0;
+  if ((err = cudaGetDevice(&dev)) != cudaSuccess) return err;
+  int max_clusters = dev < 64 ? fits[dev].load(std::memory_order_relaxed) : 0;
   if (max_clusters == 0) {
     cfg.gridDim = dim3(kCluster * hopper::sm_count());
     err = cudaOccupancyMaxActiveClusters(&max_clusters, kernel, &cfg);
     if (err != cudaSuccess || max_clusters <= 0) return err != cudaSuccess ? err : cudaErrorInvalidConfiguration;
+    if (dev < 64) fits[dev].store(max_clusters, std::memory_order_relaxed);
   }
   const int pair_tiles = hopper::cdiv(hopper::cdiv(p.M, BM), kCluster) * hopper::cdiv(p.N, BN);
   cfg.gridDim = dim3(kCluster * std::min(pair_tiles, max_clusters));
