@@ -47,6 +47,16 @@ def _aligned_copy(t: torch.Tensor) -> torch.Tensor:
 
 
 TILES = {"auto": 0, "large": 1, "base": 2}
+_ARCH: dict[int, int] = {}
+
+
+def _arch(device: torch.device) -> int:
+    """Compute capability x 10 of a CUDA device, asked once per device (it is on every call's path)."""
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    if index not in _ARCH:
+        major, minor = torch.cuda.get_device_capability(index)
+        _ARCH[index] = major * 10 + minor
+    return _ARCH[index]
 
 
 def hgemm(a: torch.Tensor, b: torch.Tensor, *, variant: str = "wmma_multistage", acc: str = "fp32",
@@ -75,9 +85,9 @@ def hgemm(a: torch.Tensor, b: torch.Tensor, *, variant: str = "wmma_multistage",
     p = validate(a, b, out, allow_cpu=False)
     if p.empty:
         return finish_empty(p)
-    cap = torch.cuda.get_device_capability(a.device)
-    if cap[0] * 10 + cap[1] < v.min_arch:
-        raise RuntimeError(f"hgemm: variant {variant!r} needs sm_{v.min_arch}; {a.device} is sm_{cap[0]}{cap[1]}")
+    arch = _arch(a.device)
+    if arch < v.min_arch:
+        raise RuntimeError(f"hgemm: variant {variant!r} needs sm_{v.min_arch}; {a.device} is sm_{arch}")
     if max(p.m, p.n, p.k) > 2**31 - 1 - 256:
         raise ValueError(f"hgemm: PTX kernels index M, N, K with 32-bit ints; got {p.m}x{p.n}x{p.k}")
     ext = load()

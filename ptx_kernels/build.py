@@ -77,6 +77,8 @@ def build_dir_root() -> Path:
 def load(verbose: bool = False):
     """The compiled extension for the current GPU, built on first use (about a minute), then cached."""
     global _module
+    if _module is not None:  # every hgemm call asks: no lock once built
+        return _module
     with _lock:
         if _module is not None:
             return _module
