@@ -13,6 +13,7 @@ library's `inspect`.)
 from __future__ import annotations
 
 import json
+import re
 import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -23,8 +24,8 @@ from ptx_kernels import toolchain
 from . import registry
 from .registry import UnknownKernel
 
-COLUMNS = ("HGMMA", "HMMA", "LDSM", "STSM", "LDGSTS", "UTMALDG", "UTMASTG", "BAR", "LDG", "STG", "LDS", "STS",
-           "LDL", "STL")
+COLUMNS = ("HGMMA", "HMMA", "LDSM", "STSM", "LDGSTS", "UTMALDG", "UTMASTG", "SYNCS", "BAR", "LDG", "STG", "LDS",
+           "STS", "LDL", "STL")
 ARCH = 90  # what the table shows: an H100's compile
 
 
@@ -40,6 +41,7 @@ class InspectRow:
     mix: dict = field(default_factory=dict)
     ptx_file: str = ""
     sass_file: str = ""
+    setmaxnreg: list = field(default_factory=list)  # registers per thread the warpgroups move to (producer, consumers)
 
 
 @dataclass(frozen=True)
@@ -111,10 +113,16 @@ def inspect_triton(t: Target, out: Path) -> InspectRow:
                       {c: mix.get(c, 0) for c in COLUMNS}, f"{stem}.ptx", f"{stem}.sass")
 
 
-def _instance(names: list[str], acc: str) -> str:
+def _instance(names: list[str], acc: str, prefer: str = "") -> str:
     """The accumulation's B row-major instantiation (mangled ...L3Acc0E / L3Acc1E ...Lb0E...; simt has no B
-    flag)."""
+    flag); among several (tiles, epilogues), the one the record's extra["inspect_instance"] regex names, with
+    {acc} standing for the accumulation's 0 or 1."""
     tag = "L3Acc1E" if acc == "fp16" else "L3Acc0E"
+    if prefer:
+        pattern = re.compile(prefer.format(acc=1 if acc == "fp16" else 0))
+        hit = next((n for n in names if pattern.search(n)), None)
+        if hit:
+            return hit
     return next((n for n in names if tag in n and ("Lb0E" in n or "Lb" not in n)), names[0])
 
 
@@ -129,7 +137,7 @@ def inspect_cuda(t: Target, out: Path, arch: str = "sm_90a") -> InspectRow:
     source = cuda_source(t.record)
     c = toolchain.compile_cubin(source, arch)
     usage = toolchain.cubin_resource_usage(c.cubin)
-    fn = _instance([n for n in usage if "kernel" in n], t.acc)
+    fn = _instance([n for n in usage if "kernel" in n], t.acc, t.record.extra.get("inspect_instance", ""))
     sass = toolchain.disassemble(c.cubin, fn)
     ptx = toolchain.compile_ptx(source, arch)
     stem = _stem(t.name)
@@ -138,7 +146,8 @@ def inspect_cuda(t: Target, out: Path, arch: str = "sm_90a") -> InspectRow:
     mix = toolchain.instruction_mix(sass)
     u = usage[fn]
     return InspectRow(t.name, f"ptx_kernels/csrc/{t.record.file}", arch, u.registers, u.smem_bytes, None,
-                      u.stack_bytes, {col: mix.get(col, 0) for col in COLUMNS}, f"{stem}.ptx", f"{stem}.sass")
+                      u.stack_bytes, {col: mix.get(col, 0) for col in COLUMNS}, f"{stem}.ptx", f"{stem}.sass",
+                      toolchain.setmaxnreg_targets(sass))
 
 
 def _child_env() -> dict:
@@ -211,11 +220,16 @@ def format_markdown(rows: list[InspectRow], skipped: dict[str, str] | None = Non
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
         dyn = "-" if r.smem_dynamic is None else str(r.smem_dynamic)
-        cells = [f"`{r.kernel}`", r.arch, str(r.registers), str(r.smem_static), dyn, str(r.local_bytes),
+        regs = str(r.registers) + (f" (setmaxnreg {' / '.join(map(str, r.setmaxnreg))})" if r.setmaxnreg else "")
+        cells = [f"`{r.kernel}`", r.arch, regs, str(r.smem_static), dyn, str(r.local_bytes),
                  *(str(r.mix.get(c, 0)) for c in COLUMNS)]
         lines.append("| " + " | ".join(cells) + " |")
     lines.append("")
-    lines.append("Counts are static SASS instructions (unrolled loops count each copy). smem static includes "
+    lines.append("Counts are static SASS instructions (unrolled loops count each copy); SYNCS are mbarrier "
+                 "operations, UTMALDG/UTMASTG TMA copies, HGMMA wgmma. regs is what ptxas allocates per thread; "
+                 "where warpgroups trade registers (setmaxnreg) it is the cap at launch, and the counts they move "
+                 "to follow (producer / consumers). "
+                 "smem static includes "
                  "the 1 KB the sm_90 driver reserves per block; Triton's pipeline and the multistage WMMA kernel "
                  "take theirs as dynamic shared memory at launch (the multistage kernel's size is in the GPU "
                  "tests). PTX and SASS of each kernel sit beside this file.")

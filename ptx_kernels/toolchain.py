@@ -178,6 +178,12 @@ def instruction_mix(sass: str) -> Counter:
     return counts
 
 
+def setmaxnreg_targets(sass: str) -> list[int]:
+    """The register counts a kernel's warpgroups move to with setmaxnreg (SASS USETMAXREG ... 0xNN), ascending:
+    [40, 232] is a producer giving registers away and consumers taking them."""
+    return sorted({int(m.group(1), 16) for m in re.finditer(r"USETMAXREG\.[A-Z_.]+\s+(?:UP\d+,\s*)?0x([0-9a-f]+)", sass)})
+
+
 def loop_bodies(sass: str) -> list[list[str]]:
     """The loops of one function's SASS (cuobjdump lines): for each backward branch, the instruction lines from its
     target to the branch, in order. A pipelined GEMM's main loop is the one holding the HMMAs."""

@@ -122,13 +122,16 @@ HOPPER: tuple[Variant, ...] = (
             "one block per SM walking the tiles in grouped order; TMA-store epilogue through swizzled shared "
             "memory, overlapped with the next tile", block=(128, 256, 64), stages=4,
             promises={"sm_90a": ("HGMMA", "UTMALDG", "UTMASTG", "SYNCS", "USETMAXREG")},
-            extra={"instantiations": 3 * 2 * 2 * 2}, **_HOPPER),  # tiles x accumulations x B layouts x epilogues
+            # tiles x accumulations x B layouts x epilogues; inspect shows the 128x256 tile with the TMA-store epilogue
+            extra={"instantiations": 3 * 2 * 2 * 2, "inspect_instance": r"TileILi256ELi4EEEL3Acc{acc}ELb0ELb1E"},
+            **_HOPPER),
     Variant("wgmma_cluster", "ptx", "wgmma", "sm90/wgmma_cluster.cu",
             "persistent 2-CTA clusters, 128x256x64 tiles in 4 stages, B multicast",
             "thread block clusters: two blocks share each B tile through TMA multicast (a third less L2 traffic)",
             block=(128, 256, 64), stages=4,
             promises={"sm_90a": ("HGMMA", "UTMALDG", "UTMASTG", "SYNCS", "USETMAXREG")},
-            extra={"instantiations": 2 * 2 * 2}, **_HOPPER),  # accumulations x B layouts x epilogues
+            # accumulations x B layouts x epilogues; inspect shows the TMA-store epilogue
+            extra={"instantiations": 2 * 2 * 2, "inspect_instance": r"L3Acc{acc}ELb0ELb1E"}, **_HOPPER),
 )
 VARIANTS = VARIANTS + HOPPER
 

@@ -69,3 +69,24 @@ def test_generated_wgmma_wrappers_are_current():
     assert gen_wgmma.generated() in text
     for n in gen_wgmma.SHAPES:
         assert f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.f16.f16" in text
+
+
+@needs_nvcc
+def test_inspect_shows_the_hopper_study_columns(tmp_path):
+    """`compare inspect` on a Hopper variant beside Triton's TMA kernel: wgmma (HGMMA), TMA loads (UTMALDG) and
+    mbarriers (SYNCS) on both, and the hand-written kernel's register trade between warpgroups (setmaxnreg)."""
+    from compare import disasm
+
+    (target,) = disasm.targets(["wgmma_persistent"])
+    row = disasm.inspect_cuda(target, tmp_path)
+    assert row.mix["HGMMA"] > 0 and row.mix["UTMALDG"] > 0 and row.mix["UTMASTG"] > 0 and row.mix["SYNCS"] > 0
+    assert row.mix["HMMA"] == 0 and row.local_bytes == 0
+    assert row.setmaxnreg == [40, 232]  # producer gives, consumers take (sm90/wgmma_persistent.cu)
+    assert "setmaxnreg 40 / 232" in disasm.format_markdown([row])
+
+
+def test_setmaxnreg_targets_read_from_sass():
+    sass = ("/*06b0*/ USETMAXREG.TRY_ALLOC.CTAPOOL UP0, 0xe8 ;\n"
+            "/*7e30*/ USETMAXREG.DEALLOC.CTAPOOL 0x28 ;\n/*7e40*/ EXIT ;\n")
+    assert toolchain.setmaxnreg_targets(sass) == [40, 232]
+    assert toolchain.setmaxnreg_targets("/*0000*/ HMMA.16816.F32 R0, R4, R8, R0 ;") == []
