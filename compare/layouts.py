@@ -111,7 +111,7 @@ def draw_all(out: Path, hardware: bool = False) -> list[Path]:
         rows, wmma = hardware_check()
         paths.append(draw_wmma(wmma, out))
         table = "\n".join(f"| {name} | {'yes' if ok else 'NO'} | {note} |" for name, ok, note in rows)
-        md += (f"\n## On the hardware ({torch.cuda.get_device_name()})\n\nProbes from `ptx_kernels/csrc/probes.cu`, "
+        md += (f"\n## On the hardware ({torch.cuda.get_device_name()})\n\nProbes from `ptx_kernels/csrc/lab/probes.cu`, "
                f"run by `python -m compare layouts --hardware`:\n\n| instruction | hardware == model | note |\n"
                f"|---|---|---|\n{table}\n\n![wmma](wmma_fragments.png)\n\nWMMA's fragment map is the "
                f"compiler's choice (the API calls it opaque); the map above is what this GPU and nvcc produced.\n")
