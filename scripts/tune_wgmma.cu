@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "hgemm.cuh"
+#include "tune_common.cuh"  // TUNE_CHECK
 #include "lab/lab.h"
 
 cudaError_t launch_wgmma_tma(const GemmArgs&, Acc, cudaStream_t, LaunchInfo*);
@@ -26,14 +27,7 @@ cudaError_t launch_wgmma_ws(const GemmArgs&, Acc, cudaStream_t, LaunchInfo*);
 cudaError_t launch_wgmma_persistent(const GemmArgs&, Acc, cudaStream_t, LaunchInfo*);
 cudaError_t launch_wgmma_cluster(const GemmArgs&, Acc, cudaStream_t, LaunchInfo*);
 
-#define CK(x)                                                                                 \
-  do {                                                                                        \
-    auto e_ = (x);                                                                            \
-    if (e_ != 0) {                                                                            \
-      std::printf("error %d at %s:%d: %s\n", int(e_), __FILE__, __LINE__, #x);                \
-      std::exit(1);                                                                           \
-    }                                                                                         \
-  } while (0)
+#define CK(x) TUNE_CHECK(x)
 
 struct Kern {
   const char* name;

@@ -11,6 +11,7 @@
 
 #include "blocks/common.cuh"
 #include "hgemm.cuh"
+#include "host/launch.h"
 #include "host/tensor_map.h"
 #include "ptx/barrier.cuh"
 #include "ptx/cvta.cuh"
@@ -66,7 +67,8 @@ __device__ __forceinline__ void load_kblock(Storage& ss, int s, const CUtensorMa
     ptx::tma_load_2d(ptx::smem_u32(ss.B[s]), tma_b, k0, n0, bar);
   } else {
 #pragma unroll
-    for (int j = 0; j < BN / 64; ++j) ptx::tma_load_2d(ptx::smem_u32(ss.B[s] + j * 64 * BK), tma_b, n0 + 64 * j, k0, bar);
+    for (int j = 0; j < BN / 64; ++j)
+      ptx::tma_load_2d(ptx::smem_u32(ss.B[s] + j * 64 * BK), tma_b, n0 + 64 * j, k0, bar);
   }
 }
 
@@ -250,10 +252,12 @@ inline cudaError_t make_operands(const GemmArgs& p, int bm, int bn, Operands* op
   if (b_box_n == 0) b_box_n = bn;
   if (p.sak != 1 && p.K > 1) return cudaErrorInvalidValue;
   const uint64_t lda = uint64_t(p.sam), ldb = uint64_t(p.b_col_major ? p.sbn : p.sbk);
-  cudaError_t err = host::cached_tensor_map({p.A, uint64_t(p.M), uint64_t(p.K), lda, uint32_t(bm), BK, true}, &ops->a);
+  cudaError_t err =
+      host::cached_tensor_map({p.A, uint64_t(p.M), uint64_t(p.K), lda, uint32_t(bm), BK, true}, &ops->a);
   if (err != cudaSuccess) return err;
-  err = p.b_col_major ? host::cached_tensor_map({p.B, uint64_t(p.N), uint64_t(p.K), ldb, uint32_t(b_box_n), BK, true}, &ops->b)
-                      : host::cached_tensor_map({p.B, uint64_t(p.K), uint64_t(p.N), ldb, BK, 64, true}, &ops->b);
+  err = p.b_col_major
+            ? host::cached_tensor_map({p.B, uint64_t(p.N), uint64_t(p.K), ldb, uint32_t(b_box_n), BK, true}, &ops->b)
+            : host::cached_tensor_map({p.B, uint64_t(p.K), uint64_t(p.N), ldb, BK, 64, true}, &ops->b);
   if (err != cudaSuccess) return err;
   ops->pairs = p.ldc % 2 == 0 && reinterpret_cast<uintptr_t>(p.C) % 4 == 0;
   ops->tma_store = host::tma_describable(p.C, uint64_t(p.ldc)) &&
@@ -280,6 +284,20 @@ cudaError_t prepare_launch(int bytes, LaunchInfo* info) {
   const cudaError_t err = cudaFuncSetAttribute(KERNEL, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
   if (err == cudaSuccess) done.fetch_or(bit, std::memory_order_relaxed);
   return err;
+}
+
+// Every Hopper kernel takes (tma_a, tma_b, tma_c, C, ldc, M, N, K, pairs); those that store from registers ignore
+// tma_c. Launches KERNEL on `grid` blocks of `threads` with the dynamic shared memory of Storage and reports the
+// launch (tile_m x tile_n) to the binding.
+template <auto KERNEL, typename Storage>
+cudaError_t launch(dim3 grid, int threads, int tile_m, int tile_n, const GemmArgs& p, const Operands& ops,
+                   cudaStream_t stream, LaunchInfo* info) {
+  const int smem = smem_request<Storage>();
+  const cudaError_t err = prepare_launch<KERNEL>(smem, info);
+  if (err != cudaSuccess) return err;
+  if (info) *info = LaunchInfo{grid.x, grid.y, unsigned(threads), smem, info->smem_limit, tile_m, tile_n};
+  KERNEL<<<grid, threads, smem, stream>>>(ops.a, ops.b, ops.c, p.C, p.ldc, p.M, p.N, p.K, ops.pairs);
+  return cudaGetLastError();
 }
 
 inline int sm_count() {

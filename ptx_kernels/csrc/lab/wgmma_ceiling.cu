@@ -51,4 +51,5 @@ cudaError_t launch_wgmma_ceiling(int blocks, int iters, Acc acc, float* sink, cu
   return cudaGetLastError();
 }
 
-HGEMM_CEILING(wgmma, "wgmma", {launch_wgmma_ceiling, wgmma_ceiling_flops, 1, kWgmmaCeilingWarpgroups * hopper::kWarpgroup});
+HGEMM_CEILING(wgmma, "wgmma",
+              {launch_wgmma_ceiling, wgmma_ceiling_flops, 1, kWgmmaCeilingWarpgroups * hopper::kWarpgroup});

@@ -169,25 +169,17 @@ cudaError_t launch_tile(const GemmArgs& p, const hopper::Operands& ops, cudaStre
   return cudaLaunchKernelEx(&cfg, kernel, ops.a, ops.b, ops.c, p.C, p.ldc, p.M, p.N, p.K, ops.pairs);
 }
 
-template <bool TMA_STORE>
-cudaError_t launch_acc(const GemmArgs& p, Acc acc, const hopper::Operands& ops, cudaStream_t stream,
-                       LaunchInfo* info) {
-  if (acc == Acc::F16)
-    return p.b_col_major ? launch_tile<Acc::F16, true, TMA_STORE>(p, ops, stream, info)
-                         : launch_tile<Acc::F16, false, TMA_STORE>(p, ops, stream, info);
-  return p.b_col_major ? launch_tile<Acc::F32, true, TMA_STORE>(p, ops, stream, info)
-                       : launch_tile<Acc::F32, false, TMA_STORE>(p, ops, stream, info);
-}
-
 }  // namespace
 
 // ---- HOST: check -> tensor maps -> launch ----
 cudaError_t launch_wgmma_cluster(const GemmArgs& p, Acc acc, cudaStream_t stream, LaunchInfo* info) {
   hopper::Operands ops;
-  cudaError_t err = hopper::make_operands(p, BM, BN, &ops, /*b_box_n=*/BN / kCluster);
+  const cudaError_t err = hopper::make_operands(p, BM, BN, &ops, /*b_box_n=*/BN / kCluster);
   if (err != cudaSuccess) return err;
-  if (ops.tma_store) return launch_acc<true>(p, acc, ops, stream, info);
-  return launch_acc<false>(p, acc, ops, stream, info);
+  return tile::dispatch(acc, p.b_col_major, [&](auto acc_c, auto b_col_c) {
+    return ops.tma_store ? launch_tile<acc_c.value, b_col_c.value, true>(p, ops, stream, info)
+                         : launch_tile<acc_c.value, b_col_c.value, false>(p, ops, stream, info);
+  });
 }
 
 HGEMM_VARIANT(wgmma_cluster, launch_wgmma_cluster, RowMajorA);

@@ -111,35 +111,20 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
 }
 
-template <typename T, Acc ACC, bool B_COL, bool TMA_STORE>
-cudaError_t launch_kernel(const GemmArgs& p, const hopper::Operands& ops, cudaStream_t stream, LaunchInfo* info) {
-  constexpr auto kernel = wgmma_persistent_kernel<T, ACC, B_COL, TMA_STORE>;
-  const int smem = hopper::smem_request<typename T::Storage>();
-  cudaError_t err = hopper::prepare_launch<kernel>(smem, info);
-  if (err != cudaSuccess) return err;
-  const int tiles = hopper::cdiv(p.M, T::BM) * hopper::cdiv(p.N, T::BN);
-  const dim3 grid(std::min(tiles, hopper::sm_count())), block(kThreads);
-  if (info) *info = LaunchInfo{grid.x, 1, block.x, smem, info->smem_limit, T::BM, T::BN};
-  kernel<<<grid, block, smem, stream>>>(ops.a, ops.b, ops.c, p.C, p.ldc, p.M, p.N, p.K, ops.pairs);
-  return cudaGetLastError();
-}
-
 template <typename T>
 cudaError_t launch_tile(const GemmArgs& p, Acc acc, cudaStream_t stream, LaunchInfo* info) {
   hopper::Operands ops;
   const cudaError_t err = hopper::make_operands(p, T::BM, T::BN, &ops);
   if (err != cudaSuccess) return err;
-  const bool f16 = acc == Acc::F16, bcol = p.b_col_major;
-  if (ops.tma_store) {
-    if (f16) return bcol ? launch_kernel<T, Acc::F16, true, true>(p, ops, stream, info)
-                         : launch_kernel<T, Acc::F16, false, true>(p, ops, stream, info);
-    return bcol ? launch_kernel<T, Acc::F32, true, true>(p, ops, stream, info)
-                : launch_kernel<T, Acc::F32, false, true>(p, ops, stream, info);
-  }
-  if (f16) return bcol ? launch_kernel<T, Acc::F16, true, false>(p, ops, stream, info)
-                       : launch_kernel<T, Acc::F16, false, false>(p, ops, stream, info);
-  return bcol ? launch_kernel<T, Acc::F32, true, false>(p, ops, stream, info)
-              : launch_kernel<T, Acc::F32, false, false>(p, ops, stream, info);
+  const int tiles = hopper::cdiv(p.M, T::BM) * hopper::cdiv(p.N, T::BN);
+  const dim3 grid(std::min(tiles, hopper::sm_count()));
+  return tile::dispatch(acc, p.b_col_major, [&](auto acc_c, auto b_col_c) {
+    if (ops.tma_store)
+      return hopper::launch<wgmma_persistent_kernel<T, acc_c.value, b_col_c.value, true>, typename T::Storage>(
+          grid, kThreads, T::BM, T::BN, p, ops, stream, info);
+    return hopper::launch<wgmma_persistent_kernel<T, acc_c.value, b_col_c.value, false>, typename T::Storage>(
+        grid, kThreads, T::BM, T::BN, p, ops, stream, info);
+  });
 }
 
 // The tile with the best estimated throughput: the fraction of SM-rounds its tiles fill (tiles over whole waves

@@ -22,7 +22,8 @@ using Storage = hopper::SharedStorage<BM, BN, STAGES>;
 template <Acc ACC, bool B_COL>
 __global__ void __launch_bounds__(kThreads)
     wgmma_tma_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_constant__ CUtensorMap tma_b,
-                     half* __restrict__ C, int64_t ldc, int M, int N, int K, bool pairs) {
+                     const __grid_constant__ CUtensorMap /*tma_c: stores go from registers*/, half* __restrict__ C,
+                     int64_t ldc, int M, int N, int K, bool pairs) {
   extern __shared__ __align__(1024) uint8_t smem_raw[];
   Storage& ss = hopper::aligned_storage<Storage>(smem_raw);
   int tm, tn;
@@ -61,30 +62,18 @@ __global__ void __launch_bounds__(kThreads)
   hopper::store_accumulators<BN>(bottom.d, C, ldc, M, N, tm * BM + 64, tn * BN, pairs);
 }
 
-template <Acc ACC, bool B_COL>
-cudaError_t launch_tile(const GemmArgs& p, const hopper::Operands& ops, cudaStream_t stream, LaunchInfo* info) {
-  constexpr auto kernel = wgmma_tma_kernel<ACC, B_COL>;
-  const int smem = hopper::smem_request<Storage>();
-  cudaError_t err = hopper::prepare_launch<kernel>(smem, info);
-  if (err != cudaSuccess) return err;
-  const dim3 grid(hopper::cdiv(p.M, BM) * hopper::cdiv(p.N, BN)), block(kThreads);
-  if (info) *info = LaunchInfo{grid.x, 1, block.x, smem, info->smem_limit, BM, BN};
-  kernel<<<grid, block, smem, stream>>>(ops.a, ops.b, p.C, p.ldc, p.M, p.N, p.K, ops.pairs);
-  return cudaGetLastError();
-}
-
 }  // namespace
 
 // ---- HOST: check -> tensor maps -> launch ----
 cudaError_t launch_wgmma_tma(const GemmArgs& p, Acc acc, cudaStream_t stream, LaunchInfo* info) {
   hopper::Operands ops;
-  cudaError_t err = hopper::make_operands(p, BM, BN, &ops);
+  const cudaError_t err = hopper::make_operands(p, BM, BN, &ops);
   if (err != cudaSuccess) return err;
-  if (acc == Acc::F16)
-    return p.b_col_major ? launch_tile<Acc::F16, true>(p, ops, stream, info)
-                         : launch_tile<Acc::F16, false>(p, ops, stream, info);
-  return p.b_col_major ? launch_tile<Acc::F32, true>(p, ops, stream, info)
-                       : launch_tile<Acc::F32, false>(p, ops, stream, info);
+  const dim3 grid(hopper::cdiv(p.M, BM) * hopper::cdiv(p.N, BN));
+  return tile::dispatch(acc, p.b_col_major, [&](auto acc_c, auto b_col_c) {
+    constexpr auto kernel = wgmma_tma_kernel<acc_c.value, b_col_c.value>;
+    return hopper::launch<kernel, Storage>(grid, kThreads, BM, BN, p, ops, stream, info);
+  });
 }
 
 HGEMM_VARIANT(wgmma_tma, launch_wgmma_tma, RowMajorA);
