@@ -90,3 +90,20 @@ def test_setmaxnreg_targets_read_from_sass():
             "/*7e30*/ USETMAXREG.DEALLOC.CTAPOOL 0x28 ;\n/*7e40*/ EXIT ;\n")
     assert toolchain.setmaxnreg_targets(sass) == [40, 232]
     assert toolchain.setmaxnreg_targets("/*0000*/ HMMA.16816.F32 R0, R4, R8, R0 ;") == []
+
+
+@needs_nvcc
+@pytest.mark.parametrize("header, target, message", [
+    ("ptx/wgmma.cuh", "-gencode=arch=compute_90,code=sm_90", "needs the sm_90a target"),
+    ("ptx/wgmma.cuh", "-gencode=arch=compute_80,code=sm_80", "needs the sm_90a target"),
+    ("ptx/tma.cuh", "-gencode=arch=compute_80,code=sm_80", "needs sm_90 or newer"),
+    ("ptx/cluster.cuh", "-gencode=arch=compute_80,code=sm_80", "needs sm_90 or newer"),
+])
+def test_hopper_wrappers_refuse_a_wrong_target(tmp_path, header, target, message):
+    """Each sm_90 wrapper file's one arch guard stops the compile with a message naming the target it needs
+    (wgmma and setmaxnreg exist only on sm_90a, not plain sm_90)."""
+    src = tmp_path / "use.cu"
+    src.write_text(f'#include "{header}"\n__global__ void k() {{}}\n')
+    res = subprocess.run([toolchain.find_nvcc(), "-std=c++17", target, f"-I{CSRC}", "-c", "-o",
+                          str(tmp_path / "use.o"), str(src)], capture_output=True, text=True)
+    assert res.returncode != 0 and message in res.stderr, res.stderr[-800:]
