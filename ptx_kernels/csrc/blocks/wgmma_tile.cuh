@@ -6,7 +6,6 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
-#include <atomic>
 #include <cstdint>
 
 #include "blocks/common.cuh"
@@ -266,26 +265,6 @@ inline cudaError_t make_operands(const GemmArgs& p, int bm, int bn, Operands* op
   return cudaSuccess;
 }
 
-// Raises KERNEL's dynamic shared memory limit to `bytes` (once per kernel and device) and fills `info`. Templated
-// on the kernel itself, not its type: kernels of one signature must not share the once-flag.
-template <auto KERNEL>
-cudaError_t prepare_launch(int bytes, LaunchInfo* info) {
-  int dev = 0, limit = 0;
-  cudaGetDevice(&dev);
-  cudaDeviceGetAttribute(&limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
-  if (info) {
-    info->smem_bytes = bytes;
-    info->smem_limit = limit;
-  }
-  if (bytes > limit) return cudaErrorInvalidValue;
-  static std::atomic<uint64_t> done{0};  // one bit per device: the attribute is set once per kernel and device
-  const uint64_t bit = dev < 64 ? uint64_t(1) << dev : 0;
-  if (bit && (done.load(std::memory_order_relaxed) & bit)) return cudaSuccess;
-  const cudaError_t err = cudaFuncSetAttribute(KERNEL, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
-  if (err == cudaSuccess) done.fetch_or(bit, std::memory_order_relaxed);
-  return err;
-}
-
 // Every Hopper kernel takes (tma_a, tma_b, tma_c, C, ldc, M, N, K, pairs); those that store from registers ignore
 // tma_c. Launches KERNEL on `grid` blocks of `threads` with the dynamic shared memory of Storage and reports the
 // launch (tile_m x tile_n) to the binding.
@@ -293,7 +272,7 @@ template <auto KERNEL, typename Storage>
 cudaError_t launch(dim3 grid, int threads, int tile_m, int tile_n, const GemmArgs& p, const Operands& ops,
                    cudaStream_t stream, LaunchInfo* info) {
   const int smem = smem_request<Storage>();
-  const cudaError_t err = prepare_launch<KERNEL>(smem, info);
+  const cudaError_t err = tile::prepare_smem(KERNEL, smem, info);  // opt-in above 48 KB, limit checked
   if (err != cudaSuccess) return err;
   if (info) *info = LaunchInfo{grid.x, grid.y, unsigned(threads), smem, info->smem_limit, tile_m, tile_n};
   KERNEL<<<grid, threads, smem, stream>>>(ops.a, ops.b, ops.c, p.C, p.ldc, p.M, p.N, p.K, ops.pairs);

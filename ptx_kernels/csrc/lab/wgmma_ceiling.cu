@@ -43,10 +43,9 @@ __global__ void __launch_bounds__(kWarpgroups * hopper::kWarpgroup, 1)
 cudaError_t launch_wgmma_ceiling(int blocks, int iters, Acc acc, float* sink, cudaStream_t stream) {
   using Storage = hopper::SharedStorage<64, BN, 1>;
   const int smem = hopper::smem_request<Storage>();
-  cudaError_t err = acc == Acc::F16 ? hopper::prepare_launch<wgmma_ceiling_kernel<Acc::F16>>(smem, nullptr)
-                                     : hopper::prepare_launch<wgmma_ceiling_kernel<Acc::F32>>(smem, nullptr);
-  if (err != cudaSuccess) return err;
   auto kernel = acc == Acc::F16 ? wgmma_ceiling_kernel<Acc::F16> : wgmma_ceiling_kernel<Acc::F32>;
+  cudaError_t err = tile::prepare_smem(kernel, smem, nullptr);
+  if (err != cudaSuccess) return err;
   kernel<<<blocks, kWarpgroups * hopper::kWarpgroup, smem, stream>>>(iters, sink);
   return cudaGetLastError();
 }

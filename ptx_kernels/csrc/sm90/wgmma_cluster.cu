@@ -141,7 +141,7 @@ template <Acc ACC, bool B_COL, bool TMA_STORE>
 cudaError_t launch_tile(const GemmArgs& p, const hopper::Operands& ops, cudaStream_t stream, LaunchInfo* info) {
   constexpr auto kernel = wgmma_cluster_kernel<ACC, B_COL, TMA_STORE>;
   const int smem = hopper::smem_request<Storage>();
-  cudaError_t err = hopper::prepare_launch<kernel>(smem, info);
+  cudaError_t err = tile::prepare_smem(kernel, smem, info);
   if (err != cudaSuccess) return err;
   cudaLaunchConfig_t cfg = {};
   cudaLaunchAttribute attr[1];
