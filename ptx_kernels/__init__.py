@@ -21,8 +21,9 @@ def variants() -> tuple[Variant, ...]:
 
 
 def last_launch() -> dict:
-    """What the most recent `hgemm` call launched: variant, grid, block, shared memory, any copies it made, and
-    the block tile (tile_m, tile_n) where the variant chose between two (else None)."""
+    """What the most recent `hgemm` call launched: variant, grid, block, shared memory, any copies it made, the
+    block tile (tile_m, tile_n) where the variant chose between several (else None), and the K parts of a split-K
+    launch (else None)."""
     return dict(_last)
 
 
@@ -60,7 +61,7 @@ def _arch(device: torch.device) -> int:
 
 
 def hgemm(a: torch.Tensor, b: torch.Tensor, *, variant: str = "wmma_multistage", acc: str = "fp32",
-          out: torch.Tensor | None = None, tile: str = "auto") -> torch.Tensor:
+          out: torch.Tensor | None = None, tile: str = "auto", split: int | None = None) -> torch.Tensor:
     """C = A @ B in fp16 on one hand-written kernel.
 
     variant: a name from `variants()`. acc: "fp32" or "fp16" accumulation. out: preallocated fp16 (M, N) tensor.
@@ -68,11 +69,13 @@ def hgemm(a: torch.Tensor, b: torch.Tensor, *, variant: str = "wmma_multistage",
     accumulation), "auto" picks by wave count, "large" forces `block_fp16`, "base" forces `block`.
     Layouts the variant cannot read in place (column-major A; strided views; unaligned rows for cp.async
     variants) are copied first; `last_launch()["copies"]` lists them.
+    split: for the variants that split K over a cluster (`Variant.extra["splits"]`: wgmma_persistent, wgmma_splitk),
+    None lets the launcher choose, 1 never splits, 2 or 4 pin the parts; `last_launch()["split"]` says which ran.
     Inputs that require grad go through the autograd-recording operator `torch.ops.tensorcore_hgemm.ptx_hgemm`.
     """
     if torch.is_grad_enabled() and (getattr(a, "requires_grad", False) or getattr(b, "requires_grad", False)):
-        if out is not None or tile != "auto":
-            raise RuntimeError("hgemm(): out= and tile= are not recorded by autograd, but an input requires grad; "
+        if out is not None or tile != "auto" or split is not None:
+            raise RuntimeError("hgemm(): out=, tile= and split= are not recorded by autograd, but an input requires grad; "
                                "drop them or detach the inputs")
         from .ops import ptx_hgemm
         return ptx_hgemm(a, b, variant, acc)
@@ -82,6 +85,10 @@ def hgemm(a: torch.Tensor, b: torch.Tensor, *, variant: str = "wmma_multistage",
     if tile != "auto" and not (acc == "fp16" and v.block_fp16):
         raise ValueError(f"hgemm: variant {variant!r} has one tile for acc={acc!r}; tile={tile!r} needs a variant "
                          "with two (fp16 accumulation on the pipelined variants)")
+    if split is not None and split not in v.extra.get("splits", ()):
+        splitting = [x.name for x in VARIANTS if x.extra.get("splits")]
+        raise ValueError(f"hgemm: split={split!r} needs a variant that splits K ({splitting}) and one of its splits; "
+                         f"variant {variant!r} takes {v.extra.get('splits', ())}")
     p = validate(a, b, out, allow_cpu=False)
     if p.empty:
         return finish_empty(p)
@@ -117,10 +124,11 @@ def hgemm(a: torch.Tensor, b: torch.Tensor, *, variant: str = "wmma_multistage",
     if not is_row_major(c):
         c = torch.empty((p.m, p.n), dtype=torch.float16, device=a.device)
         copies.append("C through a row-major temporary")
-    info = ext.hgemm_launch(variant, a, b, c, b_col, acc == "fp16", TILES[tile])
+    info = ext.hgemm_launch(variant, a, b, c, b_col, acc == "fp16", TILES[tile], split or 0)
     if c is not p.out:
         p.out.copy_(c)
     _last.clear()
     _last.update(variant=variant, acc=acc, grid=(info[0], info[1]), block=info[2], smem_bytes=info[3],
-                 b_col_major=b_col, copies=copies, tile=(info[5], info[6]) if info[5] else None)
+                 b_col_major=b_col, copies=copies, tile=(info[5], info[6]) if info[5] else None,
+                 split=info[7] or None)
     return p.out

@@ -108,6 +108,9 @@ VARIANTS: tuple[Variant, ...] = (
 _SM90 = ("sm_90a",)
 _HOPPER = dict(isa="wgmma", ceiling="wgmma", min_arch=90, alignment="tma", static_smem=lambda acc, b_col: 0,
                forbids={"sm_90a": ("HMMA", "LDGSTS", "LDSM", *_LOCAL)})
+# The K splits a variant's launcher takes (GemmArgs::split; hgemm(split=...)): 1 never splits, 2 and 4 split K over
+# a cluster of that many blocks (sm90/wgmma_splitk.cu); 0 ("auto") lets the launcher choose.
+_SPLITS = (1, 2, 4)
 HOPPER: tuple[Variant, ...] = (
     Variant("wgmma_tma", "ptx", "wgmma", "sm90/wgmma_tma.cu", "128x128x64, 4 stages, 1 warpgroup",
             "TMA loads completing on per-stage mbarriers, wgmma m64n128k16 reading shared memory through descriptors",
@@ -123,8 +126,17 @@ HOPPER: tuple[Variant, ...] = (
             "memory, overlapped with the next tile", block=(128, 256, 64), stages=4,
             promises={"sm_90a": ("HGMMA", "UTMALDG", "UTMASTG", "SYNCS", "USETMAXREG")},
             # tiles x accumulations x B layouts x epilogues; inspect shows the 128x256 tile with the TMA-store epilogue
-            extra={"instantiations": 3 * 2 * 2 * 2, "inspect_instance": r"TileILi256ELi4EEEL3Acc{acc}ELb0ELb1E"},
-            **_HOPPER),
+            extra={"instantiations": 3 * 2 * 2 * 2, "inspect_instance": r"TileILi256ELi4EEEL3Acc{acc}ELb0ELb1E",
+                   "splits": _SPLITS}, **_HOPPER),
+    Variant("wgmma_splitk", "ptx", "wgmma", "sm90/wgmma_splitk.cu",
+            "clusters of 1, 2 or 4 blocks share a 128x256/128x128/128x64 tile, each taking a part of K; one wave",
+            "split-K over a thread block cluster: the partial tiles are added in rank order through distributed "
+            "shared memory (no workspace, no atomics, deterministic); wgmma_persistent hands it skinny outputs",
+            block=(128, 128, 64), stages=6,
+            promises={"sm_90a": ("HGMMA", "UTMALDG", "SYNCS", "USETMAXREG")},
+            # tiles x accumulations x B layouts; inspect shows the 128x128 tile
+            extra={"instantiations": 3 * 2 * 2, "inspect_instance": r"TileILi128ELi6EEEL3Acc{acc}ELb0E",
+                   "splits": _SPLITS}, **_HOPPER),
     Variant("wgmma_cluster", "ptx", "wgmma", "sm90/wgmma_cluster.cu",
             "persistent 2-CTA clusters, 128x256x64 tiles in 4 stages, B multicast",
             "thread block clusters: two blocks share each B tile through TMA multicast (a third less L2 traffic)",

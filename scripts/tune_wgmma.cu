@@ -25,6 +25,7 @@
 cudaError_t launch_wgmma_tma(const GemmArgs&, Acc, cudaStream_t, LaunchInfo*);
 cudaError_t launch_wgmma_ws(const GemmArgs&, Acc, cudaStream_t, LaunchInfo*);
 cudaError_t launch_wgmma_persistent(const GemmArgs&, Acc, cudaStream_t, LaunchInfo*);
+cudaError_t launch_wgmma_splitk(const GemmArgs&, Acc, cudaStream_t, LaunchInfo*);
 cudaError_t launch_wgmma_cluster(const GemmArgs&, Acc, cudaStream_t, LaunchInfo*);
 
 #define CK(x) TUNE_CHECK(x)
@@ -32,15 +33,35 @@ cudaError_t launch_wgmma_cluster(const GemmArgs&, Acc, cudaStream_t, LaunchInfo*
 struct Kern {
   const char* name;
   cudaError_t (*fn)(const GemmArgs&, Acc, cudaStream_t, LaunchInfo*);
-  int tile;  // GemmArgs::tile: 0 = the launcher's choice
+  int tile;   // GemmArgs::tile: 0 = the launcher's choice; persistent / splitk: 1, 2, 3 = 128 x 256, 128, 64
+  int split;  // GemmArgs::split: 0 = the launcher's choice, 1 = none, 2 / 4 parts
 };
-static const Kern kKernels[] = {{"wgmma_tma", launch_wgmma_tma, 0},
-                                {"wgmma_ws", launch_wgmma_ws, 0},
-                                {"wgmma_persistent", launch_wgmma_persistent, 0},
-                                {"persistent_256", launch_wgmma_persistent, 1},
-                                {"persistent_128", launch_wgmma_persistent, 2},
-                                {"persistent_64", launch_wgmma_persistent, 3},
-                                {"wgmma_cluster", launch_wgmma_cluster, 0}};
+static const Kern kAllKernels[] = {{"wgmma_tma", launch_wgmma_tma, 0, 0},
+                                   {"wgmma_ws", launch_wgmma_ws, 0, 0},
+                                   {"wgmma_persistent", launch_wgmma_persistent, 0, 0},
+                                   {"persistent_nosplit", launch_wgmma_persistent, 0, 1},
+                                   {"persistent_256", launch_wgmma_persistent, 1, 1},
+                                   {"persistent_128", launch_wgmma_persistent, 2, 1},
+                                   {"persistent_64", launch_wgmma_persistent, 3, 1},
+                                   {"wgmma_splitk", launch_wgmma_splitk, 0, 0},
+                                   {"splitk_256x4", launch_wgmma_splitk, 1, 4},
+                                   {"splitk_256x2", launch_wgmma_splitk, 1, 2},
+                                   {"splitk_128x4", launch_wgmma_splitk, 2, 4},
+                                   {"splitk_128x2", launch_wgmma_splitk, 2, 2},
+                                   {"splitk_128x1", launch_wgmma_splitk, 2, 1},
+                                   {"splitk_64x4", launch_wgmma_splitk, 3, 4},
+                                   {"splitk_64x2", launch_wgmma_splitk, 3, 2},
+                                   {"wgmma_cluster", launch_wgmma_cluster, 0, 0}};
+// TUNE_KERNELS="name,name,..." runs only those (default: all of the above).
+static std::vector<Kern> kKernels = [] {
+  std::vector<Kern> ks;
+  const char* only = std::getenv("TUNE_KERNELS");
+  for (const Kern& k : kAllKernels)
+    if (!only || !*only || std::strstr((std::string(",") + only + ",").c_str(),
+                                       (std::string(",") + k.name + ",").c_str()))
+      ks.push_back(k);
+  return ks;
+}();
 
 static int ld8(int x) { return (x + 7) / 8 * 8; }
 
@@ -61,9 +82,10 @@ struct Problem {
   void release() {
     cudaFree(A), cudaFree(B), cudaFree(C), cudaFree(R);
   }
-  GemmArgs args(half* out, int tile = 0) const {
+  GemmArgs args(half* out, int tile = 0, int split = 0) const {
     GemmArgs p;
     p.tile = tile;
+    p.split = split;
     p.A = A, p.B = B, p.C = out, p.M = M, p.N = N, p.K = K;
     p.sam = lda, p.sak = 1;
     if (bcol) p.sbk = 1, p.sbn = ldb;
@@ -96,7 +118,8 @@ static void cublas_ref(cublasHandle_t h, const Problem& pr, half* out, bool f16a
 static int check(cublasHandle_t h) {
   const int shapes[][3] = {{1, 1, 1},       {7, 9, 13},      {16, 8, 8},     {64, 64, 64},    {128, 256, 64},
                            {129, 257, 65},  {127, 255, 63},  {200, 300, 227}, {256, 512, 512}, {333, 1000, 129},
-                           {1000, 333, 777}, {4095, 4097, 4099}, {16, 4096, 4096}, {3000, 5000, 2000}};
+                           {1000, 333, 777}, {4095, 4097, 4099}, {16, 4096, 4096}, {3000, 5000, 2000},
+                           {16, 4096, 8},   {33, 500, 300},  {17, 1000, 4099}, {1, 4096, 4096}};
   int bad = 0, total = 0;
   for (auto& s : shapes)
     for (int bcol = 0; bcol < 2; ++bcol)
@@ -113,7 +136,7 @@ static int check(cublasHandle_t h) {
         for (const Kern& k : kKernels) {
           CK(cudaMemset(pr.C, 0xFF, size_t(pr.M) * pr.ldc * 2));  // NaN
           LaunchInfo info;
-          const cudaError_t err = k.fn(pr.args(pr.C, k.tile), f16 ? Acc::F16 : Acc::F32, 0, &info);
+          const cudaError_t err = k.fn(pr.args(pr.C, k.tile, k.split), f16 ? Acc::F16 : Acc::F32, 0, &info);
           const cudaError_t sync = cudaDeviceSynchronize();
           ++total;
           if (err != cudaSuccess || sync != cudaSuccess) {
@@ -141,14 +164,16 @@ static int check(cublasHandle_t h) {
         pr.release();
       }
   std::printf("check: %d of %d runs exact\n", total - bad, total);
-  {  // what each launcher picks for a large problem
-    Problem pr{4096, 4096, 4096, false};
+  for (const auto& s : {std::array<int, 3>{4096, 4096, 4096}, std::array<int, 3>{16, 4096, 4096}}) {
+    // what each launcher picks for a large and a skinny problem
+    Problem pr{s[0], s[1], s[2], false};
     pr.alloc();
+    std::printf("%dx%dx%d:\n", s[0], s[1], s[2]);
     for (const Kern& k : kKernels) {
       LaunchInfo info;
-      CK(k.fn(pr.args(pr.C, k.tile), Acc::F32, 0, &info));
-      std::printf("launch %-17s grid %u x %u, %u threads, %d B shared, tile %dx%d\n", k.name, info.grid_x,
-                  info.grid_y, info.block, info.smem_bytes, info.tile_m, info.tile_n);
+      CK(k.fn(pr.args(pr.C, k.tile, k.split), Acc::F32, 0, &info));
+      std::printf("launch %-18s grid %u x %u, %u threads, %d B shared, tile %dx%d, split %d\n", k.name,
+                  info.grid_x, info.grid_y, info.block, info.smem_bytes, info.tile_m, info.tile_n, info.split);
     }
     CK(cudaDeviceSynchronize());
     pr.release();
@@ -209,7 +234,7 @@ static void bench(cublasHandle_t h, const char* only) {
       pr.alloc();
       fill(pr.A, size_t(pr.M) * pr.lda, false, 3);
       fill(pr.B, size_t(bcol ? pr.N : pr.K) * pr.ldb, false, 4);
-      const int nk = 1 + 2 * int(sizeof(kKernels) / sizeof(Kern));
+      const int nk = 1 + 2 * int(kKernels.size());
       std::vector<std::vector<float>> t(nk);
       const int reps = (double(pr.M) * pr.N * pr.K > 1e11) ? 10 : 30;
       for (int r = 0; r < reps; ++r)
@@ -219,7 +244,7 @@ static void bench(cublasHandle_t h, const char* only) {
           if (i == 0) cublas_ref(h, pr, pr.R, false);
           else {
             const Kern& k = kKernels[(i - 1) / 2];
-            CK(k.fn(pr.args(pr.C, k.tile), (i - 1) % 2 ? Acc::F16 : Acc::F32, 0, nullptr));
+            CK(k.fn(pr.args(pr.C, k.tile, k.split), (i - 1) % 2 ? Acc::F16 : Acc::F32, 0, nullptr));
           }
           cudaEventRecord(e1);
           cudaEventSynchronize(e1);

@@ -1,11 +1,16 @@
 """Per-call wall time, back to back from Python, as a model's forward pass pays it (GPU only).
 
     python scripts/wall_time.py [--shapes 16x4096x4096,128x4096x4096] [--kernels 'torch*' 'wgmma_persistent']
+    python scripts/wall_time.py --breakdown wgmma_persistent [--breakdown-shape 128x128x128]
 
 For each shape and kernel (names as in the harness's tables): warm up, then time `calls` back-to-back calls with
 the host clock between two synchronizations, so validation, dispatch, descriptor/tensor-map work and launch
 latency count, and the GPU queue never drains in between. Prints microseconds per call and the ratio to
 torch.matmul's (> 1: slower than torch).
+
+--breakdown VARIANT times the pieces of one PTX call on a small shape (device time far below the host's, so each
+line is host time): output allocation, validation, the binding + launcher + launch alone, the whole
+`ptx_kernels.hgemm` with and without `out=`, and torch.matmul beside them.
 """
 from __future__ import annotations
 
@@ -30,13 +35,44 @@ def per_call_us(run, a, b, out, calls: int) -> float:
     return (time.perf_counter() - t0) / calls * 1e6
 
 
+def breakdown(variant: str, shape: tuple[int, int, int], calls: int) -> None:
+    import ptx_kernels
+    from hgemm_common.validation import validate
+
+    m, n, k = shape
+    a, b = make_inputs(m, n, k, "NN", device="cuda", seed=0, kind="randn")
+    out = torch.empty(m, n, dtype=torch.float16, device="cuda")
+    ext = ptx_kernels.load()
+    pieces = {
+        "torch.empty((m, n))": lambda: torch.empty((m, n), dtype=torch.float16, device="cuda"),
+        "validate(a, b, out)": lambda: validate(a, b, out, allow_cpu=False),
+        "validate(a, b) (allocates)": lambda: validate(a, b, None, allow_cpu=False),
+        "ext.hgemm_launch (binding, launcher, launch)": lambda: ext.hgemm_launch(variant, a, b, out, False, False,
+                                                                                  0, 0),
+        f"ptx_kernels.hgemm(variant={variant!r}, out=out)": lambda: ptx_kernels.hgemm(a, b, variant=variant,
+                                                                                       out=out),
+        f"ptx_kernels.hgemm(variant={variant!r})": lambda: ptx_kernels.hgemm(a, b, variant=variant),
+        "torch.matmul(a, b, out=out)": lambda: torch.matmul(a, b, out=out),
+        "torch.matmul(a, b)": lambda: torch.matmul(a, b),
+    }
+    print(f"host time per call, {m}x{n}x{k}, {calls} calls back to back:")
+    for label, fn in pieces.items():
+        us = per_call_us(lambda a_, b_, o_: fn(), a, b, out, calls)
+        print(f"  {us:8.2f} us  {label}")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--shapes", default="16x4096x4096,128x4096x4096,4096x4096x4096")
     ap.add_argument("--kernels", nargs="*", default=["torch.matmul", "triton", "wgmma_persistent", "wgmma_cluster",
                                                       "mma_stmatrix"])
     ap.add_argument("--calls", type=int, default=200)
+    ap.add_argument("--breakdown", metavar="VARIANT", help="time the pieces of one PTX call instead")
+    ap.add_argument("--breakdown-shape", default="128x128x128")
     args = ap.parse_args()
+    if args.breakdown:
+        breakdown(args.breakdown, parse_shapes(args.breakdown_shape)[0], max(args.calls, 1000))
+        return 0
     kernels = registry.select(args.kernels)
     for m, n, k in parse_shapes(args.shapes):
         a, b = make_inputs(m, n, k, "NN", device="cuda", seed=0, kind="randn")

@@ -48,6 +48,31 @@ def test_descriptors_follow_the_isa_field_table(host_facts):
 
 
 @needs_nvcc
+def test_split_k_plans_fill_one_wave_and_leave_every_part_k_blocks(host_facts):
+    """hopper::choose_plan on 132 SMs: a split launch (sm90/wgmma_splitk.cu, not persistent) is one wave with
+    every part >= 4 k-blocks; the outputs that fill the GPU without splitting never split; forced splits are cut
+    to the k-blocks there are and never pass them (a part with no k-blocks would add an unset accumulator)."""
+    plans = {}
+    for line in host_facts:
+        if line.startswith("plan"):
+            m, n, k, force, bn, split = map(int, line.split()[1:])
+            plans[m, n, k, force] = (bn, split)
+    assert len(plans) == 80
+    for (m, n, k, force), (bn, split) in plans.items():
+        kblocks, tiles = -(-k // 64), -(-m // 128) * -(-n // bn)
+        assert bn in (256, 128, 64) and split in (1, 2, 4) and split <= max(kblocks, 1)
+        if force == 0 and split > 1:
+            assert tiles * split <= 132 and kblocks >= 4 * split, (m, n, k, bn, split)
+        if force in (1, 2, 4):
+            assert split == min(force, 1 << (kblocks.bit_length() - 1)), (m, n, k, force, split)
+    for shape in [(2048, 2048, 2048), (4096, 4096, 4096), (8192, 8192, 8192), (4096, 4096, 1024),
+                  (8192, 28672, 4096), (3000, 5000, 2000), (8192, 8192, 64)]:
+        assert plans[(*shape, 0)][1] == 1, shape  # >= 128 tiles of 128 x 256 (or one k-block): no split
+    assert plans[16, 4096, 4096, 0] == (128, 4)  # 32 tiles x 4 parts = 128 blocks
+    assert plans[16, 4096, 4096, 1] == (64, 1)  # unsplit, the narrowest tile fills the most SMs (64)
+
+
+@needs_nvcc
 def test_epilogue_staging_is_the_tma_128b_swizzle(host_facts):
     rows = [tuple(map(int, line.split()[1:])) for line in host_facts if line.startswith("stage")]
     assert rows

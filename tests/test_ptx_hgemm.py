@@ -92,6 +92,33 @@ def test_deterministic_and_nan_rows(v):
     assert rows_nan[17] and c1[17].isnan().all() and int(rows_nan.sum()) == 1
 
 
+SPLIT_CASES = [(v, acc, split) for v in ptx_kernels.variants() for acc in v.accs
+               for split in v.extra.get("splits", ())]
+
+
+@pytest.mark.parametrize("layout", ("NN", "NT"))
+@pytest.mark.parametrize("v,acc,split", SPLIT_CASES, ids=[f"{v.name}-{acc}-split{s}" for v, acc, s in SPLIT_CASES])
+def test_split_k_exact_and_deterministic(v, acc, split, layout):
+    """Every K split the launcher can take, forced: skinny and odd outputs, K shorter than the parts (cut to the
+    k-blocks there are), K tails; and the same bits on a second run (the partial tiles are added in rank order)."""
+    for i, (m, n, k) in enumerate([(16, 4096, 4096), (1, 1000, 777), (33, 500, 300), (17, 1000, 4099),
+                                   (16, 4096, 8), (130, 250, 70), (7, 9, 13)]):
+        a, b = make_inputs(m, n, k, layout, device="cuda", seed=i)
+        c = poisoned_out(m, n, "cuda")
+        ptx_kernels.hgemm(a, b, variant=v.name, acc=acc, out=c, split=split)
+        torch.cuda.synchronize()
+        ran = ptx_kernels.last_launch()["split"]
+        assert ran is None or 1 <= ran <= split, ran
+        verdict = compare(c, reference(a, b))
+        assert verdict.ok, f"{v.name} {acc} split={split} {layout} {m}x{n}x{k}: {verdict.detail}"
+    a, b = make_inputs(16, 4096, 4096, layout, device="cuda", seed=9, kind="randn")
+    c1 = ptx_kernels.hgemm(a, b, variant=v.name, acc=acc, split=split)
+    c2 = ptx_kernels.hgemm(a, b, variant=v.name, acc=acc, split=split)
+    assert torch.equal(c1, c2)
+    if split > 1:  # 16 x 4096 fills the GPU only when split: the launcher ran the forced split
+        assert ptx_kernels.last_launch()["split"] == split
+
+
 def test_multistage_dynamic_smem_and_grid():
     """The launch geometry of the tiles (ptx_kernels/variants.py, mma_pipeline.cuh): fp16 accumulation takes the
     256x256 tile where it fills the GPU in whole waves, else the fp32 tile."""

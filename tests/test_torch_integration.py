@@ -67,6 +67,21 @@ def test_ptx_tile_choice_is_validated_before_any_device_work():
     assert v.block_for("fp32") == (128, 256, 64) and v.block_for("fp16") == (256, 256, 32)
 
 
+def test_ptx_split_choice_is_validated_before_any_device_work():
+    """hgemm's split= is offered by the variants whose record lists splits (K split over a cluster), and only those
+    splits; the error names the variants that split."""
+    import ptx_kernels
+    a = torch.ones(4, 4, dtype=torch.float16)
+    splitting = [v.name for v in ptx_kernels.variants() if v.extra.get("splits")]
+    assert splitting == ["wgmma_persistent", "wgmma_splitk"]
+    with pytest.raises(ValueError, match=r"split=2 needs a variant that splits K \(\['wgmma_persistent'"):
+        ptx_kernels.hgemm(a, a, variant="mma_stmatrix", split=2)
+    with pytest.raises(ValueError, match=r"variant 'wgmma_splitk' takes \(1, 2, 4\)"):
+        ptx_kernels.hgemm(a, a, variant="wgmma_splitk", split=3)
+    with pytest.raises(RuntimeError, match="split= are not recorded by autograd"):
+        ptx_kernels.hgemm(a.clone().requires_grad_(), a, variant="wgmma_splitk", split=2)
+
+
 def test_ptx_operator_compiles_fullgraph_on_meta():
     """torch.compile keeps the opaque operator as one node: no graph break (fullgraph=True would raise)."""
     f = torch.compile(lambda x, y: OPS.ptx_hgemm(x, y, "mma_stmatrix", "fp32") * 2, fullgraph=True,

@@ -19,10 +19,11 @@ std::vector<std::string> hgemm_variants() {
 }
 
 // Launch `variant` on the current stream: C = A @ B. Python has validated shapes, dtypes and devices and chosen
-// the layouts; these checks guard the contract again. tile: GemmArgs::tile. Returns {grid_x, grid_y, block,
-// smem_bytes, smem_limit, tile_m, tile_n}.
+// the layouts; these checks guard the contract again. tile, split: GemmArgs::tile, ::split. Returns {grid_x,
+// grid_y, block, smem_bytes, smem_limit, tile_m, tile_n, split}.
 std::vector<int64_t> hgemm_launch(const std::string& variant, const torch::Tensor& a, const torch::Tensor& b,
-                                  const torch::Tensor& c, bool b_col_major, bool acc_fp16, int64_t tile) {
+                                  const torch::Tensor& c, bool b_col_major, bool acc_fp16, int64_t tile,
+                                  int64_t split) {
   const auto it = hgemm::registry().find(variant);
   TORCH_CHECK(it != hgemm::registry().end(), "hgemm: no PTX variant named '", variant, "' in this build");
   for (const auto* t : {&a, &b, &c}) {
@@ -55,6 +56,8 @@ std::vector<int64_t> hgemm_launch(const std::string& variant, const torch::Tenso
   p.b_col_major = b_col_major;
   TORCH_CHECK(tile >= 0 && tile <= 2, "hgemm_launch: tile must be 0 (auto), 1 (large) or 2 (base)");
   p.tile = static_cast<int>(tile);
+  TORCH_CHECK(split == 0 || split == 1 || split == 2 || split == 4, "hgemm_launch: split must be 0 (auto), 1, 2 or 4");
+  p.split = static_cast<int>(split);
   LaunchInfo info;
   const cudaError_t err =
       it->second.launch(p, acc_fp16 ? Acc::F16 : Acc::F32, at::cuda::getCurrentCUDAStream(a.device().index()), &info);
@@ -64,7 +67,8 @@ std::vector<int64_t> hgemm_launch(const std::string& variant, const torch::Tenso
               "' needs ", info.smem_bytes, " bytes of shared memory per block; this device allows ",
               info.smem_limit);
   TORCH_CHECK(err == cudaSuccess, "hgemm: variant '", variant, "' failed to launch: ", cudaGetErrorString(err));
-  return {info.grid_x, info.grid_y, info.block, info.smem_bytes, info.smem_limit, info.tile_m, info.tile_n};
+  return {info.grid_x, info.grid_y, info.block, info.smem_bytes, info.smem_limit, info.tile_m, info.tile_n,
+          info.split};
 }
 
 // The instruction ceilings this build holds (host/registry.h): "mma.sync", and "wgmma" on sm_90a.

@@ -20,6 +20,9 @@ struct GemmArgs {
   // Where a variant has two tiles for an accumulation (the pipelined ones with fp16 accumulation: a large tile and
   // the fp32 one), 0 lets the launcher pick by wave count (tile::prefer_large), 1 forces the large, 2 the other.
   int tile = 0;
+  // Where a variant can split K over the blocks of a cluster (wgmma_splitk, and wgmma_persistent on outputs with
+  // too few tiles to fill the GPU): 0 lets the launcher choose, 1 forbids splitting, 2 / 4 force that many parts.
+  int split = 0;
 };
 
 enum class Acc : int { F32 = 0, F16 = 1 };
@@ -30,6 +33,7 @@ struct LaunchInfo {
   int smem_bytes = 0;  // dynamic + static shared memory per block
   int smem_limit = 0;  // the device's opt-in limit per block
   int tile_m = 0, tile_n = 0;  // the block tile launched, where the variant chooses between two (else 0)
+  int split = 0;               // the K parts one output tile was split into (split-K launches; else 0)
 };
 
 // A variant's host launcher, defined in its kernel file (sm80/<variant>.cu, or sm90/ for an sm_90a-only kernel) and

@@ -1,5 +1,6 @@
 // Host-side facts of the Hopper blocks, printed for tests/test_hopper_cpu.py (built with nvcc for sm_90a, run on
-// the CPU): shared-memory matrix descriptors and the epilogue staging buffer's swizzled offsets.
+// the CPU): shared-memory matrix descriptors, the epilogue staging buffer's swizzled offsets, and the tile /
+// split-K plans of wgmma_persistent and wgmma_splitk on a 132-SM GPU.
 #include <cstdio>
 
 #include "blocks/wgmma_tile.cuh"
@@ -13,5 +14,15 @@ int main() {
                   static_cast<unsigned long long>(ptx::make_smem_desc_sw128(a, st[0], st[1])));
   for (int r = 0; r < 64; r += 3)
     for (int c = 0; c < 128; c += 2) std::printf("stage %d %d %u\n", r, c, hopper::staging_offset(r, c));
+  const int shapes[][3] = {{1, 4096, 4096},   {16, 4096, 4096},   {64, 8192, 8192},   {128, 8192, 8192},
+                           {512, 4096, 14336}, {1024, 1024, 1024}, {2048, 2048, 2048}, {4096, 4096, 4096},
+                           {4096, 4096, 1024}, {8192, 8192, 8192}, {8192, 28672, 4096}, {3000, 5000, 2000},
+                           {4095, 4097, 4099}, {4096, 16, 4096},   {8192, 8192, 64},   {16, 4096, 8},
+                           {7, 9, 13},         {33, 500, 300},     {1, 1, 1},          {17, 1000, 4099}};
+  for (auto& s : shapes)
+    for (int force_split : {0, 1, 2, 4}) {
+      const hopper::Plan p = hopper::choose_plan(s[0], s[1], s[2], 132, 0, force_split);
+      std::printf("plan %d %d %d %d %d %d\n", s[0], s[1], s[2], force_split, p.bn, p.split);
+    }
   return 0;
 }

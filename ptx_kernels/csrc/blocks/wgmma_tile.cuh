@@ -71,6 +71,29 @@ __device__ __forceinline__ void load_kblock(Storage& ss, int s, const CUtensorMa
   }
 }
 
+// The ring's barriers, by one thread before the block's first __syncthreads: full[s] completes on the producer's
+// one arrival (with expect_tx) plus the TMA bytes; empty[s] on `empty_arrivals` consumer releases.
+template <typename Ring>
+__device__ __forceinline__ void init_ring(Ring& ss, int empty_arrivals) {
+  for (int s = 0; s < Ring::kStages; ++s) {
+    ptx::mbarrier_init(ptx::smem_u32(&ss.full[s]), 1);
+    ptx::mbarrier_init(ptx::smem_u32(&ss.empty[s]), empty_arrivals);
+  }
+}
+
+// The producer's side of the ring for one tile: k-blocks kb0 .. kb1 - 1 of the tile at (m0, n0), each into the
+// next stage once its consumers have released it (empty[s], parity phase ^ 1: a fresh barrier passes parity 1).
+// s and phase carry over to the next tile.
+template <int BM, int BN, bool B_COL, typename Ring>
+__device__ __forceinline__ void produce_tile(Ring& ss, const CUtensorMap* tma_a, const CUtensorMap* tma_b, int m0,
+                                             int n0, int kb0, int kb1, int& s, uint32_t& phase) {
+  for (int kb = kb0; kb < kb1; ++kb) {
+    ptx::mbarrier_wait_parity(ptx::smem_u32(&ss.empty[s]), phase ^ 1);
+    load_kblock<BM, BN, B_COL>(ss, s, tma_a, tma_b, m0, n0, kb * BK);
+    if (++s == Ring::kStages) s = 0, phase ^= 1;
+  }
+}
+
 // ---- wgmma ----------------------------------------------------------------------------------------------------
 // Accumulators of one warpgroup's 64 x BN slab: fp32 (BN / 2 registers) or fp16 pairs (BN / 4).
 template <int BN, Acc ACC>
@@ -265,25 +288,94 @@ inline cudaError_t make_operands(const GemmArgs& p, int bm, int bn, Operands* op
   return cudaSuccess;
 }
 
+// A launch configuration for clusters of `cluster` blocks along x; `attr` holds its one attribute.
+inline cudaLaunchConfig_t cluster_config(dim3 grid, int threads, int smem, int cluster, cudaStream_t stream,
+                                         cudaLaunchAttribute* attr) {
+  attr->id = cudaLaunchAttributeClusterDimension;
+  attr->val.clusterDim.x = unsigned(cluster), attr->val.clusterDim.y = 1, attr->val.clusterDim.z = 1;
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = grid;
+  cfg.blockDim = dim3(threads);
+  cfg.dynamicSmemBytes = size_t(smem);
+  cfg.stream = stream;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  return cfg;
+}
+
 // Every Hopper kernel takes (tma_a, tma_b, tma_c, C, ldc, M, N, K, pairs); those that store from registers ignore
-// tma_c. Launches KERNEL on `grid` blocks of `threads` with the dynamic shared memory of Storage and reports the
-// launch (tile_m x tile_n) to the binding.
+// tma_c. Launches KERNEL on `grid` blocks of `threads` with the dynamic shared memory of Storage, in clusters of
+// `cluster` blocks along x (1: no cluster), and reports the launch (tile_m x tile_n, split) to the binding.
 template <auto KERNEL, typename Storage>
 cudaError_t launch(dim3 grid, int threads, int tile_m, int tile_n, const GemmArgs& p, const Operands& ops,
-                   cudaStream_t stream, LaunchInfo* info) {
+                   cudaStream_t stream, LaunchInfo* info, int cluster = 1, int split = 0) {
   const int smem = smem_request<Storage>();
   const cudaError_t err = tile::prepare_smem(KERNEL, smem, info);  // opt-in above 48 KB, limit checked
   if (err != cudaSuccess) return err;
-  if (info) *info = LaunchInfo{grid.x, grid.y, unsigned(threads), smem, info->smem_limit, tile_m, tile_n};
-  KERNEL<<<grid, threads, smem, stream>>>(ops.a, ops.b, ops.c, p.C, p.ldc, p.M, p.N, p.K, ops.pairs);
-  return cudaGetLastError();
+  if (info) *info = LaunchInfo{grid.x, grid.y, unsigned(threads), smem, info->smem_limit, tile_m, tile_n, split};
+  if (cluster == 1) {
+    KERNEL<<<grid, threads, smem, stream>>>(ops.a, ops.b, ops.c, p.C, p.ldc, p.M, p.N, p.K, ops.pairs);
+    return cudaGetLastError();
+  }
+  cudaLaunchAttribute attr;
+  const cudaLaunchConfig_t cfg = cluster_config(grid, threads, smem, cluster, stream, &attr);
+  return cudaLaunchKernelEx(&cfg, KERNEL, ops.a, ops.b, ops.c, p.C, p.ldc, p.M, p.N, p.K, ops.pairs);
 }
+
+// ---- tile and split-K choice (wgmma_persistent, wgmma_splitk) ---------------------------------------------------
+// 128 x bn tiles, K split into `split` parts (1: none). The estimate: the fraction of SM-rounds the work units
+// (tiles x split) fill, times the tile's own speed relative to 128 x 256 (128 x 128: 0.95, 128 x 64: 0.6; measured
+// on large shapes, docs/ladders/hopper.md), times 0.97 per halving of K (the partial sums' exchange). A split
+// launch is one wave (units <= SMs: the split kernel is not persistent) and leaves each part >= 4 k-blocks, so
+// the pipeline still fills. force_bn / force_split (GemmArgs::tile, ::split) pin one; a forced split is cut to
+// the k-blocks there are.
+struct Plan {
+  int bn, split;
+};
+__host__ __device__ constexpr Plan choose_plan(int M, int N, int K, int sms, int force_bn = 0, int force_split = 0,
+                                               int max_split = 4) {
+  const int tiles_m = cdiv(M, 128), kblocks = cdiv(K, BK);
+  const int bns[3] = {256, 128, 64};
+  const double speeds[3] = {1.0, 0.95, 0.6};
+  Plan best{force_bn ? force_bn : 256, 1};
+  double best_score = -1.0;
+  for (int i = 0; i < 3; ++i) {
+    if (force_bn && bns[i] != force_bn) continue;
+    const long tiles = long(tiles_m) * cdiv(N, bns[i]);
+    for (int split = 1; split <= max_split; split *= 2) {
+      if (force_split && split != force_split) continue;
+      const long units = tiles * split;
+      if (split > 1 && !force_split && (kblocks < 4 * split || units > sms)) continue;
+      const long rounds = (units + sms - 1) / sms;
+      double score = speeds[i] * double(units) / double(rounds * sms);
+      for (int s = split; s > 1; s /= 2) score *= 0.97;
+      if (score > best_score + 1e-9) best = Plan{bns[i], split}, best_score = score;
+    }
+  }
+  while (best.split > 1 && best.split > kblocks) best.split /= 2;
+  return best;
+}
+static_assert(choose_plan(4096, 4096, 4096, 132).bn == 256 && choose_plan(4096, 4096, 4096, 132).split == 1 &&
+                  choose_plan(16, 4096, 4096, 132).bn == 128 && choose_plan(16, 4096, 4096, 132).split == 4 &&
+                  choose_plan(16, 4096, 4096, 132, 0, 0, 1).bn == 64 &&
+                  choose_plan(16, 4096, 4096, 132, 0, 0, 1).split == 1 &&
+                  choose_plan(2048, 2048, 2048, 132).split == 1 && choose_plan(8192, 8192, 64, 132).split == 1 &&
+                  choose_plan(16, 4096, 8, 132, 0, 4).split == 1 && choose_plan(16, 4096, 128, 132, 0, 4).split == 2,
+              "worked cases: large outputs keep 128 x 256 whole; a 16-row output splits 32 tiles of 128 x 128 four "
+              "ways (128 blocks); without splitting it takes 128 x 64 tiles; forced splits are cut to the k-blocks");
 
 inline int sm_count() {
   int dev = 0, n = 0;
   cudaGetDevice(&dev);
   cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev);
   return n;
+}
+
+// The plan for a launch: choose_plan on this device's SMs, with GemmArgs::tile (1/2/3: 128 x 256/128/64) and
+// ::split (1: no split; 2, 4) pinning what they name.
+inline Plan plan_for(const GemmArgs& p, int max_split = 4) {
+  const int force_bn = p.tile == 1 ? 256 : p.tile == 2 ? 128 : p.tile == 3 ? 64 : 0;
+  return choose_plan(p.M, p.N, p.K, sm_count(), force_bn, p.split, max_split);
 }
 
 }  // namespace hopper

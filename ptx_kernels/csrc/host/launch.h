@@ -2,7 +2,11 @@
 // kernel's instantiations (accumulation x B layout, and a second tile where there is one), what the binding is
 // told about the launch, and the registration (host/registry.h). Included by the kernel files (nvcc).
 #pragma once
+#include <atomic>
+#include <map>
+#include <mutex>
 #include <type_traits>
+#include <utility>
 
 #include "blocks/common.cuh"
 #include "hgemm.cuh"
@@ -17,20 +21,46 @@ inline bool rows_aligned16(const GemmArgs& p) {
 }
 
 // Raise the kernel's dynamic shared-memory limit when it needs more than the default 48 KB; fail with
-// cudaErrorInvalidValue (and info->smem_limit filled) when the device cannot give that much.
+// cudaErrorInvalidValue (and info->smem_limit filled) when the device cannot give that much. Both the device's
+// limit and the attribute are set up once per kernel and device: they sat on every call's host path (a
+// cudaFuncSetAttribute per launch), which is what a model's forward pass pays per GEMM.
+inline cudaError_t smem_optin_limit(int dev, int* limit) {
+  static std::atomic<int> limits[64] = {};
+  *limit = dev >= 0 && dev < 64 ? limits[dev].load(std::memory_order_relaxed) : 0;
+  if (*limit > 0) return cudaSuccess;
+  const cudaError_t err = cudaDeviceGetAttribute(limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
+  if (err == cudaSuccess && dev >= 0 && dev < 64) limits[dev].store(*limit, std::memory_order_relaxed);
+  return err;
+}
+
 template <typename Kernel>
 inline cudaError_t prepare_smem(Kernel kernel, int bytes, LaunchInfo* info) {
   int dev = 0, limit = 0;
   cudaError_t err = cudaGetDevice(&dev);
-  if (err == cudaSuccess) err = cudaDeviceGetAttribute(&limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
+  if (err == cudaSuccess) err = smem_optin_limit(dev, &limit);
   if (err != cudaSuccess) return err;
   if (info) {
     info->smem_bytes = bytes;
     info->smem_limit = limit;
   }
   if (bytes > limit) return cudaErrorInvalidValue;
-  if (bytes > 48 * 1024) return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
-  return cudaSuccess;
+  if (bytes <= 48 * 1024) return cudaSuccess;
+  // (kernel, device) -> the largest size already granted; a kernel's size is fixed, so this is set once.
+  static std::mutex mu;
+  static std::map<std::pair<const void*, int>, int> granted;
+  const auto key = std::make_pair(reinterpret_cast<const void*>(kernel), dev);
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    const auto it = granted.find(key);
+    if (it != granted.end() && it->second >= bytes) return cudaSuccess;
+  }
+  err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+  if (err == cudaSuccess) {
+    std::lock_guard<std::mutex> lock(mu);
+    int& g = granted[key];
+    g = g > bytes ? g : bytes;
+  }
+  return err;
 }
 
 // Call launch(acc, b_col) with both as compile-time constants (std::integral_constant), so one host-side lambda

@@ -1,5 +1,5 @@
-// ptx/cluster.cuh — thread block clusters: a CTA's rank, shared addresses in a peer CTA, the cluster barrier and
-// arrivals on a peer's mbarrier (sm_90).
+// ptx/cluster.cuh — thread block clusters: a CTA's rank, shared addresses in a peer CTA and loads from them, the
+// cluster barrier and arrivals on a peer's mbarrier (sm_90).
 //
 // One __device__ __forceinline__ wrapper per PTX instruction, with its exact PTX string and its PTX ISA section
 // (https://docs.nvidia.com/cuda/parallel-thread-execution/).
@@ -21,6 +21,15 @@ __device__ __forceinline__ uint32_t cluster_ctarank() {
   return r;
 }
 
+// mov.u32 r, %cluster_nctarank;  — the number of CTAs in this CTA's cluster (1 for a launch without clusters).
+// ISA: 10.26 "Special Registers: %cluster_nctarank"
+// https://docs.nvidia.com/cuda/parallel-thread-execution/#special-registers-cluster-nctarank
+__device__ __forceinline__ uint32_t cluster_nctarank() {
+  uint32_t r;
+  asm volatile("mov.u32 %0, %%cluster_nctarank;\n" : "=r"(r));
+  return r;
+}
+
 // mapa.shared::cluster.u32 remote, local, rank;  — the shared::cluster address of the same offset in CTA `rank`.
 // ISA: 9.7.9.21 "Data Movement and Conversion Instructions: mapa"
 // https://docs.nvidia.com/cuda/parallel-thread-execution/#data-movement-and-conversion-instructions-mapa
@@ -28,6 +37,19 @@ __device__ __forceinline__ uint32_t mapa_shared(uint32_t local, uint32_t rank) {
   uint32_t remote;
   asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(local), "r"(rank));
   return remote;
+}
+
+// ld.shared::cluster.v4.f32 {x, y, z, w}, [addr];  — 16 bytes from the shared memory of any CTA of the cluster
+// (addr from mapa_shared; distributed shared memory). Ordered after the owner's writes by a cluster barrier.
+// ISA: 9.7.9.8 "Data Movement and Conversion Instructions: ld"
+// https://docs.nvidia.com/cuda/parallel-thread-execution/#data-movement-and-conversion-instructions-ld
+__device__ __forceinline__ float4 ld_shared_cluster_v4_f32(uint32_t addr) {
+  float4 v;
+  asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];\n"
+               : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+               : "r"(addr)
+               : "memory");
+  return v;
 }
 
 // mbarrier.arrive.shared::cluster.b64 _, [bar];  — one arrival on an mbarrier of any CTA of the cluster (bar from

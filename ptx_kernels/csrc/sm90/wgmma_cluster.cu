@@ -82,10 +82,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   if (threadIdx.x == 0) {
     ptx::prefetch_tensormap(&tma_a);
     ptx::prefetch_tensormap(&tma_b);
-    for (int s = 0; s < STAGES; ++s) {
-      ptx::mbarrier_init(ptx::smem_u32(&ss.full[s]), 1);
-      ptx::mbarrier_init(ptx::smem_u32(&ss.empty[s]), kConsumers * kCluster);
-    }
+    hopper::init_ring(ss, kConsumers * kCluster);
     ptx::fence_mbarrier_init_cluster();
   }
   ptx::cluster_sync();
@@ -143,30 +140,22 @@ cudaError_t launch_tile(const GemmArgs& p, const hopper::Operands& ops, cudaStre
   const int smem = hopper::smem_request<Storage>();
   cudaError_t err = tile::prepare_smem(kernel, smem, info);
   if (err != cudaSuccess) return err;
-  cudaLaunchConfig_t cfg = {};
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeClusterDimension;
-  attr[0].val.clusterDim.x = kCluster, attr[0].val.clusterDim.y = 1, attr[0].val.clusterDim.z = 1;
-  cfg.blockDim = dim3(kThreads);
-  cfg.dynamicSmemBytes = smem;
-  cfg.stream = stream;
-  cfg.attrs = attr;
-  cfg.numAttrs = 1;
   // Clusters that fit at once (the GPCs decide, not SMs / 2), asked once per device.
   static std::atomic<int> fits[64] = {};
   int dev = 0;
   if ((err = cudaGetDevice(&dev)) != cudaSuccess) return err;
   int max_clusters = dev < 64 ? fits[dev].load(std::memory_order_relaxed) : 0;
   if (max_clusters == 0) {
-    cfg.gridDim = dim3(kCluster * hopper::sm_count());
+    cudaLaunchAttribute attr;
+    const cudaLaunchConfig_t cfg =
+        hopper::cluster_config(dim3(kCluster * hopper::sm_count()), kThreads, smem, kCluster, stream, &attr);
     err = cudaOccupancyMaxActiveClusters(&max_clusters, kernel, &cfg);
     if (err != cudaSuccess || max_clusters <= 0) return err != cudaSuccess ? err : cudaErrorInvalidConfiguration;
     if (dev < 64) fits[dev].store(max_clusters, std::memory_order_relaxed);
   }
   const int pair_tiles = hopper::cdiv(hopper::cdiv(p.M, BM), kCluster) * hopper::cdiv(p.N, BN);
-  cfg.gridDim = dim3(kCluster * std::min(pair_tiles, max_clusters));
-  if (info) *info = LaunchInfo{cfg.gridDim.x, 1, cfg.blockDim.x, smem, info->smem_limit, BM, BN};
-  return cudaLaunchKernelEx(&cfg, kernel, ops.a, ops.b, ops.c, p.C, p.ldc, p.M, p.N, p.K, ops.pairs);
+  const dim3 grid(kCluster * std::min(pair_tiles, max_clusters));
+  return hopper::launch<kernel, Storage>(grid, kThreads, BM, BN, p, ops, stream, info, kCluster);
 }
 
 }  // namespace

@@ -16,11 +16,12 @@
 // stores drain while the next tile's main loop runs. Otherwise the accumulators go straight to global memory.
 // Edges: TMA reads zeros outside A and B (M, N and the K tail); TMA stores drop what falls outside C, and the
 // register-store fallback masks to M x N.
+// Outputs with too few tiles to keep the SMs busy (decode-sized M) go to wgmma_splitk.cu instead: see the launcher.
 #include <algorithm>
-#include <utility>
 
 #include "blocks/wgmma_tile.cuh"
 #include "host/registry.h"
+#include "sm90/splitk.h"
 
 namespace {
 
@@ -64,10 +65,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   if (threadIdx.x == 0) {
     ptx::prefetch_tensormap(&tma_a);
     ptx::prefetch_tensormap(&tma_b);
-    for (int s = 0; s < STAGES; ++s) {
-      ptx::mbarrier_init(ptx::smem_u32(&ss.full[s]), 1);
-      ptx::mbarrier_init(ptx::smem_u32(&ss.empty[s]), kConsumers);
-    }
+    hopper::init_ring(ss, kConsumers);
   }
   __syncthreads();
 
@@ -80,11 +78,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
         int tm, tn;
         hopper::tile_coords<GROUP_M>(t, tiles_m, tiles_n, tm, tn);
-        for (int kb = 0; kb < kblocks; ++kb) {
-          ptx::mbarrier_wait_parity(ptx::smem_u32(&ss.empty[s]), phase ^ 1);  // a fresh barrier passes parity 1
-          hopper::load_kblock<BM, BN, B_COL>(ss, s, &tma_a, &tma_b, tm * BM, tn * BN, kb * hopper::BK);
-          if (++s == STAGES) s = 0, phase ^= 1;
-        }
+        hopper::produce_tile<BM, BN, B_COL>(ss, &tma_a, &tma_b, tm * BM, tn * BN, 0, kblocks, s, phase);
       }
     }
   } else {
@@ -127,29 +121,17 @@ cudaError_t launch_tile(const GemmArgs& p, Acc acc, cudaStream_t stream, LaunchI
   });
 }
 
-// The tile with the best estimated throughput: the fraction of SM-rounds its tiles fill (tiles over whole waves
-// of SMs) times the tile's own speed relative to 128 x 256 (128 x 128: 0.95, 128 x 64: 0.6; measured on large
-// shapes, docs/ladders/hopper.md). Large outputs keep 128 x 256; skinny ones trade width for SMs.
-int tile_bn(const GemmArgs& p) {
-  const int sms = hopper::sm_count(), tiles_m = hopper::cdiv(p.M, 128);
-  int best = 256;
-  double best_score = -1.0;
-  for (const auto& [bn, speed] : {std::pair{256, 1.0}, std::pair{128, 0.95}, std::pair{64, 0.6}}) {
-    const long tiles = long(tiles_m) * hopper::cdiv(p.N, bn), rounds = (tiles + sms - 1) / sms;
-    const double score = speed * double(tiles) / double(rounds * sms);
-    if (score > best_score + 1e-9) best = bn, best_score = score;
-  }
-  return best;
-}
-
 }  // namespace
 
-// ---- HOST: choose the tile -> tensor maps -> launch ----
-// GemmArgs::tile: 0 chooses by tile count (tile_bn), 1 forces 128 x 256, 2 forces 128 x 128, 3 forces 128 x 64.
+// ---- HOST: choose the tile (and whether to split K) -> tensor maps -> launch ----
+// hopper::choose_plan scores 128 x 256, 128 x 128 and 128 x 64 tiles by how many SMs they keep busy; where even
+// 128 x 64 tiles leave SMs idle (skinny M, small N) and K is long, it splits K over a cluster instead
+// (wgmma_splitk.cu, one wave). GemmArgs::tile (1/2/3) and ::split (1 = never) pin the choice.
 cudaError_t launch_wgmma_persistent(const GemmArgs& p, Acc acc, cudaStream_t stream, LaunchInfo* info) {
-  const int bn = p.tile == 1 ? 256 : p.tile == 2 ? 128 : p.tile == 3 ? 64 : tile_bn(p);
-  if (bn == 256) return launch_tile<Wide>(p, acc, stream, info);
-  if (bn == 128) return launch_tile<Medium>(p, acc, stream, info);
+  const hopper::Plan plan = hopper::plan_for(p);
+  if (plan.split > 1) return launch_wgmma_splitk_plan(p, acc, stream, info, plan);
+  if (plan.bn == 256) return launch_tile<Wide>(p, acc, stream, info);
+  if (plan.bn == 128) return launch_tile<Medium>(p, acc, stream, info);
   return launch_tile<Narrow>(p, acc, stream, info);
 }
 

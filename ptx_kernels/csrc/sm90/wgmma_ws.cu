@@ -36,10 +36,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 
   // ---- PROLOGUE: barriers ----
   if (threadIdx.x == 0) {
-    for (int s = 0; s < STAGES; ++s) {
-      ptx::mbarrier_init(ptx::smem_u32(&ss.full[s]), 1);
-      ptx::mbarrier_init(ptx::smem_u32(&ss.empty[s]), kConsumers);
-    }
+    hopper::init_ring(ss, kConsumers);
   }
   __syncthreads();
 
@@ -47,11 +44,9 @@ __global__ void __launch_bounds__(kThreads, 1)
     // ---- PRODUCER ----
     ptx::setmaxnreg_dec<kProducerRegs>();
     if (tid == 0) {
-      for (int kb = 0; kb < kblocks; ++kb) {
-        const int s = kb % STAGES;
-        ptx::mbarrier_wait_parity(ptx::smem_u32(&ss.empty[s]), ((kb / STAGES) & 1) ^ 1);  // fresh: parity 1 passes
-        hopper::load_kblock<BM, BN, B_COL>(ss, s, &tma_a, &tma_b, tm * BM, tn * BN, kb * hopper::BK);
-      }
+      int s = 0;
+      uint32_t phase = 0;
+      hopper::produce_tile<BM, BN, B_COL>(ss, &tma_a, &tma_b, tm * BM, tn * BN, 0, kblocks, s, phase);
     }
   } else {
     // ---- CONSUMERS: MAIN LOOP ----

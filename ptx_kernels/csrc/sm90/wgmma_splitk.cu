@@ -1,0 +1,169 @@
+// wgmma_splitk.cu — Hopper ladder, step 5: split-K over a thread block cluster, the partial sums added through
+// distributed shared memory.
+//
+// A 16 x 4096 output is 64 tiles of 128 x 64 (32 of 128 x 128): half of the 132 SMs stream B while the rest idle,
+// and a decode-sized GEMM is all B streaming (16 x 4096 x 4096: 32 MB of B for 0.5 GFLOP). Here the S blocks of
+// a cluster (S = 2 or 4, %cluster_nctarank) share one output tile and each takes 1/S of its k-blocks, so
+// tiles x S blocks stream B. The partial sums never leave the chip and the result does not depend on timing:
+//   1. each block runs the warp-specialized pipeline of wgmma_ws.cu over its k-blocks (producer warpgroup + two
+//      consumer warpgroups, full/empty mbarriers);
+//   2. the consumers write their fp32 accumulators into the block's own shared memory (over the operand ring,
+//      whose last stage has been read by then);
+//   3. cluster barrier; block r then adds, for its 1/S of the tile's columns, the S partial tiles in rank order
+//      0, 1, .., S-1 (ld.shared::cluster from each peer's shared memory), and stores fp16 to C;
+//   4. a second cluster barrier keeps every block alive until its peers have read its partials.
+// Fixed order, no atomics: the same inputs give the same bits on every run (tests/test_ptx_hgemm.py checks). One
+// tile per cluster, one wave: the launcher splits only when tiles x S fit on the SMs (hopper::choose_plan), and
+// wgmma_persistent.cu hands such outputs to this kernel.
+// Edges as in the other Hopper kernels: TMA reads zeros past M, N and K; the stores are masked to M x N.
+#include <algorithm>
+
+#include "blocks/wgmma_tile.cuh"
+#include "host/registry.h"
+#include "ptx/cluster.cuh"
+#include "sm90/splitk.h"
+
+namespace {
+
+// Tiles 128 x BN in STAGES stages, as wgmma_persistent.cu's (without the TMA-store staging: the partial tile
+// reuses the ring). The partial tile is 128 rows of BN fp32, rows padded by 8 floats (a warp's float2 stores of one
+// fragment column block then fall in 2 wavefronts, not 8).
+template <int BN_, int STAGES_>
+struct Tile {
+  static constexpr int BM = 128, BN = BN_, STAGES = STAGES_, LDP = BN + 8;
+  using Storage = hopper::SharedStorage<BM, BN, STAGES>;
+  static_assert(offsetof(Storage, B) == sizeof(Storage::A), "the ring's A and B stages are one contiguous region");
+  static_assert(BM * LDP * sizeof(float) <= sizeof(Storage::A) + sizeof(Storage::B), "the partial tile fits the ring");
+  static_assert(hopper::smem_request<Storage>() <= 227 * 1024, "the ring fits in 227 KB");
+};
+using Wide = Tile<256, 4>;
+using Medium = Tile<128, 6>;
+using Narrow = Tile<64, 8>;
+
+constexpr int GROUP_M = 8;
+constexpr int kConsumers = 2, kThreads = (1 + kConsumers) * hopper::kWarpgroup;
+constexpr int kProducerRegs = 40, kConsumerRegs = 232;  // as wgmma_persistent.cu
+constexpr uint32_t kConsumersBarrier = 1;               // named barrier of the 256 consumer threads
+
+// A thread's fp32 pair of fragment column block j, row half h (see hopper::fragment_pair).
+template <int R>
+__device__ __forceinline__ float2 fragment_float2(const float (&d)[R], int j, int h) {
+  return make_float2(d[4 * j + 2 * h], d[4 * j + 2 * h + 1]);
+}
+template <int R>
+__device__ __forceinline__ float2 fragment_float2(const uint32_t (&d)[R], int j, int h) {
+  return __half22float2(*reinterpret_cast<const __half2*>(&d[2 * j + h]));
+}
+
+template <typename T, Acc ACC, bool B_COL>
+__global__ void __launch_bounds__(kThreads, 1)
+    wgmma_splitk_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_constant__ CUtensorMap tma_b,
+                        const __grid_constant__ CUtensorMap tma_c, half* __restrict__ C, int64_t ldc, int M, int N,
+                        int K, bool pairs) {
+  constexpr int BM = T::BM, BN = T::BN, STAGES = T::STAGES, LDP = T::LDP;
+  extern __shared__ __align__(1024) uint8_t smem_raw[];
+  auto& ss = hopper::aligned_storage<typename T::Storage>(smem_raw);
+  float* partial = reinterpret_cast<float*>(ss.A);  // (BM, LDP) fp32, over the ring once the main loop is done
+  const int wg = threadIdx.x / hopper::kWarpgroup, tid = threadIdx.x % hopper::kWarpgroup;
+  const int split = int(ptx::cluster_nctarank()), rank = int(ptx::cluster_ctarank());
+  const int tiles_m = hopper::cdiv(M, BM), tiles_n = hopper::cdiv(N, BN);
+  int tm, tn;
+  hopper::tile_coords<GROUP_M>(int(blockIdx.x) / split, tiles_m, tiles_n, tm, tn);
+  // This block's k-blocks: part `rank` of S near-equal parts (each non-empty: the launcher keeps S <= k-blocks).
+  const int kblocks = hopper::cdiv(K, hopper::BK);
+  const int kb0 = kblocks * rank / split, kb1 = kblocks * (rank + 1) / split;
+
+  // ---- PROLOGUE: barriers ----
+  if (threadIdx.x == 0) {
+    ptx::prefetch_tensormap(&tma_a);
+    ptx::prefetch_tensormap(&tma_b);
+    hopper::init_ring(ss, kConsumers);
+  }
+  __syncthreads();
+
+  if (wg == 0) {
+    // ---- PRODUCER ----
+    ptx::setmaxnreg_dec<kProducerRegs>();
+    if (tid == 0) {
+      int s = 0;
+      uint32_t phase = 0;
+      hopper::produce_tile<BM, BN, B_COL>(ss, &tma_a, &tma_b, tm * BM, tn * BN, kb0, kb1, s, phase);
+    }
+  } else {
+    // ---- CONSUMERS: MAIN LOOP over this block's k-blocks, then the partial tile into shared memory ----
+    ptx::setmaxnreg_inc<kConsumerRegs>();
+    hopper::Accum<BN, ACC> acc;
+    const int slab = (wg - 1) * 64;
+    int s = 0;
+    uint32_t phase = 0;
+    if (kb1 > kb0) {
+      hopper::mma_tile<BN, B_COL>(ss, acc.d, slab, kb1 - kb0, s, phase, [&](int stage) {
+        if (tid == 0) ptx::mbarrier_arrive(ptx::smem_u32(&ss.empty[stage]));
+      });
+    } else {
+#pragma unroll
+      for (auto& x : acc.d) x = 0;
+    }
+    // Both consumers' wgmma have read their last stage (wait_group 0 in mma_tile) and every TMA load has landed
+    // (each was waited for on full[]): the ring is free to hold the partial tile.
+    ptx::named_barrier_sync(kConsumersBarrier, kConsumers * hopper::kWarpgroup);
+    const int warp = tid / 32, lane = tid % 32, r = slab + warp * 16 + lane / 4;
+#pragma unroll
+    for (int j = 0; j < BN / 8; ++j) {
+      const int c = 8 * j + 2 * (lane % 4);
+      *reinterpret_cast<float2*>(&partial[r * LDP + c]) = fragment_float2(acc.d, j, 0);
+      *reinterpret_cast<float2*>(&partial[(r + 8) * LDP + c]) = fragment_float2(acc.d, j, 1);
+    }
+  }
+  // ---- EPILOGUE: the cluster's partial tiles, added in rank order ----
+  ptx::cluster_sync();  // every block's partial tile is written (release/acquire across the cluster)
+  if (wg > 0) {
+    const int cols = BN / split, chunks = cols / 4;  // this block's columns, in float4 chunks
+    const int rows = min(BM, M - tm * BM);
+    const uint32_t local = ptx::smem_u32(partial);
+    for (int i = threadIdx.x - hopper::kWarpgroup; i < rows * chunks; i += kConsumers * hopper::kWarpgroup) {
+      const int row = i / chunks, col = rank * cols + 4 * (i % chunks);
+      const uint32_t offset = uint32_t((row * LDP + col) * sizeof(float));
+      float4 sum = ptx::ld_shared_cluster_v4_f32(ptx::mapa_shared(local + offset, 0));
+      for (int q = 1; q < split; ++q) {
+        const float4 v = ptx::ld_shared_cluster_v4_f32(ptx::mapa_shared(local + offset, uint32_t(q)));
+        sum.x += v.x, sum.y += v.y, sum.z += v.z, sum.w += v.w;
+      }
+      const __half2 lo = __floats2half2_rn(sum.x, sum.y), hi = __floats2half2_rn(sum.z, sum.w);
+      const int grow = tm * BM + row, gcol = tn * BN + col;
+      hopper::store_pair(C, ldc, M, N, grow, gcol, *reinterpret_cast<const uint32_t*>(&lo), pairs);
+      hopper::store_pair(C, ldc, M, N, grow, gcol + 2, *reinterpret_cast<const uint32_t*>(&hi), pairs);
+    }
+  }
+  ptx::cluster_sync();  // no block leaves (freeing its shared memory) while a peer may still read its partials
+}
+
+template <typename T>
+cudaError_t launch_tile(const GemmArgs& p, Acc acc, int split, cudaStream_t stream, LaunchInfo* info) {
+  hopper::Operands ops;
+  const cudaError_t err = hopper::make_operands(p, T::BM, T::BN, &ops);
+  if (err != cudaSuccess) return err;
+  const dim3 grid(hopper::cdiv(p.M, T::BM) * hopper::cdiv(p.N, T::BN) * split);
+  return tile::dispatch(acc, p.b_col_major, [&](auto acc_c, auto b_col_c) {
+    return hopper::launch<wgmma_splitk_kernel<T, acc_c.value, b_col_c.value>, typename T::Storage>(
+        grid, kThreads, T::BM, T::BN, p, ops, stream, info, /*cluster=*/split, /*split=*/split);
+  });
+}
+
+}  // namespace
+
+// ---- HOST: the plan -> tensor maps -> launch ----
+cudaError_t launch_wgmma_splitk_plan(const GemmArgs& p, Acc acc, cudaStream_t stream, LaunchInfo* info,
+                                     hopper::Plan plan) {
+  if (plan.bn == 256) return launch_tile<Wide>(p, acc, plan.split, stream, info);
+  if (plan.bn == 128) return launch_tile<Medium>(p, acc, plan.split, stream, info);
+  return launch_tile<Narrow>(p, acc, plan.split, stream, info);
+}
+
+// As a variant of its own: the plan that may split but not run persistently (hopper::choose_plan with one wave of
+// split units); GemmArgs::tile (1/2/3: 128 x 256/128/64) and ::split (1/2/4) pin it.
+cudaError_t launch_wgmma_splitk(const GemmArgs& p, Acc acc, cudaStream_t stream, LaunchInfo* info) {
+  return launch_wgmma_splitk_plan(p, acc, stream, info, hopper::plan_for(p));
+}
+
+HGEMM_VARIANT(wgmma_splitk, launch_wgmma_splitk, RowMajorA);
