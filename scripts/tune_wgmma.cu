@@ -63,7 +63,11 @@ static std::vector<Kern> kKernels = [] {
   return ks;
 }();
 
-static int ld8(int x) { return (x + 7) / 8 * 8; }
+// Leading dimensions rounded up to TUNE_LD_ALIGN halves (default 8: the 16 bytes TMA needs; 64 = 128-byte rows).
+static int ld8(int x) {
+  static const int align = std::getenv("TUNE_LD_ALIGN") ? std::atoi(std::getenv("TUNE_LD_ALIGN")) : 8;
+  return (x + align - 1) / align * align;
+}
 
 struct Problem {
   int M, N, K;

@@ -1,6 +1,6 @@
 // Host-side facts of the Hopper blocks, printed for tests/test_hopper_cpu.py (built with nvcc for sm_90a, run on
 // the CPU): shared-memory matrix descriptors, the epilogue staging buffer's swizzled offsets, and the tile /
-// split-K plans of wgmma_persistent and wgmma_splitk on a 132-SM GPU.
+// split-K plans of wgmma_persistent and wgmma_splitk on a 132-SM GPU where 30 clusters of 4 fit at once.
 #include <cstdio>
 
 #include "blocks/wgmma_tile.cuh"
@@ -21,7 +21,7 @@ int main() {
                            {7, 9, 13},         {33, 500, 300},     {1, 1, 1},          {17, 1000, 4099}};
   for (auto& s : shapes)
     for (int force_split : {0, 1, 2, 4}) {
-      const hopper::Plan p = hopper::choose_plan(s[0], s[1], s[2], 132, 0, force_split);
+      const hopper::Plan p = hopper::choose_plan(s[0], s[1], s[2], 132, 0, force_split, 4, 132, 120);
       std::printf("plan %d %d %d %d %d %d\n", s[0], s[1], s[2], force_split, p.bn, p.split);
     }
   return 0;

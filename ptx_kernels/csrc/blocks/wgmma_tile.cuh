@@ -54,13 +54,19 @@ __device__ __forceinline__ Storage& aligned_storage(uint8_t* raw) {
 }
 
 // ---- loads ----------------------------------------------------------------------------------------------------
-// One thread announces the stage's bytes on full[s] and issues its TMA boxes. Boxes past M, N or K read zeros,
-// so edge tiles and the K tail need no other handling.
+// The rows of A's TMA box: the tile's BM, or on an output shorter than one tile M rounded up to whole 8-row swizzle
+// atoms. A 16-row decode GEMM then moves 2 KB of A per stage instead of 16 KB of zeros (TMA writes a box's
+// out-of-bounds rows too), and the wgmma rows past the box read stale shared memory: they only feed output rows
+// >= M, which no epilogue stores. Host (the tensor map) and device (the expected bytes) ask the same function.
+__host__ __device__ constexpr int a_box_rows(int M, int BM) { return M >= BM ? BM : (M + 7) / 8 * 8; }
+
+// One thread announces the stage's bytes on full[s] and issues its TMA boxes (A: a_rows = a_box_rows(M, BM)).
+// Boxes past M, N or K read zeros, so edge tiles and the K tail need no other handling.
 template <int BM, int BN, bool B_COL, typename Storage>
 __device__ __forceinline__ void load_kblock(Storage& ss, int s, const CUtensorMap* tma_a, const CUtensorMap* tma_b,
-                                            int m0, int n0, int k0) {
+                                            int m0, int n0, int k0, int a_rows) {
   const uint32_t bar = ptx::smem_u32(&ss.full[s]);
-  ptx::mbarrier_arrive_expect_tx(bar, (BM + BN) * BK * int(sizeof(half)));
+  ptx::mbarrier_arrive_expect_tx(bar, (a_rows + BN) * BK * int(sizeof(half)));
   ptx::tma_load_2d(ptx::smem_u32(ss.A[s]), tma_a, k0, m0, bar);
   if constexpr (B_COL) {
     ptx::tma_load_2d(ptx::smem_u32(ss.B[s]), tma_b, k0, n0, bar);
@@ -86,10 +92,10 @@ __device__ __forceinline__ void init_ring(Ring& ss, int empty_arrivals) {
 // s and phase carry over to the next tile.
 template <int BM, int BN, bool B_COL, typename Ring>
 __device__ __forceinline__ void produce_tile(Ring& ss, const CUtensorMap* tma_a, const CUtensorMap* tma_b, int m0,
-                                             int n0, int kb0, int kb1, int& s, uint32_t& phase) {
+                                             int n0, int kb0, int kb1, int a_rows, int& s, uint32_t& phase) {
   for (int kb = kb0; kb < kb1; ++kb) {
     ptx::mbarrier_wait_parity(ptx::smem_u32(&ss.empty[s]), phase ^ 1);
-    load_kblock<BM, BN, B_COL>(ss, s, tma_a, tma_b, m0, n0, kb * BK);
+    load_kblock<BM, BN, B_COL>(ss, s, tma_a, tma_b, m0, n0, kb * BK, a_rows);
     if (++s == Ring::kStages) s = 0, phase ^= 1;
   }
 }
@@ -275,7 +281,8 @@ inline cudaError_t make_operands(const GemmArgs& p, int bm, int bn, Operands* op
   if (p.sak != 1 && p.K > 1) return cudaErrorInvalidValue;
   const uint64_t lda = uint64_t(p.sam), ldb = uint64_t(p.b_col_major ? p.sbn : p.sbk);
   cudaError_t err =
-      host::cached_tensor_map({p.A, uint64_t(p.M), uint64_t(p.K), lda, uint32_t(bm), BK, true}, &ops->a);
+      host::cached_tensor_map({p.A, uint64_t(p.M), uint64_t(p.K), lda, uint32_t(a_box_rows(p.M, bm)), BK, true},
+                              &ops->a);
   if (err != cudaSuccess) return err;
   err = p.b_col_major
             ? host::cached_tensor_map({p.B, uint64_t(p.N), uint64_t(p.K), ldb, uint32_t(b_box_n), BK, true}, &ops->b)
@@ -325,29 +332,36 @@ cudaError_t launch(dim3 grid, int threads, int tile_m, int tile_n, const GemmArg
 // ---- tile and split-K choice (wgmma_persistent, wgmma_splitk) ---------------------------------------------------
 // 128 x bn tiles, K split into `split` parts (1: none). The estimate: the fraction of SM-rounds the work units
 // (tiles x split) fill, times the tile's own speed relative to 128 x 256 (128 x 128: 0.95, 128 x 64: 0.6; measured
-// on large shapes, docs/ladders/hopper.md), times 0.97 per halving of K (the partial sums' exchange). A split
-// launch is one wave (units <= SMs: the split kernel is not persistent) and leaves each part >= 4 k-blocks, so
-// the pipeline still fills. force_bn / force_split (GemmArgs::tile, ::split) pin one; a forced split is cut to
-// the k-blocks there are.
+// on large shapes, docs/ladders/hopper.md), times 0.97 per halving of K (the partial tiles' exchange).
+// Splitting is considered only where it can pay (measured, docs/ladders/hopper.md): decode-sized M (<= 64, where
+// every block streams B and more blocks stream more), or outputs whose best unsplit tile leaves half the SMs idle;
+// at 1024^3 or 128 x 8192 x 8192 the unsplit 128 x 64 tiles already fill the GPU and splitting lost 3-30%.
+// A split launch is one wave (the split kernel is not persistent): tiles x split <= the blocks that run at once in
+// clusters of that size (wave2, wave4: cudaOccupancyMaxActiveClusters x size; clusters stay inside a GPC, so
+// fewer than the SMs), and each part keeps >= 4 k-blocks so its pipeline fills. force_bn / force_split
+// (GemmArgs::tile, ::split) pin one; a forced split is cut to the k-blocks there are.
 struct Plan {
   int bn, split;
 };
 __host__ __device__ constexpr Plan choose_plan(int M, int N, int K, int sms, int force_bn = 0, int force_split = 0,
-                                               int max_split = 4) {
+                                               int max_split = 4, int wave2 = 0, int wave4 = 0) {
   const int tiles_m = cdiv(M, 128), kblocks = cdiv(K, BK);
   const int bns[3] = {256, 128, 64};
   const double speeds[3] = {1.0, 0.95, 0.6};
   Plan best{force_bn ? force_bn : 256, 1};
-  double best_score = -1.0;
-  for (int i = 0; i < 3; ++i) {
-    if (force_bn && bns[i] != force_bn) continue;
-    const long tiles = long(tiles_m) * cdiv(N, bns[i]);
-    for (int split = 1; split <= max_split; split *= 2) {
-      if (force_split && split != force_split) continue;
-      const long units = tiles * split;
-      if (split > 1 && !force_split && (kblocks < 4 * split || units > sms)) continue;
+  double best_score = -1.0, unsplit_fill = 0.0;
+  for (int split = 1; split <= max_split; split *= 2) {
+    if (force_split && split != force_split) continue;
+    const long wave = split == 1 ? sms : split == 2 ? (wave2 ? wave2 : sms) : (wave4 ? wave4 : sms);
+    if (split > 1 && !force_split && (kblocks < 4 * split || (M > 64 && unsplit_fill >= 0.5))) continue;
+    for (int i = 0; i < 3; ++i) {
+      if (force_bn && bns[i] != force_bn) continue;
+      const long units = long(tiles_m) * cdiv(N, bns[i]) * split;
+      if (split > 1 && !force_split && units > wave) continue;
       const long rounds = (units + sms - 1) / sms;
-      double score = speeds[i] * double(units) / double(rounds * sms);
+      const double fill = double(units) / double(rounds * sms);
+      if (split == 1 && fill > unsplit_fill) unsplit_fill = fill;
+      double score = speeds[i] * fill;
       for (int s = split; s > 1; s /= 2) score *= 0.97;
       if (score > best_score + 1e-9) best = Plan{bns[i], split}, best_score = score;
     }
@@ -356,26 +370,23 @@ __host__ __device__ constexpr Plan choose_plan(int M, int N, int K, int sms, int
   return best;
 }
 static_assert(choose_plan(4096, 4096, 4096, 132).bn == 256 && choose_plan(4096, 4096, 4096, 132).split == 1 &&
-                  choose_plan(16, 4096, 4096, 132).bn == 128 && choose_plan(16, 4096, 4096, 132).split == 4 &&
+                  choose_plan(16, 4096, 4096, 132, 0, 0, 4, 132, 120).bn == 64 &&
+                  choose_plan(16, 4096, 4096, 132, 0, 0, 4, 132, 120).split == 2 &&
                   choose_plan(16, 4096, 4096, 132, 0, 0, 1).bn == 64 &&
-                  choose_plan(16, 4096, 4096, 132, 0, 0, 1).split == 1 &&
+                  choose_plan(1024, 1024, 1024, 132).split == 1 && choose_plan(128, 8192, 8192, 132).split == 1 &&
+                  choose_plan(128, 4096, 4096, 132, 0, 0, 4, 132, 120).split == 2 &&
                   choose_plan(2048, 2048, 2048, 132).split == 1 && choose_plan(8192, 8192, 64, 132).split == 1 &&
                   choose_plan(16, 4096, 8, 132, 0, 4).split == 1 && choose_plan(16, 4096, 128, 132, 0, 4).split == 2,
-              "worked cases: large outputs keep 128 x 256 whole; a 16-row output splits 32 tiles of 128 x 128 four "
-              "ways (128 blocks); without splitting it takes 128 x 64 tiles; forced splits are cut to the k-blocks");
+              "worked cases: large outputs keep 128 x 256 whole; a 16-row output, whose 32 tiles of 128 x 128 in "
+              "clusters of 4 would need 128 of the 120 blocks that fit, splits 64 tiles of 128 x 64 in two (128 "
+              "blocks); without splitting it takes 128 x 64 tiles; 1024^3 and 128 x 8192 x 8192 fill the GPU "
+              "unsplit; 128 x 4096 x 4096 (64 tiles) splits; forced splits are cut to the k-blocks");
 
 inline int sm_count() {
   int dev = 0, n = 0;
   cudaGetDevice(&dev);
   cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev);
   return n;
-}
-
-// The plan for a launch: choose_plan on this device's SMs, with GemmArgs::tile (1/2/3: 128 x 256/128/64) and
-// ::split (1: no split; 2, 4) pinning what they name.
-inline Plan plan_for(const GemmArgs& p, int max_split = 4) {
-  const int force_bn = p.tile == 1 ? 256 : p.tile == 2 ? 128 : p.tile == 3 ? 64 : 0;
-  return choose_plan(p.M, p.N, p.K, sm_count(), force_bn, p.split, max_split);
 }
 
 }  // namespace hopper

@@ -3,5 +3,9 @@
 #pragma once
 #include "blocks/wgmma_tile.cuh"
 
+// The tile and K split for p on this device (hopper::choose_plan with the SM count and the blocks that run at once
+// in clusters of 2 and 4), GemmArgs::tile (1/2/3: 128 x 256/128/64) and ::split (1 = never, 2, 4) pinning them.
+hopper::Plan plan_wgmma(const GemmArgs& p);
+
 cudaError_t launch_wgmma_splitk_plan(const GemmArgs& p, Acc acc, cudaStream_t stream, LaunchInfo* info,
                                      hopper::Plan plan);

@@ -44,11 +44,11 @@ static_assert(hopper::smem_request<Storage>() <= 227 * 1024, "4 stages of 128x64
 // multicast to both blocks.
 template <bool B_COL, typename Ring>
 __device__ __forceinline__ void load_kblock_multicast(Ring& ss, int s, const CUtensorMap* tma_a,
-                                                      const CUtensorMap* tma_b, int m0, int n0, int k0,
+                                                      const CUtensorMap* tma_b, int m0, int n0, int k0, int a_rows,
                                                       uint32_t rank) {
   const uint32_t bar = ptx::smem_u32(&ss.full[s]);
   constexpr uint16_t kBoth = (1u << kCluster) - 1;
-  ptx::mbarrier_arrive_expect_tx(bar, (BM + BN) * hopper::BK * int(sizeof(half)));
+  ptx::mbarrier_arrive_expect_tx(bar, (a_rows + BN) * hopper::BK * int(sizeof(half)));
   ptx::tma_load_2d(ptx::smem_u32(ss.A[s]), tma_a, k0, m0, bar);
   if constexpr (B_COL) {  // rows n0 + 128 rank .. of the K-major B tile: one 128 x 64 box
     const int half_n = BN / kCluster;
@@ -76,7 +76,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int cluster = blockIdx.x / kCluster, clusters = gridDim.x / kCluster;
   const int tiles_m = hopper::cdiv(M, BM), tiles_n = hopper::cdiv(N, BN);
   const int pairs_m = hopper::cdiv(tiles_m, kCluster), pair_tiles = pairs_m * tiles_n;
-  const int kblocks = hopper::cdiv(K, hopper::BK);
+  const int kblocks = hopper::cdiv(K, hopper::BK), a_rows = hopper::a_box_rows(M, BM);  // A box: see load_kblock
 
   // ---- PROLOGUE: barriers, visible to the whole cluster ----
   if (threadIdx.x == 0) {
@@ -99,7 +99,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         const int tm = pm * kCluster + int(rank);
         for (int kb = 0; kb < kblocks; ++kb) {
           ptx::mbarrier_wait_parity(ptx::smem_u32(&ss.empty[s]), phase ^ 1);  // both blocks' consumers are done
-          load_kblock_multicast<B_COL>(ss, s, &tma_a, &tma_b, tm * BM, tn * BN, kb * hopper::BK, rank);
+          load_kblock_multicast<B_COL>(ss, s, &tma_a, &tma_b, tm * BM, tn * BN, kb * hopper::BK, a_rows, rank);
           if (++s == STAGES) s = 0, phase ^= 1;
         }
       }

@@ -59,7 +59,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   auto& ss = storage.ring;
   const int wg = threadIdx.x / hopper::kWarpgroup, tid = threadIdx.x % hopper::kWarpgroup;
   const int tiles_m = hopper::cdiv(M, BM), tiles_n = hopper::cdiv(N, BN), tiles = tiles_m * tiles_n;
-  const int kblocks = hopper::cdiv(K, hopper::BK);
+  const int kblocks = hopper::cdiv(K, hopper::BK), a_rows = hopper::a_box_rows(M, BM);  // A box: see load_kblock
 
   // ---- PROLOGUE: barriers ----
   if (threadIdx.x == 0) {
@@ -78,7 +78,8 @@ __global__ void __launch_bounds__(kThreads, 1)
       for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
         int tm, tn;
         hopper::tile_coords<GROUP_M>(t, tiles_m, tiles_n, tm, tn);
-        hopper::produce_tile<BM, BN, B_COL>(ss, &tma_a, &tma_b, tm * BM, tn * BN, 0, kblocks, s, phase);
+        hopper::produce_tile<BM, BN, B_COL>(ss, &tma_a, &tma_b, tm * BM, tn * BN, 0, kblocks, a_rows, s,
+                                            phase);
       }
     }
   } else {
@@ -128,7 +129,7 @@ cudaError_t launch_tile(const GemmArgs& p, Acc acc, cudaStream_t stream, LaunchI
 // 128 x 64 tiles leave SMs idle (skinny M, small N) and K is long, it splits K over a cluster instead
 // (wgmma_splitk.cu, one wave). GemmArgs::tile (1/2/3) and ::split (1 = never) pin the choice.
 cudaError_t launch_wgmma_persistent(const GemmArgs& p, Acc acc, cudaStream_t stream, LaunchInfo* info) {
-  const hopper::Plan plan = hopper::plan_for(p);
+  const hopper::Plan plan = plan_wgmma(p);
   if (plan.split > 1) return launch_wgmma_splitk_plan(p, acc, stream, info, plan);
   if (plan.bn == 256) return launch_tile<Wide>(p, acc, stream, info);
   if (plan.bn == 128) return launch_tile<Medium>(p, acc, stream, info);

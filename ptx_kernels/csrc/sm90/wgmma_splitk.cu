@@ -13,10 +13,11 @@
 //      0, 1, .., S-1 (ld.shared::cluster from each peer's shared memory), and stores fp16 to C;
 //   4. a second cluster barrier keeps every block alive until its peers have read its partials.
 // Fixed order, no atomics: the same inputs give the same bits on every run (tests/test_ptx_hgemm.py checks). One
-// tile per cluster, one wave: the launcher splits only when tiles x S fit on the SMs (hopper::choose_plan), and
+// tile per cluster, one wave: the launcher splits only when tiles x S clusters run at once (hopper::choose_plan), and
 // wgmma_persistent.cu hands such outputs to this kernel.
 // Edges as in the other Hopper kernels: TMA reads zeros past M, N and K; the stores are masked to M x N.
 #include <algorithm>
+#include <atomic>
 
 #include "blocks/wgmma_tile.cuh"
 #include "host/registry.h"
@@ -55,12 +56,41 @@ __device__ __forceinline__ float2 fragment_float2(const uint32_t (&d)[R], int j,
   return __half22float2(*reinterpret_cast<const __half2*>(&d[2 * j + h]));
 }
 
+// Block `rank`'s share of the reduction: columns rank * BN / S .. of the tile's first min(BM, M - tm BM) rows, in
+// float4 chunks, each the sum of the cluster's S partial tiles in rank order, stored as fp16. A thread takes
+// chunks first, first + stride, ...; the S loads of a chunk are in flight together. (Batching several chunks' loads
+// spilled at the kernel's 168 registers; a split output has at most 64 rows, so a thread has about one chunk.)
+template <int S, typename T>
+__device__ __forceinline__ void add_partials(uint32_t local, half* C, int64_t ldc, int M, int N, int tm, int tn,
+                                             int rank, bool pairs, int first, int stride) {
+  constexpr int kChunks = T::BN / S / 4;
+  static_assert(T::BN % (4 * S) == 0, "a block's columns are whole float4 chunks");
+  uint32_t peer[S];  // the partial tile's address in each block of the cluster
+#pragma unroll
+  for (int q = 0; q < S; ++q) peer[q] = ptx::mapa_shared(local, uint32_t(q));
+  const int items = min(T::BM, M - tm * T::BM) * kChunks;
+  for (int i = first; i < items; i += stride) {
+    const int row = i / kChunks, col = rank * (T::BN / S) + 4 * (i % kChunks);
+    const uint32_t offset = uint32_t((row * T::LDP + col) * sizeof(float));
+    float4 v[S];
+#pragma unroll
+    for (int q = 0; q < S; ++q) v[q] = ptx::ld_shared_cluster_v4_f32(peer[q] + offset);
+    float4 sum = v[0];
+#pragma unroll
+    for (int q = 1; q < S; ++q) sum.x += v[q].x, sum.y += v[q].y, sum.z += v[q].z, sum.w += v[q].w;
+    const __half2 lo = __floats2half2_rn(sum.x, sum.y), hi = __floats2half2_rn(sum.z, sum.w);
+    const int grow = tm * T::BM + row, gcol = tn * T::BN + col;
+    hopper::store_pair(C, ldc, M, N, grow, gcol, *reinterpret_cast<const uint32_t*>(&lo), pairs);
+    hopper::store_pair(C, ldc, M, N, grow, gcol + 2, *reinterpret_cast<const uint32_t*>(&hi), pairs);
+  }
+}
+
 template <typename T, Acc ACC, bool B_COL>
 __global__ void __launch_bounds__(kThreads, 1)
     wgmma_splitk_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_constant__ CUtensorMap tma_b,
                         const __grid_constant__ CUtensorMap tma_c, half* __restrict__ C, int64_t ldc, int M, int N,
                         int K, bool pairs) {
-  constexpr int BM = T::BM, BN = T::BN, STAGES = T::STAGES, LDP = T::LDP;
+  constexpr int BM = T::BM, BN = T::BN, LDP = T::LDP;
   extern __shared__ __align__(1024) uint8_t smem_raw[];
   auto& ss = hopper::aligned_storage<typename T::Storage>(smem_raw);
   float* partial = reinterpret_cast<float*>(ss.A);  // (BM, LDP) fp32, over the ring once the main loop is done
@@ -70,7 +100,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   int tm, tn;
   hopper::tile_coords<GROUP_M>(int(blockIdx.x) / split, tiles_m, tiles_n, tm, tn);
   // This block's k-blocks: part `rank` of S near-equal parts (each non-empty: the launcher keeps S <= k-blocks).
-  const int kblocks = hopper::cdiv(K, hopper::BK);
+  const int kblocks = hopper::cdiv(K, hopper::BK), a_rows = hopper::a_box_rows(M, BM);  // A box: see load_kblock
   const int kb0 = kblocks * rank / split, kb1 = kblocks * (rank + 1) / split;
 
   // ---- PROLOGUE: barriers ----
@@ -87,7 +117,8 @@ __global__ void __launch_bounds__(kThreads, 1)
     if (tid == 0) {
       int s = 0;
       uint32_t phase = 0;
-      hopper::produce_tile<BM, BN, B_COL>(ss, &tma_a, &tma_b, tm * BM, tn * BN, kb0, kb1, s, phase);
+      hopper::produce_tile<BM, BN, B_COL>(ss, &tma_a, &tma_b, tm * BM, tn * BN, kb0, kb1, a_rows, s,
+                                          phase);
     }
   } else {
     // ---- CONSUMERS: MAIN LOOP over this block's k-blocks, then the partial tile into shared memory ----
@@ -118,22 +149,11 @@ __global__ void __launch_bounds__(kThreads, 1)
   // ---- EPILOGUE: the cluster's partial tiles, added in rank order ----
   ptx::cluster_sync();  // every block's partial tile is written (release/acquire across the cluster)
   if (wg > 0) {
-    const int cols = BN / split, chunks = cols / 4;  // this block's columns, in float4 chunks
-    const int rows = min(BM, M - tm * BM);
+    const int first = threadIdx.x - hopper::kWarpgroup, stride = kConsumers * hopper::kWarpgroup;
     const uint32_t local = ptx::smem_u32(partial);
-    for (int i = threadIdx.x - hopper::kWarpgroup; i < rows * chunks; i += kConsumers * hopper::kWarpgroup) {
-      const int row = i / chunks, col = rank * cols + 4 * (i % chunks);
-      const uint32_t offset = uint32_t((row * LDP + col) * sizeof(float));
-      float4 sum = ptx::ld_shared_cluster_v4_f32(ptx::mapa_shared(local + offset, 0));
-      for (int q = 1; q < split; ++q) {
-        const float4 v = ptx::ld_shared_cluster_v4_f32(ptx::mapa_shared(local + offset, uint32_t(q)));
-        sum.x += v.x, sum.y += v.y, sum.z += v.z, sum.w += v.w;
-      }
-      const __half2 lo = __floats2half2_rn(sum.x, sum.y), hi = __floats2half2_rn(sum.z, sum.w);
-      const int grow = tm * BM + row, gcol = tn * BN + col;
-      hopper::store_pair(C, ldc, M, N, grow, gcol, *reinterpret_cast<const uint32_t*>(&lo), pairs);
-      hopper::store_pair(C, ldc, M, N, grow, gcol + 2, *reinterpret_cast<const uint32_t*>(&hi), pairs);
-    }
+    if (split == 4) add_partials<4, T>(local, C, ldc, M, N, tm, tn, rank, pairs, first, stride);
+    else if (split == 2) add_partials<2, T>(local, C, ldc, M, N, tm, tn, rank, pairs, first, stride);
+    else add_partials<1, T>(local, C, ldc, M, N, tm, tn, rank, pairs, first, stride);
   }
   ptx::cluster_sync();  // no block leaves (freeing its shared memory) while a peer may still read its partials
 }
@@ -150,9 +170,42 @@ cudaError_t launch_tile(const GemmArgs& p, Acc acc, int split, cudaStream_t stre
   });
 }
 
+// Blocks of one split launch that run at once in clusters of `split`: cudaOccupancyMaxActiveClusters x split.
+// Clusters are placed inside a GPC, so fewer run than SMs / split (a 4-block cluster launch of 128 blocks took two
+// waves on the 132-SM H100, docs/ladders/hopper.md). Asked once per device and size; every instantiation has the
+// same shared memory and block, so one stands for all.
+int wave_blocks(int split) {
+  static std::atomic<int> cache[64][3] = {};
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess || dev >= 64) return 0;
+  const int slot = split == 2 ? 1 : split == 4 ? 2 : 0;
+  int blocks = cache[dev][slot].load(std::memory_order_relaxed);
+  if (blocks > 0) return blocks;
+  constexpr auto kernel = wgmma_splitk_kernel<Medium, Acc::F32, true>;
+  const int smem = hopper::smem_request<typename Medium::Storage>();
+  if (tile::prepare_smem(kernel, smem, nullptr) != cudaSuccess) return 0;
+  cudaLaunchAttribute attr;
+  const cudaLaunchConfig_t cfg = hopper::cluster_config(dim3(split * hopper::sm_count()), kThreads, smem, split,
+                                                        nullptr, &attr);
+  int clusters = 0;
+  if (cudaOccupancyMaxActiveClusters(&clusters, kernel, &cfg) != cudaSuccess || clusters <= 0) {
+    cudaGetLastError();  // not sticky: the plan falls back to the SM count
+    return 0;
+  }
+  blocks = clusters * split;
+  cache[dev][slot].store(blocks, std::memory_order_relaxed);
+  return blocks;
+}
+
 }  // namespace
 
 // ---- HOST: the plan -> tensor maps -> launch ----
+hopper::Plan plan_wgmma(const GemmArgs& p) {
+  const int force_bn = p.tile == 1 ? 256 : p.tile == 2 ? 128 : p.tile == 3 ? 64 : 0;
+  return hopper::choose_plan(p.M, p.N, p.K, hopper::sm_count(), force_bn, p.split, 4, wave_blocks(2),
+                             wave_blocks(4));
+}
+
 cudaError_t launch_wgmma_splitk_plan(const GemmArgs& p, Acc acc, cudaStream_t stream, LaunchInfo* info,
                                      hopper::Plan plan) {
   if (plan.bn == 256) return launch_tile<Wide>(p, acc, plan.split, stream, info);
@@ -160,10 +213,10 @@ cudaError_t launch_wgmma_splitk_plan(const GemmArgs& p, Acc acc, cudaStream_t st
   return launch_tile<Narrow>(p, acc, plan.split, stream, info);
 }
 
-// As a variant of its own: the plan that may split but not run persistently (hopper::choose_plan with one wave of
-// split units); GemmArgs::tile (1/2/3: 128 x 256/128/64) and ::split (1/2/4) pin it.
+// As a variant of its own: the same plan as wgmma_persistent's, but unsplit plans run here too (one block per
+// tile, not persistent); GemmArgs::tile (1/2/3: 128 x 256/128/64) and ::split (1/2/4) pin it.
 cudaError_t launch_wgmma_splitk(const GemmArgs& p, Acc acc, cudaStream_t stream, LaunchInfo* info) {
-  return launch_wgmma_splitk_plan(p, acc, stream, info, hopper::plan_for(p));
+  return launch_wgmma_splitk_plan(p, acc, stream, info, plan_wgmma(p));
 }
 
 HGEMM_VARIANT(wgmma_splitk, launch_wgmma_splitk, RowMajorA);

@@ -28,7 +28,7 @@ __global__ void __launch_bounds__(kThreads)
   Storage& ss = hopper::aligned_storage<Storage>(smem_raw);
   int tm, tn;
   hopper::tile_coords<GROUP_M>(blockIdx.x, hopper::cdiv(M, BM), hopper::cdiv(N, BN), tm, tn);
-  const int kblocks = hopper::cdiv(K, hopper::BK);
+  const int kblocks = hopper::cdiv(K, hopper::BK), a_rows = hopper::a_box_rows(M, BM);  // A box: see load_kblock
 
   // ---- PROLOGUE: barriers, the first STAGES k-blocks in flight ----
   if (threadIdx.x == 0) {
@@ -37,7 +37,7 @@ __global__ void __launch_bounds__(kThreads)
   __syncthreads();
   if (threadIdx.x == 0) {
     for (int kb = 0; kb < STAGES && kb < kblocks; ++kb)
-      hopper::load_kblock<BM, BN, B_COL>(ss, kb, &tma_a, &tma_b, tm * BM, tn * BN, kb * hopper::BK);
+      hopper::load_kblock<BM, BN, B_COL>(ss, kb, &tma_a, &tma_b, tm * BM, tn * BN, kb * hopper::BK, a_rows);
   }
 
   // ---- MAIN LOOP ----
@@ -52,7 +52,8 @@ __global__ void __launch_bounds__(kThreads)
     ptx::wgmma_wait_group<0>();
     __syncthreads();  // every warp's wgmma has read stage s
     if (threadIdx.x == 0 && kb + STAGES < kblocks)
-      hopper::load_kblock<BM, BN, B_COL>(ss, s, &tma_a, &tma_b, tm * BM, tn * BN, (kb + STAGES) * hopper::BK);
+      hopper::load_kblock<BM, BN, B_COL>(ss, s, &tma_a, &tma_b, tm * BM, tn * BN, (kb + STAGES) * hopper::BK,
+                                         a_rows);
   }
   ptx::fence_operands(top.d);
   ptx::fence_operands(bottom.d);

@@ -32,7 +32,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int wg = threadIdx.x / hopper::kWarpgroup, tid = threadIdx.x % hopper::kWarpgroup;
   int tm, tn;
   hopper::tile_coords<GROUP_M>(blockIdx.x, hopper::cdiv(M, BM), hopper::cdiv(N, BN), tm, tn);
-  const int kblocks = hopper::cdiv(K, hopper::BK);
+  const int kblocks = hopper::cdiv(K, hopper::BK), a_rows = hopper::a_box_rows(M, BM);  // A box: see load_kblock
 
   // ---- PROLOGUE: barriers ----
   if (threadIdx.x == 0) {
@@ -46,7 +46,8 @@ __global__ void __launch_bounds__(kThreads, 1)
     if (tid == 0) {
       int s = 0;
       uint32_t phase = 0;
-      hopper::produce_tile<BM, BN, B_COL>(ss, &tma_a, &tma_b, tm * BM, tn * BN, 0, kblocks, s, phase);
+      hopper::produce_tile<BM, BN, B_COL>(ss, &tma_a, &tma_b, tm * BM, tn * BN, 0, kblocks, a_rows, s,
+                                          phase);
     }
   } else {
     // ---- CONSUMERS: MAIN LOOP ----
