@@ -22,8 +22,9 @@ def variants() -> tuple[Variant, ...]:
 
 def last_launch() -> dict:
     """What the most recent `hgemm` call launched: variant, grid, block, shared memory, any copies it made, the
-    block tile (tile_m, tile_n) where the variant chose between several (else None), and the K parts of a split-K
-    launch (else None)."""
+    block tile (tile_m, tile_n) where the variant chose between several (else None), the K parts of a split-K
+    launch (else None), and the variant whose kernel ran ("kernel": wgmma_persistent hands skinny outputs to
+    wgmma_splitk and some row-major B to wgmma_cluster; else the variant itself)."""
     return dict(_last)
 
 
@@ -38,9 +39,12 @@ def check_variant(variant: str, acc: str) -> Variant:
 
 
 def _aligned_copy(t: torch.Tensor) -> torch.Tensor:
-    """A row-major copy of t whose rows start on 16-byte boundaries (leading dimension rounded up to 8)."""
+    """A row-major copy of t whose rows start on 128-byte boundaries (leading dimension rounded up to 64 halves).
+    16 bytes would do for cp.async and TMA, but a TMA box row that straddles five 32-byte sectors instead of four
+    cost the Hopper kernels up to a quarter of their speed (4095 x 4097 x 4099: 318 -> 422 TFLOPS,
+    docs/ladders/hopper.md); the copy is made anyway, so it is made aligned."""
     rows, cols = t.shape
-    ld = (cols + 7) // 8 * 8
+    ld = (cols + 63) // 64 * 64
     buf = torch.empty((rows, ld), dtype=t.dtype, device=t.device)
     view = buf[:, :cols]
     view.copy_(t)
@@ -124,11 +128,11 @@ def hgemm(a: torch.Tensor, b: torch.Tensor, *, variant: str = "wmma_multistage",
     if not is_row_major(c):
         c = torch.empty((p.m, p.n), dtype=torch.float16, device=a.device)
         copies.append("C through a row-major temporary")
-    info = ext.hgemm_launch(variant, a, b, c, b_col, acc == "fp16", TILES[tile], split or 0)
+    info, ran = ext.hgemm_launch(variant, a, b, c, b_col, acc == "fp16", TILES[tile], split or 0)
     if c is not p.out:
         p.out.copy_(c)
     _last.clear()
     _last.update(variant=variant, acc=acc, grid=(info[0], info[1]), block=info[2], smem_bytes=info[3],
                  b_col_major=b_col, copies=copies, tile=(info[5], info[6]) if info[5] else None,
-                 split=info[7] or None)
+                 split=info[7] or None, kernel=ran or variant)
     return p.out

@@ -50,8 +50,8 @@ def test_descriptors_follow_the_isa_field_table(host_facts):
 @needs_nvcc
 def test_split_k_plans_fill_one_wave_and_leave_every_part_k_blocks(host_facts):
     """hopper::choose_plan on 132 SMs (120 blocks in clusters of 4): a split launch (sm90/wgmma_splitk.cu, not
-    persistent) is one wave of its cluster size with every part >= 4 k-blocks, and only decode-sized M or outputs
-    whose best unsplit tile fills less than half the SMs split; forced splits are cut to the k-blocks there are and
+    persistent) is one wave of its cluster size with every part >= 4 k-blocks, and only skinny outputs (M or N <= 128)
+    or outputs whose best unsplit tile fills less than half the SMs split; forced splits are cut to the k-blocks there are and
     never pass them (a part with no k-blocks would add an unset accumulator)."""
     plans = {}
     for line in host_facts:
@@ -66,7 +66,7 @@ def test_split_k_plans_fill_one_wave_and_leave_every_part_k_blocks(host_facts):
             units = [-(-m // 128) * -(-n // w) for w in (256, 128, 64)]  # unsplit tiles of each width
             unsplit_fill = max(u / (-(-u // 132) * 132) for u in units)
             assert tiles * split <= (132 if split == 2 else 120) and kblocks >= 4 * split, (m, n, k, bn, split)
-            assert m <= 64 or unsplit_fill < 0.5, (m, n, k)
+            assert m <= 128 or n <= 128 or unsplit_fill < 0.5, (m, n, k)
         if force in (1, 2, 4):
             assert split == min(force, 1 << (kblocks.bit_length() - 1)), (m, n, k, force, split)
     for shape in [(1024, 1024, 1024), (2048, 2048, 2048), (4096, 4096, 4096), (8192, 8192, 8192),
@@ -74,7 +74,8 @@ def test_split_k_plans_fill_one_wave_and_leave_every_part_k_blocks(host_facts):
         assert plans[(*shape, 0)][1] == 1, shape  # the unsplit tiles fill the GPU (or one k-block): no split
     assert plans[16, 4096, 4096, 0] == (64, 2)  # 128 x 128 in 4 parts would need 128 of the 120 blocks
     assert plans[16, 4096, 4096, 1] == (64, 1)  # unsplit, the narrowest tile fills the most SMs (64)
-    assert plans[4096, 16, 4096, 0][1] > 1  # 32 tiles of 128 x 64
+    assert plans[4096, 16, 4096, 0] == (64, 2)  # 32 tiles of 128 x 64, the narrowest: least waste past N = 16
+    assert plans[64, 8192, 8192, 0] == (64, 1)  # 128 tiles of 128 x 64 fill the GPU unsplit
 
 
 @needs_nvcc

@@ -5,6 +5,7 @@
 #include <torch/extension.h>
 
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "hgemm.cuh"
@@ -20,8 +21,9 @@ std::vector<std::string> hgemm_variants() {
 
 // Launch `variant` on the current stream: C = A @ B. Python has validated shapes, dtypes and devices and chosen
 // the layouts; these checks guard the contract again. tile, split: GemmArgs::tile, ::split. Returns {grid_x,
-// grid_y, block, smem_bytes, smem_limit, tile_m, tile_n, split}.
-std::vector<int64_t> hgemm_launch(const std::string& variant, const torch::Tensor& a, const torch::Tensor& b,
+// grid_y, block, smem_bytes, smem_limit, tile_m, tile_n, split} and the variant whose kernel ran (where the launcher
+// handed the problem to another's; else empty).
+std::tuple<std::vector<int64_t>, std::string> hgemm_launch(const std::string& variant, const torch::Tensor& a, const torch::Tensor& b,
                                   const torch::Tensor& c, bool b_col_major, bool acc_fp16, int64_t tile,
                                   int64_t split) {
   const auto it = hgemm::registry().find(variant);
@@ -67,8 +69,9 @@ std::vector<int64_t> hgemm_launch(const std::string& variant, const torch::Tenso
               "' needs ", info.smem_bytes, " bytes of shared memory per block; this device allows ",
               info.smem_limit);
   TORCH_CHECK(err == cudaSuccess, "hgemm: variant '", variant, "' failed to launch: ", cudaGetErrorString(err));
-  return {info.grid_x, info.grid_y, info.block, info.smem_bytes, info.smem_limit, info.tile_m, info.tile_n,
-          info.split};
+  return {{info.grid_x, info.grid_y, info.block, info.smem_bytes, info.smem_limit, info.tile_m, info.tile_n,
+           info.split},
+          info.kernel ? info.kernel : ""};
 }
 
 // The instruction ceilings this build holds (host/registry.h): "mma.sync", and "wgmma" on sm_90a.

@@ -34,6 +34,7 @@ struct LaunchInfo {
   int smem_limit = 0;  // the device's opt-in limit per block
   int tile_m = 0, tile_n = 0;  // the block tile launched, where the variant chooses between two (else 0)
   int split = 0;               // the K parts one output tile was split into (split-K launches; else 0)
+  const char* kernel = nullptr;  // the variant whose kernel ran, where a launcher handed the problem to another's
 };
 
 // A variant's host launcher, defined in its kernel file (sm80/<variant>.cu, or sm90/ for an sm_90a-only kernel) and

@@ -331,21 +331,23 @@ cudaError_t launch(dim3 grid, int threads, int tile_m, int tile_n, const GemmArg
 
 // ---- tile and split-K choice (wgmma_persistent, wgmma_splitk) ---------------------------------------------------
 // 128 x bn tiles, K split into `split` parts (1: none). The estimate: the fraction of SM-rounds the work units
-// (tiles x split) fill, times the tile's own speed relative to 128 x 256 (128 x 128: 0.95, 128 x 64: 0.6; measured
-// on large shapes, docs/ladders/hopper.md), times 0.97 per halving of K (the partial tiles' exchange).
-// Splitting is considered only where it can pay (measured, docs/ladders/hopper.md): decode-sized M (<= 64, where
-// every block streams B and more blocks stream more), or outputs whose best unsplit tile leaves half the SMs idle;
-// at 1024^3 or 128 x 8192 x 8192 the unsplit 128 x 64 tiles already fill the GPU and splitting lost 3-30%.
-// A split launch is one wave (the split kernel is not persistent): tiles x split <= the blocks that run at once in
-// clusters of that size (wave2, wave4: cudaOccupancyMaxActiveClusters x size; clusters stay inside a GPC, so
-// fewer than the SMs), and each part keeps >= 4 k-blocks so its pipeline fills. force_bn / force_split
-// (GemmArgs::tile, ::split) pin one; a forced split is cut to the k-blocks there are.
+// (tiles x split) fill, times the fraction of the tiles' columns inside N, times the tile's own speed relative to
+// 128 x 256 (128 x 128: 0.95, 128 x 64: 0.6; measured on large shapes, docs/ladders/hopper.md), times 0.97 per
+// halving of K (the partial tiles' exchange). On skinny outputs (M or N <= 128) the GEMM streams one operand from
+// memory and tile width costs no efficiency there: every width scores speed 1.
+// Splitting is considered only where it can pay (measured, docs/ladders/hopper.md): skinny outputs, or outputs
+// whose best unsplit tile leaves half the SMs idle; at 1024^3 or 512 x 4096 x 14336 the unsplit tiles fill the GPU
+// and splitting lost 18-60%. A split launch is one wave (the split kernel is not persistent): tiles x split <= the
+// blocks that run at once in clusters of that size (wave2, wave4: cudaOccupancyMaxActiveClusters x size; clusters
+// stay inside a GPC, so fewer than the SMs), and each part keeps >= 4 k-blocks so its pipeline fills.
+// force_bn / force_split (GemmArgs::tile, ::split) pin one; a forced split is cut to the k-blocks there are.
 struct Plan {
   int bn, split;
 };
 __host__ __device__ constexpr Plan choose_plan(int M, int N, int K, int sms, int force_bn = 0, int force_split = 0,
                                                int max_split = 4, int wave2 = 0, int wave4 = 0) {
   const int tiles_m = cdiv(M, 128), kblocks = cdiv(K, BK);
+  const bool skinny = M <= 128 || N <= 128;
   const int bns[3] = {256, 128, 64};
   const double speeds[3] = {1.0, 0.95, 0.6};
   Plan best{force_bn ? force_bn : 256, 1};
@@ -353,15 +355,15 @@ __host__ __device__ constexpr Plan choose_plan(int M, int N, int K, int sms, int
   for (int split = 1; split <= max_split; split *= 2) {
     if (force_split && split != force_split) continue;
     const long wave = split == 1 ? sms : split == 2 ? (wave2 ? wave2 : sms) : (wave4 ? wave4 : sms);
-    if (split > 1 && !force_split && (kblocks < 4 * split || (M > 64 && unsplit_fill >= 0.5))) continue;
+    if (split > 1 && !force_split && (kblocks < 4 * split || (!skinny && unsplit_fill >= 0.5))) continue;
     for (int i = 0; i < 3; ++i) {
       if (force_bn && bns[i] != force_bn) continue;
-      const long units = long(tiles_m) * cdiv(N, bns[i]) * split;
+      const long tiles_n = cdiv(N, bns[i]), units = long(tiles_m) * tiles_n * split;
       if (split > 1 && !force_split && units > wave) continue;
       const long rounds = (units + sms - 1) / sms;
       const double fill = double(units) / double(rounds * sms);
       if (split == 1 && fill > unsplit_fill) unsplit_fill = fill;
-      double score = speeds[i] * fill;
+      double score = (skinny ? 1.0 : speeds[i]) * fill * double(N) / double(tiles_n * bns[i]);
       for (int s = split; s > 1; s /= 2) score *= 0.97;
       if (score > best_score + 1e-9) best = Plan{bns[i], split}, best_score = score;
     }
@@ -373,14 +375,17 @@ static_assert(choose_plan(4096, 4096, 4096, 132).bn == 256 && choose_plan(4096, 
                   choose_plan(16, 4096, 4096, 132, 0, 0, 4, 132, 120).bn == 64 &&
                   choose_plan(16, 4096, 4096, 132, 0, 0, 4, 132, 120).split == 2 &&
                   choose_plan(16, 4096, 4096, 132, 0, 0, 1).bn == 64 &&
+                  choose_plan(64, 8192, 8192, 132, 0, 0, 4, 132, 120).bn == 64 &&
+                  choose_plan(64, 8192, 8192, 132, 0, 0, 4, 132, 120).split == 1 &&
                   choose_plan(1024, 1024, 1024, 132).split == 1 && choose_plan(128, 8192, 8192, 132).split == 1 &&
                   choose_plan(128, 4096, 4096, 132, 0, 0, 4, 132, 120).split == 2 &&
+                  choose_plan(4096, 16, 4096, 132, 0, 0, 4, 132, 120).bn == 64 &&
                   choose_plan(2048, 2048, 2048, 132).split == 1 && choose_plan(8192, 8192, 64, 132).split == 1 &&
                   choose_plan(16, 4096, 8, 132, 0, 4).split == 1 && choose_plan(16, 4096, 128, 132, 0, 4).split == 2,
-              "worked cases: large outputs keep 128 x 256 whole; a 16-row output, whose 32 tiles of 128 x 128 in "
-              "clusters of 4 would need 128 of the 120 blocks that fit, splits 64 tiles of 128 x 64 in two (128 "
-              "blocks); without splitting it takes 128 x 64 tiles; 1024^3 and 128 x 8192 x 8192 fill the GPU "
-              "unsplit; 128 x 4096 x 4096 (64 tiles) splits; forced splits are cut to the k-blocks");
+              "worked cases: large outputs keep 128 x 256 whole; a 16-row output splits 64 tiles of 128 x 64 in two "
+              "(128 blocks; 128 x 128 in four would need 128 of the 120 blocks that fit); 64 x 8192 (128 tiles of "
+              "128 x 64) and 1024^3 fill the GPU unsplit; 128 x 4096 x 4096 (64 tiles) splits; 16 columns take the "
+              "narrowest tile; forced splits are cut to the k-blocks");
 
 inline int sm_count() {
   int dev = 0, n = 0;

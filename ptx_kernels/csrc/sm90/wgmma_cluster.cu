@@ -165,10 +165,12 @@ cudaError_t launch_wgmma_cluster(const GemmArgs& p, Acc acc, cudaStream_t stream
   hopper::Operands ops;
   const cudaError_t err = hopper::make_operands(p, BM, BN, &ops, /*b_box_n=*/BN / kCluster);
   if (err != cudaSuccess) return err;
-  return tile::dispatch(acc, p.b_col_major, [&](auto acc_c, auto b_col_c) {
+  const cudaError_t launched = tile::dispatch(acc, p.b_col_major, [&](auto acc_c, auto b_col_c) {
     return ops.tma_store ? launch_tile<acc_c.value, b_col_c.value, true>(p, ops, stream, info)
                          : launch_tile<acc_c.value, b_col_c.value, false>(p, ops, stream, info);
   });
+  if (info) info->kernel = "wgmma_cluster";
+  return launched;
 }
 
 HGEMM_VARIANT(wgmma_cluster, launch_wgmma_cluster, RowMajorA);

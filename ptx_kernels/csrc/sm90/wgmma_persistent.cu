@@ -16,12 +16,13 @@
 // stores drain while the next tile's main loop runs. Otherwise the accumulators go straight to global memory.
 // Edges: TMA reads zeros outside A and B (M, N and the K tail); TMA stores drop what falls outside C, and the
 // register-store fallback masks to M x N.
-// Outputs with too few tiles to keep the SMs busy (decode-sized M) go to wgmma_splitk.cu instead: see the launcher.
+// Skinny outputs and row-major B with rows not 32-byte aligned go to wgmma_splitk.cu / wgmma_cluster.cu instead:
+// see the launcher.
 #include <algorithm>
 
 #include "blocks/wgmma_tile.cuh"
 #include "host/registry.h"
-#include "sm90/splitk.h"
+#include "sm90/handoff.h"
 
 namespace {
 
@@ -124,13 +125,22 @@ cudaError_t launch_tile(const GemmArgs& p, Acc acc, cudaStream_t stream, LaunchI
 
 }  // namespace
 
-// ---- HOST: choose the tile (and whether to split K) -> tensor maps -> launch ----
-// hopper::choose_plan scores 128 x 256, 128 x 128 and 128 x 64 tiles by how many SMs they keep busy; where even
-// 128 x 64 tiles leave SMs idle (skinny M, small N) and K is long, it splits K over a cluster instead
-// (wgmma_splitk.cu, one wave). GemmArgs::tile (1/2/3) and ::split (1 = never) pin the choice.
+// ---- HOST: choose the tile (or another kernel) -> tensor maps -> launch ----
+// hopper::choose_plan scores 128 x 256, 128 x 128 and 128 x 64 tiles by how many SMs they keep busy. Two kinds of
+// problem go to another step of the ladder, as a library's heuristic would send them (last_launch()["kernel"] names
+// it):
+//   - outputs that even narrow tiles cannot spread over the SMs, with K long enough to share (skinny M or N; the
+//     plan's split > 1): wgmma_splitk.cu splits K over a cluster;
+//   - 128 x 256 tiles of a row-major B whose rows are not 32-byte aligned (3000 x 5000 x 2000: rows 10,000 bytes
+//     apart): every 128-byte box row then straddles five 32-byte sectors, not four, and the B boxes were 0.77x of
+//     cuBLAS, 0.97x with the same B 128-byte aligned (TUNE_LD_ALIGN=64, docs/ladders/hopper.md); wgmma_cluster.cu
+//     multicasts each B box to two blocks, halving those reads (0.96x).
+// GemmArgs::tile (1/2/3) and ::split (1 = never) pin the plan.
 cudaError_t launch_wgmma_persistent(const GemmArgs& p, Acc acc, cudaStream_t stream, LaunchInfo* info) {
   const hopper::Plan plan = plan_wgmma(p);
   if (plan.split > 1) return launch_wgmma_splitk_plan(p, acc, stream, info, plan);
+  const bool b_rows_straddle = !p.b_col_major && (p.sbk * int64_t(sizeof(half))) % 32 != 0;
+  if (plan.bn == 256 && p.tile == 0 && b_rows_straddle) return launch_wgmma_cluster(p, acc, stream, info);
   if (plan.bn == 256) return launch_tile<Wide>(p, acc, stream, info);
   if (plan.bn == 128) return launch_tile<Medium>(p, acc, stream, info);
   return launch_tile<Narrow>(p, acc, stream, info);

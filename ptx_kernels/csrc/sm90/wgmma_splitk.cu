@@ -22,7 +22,7 @@
 #include "blocks/wgmma_tile.cuh"
 #include "host/registry.h"
 #include "ptx/cluster.cuh"
-#include "sm90/splitk.h"
+#include "sm90/handoff.h"
 
 namespace {
 
@@ -164,10 +164,12 @@ cudaError_t launch_tile(const GemmArgs& p, Acc acc, int split, cudaStream_t stre
   const cudaError_t err = hopper::make_operands(p, T::BM, T::BN, &ops);
   if (err != cudaSuccess) return err;
   const dim3 grid(hopper::cdiv(p.M, T::BM) * hopper::cdiv(p.N, T::BN) * split);
-  return tile::dispatch(acc, p.b_col_major, [&](auto acc_c, auto b_col_c) {
+  const cudaError_t launched = tile::dispatch(acc, p.b_col_major, [&](auto acc_c, auto b_col_c) {
     return hopper::launch<wgmma_splitk_kernel<T, acc_c.value, b_col_c.value>, typename T::Storage>(
         grid, kThreads, T::BM, T::BN, p, ops, stream, info, /*cluster=*/split, /*split=*/split);
   });
+  if (info) info->kernel = "wgmma_splitk";
+  return launched;
 }
 
 // Blocks of one split launch that run at once in clusters of `split`: cudaOccupancyMaxActiveClusters x split.

@@ -1,5 +1,6 @@
-// sm90/splitk.h — the split-K launch of wgmma_splitk.cu, which wgmma_persistent.cu hands outputs with too few
-// tiles to fill the GPU (hopper::choose_plan decides).
+// sm90/handoff.h — the launches wgmma_persistent.cu hands problems to: wgmma_splitk.cu's split-K launch, for
+// outputs with too few tiles to fill the GPU (hopper::choose_plan decides), and wgmma_cluster.cu, for row-major B
+// whose rows are not 32-byte aligned.
 #pragma once
 #include "blocks/wgmma_tile.cuh"
 
@@ -9,3 +10,5 @@ hopper::Plan plan_wgmma(const GemmArgs& p);
 
 cudaError_t launch_wgmma_splitk_plan(const GemmArgs& p, Acc acc, cudaStream_t stream, LaunchInfo* info,
                                      hopper::Plan plan);
+
+cudaError_t launch_wgmma_cluster(const GemmArgs& p, Acc acc, cudaStream_t stream, LaunchInfo* info);
