@@ -158,3 +158,17 @@ def test_registers_loaded_from_the_format_compute_the_pruned_product(sel):
         v = values.double().numpy()
         d = S.emulate_mma_sp(v[la[..., 0], la[..., 1]], b[lb[..., 0], lb[..., 1]], S.lane_registers(meta, 0, 0), sel)
         assert np.array_equal(d, a.double().numpy() @ b), trial
+
+
+def test_wgmma_sparse_header_is_what_the_generator_prints():
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+    import gen_wgmma_sp
+
+    text = gen_wgmma_sp.HEADER.read_text()
+    assert gen_wgmma_sp.generated() in text
+    for n in gen_wgmma_sp.SHAPES:
+        for acc in ("f32", "f16"):
+            assert f"wgmma.mma_async.sp.sync.aligned.m64n{n}k32.{acc}.f16.f16" in text

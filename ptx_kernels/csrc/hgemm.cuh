@@ -20,6 +20,10 @@ struct GemmArgs {
   // Where a variant has two tiles for an accumulation (the pipelined ones with fp16 accumulation: a large tile and
   // the fp32 one), 0 lets the launcher pick by wave count (tile::prefer_large), 1 forces the large, 2 the other.
   int tile = 0;
+  // 2:4 sparse variants (problem kind "sparse"): A is the compressed values (M x Kp/2, Kp = K rounded up to 32) and E
+  // the metadata, (Kp/32, ceil(M/16), 16) 32-bit words in the order the sparse instructions' lanes read them
+  // (ptx_kernels/sparse.py). Unused (null) for dense variants.
+  const uint32_t* E = nullptr;
 };
 
 enum class Acc : int { F32 = 0, F16 = 1 };
