@@ -106,7 +106,7 @@ def kept_positions(a: torch.Tensor, rows: int | None = None) -> torch.Tensor:
 def _to_int32(x: torch.Tensor) -> torch.Tensor:
     """int64 holding 32-bit patterns -> int32 with the same bits."""
     x = x & 0xFFFFFFFF
-    return torch.where(x >= 2**31, x - 2**32, x).to(torch.int32)
+    return torch.where(x >= 2**31, x - 2**32, x).int()
 
 
 def row_words(pos: torch.Tensor) -> torch.Tensor:
@@ -138,7 +138,7 @@ def pack_meta(words: torch.Tensor) -> torch.Tensor:
 def unpack_meta(meta: torch.Tensor) -> torch.Tensor:
     """Metadata (Kb, Mb, 16) -> row words (16 Mb, Kb): the inverse of pack_meta."""
     kb, mb, _ = meta.shape
-    m = meta.to(torch.int64).view(kb, mb, 8, 2) & 0xFFFFFFFF
+    m = meta.long().view(kb, mb, 8, 2) & 0xFFFFFFFF
     out = torch.zeros((mb, 2, 8, kb), dtype=torch.int64, device=meta.device)
     for h in range(2):
         out[:, 0] |= ((m[..., h] & 0xFFFF) << (16 * h)).permute(1, 2, 0)
@@ -194,7 +194,7 @@ def check_compressed(values: torch.Tensor, meta: torch.Tensor, m: int, k: int, w
 def check_meta_nibbles(meta: torch.Tensor, who: str = "sparse_hgemm") -> None:
     """ValueError when some nibble is not one of the six the ordered-metadata instructions accept (metadata that
     compress did not write, or corrupted)."""
-    m = meta.to(torch.int64) & 0xFFFFFFFF
+    m = meta.long() & 0xFFFFFFFF
     nib = (m.unsqueeze(-1) >> torch.arange(0, 32, 4, device=meta.device)) & 0xF
     ok = torch.zeros_like(nib, dtype=torch.bool)
     for v in VALID_NIBBLES.values():

@@ -14,7 +14,8 @@ from hgemm_common.record import Variant
 CSRC = Path(__file__).resolve().parent / "csrc"
 # Built beside the variants (not GEMM variants): the instruction ceilings and the fragment-layout probes, each with
 # the compute capability (x10) it needs.
-LAB_SOURCES = {"lab/mma_ceiling.cu": 80, "lab/probes.cu": 80, "lab/wgmma_ceiling.cu": 90}
+LAB_SOURCES = {"lab/mma_ceiling.cu": 80, "lab/probes.cu": 80, "lab/wgmma_ceiling.cu": 90,
+               "lab/mma_sp_ceiling.cu": 80, "lab/sparse_probes.cu": 80}
 
 H = 2  # bytes per half
 

@@ -176,6 +176,24 @@ torch::Tensor probe_mma(const torch::Tensor& a, const torch::Tensor& b, const to
   return d;
 }
 
+torch::Tensor probe_mma_sp(const torch::Tensor& a, const torch::Tensor& b, const torch::Tensor& e,
+                           const torch::Tensor& c, bool fp16, int64_t sel) {
+  for (const auto* t : {&a, &b, &e, &c})
+    TORCH_CHECK(t->is_cuda() && t->is_contiguous(), "probe_mma_sp: contiguous CUDA tensors");
+  TORCH_CHECK(a.scalar_type() == torch::kInt32 && a.numel() == 128 && b.scalar_type() == torch::kInt32 &&
+                  b.numel() == 128 && e.scalar_type() == torch::kInt32 && e.numel() == 32,
+              "probe_mma_sp: a, b are (32, 4) int32, e is (32,) int32");
+  TORCH_CHECK(fp16 ? (c.scalar_type() == torch::kInt32 && c.numel() == 64)
+                   : (c.scalar_type() == torch::kFloat && c.numel() == 128),
+              "probe_mma_sp: c is (32, 2) int32 for fp16 accumulation, (32, 4) float32 for fp32");
+  auto d = torch::empty_like(c);
+  check_probe(launch_probe_mma_sp(fp16, static_cast<int>(sel), reinterpret_cast<const uint32_t*>(a.data_ptr<int32_t>()),
+                                  reinterpret_cast<const uint32_t*>(b.data_ptr<int32_t>()),
+                                  reinterpret_cast<const uint32_t*>(e.data_ptr<int32_t>()), c.data_ptr(), d.data_ptr(),
+                                  stream_of(a)), "probe_mma_sp");
+  return d;
+}
+
 std::vector<torch::Tensor> probe_wmma(int64_t which) {
   auto out = torch::zeros({32, 16}, on_cuda(torch::kInt32));
   auto n = torch::zeros({1}, on_cuda(torch::kInt32));
@@ -204,5 +222,6 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("probe_stmatrix", &probe_stmatrix);
   m.def("probe_mma", &probe_mma);
   m.def("probe_wmma", &probe_wmma);
+  m.def("probe_mma_sp", &probe_mma_sp);
   m.def("probe_asm", &probe_asm);
 }
