@@ -9,7 +9,7 @@ import torch
 
 # Loop lengths that keep each ceiling's launch near 2 ms on an H100 (long enough for events, short enough to
 # leave the clock where the kernels find it).
-ITERS = {"mma.sync": 4096, "wgmma": 4096}
+ITERS = {"mma.sync": 4096, "wgmma": 4096, "mma.sp": 2048, "wgmma.sp": 2048}  # sparse: twice the work each
 
 
 def frame_key(ceiling: str, acc: str) -> str:
@@ -54,7 +54,7 @@ def measure(timer) -> dict:
 def ceilings(frame: dict) -> dict[str, dict[str, float]]:
     """Measured TFLOPS by instruction ceiling (a record's `ceiling`) and accumulation; only what was measured."""
     out: dict[str, dict[str, float]] = {}
-    for name in ("mma.sync", "wgmma"):
+    for name in ("mma.sync", "wgmma", "mma.sp", "wgmma.sp"):
         got = {acc: frame[frame_key(name, acc)] for acc in ("fp32", "fp16") if frame_key(name, acc) in frame}
         if got:
             out[name] = got

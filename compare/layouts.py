@@ -15,14 +15,16 @@ import numpy as np  # noqa: E402
 from ptx_kernels import layouts as L  # noqa: E402
 
 
-def _grid(ax, fragment_map: np.ndarray, shape: tuple[int, int], title: str, regs_per_elem: int = 2, label="a"):
+def _grid(ax, fragment_map: np.ndarray, shape: tuple[int, int], title: str, regs_per_elem: int = 2, label="a",
+          lanes: list[int] | None = None):
     """Draw one matrix of a fragment map ((lane, element) -> (..., row, col)): each cell
-    'T<lane>\\n<label><reg>.<half>' coloured by lane."""
+    'T<lane>\\n<label><reg>.<half>' coloured by lane. lanes: the lane of each row of the map (default 0, 1, ...)."""
     lane_of = np.full(shape, -1)
     text = np.empty(shape, dtype=object)
-    for lane in range(fragment_map.shape[0]):
+    for i in range(fragment_map.shape[0]):
+        lane = lanes[i] if lanes is not None else i
         for e in range(fragment_map.shape[1]):
-            r, c = fragment_map[lane, e][-2:]
+            r, c = fragment_map[i, e][-2:]
             lane_of[r, c] = lane
             text[r, c] = f"T{lane}\n{label}{e // regs_per_elem}" + (f".{e % regs_per_elem}" if regs_per_elem > 1 else "")
     ax.imshow(lane_of, cmap="tab20", vmin=0, vmax=31, aspect="equal")
@@ -71,6 +73,18 @@ def hardware_check() -> tuple[list[tuple[str, bool, str]], dict]:
             b = rng.integers(-3, 4, (16, 8)).astype(np.float64)
             ok &= bool(np.array_equal(probes.mma(a, b, acc), a @ b))
         rows.append((f"mma.m16n8k16 A/B/C ({acc} accumulation)", ok, "5 random integer problems, D == A @ B"))
+    from ptx_kernels import sparse
+
+    for acc in ("fp32", "fp16"):
+        for sel in (0, 1):
+            ok = True
+            for _ in range(5):
+                a = sparse.prune_2to4(torch.from_numpy(rng.integers(-3, 4, (16, 32))).to(torch.float16))
+                a = a.double().numpy()
+                b = rng.integers(-3, 4, (16 * 2, 8)).astype(np.float64)
+                ok &= bool(np.array_equal(probes.mma_sp(a, b, acc, sel), a @ b))
+            rows.append((f"mma.sp.m16n8k32 A/B/metadata ({acc} accumulation, selector {sel})", ok,
+                         "5 random 2:4 integer problems, D == pruned A @ B"))
     wmma = {probes.WMMA_KINDS[w]: probes.wmma(w) for w in range(4)}
     return rows, wmma
 
@@ -82,6 +96,23 @@ def draw_wmma(wmma: dict, out: Path) -> Path:
               regs_per_elem=1, label="x")
     fig.suptitle("WMMA fragments as the compiler laid them out (recorded on the GPU)", fontsize=10)
     return _save(fig, out / "wmma_fragments.png")
+
+
+def draw_sparse(out: Path) -> Path:
+    """mma.sp.m16n8k32: the compressed A fragment (16 x 16), and which lane's metadata nibble holds each 4-wide
+    chunk of the dense 16 x 32 A (selector 0; selector 1 moves every nibble to lane + 2)."""
+    from ptx_kernels import sparse
+
+    meta = sparse.mma_sp_meta(0)
+    lanes = sorted(meta)
+    chunk_map = np.array([meta[lane] for lane in lanes])  # (16 lanes, 8 nibbles, (row, chunk))
+    fig, axes = plt.subplots(1, 2, figsize=(15, 6.5), gridspec_kw={"width_ratios": [16, 8]})
+    _grid(axes[0], sparse.mma_sp_a(), (16, 16), "mma.sp.m16n8k32 compressed A (16 x 16 kept values): a0..a3",
+          label="a")
+    _grid(axes[1], chunk_map, (16, 8), "metadata e (selector 0): nibble n = bits 4n..4n+3 of the lane's e, "
+          "per 4-wide chunk", regs_per_elem=1, label="n", lanes=lanes)
+    axes[1].set_xlabel("chunk (dense columns 4c..4c+3)")
+    return _save(fig, out / "mma_sp_m16n8k32.png")
 
 
 def draw_all(out: Path, hardware: bool = False) -> list[Path]:
@@ -104,6 +135,7 @@ def draw_all(out: Path, hardware: bool = False) -> list[Path]:
         fig.suptitle(f"ldmatrix .x4{'.trans' if trans else ''} (.x1 = matrix 0, .x2 = matrices 0-1); "
                      f"stmatrix{'.trans' if trans else ''} writes the same map", fontsize=9)
         paths.append(_save(fig, out / f"ldmatrix_x4{'_trans' if trans else ''}.png"))
+    paths.append(draw_sparse(out))
     md = MARKDOWN
     if hardware:
         import torch
@@ -148,4 +180,25 @@ Lanes 8i..8i+7 supply the addresses of the eight 16-byte rows of matrix i; lane 
 l/4 at columns 2(l%4), 2(l%4)+1 — exactly the shape of a mma fragment register. So pointing lane l at row l%16,
 column 8(l/16) of a 16x16 A tile makes ldmatrix.x4 deliver the A fragment; a row-major (k x n) B tile read with
 .x2.trans delivers the B fragment; stmatrix.x2 stores an fp16 accumulator fragment as a row-major 16x8 tile.
+
+## mma.sp.m16n8k32 (2:4 sparse A, fp16)
+![mma.sp](mma_sp_m16n8k32.png)
+
+A is 16 x 32 dense, 2:4 sparse along K: of every four consecutive elements of a row (a chunk) at most two are
+non-zero, and only two are stored. The compressed A (16 x 16: chunk c's two kept values at columns 2c, 2c+1) sits
+in the registers exactly as a dense m16n8k16 A does (left). B (32 x 8) is two m16n8k16 B fragments, k 0..15 in
+b0, b1 and k 16..31 in b2, b3. Each chunk's kept positions are a 4-bit nibble of metadata, two 2-bit indices:
+
+```
+nibble = i0 | i1 << 2,  i0 < i1 the kept positions in the chunk    0b0100 (0,1)  0b1000 (0,2)  0b1001 (1,2)
+                                                                   0b1100 (0,3)  0b1101 (1,3)  0b1110 (2,3)
+lane 4g + 2 sel + h, register e:
+  bit  31..28 27..24 23..20 19..16 | 15..12 11..8  7..4   3..0
+       row g+8, chunks 4h+3 .. 4h  | row g, chunks 4h+3 .. 4h        (chunk c = dense columns 4c..4c+3)
+```
+
+The sparsity selector sel (an immediate) names the thread pair of each group of four that supplies e: 0 for T0, T1,
+1 for T2, T3 (right: selector 0). wgmma.mma_async.sp.m64nNk32 takes the same map in each of its four warps (rows
+16w..16w+15). `ptx_kernels.sparse.compress` writes the metadata in this order, 16 words per 16-row x 32-K block,
+so that a lane's e is one 4-byte load (word 2g + h).
 """

@@ -9,15 +9,17 @@ from hgemm_common.validation import finish_empty, validate
 from .build import BuildError, load
 from .variants import BY_NAME, VARIANTS, Variant, any_strides
 
-__all__ = ["BuildError", "Variant", "check_variant", "hgemm", "last_launch", "load", "variants"]
+__all__ = ["BuildError", "SparseA", "Variant", "check_variant", "hgemm", "last_launch", "load", "sparse_hgemm",
+           "variants"]
 
 ACCUMULATIONS = ("fp32", "fp16")
 _last: dict = {}
 
 
-def variants() -> tuple[Variant, ...]:
-    """Every variant in ladder order, with what it supports."""
-    return VARIANTS
+def variants(kind: str = "dense") -> tuple[Variant, ...]:
+    """Every variant of a problem kind ("dense": `hgemm`'s; "sparse": `sparse_hgemm`'s) in ladder order, with what it
+    supports."""
+    return tuple(v for v in VARIANTS if v.kind == kind)
 
 
 def last_launch() -> dict:
@@ -28,13 +30,17 @@ def last_launch() -> dict:
     return dict(_last)
 
 
-def check_variant(variant: str, acc: str) -> Variant:
-    """The registry entry of `variant`, or a ValueError naming the choices when it or `acc` is not offered."""
+def check_variant(variant: str, acc: str, kind: str = "dense") -> Variant:
+    """The registry entry of `variant`, or a ValueError naming the choices when it or `acc` is not offered, or when
+    it solves another problem kind (a 2:4 sparse kernel takes compressed A: `sparse_hgemm`)."""
+    who = "hgemm" if kind == "dense" else "sparse_hgemm"
     v = BY_NAME.get(variant)
-    if v is None:
-        raise ValueError(f"hgemm: unknown variant {variant!r}; choose one of {[x.name for x in VARIANTS]}")
+    if v is None or v.kind != kind:
+        hint = (f" ({variant!r} is a {v.kind} kernel: " + ("ptx_kernels.sparse_hgemm" if v.kind == "sparse" else "ptx_kernels.hgemm") + ")") if v is not None else ""
+        raise ValueError(f"{who}: unknown variant {variant!r}{hint}; choose one of "
+                         f"{[x.name for x in VARIANTS if x.kind == kind]}")
     if acc not in v.accs:
-        raise ValueError(f"hgemm: variant {variant!r} supports acc in {v.accs}, got {acc!r}")
+        raise ValueError(f"{who}: variant {variant!r} supports acc in {v.accs}, got {acc!r}")
     return v
 
 
@@ -49,6 +55,25 @@ def _aligned_copy(t: torch.Tensor) -> torch.Tensor:
     view = buf[:, :cols]
     view.copy_(t)
     return view
+
+
+def _b_layout(b: torch.Tensor, copies: list[str]) -> tuple[torch.Tensor, bool]:
+    """B as the kernels read it, and whether it is column-major: row- or column-major in place, other strides as a
+    row-major copy (named in `copies`)."""
+    if is_row_major(b):
+        return b, False
+    if is_col_major(b):
+        return b, True
+    copies.append("B to row-major")
+    return b.contiguous(), False
+
+
+def _b_aligned(b: torch.Tensor, b_col: bool, copies: list[str]) -> torch.Tensor:
+    """B with 16-byte aligned rows (of its storage order), copied when they are not (named in `copies`)."""
+    if rows_aligned16(b, b.stride(1) if b_col else b.stride(0)):
+        return b
+    copies.append("B to 16-byte aligned rows")
+    return _aligned_copy(b.t()).t() if b_col else _aligned_copy(b)
 
 
 TILES = {"auto": 0, "large": 1, "base": 2}
@@ -107,32 +132,125 @@ def hgemm(a: torch.Tensor, b: torch.Tensor, *, variant: str = "wmma_multistage",
         if not is_row_major(a):
             a = a.contiguous()
             copies.append("A to row-major")
-        if is_row_major(b):
-            b_col = False
-        elif is_col_major(b):
-            b_col = True
-        else:
-            b, b_col = b.contiguous(), False
-            copies.append("B to row-major")
+        b, b_col = _b_layout(b, copies)
         if v.alignment in ("rows16", "tma"):
             if not rows_aligned16(a, a.stride(0)):
                 a = _aligned_copy(a)
                 copies.append("A to 16-byte aligned rows")
-            ldb = b.stride(1) if b_col else b.stride(0)
-            if not rows_aligned16(b, ldb):
-                b = _aligned_copy(b.t()).t() if b_col else _aligned_copy(b)
-                copies.append("B to 16-byte aligned rows")
+            b = _b_aligned(b, b_col, copies)
     else:
         b_col = False
     c = p.out
     if not is_row_major(c):
         c = torch.empty((p.m, p.n), dtype=torch.float16, device=a.device)
         copies.append("C through a row-major temporary")
-    info, ran = ext.hgemm_launch(variant, a, b, c, b_col, acc == "fp16", TILES[tile], split or 0)
+    report = ext.hgemm_launch(variant, a, b, c, b_col, acc == "fp16", TILES[tile], split or 0)
     if c is not p.out:
         p.out.copy_(c)
+    _record_launch(variant, acc, report, b_col, copies)
+    return p.out
+
+
+def _record_launch(variant: str, acc: str, report, b_col: bool, copies: list[str]) -> None:
+    """Keep what the binding reported ({grid, block, smem, ..., tile, split}, the kernel that ran) for last_launch."""
+    info, ran = report
     _last.clear()
     _last.update(variant=variant, acc=acc, grid=(info[0], info[1]), block=info[2], smem_bytes=info[3],
                  b_col_major=b_col, copies=copies, tile=(info[5], info[6]) if info[5] else None,
                  split=info[7] or None, kernel=ran or variant)
+
+
+def _sparse_variant(variant: str, acc: str, device: torch.device) -> Variant:
+    """variant="auto": the sparse record with the highest min_arch the device offers (the Hopper kernel on sm_90)."""
+    if variant != "auto":
+        return check_variant(variant, acc, kind="sparse")
+    arch = _arch(device)
+    offered = [v for v in VARIANTS if v.kind == "sparse" and v.offered_on(arch) and acc in v.accs]
+    if not offered:
+        raise RuntimeError(f"sparse_hgemm: no 2:4 sparse kernel runs on sm_{arch}")
+    return max(offered, key=lambda v: v.min_arch)
+
+
+def sparse_hgemm(values: torch.Tensor, meta: torch.Tensor, b: torch.Tensor, *, variant: str = "auto",
+                 acc: str = "fp32", out: torch.Tensor | None = None, check_meta: bool = True) -> torch.Tensor:
+    """C = A @ B in fp16 with A 2:4 sparse along K, given compressed: `values, meta = ptx_kernels.sparse.compress(
+    ptx_kernels.sparse.prune_2to4(a))` (M x K dense -> (M, Kp/2) values and (Kp/32, ceil(M/16), 16) metadata, Kp =
+    K rounded up to 32). K is B's first dimension.
+
+    variant: "auto" (the Hopper kernel on sm_90, else mma_sp) or a name from `variants()` of kind "sparse".
+    acc: "fp32" or "fp16" accumulation. out: preallocated fp16 (M, N). check_meta: reject metadata whose 4-bit
+    chunks are not two ascending indices (a few small kernels per call; `SparseA` checks once).
+    B: row- or column-major read in place, other strides copied (`last_launch()["copies"]`). Not differentiable.
+    """
+    from hgemm_common.validation import finish_empty, validate
+
+    from . import sparse as S
+
+    if not isinstance(values, torch.Tensor) or not isinstance(meta, torch.Tensor):
+        raise TypeError("sparse_hgemm: values and meta must be tensors (from ptx_kernels.sparse.compress)")
+    if values.dim() != 2:
+        raise ValueError(f"sparse_hgemm: compressed values must be 2-D, got shape {tuple(values.shape)}")
+    if not isinstance(b, torch.Tensor) or b.dim() != 2:
+        raise ValueError("sparse_hgemm: mat2 must be a 2-D tensor")
+    m, k = values.shape[0], b.shape[0]
+    # the dense A's facts (dtype, device, M x K) without its memory: torch.mm's checks and words for B and out
+    proxy = values.new_zeros(()).expand(m, k) if values.dtype == torch.float16 else values
+    S.check_compressed(values, meta, m, k)
+    p = validate(proxy, b, out, allow_cpu=False)
+    v = _sparse_variant(variant, acc, values.device)
+    if check_meta:
+        S.check_meta_nibbles(meta)
+    if p.empty:
+        return finish_empty(p)
+    arch = _arch(values.device)
+    if arch < v.min_arch:
+        raise RuntimeError(f"sparse_hgemm: variant {v.name!r} needs sm_{v.min_arch}; {values.device} is sm_{arch}")
+    if max(p.m, p.n, S.padded_k(p.k)) > 2**31 - 1 - 256:
+        raise ValueError(f"sparse_hgemm: PTX kernels index M, N, K with 32-bit ints; got {p.m}x{p.n}x{p.k}")
+    ext = load()
+    copies = []
+    if not is_row_major(values) or not rows_aligned16(values, values.stride(0)):
+        values = _aligned_copy(values)
+        copies.append("values to 16-byte aligned rows")
+    if not meta.is_contiguous() or meta.data_ptr() % 16:
+        meta = meta.clone()
+        copies.append("metadata to a contiguous copy")
+    b, b_col = _b_layout(b, copies)
+    b = _b_aligned(b, b_col, copies)
+    c = p.out
+    if not is_row_major(c):
+        c = torch.empty((p.m, p.n), dtype=torch.float16, device=values.device)
+        copies.append("C through a row-major temporary")
+    report = ext.sparse_launch(v.name, values, meta, b, c, p.k, b_col, acc == "fp16")
+    if c is not p.out:
+        p.out.copy_(c)
+    _record_launch(v.name, acc, report, b_col, copies)
     return p.out
+
+
+class SparseA:
+    """A 2:4-sparse fp16 matrix A (M x K) kept compressed for repeated products (a pruned weight): compressed and
+    checked once, then `a @ b` / `a.matmul(b, acc=...)` run `sparse_hgemm` without re-checking the metadata."""
+
+    def __init__(self, a: torch.Tensor, *, prune: bool = False):
+        from . import sparse as S
+
+        if prune:
+            a = S.prune_2to4(a)
+        self.shape = tuple(a.shape)
+        self.values, self.meta = S.compress(a)
+
+    def dense(self) -> torch.Tensor:
+        """The dense (pruned) matrix the compressed form stores."""
+        from . import sparse as S
+
+        return S.decompress(self.values, self.meta, self.shape[1])
+
+    def matmul(self, b: torch.Tensor, *, acc: str = "fp32", variant: str = "auto",
+               out: torch.Tensor | None = None) -> torch.Tensor:
+        if b.dim() == 2 and b.shape[0] != self.shape[1]:
+            raise ValueError(f"mat1 and mat2 shapes cannot be multiplied ({self.shape[0]}x{self.shape[1]} and "
+                             f"{b.shape[0]}x{b.shape[1]})")
+        return sparse_hgemm(self.values, self.meta, b, variant=variant, acc=acc, out=out, check_meta=False)
+
+    __matmul__ = matmul

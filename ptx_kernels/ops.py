@@ -45,3 +45,21 @@ def _backward(ctx, grad):
 
 
 ptx_hgemm.register_autograd(_backward, setup_context=_setup_context)
+
+
+@torch.library.custom_op(f"{NAMESPACE}::ptx_sparse_hgemm", mutates_args=())
+def ptx_sparse_hgemm(values: torch.Tensor, meta: torch.Tensor, b: torch.Tensor, variant: str = "auto",
+                     acc: str = "fp32") -> torch.Tensor:
+    """C = A @ B with A 2:4 sparse, compressed (`ptx_kernels.sparse.compress`): `ptx_kernels.sparse_hgemm`."""
+    from . import sparse_hgemm
+    return sparse_hgemm(values, meta, b, variant=variant, acc=acc)
+
+
+@ptx_sparse_hgemm.register_fake
+def _(values: torch.Tensor, meta: torch.Tensor, b: torch.Tensor, variant: str = "auto",
+      acc: str = "fp32") -> torch.Tensor:
+    from . import sparse as S
+    S.check_compressed(values, meta, values.shape[0], b.shape[0])
+    if variant != "auto":
+        check_variant(variant, acc, kind="sparse")
+    return validate(values.new_zeros(()).expand(values.shape[0], b.shape[0]), b, allow_cpu=True).out

@@ -57,6 +57,31 @@ def mma(a: np.ndarray, b: np.ndarray, acc: str = "fp32") -> np.ndarray:
     return out
 
 
+def mma_sp(a: np.ndarray, b: np.ndarray, acc: str = "fp32", sel: int = 0) -> np.ndarray:
+    """D = A @ B (A 16x32 2:4 sparse, B 32x8, small integers) through one mma.sp.m16n8k32 with sparsity selector
+    `sel`: A compressed by ptx_kernels.sparse.compress, the registers filled by the model (sparse.mma_sp_a/_b and
+    the metadata words as the kernels load them) and D gathered by the model: equal to A @ B only if the model of
+    the fragments and of the metadata is the hardware's."""
+    from . import sparse
+
+    values, meta = sparse.compress(torch.from_numpy(a.astype(np.float16)))
+    la, lb, lc = sparse.mma_sp_a(), sparse.mma_sp_b(), layouts.mma_c()
+    v = values.numpy().astype(np.float64)
+    ra, rb = _pack(v[la[..., 0], la[..., 1]]), _pack(b[lb[..., 0], lb[..., 1]])
+    re = sparse.lane_registers(meta, 0, 0, sel).view(np.int32)
+    dev = dict(device="cuda")
+    t = [torch.from_numpy(np.ascontiguousarray(x)).to(**dev) for x in (ra, rb, re)]
+    if acc == "fp32":
+        d = load().probe_mma_sp(*t, torch.zeros(32, 4, dtype=torch.float32, **dev), False, sel).cpu().numpy()
+    else:
+        d = load().probe_mma_sp(*t, torch.zeros(32, 2, dtype=torch.int32, **dev), True, sel).cpu().numpy()
+        d = d.view(np.uint32)
+        d = np.stack([d & 0xFFFF, d >> 16], -1).reshape(32, 4).astype(np.uint16).view(np.float16).astype(np.float32)
+    out = np.full((16, 8), np.nan, dtype=np.float64)
+    out[lc[..., 0], lc[..., 1]] = d
+    return out
+
+
 WMMA_KINDS = {0: "matrix_a row_major", 1: "matrix_b row_major", 2: "matrix_b col_major", 3: "accumulator float"}
 
 

@@ -14,7 +14,8 @@ from hgemm_common.record import Variant
 CSRC = Path(__file__).resolve().parent / "csrc"
 # Built beside the variants (not GEMM variants): the instruction ceilings and the fragment-layout probes, each with
 # the compute capability (x10) it needs.
-LAB_SOURCES = {"lab/mma_ceiling.cu": 80, "lab/probes.cu": 80, "lab/wgmma_ceiling.cu": 90}
+LAB_SOURCES = {"lab/mma_ceiling.cu": 80, "lab/probes.cu": 80, "lab/wgmma_ceiling.cu": 90,
+               "lab/mma_sp_ceiling.cu": 80, "lab/sparse_probes.cu": 80}
 
 H = 2  # bytes per half
 
@@ -145,7 +146,18 @@ HOPPER: tuple[Variant, ...] = (
             # accumulations x B layouts x epilogues; inspect shows the TMA-store epilogue
             extra={"instantiations": 2 * 2 * 2, "inspect_instance": r"L3Acc{acc}ELb0ELb1E"}, **_HOPPER),
 )
-VARIANTS = VARIANTS + HOPPER
+# 2:4 structured sparsity (problem kind "sparse": A arrives compressed, ptx_kernels/sparse.py; called through
+# ptx_kernels.sparse_hgemm). Each is scored against the sparse form of its instruction's ceiling, which counts the
+# dense work (2 M N K) the instruction does.
+SPARSE: tuple[Variant, ...] = (
+    Variant("mma_sp", "ptx", "sparse", "sm80/mma_sp.cu", "128x256x64 (dense K), 4 stages, 8 warps x 64x64",
+            "2:4 sparse A: mma.sp.m16n8k32 on the compressed values and metadata words in the lanes' order, on the "
+            "mma ladder's cp.async + swizzle + ldmatrix pipeline", isa="mma.sp", kind="sparse", ceiling="mma.sp",
+            block=(128, 256, 64), stages=4, alignment="rows16", promises=_each("HMMA", "LDSM", "LDGSTS"),
+            forbids=_each("STSM", *_LOCAL), static_smem=lambda acc, b_col: 0,
+            extra={"sass_forms": ("HMMA.SP.16832.F32", "HMMA.SP.16832.F16")}),
+)
+VARIANTS = VARIANTS + HOPPER + SPARSE
 
 BY_NAME = {v.name: v for v in VARIANTS}
 

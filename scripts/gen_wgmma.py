@@ -55,16 +55,20 @@ def generated() -> str:
     return "\n".join(parts)
 
 
-def main() -> int:
-    text = generated()
+def emit(header: Path, begin: str, end: str, text: str) -> int:
+    """Print the generated section, or with --write replace the one between begin and end in header."""
     if "--write" in sys.argv:
-        src = HEADER.read_text()
-        head, _, rest = src.partition(BEGIN)
-        _, _, tail = rest.partition(END)
-        HEADER.write_text(head + text + tail)
+        src = header.read_text()
+        head, _, rest = src.partition(begin)
+        _, _, tail = rest.partition(end)
+        header.write_text(head + text + tail)
     else:
         print(text)
     return 0
+
+
+def main() -> int:
+    return emit(HEADER, BEGIN, END, generated())
 
 
 if __name__ == "__main__":

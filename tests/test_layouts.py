@@ -132,7 +132,8 @@ def test_layout_maps_rendered(tmp_path):
     from compare.layouts import draw_all
 
     pngs = draw_all(tmp_path)
-    assert [p.name for p in pngs] == ["mma_m16n8k16.png", "ldmatrix_x4.png", "ldmatrix_x4_trans.png"]
+    assert [p.name for p in pngs] == ["mma_m16n8k16.png", "ldmatrix_x4.png", "ldmatrix_x4_trans.png",
+                                      "mma_sp_m16n8k32.png"]
     for p in pngs:
         assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and p.stat().st_size > 50_000
     md = (tmp_path / "layouts.md").read_text()
@@ -179,12 +180,27 @@ class _FakeProbeExtension:
             for i in range(4):
                 B[t * 2 + (i & 1) + (8 if i >= 2 else 0), g] = bv[lane, i]
         D = A @ B
+        return self._d_registers(D, fp16)
+
+
+    @staticmethod
+    def _d_registers(D, fp16):
+        """The 16x8 result as the lanes hold it: (32, 4) fp32, or (32, 2) registers of two fp16."""
         d = np.array([[D[(lane >> 2) + (8 if i >= 2 else 0), (lane % 4) * 2 + (i & 1)] for i in range(4)]
                       for lane in range(32)])
         if not fp16:
             return torch.from_numpy(d.astype(np.float32))
         bits = d.astype(np.float16).view(np.uint16).astype(np.uint32)
         return torch.from_numpy((bits[:, 0::2] | (bits[:, 1::2] << 16)).view(np.int32))
+
+    def probe_mma_sp(self, a, b, e, c, fp16, sel):
+        """mma.sp.m16n8k32 from the ISA-checked model (ptx_kernels/sparse.py emulate_mma_sp)."""
+        from ptx_kernels import sparse
+        halves = lambda regs: np.stack([regs & 0xFFFF, regs >> 16], -1).reshape(32, -1).astype(np.uint16).view(
+            np.float16).astype(np.float64)  # noqa: E731
+        D = sparse.emulate_mma_sp(halves(a.numpy().view(np.uint32)), halves(b.numpy().view(np.uint32)),
+                                  e.numpy().view(np.uint32), sel)
+        return self._d_registers(D, fp16)
 
 
 @pytest.fixture
@@ -204,6 +220,16 @@ def fake_probes(monkeypatch):
 def test_probe_decoding_ldmatrix_stmatrix(fake_probes, num, trans):
     assert np.array_equal(fake_probes.ldmatrix(num, trans), L.ldmatrix(num, trans))
     assert np.array_equal(fake_probes.stmatrix(num, trans), L.stmatrix(num, trans))
+
+
+@pytest.mark.parametrize("sel", [0, 1])
+@pytest.mark.parametrize("acc", ["fp32", "fp16"])
+def test_probe_decoding_mma_sp(fake_probes, acc, sel):
+    from ptx_kernels import sparse
+    rng = np.random.default_rng(2)
+    a = sparse.prune_2to4(torch.from_numpy(rng.integers(-3, 4, (16, 32))).to(torch.float16)).double().numpy()
+    b = rng.integers(-3, 4, (32, 8)).astype(np.float64)
+    assert np.array_equal(fake_probes.mma_sp(a, b, acc, sel), a @ b)
 
 
 @pytest.mark.parametrize("acc", ["fp32", "fp16"])
@@ -226,7 +252,7 @@ def test_layouts_hardware_page_from_emulated_probes(fake_probes, monkeypatch, tm
     assert (tmp_path / "wmma_fragments.png") in pngs
     md = (tmp_path / "layouts.md").read_text()
     assert "On the hardware (emulated)" in md and "| NO |" not in md
-    assert md.count("| yes |") == 6 + 6 + 2
+    assert md.count("| yes |") == 6 + 6 + 2 + 4  # ldmatrix, stmatrix, mma, mma.sp (2 accumulations x 2 selectors)
 
 
 def test_layouts_hardware_mismatch_is_an_error(fake_probes, monkeypatch, tmp_path):

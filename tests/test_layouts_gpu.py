@@ -43,6 +43,26 @@ def test_mma_hardware_equals_model(probes, acc):
     assert np.array_equal(probes.mma(a, b, acc), a[:, :8])
 
 
+@pytest.mark.parametrize("sel", [0, 1])
+@pytest.mark.parametrize("acc", ["fp32", "fp16"])
+def test_mma_sp_hardware_equals_model(probes, acc, sel):
+    """mma.sp.m16n8k32: registers scattered by the model of the compressed A, B and metadata fragments
+    (ptx_kernels/sparse.py), D gathered by the model, equal to the pruned product: every 2:4 pattern appears."""
+    from ptx_kernels import sparse
+
+    rng = np.random.default_rng(sel)
+    for _ in range(8):
+        a = sparse.prune_2to4(torch.from_numpy(rng.integers(-3, 4, (16, 32))).to(torch.float16)).double().numpy()
+        b = rng.integers(-3, 4, (32, 8)).astype(np.float64)
+        assert np.array_equal(probes.mma_sp(a, b, acc, sel), a @ b)
+    # one kept element per chunk at each position in turn, B = k: D[m, 0] names the dense column kept
+    for pos in range(4):
+        a = np.zeros((16, 32))
+        a[:, pos::4] = 1
+        b = np.tile(np.arange(32, dtype=np.float64)[:, None], (1, 8))
+        assert np.array_equal(probes.mma_sp(a, b, acc, sel), a @ b), pos
+
+
 @pytest.mark.parametrize("which", [0, 1, 2, 3])
 def test_wmma_fragments_recorded(probes, which):
     """WMMA's layout is the compiler's choice: record it, and check it is a cover of the 16x16 tile."""

@@ -85,7 +85,8 @@ def test_record_facts_agree(variant):
     v = BY_NAME[variant]
     for arch in (a for a in ARCHS if v.offered_on(arch_number(a))):
         assert ("LDGSTS" in v.promised(arch)) == (v.alignment == "rows16"), arch
-        assert ("HMMA" in v.promised(arch)) == (v.ceiling == "mma.sync") == (v.isa in ("wmma", "mma.sync")), arch
+        assert ("HMMA" in v.promised(arch)) == (v.ceiling in ("mma.sync", "mma.sp")) == \
+            (v.isa in ("wmma", "mma.sync", "mma.sp")), arch
     assert v.package == "ptx" and source(v).is_file() and v.static_smem is not None
     assert any_strides(v) == (set(v.native_layouts) == {"NN", "NT", "TN", "TT"})
 
@@ -109,6 +110,16 @@ def pipelined_hmma(variant: str) -> int:
 def test_pipelined_mma_count(compiled, variant):
     mix = toolchain.instruction_mix(compiled[(variant, "sm_90a")].sass())
     assert mix["HMMA"] == pipelined_hmma(variant), dict(mix)
+
+
+@pytest.mark.parametrize("variant, arch", [(n, a) for n, a in TARGETS if BY_NAME[n].extra.get("sass_forms")])
+def test_sparse_instruction_forms(compiled, variant, arch):
+    """The sparse kernels' tensor-core instruction is the sparse form (HMMA.SP.16832, HGMMA...SP), in each
+    accumulation, and no dense form of it (a kernel that fell back to dense MMAs would pass the HMMA promise)."""
+    sass = compiled[(variant, arch)].sass()
+    forms = BY_NAME[variant].extra["sass_forms"]
+    assert all(f in sass for f in forms), [f for f in forms if f not in sass]
+    assert not re.search(r"HMMA\.16816|HGMMA\.64x\d+x16\b", sass)
 
 
 def test_wmma_multistage_folds_fragment_offsets(compiled):

@@ -19,13 +19,16 @@ std::vector<std::string> hgemm_variants() {
   return names;
 }
 
+// {grid_x, grid_y, block, smem_bytes, smem_limit, tile_m, tile_n, split} and the variant whose kernel ran (where
+// the launcher handed the problem to another's; else empty).
+using LaunchReport = std::tuple<std::vector<int64_t>, std::string>;
+LaunchReport launch_registered(const std::string& variant, const hgemm::Registered& v, const GemmArgs& p,
+                               const torch::Device& device, bool acc_fp16);
+
 // Launch `variant` on the current stream: C = A @ B. Python has validated shapes, dtypes and devices and chosen
-// the layouts; these checks guard the contract again. tile, split: GemmArgs::tile, ::split. Returns {grid_x,
-// grid_y, block, smem_bytes, smem_limit, tile_m, tile_n, split} and the variant whose kernel ran (where the launcher
-// handed the problem to another's; else empty).
-std::tuple<std::vector<int64_t>, std::string> hgemm_launch(const std::string& variant, const torch::Tensor& a, const torch::Tensor& b,
-                                  const torch::Tensor& c, bool b_col_major, bool acc_fp16, int64_t tile,
-                                  int64_t split) {
+// the layouts; these checks guard the contract again. tile, split: GemmArgs::tile, ::split.
+LaunchReport hgemm_launch(const std::string& variant, const torch::Tensor& a, const torch::Tensor& b,
+                          const torch::Tensor& c, bool b_col_major, bool acc_fp16, int64_t tile, int64_t split) {
   const auto it = hgemm::registry().find(variant);
   TORCH_CHECK(it != hgemm::registry().end(), "hgemm: no PTX variant named '", variant, "' in this build");
   for (const auto* t : {&a, &b, &c}) {
@@ -60,9 +63,15 @@ std::tuple<std::vector<int64_t>, std::string> hgemm_launch(const std::string& va
   p.tile = static_cast<int>(tile);
   TORCH_CHECK(split == 0 || split == 1 || split == 2 || split == 4, "hgemm_launch: split must be 0 (auto), 1, 2 or 4");
   p.split = static_cast<int>(split);
+  return launch_registered(variant, it->second, p, a.device(), acc_fp16);
+}
+
+// The launch of a registered variant with its arguments filled, and the errors a launch can report, in words.
+LaunchReport launch_registered(const std::string& variant, const hgemm::Registered& v, const GemmArgs& p,
+                               const torch::Device& device, bool acc_fp16) {
   LaunchInfo info;
   const cudaError_t err =
-      it->second.launch(p, acc_fp16 ? Acc::F16 : Acc::F32, at::cuda::getCurrentCUDAStream(a.device().index()), &info);
+      v.launch(p, acc_fp16 ? Acc::F16 : Acc::F32, at::cuda::getCurrentCUDAStream(device.index()), &info);
   TORCH_CHECK(err != cudaErrorMisalignedAddress, "hgemm: variant '", variant,
               "' needs 16-byte aligned rows of A and B (16-byte aligned base, leading dimension a multiple of 8)");
   TORCH_CHECK(!(err == cudaErrorInvalidValue && info.smem_bytes > info.smem_limit), "hgemm: variant '", variant,
@@ -72,6 +81,45 @@ std::tuple<std::vector<int64_t>, std::string> hgemm_launch(const std::string& va
   return {{info.grid_x, info.grid_y, info.block, info.smem_bytes, info.smem_limit, info.tile_m, info.tile_n,
            info.split},
           info.kernel ? info.kernel : ""};
+}
+
+// Launch 2:4 sparse `variant` on the current stream: C = decompress(values, meta) @ B with the dense K = k. Python
+// has validated the operands (ptx_kernels.sparse_hgemm); these checks guard the contract again.
+LaunchReport sparse_launch(const std::string& variant, const torch::Tensor& values, const torch::Tensor& meta,
+                           const torch::Tensor& b, const torch::Tensor& c, int64_t k, bool b_col_major,
+                           bool acc_fp16) {
+  const auto it = hgemm::registry().find(variant);
+  TORCH_CHECK(it != hgemm::registry().end(), "sparse_hgemm: no PTX variant named '", variant, "' in this build");
+  for (const auto* t : {&values, &b, &c})
+    TORCH_CHECK(t->is_cuda() && t->scalar_type() == torch::kHalf && t->dim() == 2 && t->device() == values.device(),
+                "sparse_launch: expected 2-D CUDA float16 tensors on one device");
+  const int64_t kp = (k + 31) / 32 * 32, m = values.size(0);
+  TORCH_CHECK(meta.is_cuda() && meta.device() == values.device() && meta.scalar_type() == torch::kInt &&
+                  meta.is_contiguous() && meta.dim() == 3 && meta.size(0) == kp / 32 && meta.size(1) == (m + 15) / 16 &&
+                  meta.size(2) == 16,
+              "sparse_launch: metadata must be a contiguous CUDA int32 tensor of shape (", kp / 32, ", ", (m + 15) / 16,
+              ", 16)");
+  TORCH_CHECK(values.size(1) == kp / 2 && b.size(0) == k && c.size(0) == m && c.size(1) == b.size(1),
+              "sparse_launch: shapes do not match");
+  TORCH_CHECK(values.stride(1) == 1 && c.stride(1) == 1 &&
+                  (b_col_major ? (b.stride(0) == 1 || b.size(0) == 1) : (b.stride(1) == 1 || b.size(1) == 1)),
+              "sparse_launch: row-major values and C, B strides matching b_col_major");
+  const c10::cuda::CUDAGuard guard(values.device());
+  GemmArgs p;
+  p.A = reinterpret_cast<const half*>(values.data_ptr<at::Half>());
+  p.B = reinterpret_cast<const half*>(b.data_ptr<at::Half>());
+  p.C = reinterpret_cast<half*>(c.data_ptr<at::Half>());
+  p.E = reinterpret_cast<const uint32_t*>(meta.data_ptr<int32_t>());
+  p.M = static_cast<int>(m);
+  p.N = static_cast<int>(b.size(1));
+  p.K = static_cast<int>(k);
+  p.sam = values.stride(0);
+  p.sak = 1;
+  p.sbk = b.stride(0);
+  p.sbn = b.stride(1);
+  p.ldc = c.stride(0);
+  p.b_col_major = b_col_major;
+  return launch_registered(variant, it->second, p, values.device(), acc_fp16);
 }
 
 // The instruction ceilings this build holds (host/registry.h): "mma.sync", and "wgmma" on sm_90a.
@@ -135,6 +183,24 @@ torch::Tensor probe_mma(const torch::Tensor& a, const torch::Tensor& b, const to
   return d;
 }
 
+torch::Tensor probe_mma_sp(const torch::Tensor& a, const torch::Tensor& b, const torch::Tensor& e,
+                           const torch::Tensor& c, bool fp16, int64_t sel) {
+  for (const auto* t : {&a, &b, &e, &c})
+    TORCH_CHECK(t->is_cuda() && t->is_contiguous(), "probe_mma_sp: contiguous CUDA tensors");
+  TORCH_CHECK(a.scalar_type() == torch::kInt32 && a.numel() == 128 && b.scalar_type() == torch::kInt32 &&
+                  b.numel() == 128 && e.scalar_type() == torch::kInt32 && e.numel() == 32,
+              "probe_mma_sp: a, b are (32, 4) int32, e is (32,) int32");
+  TORCH_CHECK(fp16 ? (c.scalar_type() == torch::kInt32 && c.numel() == 64)
+                   : (c.scalar_type() == torch::kFloat && c.numel() == 128),
+              "probe_mma_sp: c is (32, 2) int32 for fp16 accumulation, (32, 4) float32 for fp32");
+  auto d = torch::empty_like(c);
+  check_probe(launch_probe_mma_sp(fp16, static_cast<int>(sel), reinterpret_cast<const uint32_t*>(a.data_ptr<int32_t>()),
+                                  reinterpret_cast<const uint32_t*>(b.data_ptr<int32_t>()),
+                                  reinterpret_cast<const uint32_t*>(e.data_ptr<int32_t>()), c.data_ptr(), d.data_ptr(),
+                                  stream_of(a)), "probe_mma_sp");
+  return d;
+}
+
 std::vector<torch::Tensor> probe_wmma(int64_t which) {
   auto out = torch::zeros({32, 16}, on_cuda(torch::kInt32));
   auto n = torch::zeros({1}, on_cuda(torch::kInt32));
@@ -155,6 +221,7 @@ std::vector<torch::Tensor> probe_asm() {
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("hgemm_launch", &hgemm_launch);
+  m.def("sparse_launch", &sparse_launch);
   m.def("hgemm_variants", &hgemm_variants);
   m.def("hgemm_ceilings", &hgemm_ceilings);
   m.def("hgemm_ceiling", &hgemm_ceiling);
@@ -162,5 +229,6 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("probe_stmatrix", &probe_stmatrix);
   m.def("probe_mma", &probe_mma);
   m.def("probe_wmma", &probe_wmma);
+  m.def("probe_mma_sp", &probe_mma_sp);
   m.def("probe_asm", &probe_asm);
 }

@@ -23,6 +23,10 @@ struct GemmArgs {
   // Where a variant can split K over the blocks of a cluster (wgmma_splitk, and wgmma_persistent on outputs with
   // too few tiles to fill the GPU): 0 lets the launcher choose, 1 forbids splitting, 2 / 4 force that many parts.
   int split = 0;
+  // 2:4 sparse variants (problem kind "sparse"): A is the compressed values (M x Kp/2, Kp = K rounded up to 32) and E
+  // the metadata, (Kp/32, ceil(M/16), 16) 32-bit words in the order the sparse instructions' lanes read them
+  // (ptx_kernels/sparse.py). Unused (null) for dense variants.
+  const uint32_t* E = nullptr;
 };
 
 enum class Acc : int { F32 = 0, F16 = 1 };

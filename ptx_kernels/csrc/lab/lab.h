@@ -21,6 +21,13 @@ inline double wgmma_ceiling_flops(long long blocks, long long iters) {
   return double(blocks) * kWgmmaCeilingWarpgroups * double(iters) * 4 * (2.0 * 64 * 256 * 16);
 }
 
+// The sparse mma.sync ceiling (mma_sp_ceiling.cu): the same grid and chains as mma_ceiling, mma.sp.m16n8k32,
+// counted as the dense work it does (2 x 16 x 8 x 32 per instruction).
+cudaError_t launch_mma_sp_ceiling(int blocks, int iters, Acc acc, float* sink, cudaStream_t stream);
+inline double mma_sp_ceiling_flops(long long blocks, long long iters) {
+  return 2.0 * mma_ceiling_flops(blocks, iters);
+}
+
 // Fragment-layout probes (probes.cu): one warp each; see ptx_kernels/probes.py.
 cudaError_t launch_probe_ldmatrix(int num, bool trans, uint16_t* out, cudaStream_t stream);
 cudaError_t launch_probe_stmatrix(int num, bool trans, uint16_t* out, cudaStream_t stream);
@@ -28,3 +35,6 @@ cudaError_t launch_probe_mma(bool fp16, const uint32_t* a, const uint32_t* b, co
                              cudaStream_t stream);
 cudaError_t launch_probe_wmma(int which, uint32_t* out, int* out_n, cudaStream_t stream);
 cudaError_t launch_probe_asm(uint32_t* out, uint64_t* out64, double* outd, cudaStream_t stream);
+// The mma.sp.m16n8k32 probe (sparse_probes.cu): registers in, D out, sparsity selector sel (0 or 1).
+cudaError_t launch_probe_mma_sp(bool fp16, int sel, const uint32_t* a, const uint32_t* b, const uint32_t* e,
+                                const void* c, void* d, cudaStream_t stream);

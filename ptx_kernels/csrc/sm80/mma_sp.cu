@@ -1,0 +1,194 @@
+// mma_sp.cu — the mma.sync ladder's pipeline with A 2:4 sparse: mma.sp::ordered_metadata.m16n8k32 does a dense
+// m16n8k32 step's work from half of A (the two kept elements of every 4-wide chunk along K) and a metadata word
+// that says where each kept element sits. Same machinery as mma_pipeline.cuh: cp.async stages with zero-fill at the
+// edges, XOR-swizzled shared memory, ldmatrix fragments, one block barrier per tile, grouped block order.
+//
+// Adds over the dense ladder: a k32 step reads a 16 x 16 compressed A fragment (one ldmatrix.x4, the dense k16
+// layout over the compressed tile), a 32 x 8 B fragment (two k16 fragments: two ldmatrix.x4 per pair of n8 tiles)
+// and one 32-bit metadata word per lane from a third per-stage buffer, copied with cp.async beside A and B. The
+// metadata arrives in global memory already in the lanes' order (ptx_kernels/sparse.py), so a lane's word is one
+// 4-byte shared load: lanes 4g and 4g + 1 read words 2g and 2g + 1 of the fragment's 16 (selector 0; lanes 4g + 2
+// and 4g + 3 read the same two, which the instruction ignores).
+//
+// Tiles: 128 x 256 x 64 (dense K per stage), 2 x 4 warps of 64 x 64 (4 x 8 m16n8 accumulators), 4 stages. The
+// dense ladder's fp32 tile, with one more stage: a stage is smaller (A is half as wide) and a sparse k-step
+// finishes twice the work of a dense one, so more copies must be in flight. One fragment buffer: A (16), B (32)
+// and metadata (4) registers beside 128 fp32 accumulators leave no room for a second.
+// K: the values and metadata are padded to Kp = K rounded up to 32 by compress; k32 steps at or past Kp are skipped
+// (their zero-filled metadata would be an invalid index pair). Rows past M read zeros and are not stored.
+#include "blocks/common.cuh"
+#include "blocks/copy.cuh"
+#include "blocks/epilogue.cuh"
+#include "blocks/fragments.cuh"
+#include "blocks/stage_sync.cuh"
+#include "blocks/swizzle.cuh"
+#include "hgemm.cuh"
+#include "host/launch.h"
+#include "ptx/cp_async.cuh"
+#include "ptx/cvta.cuh"
+#include "ptx/mma_sparse.cuh"
+
+namespace mma_sp {
+
+constexpr int BM = 128, BN = 256, BK = 64, WARPS_M = 2, WARPS_N = 4, STAGES = 4, GROUP_M = 8;
+constexpr int THREADS = 32 * WARPS_M * WARPS_N, MI = BM / WARPS_M / 16, NI = BN / WARPS_N / 8;
+constexpr int BKC = BK / 2;     // compressed A halves per row of a stage
+constexpr int KSTEPS = BK / 32;  // mma.sp k32 steps per stage
+constexpr int E_WORDS = KSTEPS * (BM / 16) * 16;  // metadata words per stage: (k32 step, 16-row block, word)
+static_assert(NI % 2 == 0, "B fragments come in pairs of n8 tiles (ldmatrix.x4)");
+static_assert(E_WORDS * 4 / 16 <= THREADS, "one 16-byte metadata chunk per thread at most");
+using Sync = tile::BlockSync<STAGES, WARPS_M * WARPS_N>;
+
+template <bool B_COL>
+struct Smem {
+  static constexpr int LDB = B_COL ? BK : BN;
+  static constexpr int A_STAGE = BM * BKC, B_STAGE = (B_COL ? BN : BK) * LDB;  // halves
+  static constexpr int E_STAGE = E_WORDS * 4;                                 // bytes
+  static constexpr int BYTES = STAGES * ((A_STAGE + B_STAGE) * 2 + E_STAGE);
+};
+using LA = tile::Xor<BKC / 8>;
+template <bool B_COL>
+using LB = tile::Xor<Smem<B_COL>::LDB / 8>;
+
+// Copies of one stage: compressed A (BM x BKC), B (as the dense pipeline: (n, k) or (k, n)) with the dense
+// pipeline's loader, and the stage's metadata: KSTEPS rows of BM / 16 blocks x 64 bytes, each row contiguous in
+// global memory (K block kb's words of row blocks row0 / 16 ..), one 16-byte cp.async per thread.
+template <bool B_COL>
+struct SparseLoads {
+  using S = Smem<B_COL>;
+  using LoadB = typename std::conditional<B_COL, tile::CpAsyncLoader<BN, BK, THREADS, S::LDB, LB<B_COL>, false>,
+                                          tile::CpAsyncLoader<BK, BN, THREADS, S::LDB, LB<B_COL>, true>>::type;
+  tile::CpAsyncLoader<BM, BKC, THREADS, BKC, LA, false> a;
+  LoadB b;
+  uint32_t sA, sB, sE;  // shared addresses of stage 0
+  const uint32_t* e;    // this thread's metadata chunk in K block 0 (when it copies one)
+  int64_t e_kstride;    // words between K blocks: ceil(M / 16) * 16
+  bool e_row_ok;        // its 16-row blocks lie inside the metadata's rows
+
+  __device__ __forceinline__ SparseLoads(const GemmArgs& p, int row0, int col0, unsigned char* smem)
+      : a(p.A + row0 * p.sam, p.sam, p.M - row0),
+        b(B_COL ? p.B + col0 * p.sbn : p.B + col0, B_COL ? p.sbn : p.sbk, p.N - col0) {
+    sA = ptx::smem_u32(smem);
+    sB = sA + STAGES * S::A_STAGE * 2;
+    sE = sB + STAGES * S::B_STAGE * 2;
+    const int mblocks = tile::cdiv(p.M, 16);
+    e_kstride = int64_t(mblocks) * 16;
+    const int t = threadIdx.x, row = t / (BM / 4), word = (t % (BM / 4)) * 4;  // (k32 step, word of the row)
+    e = p.E + row * e_kstride + (row0 / 16) * 16 + word;
+    e_row_ok = row0 / 16 + word / 16 < mblocks;
+  }
+
+  // Tile kt into stage s: A and B zero-filled past their edges, metadata past Kp and past the row blocks.
+  __device__ __forceinline__ void copy_stage(const GemmArgs& p, int kt) {
+    const int s = kt % STAGES, kp = tile::cdiv(p.K, 32) * 32;
+    a.copy_next(sA + s * S::A_STAGE * 2, p.sam, kp / 2 - kt * BKC, BKC);
+    if (B_COL) b.copy_next(sB + s * S::B_STAGE * 2, p.sbn, p.K - kt * BK, BK);
+    else b.copy_next(sB + s * S::B_STAGE * 2, p.sbk, p.K - kt * BK, BK * p.sbk);
+    if (threadIdx.x < E_WORDS / 4) {
+      const int kb = kt * KSTEPS + int(threadIdx.x) / (BM / 4);
+      const bool inside = e_row_ok && kb * 32 < kp;
+      const uint32_t* src = e + int64_t(kt) * KSTEPS * e_kstride;
+      ptx::cp_async_16B(sE + s * S::E_STAGE + threadIdx.x * 16, inside ? src : p.E, inside ? 16u : 0u);
+    }
+    ptx::cp_async_commit();
+  }
+};
+
+template <Acc ACC>
+__device__ __forceinline__ void mma_sp(tile::MmaAcc<ACC>& c, const uint32_t (&a)[4], const uint32_t (&b)[4],
+                                       uint32_t e) {
+  if constexpr (ACC == Acc::F32) ptx::mma_sp_m16n8k32_f32<0>(c.v, a, b, c.v, e);
+  else ptx::mma_sp_m16n8k32_f16<0>(c.v, a, b, c.v, e);
+}
+
+template <Acc ACC, bool B_COL>
+__global__ void __launch_bounds__(THREADS, 1) kernel(GemmArgs p) {
+  using S = Smem<B_COL>;
+  extern __shared__ __align__(128) unsigned char smem_raw[];
+  const half* sA = reinterpret_cast<const half*>(smem_raw);  // (stage, m, compressed k)
+  const half* sB = sA + STAGES * S::A_STAGE;                  // (stage, k, n), or (stage, n, k) when B is column-major
+  const uint32_t* sE = reinterpret_cast<const uint32_t*>(sB + STAGES * S::B_STAGE);  // (stage, k32, m16 block, word)
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, wm = warp / WARPS_N, wn = warp % WARPS_N;
+  int tm, tn;
+  tile::grouped_tile(blockIdx.x, tile::cdiv(p.M, BM), tile::cdiv(p.N, BN), GROUP_M, tm, tn);
+  const int row0 = tm * BM, col0 = tn * BN;
+  const int kp = tile::cdiv(p.K, 32) * 32, kt_count = tile::cdiv(kp, BK);
+  SparseLoads<B_COL> loads(p, row0, col0, smem_raw);
+  const Sync sync(0);
+  constexpr int AHEAD = Sync::AHEAD;
+  const int e_lane = 2 * (lane / 4) + lane % 2;  // the metadata word this lane passes (ptx_kernels/sparse.py)
+  tile::MmaAcc<ACC> c[MI][NI];
+
+  // PROLOGUE: AHEAD tiles in flight; wait for tile 0.
+#pragma unroll
+  for (int s = 0; s < AHEAD; ++s) loads.copy_stage(p, s);
+  sync.wait_filled(0);
+
+  // MAIN LOOP: per k32 step, the fragments of the step, then MI x NI mma.sp; the refill of the stage read last tile
+  // is issued at the first step (the block barrier at the end of that tile ended its reads).
+  for (int kt = 0; kt < kt_count; ++kt) {
+    const int stage = kt % STAGES;
+    const half* tA = sA + stage * S::A_STAGE;
+    const half* tB = sB + stage * S::B_STAGE;
+    const uint32_t* tE = sE + stage * E_WORDS;
+#pragma unroll
+    for (int ks = 0; ks < KSTEPS; ++ks) {
+      uint32_t a[MI][4], b[2][NI][2], e[MI];  // (fragment, register); B: (k16 half, n8 tile, register)
+#pragma unroll
+      for (int i = 0; i < MI; ++i) {
+        tile::ldsm_a<LA>(a[i], tA, wm * MI * 16 + i * 16, ks * 16, BKC);
+        e[i] = tE[(ks * (BM / 16) + wm * MI + i) * 16 + e_lane];
+      }
+#pragma unroll
+      for (int h = 0; h < 2; ++h)
+#pragma unroll
+        for (int j = 0; j < NI; j += 2)
+          tile::ldsm_b2<B_COL, LB<B_COL>>(b[h][j], b[h][j + 1], tB, ks * 32 + 16 * h, wn * NI * 8 + j * 8, S::LDB);
+      if (ks == 0) {
+        sync.wait_consumed(kt + AHEAD);
+        loads.copy_stage(p, kt + AHEAD);
+        sync.filled(kt + AHEAD);
+      }
+      if (kt * BK + ks * 32 < kp) {  // uniform: false only for the last tile's k32 steps past Kp
+#pragma unroll
+        for (int i = 0; i < MI; ++i)
+#pragma unroll
+          for (int j = 0; j < NI; ++j) {
+            const uint32_t bj[4] = {b[0][j][0], b[0][j][1], b[1][j][0], b[1][j][1]};
+            mma_sp(c[i][j], a[i], bj, e[i]);
+          }
+      }
+    }
+    sync.consumed(kt);
+    sync.wait_filled(kt + 1);
+  }
+
+  // EPILOGUE: accumulators straight to C, masked to M x N.
+  ptx::cp_async_wait<0>();
+  tile::store_warp_acc(c, p, row0 + wm * MI * 16, col0 + wn * NI * 8);
+}
+
+template <Acc A, bool BC>
+cudaError_t launch_tile(const GemmArgs& p, cudaStream_t stream, LaunchInfo* info) {
+  constexpr int bytes = Smem<BC>::BYTES;
+  auto k = kernel<A, BC>;
+  cudaError_t err = tile::prepare_smem(k, bytes, info);
+  if (err != cudaSuccess) return err;
+  const dim3 block(THREADS), grid(tile::cdiv(p.M, BM) * tile::cdiv(p.N, BN));
+  tile::fill_info(info, grid, block, bytes, BM, BN);
+  k<<<grid, block, bytes, stream>>>(p);
+  return cudaGetLastError();
+}
+
+}  // namespace mma_sp
+
+// ---- HOST: check -> launch. p.A: compressed values, p.E: metadata (hgemm.cuh), p.K: the dense K ----
+cudaError_t launch_mma_sp(const GemmArgs& p, Acc acc, cudaStream_t stream, LaunchInfo* info) {
+  if (!p.E) return cudaErrorInvalidValue;
+  if (!tile::rows_aligned16(p) || !tile::aligned16(p.E)) return cudaErrorMisalignedAddress;
+  return tile::dispatch(acc, p.b_col_major, [&](auto acc_c, auto b_col_c) {
+    return mma_sp::launch_tile<decltype(acc_c)::value, decltype(b_col_c)::value>(p, stream, info);
+  });
+}
+
+HGEMM_VARIANT(mma_sp, launch_mma_sp, RowMajorA);

@@ -1,0 +1,174 @@
+"""2:4 sparsity on the CPU: pruning, the compressed format (values + metadata in the lanes' order) and its round
+trip, the errors for input that is not 2:4 or metadata that does not match, and the model of the sparse
+instructions' metadata (ptx_kernels/sparse.py) against the PTX ISA's statements, written here element first."""
+import itertools
+
+import numpy as np
+import pytest
+import torch
+
+from ptx_kernels import sparse as S
+
+SHAPES = [(1, 1), (7, 8), (16, 31), (17, 32), (33, 33), (107, 311), (233, 64), (16, 4099)]
+
+
+def _ints(*shape, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randint(-3, 4, shape, generator=g).to(torch.float16)
+
+
+def test_prune_keeps_the_two_largest_magnitudes_of_every_chunk():
+    a = _ints(9, 23, seed=1) * torch.arange(1, 24, dtype=torch.float16)  # mostly distinct magnitudes
+    p = S.prune_2to4(a)
+    assert p.shape == a.shape and S.is_2to4(p)
+    for r, c0 in itertools.product(range(9), range(0, 23, 4)):
+        chunk = a[r, c0:c0 + 4].double()
+        mags = sorted(chunk.abs().tolist(), reverse=True)
+        kept = p[r, c0:c0 + 4].double()
+        assert sorted(kept.abs().tolist(), reverse=True)[:2] == (mags + [0.0, 0.0])[:2]
+        assert bool(((kept == 0) | (kept == chunk)).all())  # kept elements are unchanged
+
+
+def test_prune_ties_keep_the_lower_positions_and_nan_is_kept():
+    a = torch.tensor([[1, 1, 1, 1, 0, float("nan"), 2, 1]], dtype=torch.float16)
+    p = S.prune_2to4(a)
+    assert p[0, :4].tolist() == [1, 1, 0, 0]
+    assert torch.isnan(p[0, 5]) and p[0, 6] == 2 and p[0, 4] == 0 and p[0, 7] == 0
+
+
+@pytest.mark.parametrize("m,k", SHAPES)
+def test_compress_decompress_round_trip(m, k):
+    a = S.prune_2to4(_ints(m, k, seed=m * 7 + k))
+    values, meta = S.compress(a)
+    kp = S.padded_k(k)
+    assert values.shape == (m, kp // 2) and values.dtype == torch.float16
+    assert meta.shape == S.meta_shape(m, k) == (kp // 32, -(-m // 16), 16) and meta.dtype == torch.int32
+    S.check_meta_nibbles(meta)  # every nibble is one the ordered-metadata instructions accept
+    assert torch.equal(S.decompress(values, meta, k), a)
+    # the compressed values are the kept elements in chunk order
+    dense = torch.zeros(m, kp, dtype=torch.float16)
+    dense[:, :k] = a
+    for r in range(min(m, 3)):
+        nz = [float(x) for x in dense[r] if x != 0]
+        assert [float(x) for x in values[r] if x != 0] == nz
+
+
+def test_compress_of_a_chunk_with_fewer_than_two_nonzeros_uses_the_lowest_free_positions():
+    a = torch.zeros(1, 32, dtype=torch.float16)
+    a[0, 2] = 5  # chunk 0: one non-zero at 2 -> positions (0, 2); chunk 1: none -> (0, 1)
+    a[0, 7] = -1  # chunk 1: one at 3 -> (0, 3)
+    values, meta = S.compress(a)
+    words = S.unpack_meta(meta)[:1]
+    nibbles = [(int(words[0, 0]) >> (4 * c)) & 0xF for c in range(8)]
+    assert nibbles[:3] == [S.VALID_NIBBLES[(0, 2)], S.VALID_NIBBLES[(0, 3)], S.VALID_NIBBLES[(0, 1)]]
+    assert values[0, :4].tolist() == [0, 5, 0, -1]
+
+
+def test_pack_unpack_meta_are_inverse_and_follow_the_lane_order():
+    g = torch.Generator().manual_seed(3)
+    words = torch.randint(0, 2**32, (48, 5), generator=g, dtype=torch.int64)
+    meta = S.pack_meta(words)
+    assert meta.shape == (5, 3, 16)
+    assert torch.equal(S.unpack_meta(meta), words)
+    # word 2g + h of block b: row 16b + g's half h in bits 0-15, row 16b + g + 8's in bits 16-31
+    b, kb, gg, h = 2, 4, 5, 1
+    w = int(meta[kb, b, S.meta_word(gg, h)]) & 0xFFFFFFFF
+    assert w & 0xFFFF == (int(words[16 * b + gg, kb]) >> 16 * h) & 0xFFFF
+    assert w >> 16 == (int(words[16 * b + gg + 8, kb]) >> 16 * h) & 0xFFFF
+
+
+def test_not_2to4_is_a_clear_error():
+    a = torch.zeros(5, 12, dtype=torch.float16)
+    a[3, 4:7] = 1
+    assert not S.is_2to4(a)
+    with pytest.raises(ValueError, match=r"not 2:4 sparse along K: row 3, columns 4\.\.7 hold 3 non-zeros"):
+        S.compress(a)
+    with pytest.raises(TypeError, match="float16"):
+        S.compress(a.float())
+
+
+def test_metadata_that_does_not_match_is_a_clear_error():
+    values, meta = S.compress(S.prune_2to4(_ints(20, 40)))
+    bad = meta.clone()
+    bad[1, 0, 3] = 0  # nibble 0b0000: no two ascending indices
+    with pytest.raises(ValueError, match="metadata does not match the 2:4 format: K block 1, row block 0, word 3"):
+        S.check_meta_nibbles(bad)
+    with pytest.raises(ValueError, match=r"metadata has shape \(2, 1, 16\); an 20x40 matrix has \(2, 2, 16\)"):
+        S.check_compressed(values, meta[:, :1], 20, 40)
+    with pytest.raises(ValueError, match=r"compressed values have shape \(20, 32\); an 20x65"):
+        S.check_compressed(values, meta, 20, 65)
+    with pytest.raises(TypeError, match="metadata must be torch.int32"):
+        S.check_compressed(values, meta.long(), 20, 40)
+
+
+# ---- the model against the ISA (9.7.14.6.2.2, Figures 120-122; 9.7.15.6.2.1, Figure 176) --------------------
+
+def test_mma_sp_a_matches_isa_formula():
+    # ISA: row = groupID for a_i with 0 <= i < 2 or 4 <= i < 6, else groupID + 8; the pair a_i (i even) holds the two
+    # kept elements of the chunk at dense columns firstcol..firstcol+3, firstcol = 4 threadID_in_group (+16, i >= 4)
+    a = S.mma_sp_a()
+    for lane in range(32):
+        g, t = lane >> 2, lane % 4
+        for i in range(8):
+            row = g if (i < 2 or 4 <= i < 6) else g + 8
+            firstcol = 4 * t + (16 if i >= 4 else 0)
+            assert tuple(a[lane, i]) == (row, firstcol // 2 + (i & 1)), (lane, i)  # compressed column
+
+
+def test_mma_sp_b_is_two_k16_fragments():
+    b = S.mma_sp_b()
+    for lane in range(32):
+        g, t = lane >> 2, lane % 4
+        for i in range(8):
+            assert tuple(b[lane, i]) == (2 * t + (i & 1) + 8 * (i >> 1), g), (lane, i)
+    assert len({tuple(x) for x in b.reshape(-1, 2)}) == 32 * 8
+
+
+@pytest.mark.parametrize("sel", [0, 1])
+def test_mma_sp_metadata_comes_from_the_selected_thread_pair_and_covers_the_tile(sel):
+    # ISA 9.7.14.6.1: "m16n8k32: ... the sparsity selector must be either 0 (threads T0, T1) or 1 (threads T2, T3)"
+    meta = S.mma_sp_meta(sel)
+    assert sorted(meta) == [4 * g + 2 * sel + h for g in range(8) for h in range(2)]
+    cells = [tuple(rc) for regs in meta.values() for rc in regs]
+    assert sorted(cells) == [(r, c) for r in range(16) for c in range(8)]  # 16 rows x 8 chunks, once each
+    for lane, regs in meta.items():  # 16 2-bit vectors a register: rows g and g + 8, one half of K
+        g, h = lane // 4, lane % 2
+        assert {r for r, _ in regs} == {g, g + 8} and {c // 4 for _, c in regs} == {h}
+    with pytest.raises(ValueError, match="selector 0"):
+        S.mma_sp_meta(2)
+
+
+def test_wgmma_sp_metadata_is_the_warp_map_per_warp():
+    meta = S.wgmma_sp_meta(0)
+    assert len(meta) == 64 and sorted(tuple(rc) for regs in meta.values() for rc in regs) == \
+        [(r, c) for r in range(64) for c in range(8)]
+    assert all(16 * (t // 32) <= r < 16 * (t // 32) + 16 for t, regs in meta.items() for r, _ in regs)
+
+
+@pytest.mark.parametrize("sel", [0, 1])
+def test_registers_loaded_from_the_format_compute_the_pruned_product(sel):
+    """The lanes' registers built as the kernels build them (ldmatrix-shaped A fragment of the compressed tile, the
+    metadata word meta_word(g, lane % 2)) make the modelled instruction compute the pruned dense product."""
+    rng = np.random.default_rng(sel)
+    for trial in range(4):
+        a = S.prune_2to4(torch.from_numpy(rng.integers(-3, 4, (16, 32))).to(torch.float16))
+        b = rng.integers(-3, 4, (32, 8)).astype(np.float64)
+        values, meta = S.compress(a)
+        la, lb = S.mma_sp_a(), S.mma_sp_b()
+        v = values.double().numpy()
+        d = S.emulate_mma_sp(v[la[..., 0], la[..., 1]], b[lb[..., 0], lb[..., 1]], S.lane_registers(meta, 0, 0), sel)
+        assert np.array_equal(d, a.double().numpy() @ b), trial
+
+
+def test_wgmma_sparse_header_is_what_the_generator_prints():
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+    import gen_wgmma_sp
+
+    text = gen_wgmma_sp.HEADER.read_text()
+    assert gen_wgmma_sp.generated() in text
+    for n in gen_wgmma_sp.SHAPES:
+        for acc in ("f32", "f16"):
+            assert f"wgmma.mma_async.sp.sync.aligned.m64n{n}k32.{acc}.f16.f16" in text

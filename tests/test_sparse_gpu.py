@@ -1,0 +1,143 @@
+"""The 2:4 sparse kernels on a GPU: exact integer checks against the float64 product of the pruned A on odd shapes
+(M, N, K around each kernel's tile and the instructions' K of 32), both B layouts, both accumulations,
+NaN-poisoned outputs; random data within the bound; the API's errors; the torch.library operator."""
+import pytest
+import torch
+
+import ptx_kernels
+from compare.reference import compare, error_bound, make_inputs, poisoned_out, reference
+from ptx_kernels import sparse as S
+
+pytestmark = pytest.mark.gpu
+
+CASES = [(v, acc) for v in ptx_kernels.variants("sparse") for acc in v.accs]
+IDS = [f"{v.name}-{acc}" for v, acc in CASES]
+MN = (1, 7, 8, 15, 16, 17, 107, 233, 496)
+KS = (1, 8, 31, 32, 33, 311, 4099)
+
+
+def _skip_unless_offered(v):
+    major, minor = torch.cuda.get_device_capability()
+    if not v.offered_on(major * 10 + minor):
+        pytest.skip(f"{v.name} needs sm_{v.min_arch}")
+
+
+def sparse_inputs(m, n, k, b_layout, seed, kind="int"):
+    """Pruned A (m, k) and B (k, n) in the given B layout ("N" row-major, "T" column-major), on the GPU."""
+    a, b = make_inputs(m, n, k, "N" + b_layout, device="cuda", seed=seed, kind=kind)
+    return S.prune_2to4(a), b
+
+
+def run(v, acc, a, b):
+    values, meta = S.compress(a)
+    out = poisoned_out(a.shape[0], b.shape[1], "cuda")
+    c = ptx_kernels.sparse_hgemm(values, meta, b, variant=v.name, acc=acc, out=out)
+    torch.cuda.synchronize()
+    assert c is out and ptx_kernels.last_launch()["variant"] == v.name
+    return c
+
+
+def edge_shapes(v):
+    bm, bn, bk = v.block
+    return [(m, n, k) for m, n, k in zip(MN, reversed(MN), KS * 2)] + \
+        [(bm + 1, bn - 1, bk * v.stages + 8), (bm - 1, bn + 1, bk + 1), (bm, bn, 32), (2 * bm + 3, 2 * bn + 5, 4099)]
+
+
+@pytest.mark.parametrize("b_layout", ["N", "T"])
+@pytest.mark.parametrize("v,acc", CASES, ids=IDS)
+def test_exact_odd_shapes(v, acc, b_layout):
+    _skip_unless_offered(v)
+    for i, (m, n, k) in enumerate(edge_shapes(v)):
+        a, b = sparse_inputs(m, n, k, b_layout, seed=i)
+        verdict = compare(run(v, acc, a, b), reference(a, b))
+        assert verdict.ok, f"{v.name} {acc} B={b_layout} {m}x{n}x{k}: {verdict.detail}"
+
+
+@pytest.mark.parametrize("v,acc", CASES, ids=IDS)
+def test_exact_every_mn_k(v, acc):
+    """Every M and N of the list against a short and a long K, B row-major."""
+    _skip_unless_offered(v)
+    for i, (m, n) in enumerate((m, n) for m in MN for n in MN):
+        k = KS[i % len(KS)]
+        a, b = sparse_inputs(m, n, k, "N", seed=100 + i)
+        verdict = compare(run(v, acc, a, b), reference(a, b))
+        assert verdict.ok, f"{v.name} {acc} {m}x{n}x{k}: {verdict.detail}"
+
+
+@pytest.mark.parametrize("v,acc", CASES, ids=IDS)
+def test_random_within_bound(v, acc):
+    _skip_unless_offered(v)
+    a, b = sparse_inputs(1500, 1100, 2000, "T", seed=3, kind="randn")
+    ref = reference(a, b)
+    verdict = compare(run(v, acc, a, b), ref, error_bound(a, b, ref, acc))
+    assert verdict.ok, verdict.detail
+
+
+@pytest.mark.parametrize("v,acc", CASES, ids=IDS)
+def test_nan_in_a_poisons_its_row_only(v, acc):
+    _skip_unless_offered(v)
+    a, b = sparse_inputs(40, 24, 70, "N", seed=5)
+    a[3, 9] = float("nan")
+    a = S.prune_2to4(a)  # keeps the NaN (pruning ranks NaN first)
+    c = run(v, acc, a, b)
+    assert torch.isnan(c[3]).all() and torch.isfinite(c[torch.arange(40) != 3]).all()
+
+
+@pytest.mark.parametrize("v", ptx_kernels.variants("sparse"), ids=lambda v: v.name)
+def test_deterministic_and_other_stream(v):
+    _skip_unless_offered(v)
+    a, b = sparse_inputs(300, 200, 500, "N", seed=7, kind="randn")
+    values, meta = S.compress(a)
+    c1 = ptx_kernels.sparse_hgemm(values, meta, b, variant=v.name)
+    s = torch.cuda.Stream()
+    with torch.cuda.stream(s):
+        c2 = ptx_kernels.sparse_hgemm(values, meta, b, variant=v.name)
+    s.synchronize()
+    assert torch.equal(c1, c2)
+
+
+def test_auto_picks_an_offered_kernel_and_sparse_a_class():
+    a, b = sparse_inputs(64, 48, 100, "T", seed=9)
+    sa = ptx_kernels.SparseA(a)
+    assert torch.equal(sa.dense(), a)
+    c = sa @ b
+    assert compare(c, reference(a, b)).ok
+    major, minor = torch.cuda.get_device_capability()
+    assert ptx_kernels.last_launch()["variant"] == max(
+        (v for v in ptx_kernels.variants("sparse") if v.offered_on(major * 10 + minor)), key=lambda v: v.min_arch).name
+
+
+def test_errors_are_clear():
+    a, b = sparse_inputs(32, 16, 64, "N", seed=1)
+    values, meta = S.compress(a)
+    with pytest.raises(ValueError, match="not 2:4 sparse along K"):
+        ptx_kernels.SparseA(torch.ones(4, 8, dtype=torch.float16, device="cuda"))
+    bad = meta.clone()
+    bad[0, 0, 0] = 0
+    with pytest.raises(ValueError, match="metadata does not match the 2:4 format"):
+        ptx_kernels.sparse_hgemm(values, bad, b)
+    with pytest.raises(ValueError, match="metadata has shape"):
+        ptx_kernels.sparse_hgemm(values, meta[:, :1], b)
+    with pytest.raises(ValueError, match="compressed values have shape"):
+        ptx_kernels.sparse_hgemm(values, meta, torch.ones(100, 16, dtype=torch.float16, device="cuda"))
+    with pytest.raises(TypeError, match="float16"):
+        ptx_kernels.sparse_hgemm(values, meta, b.float())
+    with pytest.raises(ValueError, match="same device|on cpu"):
+        ptx_kernels.sparse_hgemm(values, meta, b.cpu())
+    with pytest.raises(ValueError, match="unknown variant 'mma_stmatrix'"):
+        ptx_kernels.sparse_hgemm(values, meta, b, variant="mma_stmatrix")
+    with pytest.raises(ValueError, match="sparse kernel: ptx_kernels.sparse_hgemm"):
+        ptx_kernels.hgemm(a, b, variant="mma_sp")
+    empty = ptx_kernels.sparse_hgemm(*S.compress(a[:0]), b)
+    assert empty.shape == (0, 16)
+
+
+def test_operator_and_opcheck():
+    import ptx_kernels.ops  # noqa: F401 - registers the operators
+
+    a, b = sparse_inputs(48, 40, 96, "N", seed=11)
+    values, meta = S.compress(a)
+    c = torch.ops.tensorcore_hgemm.ptx_sparse_hgemm(values, meta, b, "auto", "fp32")
+    assert compare(c, reference(a, b)).ok
+    torch.library.opcheck(torch.ops.tensorcore_hgemm.ptx_sparse_hgemm, (values, meta, b, "auto", "fp32"),
+                          test_utils=("test_schema", "test_faketensor"))
