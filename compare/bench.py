@@ -116,14 +116,10 @@ def host_us(fn, reps: int = 5) -> float:
 
 
 def _autotuned_choice(kern: Kernel, a, b, out) -> str:
-    """Which Triton kernel and configuration an autotuned entry ran, for the record."""
+    """Which Triton kernel and configuration a timed entry runs (its cached plan), for the record."""
     import triton_kernels
 
-    kernel = kern.record.extra["kernel"]
-    if kern.record.extra.get("dispatch"):
-        kernel = triton_kernels.choose_kernel(a, b, out)
-    cfg = triton_kernels.best_config(kernel)
-    return f"autotuned: {kernel} {cfg.name if cfg else '?'}"
+    return f"timed: {triton_kernels.plan(a, b, out=out, acc=kern.acc, kernel=kern.record.extra['kernel']).name}"
 
 
 def tflops(m: int, n: int, k: int, ms: float) -> float:

@@ -53,9 +53,13 @@ class TunedConfigs:
             return kern.run
         import triton_kernels
 
+        from triton_kernels import dispatch
+
         kernel = kern.record.extra["kernel"]
         if kern.record.extra.get("dispatch"):
-            kernel = triton_kernels.choose_kernel(a, b, out)  # auto: tune (and pin) the kernel it picks
+            # auto: its first case times every candidate; the bucket's other cases pin the ladder's kernel for their
+            # operands with the configuration that timing chose for it
+            kernel = dispatch.kernel_for(dispatch.device_arch(a), a, b, out)
         key = (kernel, kern.acc, size_bucket(m, n, k))
         cfg = self.best.get(key)
         if cfg is not None:

@@ -70,7 +70,8 @@ def test_select_filters():
     assert [k.name for k in registry.select(["torch*"], gpu=False)] == ["torch.matmul"]
     cpu = registry.select(None, gpu=False)
     assert all(k.cpu_ok for k in cpu) and all(k.default for k in cpu)
-    assert len(registry.select(["triton_tma*"], include_all=True, gpu=False)) == 2 * (1 + len(triton_kernels.configs("tma")))
+    assert len(registry.select(["triton_tma", "triton_tma[*", "triton_tma_fp16acc*"], include_all=True, gpu=False)) \
+        == 2 * (1 + len(triton_kernels.configs("tma")))
 
 
 @pytest.mark.skipif(HAS_CUDA, reason="runs the CPU path of the check")
