@@ -76,14 +76,16 @@ def _aligned_empty(rows: int, cols: int, like: torch.Tensor) -> torch.Tensor:
 
 
 class Runner:
-    """A plan bound to its kernels: the first call launches through `kernel[grid]` (compiling), keeps the compiled
-    kernels, and later calls launch them directly."""
+    """A plan bound to its kernels: the first call launches through `kernel[grid]` (compiling) and keeps the
+    compiled kernels with the call's arguments as templates; later calls allocate the call's scratch tensors
+    (split-K partials) and launch the kept kernels directly with the new addresses."""
 
     def __init__(self, plan: Plan, acc_fp16: bool):
         self.plan = plan
         self.acc_fp16 = acc_fp16
         self.module = BY_KERNEL[plan.kernel].extra["module"]
         self.direct: list | None = None  # Direct launchers once compiled; [] = always the JIT path
+        self.scratch: list = []  # (shape, dtype) of each scratch tensor a call allocates, in launch order
         self.extents: tuple | None = None  # byte extents of (A, B, out) for the overlap check of out=
 
     def __call__(self, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> None:
@@ -91,22 +93,45 @@ class Runner:
         a2 = _aligned_copy(a) if stage_a else a
         b2 = _aligned_copy(b) if stage_b else b
         c2 = _aligned_empty(c.shape[0], c.shape[1], c) if stage_c else c
-        specs = self.module.launches(a2, b2, c2, self.acc_fp16, self.plan.config)
         if self.direct:
             dev = a.device.index
             if torch._C._cuda_getDevice() != dev:
                 with torch.cuda.device(dev):
                     return self(a, b, c)
+            scratch = [torch.empty(shape, dtype=dtype, device=a.device) for shape, dtype in self.scratch]
+            ptrs = [a2.data_ptr(), b2.data_ptr(), c2.data_ptr(), *(t.data_ptr() for t in scratch)]
             stream = torch._C._cuda_getCurrentRawStream(dev)
-            for launch, spec in zip(self.direct, specs):
-                launch(spec, stream)
+            for launch in self.direct:
+                launch(ptrs, stream)
         else:
+            specs = self.module.launches(a2, b2, c2, self.acc_fp16, self.plan.config)
             with torch.cuda.device(a.device) if a.device.type == "cuda" else _nothing():
                 compiled = [jit_launch(s) for s in specs]
             if self.direct is None:
-                self.direct = [Direct(k) for k in compiled] if direct_supported() and all(compiled) else []
+                self._keep(compiled, specs, [a2, b2, c2])
         if stage_c:
             c.copy_(c2)
+
+    def _keep(self, compiled: list, specs: list, operands: list) -> None:
+        """Set up the direct launches from the first call, or stay on the JIT path for good where they cannot be
+        used. Built in locals and published last (scratch first, then direct, which callers test): two threads
+        making the same first call both get a consistent runner."""
+        if not (direct_supported() and all(compiled)):
+            self.direct = []
+            return
+        operands, scratch = list(operands), []
+        for spec in specs:  # tensors other than A, B, C: the call's scratch, allocated anew by each call
+            for t in spec.args:
+                if isinstance(t, torch.Tensor) and not any(t is o for o in operands):
+                    if not t.is_contiguous():
+                        self.direct = []
+                        return
+                    operands.append(t)
+                    scratch.append((tuple(t.shape), t.dtype))
+        with torch.cuda.device(operands[0].device):
+            direct = [Direct(k, s, operands) for k, s in zip(compiled, specs)]
+        self.scratch = scratch
+        self.direct = direct
 
 
 class _nothing:

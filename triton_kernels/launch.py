@@ -27,9 +27,11 @@ DIRECT_TRITON_VERSIONS = ("3.6.",)
 
 
 class Desc(NamedTuple):
-    """A TMA operand: a 2-D row-major view (unit inner stride) and the box one load or store moves."""
+    """A TMA operand: a 2-D row-major view (unit inner stride) of `of` (the operand as the caller passed it; the
+    view starts at its address) and the box one load or store moves."""
     tensor: torch.Tensor
     block: tuple[int, int]
+    of: torch.Tensor | None = None  # None: the view is the operand itself
 
     def descriptor(self) -> TensorDescriptor:
         t = self.tensor
@@ -46,10 +48,20 @@ class Spec(NamedTuple):
     num_stages: int
 
 
+# Triton's interpreter keeps its builder in module state: two threads interpreting kernels at once corrupt each
+# other ("Did you forget to add @triton.jit ?" from the second), so interpreted launches take turns.
+_INTERPRETER_LOCK = threading.Lock()
+
+
 def jit_launch(spec: Spec):
     """Launch through `kernel[grid]` (compiling on first use); returns the CompiledKernel (None in the
     interpreter)."""
+    from hgemm_common.validation import interpreter_active
+
     args = [a.descriptor() if isinstance(a, Desc) else a for a in spec.args]
+    if interpreter_active():
+        with _INTERPRETER_LOCK:
+            return spec.fn[spec.grid](*args, num_warps=spec.num_warps, num_stages=spec.num_stages)
     return spec.fn[spec.grid](*args, num_warps=spec.num_warps, num_stages=spec.num_stages)
 
 
@@ -125,8 +137,7 @@ class _DescArg:
             ptr, m["swizzle"], m["elem_size"], _TMA_DTYPE_DEVICE_TO_HOST[m["elem_type"]], m["block_size"],
             self.shape, self.strides, 0)
 
-    def expand(self, d: Desc) -> list:
-        ptr = d.tensor.data_ptr()
+    def expand(self, ptr: int) -> list:
         if self.meta is None:
             return [ptr, *self.shape, *self.strides, False, *self.shape, *self.strides]
         return [DESCRIPTORS.get((ptr, self.static), lambda: self.encode(ptr)), *self.shape, *self.strides]
@@ -143,30 +154,45 @@ def _raw_launch(launcher):
 
 
 class Direct:
-    """Launches one CompiledKernel with the arguments of a `Spec`, as triton 3.6's `CudaLauncher.__call__` does
-    after `kernel[grid]` has bound them, minus the binding, the key and the descriptor encoding."""
+    """Launches one CompiledKernel as triton 3.6's `CudaLauncher.__call__` does after `kernel[grid]` has bound the
+    arguments, minus the binding, the key and the descriptor encoding. Built from the first call's `Spec` and the
+    call's tensors (`operands`: A, B, C as the kernels saw them, then the call's scratch tensors); a plan's key
+    fixes every argument but the addresses, so later calls pass only those (`ptrs`, in the order of `operands`)."""
 
-    def __init__(self, compiled):
+    LITERAL, POINTER, DESCRIPTOR = range(3)
+
+    def __init__(self, compiled, spec: Spec, operands: list[torch.Tensor]):
         launcher = compiled.run  # loads the module and the function on the current device
         if launcher.global_scratch_size or launcher.profile_scratch_size:
             raise NotImplementedError("kernels with global scratch take the JIT path")
         self._launch = _raw_launch(launcher)
         self._head = (compiled.function, launcher.launch_cooperative_grid, launcher.launch_pdl, None, None,
                       compiled.packed_metadata, None, None, None)
-        self._desc_meta = list(getattr(compiled.metadata, "tensordesc_meta", None) or [])
-        self._descs: list[_DescArg] | None = None  # per descriptor parameter, from the first call
+        g = tuple(spec.grid)
+        self._grid = g + (1,) * (3 - len(g))
+        metas = iter(getattr(compiled.metadata, "tensordesc_meta", None) or [])
 
-    def __call__(self, spec: Spec, stream: int) -> None:
-        if self._descs is None:
-            metas = iter(self._desc_meta)
-            self._descs = [_DescArg(a, next(metas, None)) for a in spec.args if isinstance(a, Desc)]
-        args, descs = [], iter(self._descs)
+        def index(t):
+            return next(i for i, o in enumerate(operands) if o is t)
+
+        self._slots = []
         for a in spec.args:
             if isinstance(a, torch.Tensor):
-                args.append(a.data_ptr())
+                self._slots.append((self.POINTER, index(a)))
             elif isinstance(a, Desc):
-                args += next(descs).expand(a)
+                self._slots.append((self.DESCRIPTOR, (index(a.tensor if a.of is None else a.of),
+                                                      _DescArg(a, next(metas, None)))))
             else:
-                args.append(a)
-        g = spec.grid
-        self._launch(g[0], g[1] if len(g) > 1 else 1, g[2] if len(g) > 2 else 1, stream, *self._head, *args)
+                self._slots.append((self.LITERAL, a))
+
+    def __call__(self, ptrs: list[int], stream: int) -> None:
+        args = []
+        for kind, v in self._slots:
+            if kind == 0:  # LITERAL
+                args.append(v)
+            elif kind == 1:  # POINTER
+                args.append(ptrs[v])
+            else:
+                args += v[1].expand(ptrs[v[0]])
+        g = self._grid
+        self._launch(g[0], g[1], g[2], stream, *self._head, *args)

@@ -124,8 +124,8 @@ def operand_descs(a: torch.Tensor, b: torch.Tensor, config: Config) -> tuple[Des
     transpose, and the kernel transposes the tile in shared memory), with the config's boxes."""
     bm, bn, bk = config.block_m, config.block_n, config.block_k
     a_t, b_t = _major(a) == "T", _major(b) == "T"
-    a_desc = Desc(a.t(), (bk, bm)) if a_t else Desc(a, (bm, bk))
-    b_desc = Desc(b.t(), (bn, bk)) if b_t else Desc(b, (bk, bn))
+    a_desc = Desc(a.t(), (bk, bm), a) if a_t else Desc(a, (bm, bk))
+    b_desc = Desc(b.t(), (bn, bk), b) if b_t else Desc(b, (bk, bn))
     return a_desc, b_desc, a_t, b_t
 
 
