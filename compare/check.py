@@ -43,7 +43,8 @@ class TunedConfigs:
     run the bucket's other cases (other shapes and layouts) on the configuration it chose, pinned. The check asks
     whether the kernels are right, not which tile is fastest (`bench` tunes per shape). The pinned launch is the
     autotuner's kernel with that configuration (the same @triton.jit function); every configuration is still
-    checked on its own by its `[config]` entry (`check --all`, the GPU tests)."""
+    checked on its own by its `[config]` entry (`check --all`, the GPU tests). The auto entry's first case runs
+    the dispatcher's timed choice; its bucket's other cases pin the ladder's kernel for their operands."""
 
     def __init__(self):
         self.best: dict = {}

@@ -24,7 +24,7 @@ from .launch import Spec
 # Tuning constants
 # ----------------------------------------------------------------------------------------------------------------
 def configs() -> list[Config]:
-    """The autotuning list, Hopper-minded (228 KB shared memory per SM, wgmma wants 64-row warpgroup tiles).
+    """The tuning list, Hopper-minded (228 KB shared memory per SM, wgmma wants 64-row warpgroup tiles).
 
     Big tiles first: 128x256 and 256x128 with 8 warps keep two warpgroups busy on wgmma and need
     3 x 48 KB of pipeline; 128x128 and 64x128 cover small and skinny problems where big tiles leave SMs idle.

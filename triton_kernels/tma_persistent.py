@@ -9,8 +9,8 @@ What it adds over the blocked kernel (triton_kernels/blocked.py):
 - layouts by descriptor: a column-major operand is described as its row-major transpose and transposed in
   shared memory (`.T`), which wgmma reads directly.
 TMA needs 16-byte aligned base addresses and leading dimensions (multiples of 8 halves) with unit inner stride;
-`hgemm_common.operands.tma_describable` says whether the inputs qualify, and `hgemm(kernel="auto")` falls back to the blocked kernel
-otherwise.
+`hgemm_common.operands.tma_describable` says whether the inputs qualify; otherwise `hgemm(kernel="auto")` runs
+another kernel or stages the operands through aligned copies (triton_kernels/dispatch.py).
 """
 from __future__ import annotations
 
