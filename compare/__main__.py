@@ -97,7 +97,8 @@ def cmd_bench(args) -> int:
         ceilings = frame_mod.ceilings(frame)
         for i, (m, n, k) in enumerate(shapes):
             rows += bench.bench_shape(kernels, m, n, k, layout=args.layout, rounds=args.rounds,
-                                      budget_ms=args.budget_ms, timer=timer, seed=i, ceilings=ceilings)
+                                      budget_ms=args.budget_ms, timer=timer, seed=i, ceilings=ceilings,
+                                      copy_gb_s=frame.get("copy_gb_s"))
             show(i + 1, len(shapes))
     env["during_run"] = sampler.summary()
     env["frame"] = frame

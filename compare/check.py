@@ -43,7 +43,8 @@ class TunedConfigs:
     run the bucket's other cases (other shapes and layouts) on the configuration it chose, pinned. The check asks
     whether the kernels are right, not which tile is fastest (`bench` tunes per shape). The pinned launch is the
     autotuner's kernel with that configuration (the same @triton.jit function); every configuration is still
-    checked on its own by its `[config]` entry (`check --all`, the GPU tests)."""
+    checked on its own by its `[config]` entry (`check --all`, the GPU tests). The auto entry's first case runs
+    the dispatcher's timed choice; its bucket's other cases pin the ladder's kernel for their operands."""
 
     def __init__(self):
         self.best: dict = {}
@@ -53,9 +54,13 @@ class TunedConfigs:
             return kern.run
         import triton_kernels
 
+        from triton_kernels import dispatch
+
         kernel = kern.record.extra["kernel"]
         if kern.record.extra.get("dispatch"):
-            kernel = triton_kernels.choose_kernel(a, b, out)  # auto: tune (and pin) the kernel it picks
+            # auto: its first case times every candidate; the bucket's other cases pin the ladder's kernel for their
+            # operands with the configuration that timing chose for it
+            kernel = dispatch.kernel_for(dispatch.device_arch(a), a, b, out)
         key = (kernel, kern.acc, size_bucket(m, n, k))
         cfg = self.best.get(key)
         if cfg is not None:

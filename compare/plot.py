@@ -1,5 +1,6 @@
 """`python -m compare plot RESULTS`: PNG figures from a bench.json (TFLOPS vs size per family, ratio to
-torch.matmul on the LLM shapes, the optimisation ladder at one size)."""
+torch.matmul on the LLM shapes, wall time per call relative to torch.matmul's, the optimisation ladder at one
+size)."""
 from __future__ import annotations
 
 import json
@@ -84,21 +85,17 @@ def plot_sizes(data: dict, out: Path) -> Path | None:
     return path
 
 
-def plot_llm(data: dict, out: Path) -> Path | None:
-    """Ratio to torch.matmul on the LLM shapes, as an annotated heat map (kernels x shapes)."""
-    llm = [tuple(s) for s in SUITES["llm"]]
-    rows = [r for r in _ok(data["rows"]) if (r["m"], r["n"], r["k"]) in llm and r.get("ratio_to_torch")]
+def _ratio_heatmap(rows: list, shapes: list, field: str, label: str, title: str, path: Path) -> Path | None:
+    """An annotated heat map of one ratio to torch.matmul, kernels (rows) by shapes (columns)."""
+    rows = [r for r in rows if (r["m"], r["n"], r["k"]) in shapes and r.get(field)]
     if not rows:
         return None
-    shapes = [s for s in llm if any((r["m"], r["n"], r["k"]) == s for r in rows)]
-    kernels = []
-    for r in rows:
-        if r["kernel"] not in kernels and r["kernel"] != BASELINE.name:
-            kernels.append(r["kernel"])
+    shapes = [s for s in shapes if any((r["m"], r["n"], r["k"]) == s for r in rows)]
+    kernels = list(dict.fromkeys(r["kernel"] for r in rows if r["kernel"] != BASELINE.name))
     grid = [[math.nan] * len(shapes) for _ in kernels]
     for r in rows:
         if r["kernel"] in kernels:
-            grid[kernels.index(r["kernel"])][shapes.index((r["m"], r["n"], r["k"]))] = r["ratio_to_torch"]
+            grid[kernels.index(r["kernel"])][shapes.index((r["m"], r["n"], r["k"]))] = r[field]
     fig, ax = plt.subplots(figsize=(2.0 + 1.6 * len(shapes), 1.2 + 0.36 * len(kernels)))
     im = ax.imshow(grid, cmap="RdYlGn", vmin=0.0, vmax=1.2, aspect="auto")
     for i, row in enumerate(grid):
@@ -107,13 +104,30 @@ def plot_llm(data: dict, out: Path) -> Path | None:
     ax.set_xticks(range(len(shapes)), [f"{m}x{n}x{k}" for m, n, k in shapes], rotation=20, fontsize=8)
     ax.set_yticks(range(len(kernels)), kernels, fontsize=8)
     ax.set_xlabel("M x N x K")
-    fig.colorbar(im, ax=ax, label="x torch.matmul (same run)")
-    ax.set_title(_title(data["environment"], "LLM shapes: speed relative to torch.matmul"), fontsize=9)
+    fig.colorbar(im, ax=ax, label=label)
+    ax.set_title(title, fontsize=9)
     fig.tight_layout()
-    path = out / "ratio_llm.png"
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
+
+
+def plot_llm(data: dict, out: Path) -> Path | None:
+    """Ratio to torch.matmul on the LLM shapes, as an annotated heat map (kernels x shapes)."""
+    return _ratio_heatmap(_ok(data["rows"]), [tuple(s) for s in SUITES["llm"]], "ratio_to_torch",
+                          "x torch.matmul (same run)",
+                          _title(data["environment"], "LLM shapes: speed relative to torch.matmul"),
+                          out / "ratio_llm.png")
+
+
+def plot_wall(data: dict, out: Path) -> Path | None:
+    """Wall time per call relative to torch.matmul's, every shape of the run (kernels x shapes): where per-call
+    host costs (validation, dispatch, descriptors, launch) show, beside the device-time ratios of the tables."""
+    rows = _ok(data["rows"])
+    shapes = list(dict.fromkeys((r["m"], r["n"], r["k"]) for r in rows))
+    return _ratio_heatmap(rows, shapes, "wall_ratio_to_torch", "torch.matmul's wall time / this kernel's",
+                          _title(data["environment"], "Wall time per call, back to back: relative to torch.matmul"),
+                          out / "ratio_wall.png")
 
 
 def plot_ladder(data: dict, out: Path, size: int = 4096) -> Path | None:
@@ -149,4 +163,5 @@ def plot_all(results: Path, out: Path) -> list[Path]:
     data = load(results)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    return [p for p in (plot_sizes(data, out), plot_llm(data, out), plot_ladder(data, out)) if p]
+    return [p for p in (plot_sizes(data, out), plot_llm(data, out), plot_wall(data, out), plot_ladder(data, out))
+            if p]

@@ -42,21 +42,18 @@ def bench_markdown(rows) -> str:
         out.append([f"{r.m}x{r.n}x{r.k}", f"`{r.kernel}`", f"{r.tflops:.1f}" if r.tflops else "-",
                     f"{r.ratio_to_torch:.3f}" if r.ratio_to_torch else "-",
                     f"{r.pct_of_ceiling:.0f}%" if r.pct_of_ceiling else "-",
+                    f"{r.hbm_pct:.0f}%" if r.hbm_pct else "-",
+                    f"{r.wall_us:.1f}" if r.wall_us else "-",
+                    f"{r.wall_ratio_to_torch:.3f}" if r.wall_ratio_to_torch else "-",
                     r.config if r.status == "ok" else f"{r.status}: {r.detail[:60]}"])
-    return _md_table(["shape", "kernel", "TFLOPS", "x torch.matmul", "% mma.sync ceiling", "config / status"], out)
+    return _md_table(["shape", "kernel", "TFLOPS", "x torch.matmul", "% of its ceiling", "% HBM", "wall us/call",
+                      "wall x torch.matmul", "config / status"], out)
 
 
 def summary_markdown(rows) -> str:
-    names = []
-    for r in rows:
-        if r.kernel not in names:
-            names.append(r.kernel)
-    out = []
-    for name in names:
-        rs = [r.ratio_to_torch for r in rows if r.kernel == name and r.ratio_to_torch]
-        if rs:
-            out.append([f"`{name}`", f"{bench_mod.geomean(rs):.3f}", str(len(rs))])
-    return _md_table(["kernel", "geomean x torch.matmul", "shapes timed"], out)
+    out = [[f"`{name}`", f"{dev:.3f}", f"{wall:.3f}", str(n)] for name, dev, wall, n in bench_mod.geomeans(rows)]
+    return _md_table(["kernel", "geomean x torch.matmul (device)", "geomean x torch.matmul (wall per call)",
+                      "shapes timed"], out)
 
 
 @dataclass
@@ -90,7 +87,9 @@ class _Phases:
 
 # Timed GPU milliseconds per kernel and shape in the main job: 100 keeps the whole job (about 50 kernels x 11
 # shapes, build and checks included) near 4 minutes on an H100; 3 interleaved rounds still give each 1 ms kernel
-# about 100 samples. `python -m compare bench` defaults to 300 for closer looks.
+# about 100 samples. `python -m compare bench` defaults to 300 for closer looks. The wall-time calls beside them
+# (bench.WALL_BUDGET_FRACTION) add about a quarter of that, and the dispatcher's first-call timing of each new
+# (shape, kernel) adds its candidates' tuning: the H100 time of the job with both is for the next GPU run to say.
 MAIN_JOB_BUDGET_MS = 100.0
 
 
@@ -158,7 +157,7 @@ def run(out: Path, *, gpu: bool, suite: str = "default", budget_ms: float = MAIN
             ceilings = frame_mod.ceilings(frame)
             for i, (m, n, k) in enumerate(shapes):
                 brows += bench_mod.bench_shape(kernels, m, n, k, budget_ms=budget_ms, timer=timer, seed=i,
-                                               ceilings=ceilings)
+                                               ceilings=ceilings, copy_gb_s=frame.get("copy_gb_s"))
                 if show:
                     show(i + 1, len(shapes))
         env["during_run"], env["frame"] = sampler.summary(), frame
@@ -170,8 +169,12 @@ def run(out: Path, *, gpu: bool, suite: str = "default", budget_ms: float = MAIN
         with phase("plot"):
             pngs = plot_all(out / "bench.json", out)
         md += ["## Speed", "",
-               f"Medians of CUDA-event timings, L2 flushed before every call, kernels interleaved per shape, "
-               f"random inputs checked before timing; NN layout. Physical frame measured in the same run: "
+               f"Device time: medians of CUDA-event timings, L2 flushed before every call, kernels interleaved per "
+               f"shape, random inputs checked before timing; NN layout. Wall time: microseconds per call of "
+               f"back-to-back calls from Python (host clock between two synchronizations, no GPU sleep ahead: "
+               f"validation, dispatch, descriptors and launch count), in the same rounds. % HBM: A, B and C moved "
+               f"once over the device time, against the measured copy bandwidth. Physical frame measured in the "
+               f"same run: "
                f"{frame_mod.describe(frame)}, device copy {frame['copy_gb_s']:.0f} GB/s. Clocks and power during the run: {env['during_run']}.", "",
                "### Geometric mean over the suite", "", summary_markdown(brows), "",
                *(f"![{p.stem}]({p.name})\n" for p in pngs), "### Every measurement", "", bench_markdown(brows), "",

@@ -53,7 +53,8 @@ def tma_describable(*tensors: torch.Tensor) -> bool:
 
 def meets_alignment(alignment: str, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None) -> bool:
     """Whether A, B (and C; None = the row-major (M, N) output a wrapper allocates) meet a record's `alignment`:
-    "none", "rows16" (16-byte aligned rows of A and B, either major) or "tma" (TMA-describable, C row-major)."""
+    "none", "rows16" (16-byte aligned rows of A and B, either major), "tma" (TMA-describable, C row-major) or
+    "tma_ab" (A and B TMA-describable, C anything: a kernel that stores C through pointers)."""
     if alignment == "none":
         return True
     if alignment == "rows16":
@@ -63,4 +64,7 @@ def meets_alignment(alignment: str, a: torch.Tensor, b: torch.Tensor, out: torch
         if out is None:
             return tma_describable(a, b) and b.shape[1] % 8 == 0
         return tma_describable(a, b, out) and major(out) == "N"
-    raise ValueError(f"meets_alignment: unknown alignment {alignment!r}; choose one of ('none', 'rows16', 'tma')")
+    if alignment == "tma_ab":
+        return tma_describable(a, b)
+    raise ValueError(f"meets_alignment: unknown alignment {alignment!r}; choose one of "
+                     "('none', 'rows16', 'tma', 'tma_ab')")

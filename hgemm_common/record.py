@@ -29,7 +29,8 @@ class Variant:
     # Layouts (A then B) the kernel reads in place; the others are copied by the wrapper first (counted in time).
     native_layouts: tuple[str, ...] = ("NN", "NT")
     # Operand alignment the kernel needs to read in place: "none", "rows16" (16-byte aligned rows: cp.async),
-    # "tma" (rows16 + inner stride 1, TMA-describable); the wrapper copies (ptx) or another kernel runs (triton).
+    # "tma" (rows16 + inner stride 1, TMA-describable), "tma_ab" (A and B TMA-describable, C anything); the wrapper
+    # copies (ptx), or another kernel runs or the operands are staged (triton, triton_kernels/dispatch.py).
     alignment: str = "none"
     # What happens to operands that miss `alignment`: "copy" (the wrapper copies them first, counted in the call's
     # time) or "refuse" (the kernel raises; `hgemm(kernel="auto")` picks another one, the harness skips the case).

@@ -1,12 +1,15 @@
 """Per-call wall time, back to back from Python, as a model's forward pass pays it (GPU only).
 
     python scripts/wall_time.py [--shapes 16x4096x4096,128x4096x4096] [--kernels 'torch*' 'wgmma_persistent']
+                                [--ops]
     python scripts/wall_time.py --breakdown wgmma_persistent [--breakdown-shape 128x128x128]
 
 For each shape and kernel (names as in the harness's tables): warm up, then time `calls` back-to-back calls with
-the host clock between two synchronizations, so validation, dispatch, descriptor/tensor-map work and launch
-latency count, and the GPU queue never drains in between. Prints microseconds per call and the ratio to
-torch.matmul's (> 1: slower than torch).
+the host clock between two synchronizations (`compare.bench.wall_us`, the same measurement the bench reports),
+so validation, dispatch, descriptor/tensor-map work and launch latency count, and the GPU queue never drains in
+between. Prints microseconds per call and the ratio to torch.matmul's (> 1: slower than torch). --ops also times
+the Triton operator `torch.ops.tensorcore_hgemm.triton_hgemm` eagerly and inside a torch.compile'd function,
+against torch.matmul compiled the same way.
 
 --breakdown VARIANT times the pieces of one PTX call on a small shape (device time far below the host's, so each
 line is host time): output allocation, validation, the binding + launcher + launch alone, the whole
@@ -15,24 +18,31 @@ line is host time): output allocation, validation, the binding + launcher + laun
 from __future__ import annotations
 
 import argparse
-import time
 
 import torch
 
 from compare import registry
-from compare.bench import parse_shapes
+from compare.bench import parse_shapes, wall_us
 from compare.reference import make_inputs
 
 
 def per_call_us(run, a, b, out, calls: int) -> float:
     for _ in range(10):
         run(a, b, out)
-    torch.cuda.synchronize()
-    t0 = time.perf_counter()
-    for _ in range(calls):
-        run(a, b, out)
-    torch.cuda.synchronize()
-    return (time.perf_counter() - t0) / calls * 1e6
+    return wall_us(lambda: run(a, b, out), calls)
+
+
+def operator_runners() -> list[tuple[str, object]]:
+    """(name, run) for the Triton operator eagerly and compiled, and torch.matmul compiled (the compiled pair's
+    baseline)."""
+    import triton_kernels.ops  # noqa: F401  registers torch.ops.tensorcore_hgemm.triton_hgemm
+
+    op = torch.ops.tensorcore_hgemm.triton_hgemm
+    compiled_op = torch.compile(lambda x, y: op(x, y, "fp32"), fullgraph=True)
+    compiled_mm = torch.compile(lambda x, y: torch.matmul(x, y), fullgraph=True)
+    return [("triton_hgemm op (eager)", lambda a, b, out: op(a, b, "fp32")),
+            ("torch.matmul (torch.compile)", lambda a, b, out: compiled_mm(a, b)),
+            ("triton_hgemm op (torch.compile)", lambda a, b, out: compiled_op(a, b))]
 
 
 def breakdown(variant: str, shape: tuple[int, int, int], calls: int) -> None:
@@ -67,22 +77,26 @@ def main() -> int:
     ap.add_argument("--kernels", nargs="*", default=["torch.matmul", "triton", "wgmma_persistent", "wgmma_cluster",
                                                       "mma_stmatrix"])
     ap.add_argument("--calls", type=int, default=200)
+    ap.add_argument("--ops", action="store_true", help="also the Triton operator, eager and torch.compile'd")
+    ap.add_argument("--layout", default="NN", choices=["NN", "NT", "TN", "TT"])
     ap.add_argument("--breakdown", metavar="VARIANT", help="time the pieces of one PTX call instead")
     ap.add_argument("--breakdown-shape", default="128x128x128")
     args = ap.parse_args()
     if args.breakdown:
         breakdown(args.breakdown, parse_shapes(args.breakdown_shape)[0], max(args.calls, 1000))
         return 0
-    kernels = registry.select(args.kernels)
+    runners = [(k.name, k.run) for k in registry.select(args.kernels)]
+    if args.ops:
+        runners += operator_runners()
     for m, n, k in parse_shapes(args.shapes):
-        a, b = make_inputs(m, n, k, "NN", device="cuda", seed=0, kind="randn")
+        a, b = make_inputs(m, n, k, args.layout, device="cuda", seed=0, kind="randn")
         out = torch.empty(m, n, dtype=torch.float16, device="cuda")
         base = None
-        for kern in kernels:
-            us = per_call_us(kern.run, a, b, out, args.calls)
-            base = us if kern.name == "torch.matmul" else base
+        for name, run in runners:
+            us = per_call_us(run, a, b, out, args.calls)
+            base = us if name == "torch.matmul" else base
             ratio = f"{us / base:5.2f}x" if base else "   - "
-            print(f"{m}x{n}x{k} {kern.name:28s} {us:9.1f} us/call  {ratio} torch.matmul's")
+            print(f"{m}x{n}x{k} {args.layout} {name:32s} {us:9.1f} us/call  {ratio} torch.matmul's")
     return 0
 
 

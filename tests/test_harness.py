@@ -70,7 +70,8 @@ def test_select_filters():
     assert [k.name for k in registry.select(["torch*"], gpu=False)] == ["torch.matmul"]
     cpu = registry.select(None, gpu=False)
     assert all(k.cpu_ok for k in cpu) and all(k.default for k in cpu)
-    assert len(registry.select(["triton_tma*"], include_all=True, gpu=False)) == 2 * (1 + len(triton_kernels.configs("tma")))
+    assert len(registry.select(["triton_tma", "triton_tma[*", "triton_tma_fp16acc*"], include_all=True, gpu=False)) \
+        == 2 * (1 + len(triton_kernels.configs("tma")))
 
 
 @pytest.mark.skipif(HAS_CUDA, reason="runs the CPU path of the check")
@@ -113,7 +114,8 @@ def test_bench_files_schema(tmp_path):
     rows = [bench.BenchRow(**r) for r in data["rows"]]
     bench.write_bench(tmp_path, data["environment"], rows)
     back = json.loads((tmp_path / "bench.json").read_text())
-    assert back["rows"] == data["rows"]
+    assert [{k: r[k] for k in data["rows"][0]} for r in back["rows"]] == data["rows"]
+    assert {"wall_us", "wall_ratio_to_torch", "hbm_pct"} <= set(back["rows"][0])  # recorded before they existed
     for key in ("gpu", "sm_count", "driver", "torch", "triton", "cuda_runtime", "git_commit", "command", "date",
                 "during_run"):
         assert key in back["environment"], key
@@ -145,6 +147,35 @@ def test_plot_llm_heatmap(tmp_path):
             llm_rows.append(dict(data["rows"][0], kernel=name, m=m, n=n, k=k, tflops=t, ratio_to_torch=t / 500.0))
     path = plot.plot_llm({"environment": data["environment"], "rows": llm_rows}, tmp_path)
     assert path and path.stat().st_size > 10_000
+
+
+def test_wall_time_in_summary_tables_and_plot(tmp_path):
+    """Wall time per call sits beside device time: both geomeans in the summary and the report's tables, and a
+    heat map of the wall ratios over every shape of the run."""
+    from compare.report import bench_markdown, summary_markdown
+
+    data = plot.load(SAMPLE)
+    rows = []
+    for i, (m, n, k) in enumerate(bench.SUITES["mixed"]):
+        for name, t, wall in (("torch.matmul", 500.0, 25.0), ("triton", 450.0, 30.0 + i)):
+            rows.append(dict(data["rows"][0], kernel=name, m=m, n=n, k=k, tflops=t, ratio_to_torch=t / 500.0,
+                             wall_us=wall, wall_ratio_to_torch=25.0 / wall, hbm_pct=50.0))
+    brows = [bench.BenchRow(**r) for r in rows]
+    (name, dev, wall, n), = [g for g in bench.geomeans(brows) if g[0] == "triton"]
+    assert dev == pytest.approx(0.9) and wall == pytest.approx(bench.geomean([r.wall_ratio_to_torch for r in brows
+                                                                              if r.kernel == "triton"]))
+    assert n == len(bench.SUITES["mixed"]) and "wall x torch" in bench.summary(brows)
+    assert "(wall per call)" in summary_markdown(brows) and "wall us/call" in bench_markdown(brows)
+    assert "%HBM" in bench.format_table(brows)
+    path = plot.plot_wall({"environment": data["environment"], "rows": rows}, tmp_path)
+    assert path and path.name == "ratio_wall.png" and path.stat().st_size > 10_000
+
+
+def test_mixed_suite_is_the_issue_17_suite():
+    mixed = bench.SUITES["mixed"]
+    assert set(bench.SUITES["square"] + bench.SUITES["llm"] + bench.SUITES["odd"]) <= set(mixed)
+    assert {m for m, n, k in mixed if n >= 4096 and k >= 4096 and m <= 512} >= {1, 16, 64, 128, 512}
+    assert any(m % 8 and n % 8 and k % 8 for m, n, k in mixed)  # a shape no TMA descriptor takes in place
 
 
 def test_parse_shapes():
@@ -213,6 +244,7 @@ def test_bench_refuses_to_time_a_wrong_kernel():
     rows = bench.bench_shape([base, replace(base, name="wrong", run=off_by_one)], 512, 512, 512, budget_ms=20)
     wrong = rows[1]
     assert wrong.status == "failed check" and wrong.tflops is None and rows[0].tflops > 0
+    assert rows[0].wall_us > 0 and rows[0].wall_ratio_to_torch == 1.0 and wrong.wall_us is None
 
 
 @pytest.mark.skipif(HAS_CUDA, reason="the CPU path of the check")

@@ -223,6 +223,7 @@ def test_hgemm_linear_trains(package):
 
 def _families():
     return [("triton_hgemm", lambda a, b, out=None: triton_kernels.hgemm(a, b, out=out)),
+            ("triton_splitk", lambda a, b, out=None: triton_kernels.hgemm(a, b, out=out, kernel="splitk")),
             ("triton_op", lambda a, b, out=None: OPS.triton_hgemm(a, b)),
             *[(v, (lambda v: lambda a, b, out=None: ptx_kernels.hgemm(a, b, variant=v, out=out))(v))
               for v in PTX_VARIANTS],

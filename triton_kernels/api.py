@@ -1,16 +1,17 @@
 """The public Triton HGEMM: validation, kernel choice, launch. Kernels come from the records
-(`triton_kernels.variants`); nothing here names one."""
+(`triton_kernels.variants`), the choice and its cache from `triton_kernels.dispatch`; nothing here names one."""
 from __future__ import annotations
 
 import torch
 
-from hgemm_common.operands import meets_alignment
-from hgemm_common.validation import finish_empty, interpreter_active, validate
+from hgemm_common.validation import finish_empty, validate
 
+from . import dispatch
 from .common import ACCUMULATIONS, Config
-from .variants import AUTO, BY_KERNEL, VARIANTS
+from .dispatch import Plan, kernel_for  # noqa: F401  (kernel_for: `compare inspect` asks what auto runs)
+from .variants import AUTO, BY_KERNEL
 
-KERNELS = (AUTO.extra["kernel"], *BY_KERNEL)  # "auto", "blocked", "tma"
+KERNELS = (AUTO.extra["kernel"], *BY_KERNEL)  # "auto", "blocked", "splitk", "tma", "tma_ws"
 
 
 def _record(kernel: str, caller: str):
@@ -21,30 +22,8 @@ def _record(kernel: str, caller: str):
 
 
 def configs(kernel: str = "blocked") -> list[Config]:
-    """The autotuning list of one kernel ("blocked" or "tma")."""
+    """The tuning list of one kernel ("blocked", "splitk", "tma", "tma_ws")."""
     return _record(kernel, "configs").extra["module"].configs()
-
-
-def kernel_for(arch: int | None, a: torch.Tensor | None = None, b: torch.Tensor | None = None,
-               out: torch.Tensor | None = None) -> str:
-    """What kernel="auto" runs: the last record of the ladder offered on `arch` (None: the interpreter, which
-    takes the first) whose alignment the operands meet (None operands: aligned ones, as `compare inspect` assumes).
-    """
-    if arch is None:
-        return VARIANTS[0].extra["kernel"]
-    for v in reversed(VARIANTS):
-        if v.offered_on(arch) and (a is None or meets_alignment(v.alignment, a, b, out)):
-            return v.extra["kernel"]
-    return VARIANTS[0].extra["kernel"]
-
-
-def choose_kernel(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> str:
-    """'tma' on Hopper (sm_90) and newer when every operand is TMA-compatible and the output is row-major;
-    'blocked' otherwise (other GPUs, strided views, unaligned rows, the interpreter)."""
-    if interpreter_active() or a.device.type != "cuda":
-        return kernel_for(None)
-    major, minor = torch.cuda.get_device_capability(a.device)
-    return kernel_for(major * 10 + minor, a, b, out)
 
 
 def hgemm(a: torch.Tensor, b: torch.Tensor, *, out: torch.Tensor | None = None, acc: str = "fp32",
@@ -53,39 +32,91 @@ def hgemm(a: torch.Tensor, b: torch.Tensor, *, out: torch.Tensor | None = None, 
 
     acc: "fp32" (default) or "fp16" accumulation inside the kernel; the output is fp16 either way.
     out: a preallocated fp16 (M, N) tensor to write into (any strides); returned.
-    config: pin one `Config` instead of autotuning (the interpreter always uses a pinned one).
-    kernel: "auto" (TMA persistent where the hardware and the operands allow it, else blocked), "blocked" or
-        "tma" (raises if the operands are not TMA-compatible).
+    config: pin one `Config` instead of timing the kernel's list (the interpreter always uses a pinned one).
+    kernel: "auto" (the fastest of the kernels that take the operands, timed on the first call of each kind of
+        call: shapes, strides, alignment, accumulation; see `triton_kernels.dispatch`), or one kernel:
+        "blocked", "splitk", "tma", "tma_ws" (the TMA ones raise if the operands are not TMA-compatible).
+    The first call of a kind validates, chooses and compiles; later ones reuse that plan and launch the compiled
+    kernels directly (`plan(...)` shows it).
     With inputs that require grad (and no `out`), the call goes through the autograd-recording operator
-    `torch.ops.tensorcore_hgemm.triton_hgemm` (the blocked kernel; dA = dC B^T, dB = A^T dC), so the result has a
+    `torch.ops.tensorcore_hgemm.triton_hgemm` (dA = dC B^T, dB = A^T dC on the same dispatch), so the result has a
     grad_fn like torch.matmul's.
     """
+    if torch.is_grad_enabled() and (getattr(a, "requires_grad", False) or getattr(b, "requires_grad", False)):
+        return _autograd(a, b, out, acc, config, kernel)
+    return run(a, b, out, acc, config, kernel)
+
+
+def run(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None, acc: str = "fp32",
+        config: Config | None = None, kernel: str = "auto") -> torch.Tensor:
+    """hgemm without the autograd routing (the operators call this): the cached plan of this kind of call, or the
+    first call's validation and choice."""
+    try:
+        key = dispatch.key_of(a, b, out, acc, kernel, config)
+        r = dispatch.PLANS.get(key)
+    except (AttributeError, TypeError):  # not tensors, or an unhashable config: validation names the problem
+        key = r = None
+    if r is None:
+        return _first_call(key, a, b, out, acc, config, kernel)
+    if out is None:
+        out = torch.empty((a.shape[0], b.shape[1]), dtype=torch.float16, device=a.device)
+    elif dispatch.overlaps(r, a, b, out):
+        validate(a, b, out)  # raises the overlap error
+    r(a, b, out)
+    return out
+
+
+def _check_arguments(acc: str, kernel: str) -> None:
     if acc not in ACCUMULATIONS:
         raise ValueError(f"hgemm: acc must be one of {ACCUMULATIONS}, got {acc!r}")
     if kernel not in KERNELS:
         raise ValueError(f"hgemm: kernel must be one of {KERNELS}, got {kernel!r}")
-    if torch.is_grad_enabled() and (getattr(a, "requires_grad", False) or getattr(b, "requires_grad", False)):
-        if out is not None:
-            raise RuntimeError("hgemm(): functions with out=... arguments don't support automatic differentiation, "
-                               "but one of the arguments requires grad (torch.mm's rule); drop out= or detach")
-        from . import ops
-        return ops.triton_hgemm(a, b, acc)
+
+
+def _first_call(key, a, b, out, acc, config, kernel) -> torch.Tensor:
+    """A kind of call not seen before (or one that fails validation): every check, then the plan, cached."""
+    _check_arguments(acc, kernel)
     p = validate(a, b, out)
     if p.empty:
         return finish_empty(p)
-    interp = interpreter_active()
-    v = BY_KERNEL[choose_kernel(a, b, p.out) if kernel == AUTO.extra["kernel"] else kernel]
-    mod = v.extra["module"]
-    if config is None and interp:
-        config = mod.INTERPRETER_CONFIG
-    if not meets_alignment(v.alignment, a, b, p.out):
-        raise ValueError(f"hgemm(kernel={v.extra['kernel']!r}): TMA needs unit inner strides, 16-byte aligned bases "
-                         "and leading dimensions that are multiples of 8 for A, B and a row-major out; use "
-                         "kernel='auto'")
-    mod.launch(a, b, p.out, acc == "fp16", config)
+    if key is None:
+        raise TypeError(f"hgemm: config must be a triton_kernels.Config, got {type(config).__name__}")
+    r = dispatch.runner_for(key, a, b, p.out, out, acc, kernel, config)
+    r(a, b, p.out)
     return p.out
 
 
+def _autograd(a, b, out, acc, config, kernel) -> torch.Tensor:
+    if out is not None:
+        raise RuntimeError("hgemm(): functions with out=... arguments don't support automatic differentiation, "
+                           "but one of the arguments requires grad (torch.mm's rule); drop out= or detach")
+    _check_arguments(acc, kernel)
+    from . import ops
+    return ops.triton_hgemm(a, b, acc)
+
+
+def plan(a: torch.Tensor, b: torch.Tensor, *, out: torch.Tensor | None = None, acc: str = "fp32",
+         config: Config | None = None, kernel: str = "auto") -> Plan:
+    """The plan hgemm runs for these arguments (kernel, configuration, staged operands), choosing it if this kind
+    of call is new (timing writes into a scratch output, never into `out`)."""
+    _check_arguments(acc, kernel)
+    key = dispatch.key_of(a, b, out, acc, kernel, config)
+    r = dispatch.PLANS.get(key)
+    if r is None:
+        p = validate(a, b, out)
+        if p.empty:
+            raise ValueError("hgemm plan: an empty problem launches nothing")
+        scratch = p.out if out is None else torch.empty((p.m, p.n), dtype=torch.float16, device=a.device)
+        r = dispatch.runner_for(key, a, b, scratch, out, acc, kernel, config)
+    return r.plan
+
+
+def choose_kernel(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None, acc: str = "fp32") -> str:
+    """The kernel hgemm(kernel="auto") runs for these operands (timing the candidates if the kind of call is new)."""
+    return plan(a, b, out=out, acc=acc).kernel
+
+
 def best_config(kernel: str = "blocked") -> Config | None:
-    """The configuration the autotuner chose in its most recent call of that kernel."""
-    return _record(kernel, "best_config").extra["module"].best_config()
+    """The configuration the most recent timing of that kernel chose (None before any timed call)."""
+    _record(kernel, "best_config")
+    return dispatch.LAST_TUNED.get(kernel)

@@ -1,4 +1,5 @@
-"""Pieces both Triton kernels share: the tile configuration type and the grouped tile order."""
+"""Pieces the Triton kernels share: the tile configuration type, the grouped tile order, the pruning of tiles far
+larger than the problem."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -17,11 +18,13 @@ class Config:
     group_m: int = 8
     num_warps: int = 4
     num_stages: int = 3
+    split_k: int = 1  # K slices computed by separate programs and summed in a fixed order (triton_kernels/splitk.py)
 
     @property
     def name(self) -> str:
         return (f"{self.block_m}x{self.block_n}x{self.block_k}"
-                f"_w{self.num_warps}_s{self.num_stages}_g{self.group_m}")
+                f"_w{self.num_warps}_s{self.num_stages}_g{self.group_m}"
+                + (f"_k{self.split_k}" if self.split_k > 1 else ""))
 
     @property
     def smem_bytes(self) -> int:
@@ -35,19 +38,14 @@ class Config:
                 raise ValueError(f"hgemm config {self.name}: {field}={v} must be a power of two >= 16 (tl.dot)")
         if self.num_warps not in (1, 2, 4, 8, 16):
             raise ValueError(f"hgemm config {self.name}: num_warps={self.num_warps} must be 1, 2, 4, 8 or 16")
-        if self.group_m < 1 or self.num_stages < 1:
-            raise ValueError(f"hgemm config {self.name}: group_m and num_stages must be >= 1")
+        if self.group_m < 1 or self.num_stages < 1 or self.split_k < 1:
+            raise ValueError(f"hgemm config {self.name}: group_m, num_stages and split_k must be >= 1")
         return self
 
-    def to_triton(self, pre_hook=None) -> triton.Config:
-        return triton.Config(
-            {"BLOCK_M": self.block_m, "BLOCK_N": self.block_n, "BLOCK_K": self.block_k, "GROUP_M": self.group_m},
-            num_warps=self.num_warps, num_stages=self.num_stages, pre_hook=pre_hook)
-
-    @classmethod
-    def from_triton(cls, tc: triton.Config) -> "Config":
-        kw = tc.kwargs
-        return cls(kw["BLOCK_M"], kw["BLOCK_N"], kw["BLOCK_K"], kw["GROUP_M"], tc.num_warps, tc.num_stages)
+    @property
+    def meta(self) -> dict:
+        """The tile's constexpr arguments, as every kernel names them."""
+        return {"BLOCK_M": self.block_m, "BLOCK_N": self.block_n, "BLOCK_K": self.block_k, "GROUP_M": self.group_m}
 
 
 @triton.jit
@@ -63,25 +61,87 @@ def grouped_pid(tile_id, num_pid_m, num_pid_n, GROUP_M: tl.constexpr):
     return pid_m, pid_n
 
 
-def prune_for_problem(configs, named_args, **kwargs):
-    """Autotuning pre-filter: drop tiles far larger than the problem (a 256-row tile for M = 16 only computes
-    padding), keeping at least one config. Cuts autotuning of small and skinny problems to a few candidates."""
-    m, n = named_args["M"], named_args["N"]
-    cap_m = max(64, triton.next_power_of_2(m))
-    cap_n = max(64, triton.next_power_of_2(n))
-    kept = [c for c in configs if c.kwargs["BLOCK_M"] <= cap_m and c.kwargs["BLOCK_N"] <= cap_n]
+@triton.jit
+def operand_ptrs(a_ptr, b_ptr, pid_m, pid_n, k0, M, N, stride_am, stride_ak, stride_bk, stride_bn,
+                 INDEX_64: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    """Pointers to the first K tile (from column k0 of A, row k0 of B) of output tile (pid_m, pid_n): A's
+    (BLOCK_M, BLOCK_K) and B's (BLOCK_K, BLOCK_N). Rows and columns past the edge wrap onto valid ones (their
+    results are never stored), so the loads need no M/N mask; offsets in int64 when INDEX_64."""
+    offs_am = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)) % M
+    offs_bn = (pid_n * BLOCK_N + tl.arange(0, BLOCK_N)) % N
+    offs_k = tl.arange(0, BLOCK_K)
+    if INDEX_64:
+        offs_am = offs_am.to(tl.int64)
+        offs_bn = offs_bn.to(tl.int64)
+        offs_k = offs_k.to(tl.int64)
+    offs_k = offs_k + k0
+    a_ptrs = a_ptr + offs_am[:, None] * stride_am + offs_k[None, :] * stride_ak
+    b_ptrs = b_ptr + offs_k[:, None] * stride_bk + offs_bn[None, :] * stride_bn
+    return a_ptrs, b_ptrs
+
+
+@triton.jit
+def out_offsets(off_m, off_n, INDEX_64: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    """Row and column indices of the output tile starting at (off_m, off_n), int64 when INDEX_64; stores mask them
+    against M and N."""
+    offs_cm = off_m + tl.arange(0, BLOCK_M)
+    offs_cn = off_n + tl.arange(0, BLOCK_N)
+    if INDEX_64:
+        offs_cm = offs_cm.to(tl.int64)
+        offs_cn = offs_cn.to(tl.int64)
+    return offs_cm, offs_cn
+
+
+@triton.jit
+def dot_k_loop(a_ptrs, b_ptrs, k_len, step_a, step_b, ACC_FP16: tl.constexpr, EVEN_K: tl.constexpr,
+               BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    """The pointer-load main loop of the blocked and split-K kernels: acc = A[:, k0:k0+k_len] @ B[k0:k0+k_len, :]
+    for a (BLOCK_M, BLOCK_N) tile, `a_ptrs` (BLOCK_M, BLOCK_K) and `b_ptrs` (BLOCK_K, BLOCK_N) pointing at its
+    first K tile, advanced by step_a / step_b (BLOCK_K times the K strides). K is masked only when k_len is not a
+    multiple of BLOCK_K (EVEN_K false)."""
+    offs_k = tl.arange(0, BLOCK_K)
+    if ACC_FP16:
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float16)
+    else:
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for kt in range(0, tl.cdiv(k_len, BLOCK_K)):
+        if EVEN_K:
+            a = tl.load(a_ptrs)
+            b = tl.load(b_ptrs)
+        else:
+            k_left = k_len - kt * BLOCK_K
+            a = tl.load(a_ptrs, mask=offs_k[None, :] < k_left, other=0.0)
+            b = tl.load(b_ptrs, mask=offs_k[:, None] < k_left, other=0.0)
+        if ACC_FP16:
+            acc = tl.dot(a, b, acc, out_dtype=tl.float16)
+        else:
+            acc = tl.dot(a, b, acc)
+        a_ptrs += step_a
+        b_ptrs += step_b
+    return acc
+
+
+def prune_for_problem(configs: list[Config], m: int, n: int, k: int) -> list[Config]:
+    """The configurations worth timing for an (m, n, k) problem: tiles far larger than the problem dropped (a
+    256-row tile for M = 16 only computes padding; a tile dimension is kept up to the next power of two of the
+    problem's, and down to the list's smallest), and K splits that leave a slice under two K tiles dropped. At
+    least one configuration is kept. Cuts tuning of small and skinny problems to a few candidates."""
+    cap_m = max(min(c.block_m for c in configs), triton.next_power_of_2(m))
+    cap_n = max(min(c.block_n for c in configs), triton.next_power_of_2(n))
+    kept = [c for c in configs if c.block_m <= cap_m and c.block_n <= cap_n
+            and (c.split_k == 1 or triton.cdiv(k, c.split_k) >= 2 * c.block_k)]
     if kept:
         return kept
-    return [min(configs, key=lambda c: c.kwargs["BLOCK_M"] * c.kwargs["BLOCK_N"])]
+    return [min(configs, key=lambda c: (c.block_m * c.block_n, c.split_k))]
 
 
-def autotune_bench(kernel_call, quantiles):
-    """How the autotuners time each candidate: Triton's do_bench (L2 cleared between calls) with a 5 ms warm-up and
-    25 ms of repetitions instead of the default 25 / 100 ms. Every new (shape, layout, accumulation) key is tuned on
-    first use, and the checks and benchmarks meet dozens of keys; 25 ms is still a hundred calls of a 4096^3
-    GEMM, enough to rank the configurations."""
+def time_ms(call) -> float:
+    """How the dispatcher times each candidate (kernel, configuration) of a new problem: Triton's do_bench (L2
+    cleared between calls), median, with a 5 ms warm-up and 25 ms of repetitions instead of the default 25 / 100
+    ms. Every new (shape, strides, accumulation) key is tuned on first use, and the checks and benchmarks meet
+    dozens of keys; 25 ms is still a hundred calls of a 4096^3 GEMM, enough to rank the configurations."""
     import triton.testing
-    return triton.testing.do_bench(kernel_call, warmup=5, rep=25, quantiles=quantiles)
+    return triton.testing.do_bench(call, warmup=5, rep=25, return_mode="median")
 
 
 ACCUMULATIONS = ("fp32", "fp16")

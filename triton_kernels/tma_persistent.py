@@ -9,8 +9,8 @@ What it adds over the blocked kernel (triton_kernels/blocked.py):
 - layouts by descriptor: a column-major operand is described as its row-major transpose and transposed in
   shared memory (`.T`), which wgmma reads directly.
 TMA needs 16-byte aligned base addresses and leading dimensions (multiples of 8 halves) with unit inner stride;
-`hgemm_common.operands.tma_describable` says whether the inputs qualify, and `hgemm(kernel="auto")` falls back to the blocked kernel
-otherwise.
+`hgemm_common.operands.tma_describable` says whether the inputs qualify; otherwise `hgemm(kernel="auto")` runs
+another kernel or stages the operands through aligned copies (triton_kernels/dispatch.py).
 """
 from __future__ import annotations
 
@@ -19,12 +19,12 @@ import functools
 import torch
 import triton
 import triton.language as tl
-from triton.tools.tensor_descriptor import TensorDescriptor
 
 from hgemm_common.operands import major as _major
 from hgemm_common.validation import interpreter_active
 
-from .common import Config, autotune_bench, grouped_pid, prune_for_problem
+from .common import Config, grouped_pid
+from .launch import Desc, Spec
 
 
 def configs() -> list[Config]:
@@ -46,6 +46,30 @@ def configs() -> list[Config]:
 
 INTERPRETER_CONFIG = Config(32, 32, 32, group_m=4, num_warps=4, num_stages=2)
 INTERPRETER_SMS = 3  # persistent programs under the interpreter: few, so each walks several tiles
+
+
+def worth_timing(m: int, n: int, k: int, sms: int, tma_in_place: bool) -> bool:
+    """Timed on every problem kernel="auto" meets (in place, or staged where staging is cheap)."""
+    return True
+
+
+@triton.jit
+def tma_dot_step(a_desc, b_desc, off_m, off_n, off_k, acc, A_T: tl.constexpr, B_T: tl.constexpr,
+                 ACC_FP16: tl.constexpr):
+    """One K tile of the TMA kernels' main loop: load A's and B's tiles at off_k by descriptor (a column-major
+    operand's descriptor describes its transpose: the tile is transposed in shared memory, which wgmma reads
+    directly) and accumulate their product."""
+    if A_T:
+        a = a_desc.load([off_k, off_m]).T  # (BLOCK_K, BLOCK_M) tile of A^T
+    else:
+        a = a_desc.load([off_m, off_k])  # (BLOCK_M, BLOCK_K)
+    if B_T:
+        b = b_desc.load([off_n, off_k]).T  # (BLOCK_N, BLOCK_K) tile of B^T
+    else:
+        b = b_desc.load([off_k, off_n])  # (BLOCK_K, BLOCK_N)
+    if ACC_FP16:
+        return tl.dot(a, b, acc, out_dtype=tl.float16)
+    return tl.dot(a, b, acc)
 
 
 @triton.jit
@@ -78,38 +102,11 @@ def hgemm_tma_kernel(
             acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
         # MAIN LOOP
         for ki in range(k_tiles):
-            off_k = ki * BLOCK_K
-            if A_T:
-                a = a_desc.load([off_k, off_m]).T  # (BLOCK_K, BLOCK_M) tile of A^T
-            else:
-                a = a_desc.load([off_m, off_k])  # (BLOCK_M, BLOCK_K)
-            if B_T:
-                b = b_desc.load([off_n, off_k]).T  # (BLOCK_N, BLOCK_K) tile of B^T
-            else:
-                b = b_desc.load([off_k, off_n])  # (BLOCK_K, BLOCK_N)
-            if ACC_FP16:
-                acc = tl.dot(a, b, acc, out_dtype=tl.float16)
-            else:
-                acc = tl.dot(a, b, acc)
+            acc = tma_dot_step(a_desc, b_desc, off_m, off_n, ki * BLOCK_K, acc, A_T, B_T, ACC_FP16)
         # EPILOGUE
         tile_id_c += NUM_SMS
         pid_cm, pid_cn = grouped_pid(tile_id_c, num_pid_m, num_pid_n, GROUP_M)
         c_desc.store([pid_cm * BLOCK_M, pid_cn * BLOCK_N], acc.to(tl.float16))
-
-
-def _set_block_shapes(nargs):
-    """Autotuning pre-hook: each config needs its own TMA box sizes in the descriptors."""
-    bm, bn, bk = nargs["BLOCK_M"], nargs["BLOCK_N"], nargs["BLOCK_K"]
-    nargs["a_desc"].block_shape = [bk, bm] if nargs["A_T"] else [bm, bk]
-    nargs["b_desc"].block_shape = [bn, bk] if nargs["B_T"] else [bk, bn]
-    nargs["c_desc"].block_shape = [bm, bn]
-
-
-hgemm_tma_autotuned = triton.autotune(
-    configs=[c.to_triton(pre_hook=_set_block_shapes) for c in configs()],
-    key=["M", "N", "K", "A_T", "B_T", "ACC_FP16"],
-    prune_configs_by={"early_config_prune": prune_for_problem}, do_bench=autotune_bench,
-)(hgemm_tma_kernel)
 
 
 @functools.lru_cache(maxsize=None)
@@ -117,32 +114,34 @@ def _num_sms(device_index: int) -> int:
     return torch.cuda.get_device_properties(device_index).multi_processor_count
 
 
-def launch(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, acc_fp16: bool, config: Config | None) -> None:
-    """C = A @ B through TMA; the caller has validated and checked `tma_describable(a, b, c)`."""
+def num_sms(device: torch.device) -> int:
+    """Programs of a persistent grid: one per SM (a few under the interpreter, so each walks several tiles)."""
+    return INTERPRETER_SMS if interpreter_active() else _num_sms(device.index or 0)
+
+
+def operand_descs(a: torch.Tensor, b: torch.Tensor, config: Config) -> tuple[Desc, Desc, bool, bool]:
+    """TMA descriptors of A and B over their row-major views (a column-major operand is described as its
+    transpose, and the kernel transposes the tile in shared memory), with the config's boxes."""
+    bm, bn, bk = config.block_m, config.block_n, config.block_k
+    a_t, b_t = _major(a) == "T", _major(b) == "T"
+    a_desc = Desc(a.t(), (bk, bm), a) if a_t else Desc(a, (bm, bk))
+    b_desc = Desc(b.t(), (bn, bk), b) if b_t else Desc(b, (bk, bn))
+    return a_desc, b_desc, a_t, b_t
+
+
+def launches(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, acc_fp16: bool, config: Config) -> list[Spec]:
+    """C = A @ B through TMA: one persistent launch; the caller has validated and checked that A, B and a
+    row-major C are TMA-describable (`meets_alignment("tma", ...)`)."""
     m, k = a.shape
     n = b.shape[1]
     if _major(c) != "N":
         raise ValueError("hgemm(kernel='tma'): the output must be row-major for the TMA store")
-    a_t, b_t = _major(a) == "T", _major(b) == "T"
-    # Descriptors over the row-major view of each operand; box sizes are set per config.
-    a_view = a.t() if a_t else a
-    b_view = b.t() if b_t else b
-    dummy = [16, 16]
-    a_desc = TensorDescriptor(a_view, list(a_view.shape), list(a_view.stride()), dummy)
-    b_desc = TensorDescriptor(b_view, list(b_view.shape), list(b_view.stride()), dummy)
-    c_desc = TensorDescriptor(c, list(c.shape), list(c.stride()), dummy)
-    num_sms = INTERPRETER_SMS if interpreter_active() else _num_sms(a.device.index or 0)
-    args = (a_desc, b_desc, c_desc, m, n, k)
-    meta = dict(A_T=a_t, B_T=b_t, ACC_FP16=acc_fp16, NUM_SMS=num_sms)
-    if config is None:
-        grid = lambda META: (min(num_sms, triton.cdiv(m, META["BLOCK_M"]) * triton.cdiv(n, META["BLOCK_N"])),)  # noqa: E731
-        hgemm_tma_autotuned[grid](*args, **meta)
-    else:
-        config.check()
-        kw = dict(BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=config.block_k, GROUP_M=config.group_m)
-        _set_block_shapes({"a_desc": a_desc, "b_desc": b_desc, "c_desc": c_desc, **meta, **kw})
-        grid = (min(num_sms, triton.cdiv(m, config.block_m) * triton.cdiv(n, config.block_n)),)
-        hgemm_tma_kernel[grid](*args, **meta, **kw, num_warps=config.num_warps, num_stages=config.num_stages)
+    a_desc, b_desc, a_t, b_t = operand_descs(a, b, config)
+    sms = num_sms(a.device)
+    grid = (min(sms, triton.cdiv(m, config.block_m) * triton.cdiv(n, config.block_n)),)
+    args = (a_desc, b_desc, Desc(c, (config.block_m, config.block_n)), m, n, k, a_t, b_t, acc_fp16, sms,
+            *config.meta.values())
+    return [Spec(hgemm_tma_kernel, grid, args, config.num_warps, config.num_stages)]
 
 
 def inspect_source(cfg: Config) -> tuple:
@@ -155,8 +154,3 @@ def inspect_source(cfg: Config) -> tuple:
                   GROUP_M=cfg.group_m)
     attrs = {(i,): [["tt.divisibility", 16]] for i in (3, 4, 5)}
     return hgemm_tma_kernel, sig, consts, attrs
-
-
-def best_config() -> Config | None:
-    tc = getattr(hgemm_tma_autotuned, "best_config", None)
-    return None if tc is None else Config.from_triton(tc)

@@ -1,36 +1,48 @@
 """What each Triton kernel is and supports, as the shared record (`hgemm_common.record.Variant`): the single
 source of truth for `triton_kernels.hgemm`, the tests and the harness.
 
-A record's `extra` names its kernel module, which provides `configs()`, `launch(a, b, c, acc_fp16, config)`,
-`best_config()`, `INTERPRETER_CONFIG` and `inspect_source(config)`; adding a Triton kernel = one module + one
-record here.
+A record's `extra` names its kernel module, which provides `configs()`, `launches(a, b, c, acc_fp16, config)`
+(the kernel launches of one call), `worth_timing(m, n, k, sms, tma_in_place)` (whether kernel="auto" should time
+it on that problem), `INTERPRETER_CONFIG` and `inspect_source(config)`; adding a Triton kernel = one module + one
+record here. `general`: a kernel kernel="auto" may take without timing (the interpreter, a pinned config).
 """
 from __future__ import annotations
 
 from hgemm_common.record import LAYOUTS, Variant
 
-from . import blocked, tma_persistent
+from . import blocked, splitk, tma_persistent, tma_ws
 
-# Ladder order: `hgemm(kernel="auto")` takes the last record that runs on the device and the operands.
+# Ladder order: each record adds one idea to one before it.
 VARIANTS: tuple[Variant, ...] = (
-    Variant("triton_blocked", "triton", "triton", "blocked.py", "autotuned over blocked.configs()",
+    Variant("triton_blocked", "triton", "triton", "blocked.py", "timed over blocked.configs()",
             "tl.dot blocked kernel (tutorial 03), cp.async pipeline, any strides", "tl.dot",
             native_layouts=LAYOUTS, alignment="none",
             # sm_90: tl.dot lowers to wgmma, operands arrive by cp.async (checked by `compare inspect`'s test)
             promises={"sm_90": ("HGMMA", "LDGSTS")}, forbids={"sm_90": ("UTMALDG",)}, ceiling="wgmma",
-            extra={"kernel": "blocked", "module": blocked}),
-    Variant("triton_tma", "triton", "triton", "tma_persistent.py", "autotuned over tma_persistent.configs()",
+            extra={"kernel": "blocked", "module": blocked, "general": True}),
+    Variant("triton_splitk", "triton", "triton", "splitk.py", "timed over splitk.configs()",
+            "+ split-K for skinny M: fp32 partials summed in a fixed order by a second kernel, 16-row tiles",
+            "tl.dot", native_layouts=LAYOUTS, alignment="none",
+            # the 16x64x128 tile of a 16-row problem: mma.sync (wgmma needs 64 rows), operands by cp.async
+            promises={"sm_90": ("HMMA", "LDGSTS")}, forbids={"sm_90": ("UTMALDG",)}, ceiling="wgmma",
+            extra={"kernel": "splitk", "module": splitk}),
+    Variant("triton_tma", "triton", "triton", "tma_persistent.py", "timed over tma_persistent.configs()",
             "tl.dot persistent kernel, TMA loads/stores (tutorial 09), aligned operands", "tl.dot", min_arch=90,
             native_layouts=LAYOUTS, alignment="tma", misaligned="refuse",
             promises={"sm_90": ("HGMMA", "UTMALDG")}, forbids={"sm_90": ("LDGSTS",)}, ceiling="wgmma",
-            extra={"kernel": "tma", "module": tma_persistent}),
+            extra={"kernel": "tma", "module": tma_persistent, "general": True}),
+    Variant("triton_tma_ws", "triton", "triton", "tma_ws.py", "timed over tma_ws.configs()",
+            "+ warp-specialized K loop (TMA producer, 2 wgmma consumers, setmaxnreg), pointer-store epilogue",
+            "tl.dot", min_arch=90, native_layouts=LAYOUTS, alignment="tma_ab", misaligned="refuse",
+            promises={"sm_90": ("HGMMA", "UTMALDG", "USETMAXREG")}, forbids={"sm_90": ("LDGSTS",)},
+            ceiling="wgmma", extra={"kernel": "tma_ws", "module": tma_ws}),
 )
 
 # `hgemm(kernel="auto")`: not a kernel of its own but the choice among the records above, listed by the harness
 # as `triton`.
-AUTO = Variant("triton", "triton", "triton", "api.py", "autotuned; the kernel chosen per call",
-               "tl.dot; TMA persistent when operands allow, else blocked", "tl.dot", native_layouts=LAYOUTS,
-               ceiling="wgmma", extra={"kernel": "auto", "dispatch": True})
+AUTO = Variant("triton", "triton", "triton", "api.py", "timed per kind of call; the kernel chosen per call",
+               "tl.dot; the fastest of the records above that take the operands, timed on first use", "tl.dot",
+               native_layouts=LAYOUTS, ceiling="wgmma", extra={"kernel": "auto", "dispatch": True})
 
 BY_NAME = {v.name: v for v in (AUTO, *VARIANTS)}
-BY_KERNEL = {v.extra["kernel"]: v for v in VARIANTS}  # hgemm's kernel= argument: "blocked", "tma"
+BY_KERNEL = {v.extra["kernel"]: v for v in VARIANTS}  # hgemm's kernel= argument: "blocked", "splitk", "tma", ...

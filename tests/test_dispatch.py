@@ -1,0 +1,248 @@
+"""The per-call plan cache of triton_kernels.dispatch: the cached path runs what the uncached one would choose,
+skips validation only where the key implies it, stays bounded, and is safe across threads (and streams on a GPU);
+the TMA descriptor cache keeps no tensor alive. Runs under the interpreter on the CPU, and on CUDA with a GPU."""
+import gc
+import threading
+
+import pytest
+import torch
+
+import triton_kernels
+from compare.reference import compare, make_inputs, poisoned_out, reference
+from triton_kernels import Config, api, configs, dispatch
+from triton_kernels.launch import DescriptorCache
+
+from conftest import DEVICE, HAS_CUDA
+
+# Pinned where a GPU would otherwise time every configuration of every candidate for each new kind of call.
+PIN = {} if not HAS_CUDA else {"config": configs("blocked")[6], "kernel": "blocked"}
+
+CALLS = [  # (m, n, k, layout, hgemm keyword arguments)
+    (40, 24, 72, "NN", {}),
+    (40, 24, 72, "TT", {"acc": "fp16"}),
+    (17, 33, 100, "NT", {"kernel": "splitk", "config": configs("splitk")[0]}),
+    (33, 16, 7, "TN", {"kernel": "blocked", "config": Config(32, 32, 32, num_stages=2)}),
+    (64, 40, 48, "NN", {"kernel": "tma"} if not HAS_CUDA else {"kernel": "tma", "config": configs("tma")[5]}),
+]
+
+
+@pytest.fixture(autouse=True)
+def fresh_cache():
+    dispatch.clear()
+    yield
+    dispatch.clear()
+
+
+@pytest.mark.parametrize("m,n,k,layout,kw", CALLS)
+def test_cached_plan_is_the_uncached_choice(m, n, k, layout, kw):
+    """The second call of a kind finds the first call's plan, and that plan is what choosing afresh gives."""
+    if HAS_CUDA and "config" not in kw:
+        kw = {**kw, **PIN}
+    a, b = make_inputs(m, n, k, layout, device=DEVICE, seed=m + k)
+    c1 = triton_kernels.hgemm(a, b, **kw)
+    key = dispatch.key_of(a, b, None, kw.get("acc", "fp32"), kw.get("kernel", "auto"), kw.get("config"))
+    cached = dispatch.PLANS.get(key)
+    assert cached is not None and len(dispatch.PLANS) == 1
+    fresh = dispatch.choose(a, b, c1, None, kw.get("acc", "fp32"), kw.get("kernel", "auto"), kw.get("config"),
+                            key[:-2])
+    assert (cached.plan.kernel, cached.plan.config, cached.plan.stage) == (fresh.kernel, fresh.config, fresh.stage)
+    out = poisoned_out(m, n, DEVICE)
+    assert triton_kernels.hgemm(a, b, out=out, **kw) is out
+    assert torch.equal(out, c1) and compare(out, reference(a, b)).ok
+    assert triton_kernels.plan(a, b, **kw) == cached.plan
+
+
+def test_hit_skips_validation_but_not_the_overlap_check(monkeypatch):
+    a, b = make_inputs(40, 24, 72, "NN", device=DEVICE, seed=1)
+    out = torch.empty(40 * 24 + 64, dtype=torch.float16, device=DEVICE)
+    triton_kernels.hgemm(a, b, out=out[:960].view(40, 24), **PIN)
+    real = api.validate
+    monkeypatch.setattr(api, "validate", lambda *args, **kw: pytest.fail("validate() ran on a cache hit"))
+    c = triton_kernels.hgemm(a, b, out=out[:960].view(40, 24), **PIN)
+    assert compare(c, reference(a, b)).ok
+    a2 = a.clone()
+    c = triton_kernels.hgemm(a2, b, out=out[:960].view(40, 24), **PIN)  # other address, same key: no validate
+    assert compare(c, reference(a2, b)).ok
+    monkeypatch.setattr(api, "validate", real)
+    big = torch.zeros(40 * 72 + 960, dtype=torch.float16, device=DEVICE)
+    a_in = big[960:].view(40, 72)
+    a_in.copy_(a)
+    triton_kernels.hgemm(a_in, b, out=out[:960].view(40, 24), **PIN)  # new key (a_in's alignment may differ)
+    with pytest.raises(ValueError, match="out overlaps an input"):  # same key as a_in's call, out inside A
+        triton_kernels.hgemm(a_in, b, out=big[1000:1960].view(40, 24), **PIN)
+
+
+def test_wrong_input_on_a_hit_still_errors_in_torch_mm_words():
+    a, b = make_inputs(8, 8, 8, "NN", device=DEVICE)
+    triton_kernels.hgemm(a, b, **PIN)
+    with pytest.raises(ValueError, match=r"mat1 and mat2 shapes cannot be multiplied \(8x8 and 9x8\)"):
+        triton_kernels.hgemm(a, torch.zeros(9, 8, dtype=torch.float16, device=DEVICE), **PIN)
+    with pytest.raises(TypeError, match="mat2 must be a torch.Tensor"):
+        triton_kernels.hgemm(a, [[1.0]], **PIN)
+    with pytest.raises(TypeError, match="torch.float16"):
+        triton_kernels.hgemm(a, b.float(), **PIN)
+
+
+def test_cache_is_bounded(monkeypatch):
+    monkeypatch.setattr(dispatch.PLANS, "capacity", 3)
+    for i, k in enumerate((8, 16, 24, 32, 40)):
+        a, b = make_inputs(9, 10, k, "NN", device=DEVICE, seed=i)
+        assert compare(triton_kernels.hgemm(a, b, **PIN), reference(a, b)).ok
+        assert len(dispatch.PLANS) <= 3
+    a, b = make_inputs(9, 10, 8, "NN", device=DEVICE, seed=0)  # evicted first: chosen again, still right
+    assert compare(triton_kernels.hgemm(a, b, **PIN), reference(a, b)).ok
+
+
+def _hammer(results: list, shapes, streams=None):
+    def work(i):
+        stream = streams[i % len(streams)] if streams else None
+        ctx = torch.cuda.stream(stream) if stream is not None else _Null()
+        for j in range(3):
+            m, n, k = shapes[(i + j) % len(shapes)]
+            a, b = make_inputs(m, n, k, "NT" if (i + j) % 2 else "NN", device=DEVICE, seed=100 * i + j)
+            with ctx:
+                c = triton_kernels.hgemm(a, b, **PIN)
+            if stream is not None:
+                stream.synchronize()
+            results.append(compare(c, reference(a, b)).ok)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+
+class _Null:
+    def __enter__(self):
+        return None
+
+    def __exit__(self, *exc):
+        return False
+
+
+def test_threads_share_the_cache():
+    """Four threads, overlapping kinds of call, every result checked exactly."""
+    results = []
+    _hammer(results, [(17, 24, 40), (33, 16, 72), (8, 40, 24)])
+    assert len(results) == 12 and all(results)
+    assert len(dispatch.PLANS) <= 6  # three shapes x two layouts
+
+
+def test_candidates_follow_the_shape():
+    """What kernel="auto" times on an H100 (132 SMs): split-K where 128x128 tiles leave SMs idle, the TMA kernels
+    on describable operands, staging only where its copies are cheap next to the GEMM."""
+    def mats(m, n, k, lda=None):
+        a = torch.empty((m, lda or k), dtype=torch.float16, device="meta")[:, :k]
+        return a, torch.empty((k, n), dtype=torch.float16, device="meta")
+
+    def kernels(m, n, k, **kw):
+        a, b = mats(m, n, k, **kw)
+        return {kern: st for kern, st in dispatch.candidates(m, n, k, 90, 132, a, b, None)}
+
+    decode = kernels(16, 4096, 4096)
+    assert "splitk" in decode and "tma" in decode and "tma_ws" not in decode
+    square = kernels(4096, 4096, 4096)
+    assert "splitk" not in square and {"tma", "tma_ws", "blocked"} <= set(square)
+    assert not any(any(st) for st in square.values())
+    odd = kernels(4095, 4097, 4093)  # no dimension a multiple of 8: the TMA kernels only by staging
+    assert odd["tma"] == (True, True, True) and odd["tma_ws"] == (True, True, False) and odd["blocked"] == (
+        False, False, False)
+    skinny_odd = kernels(16, 4097, 4093)  # staging B would cost more than the GEMM itself
+    assert "tma" not in skinny_odd and "splitk" in skinny_odd
+    assert "splitk" not in kernels(16, 4096, 256)  # K too short for two slices of two 128-deep K tiles
+    assert {k for k, _ in dispatch.candidates(256, 256, 1024, 80, 108, *mats(256, 256, 1024), None)} == {
+        "blocked", "splitk"}  # sm_80: no TMA records
+
+
+def test_auto_keeps_the_fastest_candidate(monkeypatch):
+    """The choice is the minimum of the candidates' timings, each candidate timed once per kind of call."""
+    fake = {"blocked": 3.0, "splitk": 1.0, "tma": 2.0, "tma_ws": 4.0}
+    timed = []
+
+    def tune(kernel, stage, facts, a, b, c, acc_fp16):
+        timed.append(kernel)
+        return configs(kernel)[0], fake[kernel]
+
+    monkeypatch.setattr(dispatch, "_tune", tune)
+    monkeypatch.setattr(dispatch, "device_arch", lambda t: 90)
+    monkeypatch.setattr(dispatch, "sm_count", lambda t: 132)
+    a, b = make_inputs(16, 256, 512, "NN", device=DEVICE)
+    p = triton_kernels.plan(a, b)
+    assert (p.kernel, p.config, p.ms) == ("splitk", configs("splitk")[0], 1.0)
+    assert sorted(timed) == ["blocked", "splitk", "tma"]
+    assert triton_kernels.plan(a, b) is p and len(timed) == 3  # cached: not timed again
+
+
+def test_descriptor_cache_is_bounded_and_keeps_no_tensor():
+    cache = DescriptorCache(capacity=2)
+    t = torch.ones(4, 8, dtype=torch.float16)
+    encodes = []
+
+    def enc(v):
+        return lambda: (encodes.append(v), f"map{v}")[1]
+
+    ptr = t.data_ptr()
+    assert cache.get((ptr, (4, 8)), enc(1)) == "map1"
+    assert cache.get((ptr, (4, 8)), enc(2)) == "map1" and encodes == [1]  # same geometry: the same map
+    assert cache.get((ptr, (8, 4)), enc(3)) == "map3"  # same address, other shape: another key
+    cache.get((ptr + 16, (4, 8)), enc(4))
+    assert len(cache) == 2
+    del t
+    gc.collect()
+    assert not any(isinstance(x, torch.Tensor) for v in cache._maps.items() for x in v)
+
+
+def test_operator_takes_the_plan_cache():
+    """The operator runs hgemm's path: its call leaves a plan behind, and a second call reuses it."""
+    from triton_kernels import ops  # noqa: F401
+    a, b = make_inputs(17, 24, 40, "NT", device=DEVICE, seed=3)
+    c = torch.ops.tensorcore_hgemm.triton_hgemm(a, b, "fp32")
+    assert torch.equal(c, reference(a, b).half()) and len(dispatch.PLANS) == 1
+    torch.ops.tensorcore_hgemm.triton_hgemm(a, b, "fp32")
+    assert len(dispatch.PLANS) == 1
+
+
+# ---------------------------------------------------------------------------------------------- GPU only
+@pytest.mark.gpu
+def test_threads_and_streams_share_the_cache():
+    results = []
+    _hammer(results, [(17, 24, 40), (130, 264, 520), (8, 40, 24)], streams=[torch.cuda.Stream() for _ in range(3)])
+    assert len(results) == 12 and all(results)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("kernel", ["blocked", "splitk", "tma", "tma_ws"])
+def test_direct_launch_after_the_first_call(kernel):
+    """The first call compiles through kernel[grid]; later ones launch the kept kernels directly, with results
+    identical to the first call's (pinned config: the same compiled kernel either way)."""
+    if kernel.startswith("tma") and torch.cuda.get_device_capability() < (9, 0):
+        pytest.skip("TMA kernels need sm_90")
+    cfg = triton_kernels.configs(kernel)[3]
+    a, b = make_inputs(300, 264, 520, "NT", device="cuda", seed=5)
+    c1 = triton_kernels.hgemm(a, b, kernel=kernel, config=cfg)
+    r = dispatch.PLANS.get(dispatch.key_of(a, b, None, "fp32", kernel, cfg))
+    assert r.direct, "the direct launcher was not set up (triton version, a launch hook?)"
+    for _ in range(3):
+        out = poisoned_out(300, 264, "cuda")
+        triton_kernels.hgemm(a, b, out=out, kernel=kernel, config=cfg)
+        assert torch.equal(out, c1)
+    assert torch.equal(c1, reference(a, b).half())
+
+
+@pytest.mark.gpu
+def test_descriptor_cache_keeps_no_tensor_alive():
+    """TMA calls on many short-lived tensors: their memory is returned (the cache holds integers only), and a new
+    tensor at a freed address with another shape gets its own descriptor (exact result)."""
+    if torch.cuda.get_device_capability() < (9, 0):
+        pytest.skip("TMA kernels need sm_90")
+    cfg = triton_kernels.configs("tma")[5]
+    torch.cuda.synchronize()
+    base = torch.cuda.memory_allocated()
+    for i in range(5):
+        a, b = make_inputs(256, 128 + 8 * i, 64, "NN", device="cuda", seed=i)
+        c = triton_kernels.hgemm(a, b, kernel="tma", config=cfg)
+        assert torch.equal(c, reference(a, b).half())
+        del a, b, c
+    torch.cuda.synchronize()
+    assert torch.cuda.memory_allocated() == base

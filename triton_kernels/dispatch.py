@@ -1,0 +1,339 @@
+"""Which kernel and configuration a call runs, decided once per kind of call and cached.
+
+A call's key holds everything that decides the kernel and everything Triton specializes the compiled kernel on:
+shapes, strides, dtypes, devices, whether each base address is 16-byte aligned, the accumulation, and what the
+caller pinned (kernel=, config=). The first call with a key validates, picks a plan and compiles; every later one
+looks the key up (`PLANS`), checks what the key cannot say (an `out=` overlapping an input) and launches the kept
+compiled kernels directly (triton_kernels/launch.py): a few microseconds of Python instead of Triton's autotuner,
+binder and descriptor encoding.
+
+Choosing a plan for kernel="auto" on a GPU:
+1. candidates: every record offered on the device whose kernel takes the operands, in place or staged (TMA
+   kernels: operands TMA cannot describe copied to 16-byte aligned buffers first, the copy part of the call), and
+   that its module thinks worth timing for the shape (`worth_timing`: split-K only where a 128x128 grid leaves
+   SMs idle; staging only where the copies cost less than half the estimated GEMM; blocked only where no TMA
+   kernel reads the operands in place);
+2. each candidate's configurations that fit the problem (`prune_for_problem`) are timed on the call's own
+   operands (`time_ms`: device time, L2 flushed, median), whole calls including copies and reductions;
+3. the fastest (candidate, configuration) becomes the plan. Per-kernel results are kept (`TUNED`), so an
+   explicit kernel="tma" call of the same key reuses the timing instead of redoing it.
+Under the interpreter, or with config= pinned, nothing is timed: kernel="auto" takes the last "general" record
+of the ladder the operands fit in place (blocked, or TMA persistent on Hopper), with INTERPRETER_CONFIG or the
+pinned config.
+"""
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+
+import torch
+import triton
+
+from hgemm_common.operands import major, meets_alignment, tma_describable
+from hgemm_common.validation import interpreter_active, max_element_offset
+
+from .common import Config, prune_for_problem, time_ms
+from .launch import Direct, direct_supported, jit_launch
+from .variants import BY_KERNEL, VARIANTS
+
+# ----------------------------------------------------------------------------------------------------------------
+# Tuning constants
+# ----------------------------------------------------------------------------------------------------------------
+PLAN_CAPACITY = 512  # distinct kinds of call kept; a model has a few dozen GEMM shapes, a sweep a few hundred
+# Staging is timed only when its copies would cost less than this fraction of the GEMM's estimated time (H100,
+# report at 1b2823a: cuBLAS 707 TFLOPS at 4096^3, device copy 3003 GB/s); past it the blocked kernel, reading the
+# operands in place, wins on memory traffic alone.
+STAGE_MAX_FRACTION = 0.5
+EST_TFLOPS, EST_COPY_GBPS = 700.0, 3000.0
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What one kind of call runs: a kernel (hgemm's kernel= name), its configuration, and which of A, B, C go
+    through an aligned copy first (TMA kernels on operands TMA cannot describe)."""
+    kernel: str
+    config: Config
+    stage: tuple[bool, bool, bool] = (False, False, False)
+    ms: float | None = None  # measured device time when the plan was chosen by timing
+
+    @property
+    def name(self) -> str:
+        staged = [x for x, s in zip("ABC", self.stage) if s]
+        return f"{self.kernel} {self.config.name}" + (f" (staged {', '.join(staged)})" if staged else "")
+
+
+def _aligned_copy(t: torch.Tensor) -> torch.Tensor:
+    """A row-major copy of a matrix whose rows start 16 bytes apart (leading dimension a multiple of 8 halves):
+    what a TMA descriptor can describe, whatever the original's strides."""
+    rows, cols = t.shape
+    buf = torch.empty((rows, triton.cdiv(cols, 8) * 8), dtype=t.dtype, device=t.device)[:, :cols]
+    return buf.copy_(t)
+
+
+def _aligned_empty(rows: int, cols: int, like: torch.Tensor) -> torch.Tensor:
+    return torch.empty((rows, triton.cdiv(cols, 8) * 8), dtype=like.dtype, device=like.device)[:, :cols]
+
+
+class Runner:
+    """A plan bound to its kernels: the first call launches through `kernel[grid]` (compiling) and keeps the
+    compiled kernels with the call's arguments as templates; later calls allocate the call's scratch tensors
+    (split-K partials) and launch the kept kernels directly with the new addresses."""
+
+    def __init__(self, plan: Plan, acc_fp16: bool):
+        self.plan = plan
+        self.acc_fp16 = acc_fp16
+        self.module = BY_KERNEL[plan.kernel].extra["module"]
+        self.direct: list | None = None  # Direct launchers once compiled; [] = always the JIT path
+        self.scratch: list = []  # (shape, dtype) of each scratch tensor a call allocates, in launch order
+        self.extents: tuple | None = None  # byte extents of (A, B, out) for the overlap check of out=
+
+    def __call__(self, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> None:
+        stage_a, stage_b, stage_c = self.plan.stage
+        a2 = _aligned_copy(a) if stage_a else a
+        b2 = _aligned_copy(b) if stage_b else b
+        c2 = _aligned_empty(c.shape[0], c.shape[1], c) if stage_c else c
+        if self.direct:
+            dev = a.device.index
+            if torch._C._cuda_getDevice() != dev:
+                with torch.cuda.device(dev):
+                    return self(a, b, c)
+            scratch = [torch.empty(shape, dtype=dtype, device=a.device) for shape, dtype in self.scratch]
+            ptrs = [a2.data_ptr(), b2.data_ptr(), c2.data_ptr(), *(t.data_ptr() for t in scratch)]
+            stream = torch._C._cuda_getCurrentRawStream(dev)
+            for launch in self.direct:
+                launch(ptrs, stream)
+        else:
+            specs = self.module.launches(a2, b2, c2, self.acc_fp16, self.plan.config)
+            with torch.cuda.device(a.device) if a.device.type == "cuda" else _nothing():
+                compiled = [jit_launch(s) for s in specs]
+            if self.direct is None:
+                self._keep(compiled, specs, [a2, b2, c2])
+        if stage_c:
+            c.copy_(c2)
+
+    def _keep(self, compiled: list, specs: list, operands: list) -> None:
+        """Set up the direct launches from the first call, or stay on the JIT path for good where they cannot be
+        used. Built in locals and published last (scratch first, then direct, which callers test): two threads
+        making the same first call both get a consistent runner."""
+        if not (direct_supported() and all(compiled)):
+            self.direct = []
+            return
+        operands, scratch = list(operands), []
+        for spec in specs:  # tensors other than A, B, C: the call's scratch, allocated anew by each call
+            for t in spec.args:
+                if isinstance(t, torch.Tensor) and not any(t is o for o in operands):
+                    if not t.is_contiguous():
+                        self.direct = []
+                        return
+                    operands.append(t)
+                    scratch.append((tuple(t.shape), t.dtype))
+        with torch.cuda.device(operands[0].device):
+            direct = [Direct(k, s, operands) for k, s in zip(compiled, specs)]
+        self.scratch = scratch
+        self.direct = direct
+
+
+class _nothing:
+    def __enter__(self):
+        return None
+
+    def __exit__(self, *exc):
+        return False
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Keys and caches
+# ----------------------------------------------------------------------------------------------------------------
+def key_of(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None, acc: str, kernel: str,
+           config: Config | None) -> tuple:
+    """Everything that decides the plan and the compiled kernels' specialization (Triton specializes integers on
+    == 1 and % 16, pointers on 16-byte alignment: the exact sizes and strides and the alignment bits cover both).
+    Raises AttributeError / TypeError for non-tensors (the caller then validates, which names the problem)."""
+    o = None if out is None else (out.shape, out.stride(), out.dtype, out.device, out.data_ptr() % 16 == 0)
+    return (a.shape, b.shape, a.stride(), b.stride(), a.dtype, b.dtype, a.device, b.device,
+            a.data_ptr() % 16 == 0, b.data_ptr() % 16 == 0, o, acc, kernel, config)
+
+
+class LRU:
+    """A bounded mapping (least recently used out first) that threads may share."""
+
+    def __init__(self, capacity: int):
+        self.capacity = capacity
+        self._d: OrderedDict = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key):
+        with self._lock:
+            v = self._d.get(key)
+            if v is not None:
+                self._d.move_to_end(key)
+            return v
+
+    def put(self, key, value):
+        with self._lock:
+            self._d[key] = value
+            self._d.move_to_end(key)
+            while len(self._d) > self.capacity:
+                self._d.popitem(last=False)
+        return value
+
+    def __len__(self) -> int:
+        return len(self._d)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._d.clear()
+
+
+PLANS = LRU(PLAN_CAPACITY)  # key_of(...) -> Runner
+TUNED = LRU(4 * PLAN_CAPACITY)  # (key facts, kernel, stage) -> (Config, ms): per-kernel timing results
+LAST_TUNED: dict[str, Config] = {}  # kernel -> the configuration its most recent timing chose (best_config)
+_TUNING = threading.Lock()  # one timing at a time: concurrent timings on one GPU would disturb each other
+
+
+def clear() -> None:
+    """Forget every plan and timing (tests; after changing TRITON_INTERPRET or the kernels)."""
+    PLANS.clear()
+    TUNED.clear()
+    LAST_TUNED.clear()
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Choosing
+# ----------------------------------------------------------------------------------------------------------------
+def device_arch(t: torch.Tensor) -> int | None:
+    """Compute capability x 10 of the GPU holding t; None for the interpreter (CPU tensors)."""
+    if interpreter_active() or t.device.type != "cuda":
+        return None
+    major_, minor_ = torch.cuda.get_device_capability(t.device)
+    return major_ * 10 + minor_
+
+
+def sm_count(t: torch.Tensor) -> int:
+    from .tma_persistent import num_sms
+    return num_sms(t.device)
+
+
+def kernel_for(arch: int | None, a: torch.Tensor | None = None, b: torch.Tensor | None = None,
+               out: torch.Tensor | None = None) -> str:
+    """kernel="auto" without timing (the interpreter, a pinned config): the last "general" record of the ladder
+    offered on `arch` (None: the interpreter, which takes the first) whose alignment the operands meet in place
+    (None operands: aligned ones, as `compare inspect` assumes)."""
+    general = [v for v in VARIANTS if v.extra.get("general")]
+    if arch is None:
+        return general[0].extra["kernel"]
+    for v in reversed(general):
+        if v.offered_on(arch) and (a is None or meets_alignment(v.alignment, a, b, out)):
+            return v.extra["kernel"]
+    return general[0].extra["kernel"]
+
+
+def staging(alignment: str, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None) -> tuple[bool, bool, bool]:
+    """Which of A, B, C a kernel with `alignment` needs copied to aligned buffers ("tma": all three describable,
+    C row-major; "tma_ab": A and B only; "none": nothing). out=None: the row-major (M, N) output hgemm allocates."""
+    if alignment == "none":
+        return (False, False, False)
+    c_ok = (b.shape[1] % 8 == 0) if out is None else (tma_describable(out) and major(out) == "N")
+    return (not tma_describable(a), not tma_describable(b), alignment == "tma" and not c_ok)
+
+
+def staging_worth_timing(m: int, n: int, k: int, stage: tuple[bool, bool, bool]) -> bool:
+    """Whether the copies of a staged call (read + write of each staged matrix) cost less than STAGE_MAX_FRACTION
+    of the GEMM's estimated time."""
+    elems = stage[0] * m * k + stage[1] * k * n + stage[2] * m * n
+    copy_s = 2 * 2 * elems / (EST_COPY_GBPS * 1e9)
+    gemm_s = 2.0 * m * n * k / (EST_TFLOPS * 1e12)
+    return copy_s <= STAGE_MAX_FRACTION * gemm_s
+
+
+def candidates(m: int, n: int, k: int, arch: int, sms: int, a: torch.Tensor, b: torch.Tensor,
+               out: torch.Tensor | None) -> list[tuple[str, tuple[bool, bool, bool]]]:
+    """(kernel, staging) pairs kernel="auto" times for this problem (see the module's header)."""
+    offered = [v for v in VARIANTS if v.offered_on(arch)]
+    stages = {v.extra["kernel"]: staging(v.alignment, a, b, out) for v in offered}
+    tma_in_place = any(v.alignment != "none" and not any(stages[v.extra["kernel"]]) for v in offered)
+    out_ = []
+    for v in offered:
+        kernel, stage = v.extra["kernel"], stages[v.extra["kernel"]]
+        if any(stage) and not staging_worth_timing(m, n, k, stage):
+            continue
+        if v.extra["module"].worth_timing(m, n, k, sms, tma_in_place):
+            out_.append((kernel, stage))
+    return out_ or [(kernel_for(arch, a, b, out), (False, False, False))]
+
+
+def _tune(kernel: str, stage: tuple, facts: tuple, a, b, c, acc_fp16: bool) -> tuple[Config, float]:
+    """The fastest configuration of one (kernel, staging) on these operands, timed whole (copies and
+    reductions included); configurations that do not fit the device (shared memory, registers) are skipped."""
+    from triton.compiler.errors import CompilationError
+    from triton.runtime.errors import OutOfResources, PTXASError
+
+    hit = TUNED.get((facts, kernel, stage))
+    if hit is not None:
+        return hit
+    m, k = a.shape
+    n = b.shape[1]
+    best = None
+    for cfg in prune_for_problem(BY_KERNEL[kernel].extra["module"].configs(), m, n, k):
+        run = Runner(Plan(kernel, cfg, stage), acc_fp16)
+        try:
+            ms = time_ms(lambda: run(a, b, c))
+        except (OutOfResources, PTXASError, CompilationError):
+            continue
+        if best is None or ms < best[1]:
+            best = (cfg, ms)
+    if best is None:
+        raise RuntimeError(f"hgemm(kernel={kernel!r}): no configuration of this kernel runs on this device")
+    LAST_TUNED[kernel] = best[0]
+    return TUNED.put((facts, kernel, stage), best)
+
+
+def choose(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, out: torch.Tensor | None, acc: str, kernel: str,
+           config: Config | None, facts: tuple) -> Plan:
+    """The plan of a new kind of call (validated; c is the output the call writes)."""
+    arch = device_arch(a)
+    m, k = a.shape
+    n = b.shape[1]
+    if kernel == "auto":
+        if arch is None or config is not None:
+            kernel = kernel_for(arch, a, b, out)
+            return Plan(kernel, config.check() if config else BY_KERNEL[kernel].extra["module"].INTERPRETER_CONFIG)
+        with _TUNING:
+            timed = [(kern, st, *_tune(kern, st, facts, a, b, c, acc == "fp16"))
+                     for kern, st in candidates(m, n, k, arch, sm_count(a), a, b, out)]
+        kern, st, cfg, ms = min(timed, key=lambda t: t[3])
+        return Plan(kern, cfg, st, ms)
+    v = BY_KERNEL[kernel]
+    if not meets_alignment(v.alignment, a, b, out):
+        raise ValueError(f"hgemm(kernel={kernel!r}): TMA needs unit inner strides, 16-byte aligned bases and "
+                         "leading dimensions that are multiples of 8 for A, B"
+                         + (" and a row-major out" if v.alignment == "tma" else "") + "; use kernel='auto'")
+    if config is not None:
+        return Plan(kernel, config.check())
+    if arch is None:
+        return Plan(kernel, v.extra["module"].INTERPRETER_CONFIG)
+    with _TUNING:
+        cfg, ms = _tune(kernel, (False, False, False), facts, a, b, c, acc == "fp16")
+    return Plan(kernel, cfg, ms=ms)
+
+
+def runner_for(key: tuple, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, out: torch.Tensor | None,
+               acc: str, kernel: str, config: Config | None) -> Runner:
+    """The cached runner of a new key: choose its plan (the caller has validated; c is where timing may write: out,
+    or a tensor of the output's shape) and keep it. The runner compiles on its first call, from the operands of
+    that call."""
+    facts = key[:-2]
+    r = Runner(choose(a, b, c, out, acc, kernel, config, facts), acc == "fp16")
+    esize = a.element_size()
+    r.extents = tuple((max_element_offset(t) + 1) * esize for t in (a, b, out)) if out is not None else None
+    return PLANS.put(key, r)
+
+
+def overlaps(r: Runner, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> bool:
+    """validate()'s overlap test of out= against A and B, from the extents the runner keeps (its key fixes shapes
+    and strides; only the addresses change from call to call)."""
+    ea, eb, eo = r.extents
+    o0 = out.data_ptr()
+    a0, b0 = a.data_ptr(), b.data_ptr()
+    return (o0 < a0 + ea and a0 < o0 + eo) or (o0 < b0 + eb and b0 < o0 + eo)

@@ -1,0 +1,198 @@
+"""Launching a compiled Triton kernel without Triton's per-call Python machinery.
+
+`kernel[grid](...)` binds its arguments, computes a specialization key, looks the compiled kernel up, builds a
+`TensorDescriptor`'s CUtensorMap and only then launches: tens of microseconds of Python per call, more than a
+16x4096x4096 GEMM takes on an H100. A plan (triton_kernels/dispatch.py) launches its kernels once through that
+path (`jit_launch`, which also compiles), keeps the `CompiledKernel`s it returns and from then on calls the
+compiled launcher directly (`Direct`): positional arguments in the kernel's parameter order, pointers as integers,
+TMA descriptors from a cache. A plan's key fixes everything Triton specializes on (integer values, pointer
+alignment), so the compiled kernel it keeps is the one `kernel[grid]` would find.
+
+This is the one file that knows Triton's launcher internals (checked against triton 3.6: `CudaLauncher`,
+`wrap_handle_tensordesc`, `make_tensordesc_arg`); on another Triton version, with a launch hook set (a
+profiler), or under the interpreter, plans launch through `jit_launch` every time.
+"""
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from typing import NamedTuple
+
+import torch
+import triton
+from triton.tools.tensor_descriptor import TensorDescriptor
+
+# Direct launches are written against this Triton's launcher; anything else takes the JIT path.
+DIRECT_TRITON_VERSIONS = ("3.6.",)
+
+
+class Desc(NamedTuple):
+    """A TMA operand: a 2-D row-major view (unit inner stride) of `of` (the operand as the caller passed it; the
+    view starts at its address) and the box one load or store moves."""
+    tensor: torch.Tensor
+    block: tuple[int, int]
+    of: torch.Tensor | None = None  # None: the view is the operand itself
+
+    def descriptor(self) -> TensorDescriptor:
+        t = self.tensor
+        return TensorDescriptor(t, list(t.shape), list(t.stride()), list(self.block))
+
+
+class Spec(NamedTuple):
+    """One kernel launch of a call: the @triton.jit function, the grid, every parameter in order (TMA operands as
+    `Desc`), warps and stages. (NamedTuples: built on every call, and cheaper to build than dataclasses.)"""
+    fn: object  # triton.runtime.jit.JITFunction
+    grid: tuple[int, ...]
+    args: tuple
+    num_warps: int
+    num_stages: int
+
+
+# Triton's interpreter keeps its builder in module state: two threads interpreting kernels at once corrupt each
+# other ("Did you forget to add @triton.jit ?" from the second), so interpreted launches take turns.
+_INTERPRETER_LOCK = threading.Lock()
+
+
+def jit_launch(spec: Spec):
+    """Launch through `kernel[grid]` (compiling on first use); returns the CompiledKernel (None in the
+    interpreter)."""
+    from hgemm_common.validation import interpreter_active
+
+    args = [a.descriptor() if isinstance(a, Desc) else a for a in spec.args]
+    if interpreter_active():
+        with _INTERPRETER_LOCK:
+            return spec.fn[spec.grid](*args, num_warps=spec.num_warps, num_stages=spec.num_stages)
+    return spec.fn[spec.grid](*args, num_warps=spec.num_warps, num_stages=spec.num_stages)
+
+
+def direct_supported() -> bool:
+    """Whether `Direct` may be used now: a Triton whose launcher it was written for, a CUDA driver, no
+    launch hooks (profilers get the JIT path, which calls them)."""
+    from triton import knobs
+
+    from hgemm_common.validation import interpreter_active
+
+    return (triton.__version__.startswith(DIRECT_TRITON_VERSIONS) and not interpreter_active()
+            and knobs.runtime.launch_enter_hook is None and knobs.runtime.launch_exit_hook is None)
+
+
+class DescriptorCache:
+    """CUtensorMaps by everything their encoding reads: base address, shape, strides, box, swizzle, element type.
+
+    A cached map is therefore byte for byte the map a fresh encoding of the tensor in hand would give: a tensor
+    allocated later at a freed one's address, with the same shape and strides, is described correctly by the
+    same map, and one with other shape or strides has another key. The cache holds integers, never a tensor, so it
+    keeps no memory alive. Bounded (least recently used out first) and safe to share between threads."""
+
+    def __init__(self, capacity: int = 1024):
+        self.capacity = capacity
+        self._maps: OrderedDict = OrderedDict()
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._maps)
+
+    def get(self, key: tuple, encode):
+        with self._lock:
+            m = self._maps.get(key)
+            if m is not None:
+                self._maps.move_to_end(key)
+                return m
+        m = encode()
+        with self._lock:
+            self._maps[key] = m
+            while len(self._maps) > self.capacity:
+                self._maps.popitem(last=False)
+        return m
+
+    def clear(self) -> None:
+        with self._lock:
+            self._maps.clear()
+
+
+DESCRIPTORS = DescriptorCache()
+
+# triton 3.6 backends/nvidia/driver.py: the host's TMA element-type enum differs from the device's here.
+_TMA_DTYPE_DEVICE_TO_HOST = {**{i: i for i in range(16)}, 8: 10, 9: 8, 10: 9}
+
+
+class _DescArg:
+    """How one descriptor parameter is passed, as triton 3.6's `make_tensordesc_arg` does it: a CUtensorMap (from
+    the cache) followed by shape and strides; or, for a descriptor the compiler did not lower to a CUtensorMap,
+    pointer, shape and strides twice. A plan's key fixes the operand's shape and strides, so only the base address
+    changes from call to call."""
+
+    def __init__(self, d: Desc, meta: dict | None):
+        t = d.tensor
+        self.shape, self.strides = list(t.shape), list(t.stride())
+        self.meta = meta
+        if meta is not None:
+            assert self.strides[-1] == 1 and not meta["fp4_padded"]
+            self.static = (tuple(self.shape), tuple(self.strides), tuple(meta["block_size"]), meta["swizzle"],
+                           meta["elem_size"], meta["elem_type"], t.device.index)
+
+    def encode(self, ptr: int):
+        m = self.meta
+        return triton.runtime.driver.active.utils.fill_tma_descriptor(
+            ptr, m["swizzle"], m["elem_size"], _TMA_DTYPE_DEVICE_TO_HOST[m["elem_type"]], m["block_size"],
+            self.shape, self.strides, 0)
+
+    def expand(self, ptr: int) -> list:
+        if self.meta is None:
+            return [ptr, *self.shape, *self.strides, False, *self.shape, *self.strides]
+        return [DESCRIPTORS.get((ptr, self.static), lambda: self.encode(ptr)), *self.shape, *self.strides]
+
+
+def _raw_launch(launcher):
+    """The compiled C launch function under triton 3.6's `CudaLauncher.launch` (which, for kernels with tensor
+    descriptors, wraps it in a closure that encodes every descriptor on every call)."""
+    fn = launcher.launch
+    if getattr(fn, "__closure__", None) is None:  # the C function itself: no descriptors to encode
+        return fn
+    cells = dict(zip(fn.__code__.co_freevars, fn.__closure__))
+    return cells["launcher"].cell_contents
+
+
+class Direct:
+    """Launches one CompiledKernel as triton 3.6's `CudaLauncher.__call__` does after `kernel[grid]` has bound the
+    arguments, minus the binding, the key and the descriptor encoding. Built from the first call's `Spec` and the
+    call's tensors (`operands`: A, B, C as the kernels saw them, then the call's scratch tensors); a plan's key
+    fixes every argument but the addresses, so later calls pass only those (`ptrs`, in the order of `operands`)."""
+
+    LITERAL, POINTER, DESCRIPTOR = range(3)
+
+    def __init__(self, compiled, spec: Spec, operands: list[torch.Tensor]):
+        launcher = compiled.run  # loads the module and the function on the current device
+        if launcher.global_scratch_size or launcher.profile_scratch_size:
+            raise NotImplementedError("kernels with global scratch take the JIT path")
+        self._launch = _raw_launch(launcher)
+        self._head = (compiled.function, launcher.launch_cooperative_grid, launcher.launch_pdl, None, None,
+                      compiled.packed_metadata, None, None, None)
+        g = tuple(spec.grid)
+        self._grid = g + (1,) * (3 - len(g))
+        metas = iter(getattr(compiled.metadata, "tensordesc_meta", None) or [])
+
+        def index(t):
+            return next(i for i, o in enumerate(operands) if o is t)
+
+        self._slots = []
+        for a in spec.args:
+            if isinstance(a, torch.Tensor):
+                self._slots.append((self.POINTER, index(a)))
+            elif isinstance(a, Desc):
+                self._slots.append((self.DESCRIPTOR, (index(a.tensor if a.of is None else a.of),
+                                                      _DescArg(a, next(metas, None)))))
+            else:
+                self._slots.append((self.LITERAL, a))
+
+    def __call__(self, ptrs: list[int], stream: int) -> None:
+        args = []
+        for kind, v in self._slots:
+            if kind == 0:  # LITERAL
+                args.append(v)
+            elif kind == 1:  # POINTER
+                args.append(ptrs[v])
+            else:
+                args += v[1].expand(ptrs[v[0]])
+        g = self._grid
+        self._launch(g[0], g[1], g[2], stream, *self._head, *args)

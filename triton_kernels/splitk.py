@@ -1,0 +1,156 @@
+"""Split-K Triton HGEMM for skinny and mid-sized M: C = A @ B with K cut into slices computed by separate programs.
+
+What it adds over the blocked kernel (triton_kernels/blocked.py): when M (and N) leave fewer output tiles than the
+GPU has SMs (16x4096x4096: 64 tiles of 16x64 on 132 SMs), the blocked and TMA kernels leave SMs idle and a
+memory-bound problem reads B at a fraction of HBM bandwidth. Here program (tile, s) computes the tile over the
+s-th K slice and writes an fp32 partial to a workspace P[SPLIT, M, N]; a second kernel sums the partials of each
+element in slice order (s = 0, 1, ...) and writes fp16 C. No atomics: the sum's order is fixed, so the same inputs
+give the same bits on every run (for a given configuration). Small-M tiles (16 and 32 rows; tl.dot then lowers to
+mma.sync rather than wgmma, which needs 64) keep the padding a 16-row problem computes small.
+
+The slice length is a multiple of BLOCK_K, so only the last slice can end inside a K tile (masked, as in the
+blocked kernel). Any strides, like the blocked kernel: the loads go through pointers.
+"""
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+from hgemm_common.validation import needs_int64_indexing
+
+from .common import Config, dot_k_loop, grouped_pid, operand_ptrs, out_offsets
+from .launch import Spec
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Tuning constants
+# ----------------------------------------------------------------------------------------------------------------
+SPLITS = (2, 4, 8)  # past 8 the workspace round trip (8 x M x N x 4 bytes, twice) costs more than idle SMs
+
+
+def configs() -> list[Config]:
+    """Tiles from 16 rows (decode-like M) to 128 (M = 128-512), each with every split of SPLITS; the dispatcher
+    times those that fit the problem (`prune_for_problem`). BLOCK_K 128 on the 16- and 32-row tiles: a short tile
+    row streams too few bytes of B per stage at BLOCK_K 64 to cover the memory latency."""
+    tiles = [
+        Config(16, 64, 128, group_m=1, num_warps=4, num_stages=4),
+        Config(16, 128, 128, group_m=1, num_warps=4, num_stages=4),
+        Config(32, 64, 128, group_m=1, num_warps=4, num_stages=4),
+        Config(64, 64, 64, group_m=8, num_warps=4, num_stages=4),
+        Config(64, 128, 64, group_m=8, num_warps=4, num_stages=4),
+        Config(128, 128, 64, group_m=8, num_warps=8, num_stages=3),
+    ]
+    return [Config(t.block_m, t.block_n, t.block_k, t.group_m, t.num_warps, t.num_stages, s)
+            for t in tiles for s in SPLITS]
+
+
+INTERPRETER_CONFIG = Config(16, 32, 32, group_m=2, num_warps=4, num_stages=2, split_k=3)
+TILE_FOR_FILL = 128  # the output tile whose count, against the SM count, says whether SMs would sit idle
+
+
+def worth_timing(m: int, n: int, k: int, sms: int, tma_in_place: bool) -> bool:
+    """Timed where a grid of 128x128 output tiles leaves SMs idle (16x4096x4096: 32 tiles on 132 SMs) and K is
+    long enough to give each slice at least two K tiles of the longest BLOCK_K."""
+    tiles = triton.cdiv(m, TILE_FOR_FILL) * triton.cdiv(n, TILE_FOR_FILL)
+    return tiles < sms and k >= 2 * min(SPLITS) * 128
+REDUCE_BLOCK = 1024  # elements of C per program of the reduction: 4 KB of each fp32 partial, coalesced
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Kernels
+# ----------------------------------------------------------------------------------------------------------------
+@triton.jit
+def splitk_partial_kernel(
+    # pointers
+    a_ptr, b_ptr, p_ptr,
+    # sizes
+    M, N, K, K_SLICE,  # K_SLICE: K elements per slice, a multiple of BLOCK_K
+    # strides (elements)
+    stride_am, stride_ak, stride_bk, stride_bn, stride_ps,  # stride_ps = M * N: one partial (row-major M x N)
+    # meta-parameters
+    ACC_FP16: tl.constexpr,
+    INDEX_64: tl.constexpr,
+    EVEN_K: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+):
+    pid_m, pid_n = grouped_pid(tl.program_id(0), tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N), GROUP_M)
+    s = tl.program_id(1)
+    k0 = s * K_SLICE
+    k_len = tl.minimum(K - k0, K_SLICE)
+
+    a_ptrs, b_ptrs = operand_ptrs(a_ptr, b_ptr, pid_m, pid_n, k0, M, N, stride_am, stride_ak, stride_bk, stride_bn,
+                                  INDEX_64, BLOCK_M, BLOCK_N, BLOCK_K)
+
+    # MAIN LOOP: this slice of K
+    acc = dot_k_loop(a_ptrs, b_ptrs, k_len, BLOCK_K * stride_ak, BLOCK_K * stride_bk, ACC_FP16, EVEN_K,
+                     BLOCK_M, BLOCK_N, BLOCK_K)
+
+    # EPILOGUE: the fp32 partial of slice s
+    offs_cm, offs_cn = out_offsets(pid_m * BLOCK_M, pid_n * BLOCK_N, INDEX_64, BLOCK_M, BLOCK_N)
+    if INDEX_64:
+        s = s.to(tl.int64)
+    p_ptrs = p_ptr + s * stride_ps + offs_cm[:, None] * N + offs_cn[None, :]
+    tl.store(p_ptrs, acc.to(tl.float32), mask=(offs_cm[:, None] < M) & (offs_cn[None, :] < N))
+
+
+@triton.jit
+def splitk_reduce_kernel(
+    p_ptr, c_ptr,
+    N, SPLITS,
+    stride_ps, stride_cm, stride_cn,
+    INDEX_64: tl.constexpr,
+    BLOCK: tl.constexpr,
+):
+    """C = sum over s of P[s], in the order s = 0, 1, ..., SPLITS - 1, rounded once to fp16."""
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)  # flat index into the row-major (M, N) partials
+    if INDEX_64:
+        offs = offs.to(tl.int64)
+    mask = offs < stride_ps  # M * N elements per partial
+    p_ptrs = p_ptr + offs
+    acc = tl.zeros((BLOCK,), dtype=tl.float32)
+    for s in range(SPLITS):
+        acc += tl.load(p_ptrs, mask=mask, other=0.0)
+        p_ptrs += stride_ps  # pointer arithmetic: 64-bit past 2^31 elements
+    rows = offs // N
+    cols = offs % N
+    tl.store(c_ptr + rows * stride_cm + cols * stride_cn, acc.to(tl.float16), mask=mask)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Host launcher
+# ----------------------------------------------------------------------------------------------------------------
+def slices(k: int, config: Config) -> tuple[int, int]:
+    """(slice length, number of slices): config.split_k slices of whole K tiles, fewer when K is too short to
+    give every slice one."""
+    k_tiles = triton.cdiv(k, config.block_k)
+    k_slice = triton.cdiv(k_tiles, config.split_k) * config.block_k
+    return k_slice, triton.cdiv(k, k_slice)
+
+
+def launches(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, acc_fp16: bool, config: Config) -> list[Spec]:
+    """C = A @ B: the partial products into a new fp32 workspace (split x M x N, freed by the caching allocator
+    once the reduction that reads it has run on this stream), then their fixed-order sum into C."""
+    m, k = a.shape
+    n = b.shape[1]
+    k_slice, split = slices(k, config)
+    p = torch.empty((split, m, n), dtype=torch.float32, device=a.device)
+    index_64 = needs_int64_indexing(a, b, c, p)
+    grid = (triton.cdiv(m, config.block_m) * triton.cdiv(n, config.block_n), split)
+    partial = (a, b, p, m, n, k, k_slice, a.stride(0), a.stride(1), b.stride(0), b.stride(1), m * n,
+               acc_fp16, index_64, k % config.block_k == 0, *config.meta.values())
+    reduce = (p, c, n, split, m * n, c.stride(0), c.stride(1), index_64, REDUCE_BLOCK)
+    return [Spec(splitk_partial_kernel, grid, partial, config.num_warps, config.num_stages),
+            Spec(splitk_reduce_kernel, (triton.cdiv(m * n, REDUCE_BLOCK),), reduce, 4, 1)]
+
+
+def inspect_source(cfg: Config) -> tuple:
+    """What `triton.compile` needs to build the partial-product kernel as a 16x4096x4096 NN problem specializes
+    it: (kernel, signature, constexprs, attrs), for `python -m compare inspect`."""
+    sig = {"a_ptr": "*fp16", "b_ptr": "*fp16", "p_ptr": "*fp32", "M": "i32", "N": "i32", "K": "i32",
+           "K_SLICE": "i32", "stride_am": "i32", "stride_ak": "constexpr", "stride_bk": "i32",
+           "stride_bn": "constexpr", "stride_ps": "i32"}
+    consts = dict(stride_ak=1, stride_bn=1, ACC_FP16=False, INDEX_64=False, EVEN_K=True,
+                  BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k, GROUP_M=cfg.group_m)
+    attrs = {(i,): [["tt.divisibility", 16]] for i in (0, 1, 2, 3, 4, 5, 6, 7, 9, 11)}
+    return splitk_partial_kernel, sig, consts, attrs
