@@ -193,6 +193,31 @@ def test_descriptor_cache_is_bounded_and_keeps_no_tensor():
     assert not any(isinstance(x, torch.Tensor) for v in cache._maps.items() for x in v)
 
 
+def test_launch_hooks_send_direct_launches_back_to_the_jit_path():
+    """Triton 3.6's launch hooks default to empty HookChains (never None): that is no hook, and direct launches are
+    allowed; a hook added (a profiler's) makes every call, even of a plan already set up, take the JIT path."""
+    from triton import knobs
+
+    from triton_kernels import launch
+
+    assert launch.hooks_idle()
+    hook = lambda *args, **kwargs: None  # noqa: E731
+    chain = knobs.runtime.launch_enter_hook
+    if hasattr(chain, "add"):
+        chain.add(hook)
+        try:
+            assert not launch.hooks_idle()
+        finally:
+            chain.remove(hook)
+    else:
+        knobs.runtime.launch_enter_hook = hook
+        try:
+            assert not launch.hooks_idle()
+        finally:
+            knobs.runtime.launch_enter_hook = chain
+    assert launch.hooks_idle()
+
+
 def test_operator_takes_the_plan_cache():
     """The operator runs hgemm's path: its call leaves a plan behind, and a second call reuses it."""
     from triton_kernels import ops  # noqa: F401

@@ -34,7 +34,7 @@ from hgemm_common.operands import major, meets_alignment, tma_describable
 from hgemm_common.validation import interpreter_active, max_element_offset
 
 from .common import Config, prune_for_problem, time_ms
-from .launch import Direct, direct_supported, jit_launch
+from .launch import Direct, direct_supported, hooks_idle, jit_launch
 from .variants import BY_KERNEL, VARIANTS
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -93,7 +93,7 @@ class Runner:
         a2 = _aligned_copy(a) if stage_a else a
         b2 = _aligned_copy(b) if stage_b else b
         c2 = _aligned_empty(c.shape[0], c.shape[1], c) if stage_c else c
-        if self.direct:
+        if self.direct and hooks_idle():
             dev = a.device.index
             if torch._C._cuda_getDevice() != dev:
                 with torch.cuda.device(dev):

@@ -65,15 +65,26 @@ def jit_launch(spec: Spec):
     return spec.fn[spec.grid](*args, num_warps=spec.num_warps, num_stages=spec.num_stages)
 
 
+def _hook_idle(hook) -> bool:
+    """No launch hook: None, or triton 3.6's default, an empty `knobs.HookChain` (it is never None there: the
+    first GPU run of this file found `is None` false and every plan on the JIT path)."""
+    return hook is None or not getattr(hook, "calls", True)
+
+
+def hooks_idle() -> bool:
+    """No launch enter/exit hook is set (a profiler's): checked on every direct launch, so one set later still
+    gets its calls through the JIT path."""
+    from triton import knobs
+
+    return _hook_idle(knobs.runtime.launch_enter_hook) and _hook_idle(knobs.runtime.launch_exit_hook)
+
+
 def direct_supported() -> bool:
     """Whether `Direct` may be used now: a Triton whose launcher it was written for, a CUDA driver, no
     launch hooks (profilers get the JIT path, which calls them)."""
-    from triton import knobs
-
     from hgemm_common.validation import interpreter_active
 
-    return (triton.__version__.startswith(DIRECT_TRITON_VERSIONS) and not interpreter_active()
-            and knobs.runtime.launch_enter_hook is None and knobs.runtime.launch_exit_hook is None)
+    return triton.__version__.startswith(DIRECT_TRITON_VERSIONS) and not interpreter_active() and hooks_idle()
 
 
 class DescriptorCache:
