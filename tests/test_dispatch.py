@@ -141,13 +141,12 @@ def test_candidates_follow_the_shape():
         return {kern: st for kern, st in dispatch.candidates(m, n, k, 90, 132, a, b, None)}
 
     decode = kernels(16, 4096, 4096)
-    assert "splitk" in decode and "tma" in decode and "tma_ws" not in decode
+    assert "splitk" in decode and "tma" in decode
     square = kernels(4096, 4096, 4096)
-    assert "splitk" not in square and {"tma", "tma_ws", "blocked"} <= set(square)
+    assert "splitk" not in square and {"tma", "blocked"} <= set(square)
     assert not any(any(st) for st in square.values())
     odd = kernels(4095, 4097, 4093)  # no dimension a multiple of 8: the TMA kernels only by staging
-    assert odd["tma"] == (True, True, True) and odd["tma_ws"] == (True, True, False) and odd["blocked"] == (
-        False, False, False)
+    assert odd["tma"] == (True, True, True) and odd["blocked"] == (False, False, False)
     skinny_odd = kernels(16, 4097, 4093)  # staging B would cost more than the GEMM itself
     assert "tma" not in skinny_odd and "splitk" in skinny_odd
     assert "splitk" not in kernels(16, 4096, 256)  # K too short for two slices of two 128-deep K tiles
@@ -157,7 +156,7 @@ def test_candidates_follow_the_shape():
 
 def test_auto_keeps_the_fastest_candidate(monkeypatch):
     """The choice is the minimum of the candidates' timings, each candidate timed once per kind of call."""
-    fake = {"blocked": 3.0, "splitk": 1.0, "tma": 2.0, "tma_ws": 4.0}
+    fake = {"blocked": 3.0, "splitk": 1.0, "tma": 2.0}
     timed = []
 
     def tune(kernel, stage, facts, a, b, c, acc_fp16):
@@ -237,7 +236,7 @@ def test_threads_and_streams_share_the_cache():
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("kernel", ["blocked", "splitk", "tma", "tma_ws"])
+@pytest.mark.parametrize("kernel", ["blocked", "splitk", "tma"])
 def test_direct_launch_after_the_first_call(kernel):
     """The first call compiles through kernel[grid]; later ones launch the kept kernels directly, with results
     identical to the first call's (pinned config: the same compiled kernel either way)."""

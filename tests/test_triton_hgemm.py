@@ -8,7 +8,7 @@ import torch
 import triton_kernels
 from compare.reference import LAYOUTS, compare, error_bound, make_inputs, poisoned_out, reference
 from hgemm_common.operands import tma_describable
-from triton_kernels import Config, configs, dispatch, splitk, tma_ws
+from triton_kernels import Config, configs, dispatch, splitk
 from triton_kernels.variants import BY_KERNEL
 
 from conftest import DEVICE, HAS_CUDA
@@ -21,8 +21,7 @@ ACCS = triton_kernels.ACCUMULATIONS
 # On a GPU `config=None` times every config for each new kind of call (compiling each): the small-shape tests pin
 # one instead (kernel="auto" with a pinned config takes the ladder's choice, untimed); the timed path has its own
 # tests below and in tests/test_dispatch.py.
-GPU_PIN = {"blocked": configs("blocked")[5], "tma": configs("tma")[5], "splitk": configs("splitk")[4],
-           "tma_ws": configs("tma_ws")[3]}
+GPU_PIN = {"blocked": configs("blocked")[5], "tma": configs("tma")[5], "splitk": configs("splitk")[4]}
 
 
 def run_exact(a, b, **kw):
@@ -190,13 +189,10 @@ def test_interpreter_launches_the_pinned_config(kernel, monkeypatch):
 TMA_SHAPES = [(8, 8, 8), (40, 24, 72), (17, 40, 136), (96, 8, 16), (1, 64, 8)]
 
 
-TMA_KERNELS = ["tma", "tma_ws"]
-
-
-@pytest.mark.parametrize("kernel", TMA_KERNELS)
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("m,n,k", TMA_SHAPES)
-def test_tma_exact_all_layouts(m, n, k, layout, kernel):
+def test_tma_exact_all_layouts(m, n, k, layout):
+    kernel = "tma"
     a, b = make_inputs(m, n, k, layout, device=DEVICE, seed=m + n + k)
     if tma_describable(a, b):
         run_exact(a, b, kernel=kernel)
@@ -206,9 +202,9 @@ def test_tma_exact_all_layouts(m, n, k, layout, kernel):
         run_exact(a, b, kernel="auto")
 
 
-@pytest.mark.parametrize("kernel", TMA_KERNELS)
 @pytest.mark.parametrize("acc", ACCS)
-def test_tma_every_config_exact(kernel, acc):
+def test_tma_every_config_exact(acc):
+    kernel = "tma"
     # One tile plus 8 on M and N (TMA boxes past the edge), K with a partial last tile; persistent programs
     # walk several tiles each.
     for cfg in configs(kernel):
@@ -245,11 +241,11 @@ def test_splitk_output_with_strides():
     assert compare(c, reference(a, b)).ok
 
 
-@pytest.mark.parametrize("kernel", TMA_KERNELS)
 @pytest.mark.parametrize("layout", ["NN", "TT"])
-def test_staged_operands_exact(kernel, layout):
+def test_staged_operands_exact(layout):
     """A plan that stages the operands TMA cannot describe (odd leading dimensions, a strided view) copies them to
     aligned buffers and runs the TMA kernel on the copies; a C TMA cannot store to is written back from one."""
+    kernel = "tma"
     a, b = make_inputs(37, 45, 99, layout, device=DEVICE, seed=9)
     b = torch.cat([b, b], dim=1)[:, ::2] if layout == "NN" else b  # NN: a strided B too
     out = poisoned_out(37, 45, DEVICE)
@@ -268,7 +264,7 @@ _WS_PROBE = """
 import json, triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
-from triton_kernels import configs, tma_ws
+from triton_kernels import tma_ws
 
 def compile_(cfg, num_warps):
     fn, sig, consts, attrs = tma_ws.inspect_source(cfg)
@@ -279,16 +275,17 @@ def compile_(cfg, num_warps):
     return dict(ws="ttg.warp_specialize" in k.asm["ttgir"], warps=k.metadata.num_warps,
                 setmaxnreg="USETMAXREG" in k.asm["sass"], hgmma="HGMMA" in k.asm["sass"])
 
-rows = {c.name: compile_(c, c.num_warps) for c in configs("tma_ws")}
-rows["w8"] = compile_(configs("tma_ws")[3], 8)
+rows = {c.name: compile_(c, c.num_warps) for c in tma_ws.configs()}
+rows["w8"] = compile_(tma_ws.configs()[3], 8)
 print(json.dumps(rows))
 """
 
 
 def test_warp_specialization_applies():
-    """Every tma_ws config compiles to a warp-specialized kernel for sm_90: a `ttg.warp_specialize` op in the
-    TTGIR, 12 warps (a TMA producer warpgroup and two wgmma consumers), `setmaxnreg` (USETMAXREG) in the SASS;
-    with num_warps=8 Triton 3.6 leaves the loop unspecialized (tma_ws.py's header)."""
+    """Every config of the study kernel tma_ws.py compiles to a warp-specialized kernel for sm_90: a
+    `ttg.warp_specialize` op in the TTGIR, 12 warps (a TMA producer warpgroup and two wgmma consumers), `setmaxnreg`
+    (USETMAXREG) in the SASS; with num_warps=8 Triton 3.6 leaves the loop unspecialized (tma_ws.py's header; why
+    it is not a variant is there too)."""
     import json
     import os
     import subprocess
@@ -302,7 +299,9 @@ def test_warp_specialization_applies():
     assert res.returncode == 0, res.stderr[-2000:]
     rows = json.loads(res.stdout.strip().splitlines()[-1])
     w8 = rows.pop("w8")
-    assert len(rows) == len(configs("tma_ws"))
+    from triton_kernels import tma_ws
+
+    assert len(rows) == len(tma_ws.configs())
     for name, r in rows.items():
         assert r == dict(ws=True, warps=12, setmaxnreg=True, hgmma=True), (name, r)
     assert not w8["ws"] and not w8["setmaxnreg"] and w8["warps"] == 8
@@ -318,10 +317,10 @@ def test_tma_rejects_unaligned_and_auto_falls_back():
 
 def test_kernel_argument_checked():
     a, b = make_inputs(8, 8, 8, "NN", device=DEVICE)
-    with pytest.raises(ValueError, match=r"kernel must be one of \('auto', 'blocked', 'splitk', 'tma', 'tma_ws'\), "
+    with pytest.raises(ValueError, match=r"kernel must be one of \('auto', 'blocked', 'splitk', 'tma'\), "
                        r"got 'cublas'"):
         triton_kernels.hgemm(a, b, kernel="cublas")
-    with pytest.raises(ValueError, match=r"configs: kernel must be one of \('blocked', 'splitk', 'tma', 'tma_ws'\), "
+    with pytest.raises(ValueError, match=r"configs: kernel must be one of \('blocked', 'splitk', 'tma'\), "
                        r"got 'wgmma'"):
         configs("wgmma")
 

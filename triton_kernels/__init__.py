@@ -1,5 +1,5 @@
 """Triton HGEMMs callable from PyTorch: a blocked kernel (any GPU, any strides), a split-K kernel (skinny M), a
-persistent TMA kernel and its warp-specialized sibling (Hopper, aligned operands); `hgemm` picks one per kind of
+persistent TMA kernel (Hopper, aligned operands); `hgemm` picks one per kind of
 call and caches the choice. What each kernel is: `triton_kernels.variants`; how the choice is made:
 `triton_kernels.dispatch`."""
 from hgemm_common.operands import layout_of

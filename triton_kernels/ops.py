@@ -1,7 +1,7 @@
 """The Triton HGEMM as a PyTorch operator: `torch.ops.tensorcore_hgemm.triton_hgemm(a, b, acc)`.
 
 A `torch.library.custom_op` whose implementation is `triton_kernels.hgemm`'s own call path: the plan cache of
-`triton_kernels.dispatch` picks the fastest kernel for each kind of call (split-K, TMA, warp-specialized TMA or
+`triton_kernels.dispatch` picks the fastest kernel for each kind of call (split-K, TMA or
 blocked) and launches it directly, in eager mode and inside a torch.compile'd graph alike. torch.compile keeps the
 operator as one opaque node (the fake implementation gives it shapes), so the compiled graph runs the same choice
 as eager code; it cannot fuse into the kernel, which inductor never did with a user's Triton kernel either. (Until

@@ -14,6 +14,13 @@ checks the first three on every config):
 - a pointer-store epilogue: a TMA store of C (`c_desc.store`, as tma_persistent.py does) after the specialized
   loop fails the pass's verifier ("tensor descriptor block and tensor types must match"); 64x256 tiles fail it
   too. The pointer store takes C with any strides, so only A and B need to be TMA-describable here.
+
+Not a variant (no record; `hgemm` never runs it): on the H100 (triton 3.6.0, driver 580) the compiled kernel did
+not finish. In the GPU suite at f177e8d a 300x264x520 NT call with configs()[3] hung the run for eight minutes;
+a probe launching configs()[3] and configs()[0], NN and NT, through `kernel[grid]` (`launches` below, no direct
+launcher) timed out after 45 s in every case, where the same call of tma_persistent.py's kernel takes under a
+second including compilation. So the study stops at what the compiler emits (the test above); the hand-written
+warp-specialized kernels (ptx_kernels/csrc/sm90/wgmma_ws.cu and after) are this project's measured version.
 """
 from __future__ import annotations
 
@@ -38,15 +45,6 @@ def configs() -> list[Config]:
         Config(128, 128, 64, group_m=8, num_warps=4, num_stages=4),
         Config(128, 128, 64, group_m=8, num_warps=4, num_stages=5),
     ]
-
-
-INTERPRETER_CONFIG = Config(32, 32, 32, group_m=4, num_warps=4, num_stages=2)
-
-
-def worth_timing(m: int, n: int, k: int, sms: int, tma_in_place: bool) -> bool:
-    """Timed from 65 rows: below, its 128-row tiles are mostly padding (the split-K kernel's 16-row tiles and the
-    TMA kernel's 64-row ones fit), and leaving it out saves tuning time on decode-like shapes."""
-    return m > 64
 
 
 @triton.jit
@@ -86,8 +84,8 @@ def hgemm_tma_ws_kernel(
 
 
 def launches(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, acc_fp16: bool, config: Config) -> list[Spec]:
-    """C = A @ B: one persistent launch; the caller has validated and checked that A and B are TMA-describable
-    (`meets_alignment("tma_ab", ...)`); C may have any strides."""
+    """C = A @ B as one persistent launch (`launch.jit_launch(spec)` runs it): the call that reproduces the hang in
+    the header. A and B TMA-describable (`meets_alignment("tma_ab", ...)`); C may have any strides."""
     m, k = a.shape
     n = b.shape[1]
     a_desc, b_desc, a_t, b_t = operand_descs(a, b, config)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from hgemm_common.record import LAYOUTS, Variant
 
-from . import blocked, splitk, tma_persistent, tma_ws
+from . import blocked, splitk, tma_persistent
 
 # Ladder order: each record adds one idea to one before it.
 VARIANTS: tuple[Variant, ...] = (
@@ -31,11 +31,6 @@ VARIANTS: tuple[Variant, ...] = (
             native_layouts=LAYOUTS, alignment="tma", misaligned="refuse",
             promises={"sm_90": ("HGMMA", "UTMALDG")}, forbids={"sm_90": ("LDGSTS",)}, ceiling="wgmma",
             extra={"kernel": "tma", "module": tma_persistent, "general": True}),
-    Variant("triton_tma_ws", "triton", "triton", "tma_ws.py", "timed over tma_ws.configs()",
-            "+ warp-specialized K loop (TMA producer, 2 wgmma consumers, setmaxnreg), pointer-store epilogue",
-            "tl.dot", min_arch=90, native_layouts=LAYOUTS, alignment="tma_ab", misaligned="refuse",
-            promises={"sm_90": ("HGMMA", "UTMALDG", "USETMAXREG")}, forbids={"sm_90": ("LDGSTS",)},
-            ceiling="wgmma", extra={"kernel": "tma_ws", "module": tma_ws}),
 )
 
 # `hgemm(kernel="auto")`: not a kernel of its own but the choice among the records above, listed by the harness
