@@ -15,7 +15,8 @@ CSRC = Path(__file__).resolve().parent / "csrc"
 # Built beside the variants (not GEMM variants): the instruction ceilings and the fragment-layout probes, each with
 # the compute capability (x10) it needs.
 LAB_SOURCES = {"lab/mma_ceiling.cu": 80, "lab/probes.cu": 80, "lab/wgmma_ceiling.cu": 90,
-               "lab/mma_sp_ceiling.cu": 80, "lab/sparse_probes.cu": 80}
+               "lab/mma_sp_ceiling.cu": 80, "lab/sparse_probes.cu": 80,
+               "lab/wgmma_sp_ceiling.cu": 90, "lab/wgmma_sp_probe.cu": 90}
 
 H = 2  # bytes per half
 
@@ -156,6 +157,17 @@ SPARSE: tuple[Variant, ...] = (
             block=(128, 256, 64), stages=4, alignment="rows16", promises=_each("HMMA", "LDSM", "LDGSTS"),
             forbids=_each("STSM", *_LOCAL), static_smem=lambda acc, b_col: 0,
             extra={"sass_forms": ("HMMA.SP.16832.F32", "HMMA.SP.16832.F16")}),
+    Variant("wgmma_sp", "ptx", "sparse", "sm90/wgmma_sp.cu",
+            "persistent, 128x256x64 (dense K) in 5 stages, producer + 2 consumer warpgroups",
+            "2:4 sparse A on the Hopper ladder: wgmma.mma_async.sp m64n256k32 on TMA-loaded compressed values "
+            "(64-byte swizzle) and metadata words, B as the dense kernels load it, TMA-store epilogue",
+            isa="wgmma.sp", kind="sparse", ceiling="wgmma.sp", min_arch=90, block=(128, 256, 64), stages=5,
+            alignment="tma", static_smem=lambda acc, b_col: 0,
+            promises={"sm_90a": ("HGMMA", "UTMALDG", "UTMASTG", "SYNCS", "USETMAXREG")},
+            forbids={"sm_90a": ("HMMA", "LDGSTS", "LDSM", *_LOCAL)},
+            # accumulations x B layouts x epilogues
+            extra={"sass_forms": ("HGMMA.SP.64x256x32.F32", "HGMMA.SP.64x256x32.F16"), "instantiations": 2 * 2 * 2,
+                   "inspect_instance": r"L3Acc{acc}ELb0ELb1E"}),
 )
 VARIANTS = VARIANTS + HOPPER + SPARSE
 
