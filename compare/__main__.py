@@ -48,8 +48,10 @@ def cmd_check(args) -> int:
     from . import check, registry
 
     gpu = _gpu()
+    if args.kind == "sparse" and not gpu:
+        return _user_error("check --kind sparse runs the 2:4 sparse kernels, which need a CUDA GPU; none is here")
     try:
-        kernels = registry.select(args.kernels, include_all=args.all)
+        kernels = registry.select(args.kernels, include_all=args.all, kind=args.kind)
     except registry.UnknownKernel as e:
         return _user_error(str(e))
     if not kernels:
@@ -58,7 +60,7 @@ def cmd_check(args) -> int:
         print("no CUDA GPU: checking the Triton kernels under the Triton interpreter (TRITON_INTERPRET=1) on "
               "small shapes against the float64 reference and torch.matmul on the CPU; the PTX kernels and all "
               "timing need a GPU.")
-    rows, names, mat = check.run_check(kernels, gpu=gpu, progress=_progress("check"))
+    rows, names, mat = check.run_check(kernels, gpu=gpu, progress=_progress("check"), sparse=args.kind == "sparse")
     print(check.format_table(rows))
     if names:
         print()
@@ -81,9 +83,13 @@ def cmd_bench(args) -> int:
     if not _gpu():
         print("bench needs a CUDA GPU (timing under the interpreter would measure numpy); nothing timed.")
         return 2
+    if args.kind == "sparse" and args.layout not in bench.SPARSE_LAYOUTS:
+        return _user_error(f"--kind sparse takes --layout {' or '.join(bench.SPARSE_LAYOUTS)} (A is the pruned "
+                           f"row-major weight), got {args.layout}")
+    suite = args.suite or ("sparse" if args.kind == "sparse" else "default")
     try:
-        shapes = bench.parse_shapes(args.shapes) if args.shapes else bench.SUITES[args.suite]
-        kernels = registry.select(args.kernels, include_all=args.all)
+        shapes = bench.parse_shapes(args.shapes) if args.shapes else bench.SUITES[suite]
+        kernels = registry.select(args.kernels, include_all=args.all, kind=args.kind)
     except ValueError as e:  # UnknownKernel, or a shape not of the form MxNxK
         return _user_error(str(e))
     from . import frame as frame_mod
@@ -98,7 +104,7 @@ def cmd_bench(args) -> int:
         for i, (m, n, k) in enumerate(shapes):
             rows += bench.bench_shape(kernels, m, n, k, layout=args.layout, rounds=args.rounds,
                                       budget_ms=args.budget_ms, timer=timer, seed=i, ceilings=ceilings,
-                                      copy_gb_s=frame.get("copy_gb_s"))
+                                      copy_gb_s=frame.get("copy_gb_s"), kind=args.kind)
             show(i + 1, len(shapes))
     env["during_run"] = sampler.summary()
     env["frame"] = frame
@@ -187,8 +193,14 @@ def main(argv=None) -> int:
     c.add_argument("--kernels", nargs="*", help="fnmatch patterns of kernel names (default: the default set)")
     c.add_argument("--all", action="store_true", help="also every pinned Triton configuration")
     c.add_argument("--out", help="folder for check.json")
+    c.add_argument("--kind", default="dense", choices=["dense", "sparse"],
+                   help="problem kind: sparse checks the 2:4 sparse kernels and their dense peers on one pruned A")
     b = sub.add_parser("bench", help="time kernels side by side (GPU)")
-    b.add_argument("--suite", default="default", choices=sorted(SUITES))
+    b.add_argument("--suite", default=None, choices=sorted(SUITES),
+                   help="shape suite (default: 'default', or 'sparse' with --kind sparse)")
+    b.add_argument("--kind", default="dense", choices=["dense", "sparse"],
+                   help="problem kind: sparse times the 2:4 sparse kernels beside torch.matmul, their dense peers and "
+                        "torch's semi-structured sparse matmul, all on one pruned A")
     b.add_argument("--shapes", help="comma-separated MxNxK list, instead of --suite")
     b.add_argument("--kernels", nargs="*", help="fnmatch patterns of kernel names")
     b.add_argument("--all", action="store_true", help="also every pinned Triton configuration")

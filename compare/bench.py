@@ -32,6 +32,11 @@ SUITES["default"] = SUITES["square"] + SUITES["llm"] + SUITES["odd"]
 # The suite issue 17 is judged on: square + LLM + skinny M in {1, 16, 64, 128, 512} + odd.
 SUITES["mixed"] = SUITES["default"] + [s for s in SUITES["skinny"][:5] if s not in SUITES["default"]]
 SUITES["all"] = SUITES["default"] + [s for s in SUITES["skinny"] if s not in SUITES["default"]]
+# The sparse kind's suite (`bench --kind sparse`): the squares the issue judges, a large LLM projection, a decode
+# shape and the odd shape.
+SUITES["sparse"] = [(4096, 4096, 4096), (8192, 8192, 8192), (8192, 28672, 4096), (16, 4096, 4096), (3000, 5000, 2000)]
+# Layouts the sparse kind takes: A is the pruned weight, row-major (compressed along K); B either way.
+SPARSE_LAYOUTS = ("NN", "NT")
 
 L2_FLUSH_BYTES = 256 * 2**20  # > 5x the H100's 50 MB L2
 
@@ -59,6 +64,7 @@ class BenchRow:
     wall_us: float | None = None
     wall_ratio_to_torch: float | None = None
     hbm_pct: float | None = None  # bytes A + B + C once over the device time, % of the measured copy bandwidth
+    kind: str = "dense"  # problem kind: "sparse" rows share one 2:4-pruned A (TFLOPS count the dense 2 M N K)
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -159,26 +165,39 @@ def tflops(m: int, n: int, k: int, ms: float) -> float:
 
 def bench_shape(kernels: list[Kernel], m: int, n: int, k: int, *, layout: str = "NN", rounds: int = 3,
                 budget_ms: float = 300.0, max_slow_tflop: float = 2.5, timer: Timer | None = None,
-                ceilings: dict | None = None, seed: int = 0, copy_gb_s: float | None = None) -> list[BenchRow]:
+                ceilings: dict | None = None, seed: int = 0, copy_gb_s: float | None = None,
+                kind: str = "dense") -> list[BenchRow]:
     """Check then time each kernel on one shape. `budget_ms`: timed GPU time per kernel (all rounds).
     ceilings: measured TFLOPS by instruction ceiling and accumulation ({"mma.sync": {"fp32": ..., "fp16": ...}});
     each kernel is scored against its record's `ceiling`. copy_gb_s: the measured device copy bandwidth, which
     `hbm_pct` divides by (memory-bound skinny shapes are judged by it).
 
     Kernels with `note` marking them naive/slow are skipped when the problem exceeds `max_slow_tflop` TFLOP.
+    kind "sparse": A is pruned 2:4 along K first (every kernel gets the same pruned A; its reference is the pruned
+    product); the kernels are `registry.sparse_kernels()`.
     """
     timer = timer or Timer()
     a, b = make_inputs(m, n, k, layout, device="cuda", seed=seed, kind="randn")
+    if kind == "sparse":
+        from ptx_kernels.sparse import prune_2to4
+
+        if layout not in SPARSE_LAYOUTS:
+            raise ValueError(f"the sparse kind takes layouts {SPARSE_LAYOUTS} (A row-major), got {layout}")
+        a = prune_2to4(a)
     ref = reference(a, b)
     rows, live, bounds = [], [], {}
     for kern in kernels:
-        row = BenchRow(kern.name, kern.family, kern.acc, kern.config, m, n, k, layout, "ok")
+        row = BenchRow(kern.name, kern.family, kern.acc, kern.config, m, n, k, layout, "ok", kind=kind)
         rows.append(row)
         if not kern.supports(layout, None):
             row.status, row.detail = "skipped", f"layout {layout} not supported"
             continue
         if not kern.accepts(a, b):
             row.status, row.detail = "skipped", f"operands not accepted (alignment {kern.record.alignment!r})"
+            continue
+        why = kern.skip_reason(a, b) if kern.skip_reason else None
+        if why:
+            row.status, row.detail = "skipped", why
             continue
         if kern.slow and 2.0 * m * n * k / 1e12 > max_slow_tflop:
             row.status, row.detail = "skipped", f"naive kernel above {max_slow_tflop} TFLOP"

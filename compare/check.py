@@ -76,13 +76,18 @@ class TunedConfigs:
 
 
 def _run_case(kernels: list[Kernel], m: int, n: int, k: int, layout: str, kind: str, device, seed: int,
-              tuned: TunedConfigs | None = None):
+              tuned: TunedConfigs | None = None, sparse: bool = False):
     a, b = make_inputs(m, n, k, layout, device=device, seed=seed, kind=kind)
+    if sparse:  # the sparse kind: every kernel gets the same 2:4-pruned A, the reference is the pruned product
+        from ptx_kernels.sparse import prune_2to4
+        a = prune_2to4(a)
     ref = reference(a, b)
     outs, rows, bounds = {}, [], {}
     for kern in kernels:
         if not kern.supports(layout, None) or not kern.accepts(a, b):
             continue  # by design (e.g. TMA needs 16-byte rows); the kernel raises a clear error there
+        if kern.skip_reason and kern.skip_reason(a, b):
+            continue  # limits no record states (torch's semi-structured shapes)
         if kind == "int":
             bound = None
         else:
@@ -132,13 +137,16 @@ def cases_for(gpu: bool, layouts=LAYOUTS) -> list[tuple[tuple[int, int, int], st
         [(s, lay, "randn") for s in rand for lay in lays(*s)]
 
 
-def run_check(kernels: list[Kernel], *, gpu: bool, layouts=LAYOUTS, progress=None):
-    """Run the exact and random checks; returns (rows, pairwise names, pairwise matrix)."""
+def run_check(kernels: list[Kernel], *, gpu: bool, layouts=LAYOUTS, progress=None, sparse: bool = False):
+    """Run the exact and random checks; returns (rows, pairwise names, pairwise matrix). sparse: the sparse kind
+    (`registry.sparse_kernels()`, A pruned 2:4 along K, row-major: layouts NN and NT)."""
     device = "cuda" if gpu else "cpu"
+    if sparse:
+        layouts = [x for x in layouts if x in ("NN", "NT")]
     cases = cases_for(gpu, layouts)
     rows, pair, tuned = [], ([], []), TunedConfigs()
     for i, ((m, n, k), lay, kind) in enumerate(cases):
-        r, outs = _run_case(kernels, m, n, k, lay, kind, device, seed=i, tuned=tuned)
+        r, outs = _run_case(kernels, m, n, k, lay, kind, device, seed=i, tuned=tuned, sparse=sparse)
         rows += r
         if kind == "randn" and not pair[0]:
             pair = pairwise(outs)

@@ -44,6 +44,10 @@ class Kernel:
     config: str = ""  # tile configuration, or "autotuned"
     default: bool = True  # in the default bench set (per-config entries are checked, not timed, by default)
     note: str = ""  # what the entry adds, for the ladder
+    # Why these operands cannot run here (a reason, or None): for entries whose limits no record states (cuSPARSELt's
+    # shape rules); the harness skips the case with the reason instead of reporting an error.
+    skip_reason: Callable[[torch.Tensor, torch.Tensor], "str | None"] | None = field(default=None, repr=False,
+                                                                                    compare=False)
 
     @property
     def family(self) -> str:
@@ -76,7 +80,7 @@ class Kernel:
         return self.record.misaligned != "refuse" or meets_alignment(self.record.alignment, a, b)
 
     def supports(self, layout: str, arch: int | None) -> bool:
-        return self.record.supports(acc=self.acc, layout=layout, arch=arch)
+        return self.record.supports(acc=self.acc, layout=layout, arch=arch, kind=self.record.kind)
 
 
 def entry_name(record: Variant, acc: str, config: str | None = None) -> str:
@@ -131,6 +135,73 @@ def kernels() -> list[Kernel]:
     return [k for v in records() for k in ENTRIES[v.package](v)]
 
 
+# ---- the sparse problem kind: C = A @ B with A 2:4 sparse along K (`bench --kind sparse`, `check --kind sparse`) ----
+# Every entry takes the same pruned dense A: torch.matmul on it (the baseline), the dense PTX kernel each sparse
+# record names as its peer (`extra["dense_peer"]`), torch's semi-structured sparse tensor (cuSPARSELt where torch
+# has it, else its CUTLASS kernels), and the sparse PTX variants. The compressed forms are made once per A (the
+# first, untimed call) and reused: the timed calls run the kernel, as a pruned weight would.
+SEMI_STRUCTURED = Variant("torch.sparse_semi_structured", "torch", "sparse", "", "cuSPARSELt",
+                          "torch.sparse.to_sparse_semi_structured(A) @ B (cuSPARSELt; CUTLASS where torch lacks it)",
+                          "cusparselt", kind="sparse", accs=("fp32",), native_layouts=("NN", "NT"))
+
+
+class _PerA:
+    """make(a) kept for the last A it was made from (same storage, shape, strides and version)."""
+
+    def __init__(self, make):
+        self.make, self.key, self.value = make, None, None
+
+    def __call__(self, a: torch.Tensor):
+        key = (a.data_ptr(), tuple(a.shape), tuple(a.stride()), a._version)
+        if key != self.key:
+            self.key, self.value = None, self.make(a)
+            self.key = key
+        return self.value
+
+
+def _sparse_a():
+    import ptx_kernels
+    return _PerA(ptx_kernels.SparseA)
+
+
+def _ptx_sparse(name: str, acc: str, compressed: _PerA) -> Runner:
+    def run(a, b, out=None):
+        return compressed(a).matmul(b, variant=name, acc=acc, out=out)
+    return run
+
+
+def _semi_structured_entry() -> Kernel:
+    sparse_a = _PerA(lambda a: torch.sparse.to_sparse_semi_structured(a))
+
+    def run(a, b, out=None):  # torch's sparse matmul takes no out=: its own output is checked and timed
+        return torch.mm(sparse_a(a), b)
+
+    def skip_reason(a, b):
+        try:
+            run(a, b)
+        except Exception as e:  # noqa: BLE001 - any refusal of these operands is a reason to skip them
+            return f"torch semi-structured: {str(e).splitlines()[0][:120]}"
+        return None
+    return Kernel(SEMI_STRUCTURED.name, SEMI_STRUCTURED, "fp32", run, config=SEMI_STRUCTURED.tile,
+                  note=SEMI_STRUCTURED.adds, skip_reason=skip_reason)
+
+
+def sparse_kernels() -> list[Kernel]:
+    """The sparse kind's entries: the baseline, the sparse records' dense peers, torch's semi-structured sparse
+    matmul, then the sparse PTX variants in ladder order (every accumulation)."""
+    import ptx_kernels
+
+    sparse = ptx_kernels.variants("sparse")
+    peers = [ptx_kernels.check_variant(name, "fp32") for name in dict.fromkeys(
+        v.extra["dense_peer"] for v in sparse if "dense_peer" in v.extra)]
+    compressed = _sparse_a()
+    return [*_torch_entries(BASELINE), *(Kernel(entry_name(v, "fp32"), v, "fp32", _ptx(v.name, "fp32"),
+                                                config=v.tile, note=v.adds) for v in peers),
+            _semi_structured_entry(),
+            *(Kernel(entry_name(v, acc), v, acc, _ptx_sparse(v.name, acc, compressed), config=v.tile, note=v.adds)
+              for v in sparse for acc in v.accs)]
+
+
 def names() -> list[str]:
     return [k.name for k in kernels()]
 
@@ -145,8 +216,9 @@ def _choices(kern: list[Kernel]) -> str:
 
 
 def select(patterns: list[str] | None = None, *, include_all: bool = False, gpu: bool | None = None,
-           arch: int | None = None) -> list[Kernel]:
-    """Kernels whose name matches one of `patterns` (fnmatch; None = the defaults), runnable here.
+           arch: int | None = None, kind: str = "dense") -> list[Kernel]:
+    """Kernels of problem kind `kind` ("dense", or "sparse": `sparse_kernels`) whose name matches one of `patterns`
+    (fnmatch; None = the defaults), runnable here.
 
     A pattern that matches no kernel at all raises UnknownKernel naming the valid ones.
     """
@@ -154,7 +226,12 @@ def select(patterns: list[str] | None = None, *, include_all: bool = False, gpu:
 
     if gpu is None:
         gpu = torch.cuda.is_available() and not interpreter_active()
-    every = kernels()
+    if kind not in ("dense", "sparse"):
+        raise UnknownKernel(f"problem kind must be 'dense' or 'sparse', got {kind!r}")
+    every = kernels() if kind == "dense" else sparse_kernels()
+    if kind == "sparse" and gpu and arch is None:  # the sparse set mixes sm_80 and sm_90a kernels: only this GPU's
+        major, minor = torch.cuda.get_device_capability()
+        arch = major * 10 + minor
     for p in patterns or []:
         if not any(fnmatchcase(k.name, p) for k in every):
             raise UnknownKernel(f"no kernel matches {p!r}; choose from: {_choices(every)}")
@@ -165,7 +242,7 @@ def select(patterns: list[str] | None = None, *, include_all: bool = False, gpu:
                 continue
         elif not (k.default or include_all):
             continue
-        if not gpu and not k.cpu_ok:
+        if not gpu and (not k.cpu_ok or kind == "sparse"):
             continue
         if arch is not None and arch < k.min_arch:
             continue

@@ -179,6 +179,25 @@ def run(out: Path, *, gpu: bool, suite: str = "default", budget_ms: float = MAIN
                "### Geometric mean over the suite", "", summary_markdown(brows), "",
                *(f"![{p.stem}]({p.name})\n" for p in pngs), "### Every measurement", "", bench_markdown(brows), "",
                "Raw numbers: `bench.csv`, `bench.json` (with the environment).", ""]
+        if nvcc:  # the 2:4 sparse kind: its kernels beside dense torch.matmul, the dense peers and torch's sparse
+            skernels, srows = registry.select(None, kind="sparse"), []
+            with phase("bench (2:4 sparse)"):
+                for i, (m, n, k) in enumerate(bench_mod.SUITES["sparse"]):
+                    srows += bench_mod.bench_shape(skernels, m, n, k, budget_ms=budget_ms, timer=timer, seed=100 + i,
+                                                   ceilings=ceilings, copy_gb_s=frame.get("copy_gb_s"), kind="sparse")
+            (out / "sparse").mkdir(exist_ok=True)
+            bench_mod.write_bench(out / "sparse", env, srows)
+            bad = [r for r in srows if r.status in ("failed check", "error")]
+            if bad:
+                result.failures.append(f"{len(bad)} sparse timing runs failed their check or raised")
+            md += ["## 2:4 sparse", "",
+                   "A pruned 2:4 along K (the two largest magnitudes of every 4), the same pruned A for every kernel: "
+                   "dense torch.matmul on it (the ratios' base), the dense PTX kernel of each sparse kernel's ladder, "
+                   "torch.sparse.to_sparse_semi_structured (cuSPARSELt where torch has it; skipped with the reason "
+                   "where its shape rules refuse), and the sparse PTX kernels (compressed once, untimed). TFLOPS "
+                   "count the dense 2 M N K; % ceiling is against the sparse instruction ceilings of the frame above. "
+                   "Same timing as the dense bench.", "", summary_markdown(srows), "", bench_markdown(srows), "",
+                   "Raw numbers: `sparse/bench.csv`, `sparse/bench.json`.", ""]
     else:
         md += ["## Speed", "", "Not measured: timing needs a CUDA GPU. On a GPU machine the same command checks "
                "every kernel there, times them against torch.matmul (the default suite: square 1024-16384, the "

@@ -100,3 +100,32 @@ def asm_examples() -> dict[str, np.ndarray]:
     return {"cube": u[:, 0], "min": out[:, 1], "laneid": u[:, 2], "clock_delta": u[:, 3], "add_u16": u[:, 4],
             "fma_f32": u[:, 5].view(np.float32), "shl3": u[:, 6], "stored": u[:, 7], "add_u64": out64,
             "add_f64": outd}
+
+
+def wgmma_sp(a: np.ndarray, b: np.ndarray, acc: str = "fp32", sel: int = 0, b_col: bool = True) -> np.ndarray:
+    """D = A @ B (A 64x64 2:4 sparse, B 64x256, small integers) through one stage of wgmma_sp's MMAs (two
+    wgmma.mma_async.sp m64n256k32, sparsity selector `sel`, B K-major or N-major): A compressed by
+    ptx_kernels.sparse.compress and placed where the kernel's TMA boxes put it, the metadata registers given per
+    thread by the model (sparse.lane_registers per warp and k32 step), D gathered by the model (sparse.wgmma_d): equal
+    to A @ B only if the metadata map and the kernel's descriptors are the hardware's."""
+    from . import sparse
+
+    values, meta = sparse.compress(torch.from_numpy(a.astype(np.float16)))
+    e = np.zeros((128, 2), dtype=np.uint32)
+    for w in range(4):
+        for j in range(2):
+            e[32 * w:32 * w + 32, j] = sparse.lane_registers(meta, j, w, sel)
+    dev = dict(device="cuda")
+    ta = torch.from_numpy(values.numpy().view(np.int16).copy()).to(**dev)
+    tb = torch.from_numpy(np.ascontiguousarray(b.T).astype(np.float16).view(np.int16)).to(**dev)  # (n, k)
+    te = torch.from_numpy(e.view(np.int32)).to(**dev)
+    d = load().probe_wgmma_sp(ta, tb, te, acc == "fp16", b_col, sel).cpu().numpy().view(np.uint32)
+    if acc == "fp32":
+        vals = d.view(np.float32).astype(np.float64)
+    else:
+        vals = np.stack([d & 0xFFFF, d >> 16], -1).reshape(128, 128).astype(np.uint16).view(np.float16)
+        vals = vals.astype(np.float64)
+    ld = sparse.wgmma_d(256)
+    out = np.full((64, 256), np.nan)
+    out[ld[..., 0], ld[..., 1]] = vals
+    return out

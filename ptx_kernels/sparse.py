@@ -267,3 +267,73 @@ def emulate_mma_sp(a_regs: np.ndarray, b_regs: np.ndarray, e_regs: np.ndarray, s
             for j, p in enumerate((nib & 3, nib >> 2)):
                 dense[row, 4 * chunk + p] += comp[row, 2 * chunk + j]
     return dense @ b
+
+
+# ---- wgmma_sp's stage (csrc/blocks/wgmma_sp_tile.cuh, csrc/sm90/wgmma_sp.cu) ---------------------------------
+
+def wgmma_d(n: int = 256) -> np.ndarray:
+    """The accumulator fragment of wgmma m64nN (fp32: register i of a thread): (128, N / 2, 2) (row, column) —
+    warp w's rows 16w..16w+15 as mma's m16n8 C fragment, one per 8-column block j (registers 4j..4j+3)."""
+    out = np.zeros((128, n // 2, 2), dtype=np.int64)
+    for t in range(128):
+        w, lane = t // 32, t % 32
+        for j in range(n // 8):
+            for i in range(4):
+                out[t, 4 * j + i] = (16 * w + lane // 4 + 8 * (i // 2), 8 * j + 2 * (lane % 4) + i % 2)
+    return out
+
+
+def wgmma_sp_a_offset(r: int, c: int) -> int:
+    """Byte offset of compressed element (r, c) (c < 32) in wgmma_sp's A stage: 64-byte rows, 64-byte swizzle
+    (16-byte chunk c // 8 of row r at chunk (c // 8) ^ ((r // 2) % 4)), as TMA's SWIZZLE_64B writes a 32-half box."""
+    return r * 64 + (((c // 8) ^ ((r // 2) % 4)) * 16) + (c % 8) * 2
+
+
+STAGE_K = 64  # dense K of one wgmma_sp stage: two k32 steps
+VALID_WORD = 0x44444444  # positions (0, 1) in every chunk: what wgmma_sp passes where no metadata exists
+
+
+def wgmma_sp_stage_registers(meta: torch.Tensor, m: int, k: int, m0: int, kb: int, bm: int = 128) -> np.ndarray:
+    """(2 consumer warpgroups x 128 threads, 2 k32 steps) uint32: the metadata registers wgmma_sp's consumers pass
+    for the stage of 64 dense K number kb of the tile at rows m0.., as the kernel gets them: the TMA box of 2 rows
+    x bm words at (row 2 kb, word m0) of the (Kp / 32, 16 ceil(M / 16)) word matrix (zeros outside it), then thread
+    t of consumer c reads word j * bm + 64 c + 16 (t // 32) + 2 (lane // 4) + lane % 2 of step j, replaced by
+    VALID_WORD where its row block or the step lies past the metadata."""
+    kb32, mb, _ = meta.shape
+    words = meta.cpu().numpy().view(np.uint32).reshape(kb32, mb * 16)
+    box = np.zeros((2, bm), dtype=np.uint32)
+    rows = words[2 * kb:2 * kb + 2, m0:m0 + bm]
+    box[:rows.shape[0], :rows.shape[1]] = rows
+    ksteps, mblocks = -(-k // K_BLOCK), -(-m // M_BLOCK)
+    out = np.zeros((2 * 128, 2), dtype=np.uint32)
+    for c in range(2):
+        for t in range(128):
+            warp, lane = t // 32, t % 32
+            word = 64 * c + 16 * warp + 2 * (lane // 4) + lane % 2
+            rows_ok = (m0 + 64 * c) // 16 + warp < mblocks
+            for j in range(2):
+                ok = rows_ok and 2 * kb + j < ksteps
+                out[128 * c + t, j] = box[j, word] if ok else VALID_WORD
+    return out
+
+
+def dense_from_wgmma_sp_registers(values: torch.Tensor, regs: np.ndarray, m0: int, kb: int, sel: int = 0,
+                                  bm: int = 128) -> np.ndarray:
+    """The dense (bm, 64) A tile a wgmma_sp stage multiplies, rebuilt from the compressed values (M, Kp / 2) and the
+    threads' registers (`wgmma_sp_stage_registers`) by the instruction's metadata map (`wgmma_sp_meta`, per
+    consumer warpgroup of 64 rows): rows past M and steps past Kp read zero values."""
+    v = values.cpu().double().numpy()
+    tile = np.zeros((bm, STAGE_K // 2))
+    part = v[m0:m0 + bm, kb * STAGE_K // 2:(kb + 1) * STAGE_K // 2]
+    tile[:part.shape[0], :part.shape[1]] = part
+    dense = np.zeros((bm, STAGE_K))
+    for c in range(bm // 64):
+        for j in range(2):
+            for t, rc in wgmma_sp_meta(sel).items():
+                e = int(regs[128 * c + t, j])
+                for i, (row, chunk) in enumerate(rc):
+                    nib = (e >> (4 * i)) & 0xF
+                    r = 64 * c + row
+                    for q, p in enumerate((nib & 3, nib >> 2)):
+                        dense[r, 32 * j + 4 * chunk + p] += tile[r, 16 * j + 2 * chunk + q]
+    return dense

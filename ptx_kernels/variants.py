@@ -15,7 +15,8 @@ CSRC = Path(__file__).resolve().parent / "csrc"
 # Built beside the variants (not GEMM variants): the instruction ceilings and the fragment-layout probes, each with
 # the compute capability (x10) it needs.
 LAB_SOURCES = {"lab/mma_ceiling.cu": 80, "lab/probes.cu": 80, "lab/wgmma_ceiling.cu": 90,
-               "lab/mma_sp_ceiling.cu": 80, "lab/sparse_probes.cu": 80}
+               "lab/mma_sp_ceiling.cu": 80, "lab/sparse_probes.cu": 80,
+               "lab/wgmma_sp_ceiling.cu": 90, "lab/wgmma_sp_probe.cu": 90}
 
 H = 2  # bytes per half
 
@@ -148,14 +149,26 @@ HOPPER: tuple[Variant, ...] = (
 )
 # 2:4 structured sparsity (problem kind "sparse": A arrives compressed, ptx_kernels/sparse.py; called through
 # ptx_kernels.sparse_hgemm). Each is scored against the sparse form of its instruction's ceiling, which counts the
-# dense work (2 M N K) the instruction does.
+# dense work (2 M N K) the instruction does. extra["dense_peer"]: the dense kernel of the same ladder the harness
+# times beside it on the pruned A (`python -m compare bench --kind sparse`).
 SPARSE: tuple[Variant, ...] = (
     Variant("mma_sp", "ptx", "sparse", "sm80/mma_sp.cu", "128x256x64 (dense K), 4 stages, 8 warps x 64x64",
             "2:4 sparse A: mma.sp.m16n8k32 on the compressed values and metadata words in the lanes' order, on the "
             "mma ladder's cp.async + swizzle + ldmatrix pipeline", isa="mma.sp", kind="sparse", ceiling="mma.sp",
             block=(128, 256, 64), stages=4, alignment="rows16", promises=_each("HMMA", "LDSM", "LDGSTS"),
             forbids=_each("STSM", *_LOCAL), static_smem=lambda acc, b_col: 0,
-            extra={"sass_forms": ("HMMA.SP.16832.F32", "HMMA.SP.16832.F16")}),
+            extra={"sass_forms": ("HMMA.SP.16832.F32", "HMMA.SP.16832.F16"), "dense_peer": "mma_stmatrix"}),
+    Variant("wgmma_sp", "ptx", "sparse", "sm90/wgmma_sp.cu",
+            "persistent, 128x256x64 (dense K) in 5 stages, producer + 2 consumer warpgroups",
+            "2:4 sparse A on the Hopper ladder: wgmma.mma_async.sp m64n256k32 on TMA-loaded compressed values "
+            "(64-byte swizzle) and metadata words, B as the dense kernels load it, TMA-store epilogue",
+            isa="wgmma.sp", kind="sparse", ceiling="wgmma.sp", min_arch=90, block=(128, 256, 64), stages=5,
+            alignment="tma", static_smem=lambda acc, b_col: 0,
+            promises={"sm_90a": ("HGMMA", "UTMALDG", "UTMASTG", "SYNCS", "USETMAXREG")},
+            forbids={"sm_90a": ("HMMA", "LDGSTS", "LDSM", *_LOCAL)},
+            # accumulations x B layouts x epilogues
+            extra={"sass_forms": ("HGMMA.SP.64x256x32.F32", "HGMMA.SP.64x256x32.F16"), "instantiations": 2 * 2 * 2,
+                   "inspect_instance": r"L3Acc{acc}ELb0ELb1E", "dense_peer": "wgmma_persistent"}),
 )
 VARIANTS = VARIANTS + HOPPER + SPARSE
 

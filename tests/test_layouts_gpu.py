@@ -63,6 +63,30 @@ def test_mma_sp_hardware_equals_model(probes, acc, sel):
         assert np.array_equal(probes.mma_sp(a, b, acc, sel), a @ b), pos
 
 
+@pytest.mark.parametrize("b_col", [True, False], ids=["B-kmajor", "B-nmajor"])
+@pytest.mark.parametrize("sel", [0, 1])
+@pytest.mark.parametrize("acc", ["fp32", "fp16"])
+def test_wgmma_sp_hardware_equals_model(probes, acc, sel, b_col):
+    """One stage of wgmma_sp (two wgmma.mma_async.sp m64n256k32 through the kernel's descriptors, operands where its
+    TMA boxes put them): metadata registers by the model (ptx_kernels/sparse.py, per warp the mma.sp map), D gathered
+    by the model of the accumulator fragment, equal to the pruned product."""
+    if torch.cuda.get_device_capability() < (9, 0):
+        pytest.skip("wgmma.mma_async.sp needs sm_90a")
+    from ptx_kernels import sparse
+
+    rng = np.random.default_rng(10 + sel)
+    for _ in range(3):
+        a = sparse.prune_2to4(torch.from_numpy(rng.integers(-3, 4, (64, 64))).to(torch.float16)).double().numpy()
+        b = rng.integers(-3, 4, (64, 256)).astype(np.float64)
+        assert np.array_equal(probes.wgmma_sp(a, b, acc, sel, b_col), a @ b)
+    # one kept element per chunk at each position in turn, B = k: D[m, n] names the dense column kept
+    for pos in range(4):
+        a = np.zeros((64, 64))
+        a[:, pos::4] = 1
+        b = np.tile(np.arange(64, dtype=np.float64)[:, None], (1, 256))
+        assert np.array_equal(probes.wgmma_sp(a, b, acc, sel, b_col), a @ b), pos
+
+
 @pytest.mark.parametrize("which", [0, 1, 2, 3])
 def test_wmma_fragments_recorded(probes, which):
     """WMMA's layout is the compiler's choice: record it, and check it is a cover of the 16x16 tile."""

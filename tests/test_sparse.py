@@ -2,6 +2,7 @@
 trip, the errors for input that is not 2:4 or metadata that does not match, and the model of the sparse
 instructions' metadata (ptx_kernels/sparse.py) against the PTX ISA's statements, written here element first."""
 import itertools
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -172,3 +173,88 @@ def test_wgmma_sparse_header_is_what_the_generator_prints():
     for n in gen_wgmma_sp.SHAPES:
         for acc in ("f32", "f16"):
             assert f"wgmma.mma_async.sp.sync.aligned.m64n{n}k32.{acc}.f16.f16" in text
+
+
+# ---- wgmma_sp's stage: metadata registers, shared-memory placement, accumulator map -------------------------------
+
+def test_wgmma_d_is_the_mma_c_fragment_per_warp_and_covers_the_tile():
+    from ptx_kernels import layouts
+
+    d = S.wgmma_d(256)
+    assert sorted(map(tuple, d.reshape(-1, 2))) == [(r, c) for r in range(64) for c in range(256)]
+    c = layouts.mma_c()  # (32, 4) (row, col) of one m16n8 tile
+    for w, lane, j in ((0, 0, 0), (1, 5, 3), (3, 31, 31)):
+        assert np.array_equal(d[32 * w + lane, 4 * j:4 * j + 4], c[lane] + np.array([16 * w, 8 * j]))
+
+
+@pytest.mark.parametrize("m,k", [(1, 1), (16, 20), (100, 64), (128, 96), (200, 33), (233, 311), (300, 4099)])
+def test_wgmma_sp_stage_registers_rebuild_the_pruned_tile(m, k):
+    """The metadata registers wgmma_sp's threads pass (TMA box of 2 x 128 words, then one word per thread and k32
+    step, `wgmma_sp_stage_registers`), decoded by the instruction's map (`wgmma_sp_meta`) over the stage's
+    compressed values, give back every stage of every 128-row tile of the pruned A: rows past M and K steps past
+    Kp get the valid stand-in word and zero values."""
+    a = S.prune_2to4(_ints(m, k, seed=m + k))
+    values, meta = S.compress(a)
+    kp = S.padded_k(k)
+    dense = torch.zeros(-(-m // 128) * 128, -(-kp // 64) * 64, dtype=torch.float64)
+    dense[:m, :k] = a.double()
+    for m0 in range(0, m, 128):
+        for kb in range(-(-kp // 64)):
+            regs = S.wgmma_sp_stage_registers(meta, m, k, m0, kb)
+            got = S.dense_from_wgmma_sp_registers(values, regs, m0, kb)
+            want = dense[m0:m0 + 128, 64 * kb:64 * kb + 64].numpy()
+            assert np.array_equal(got, want), (m0, kb, np.argwhere(got != want)[:3])
+            assert all(w in S.VALID_NIBBLES.values() for r in regs.ravel() for w in
+                       (((int(r) >> (4 * i)) & 0xF) for i in range(8)))
+
+
+def test_wgmma_sp_registers_of_a_stage_past_kp_are_the_stand_in():
+    values, meta = S.compress(S.prune_2to4(_ints(40, 20)))  # Kp = 32: the stage's second k32 step is past Kp
+    regs = S.wgmma_sp_stage_registers(meta, 40, 20, 0, 0)
+    assert (regs[:, 1] == S.VALID_WORD).all()
+    # row blocks 0..2 hold metadata (M = 40): warps 0-2 of consumer 0; warp 3 and consumer 1 get the stand-in
+    assert (regs[96:, 0] == S.VALID_WORD).all() and not (regs[:96, 0] == S.VALID_WORD).all()
+
+
+def _tma_swizzle(linear: int, bits: int) -> int:
+    """TMA's swizzle of a byte offset within a 1024-aligned buffer: 16-byte chunk bits 4.. XORed with bits 7.."""
+    return linear ^ (((linear >> 7) & ((1 << bits) - 1)) << 4)
+
+
+@pytest.fixture(scope="module")
+def sp_host_facts(tmp_path_factory):
+    import subprocess
+
+    from ptx_kernels import toolchain
+    from ptx_kernels.variants import CSRC
+
+    if toolchain.find_nvcc() is None:
+        pytest.skip("nvcc not installed")
+    exe = tmp_path_factory.mktemp("wgmma_sp") / "facts"
+    src = Path(__file__).parent / "cuda" / "wgmma_sp_host_facts.cu"
+    subprocess.run([toolchain.find_nvcc(), *toolchain.NVCC_FLAGS, toolchain.ARCHS["sm_90a"], f"-I{CSRC}", "-o",
+                    str(exe), str(src)], check=True, capture_output=True)
+    return subprocess.run([str(exe)], check=True, capture_output=True, text=True).stdout.splitlines()
+
+
+def test_wgmma_sp_stage_placement_is_what_tma_writes(sp_host_facts):
+    """Compressed A: 64-byte rows with TMA's 64-byte swizzle (and the Python model's formula); B: the dense kernels'
+    128-byte-swizzled K-major rows and N-major 64 x 64 boxes 8 KB apart."""
+    a = [tuple(map(int, x.split()[1:])) for x in sp_host_facts if x.startswith("a ")]
+    assert len(a) == 128 * 32
+    for r, c, off in a:
+        assert off == _tma_swizzle(r * 64 + 2 * c, 2) == S.wgmma_sp_a_offset(r, c), (r, c, off)
+    assert sorted(o // 2 for *_, o in a) == list(range(128 * 32))
+    b = [tuple(map(int, x.split()[1:])) for x in sp_host_facts if x.startswith("b ")]
+    for n, k, kmaj, nmaj in b:
+        assert kmaj == _tma_swizzle(n * 128 + 2 * k, 3), (n, k)
+        assert nmaj == (n // 64) * 8192 + _tma_swizzle(k * 128 + 2 * (n % 64), 3), (n, k)
+
+
+def test_wgmma_sp_descriptor_is_the_isa_64b_swizzle_form(sp_host_facts):
+    """PTX ISA "Matrix Descriptor Format": start address >> 4 in bits 0-13, LBO (unused: 1) in 16-29, SBO >> 4 in
+    32-45, swizzle mode 2 (64-byte) in bits 62-63."""
+    rows = [tuple(map(int, x.split()[1:])) for x in sp_host_facts if x.startswith("desc")]
+    assert len(rows) == 6
+    for addr, sbo, got in rows:
+        assert got == ((addr & 0x3FFFF) >> 4) | 1 << 16 | ((sbo & 0x3FFFF) >> 4) << 32 | 2 << 62, (addr, hex(got))

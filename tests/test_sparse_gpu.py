@@ -141,3 +141,26 @@ def test_operator_and_opcheck():
     assert compare(c, reference(a, b)).ok
     torch.library.opcheck(torch.ops.tensorcore_hgemm.ptx_sparse_hgemm, (values, meta, b, "auto", "fp32"),
                           test_utils=("test_schema", "test_faketensor"))
+
+
+def test_harness_sparse_kind_checks_and_times_every_entry_on_one_pruned_a():
+    """`compare bench --kind sparse` on a small shape: every entry of this GPU is checked against the pruned
+    product and timed (torch's semi-structured matmul may be skipped with its reason), rows say kind "sparse" and
+    carry ratios to dense torch.matmul; `check --kind sparse` passes every case."""
+    from compare import bench, check, registry
+
+    kernels = registry.select(None, kind="sparse")
+    names = {k.name for k in kernels}
+    assert {"torch.matmul", *(v.name for v in ptx_kernels.variants("sparse") if _offered(v))} <= names
+    rows = bench.bench_shape(kernels, 512, 384, 1024, budget_ms=5, rounds=1, kind="sparse")
+    for r in rows:
+        assert r.kind == "sparse"
+        assert r.status == "ok" or (r.status == "skipped" and r.kernel == registry.SEMI_STRUCTURED.name), r
+        assert r.status != "ok" or r.ratio_to_torch, r
+    crow, *_ = check.run_check(kernels, gpu=True, sparse=True)
+    assert crow and all(r.ok for r in crow), [r for r in crow if not r.ok][:3]
+
+
+def _offered(v):
+    major, minor = torch.cuda.get_device_capability()
+    return v.offered_on(major * 10 + minor)

@@ -201,6 +201,24 @@ torch::Tensor probe_mma_sp(const torch::Tensor& a, const torch::Tensor& b, const
   return d;
 }
 
+// a: (64, 32) int16 compressed values, b: (256, 64) int16 (n, k), e: (128, 2) int32 metadata registers; returns the
+// accumulators per thread in register order: (128, 128) int32 bits of fp32, or (128, 64) fp16 pairs.
+torch::Tensor probe_wgmma_sp(const torch::Tensor& a, const torch::Tensor& b, const torch::Tensor& e, bool fp16,
+                             bool b_col, int64_t sel) {
+  TORCH_CHECK(wgmma_sp_probe() != nullptr, "probe_wgmma_sp needs a build for sm_90a (wgmma.mma_async.sp)");
+  for (const auto* t : {&a, &b, &e})
+    TORCH_CHECK(t->is_cuda() && t->is_contiguous(), "probe_wgmma_sp: contiguous CUDA tensors");
+  TORCH_CHECK(a.scalar_type() == torch::kInt16 && a.numel() == 64 * 32 && b.scalar_type() == torch::kInt16 &&
+                  b.numel() == 256 * 64 && e.scalar_type() == torch::kInt32 && e.numel() == 128 * 2,
+              "probe_wgmma_sp: a is (64, 32) int16, b (256, 64) int16, e (128, 2) int32");
+  auto d = torch::empty({128, fp16 ? 64 : 128}, on_cuda(torch::kInt32));
+  check_probe(wgmma_sp_probe()(fp16, b_col, static_cast<int>(sel), reinterpret_cast<const uint16_t*>(a.data_ptr<int16_t>()),
+                               reinterpret_cast<const uint16_t*>(b.data_ptr<int16_t>()),
+                               reinterpret_cast<const uint32_t*>(e.data_ptr<int32_t>()),
+                               reinterpret_cast<uint32_t*>(d.data_ptr<int32_t>()), stream_of(a)), "probe_wgmma_sp");
+  return d;
+}
+
 std::vector<torch::Tensor> probe_wmma(int64_t which) {
   auto out = torch::zeros({32, 16}, on_cuda(torch::kInt32));
   auto n = torch::zeros({1}, on_cuda(torch::kInt32));
@@ -230,5 +248,6 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("probe_mma", &probe_mma);
   m.def("probe_wmma", &probe_wmma);
   m.def("probe_mma_sp", &probe_mma_sp);
+  m.def("probe_wgmma_sp", &probe_wgmma_sp);
   m.def("probe_asm", &probe_asm);
 }

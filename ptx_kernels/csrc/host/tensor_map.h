@@ -19,14 +19,18 @@ namespace host {
 
 // What one map describes: a row-major (rows x cols) fp16 matrix with leading dimension ld (elements), loaded or
 // stored in boxes of (box_rows x box_cols) with the 128-byte swizzle (box_cols * 2 bytes <= 128) or none.
+// The 2:4 sparse kernel adds two kinds: its compressed A with the 64-byte swizzle (swizzle64, box rows of 64 bytes)
+// and its metadata, 32-bit words (words) without swizzle.
 struct TensorMapKey {
   const void* ptr;
   uint64_t rows, cols, ld;
   uint32_t box_rows, box_cols;
   bool swizzle128;
+  bool swizzle64 = false;
+  bool words = false;  // 32-bit elements (int32) instead of fp16
   bool operator==(const TensorMapKey& o) const {
     return ptr == o.ptr && rows == o.rows && cols == o.cols && ld == o.ld && box_rows == o.box_rows &&
-           box_cols == o.box_cols && swizzle128 == o.swizzle128;
+           box_cols == o.box_cols && swizzle128 == o.swizzle128 && swizzle64 == o.swizzle64 && words == o.words;
   }
 };
 
@@ -51,14 +55,18 @@ inline PFN_cuTensorMapEncodeTiled_v12000 encode_tiled() {
 inline cudaError_t encode(const TensorMapKey& k, CUtensorMap* out) {
   auto fn = encode_tiled();
   if (!fn) return cudaErrorNotSupported;
-  if (!tma_describable(k.ptr, k.ld)) return cudaErrorMisalignedAddress;
+  const uint64_t elem = k.words ? 4 : 2;
+  if (reinterpret_cast<uintptr_t>(k.ptr) % 16 != 0 || (k.ld * elem) % 16 != 0) return cudaErrorMisalignedAddress;
   const cuuint64_t dims[2] = {k.cols, k.rows};
-  const cuuint64_t strides[1] = {k.ld * 2};
+  const cuuint64_t strides[1] = {k.ld * elem};
   const cuuint32_t box[2] = {k.box_cols, k.box_rows};
   const cuuint32_t elem_strides[2] = {1, 1};
-  const CUresult r = fn(out, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2, const_cast<void*>(k.ptr), dims, strides, box,
-                        elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                        k.swizzle128 ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_NONE,
+  const CUtensorMapSwizzle swizzle = k.swizzle128  ? CU_TENSOR_MAP_SWIZZLE_128B
+                                      : k.swizzle64 ? CU_TENSOR_MAP_SWIZZLE_64B
+                                                    : CU_TENSOR_MAP_SWIZZLE_NONE;
+  const CUresult r = fn(out, k.words ? CU_TENSOR_MAP_DATA_TYPE_INT32 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2,
+                        const_cast<void*>(k.ptr), dims, strides, box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                        swizzle,
                         CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   return r == CUDA_SUCCESS ? cudaSuccess : cudaErrorInvalidValue;
 }

@@ -28,6 +28,14 @@ inline double mma_sp_ceiling_flops(long long blocks, long long iters) {
   return 2.0 * mma_ceiling_flops(blocks, iters);
 }
 
+// The sparse wgmma ceiling (wgmma_sp_ceiling.cu, sm_90a only): blocks x 2 warpgroups x iters stages of two chained
+// wgmma.mma_async.sp m64n256k32, counted as the dense work they do (2 x 64 x 256 x 32 each).
+constexpr int kWgmmaSpCeilingWarpgroups = 2;
+cudaError_t launch_wgmma_sp_ceiling(int blocks, int iters, Acc acc, float* sink, cudaStream_t stream);
+inline double wgmma_sp_ceiling_flops(long long blocks, long long iters) {
+  return double(blocks) * kWgmmaSpCeilingWarpgroups * double(iters) * 2 * (2.0 * 64 * 256 * 32);
+}
+
 // Fragment-layout probes (probes.cu): one warp each; see ptx_kernels/probes.py.
 cudaError_t launch_probe_ldmatrix(int num, bool trans, uint16_t* out, cudaStream_t stream);
 cudaError_t launch_probe_stmatrix(int num, bool trans, uint16_t* out, cudaStream_t stream);
@@ -38,3 +46,13 @@ cudaError_t launch_probe_asm(uint32_t* out, uint64_t* out64, double* outd, cudaS
 // The mma.sp.m16n8k32 probe (sparse_probes.cu): registers in, D out, sparsity selector sel (0 or 1).
 cudaError_t launch_probe_mma_sp(bool fp16, int sel, const uint32_t* a, const uint32_t* b, const uint32_t* e,
                                 const void* c, void* d, cudaStream_t stream);
+// The wgmma.mma_async.sp probe (wgmma_sp_probe.cu, sm_90a only): one stage of wgmma_sp's MMAs on operands placed as
+// its TMA boxes place them; a (64, 32) compressed values, b (256, 64) (n, k), e (128, 2) metadata registers, d the
+// accumulators per thread in register order.
+// Built for sm_90a only, so the binding reaches it through this pointer, set when the library loads (null otherwise).
+using WgmmaSpProbe = cudaError_t (*)(bool fp16, bool b_col, int sel, const uint16_t* a, const uint16_t* b,
+                                     const uint32_t* e, uint32_t* d, cudaStream_t stream);
+inline WgmmaSpProbe& wgmma_sp_probe() {
+  static WgmmaSpProbe probe = nullptr;
+  return probe;
+}

@@ -1,0 +1,209 @@
+// wgmma_sp.cu — the Hopper ladder with A 2:4 sparse: wgmma.mma_async.sp m64n256k32 does a dense k32 step's work
+// from half of A (the two kept elements of every 4-wide chunk along K) and one 32-bit metadata register a thread.
+//
+// The pipeline is wgmma_persistent.cu's: one block per SM walks the 128 x 256 output tiles in grouped order; a
+// producer warpgroup (setmaxnreg.dec to 40) has one thread issue the TMA loads of each k-block into a ring of
+// STAGES stages on full/empty mbarriers; two consumer warpgroups (setmaxnreg.inc to 232) each own 64 rows of the
+// tile, keep one wgmma group in flight and release a stage as soon as the group that read it has completed; the
+// epilogue stores through swizzled shared memory with TMA while the next tile's loads run.
+//
+// What sparsity changes (blocks/wgmma_sp_tile.cuh has the stage's layouts): a stage of 64 dense K is two k32 steps;
+// its compressed A is one TMA box of 32 halves x BM rows with the 64-byte swizzle; its metadata, the words of the
+// tile's 8 row blocks for the stage's two K blocks of 32, is a third TMA box (2 rows x 128 words of the (Kp / 32) x
+// (16 ceil(M / 16)) int32 matrix ptx_kernels/sparse.py writes in the lanes' order) on the same full barrier; each
+// thread reads its word of each step with one 4-byte shared load once the stage has landed, before wgmma.fence (the
+// register is an ordinary operand); B is loaded exactly as the dense kernels load it.
+// Metadata no instruction may see: TMA reads zeros past the metadata's rows (row blocks past ceil(M / 16)) and past
+// Kp (a stage's second k32 step when Kp is an odd number of 32s), and a zero nibble is no valid index pair; those
+// words are replaced by 0x44444444 (positions 0, 1 in every chunk), whose products are zeros or rows no one stores.
+//
+// Tiles: 128 x 256 x 64 (dense K) in 5 stages of 8 KB A + 32 KB B + 1 KB metadata, and 64 x 64 staging per consumer
+// for the epilogue (4 rounds a tile): a sparse k-block finishes in half the time of a dense one, so this kernel
+// spends shared memory on one more stage than wgmma_persistent (4 stages, 64 x 128 staging) and less on staging.
+// K: TMA reads zeros past Kp / 2 compressed columns and past K rows of B, so the K tail needs no other handling.
+#include <algorithm>
+
+#include "blocks/wgmma_sp_tile.cuh"
+#include "host/registry.h"
+
+namespace {
+
+constexpr int BM = 128, BN = 256, STAGES = 5, GROUP_M = 8, EPI_COLS = 64;
+using hopper_sp::BKC;
+using hopper_sp::KSTEPS;
+constexpr int E_WORDS = KSTEPS * BM;  // metadata words per stage: (k32 step, 16-row block, 16 words)
+constexpr int kConsumers = 2, kThreads = (1 + kConsumers) * hopper::kWarpgroup;
+constexpr int kProducerRegs = 40, kConsumerRegs = 232;  // as wgmma_persistent: 128 fp32 accumulators a thread
+static_assert(BM == kConsumers * 64, "each consumer warpgroup owns 64 rows of the tile");
+
+struct Storage {
+  static constexpr int kStages = STAGES;
+  alignas(1024) half A[STAGES][BM * BKC];    // (stage, m, compressed k), 64-byte swizzled
+  alignas(1024) half B[STAGES][BN * hopper::BK];  // (stage, n, k) or (stage, n / 64, k, n % 64), 128-byte swizzled
+  alignas(128) uint32_t E[STAGES][E_WORDS];  // (stage, k32 step, 16-row block, word in lane order)
+  alignas(8) uint64_t full[STAGES];          // 1 arrival (expect_tx) + the TMA bytes
+  alignas(8) uint64_t empty[STAGES];         // one arrival per consumer warpgroup
+  hopper::EpilogueStaging<EPI_COLS> out[kConsumers];
+};
+static_assert(hopper::smem_request<Storage>() <= 227 * 1024, "5 stages and the staging fit in 227 KB");
+
+// ---- loads ----------------------------------------------------------------------------------------------------
+// One thread: the stage's bytes on full[s], then its boxes: compressed A (a_rows x 32 halves), the metadata (2 x BM
+// words), B as hopper::load_kblock loads it. kb counts stages of 64 dense K.
+template <bool B_COL>
+__device__ __forceinline__ void load_stage(Storage& ss, int s, const CUtensorMap* tma_a, const CUtensorMap* tma_e,
+                                           const CUtensorMap* tma_b, int m0, int n0, int kb, int a_rows) {
+  const uint32_t bar = ptx::smem_u32(&ss.full[s]);
+  ptx::mbarrier_arrive_expect_tx(bar, (a_rows * BKC + BN * hopper::BK) * int(sizeof(half)) + E_WORDS * 4);
+  ptx::tma_load_2d(ptx::smem_u32(ss.A[s]), tma_a, kb * BKC, m0, bar);
+  ptx::tma_load_2d(ptx::smem_u32(ss.E[s]), tma_e, m0, kb * KSTEPS, bar);  // words m0.. of K blocks 2 kb, 2 kb + 1
+  const int k0 = kb * hopper::BK;
+  if constexpr (B_COL) {
+    ptx::tma_load_2d(ptx::smem_u32(ss.B[s]), tma_b, k0, n0, bar);
+  } else {
+#pragma unroll
+    for (int j = 0; j < BN / 64; ++j)
+      ptx::tma_load_2d(ptx::smem_u32(ss.B[s] + j * 64 * hopper::BK), tma_b, n0 + 64 * j, k0, bar);
+  }
+}
+
+// ---- the kernel -----------------------------------------------------------------------------------------------
+template <Acc ACC, bool B_COL, bool TMA_STORE>
+__global__ void __launch_bounds__(kThreads, 1)
+    wgmma_sp_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_constant__ CUtensorMap tma_e,
+                    const __grid_constant__ CUtensorMap tma_b, const __grid_constant__ CUtensorMap tma_c,
+                    half* __restrict__ C, int64_t ldc, int M, int N, int K, bool pairs) {
+  extern __shared__ __align__(1024) uint8_t smem_raw[];
+  Storage& ss = hopper::aligned_storage<Storage>(smem_raw);
+  const int wg = threadIdx.x / hopper::kWarpgroup, tid = threadIdx.x % hopper::kWarpgroup;
+  const int tiles_m = hopper::cdiv(M, BM), tiles_n = hopper::cdiv(N, BN), tiles = tiles_m * tiles_n;
+  const int ksteps = hopper::cdiv(K, 32), kblocks = hopper::cdiv(ksteps, KSTEPS);  // k32 steps to Kp; stages
+  const int a_rows = hopper::a_box_rows(M, BM);
+
+  // ---- PROLOGUE: barriers ----
+  if (threadIdx.x == 0) {
+    ptx::prefetch_tensormap(&tma_a);
+    ptx::prefetch_tensormap(&tma_e);
+    ptx::prefetch_tensormap(&tma_b);
+    hopper::init_ring(ss, kConsumers);
+  }
+  __syncthreads();
+
+  if (wg == 0) {
+    // ---- PRODUCER ----
+    ptx::setmaxnreg_dec<kProducerRegs>();
+    if (tid == 0) {
+      int s = 0;
+      uint32_t phase = 0;
+      for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+        int tm, tn;
+        hopper::tile_coords<GROUP_M>(t, tiles_m, tiles_n, tm, tn);
+        for (int kb = 0; kb < kblocks; ++kb) {
+          ptx::mbarrier_wait_parity(ptx::smem_u32(&ss.empty[s]), phase ^ 1);  // a fresh barrier passes parity 1
+          load_stage<B_COL>(ss, s, &tma_a, &tma_e, &tma_b, tm * BM, tn * BN, kb, a_rows);
+          if (++s == STAGES) s = 0, phase ^= 1;
+        }
+      }
+    }
+  } else {
+    // ---- CONSUMERS: MAIN LOOP per tile, then EPILOGUE ----
+    ptx::setmaxnreg_inc<kConsumerRegs>();
+    hopper::Accum<BN, ACC> acc;
+    const int slab = (wg - 1) * 64, warp = tid / 32, lane = tid % 32;
+    const int e_word = slab + 16 * warp + 2 * (lane / 4) + lane % 2;  // within a k32 step's BM words
+    const int mblocks = hopper::cdiv(M, 16);
+    int s = 0;
+    uint32_t phase = 0;
+    for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+      int tm, tn;
+      hopper::tile_coords<GROUP_M>(t, tiles_m, tiles_n, tm, tn);
+      const bool rows_ok = (tm * BM + slab) / 16 + warp < mblocks;  // this warp's row block has metadata
+      int prev = -1;
+      for (int kb = 0; kb < kblocks; ++kb) {
+        ptx::mbarrier_wait_parity(ptx::smem_u32(&ss.full[s]), phase);
+        uint32_t e[KSTEPS];
+#pragma unroll
+        for (int j = 0; j < KSTEPS; ++j) {
+          const bool ok = rows_ok && kb * KSTEPS + j < ksteps;
+          e[j] = ok ? ss.E[s][j * BM + e_word] : hopper_sp::kValidMeta;
+        }
+        ptx::wgmma_fence();
+        hopper_sp::mma_stage<B_COL>(acc.d, ss.A[s] + slab * BKC, ss.B[s], e, kb == 0);
+        ptx::wgmma_commit_group();
+        ptx::wgmma_wait_group<1>();  // the previous stage's group is done: it may be refilled
+        if (prev >= 0 && tid == 0) ptx::mbarrier_arrive(ptx::smem_u32(&ss.empty[prev]));
+        prev = s;
+        if (++s == STAGES) s = 0, phase ^= 1;
+      }
+      ptx::wgmma_wait_group<0>();
+      ptx::fence_operands(acc.d);
+      if (tid == 0) ptx::mbarrier_arrive(ptx::smem_u32(&ss.empty[prev]));
+      if constexpr (TMA_STORE) {
+        hopper::store_accumulators_tma<BN, EPI_COLS>(acc.d, ss.out[wg - 1], &tma_c, tm * BM + slab, tn * BN,
+                                                     /*bar_id=*/wg);
+      } else {
+        hopper::store_accumulators<BN>(acc.d, C, ldc, M, N, tm * BM + slab, tn * BN, pairs);
+      }
+    }
+    if (TMA_STORE && tid == 0) ptx::bulk_wait_group_read<0>();  // the staging buffer outlives the last stores
+  }
+}
+
+// The tensor maps: compressed A ((M, Kp / 2) halves, box 32 x a_rows, 64-byte swizzle), metadata ((Kp / 32) rows of
+// 16 ceil(M / 16) words, box 2 x BM), and B and C as hopper::make_operands describes them (B with the dense K).
+struct SparseOperands {
+  CUtensorMap a, e, b, c;
+  bool pairs, tma_store;  // as hopper::Operands
+};
+
+cudaError_t make_sparse_operands(const GemmArgs& p, SparseOperands* ops) {
+  const uint64_t ksteps = uint64_t(hopper::cdiv(p.K, 32)), words = uint64_t(hopper::cdiv(p.M, 16)) * 16;
+  host::TensorMapKey a{p.A, uint64_t(p.M), ksteps * 16, uint64_t(p.sam), uint32_t(hopper::a_box_rows(p.M, BM)),
+                       BKC, false};
+  a.swizzle64 = true;
+  host::TensorMapKey e{p.E, ksteps, words, words, KSTEPS, BM, false};
+  e.words = true;
+  const uint64_t ldb = uint64_t(p.b_col_major ? p.sbn : p.sbk);
+  const host::TensorMapKey b = p.b_col_major
+                                   ? host::TensorMapKey{p.B, uint64_t(p.N), uint64_t(p.K), ldb, BN, hopper::BK, true}
+                                   : host::TensorMapKey{p.B, uint64_t(p.K), uint64_t(p.N), ldb, hopper::BK, 64, true};
+  cudaError_t err;
+  if ((err = host::cached_tensor_map(a, &ops->a)) != cudaSuccess) return err;
+  if ((err = host::cached_tensor_map(e, &ops->e)) != cudaSuccess) return err;
+  if ((err = host::cached_tensor_map(b, &ops->b)) != cudaSuccess) return err;
+  ops->pairs = p.ldc % 2 == 0 && reinterpret_cast<uintptr_t>(p.C) % 4 == 0;
+  ops->tma_store = host::tma_describable(p.C, uint64_t(p.ldc)) &&
+                   host::cached_tensor_map({p.C, uint64_t(p.M), uint64_t(p.N), uint64_t(p.ldc), 64, 64, true},
+                                           &ops->c) == cudaSuccess;
+  return cudaSuccess;
+}
+
+template <Acc ACC, bool B_COL, bool TMA_STORE>
+cudaError_t launch_kernel(const GemmArgs& p, const SparseOperands& ops, cudaStream_t stream, LaunchInfo* info) {
+  auto kernel = wgmma_sp_kernel<ACC, B_COL, TMA_STORE>;
+  const int smem = hopper::smem_request<Storage>();
+  const cudaError_t err = tile::prepare_smem(kernel, smem, info);  // opt-in above 48 KB, limit checked
+  if (err != cudaSuccess) return err;
+  const dim3 grid(std::min(hopper::cdiv(p.M, BM) * hopper::cdiv(p.N, BN), hopper::sm_count()));
+  if (info) *info = LaunchInfo{grid.x, grid.y, unsigned(kThreads), smem, info->smem_limit, BM, BN, 0};
+  kernel<<<grid, kThreads, smem, stream>>>(ops.a, ops.e, ops.b, ops.c, p.C, p.ldc, p.M, p.N, p.K, ops.pairs);
+  return cudaGetLastError();
+}
+
+}  // namespace
+
+// ---- HOST: check -> tensor maps -> launch. p.A: compressed values (M x Kp / 2, row stride p.sam), p.E: metadata
+// (hgemm.cuh), p.K: the dense K. Values and metadata the maps cannot describe are refused (the Python wrapper copies
+// values to 16-byte aligned rows and the metadata to a 16-byte aligned contiguous tensor first).
+cudaError_t launch_wgmma_sp(const GemmArgs& p, Acc acc, cudaStream_t stream, LaunchInfo* info) {
+  if (!p.E || p.K <= 0 || (p.sak != 1 && p.K > 1)) return cudaErrorInvalidValue;
+  SparseOperands ops;
+  const cudaError_t err = make_sparse_operands(p, &ops);
+  if (err != cudaSuccess) return err;
+  return tile::dispatch(acc, p.b_col_major, [&](auto acc_c, auto b_col_c) {
+    if (ops.tma_store) return launch_kernel<acc_c.value, b_col_c.value, true>(p, ops, stream, info);
+    return launch_kernel<acc_c.value, b_col_c.value, false>(p, ops, stream, info);
+  });
+}
+
+HGEMM_VARIANT(wgmma_sp, launch_wgmma_sp, RowMajorA);
