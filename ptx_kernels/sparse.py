@@ -60,7 +60,7 @@ def _chunks(a: torch.Tensor, rows: int | None = None) -> torch.Tensor:
     rows = m if rows is None else rows
     pad = torch.zeros((rows, padded_k(k)), dtype=a.dtype, device=a.device)
     pad[:m, :k] = a
-    return pad.view(rows, -1, CHUNK)
+    return pad.view(rows, padded_k(k) // CHUNK, CHUNK)  # explicit sizes: M = 0 has no -1 to infer
 
 
 def prune_2to4(a: torch.Tensor) -> torch.Tensor:
@@ -72,7 +72,7 @@ def prune_2to4(a: torch.Tensor) -> torch.Tensor:
     c = _chunks(a)
     order = torch.sort(c.abs().float().nan_to_num(nan=float("inf")), dim=-1, descending=True, stable=True).indices
     keep = torch.zeros_like(c, dtype=torch.bool).scatter_(-1, order[..., :2], True)
-    return torch.where(keep, c, torch.zeros_like(c)).view(m, -1)[:, :k].contiguous()
+    return torch.where(keep, c, torch.zeros_like(c)).view(m, padded_k(k))[:, :k].contiguous()
 
 
 def _nonzero_counts(a: torch.Tensor) -> torch.Tensor:
@@ -112,7 +112,7 @@ def _to_int32(x: torch.Tensor) -> torch.Tensor:
 def row_words(pos: torch.Tensor) -> torch.Tensor:
     """(rows, Kp / 32) int64: one 32-bit word per row and K block, chunk c of the block in bits 4c..4c+3."""
     nib = pos[..., 0] | (pos[..., 1] << 2)  # (rows, Kp / 4)
-    nib = nib.view(nib.shape[0], -1, K_BLOCK // CHUNK)
+    nib = nib.view(nib.shape[0], nib.shape[1] // (K_BLOCK // CHUNK), K_BLOCK // CHUNK)
     shifts = torch.arange(0, 32, 4, device=pos.device)
     return (nib << shifts).sum(-1)
 
@@ -157,7 +157,7 @@ def compress(a: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     m, k = a.shape
     mp = meta_shape(m, k)[1] * M_BLOCK
     pos = kept_positions(a, mp)
-    values = torch.gather(_chunks(a, mp), -1, pos).reshape(mp, -1)[:m].contiguous()
+    values = torch.gather(_chunks(a, mp), -1, pos).reshape(mp, padded_k(k) // 2)[:m].contiguous()
     return values, pack_meta(row_words(pos))
 
 
@@ -167,11 +167,11 @@ def decompress(values: torch.Tensor, meta: torch.Tensor, k: int) -> torch.Tensor
     check_compressed(values, meta, m, k, who="decompress")
     words = unpack_meta(meta)[:m]  # (M, Kb)
     shifts = torch.arange(0, 32, 4, device=meta.device)
-    nib = ((words.unsqueeze(-1) >> shifts) & 0xF).reshape(m, -1)  # (M, Kp / 4)
+    nib = ((words.unsqueeze(-1) >> shifts) & 0xF).reshape(m, padded_k(k) // CHUNK)  # (M, Kp / 4)
     pos = torch.stack([nib & 3, nib >> 2], -1)
     dense = torch.zeros((m, padded_k(k) // CHUNK, CHUNK), dtype=values.dtype, device=values.device)
-    dense.scatter_(-1, pos, values.reshape(m, -1, 2))
-    return dense.view(m, -1)[:, :k]
+    dense.scatter_(-1, pos, values.reshape(m, padded_k(k) // CHUNK, 2))
+    return dense.view(m, padded_k(k))[:, :k]
 
 
 def check_compressed(values: torch.Tensor, meta: torch.Tensor, m: int, k: int, who: str = "sparse_hgemm") -> None:
