@@ -67,9 +67,13 @@ def tma_dot_step(a_desc, b_desc, off_m, off_n, off_k, acc, A_T: tl.constexpr, B_
         b = b_desc.load([off_n, off_k]).T  # (BLOCK_N, BLOCK_K) tile of B^T
     else:
         b = b_desc.load([off_k, off_n])  # (BLOCK_K, BLOCK_N)
+    # one return after the branch: triton 3.6 compiles the statements after a constexpr `if` that returns, so an
+    # early `return` left the fp32 dot of an fp16 accumulator in the fp16 kernel (a CompilationError on the H100)
     if ACC_FP16:
-        return tl.dot(a, b, acc, out_dtype=tl.float16)
-    return tl.dot(a, b, acc)
+        acc = tl.dot(a, b, acc, out_dtype=tl.float16)
+    else:
+        acc = tl.dot(a, b, acc)
+    return acc
 
 
 @triton.jit
