@@ -6,9 +6,17 @@ from dataclasses import dataclass
 
 import torch
 
+from hgemm_common.validation import DTYPES as TORCH_DTYPES
+
 LAYOUTS = ("NN", "NT", "TN", "TT")
 FP16_UNIT = 2.0**-11  # unit roundoff of fp16 (half an ulp at 1.0)
+BF16_UNIT = 2.0**-8  # unit roundoff of bf16 (8 significand bits)
 FP32_UNIT = 2.0**-24
+
+
+def dtype_unit(dtype: torch.dtype) -> float:
+    """Unit roundoff of a kernel's input/output dtype (torch.float16 or torch.bfloat16)."""
+    return BF16_UNIT if dtype == torch.bfloat16 else FP16_UNIT
 
 
 @contextmanager
@@ -34,10 +42,11 @@ def reference(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 
 
 def make_operand(rows: int, cols: int, major: str, *, device, generator: torch.Generator | None = None,
-                 kind: str = "int") -> torch.Tensor:
-    """A (rows, cols) fp16 matrix stored row-major (major="N") or column-major ("T", a `.t()` view).
+                 kind: str = "int", dtype: str = "fp16") -> torch.Tensor:
+    """A (rows, cols) fp16 or bf16 matrix stored row-major (major="N") or column-major ("T", a `.t()` view).
 
-    kind="int": integers in [-3, 3] (exact products and sums); kind="randn": standard normal.
+    kind="int": integers in [-3, 3] (exact in both dtypes: bf16 holds integers exactly up to 256, and with fp32
+    accumulation every partial sum is exact while |sum| < 2**24); kind="randn": standard normal.
     """
     shape = (rows, cols) if major == "N" else (cols, rows)
     if kind == "int":
@@ -46,34 +55,37 @@ def make_operand(rows: int, cols: int, major: str, *, device, generator: torch.G
         t = torch.randn(shape, generator=generator, dtype=torch.float32)
     else:
         raise ValueError(f"unknown input kind {kind!r}")
-    t = t.to(device=device, dtype=torch.float16)
+    t = t.to(device=device, dtype=TORCH_DTYPES[dtype])
     return t if major == "N" else t.t()
 
 
-def make_inputs(m: int, n: int, k: int, layout: str = "NN", *, device="cpu", seed: int = 0, kind: str = "int"):
-    """A (m, k) and B (k, n) in the given layout: first letter A, second B; N = row-major, T = column-major."""
+def make_inputs(m: int, n: int, k: int, layout: str = "NN", *, device="cpu", seed: int = 0, kind: str = "int",
+                dtype: str = "fp16"):
+    """A (m, k) and B (k, n) in the given layout: first letter A, second B; N = row-major, T = column-major.
+    dtype: "fp16" or "bf16" (the same values for a seed: integers are exact in both)."""
     if layout not in LAYOUTS:
         raise ValueError(f"layout must be one of {LAYOUTS}, got {layout!r}")
     g = torch.Generator().manual_seed(seed)
-    return (make_operand(m, k, layout[0], device=device, generator=g, kind=kind),
-            make_operand(k, n, layout[1], device=device, generator=g, kind=kind))
+    return (make_operand(m, k, layout[0], device=device, generator=g, kind=kind, dtype=dtype),
+            make_operand(k, n, layout[1], device=device, generator=g, kind=kind, dtype=dtype))
 
 
-def poisoned_out(m: int, n: int, device) -> torch.Tensor:
+def poisoned_out(m: int, n: int, device, dtype: str = "fp16") -> torch.Tensor:
     """An output buffer full of NaN, so that an unwritten element cannot pass a check."""
-    return torch.full((m, n), float("nan"), dtype=torch.float16, device=device)
+    return torch.full((m, n), float("nan"), dtype=TORCH_DTYPES[dtype], device=device)
 
 
 def error_bound(a: torch.Tensor, b: torch.Tensor, ref: torch.Tensor, acc: str = "fp32") -> torch.Tensor:
-    """Per-element bound |C - ref| <= 2u16*|ref| + K*u_acc*(|A| @ |B|) + 2**-24.
+    """Per-element bound |C - ref| <= 2u*|ref| + K*u_acc*(|A| @ |B|) + 2**-24, u the unit of A's dtype.
 
-    The first term covers the final rounding to fp16 (one ulp, generous by 2x); the second the accumulation
-    (u_acc = 2**-24 for fp32, 2**-11 for fp16); the last the fp16 subnormal spacing.
+    The first term covers the final rounding to the output dtype, which is A's (one ulp, generous by 2x: u = 2**-11
+    for fp16, 2**-8 for bf16); the second the accumulation (u_acc = 2**-24 for fp32, 2**-11 for fp16; bf16 has
+    only fp32); the last the fp16 subnormal spacing (bf16's is far smaller).
     """
     k = a.shape[1]
     unit = FP32_UNIT if acc == "fp32" else FP16_UNIT
     absprod = reference(a.abs(), b.abs())
-    return 2 * FP16_UNIT * ref.abs() + k * unit * absprod + 2.0**-24
+    return 2 * dtype_unit(a.dtype) * ref.abs() + k * unit * absprod + 2.0**-24
 
 
 @dataclass
@@ -92,13 +104,13 @@ class Verdict:
 
 
 def compare(c: torch.Tensor, ref: torch.Tensor, bound: torch.Tensor | None = None) -> Verdict:
-    """Compare an fp16 result with a float64 reference.
+    """Compare an fp16 or bf16 result with a float64 reference.
 
-    bound=None: exact check, C must equal ref rounded to fp16 bit for bit (NaN and inf must match too).
+    bound=None: exact check, C must equal ref rounded to C's dtype bit for bit (NaN and inf must match too).
     Otherwise: |C - ref| <= bound element-wise, with NaN/inf positions equal to the reference's.
     """
     c64 = c.double()
-    ref16 = ref.half().double()
+    ref16 = ref.to(c.dtype).double()  # the reference rounded as the kernel's output is
     nan_ok = torch.isnan(c64) == torch.isnan(ref16)
     unwritten = int((torch.isnan(c64) & ~torch.isnan(ref16)).sum())
     finite = torch.isfinite(c64) & torch.isfinite(ref16)

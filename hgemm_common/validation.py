@@ -13,6 +13,32 @@ import torch
 
 INT32_MAX = 2**31 - 1
 
+# The input dtypes the project knows, by the names records and the harness use. Every kernel reads A and B of one
+# dtype and writes C in that dtype; bf16 accumulates in fp32 only (mma.sync and wgmma have no bf16 accumulator).
+DTYPES: dict[str, torch.dtype] = {"fp16": torch.float16, "bf16": torch.bfloat16}
+DTYPE_NAMES: dict[torch.dtype, str] = {v: k for k, v in DTYPES.items()}
+ACCS_FOR: dict[str, tuple[str, ...]] = {"fp16": ("fp32", "fp16"), "bf16": ("fp32",)}
+
+
+def dtype_name(dtype: torch.dtype) -> str:
+    """"fp16" / "bf16" for torch.float16 / torch.bfloat16 (a KeyError for others: validate() has rejected them)."""
+    return DTYPE_NAMES[dtype]
+
+
+def check_acc(dtype: str, acc: str, who: str = "hgemm") -> None:
+    """Raise a one-line ValueError when accumulation `acc` is not offered for inputs of `dtype`."""
+    if acc not in ACCS_FOR[dtype]:
+        if dtype == "bf16":
+            raise ValueError(f"{who}: bf16 inputs accumulate in fp32 only (mma.sync and wgmma have no bf16 "
+                             f"accumulator), got acc={acc!r}")
+        raise ValueError(f"{who}: acc must be one of {ACCS_FOR[dtype]} for {dtype} inputs, got {acc!r}")
+
+
+def check_dtype_offered(dtype: str, offered: tuple[str, ...], who: str) -> None:
+    """Raise a one-line TypeError when a kernel (`who`) does not take `dtype`, naming the dtypes it does."""
+    if dtype not in offered:
+        raise TypeError(f"{who} takes {' or '.join(offered)} inputs, got {DTYPES[dtype]}")
+
 
 def interpreter_active() -> bool:
     """True when Triton runs kernels in its CPU interpreter (TRITON_INTERPRET=1)."""
@@ -21,12 +47,14 @@ def interpreter_active() -> bool:
 
 @dataclass(frozen=True)
 class Problem:
-    """A validated C[M, N] = A[M, K] @ B[K, N] with the output tensor chosen."""
+    """A validated C[M, N] = A[M, K] @ B[K, N] with the output tensor chosen; dtype names A's, B's and C's
+    ("fp16" or "bf16")."""
 
     m: int
     n: int
     k: int
     out: torch.Tensor
+    dtype: str = "fp16"
 
     @property
     def empty(self) -> bool:
@@ -69,7 +97,8 @@ def _overlaps(x: torch.Tensor, y: torch.Tensor) -> bool:
 
 def validate(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None, *,
              allow_cpu: bool | None = None) -> Problem:
-    """Check a, b (and out) for an fp16 GEMM; allocate the output when `out` is None.
+    """Check a, b (and out) for an fp16 or bf16 GEMM (A, B and C of one dtype); allocate the output when `out` is
+    None. Whether a kernel takes the dtype is the caller's question (`Variant.dtypes`, `check_dtype_offered`).
 
     allow_cpu: accept CPU tensors (only the Triton interpreter can run on them). Defaults to
     `interpreter_active()`.
@@ -78,9 +107,10 @@ def validate(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None, 
         allow_cpu = interpreter_active()
     a = _check_matrix("mat1", a)
     b = _check_matrix("mat2", b)
-    if a.dtype != torch.float16 or b.dtype != torch.float16:
+    if a.dtype not in DTYPE_NAMES or b.dtype != a.dtype:
         raise TypeError(
-            f"hgemm: expected both inputs to be torch.float16, got mat1 {a.dtype} and mat2 {b.dtype}")
+            f"hgemm: expected both inputs to be torch.float16 or both torch.bfloat16, got mat1 {a.dtype} and "
+            f"mat2 {b.dtype}")
     if a.shape[1] != b.shape[0]:
         raise ValueError(f"mat1 and mat2 shapes cannot be multiplied ({_shape(a)} and {_shape(b)})")
     if a.device != b.device:
@@ -97,12 +127,12 @@ def validate(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None, 
     m, k = a.shape
     n = b.shape[1]
     if out is None:
-        out = torch.empty((m, n), dtype=torch.float16, device=a.device)
+        out = torch.empty((m, n), dtype=a.dtype, device=a.device)
     else:
         if not isinstance(out, torch.Tensor):
             raise TypeError(f"hgemm: out must be a torch.Tensor, got {type(out).__name__}")
-        if out.dtype != torch.float16:
-            raise TypeError(f"hgemm: out must be torch.float16, got {out.dtype}")
+        if out.dtype != a.dtype:
+            raise TypeError(f"hgemm: out must be {a.dtype} like the inputs, got {out.dtype}")
         if tuple(out.shape) != (m, n):
             raise ValueError(f"hgemm: out has shape ({_shape(out)}), expected ({m}x{n}) for "
                              f"({_shape(a)}) @ ({_shape(b)})")
@@ -115,7 +145,7 @@ def validate(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None, 
         if _overlaps(out, a) or _overlaps(out, b):
             raise ValueError("hgemm: out overlaps an input; some elements of the output and an input "
                              "refer to a single memory location")
-    return Problem(m=m, n=n, k=k, out=out)
+    return Problem(m=m, n=n, k=k, out=out, dtype=DTYPE_NAMES[a.dtype])
 
 
 def finish_empty(p: Problem) -> torch.Tensor:

@@ -3,7 +3,7 @@ import pytest
 import torch
 
 import triton_kernels
-from hgemm_common.validation import max_element_offset, needs_int64_indexing, validate
+from hgemm_common.validation import check_acc, check_dtype_offered, max_element_offset, needs_int64_indexing, validate
 
 from conftest import DEVICE
 
@@ -17,6 +17,26 @@ def h(*shape, dtype=torch.float16, device=DEVICE):
 def test_dtype_error_names_both_dtypes(a_dtype, b_dtype):
     with pytest.raises(TypeError, match=rf"float16.*mat1 {a_dtype}.*mat2 {b_dtype}"):
         triton_kernels.hgemm(h(3, 4, dtype=a_dtype), h(4, 5, dtype=b_dtype))
+
+
+def test_bf16_problem_allocates_bf16_and_names_its_dtype():
+    p = validate(h(3, 4, dtype=torch.bfloat16), h(4, 5, dtype=torch.bfloat16), allow_cpu=True)
+    assert p.dtype == "bf16" and p.out.dtype == torch.bfloat16 and p.out.shape == (3, 5)
+    assert validate(h(3, 4), h(4, 5), allow_cpu=True).dtype == "fp16"
+    with pytest.raises(TypeError, match=r"out must be torch.bfloat16 like the inputs, got torch.float16"):
+        validate(h(3, 4, dtype=torch.bfloat16), h(4, 5, dtype=torch.bfloat16), out=h(3, 5), allow_cpu=True)
+
+
+def test_accumulation_and_offered_dtype_errors_name_the_choices():
+    check_acc("fp16", "fp16")
+    check_acc("bf16", "fp32")
+    with pytest.raises(ValueError, match=r"^hgemm: bf16 inputs accumulate in fp32 only .*got acc='fp16'$"):
+        check_acc("bf16", "fp16")
+    with pytest.raises(ValueError, match=r"acc must be one of \('fp32', 'fp16'\) for fp16 inputs, got 'fp64'"):
+        check_acc("fp16", "fp64")
+    check_dtype_offered("bf16", ("fp16", "bf16"), "variant 'x'")
+    with pytest.raises(TypeError, match=r"^variant 'wmma_naive' takes fp16 inputs, got torch.bfloat16$"):
+        check_dtype_offered("bf16", ("fp16",), "variant 'wmma_naive'")
 
 
 def test_shape_mismatch_uses_torch_mm_words():
@@ -52,7 +72,7 @@ def test_out_wrong_shape_dtype_device():
     a, b = h(3, 4), h(4, 5)
     with pytest.raises(ValueError, match=r"out has shape \(5x3\), expected \(3x5\)"):
         triton_kernels.hgemm(a, b, out=h(5, 3))
-    with pytest.raises(TypeError, match=r"out must be torch.float16, got torch.float32"):
+    with pytest.raises(TypeError, match=r"out must be torch.float16 like the inputs, got torch.float32"):
         triton_kernels.hgemm(a, b, out=h(3, 5, dtype=torch.float32))
     with pytest.raises(ValueError, match=r"two devices"):
         validate(a, b, out=h(3, 5, device="meta"), allow_cpu=True)
