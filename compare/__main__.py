@@ -39,6 +39,9 @@ def _user_error(msg: str) -> int:
     return 2
 
 
+SPARSE_FP16_ONLY = "the 2:4 sparse kernels take fp16 only; --kind sparse runs with --dtype fp16"
+
+
 def _gpu() -> bool:
     from hgemm_common.validation import interpreter_active
     return torch.cuda.is_available() and not interpreter_active()
@@ -48,10 +51,12 @@ def cmd_check(args) -> int:
     from . import check, registry
 
     gpu = _gpu()
+    if args.kind == "sparse" and args.dtype != "fp16":
+        return _user_error(SPARSE_FP16_ONLY)
     if args.kind == "sparse" and not gpu:
         return _user_error("check --kind sparse runs the 2:4 sparse kernels, which need a CUDA GPU; none is here")
     try:
-        kernels = registry.select(args.kernels, include_all=args.all, kind=args.kind)
+        kernels = registry.select(args.kernels, include_all=args.all, kind=args.kind, dtype=args.dtype)
     except registry.UnknownKernel as e:
         return _user_error(str(e))
     if not kernels:
@@ -60,7 +65,8 @@ def cmd_check(args) -> int:
         print("no CUDA GPU: checking the Triton kernels under the Triton interpreter (TRITON_INTERPRET=1) on "
               "small shapes against the float64 reference and torch.matmul on the CPU; the PTX kernels and all "
               "timing need a GPU.")
-    rows, names, mat = check.run_check(kernels, gpu=gpu, progress=_progress("check"), sparse=args.kind == "sparse")
+    rows, names, mat = check.run_check(kernels, gpu=gpu, progress=_progress("check"), sparse=args.kind == "sparse",
+                                       dtype=args.dtype)
     print(check.format_table(rows))
     if names:
         print()
@@ -80,6 +86,8 @@ def cmd_bench(args) -> int:
     from . import bench, registry
     from .envinfo import Sampler, environment
 
+    if args.kind == "sparse" and args.dtype != "fp16":
+        return _user_error(SPARSE_FP16_ONLY)
     if not _gpu():
         print("bench needs a CUDA GPU (timing under the interpreter would measure numpy); nothing timed.")
         return 2
@@ -89,7 +97,7 @@ def cmd_bench(args) -> int:
     suite = args.suite or ("sparse" if args.kind == "sparse" else "default")
     try:
         shapes = bench.parse_shapes(args.shapes) if args.shapes else bench.SUITES[suite]
-        kernels = registry.select(args.kernels, include_all=args.all, kind=args.kind)
+        kernels = registry.select(args.kernels, include_all=args.all, kind=args.kind, dtype=args.dtype)
     except ValueError as e:  # UnknownKernel, or a shape not of the form MxNxK
         return _user_error(str(e))
     from . import frame as frame_mod
@@ -104,7 +112,7 @@ def cmd_bench(args) -> int:
         for i, (m, n, k) in enumerate(shapes):
             rows += bench.bench_shape(kernels, m, n, k, layout=args.layout, rounds=args.rounds,
                                       budget_ms=args.budget_ms, timer=timer, seed=i, ceilings=ceilings,
-                                      copy_gb_s=frame.get("copy_gb_s"), kind=args.kind)
+                                      copy_gb_s=frame.get("copy_gb_s"), kind=args.kind, dtype=args.dtype)
             show(i + 1, len(shapes))
     env["during_run"] = sampler.summary()
     env["frame"] = frame
@@ -180,6 +188,7 @@ def cmd_main(args) -> int:
 
 def main(argv=None) -> int:
     from .bench import SUITES
+    from .registry import DTYPES
     from .report import MAIN_JOB_BUDGET_MS
 
     ap = argparse.ArgumentParser(prog="python -m compare", description=__doc__,
@@ -195,12 +204,16 @@ def main(argv=None) -> int:
     c.add_argument("--out", help="folder for check.json")
     c.add_argument("--kind", default="dense", choices=["dense", "sparse"],
                    help="problem kind: sparse checks the 2:4 sparse kernels and their dense peers on one pruned A")
+    c.add_argument("--dtype", default="fp16", choices=list(DTYPES),
+                   help="dtype of A, B and C (bf16: the kernels that take it, fp32 accumulation)")
     b = sub.add_parser("bench", help="time kernels side by side (GPU)")
     b.add_argument("--suite", default=None, choices=sorted(SUITES),
                    help="shape suite (default: 'default', or 'sparse' with --kind sparse)")
     b.add_argument("--kind", default="dense", choices=["dense", "sparse"],
                    help="problem kind: sparse times the 2:4 sparse kernels beside torch.matmul, their dense peers and "
                         "torch's semi-structured sparse matmul, all on one pruned A")
+    b.add_argument("--dtype", default="fp16", choices=list(DTYPES),
+                   help="dtype of A, B and C for every kernel and torch.matmul (bf16: the kernels that take it)")
     b.add_argument("--shapes", help="comma-separated MxNxK list, instead of --suite")
     b.add_argument("--kernels", nargs="*", help="fnmatch patterns of kernel names")
     b.add_argument("--all", action="store_true", help="also every pinned Triton configuration")

@@ -35,6 +35,10 @@ SUITES["all"] = SUITES["default"] + [s for s in SUITES["skinny"] if s not in SUI
 # The sparse kind's suite (`bench --kind sparse`): the squares the issue judges, a large LLM projection, a decode
 # shape and the odd shape.
 SUITES["sparse"] = [(4096, 4096, 4096), (8192, 8192, 8192), (8192, 28672, 4096), (16, 4096, 4096), (3000, 5000, 2000)]
+# bf16 beside fp16 (`bench --dtype bf16`, the main job's bf16 section): the squares the ratios are compared at, an LLM
+# decode and projection shape, both odd shapes.
+SUITES["bf16"] = [(4096, 4096, 4096), (8192, 8192, 8192), (16, 4096, 4096), (128, 8192, 8192), (3000, 5000, 2000),
+                  (3001, 4999, 2003)]
 # Layouts the sparse kind takes: A is the pruned weight, row-major (compressed along K); B either way.
 SPARSE_LAYOUTS = ("NN", "NT")
 
@@ -65,6 +69,7 @@ class BenchRow:
     wall_ratio_to_torch: float | None = None
     hbm_pct: float | None = None  # bytes A + B + C once over the device time, % of the measured copy bandwidth
     kind: str = "dense"  # problem kind: "sparse" rows share one 2:4-pruned A (TFLOPS count the dense 2 M N K)
+    dtype: str = "fp16"  # of A, B and C; torch.matmul (the ratios' base) runs the same dtype
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -166,7 +171,7 @@ def tflops(m: int, n: int, k: int, ms: float) -> float:
 def bench_shape(kernels: list[Kernel], m: int, n: int, k: int, *, layout: str = "NN", rounds: int = 3,
                 budget_ms: float = 300.0, max_slow_tflop: float = 2.5, timer: Timer | None = None,
                 ceilings: dict | None = None, seed: int = 0, copy_gb_s: float | None = None,
-                kind: str = "dense") -> list[BenchRow]:
+                kind: str = "dense", dtype: str = "fp16") -> list[BenchRow]:
     """Check then time each kernel on one shape. `budget_ms`: timed GPU time per kernel (all rounds).
     ceilings: measured TFLOPS by instruction ceiling and accumulation ({"mma.sync": {"fp32": ..., "fp16": ...}});
     each kernel is scored against its record's `ceiling`. copy_gb_s: the measured device copy bandwidth, which
@@ -174,10 +179,11 @@ def bench_shape(kernels: list[Kernel], m: int, n: int, k: int, *, layout: str = 
 
     Kernels with `note` marking them naive/slow are skipped when the problem exceeds `max_slow_tflop` TFLOP.
     kind "sparse": A is pruned 2:4 along K first (every kernel gets the same pruned A; its reference is the pruned
-    product); the kernels are `registry.sparse_kernels()`.
+    product); the kernels are `registry.sparse_kernels()`. dtype: "fp16" or "bf16" inputs and output, for every
+    kernel and the baseline alike (kernels that do not take it are skipped with the reason).
     """
     timer = timer or Timer()
-    a, b = make_inputs(m, n, k, layout, device="cuda", seed=seed, kind="randn")
+    a, b = make_inputs(m, n, k, layout, device="cuda", seed=seed, kind="randn", dtype=dtype)
     if kind == "sparse":
         from ptx_kernels.sparse import prune_2to4
 
@@ -187,9 +193,12 @@ def bench_shape(kernels: list[Kernel], m: int, n: int, k: int, *, layout: str = 
     ref = reference(a, b)
     rows, live, bounds = [], [], {}
     for kern in kernels:
-        row = BenchRow(kern.name, kern.family, kern.acc, kern.config, m, n, k, layout, "ok", kind=kind)
+        row = BenchRow(kern.name, kern.family, kern.acc, kern.config, m, n, k, layout, "ok", kind=kind, dtype=dtype)
         rows.append(row)
-        if not kern.supports(layout, None):
+        if not kern.takes(dtype):
+            row.status, row.detail = "skipped", f"takes {'/'.join(kern.record.dtypes)} inputs, not {dtype}"
+            continue
+        if not kern.supports(layout, None, dtype):
             row.status, row.detail = "skipped", f"layout {layout} not supported"
             continue
         if not kern.accepts(a, b):
@@ -202,7 +211,7 @@ def bench_shape(kernels: list[Kernel], m: int, n: int, k: int, *, layout: str = 
         if kern.slow and 2.0 * m * n * k / 1e12 > max_slow_tflop:
             row.status, row.detail = "skipped", f"naive kernel above {max_slow_tflop} TFLOP"
             continue
-        out = torch.full((m, n), float("nan"), dtype=torch.float16, device="cuda")
+        out = torch.full((m, n), float("nan"), dtype=a.dtype, device="cuda")
         try:
             c = kern.run(a, b, out)  # also warms up: builds, autotunes
             torch.cuda.synchronize()
@@ -287,6 +296,16 @@ def summary(rows: list[BenchRow]) -> str:
     lines = [f"{'kernel':<36} {'geomean x torch':>16} {'wall x torch':>13} {'shapes':>7}"]
     lines += [f"{name:<36} {dev:16.3f} {wall:13.3f} {n:>7}" for name, dev, wall, n in geomeans(rows)]
     return "\n".join(lines)
+
+
+def dtype_gaps(rows: list[BenchRow], other: list[BenchRow]) -> list[tuple[str, str, float, float]]:
+    """Per (kernel, shape) timed in both row sets (e.g. fp16 and bf16 runs): (kernel, "MxNxK", ratio to torch.matmul
+    in `rows`, ratio in `other`), each ratio against torch.matmul in its own dtype."""
+    def ratios(rs):
+        return {(r.kernel, f"{r.m}x{r.n}x{r.k}"): r.ratio_to_torch for r in rs
+                if r.ratio_to_torch and r.layout == "NN" and r.kernel != BASELINE.name}
+    mine, theirs = ratios(rows), ratios(other)
+    return [(kern, shape, x, theirs[kern, shape]) for (kern, shape), x in mine.items() if (kern, shape) in theirs]
 
 
 def write_bench(out: Path, env: dict, rows: list[BenchRow]) -> None:

@@ -26,6 +26,7 @@ class CheckRow:
     max_abs_err: float
     err_vs_torch: float | None  # max |C - ref| over torch.matmul's own max |C - ref|; None for exact checks
     detail: str
+    dtype: str = "fp16"  # of A, B and C
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -76,15 +77,15 @@ class TunedConfigs:
 
 
 def _run_case(kernels: list[Kernel], m: int, n: int, k: int, layout: str, kind: str, device, seed: int,
-              tuned: TunedConfigs | None = None, sparse: bool = False):
-    a, b = make_inputs(m, n, k, layout, device=device, seed=seed, kind=kind)
+              tuned: TunedConfigs | None = None, sparse: bool = False, dtype: str = "fp16"):
+    a, b = make_inputs(m, n, k, layout, device=device, seed=seed, kind=kind, dtype=dtype)
     if sparse:  # the sparse kind: every kernel gets the same 2:4-pruned A, the reference is the pruned product
         from ptx_kernels.sparse import prune_2to4
         a = prune_2to4(a)
     ref = reference(a, b)
     outs, rows, bounds = {}, [], {}
     for kern in kernels:
-        if not kern.supports(layout, None) or not kern.accepts(a, b):
+        if not kern.supports(layout, None, dtype) or not kern.accepts(a, b):
             continue  # by design (e.g. TMA needs 16-byte rows); the kernel raises a clear error there
         if kern.skip_reason and kern.skip_reason(a, b):
             continue  # limits no record states (torch's semi-structured shapes)
@@ -94,7 +95,7 @@ def _run_case(kernels: list[Kernel], m: int, n: int, k: int, layout: str, kind: 
             bound = bounds.get(kern.acc)
             if bound is None:
                 bound = bounds[kern.acc] = error_bound(a, b, ref, kern.acc)
-        out = poisoned_out(m, n, device)
+        out = poisoned_out(m, n, device, dtype)
         run = tuned.runner(kern, a, b, out, m, n, k) if tuned else kern.run
         try:
             c = run(a, b, out)
@@ -102,11 +103,11 @@ def _run_case(kernels: list[Kernel], m: int, n: int, k: int, layout: str, kind: 
                 torch.cuda.synchronize()
         except Exception as e:  # noqa: BLE001 - a failure of one kernel is a row, not the end of the check
             rows.append(CheckRow(kern.name, f"{m}x{n}x{k}", layout, kind, False, float("nan"), None,
-                                 f"raised {type(e).__name__}: {e}"))
+                                 f"raised {type(e).__name__}: {e}", dtype))
             continue
         v = compare(c, ref, bound)
         outs[kern.name] = c
-        rows.append(CheckRow(kern.name, f"{m}x{n}x{k}", layout, kind, v.ok, v.max_abs_err, None, v.detail))
+        rows.append(CheckRow(kern.name, f"{m}x{n}x{k}", layout, kind, v.ok, v.max_abs_err, None, v.detail, dtype))
     if kind == "randn" and BASELINE.name in outs:
         base = next(r.max_abs_err for r in rows if r.kernel == BASELINE.name)
         for r in rows:
@@ -137,16 +138,18 @@ def cases_for(gpu: bool, layouts=LAYOUTS) -> list[tuple[tuple[int, int, int], st
         [(s, lay, "randn") for s in rand for lay in lays(*s)]
 
 
-def run_check(kernels: list[Kernel], *, gpu: bool, layouts=LAYOUTS, progress=None, sparse: bool = False):
-    """Run the exact and random checks; returns (rows, pairwise names, pairwise matrix). sparse: the sparse kind
-    (`registry.sparse_kernels()`, A pruned 2:4 along K, row-major: layouts NN and NT)."""
+def run_check(kernels: list[Kernel], *, gpu: bool, layouts=LAYOUTS, progress=None, sparse: bool = False,
+              dtype: str = "fp16"):
+    """Run the exact and random checks in `dtype` ("fp16" or "bf16": A, B and C); returns (rows, pairwise names,
+    pairwise matrix). sparse: the sparse kind (`registry.sparse_kernels()`, A pruned 2:4 along K, row-major:
+    layouts NN and NT)."""
     device = "cuda" if gpu else "cpu"
     if sparse:
         layouts = [x for x in layouts if x in ("NN", "NT")]
     cases = cases_for(gpu, layouts)
     rows, pair, tuned = [], ([], []), TunedConfigs()
     for i, ((m, n, k), lay, kind) in enumerate(cases):
-        r, outs = _run_case(kernels, m, n, k, lay, kind, device, seed=i, tuned=tuned, sparse=sparse)
+        r, outs = _run_case(kernels, m, n, k, lay, kind, device, seed=i, tuned=tuned, sparse=sparse, dtype=dtype)
         rows += r
         if kind == "randn" and not pair[0]:
             pair = pairwise(outs)

@@ -1,5 +1,5 @@
-"""`HGEMMLinear`: a drop-in `nn.Linear` (fp16) whose matrix product runs on this project's kernels, for trying a
-kernel inside a model. Forward is x @ W^T (+ bias) through the registered operators, so autograd and
+"""`HGEMMLinear`: a drop-in `nn.Linear` (fp16 or bf16) whose matrix product runs on this project's kernels, for
+trying a kernel inside a model; `route_linears` swaps every `nn.Linear` of a model for one. Forward is x @ W^T (+ bias) through the registered operators, so autograd and
 torch.compile work as they do for those operators. It lives in `compare`, the one package that may import both
 kernel packages (neither kernel package imports the other)."""
 from __future__ import annotations
@@ -13,21 +13,28 @@ PACKAGES = ("triton", "ptx")  # the kernel package (a record's `package`)
 
 
 class HGEMMLinear(nn.Module):
-    """y = x W^T + b with fp16 weights, like `nn.Linear`.
+    """y = x W^T + b with fp16 or bf16 weights, like `nn.Linear`.
 
-    package: "triton" (the blocked Triton kernel) or "ptx" (a hand-written kernel, `variant`, see
-    `ptx_kernels.variants()`). acc: "fp32" or "fp16" accumulation. Inputs of any leading shape (..., in_features).
+    package: "triton" (`triton_kernels.hgemm`'s automatic choice) or "ptx" (a hand-written kernel, `variant`, see
+    `ptx_kernels.variants()`). acc: "fp32" or "fp16" accumulation (bf16: fp32 only). dtype: torch.float16 or
+    torch.bfloat16, the weights' and the inputs' (inputs of another dtype raise, as the kernels take one dtype).
+    Inputs of any leading shape (..., in_features).
     """
 
     def __init__(self, in_features: int, out_features: int, bias: bool = True, *, package: str = "triton",
-                 variant: str = "mma_stmatrix", acc: str = "fp32", device=None) -> None:
+                 variant: str = "mma_stmatrix", acc: str = "fp32", device=None, dtype=torch.float16) -> None:
         super().__init__()
+        from hgemm_common.validation import DTYPE_NAMES, check_acc
+
         if package not in PACKAGES:
             raise ValueError(f"HGEMMLinear: package must be one of {PACKAGES}, got {package!r}")
+        if dtype not in DTYPE_NAMES:
+            raise TypeError(f"HGEMMLinear: dtype must be torch.float16 or torch.bfloat16, got {dtype}")
+        check_acc(DTYPE_NAMES[dtype], acc, "HGEMMLinear")
         self.in_features, self.out_features = in_features, out_features
         self.package, self.variant, self.acc = package, variant, acc
-        self.weight = nn.Parameter(torch.empty((out_features, in_features), dtype=torch.float16, device=device))
-        self.bias = nn.Parameter(torch.empty(out_features, dtype=torch.float16, device=device)) if bias else None
+        self.weight = nn.Parameter(torch.empty((out_features, in_features), dtype=dtype, device=device))
+        self.bias = nn.Parameter(torch.empty(out_features, dtype=dtype, device=device)) if bias else None
         self.reset_parameters()
         if package == "ptx":
             from ptx_kernels import ops  # noqa: F401  registers torch.ops.tensorcore_hgemm.ptx_hgemm
@@ -44,7 +51,9 @@ class HGEMMLinear(nn.Module):
 
     @classmethod
     def from_linear(cls, linear: nn.Linear, **kwargs) -> "HGEMMLinear":
-        """The same layer (weights converted to fp16) on this project's kernels."""
+        """The same layer on this project's kernels: bf16 weights stay bf16, others become fp16 unless `dtype=`
+        says otherwise."""
+        kwargs.setdefault("dtype", torch.bfloat16 if linear.weight.dtype == torch.bfloat16 else torch.float16)
         m = cls(linear.in_features, linear.out_features, linear.bias is not None, device=linear.weight.device,
                 **kwargs)
         with torch.no_grad():
@@ -56,6 +65,8 @@ class HGEMMLinear(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if x.shape[-1] != self.in_features:
             raise ValueError(f"HGEMMLinear: expected inputs (..., {self.in_features}), got {tuple(x.shape)}")
+        if x.dtype != self.weight.dtype:
+            raise TypeError(f"HGEMMLinear: inputs are {x.dtype}, the weights {self.weight.dtype}; convert one")
         x2 = x.reshape(-1, self.in_features)
         if self.package == "ptx":
             y = torch.ops.tensorcore_hgemm.ptx_hgemm(x2, self.weight.t(), self.variant, self.acc)
@@ -66,6 +77,20 @@ class HGEMMLinear(nn.Module):
         return y.reshape(*x.shape[:-1], self.out_features)
 
     def extra_repr(self) -> str:
-        kernel = self.variant if self.package == "ptx" else "triton blocked"
+        kernel = self.variant if self.package == "ptx" else "triton auto"
         return (f"in_features={self.in_features}, out_features={self.out_features}, "
-                f"bias={self.bias is not None}, kernel={kernel}, acc={self.acc}")
+                f"bias={self.bias is not None}, kernel={kernel}, acc={self.acc}, dtype={self.weight.dtype}")
+
+
+def route_linears(model: nn.Module, **kwargs) -> int:
+    """Replace every `nn.Linear` inside `model` (in place) by an `HGEMMLinear` holding the same weights (kwargs:
+    package, variant, acc, dtype); returns how many were replaced. The replacements are new parameters: build an
+    optimizer after routing."""
+    count = 0
+    for name, child in list(model.named_children()):
+        if isinstance(child, nn.Linear):
+            setattr(model, name, HGEMMLinear.from_linear(child, **kwargs))
+            count += 1
+        else:
+            count += route_linears(child, **kwargs)
+    return count

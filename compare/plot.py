@@ -40,7 +40,15 @@ def load(path: Path) -> dict:
 
 
 def _title(env: dict, what: str) -> str:
-    return f"{what}\n{env.get('gpu') or 'no GPU'} · {env.get('date', '')[:10]} · commit {env.get('git_commit', '?')}"
+    dtype = env.get("plot_dtype", "fp16")
+    return (f"{what} ({dtype} in/out)\n{env.get('gpu') or 'no GPU'} · {env.get('date', '')[:10]} · commit "
+            f"{env.get('git_commit', '?')}")
+
+
+def _png(data: dict, out: Path, stem: str) -> Path:
+    """out/stem.png for fp16 rows, out/stem_bf16.png for bf16 rows (one set of figures per dtype)."""
+    dtype = data["environment"].get("plot_dtype", "fp16")
+    return out / (f"{stem}.png" if dtype == "fp16" else f"{stem}_{dtype}.png")
 
 
 def _ok(rows):
@@ -73,13 +81,13 @@ def plot_sizes(data: dict, out: Path) -> Path | None:
         ax.set_yscale("log")
         ax.set_xticks(sizes, [str(s) for s in sizes])
         ax.set_xlabel("M = N = K")
-        ax.set_ylabel("TFLOPS (fp16 in/out)")
+        ax.set_ylabel(f"TFLOPS ({data['environment'].get('plot_dtype', 'fp16')} in/out)")
         ax.set_title(f"family: {fam}")
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=7)
     fig.suptitle(_title(data["environment"], "Square GEMMs: TFLOPS vs size (median, L2 flushed)"))
     fig.tight_layout()
-    path = out / "tflops_vs_size.png"
+    path = _png(data, out, "tflops_vs_size")
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
@@ -117,7 +125,7 @@ def plot_llm(data: dict, out: Path) -> Path | None:
     return _ratio_heatmap(_ok(data["rows"]), [tuple(s) for s in SUITES["llm"]], "ratio_to_torch",
                           "x torch.matmul (same run)",
                           _title(data["environment"], "LLM shapes: speed relative to torch.matmul"),
-                          out / "ratio_llm.png")
+                          _png(data, out, "ratio_llm"))
 
 
 def plot_wall(data: dict, out: Path) -> Path | None:
@@ -127,7 +135,7 @@ def plot_wall(data: dict, out: Path) -> Path | None:
     shapes = list(dict.fromkeys((r["m"], r["n"], r["k"]) for r in rows))
     return _ratio_heatmap(rows, shapes, "wall_ratio_to_torch", "torch.matmul's wall time / this kernel's",
                           _title(data["environment"], "Wall time per call, back to back: relative to torch.matmul"),
-                          out / "ratio_wall.png")
+                          _png(data, out, "ratio_wall"))
 
 
 def plot_ladder(data: dict, out: Path, size: int = 4096) -> Path | None:
@@ -153,15 +161,21 @@ def plot_ladder(data: dict, out: Path, size: int = 4096) -> Path | None:
     ax.set_title(_title(data["environment"], f"The ladder at {size}^3: each step and its gain over the previous"),
                  fontsize=9)
     fig.tight_layout()
-    path = out / "ladder.png"
+    path = _png(data, out, "ladder")
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
 
 
 def plot_all(results: Path, out: Path) -> list[Path]:
+    """Every figure, one set per dtype found in the rows (bf16 figures carry a `_bf16` suffix)."""
     data = load(results)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    return [p for p in (plot_sizes(data, out), plot_llm(data, out), plot_wall(data, out), plot_ladder(data, out))
-            if p]
+    pngs = []
+    for dtype in dict.fromkeys(r.get("dtype", "fp16") for r in data["rows"]):
+        part = {"environment": {**data["environment"], "plot_dtype": dtype},
+                "rows": [r for r in data["rows"] if r.get("dtype", "fp16") == dtype]}
+        pngs += [p for p in (plot_sizes(part, out), plot_llm(part, out), plot_wall(part, out),
+                             plot_ladder(part, out)) if p]
+    return pngs

@@ -13,13 +13,14 @@ import torch
 
 import triton_kernels
 from hgemm_common.operands import meets_alignment
-from hgemm_common.record import LAYOUTS, Variant
+from hgemm_common.record import ACCS_FOR, LAYOUTS, Variant
 from hgemm_common.validation import interpreter_active
 
 Runner = Callable[[torch.Tensor, torch.Tensor, "torch.Tensor | None"], torch.Tensor]
 
 BASELINE = Variant("torch.matmul", "torch", "torch", "", "cuBLAS", "baseline (cuBLAS on CUDA)", "cublas",
-                   accs=("fp32",), native_layouts=LAYOUTS)
+                   accs=("fp32",), native_layouts=LAYOUTS, dtypes=("fp16", "bf16"))
+DTYPES = tuple(ACCS_FOR)  # the input dtypes the harness can run: "fp16", "bf16"
 
 
 def ptx_records() -> tuple[Variant, ...]:
@@ -79,8 +80,13 @@ class Kernel:
         """Whether this kernel takes these operands (a record that refuses misaligned ones, e.g. TMA, by design)."""
         return self.record.misaligned != "refuse" or meets_alignment(self.record.alignment, a, b)
 
-    def supports(self, layout: str, arch: int | None) -> bool:
-        return self.record.supports(acc=self.acc, layout=layout, arch=arch, kind=self.record.kind)
+    def supports(self, layout: str, arch: int | None, dtype: str = "fp16") -> bool:
+        return self.record.supports(dtype=dtype, acc=self.acc, layout=layout, arch=arch, kind=self.record.kind)
+
+    def takes(self, dtype: str) -> bool:
+        """Whether this entry runs inputs of `dtype` (its record lists the dtype, and the dtype offers its
+        accumulation: bf16 entries accumulate in fp32)."""
+        return dtype in self.record.dtypes and self.acc in ACCS_FOR[dtype]
 
 
 def entry_name(record: Variant, acc: str, config: str | None = None) -> str:
@@ -216,11 +222,12 @@ def _choices(kern: list[Kernel]) -> str:
 
 
 def select(patterns: list[str] | None = None, *, include_all: bool = False, gpu: bool | None = None,
-           arch: int | None = None, kind: str = "dense") -> list[Kernel]:
-    """Kernels of problem kind `kind` ("dense", or "sparse": `sparse_kernels`) whose name matches one of `patterns`
-    (fnmatch; None = the defaults), runnable here.
+           arch: int | None = None, kind: str = "dense", dtype: str = "fp16") -> list[Kernel]:
+    """Kernels of problem kind `kind` ("dense", or "sparse": `sparse_kernels`) that take inputs of `dtype` and whose
+    name matches one of `patterns` (fnmatch; None = the defaults), runnable here.
 
-    A pattern that matches no kernel at all raises UnknownKernel naming the valid ones.
+    A pattern that matches no kernel at all raises UnknownKernel naming the valid ones; one that matches only
+    kernels of other dtypes raises it naming the kernels that take `dtype`.
     """
     from fnmatch import fnmatchcase
 
@@ -228,6 +235,8 @@ def select(patterns: list[str] | None = None, *, include_all: bool = False, gpu:
         gpu = torch.cuda.is_available() and not interpreter_active()
     if kind not in ("dense", "sparse"):
         raise UnknownKernel(f"problem kind must be 'dense' or 'sparse', got {kind!r}")
+    if dtype not in DTYPES:
+        raise UnknownKernel(f"dtype must be one of {DTYPES}, got {dtype!r}")
     every = kernels() if kind == "dense" else sparse_kernels()
     if kind == "sparse" and gpu and arch is None:  # the sparse set mixes sm_80 and sm_90a kernels: only this GPU's
         major, minor = torch.cuda.get_device_capability()
@@ -235,8 +244,13 @@ def select(patterns: list[str] | None = None, *, include_all: bool = False, gpu:
     for p in patterns or []:
         if not any(fnmatchcase(k.name, p) for k in every):
             raise UnknownKernel(f"no kernel matches {p!r}; choose from: {_choices(every)}")
+        if not any(fnmatchcase(k.name, p) and k.takes(dtype) for k in every):
+            raise UnknownKernel(f"no kernel matching {p!r} takes {dtype} inputs; those that do: "
+                                f"{_choices([k for k in every if k.takes(dtype)])}")
     chosen = []
     for k in every:
+        if not k.takes(dtype):
+            continue
         if patterns:
             if not any(fnmatchcase(k.name, p) for p in patterns):
                 continue

@@ -179,6 +179,39 @@ def run(out: Path, *, gpu: bool, suite: str = "default", budget_ms: float = MAIN
                "### Geometric mean over the suite", "", summary_markdown(brows), "",
                *(f"![{p.stem}]({p.name})\n" for p in pngs), "### Every measurement", "", bench_markdown(brows), "",
                "Raw numbers: `bench.csv`, `bench.json` (with the environment).", ""]
+        # bf16 beside fp16: the kernels that take bf16, checked and timed in bf16 against torch.matmul in bf16
+        bkernels = [k for k in registry.select(None, dtype="bf16") if nvcc or k.package != "ptx"]
+        with phase("check (bf16)"):
+            crows_b, _, _ = check_mod.run_check(bkernels, gpu=gpu, dtype="bf16")
+        bad = [r for r in crows_b if not r.ok]
+        if bad:
+            result.failures.append(f"{len(bad)} of {len(crows_b)} bf16 checks failed")
+        brows_b = []
+        with phase("bench (bf16)"):
+            for i, (m, n, k) in enumerate(bench_mod.SUITES["bf16"]):
+                brows_b += bench_mod.bench_shape(bkernels, m, n, k, budget_ms=budget_ms, timer=timer, seed=200 + i,
+                                                 ceilings=ceilings, copy_gb_s=frame.get("copy_gb_s"), dtype="bf16")
+        (out / "bf16").mkdir(exist_ok=True)
+        (out / "bf16" / "check.json").write_text(json.dumps({"environment": env,
+                                                             "rows": [r.as_dict() for r in crows_b]}, indent=1))
+        bench_mod.write_bench(out / "bf16", env, brows_b)
+        bad = [r for r in brows_b if r.status in ("failed check", "error")]
+        if bad:
+            result.failures.append(f"{len(bad)} bf16 timing runs failed their check or raised")
+        with phase("plot (bf16)"):
+            pngs_b = plot_all(out / "bf16" / "bench.json", out / "bf16")
+        gaps = bench_mod.dtype_gaps(brows, brows_b)
+        md += ["## bf16 beside fp16", "",
+               "The kernels that take bf16 (A, B and C bf16, fp32 accumulation), checked like the fp16 ones "
+               "(integers are exact in bf16 too) and timed against torch.matmul in bf16, same timing. "
+               "% of ceiling is against the fp16 instruction ceilings of the frame (the frame measures fp16 "
+               "operands).", "", check_markdown(crows_b), "", summary_markdown(brows_b), "",
+               *(f"![{p.stem}](bf16/{p.name})\n" for p in pngs_b),
+               "### Ratio to torch.matmul: fp16 vs bf16 (each against torch in its own dtype)", "",
+               _md_table(["kernel", "shape", "fp16 x torch", "bf16 x torch", "bf16 - fp16"],
+                         [[f"`{kn}`", sh, f"{x:.3f}", f"{y:.3f}", f"{y - x:+.3f}"] for kn, sh, x, y in gaps]), "",
+               bench_markdown(brows_b), "", "Raw numbers: `bf16/bench.csv`, `bf16/bench.json`, `bf16/check.json`.",
+               ""]
         if nvcc:  # the 2:4 sparse kind: its kernels beside dense torch.matmul, the dense peers and torch's sparse
             skernels, srows = registry.select(None, kind="sparse"), []
             with phase("bench (2:4 sparse)"):
@@ -199,6 +232,8 @@ def run(out: Path, *, gpu: bool, suite: str = "default", budget_ms: float = MAIN
                    "Same timing as the dense bench.", "", summary_markdown(srows), "", bench_markdown(srows), "",
                    "Raw numbers: `sparse/bench.csv`, `sparse/bench.json`.", ""]
     else:
+        result.not_run.append("bf16: its checks and timings need a CUDA GPU (the Triton interpreter's bf16 dot is "
+                              "not exact on the CPU)")
         md += ["## Speed", "", "Not measured: timing needs a CUDA GPU. On a GPU machine the same command checks "
                "every kernel there, times them against torch.matmul (the default suite: square 1024-16384, the "
                "LLM shapes, 3000x5000x2000), measures the instruction ceilings (mma.sync, and wgmma on Hopper) and copy bandwidth, and plots the "

@@ -11,6 +11,9 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 LAYOUTS = ("NN", "NT", "TN", "TT")  # A then B; N = row-major, T = column-major (a .t() view)
+# Accumulations each input dtype offers: bf16 accumulates in fp32 only (mma.sync and wgmma have no bf16 or fp16
+# accumulator for bf16 operands).
+ACCS_FOR: dict[str, tuple[str, ...]] = {"fp16": ("fp32", "fp16"), "bf16": ("fp32",)}
 
 
 @dataclass(frozen=True)
@@ -63,8 +66,8 @@ class Variant:
     def supports(self, *, dtype: str = "fp16", acc: str = "fp32", layout: str = "NN", arch: int | None = None,
                  kind: str = "dense") -> bool:
         """Whether a call with these facts runs on this variant (any layout runs: non-native ones are copied)."""
-        return (dtype in self.dtypes and acc in self.accs and layout in LAYOUTS and kind == self.kind
-                and self.offered_on(arch))
+        return (dtype in self.dtypes and acc in self.accs and acc in ACCS_FOR.get(dtype, ()) and layout in LAYOUTS
+                and kind == self.kind and self.offered_on(arch))
 
     def promised(self, target: str) -> tuple[str, ...]:
         return self.promises.get(target, ())

@@ -11,13 +11,14 @@ from dataclasses import dataclass
 
 import torch
 
+from .record import ACCS_FOR
+
 INT32_MAX = 2**31 - 1
 
 # The input dtypes the project knows, by the names records and the harness use. Every kernel reads A and B of one
 # dtype and writes C in that dtype; bf16 accumulates in fp32 only (mma.sync and wgmma have no bf16 accumulator).
 DTYPES: dict[str, torch.dtype] = {"fp16": torch.float16, "bf16": torch.bfloat16}
 DTYPE_NAMES: dict[torch.dtype, str] = {v: k for k, v in DTYPES.items()}
-ACCS_FOR: dict[str, tuple[str, ...]] = {"fp16": ("fp32", "fp16"), "bf16": ("fp32",)}
 
 
 def dtype_name(dtype: torch.dtype) -> str:

@@ -294,3 +294,46 @@ def test_timer_sleep_covers_the_host_deficit():
     assert t.sleep_us(100, None, None) == 100 * Timer.ENQUEUE_US_PER_CALL
     assert t.sleep_us(100, host_us=50.0, gpu_us=20.0) == 1000.0
     assert t.sleep_us(100, host_us=200.0, gpu_us=20.0) == 100 * (300.0 - 20.0 - 85.0) + 1000.0
+
+
+def test_select_by_dtype_keeps_the_kernels_that_take_it():
+    """bf16 runs only entries whose record lists bf16 and whose accumulation bf16 offers (fp32): never an
+    `_fp16acc` entry; the baseline takes both; patterns that match only fp16 kernels say which take bf16."""
+    fp16 = registry.select(None, gpu=True)
+    bf16 = registry.select(None, gpu=True, dtype="bf16")
+    assert bf16[0].name == "torch.matmul" and fp16[0].name == "torch.matmul"
+    assert {k.name for k in bf16} <= {k.name for k in fp16}
+    for k in bf16:
+        assert "bf16" in k.record.dtypes and k.acc == "fp32" and k.takes("bf16")
+    assert all(not k.takes("bf16") for k in registry.kernels() if k.acc == "fp16")
+    fp16_only = [k.name for k in registry.kernels() if "bf16" not in k.record.dtypes]
+    if fp16_only:
+        with pytest.raises(registry.UnknownKernel, match=rf"no kernel matching '{fp16_only[0]}' takes bf16 inputs"):
+            registry.select([fp16_only[0]], gpu=True, dtype="bf16")
+    with pytest.raises(registry.UnknownKernel, match=r"dtype must be one of \('fp16', 'bf16'\)"):
+        registry.select(None, dtype="fp8")
+
+
+def test_bf16_rows_get_their_own_plots_and_the_dtype_gap_table(tmp_path):
+    """One bench.json holding fp16 and bf16 rows plots each dtype on its own (bf16 files carry `_bf16`, titles name
+    the dtype); dtype_gaps pairs each kernel's ratio in fp16 with its ratio in bf16 on the shapes both timed."""
+    data = plot.load(SAMPLE)
+    rows = [dict(r, dtype="fp16") for r in data["rows"]]
+    rows += [dict(r, dtype="bf16", tflops=r["tflops"] and r["tflops"] * 0.98) for r in data["rows"]]
+    path = tmp_path / "bench.json"
+    path.write_text(json.dumps({"environment": data["environment"], "rows": rows}))
+    names = {p.name for p in plot.plot_all(path, tmp_path)}
+    assert {"tflops_vs_size.png", "ladder.png", "tflops_vs_size_bf16.png", "ladder_bf16.png"} <= names
+    a = [bench.BenchRow(**dict(r, dtype="fp16")) for r in data["rows"]]
+    b = [bench.BenchRow(**dict(r, dtype="bf16", ratio_to_torch=r["ratio_to_torch"] and r["ratio_to_torch"] - 0.01))
+         for r in data["rows"]]
+    gaps = bench.dtype_gaps(a, b)
+    assert gaps and all(kern != "torch.matmul" and y == pytest.approx(x - 0.01) for kern, _, x, y in gaps)
+
+
+def test_bf16_check_and_bench_cli_refuse_what_they_cannot_run(capsys):
+    from compare.__main__ import main
+
+    for cmd in ("check", "bench"):
+        assert main([cmd, "--kind", "sparse", "--dtype", "bf16"]) == 2
+        assert "the 2:4 sparse kernels take fp16 only" in capsys.readouterr().err

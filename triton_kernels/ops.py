@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import torch
 
-from hgemm_common.validation import interpreter_active, validate
+from hgemm_common.validation import check_acc, interpreter_active, validate
 
 from . import api
 from .common import ACCUMULATIONS
@@ -24,8 +24,8 @@ NAMESPACE = "tensorcore_hgemm"
 
 @torch.library.custom_op(f"{NAMESPACE}::triton_hgemm", mutates_args=())
 def triton_hgemm(a: torch.Tensor, b: torch.Tensor, acc: str = "fp32") -> torch.Tensor:
-    """C = A @ B (fp16 in and out) on the Triton kernel hgemm(kernel="auto") picks; acc is "fp32" or "fp16"
-    accumulation."""
+    """C = A @ B (fp16 or bf16 in and out) on the Triton kernel hgemm(kernel="auto") picks; acc is "fp32" or "fp16"
+    accumulation (bf16: fp32 only)."""
     return api.run(a, b, None, acc)
 
 
@@ -33,7 +33,9 @@ def triton_hgemm(a: torch.Tensor, b: torch.Tensor, acc: str = "fp32") -> torch.T
 def _(a: torch.Tensor, b: torch.Tensor, acc: str = "fp32") -> torch.Tensor:
     if acc not in ACCUMULATIONS:
         raise ValueError(f"triton_hgemm: acc must be one of {ACCUMULATIONS}, got {acc!r}")
-    return validate(a, b, allow_cpu=interpreter_active() or a.device.type == "meta").out
+    p = validate(a, b, allow_cpu=interpreter_active() or a.device.type == "meta")
+    check_acc(p.dtype, acc, "triton_hgemm")
+    return p.out
 
 
 def _setup_context(ctx, inputs, output):
