@@ -86,7 +86,12 @@ def cmd_bench(args) -> int:
     from . import bench, registry
     from .envinfo import Sampler, environment
 
-    if args.kind == "sparse" and args.dtype != "fp16":
+    from .registry import DTYPES
+
+    dtypes = list(dict.fromkeys(args.dtype.split(",")))
+    if any(d not in DTYPES for d in dtypes):
+        return _user_error(f"--dtype takes {' or '.join(DTYPES)} or a comma list of them, got {args.dtype!r}")
+    if args.kind == "sparse" and dtypes != ["fp16"]:
         return _user_error(SPARSE_FP16_ONLY)
     if not _gpu():
         print("bench needs a CUDA GPU (timing under the interpreter would measure numpy); nothing timed.")
@@ -97,7 +102,7 @@ def cmd_bench(args) -> int:
     suite = args.suite or ("sparse" if args.kind == "sparse" else "default")
     try:
         shapes = bench.parse_shapes(args.shapes) if args.shapes else bench.SUITES[suite]
-        kernels = registry.select(args.kernels, include_all=args.all, kind=args.kind, dtype=args.dtype)
+        kernels = {d: registry.select(args.kernels, include_all=args.all, kind=args.kind, dtype=d) for d in dtypes}
     except ValueError as e:  # UnknownKernel, or a shape not of the form MxNxK
         return _user_error(str(e))
     from . import frame as frame_mod
@@ -110,16 +115,22 @@ def cmd_bench(args) -> int:
         frame = frame_mod.measure(timer)
         ceilings = frame_mod.ceilings(frame)
         for i, (m, n, k) in enumerate(shapes):
-            rows += bench.bench_shape(kernels, m, n, k, layout=args.layout, rounds=args.rounds,
-                                      budget_ms=args.budget_ms, timer=timer, seed=i, ceilings=ceilings,
-                                      copy_gb_s=frame.get("copy_gb_s"), kind=args.kind, dtype=args.dtype)
+            for d in dtypes:  # the dtypes of one shape back to back: their ratios are compared
+                rows += bench.bench_shape(kernels[d], m, n, k, layout=args.layout, rounds=args.rounds,
+                                          budget_ms=args.budget_ms, timer=timer, seed=i, ceilings=ceilings,
+                                          copy_gb_s=frame.get("copy_gb_s"), kind=args.kind, dtype=d)
             show(i + 1, len(shapes))
     env["during_run"] = sampler.summary()
     env["frame"] = frame
     print(f"frame: {frame}")
     print(bench.format_table(rows))
-    print()
-    print(bench.summary(rows))
+    for d in dtypes:
+        print(f"\n{d}:" if len(dtypes) > 1 else "")
+        print(bench.summary([r for r in rows if r.dtype == d]))
+    if len(dtypes) > 1:
+        print(f"\nratio to torch.matmul, {dtypes[0]} vs {dtypes[1]} (each against torch in its own dtype):")
+        print(bench.format_gaps(bench.dtype_gaps([r for r in rows if r.dtype == dtypes[0]],
+                                                 [r for r in rows if r.dtype == dtypes[1]]), dtypes[0], dtypes[1]))
     print(f"\n{env.get('gpu')} | {env.get('during_run')} | torch {env['torch']} triton {env['triton']} "
           f"| commit {env['git_commit']}")
     out = Path(args.out)
@@ -212,8 +223,9 @@ def main(argv=None) -> int:
     b.add_argument("--kind", default="dense", choices=["dense", "sparse"],
                    help="problem kind: sparse times the 2:4 sparse kernels beside torch.matmul, their dense peers and "
                         "torch's semi-structured sparse matmul, all on one pruned A")
-    b.add_argument("--dtype", default="fp16", choices=list(DTYPES),
-                   help="dtype of A, B and C for every kernel and torch.matmul (bf16: the kernels that take it)")
+    b.add_argument("--dtype", default="fp16",
+                   help="dtype of A, B and C for every kernel and torch.matmul: fp16, bf16 (the kernels that take it), "
+                        "or fp16,bf16 (both, per shape back to back, with a table of each kernel's two ratios)")
     b.add_argument("--shapes", help="comma-separated MxNxK list, instead of --suite")
     b.add_argument("--kernels", nargs="*", help="fnmatch patterns of kernel names")
     b.add_argument("--all", action="store_true", help="also every pinned Triton configuration")

@@ -308,6 +308,13 @@ def dtype_gaps(rows: list[BenchRow], other: list[BenchRow]) -> list[tuple[str, s
     return [(kern, shape, x, theirs[kern, shape]) for (kern, shape), x in mine.items() if (kern, shape) in theirs]
 
 
+def format_gaps(gaps: list[tuple[str, str, float, float]], first: str = "fp16", second: str = "bf16") -> str:
+    """dtype_gaps as a text table."""
+    lines = [f"{'kernel':<36} {'shape':>18} {first + ' x torch':>13} {second + ' x torch':>13} {'difference':>11}"]
+    lines += [f"{kern:<36} {shape:>18} {x:13.3f} {y:13.3f} {y - x:+11.3f}" for kern, shape, x, y in gaps]
+    return "\n".join(lines)
+
+
 def write_bench(out: Path, env: dict, rows: list[BenchRow]) -> None:
     """bench.json (environment + rows) and bench.csv (rows) in `out`."""
     dicts = [r.as_dict() for r in rows]

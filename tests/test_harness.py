@@ -329,6 +329,7 @@ def test_bf16_rows_get_their_own_plots_and_the_dtype_gap_table(tmp_path):
          for r in data["rows"]]
     gaps = bench.dtype_gaps(a, b)
     assert gaps and all(kern != "torch.matmul" and y == pytest.approx(x - 0.01) for kern, _, x, y in gaps)
+    assert "-0.010" in bench.format_gaps(gaps).splitlines()[1]
 
 
 def test_bf16_check_and_bench_cli_refuse_what_they_cannot_run(capsys):
@@ -337,3 +338,5 @@ def test_bf16_check_and_bench_cli_refuse_what_they_cannot_run(capsys):
     for cmd in ("check", "bench"):
         assert main([cmd, "--kind", "sparse", "--dtype", "bf16"]) == 2
         assert "the 2:4 sparse kernels take fp16 only" in capsys.readouterr().err
+    assert main(["bench", "--dtype", "fp16,fp8"]) == 2
+    assert "--dtype takes fp16 or bf16 or a comma list of them, got 'fp16,fp8'" in capsys.readouterr().err
