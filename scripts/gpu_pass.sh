@@ -4,6 +4,8 @@
 #   bash scripts/gpu_pass.sh report OUTDIR   # the main job: python -m compare --out OUTDIR/report
 #   bash scripts/gpu_pass.sh lab OUTDIR      # layout probes (hardware vs model) and ncu bank conflicts
 #   bash scripts/gpu_pass.sh sanitize OUTDIR # compute-sanitizer memcheck + racecheck over every kernel
+#   bash scripts/gpu_pass.sh wall OUTDIR     # per-call wall time (operators too), the PTX call's host pieces, and
+#                                             # where the host time goes (cProfile) for the small shapes
 #   bash scripts/gpu_pass.sh hopper OUTDIR    # the Hopper ladder vs cuBLAS (scripts/tune_wgmma.cu; SHAPES=MxNxK,...)
 #   bash scripts/gpu_pass.sh tune OUTDIR [NT] # the tile sweeps against cuBLAS (scripts/tune_*.cu), fp32 and fp16,
 #                                             # NN (or NT: B column-major)
@@ -37,6 +39,14 @@ case "$PART" in
   sanitize)
     bash scripts/sanitize.sh "$OUTDIR"
     ;;
+  wall)
+    W="--shapes ${SHAPES:-16x4096x4096,128x4096x4096}"
+    python scripts/wall_time.py $W --kernels torch.matmul triton wgmma_persistent --ops 2>&1 | tee "$OUTDIR/wall.log"
+    python scripts/wall_time.py --breakdown wgmma_persistent --breakdown-shape 16x4096x4096 2>&1 \
+      | tee "$OUTDIR/wall_breakdown.log"
+    python scripts/wall_time.py $W --kernels torch.matmul triton wgmma_persistent --profile --calls 500 2>&1 \
+      | tee "$OUTDIR/wall_profile.log"
+    ;;
   tune)
     bash scripts/build_tune.sh /tmp || exit 1
     for t in tune_mma_f32 tune_mma_f16 tune_wmma_f32 tune_wmma_f16; do
@@ -49,5 +59,5 @@ case "$PART" in
     /tmp/tune_wgmma check 2>&1 | tee "$OUTDIR/tune_wgmma_check.log" | tail -12
     /tmp/tune_wgmma bench ${SHAPES:-} 2>&1 | tee "$OUTDIR/tune_wgmma_bench.log"
     ;;
-  *) echo "unknown part $PART (tests, report, lab, sanitize, tune or hopper)"; exit 2 ;;
+  *) echo "unknown part $PART (tests, report, lab, sanitize, wall, tune or hopper)"; exit 2 ;;
 esac

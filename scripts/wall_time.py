@@ -14,6 +14,9 @@ against torch.matmul compiled the same way.
 --breakdown VARIANT times the pieces of one PTX call on a small shape (device time far below the host's, so each
 line is host time): output allocation, validation, the binding + launcher + launch alone, the whole
 `ptx_kernels.hgemm` with and without `out=`, and torch.matmul beside them.
+
+--profile runs the chosen kernels' back-to-back calls under cProfile instead of timing them, and prints, per shape
+and kernel, the Python functions (and the C functions they call) that take the most host time per call.
 """
 from __future__ import annotations
 
@@ -71,6 +74,27 @@ def breakdown(variant: str, shape: tuple[int, int, int], calls: int) -> None:
         print(f"  {us:8.2f} us  {label}")
 
 
+def profile(name: str, run, a, b, out, calls: int, top: int = 12) -> None:
+    """Where one kind of call spends its host time: cProfile over `calls` back-to-back calls (after warm-up), the
+    `top` functions by their own time, in microseconds per call."""
+    import cProfile
+    import pstats
+
+    per_call_us(run, a, b, out, 10)  # warm-up: the first call's choice and compiles stay out
+    prof = cProfile.Profile()
+    prof.enable()
+    for _ in range(calls):
+        run(a, b, out)
+    prof.disable()
+    torch.cuda.synchronize()
+    stats = pstats.Stats(prof).stats
+    rows = sorted(stats.items(), key=lambda kv: kv[1][2], reverse=True)[:top]
+    print(f"  {name}: own / cumulative us per call, top {top} by own time")
+    for (file, line, fn), (_, ncalls, tottime, cumtime, _) in rows:
+        where = fn if file == "~" else f"{file.rsplit('/', 1)[-1]}:{line}({fn})"
+        print(f"    {tottime / calls * 1e6:8.2f} {cumtime / calls * 1e6:8.2f}  x{ncalls / calls:<4.1f} {where}")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--shapes", default="16x4096x4096,128x4096x4096,4096x4096x4096")
@@ -81,6 +105,7 @@ def main() -> int:
     ap.add_argument("--layout", default="NN", choices=["NN", "NT", "TN", "TT"])
     ap.add_argument("--breakdown", metavar="VARIANT", help="time the pieces of one PTX call instead")
     ap.add_argument("--breakdown-shape", default="128x128x128")
+    ap.add_argument("--profile", action="store_true", help="cProfile the calls instead of timing them")
     args = ap.parse_args()
     if args.breakdown:
         breakdown(args.breakdown, parse_shapes(args.breakdown_shape)[0], max(args.calls, 1000))
@@ -93,6 +118,10 @@ def main() -> int:
         out = torch.empty(m, n, dtype=torch.float16, device="cuda")
         base = None
         for name, run in runners:
+            if args.profile:
+                print(f"{m}x{n}x{k} {args.layout}:")
+                profile(name, run, a, b, out, args.calls)
+                continue
             us = per_call_us(run, a, b, out, args.calls)
             base = us if name == "torch.matmul" else base
             ratio = f"{us / base:5.2f}x" if base else "   - "
