@@ -19,7 +19,7 @@ using namespace mma_pipeline;
 
 using E = mma_stmatrix::StmatrixStore;
 template <class T, Acc ACC, bool B_COL>
-constexpr auto tile_kernel = kernel<T, ACC, B_COL, SwizzledLayouts::A<T>, SwizzledLayouts::B<T, B_COL>, E>;
+constexpr auto tile_kernel = kernel<half, T, ACC, B_COL, SwizzledLayouts::A<T>, SwizzledLayouts::B<T, B_COL>, E>;
 
 // The sweep times one accumulation: launch that tile alone, for the layout asked (mma_pipeline::launch would
 // build every tile and accumulation).
