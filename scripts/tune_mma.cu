@@ -25,8 +25,8 @@ constexpr auto tile_kernel = kernel<half, T, ACC, B_COL, SwizzledLayouts::A<T>, 
 // build every tile and accumulation).
 template <class T, Acc ACC>
 tune::Candidate candidate(const char* name) {
-  return tune::candidate<ACC, launch_tile<T, ACC, false, SwizzledLayouts, E>,
-                         launch_tile<T, ACC, true, SwizzledLayouts, E>, tile_kernel<T, ACC, false>,
+  return tune::candidate<ACC, launch_tile<T, ACC, false, SwizzledLayouts, E, half>,
+                         launch_tile<T, ACC, true, SwizzledLayouts, E, half>, tile_kernel<T, ACC, false>,
                          tile_kernel<T, ACC, true>>(name, T::THREADS, LaunchSmem<T, false, E>::BYTES,
                                                     LaunchSmem<T, true, E>::BYTES);
 }
