@@ -116,7 +116,9 @@ def inspect_triton(t: Target, out: Path) -> InspectRow:
 def _instance(names: list[str], acc: str, prefer: str = "") -> str:
     """The accumulation's B row-major instantiation (mangled ...L3Acc0E / L3Acc1E ...Lb0E...; simt has no B
     flag); among several (tiles, epilogues), the one the record's extra["inspect_instance"] regex names, with
-    {acc} standing for the accumulation's 0 or 1."""
+    {acc} standing for the accumulation's 0 or 1. The fp16 instantiation where a kernel takes bf16 too (its element type
+    mangles as 6__half, bf16's as 13__nv_bfloat16)."""
+    names = [n for n in names if "13__nv_bfloat16" not in n] or names
     tag = "L3Acc1E" if acc == "fp16" else "L3Acc0E"
     if prefer:
         pattern = re.compile(prefer.format(acc=1 if acc == "fp16" else 0))

@@ -4,7 +4,7 @@ from __future__ import annotations
 import torch
 
 from hgemm_common.operands import is_col_major, is_row_major, rows_aligned16
-from hgemm_common.validation import finish_empty, validate
+from hgemm_common.validation import check_acc, check_dtype_offered, finish_empty, validate
 
 from .build import BuildError, load
 from .variants import BY_NAME, VARIANTS, Variant, any_strides
@@ -44,8 +44,16 @@ def check_variant(variant: str, acc: str, kind: str = "dense") -> Variant:
     return v
 
 
+def check_dtype(v: Variant, dtype: str, acc: str, who: str = "hgemm") -> None:
+    """Raise a one-line error when variant `v` does not take `dtype` inputs (TypeError naming the dtypes it takes) or
+    `dtype` does not offer `acc` (ValueError: bf16 accumulates in fp32 only)."""
+    check_dtype_offered(dtype, v.dtypes, f"{who}: variant {v.name!r}")
+    check_acc(dtype, acc, who)
+
+
 def _aligned_copy(t: torch.Tensor) -> torch.Tensor:
-    """A row-major copy of t whose rows start on 128-byte boundaries (leading dimension rounded up to 64 halves).
+    """A row-major copy of t (its dtype) whose rows start on 128-byte boundaries (leading dimension rounded up to 64
+    elements of 2 bytes).
     16 bytes would do for cp.async and TMA, but a TMA box row that straddles five 32-byte sectors instead of four
     cost the Hopper kernels up to a quarter of their speed (4095 x 4097 x 4099: 318 -> 422 TFLOPS,
     docs/ladders/hopper.md); the copy is made anyway, so it is made aligned."""
@@ -91,9 +99,11 @@ def _arch(device: torch.device) -> int:
 
 def hgemm(a: torch.Tensor, b: torch.Tensor, *, variant: str = "wmma_multistage", acc: str = "fp32",
           out: torch.Tensor | None = None, tile: str = "auto", split: int | None = None) -> torch.Tensor:
-    """C = A @ B in fp16 on one hand-written kernel.
+    """C = A @ B in fp16 or bf16 (A, B and C of one dtype) on one hand-written kernel.
 
-    variant: a name from `variants()`. acc: "fp32" or "fp16" accumulation. out: preallocated fp16 (M, N) tensor.
+    variant: a name from `variants()`; bf16 inputs need a variant whose record lists "bf16" (`Variant.dtypes`), else
+    a TypeError names the dtypes it takes. acc: "fp32" or "fp16" accumulation (bf16: "fp32" only). out: preallocated
+    (M, N) tensor of the inputs' dtype.
     tile: where the variant has two block tiles for `acc` (`Variant.block_fp16`: the pipelined variants with fp16
     accumulation), "auto" picks by wave count, "large" forces `block_fp16`, "base" forces `block`.
     Layouts the variant cannot read in place (column-major A; strided views; unaligned rows for cp.async
@@ -119,6 +129,7 @@ def hgemm(a: torch.Tensor, b: torch.Tensor, *, variant: str = "wmma_multistage",
         raise ValueError(f"hgemm: split={split!r} needs a variant that splits K ({splitting}) and one of its splits; "
                          f"variant {variant!r} takes {v.extra.get('splits', ())}")
     p = validate(a, b, out, allow_cpu=False)
+    check_dtype(v, p.dtype, acc)
     if p.empty:
         return finish_empty(p)
     arch = _arch(a.device)
@@ -142,7 +153,7 @@ def hgemm(a: torch.Tensor, b: torch.Tensor, *, variant: str = "wmma_multistage",
         b_col = False
     c = p.out
     if not is_row_major(c):
-        c = torch.empty((p.m, p.n), dtype=torch.float16, device=a.device)
+        c = torch.empty((p.m, p.n), dtype=p.out.dtype, device=a.device)
         copies.append("C through a row-major temporary")
     report = ext.hgemm_launch(variant, a, b, c, b_col, acc == "fp16", TILES[tile], split or 0)
     if c is not p.out:
@@ -219,7 +230,7 @@ def sparse_hgemm(values: torch.Tensor, meta: torch.Tensor, b: torch.Tensor, *, v
     b = _b_aligned(b, b_col, copies)
     c = p.out
     if not is_row_major(c):
-        c = torch.empty((p.m, p.n), dtype=torch.float16, device=values.device)
+        c = torch.empty((p.m, p.n), dtype=p.out.dtype, device=values.device)
         copies.append("C through a row-major temporary")
     report = ext.sparse_launch(v.name, values, meta, b, c, p.k, b_col, acc == "fp16")
     if c is not p.out:

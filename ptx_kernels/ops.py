@@ -11,21 +11,23 @@ import torch
 
 from hgemm_common.validation import validate
 
-from . import check_variant, hgemm
+from . import check_dtype, check_variant, hgemm
 
 NAMESPACE = "tensorcore_hgemm"
 
 
 @torch.library.custom_op(f"{NAMESPACE}::ptx_hgemm", mutates_args=())
 def ptx_hgemm(a: torch.Tensor, b: torch.Tensor, variant: str = "mma_stmatrix", acc: str = "fp32") -> torch.Tensor:
-    """C = A @ B (fp16 in and out) on one hand-written kernel (`ptx_kernels.variants()`)."""
+    """C = A @ B (fp16 or bf16 in and out, one dtype) on one hand-written kernel (`ptx_kernels.variants()`)."""
     return hgemm(a.detach(), b.detach(), variant=variant, acc=acc)  # detached: hgemm would route back here
 
 
 @ptx_hgemm.register_fake
 def _(a: torch.Tensor, b: torch.Tensor, variant: str = "mma_stmatrix", acc: str = "fp32") -> torch.Tensor:
-    check_variant(variant, acc)
-    return validate(a, b, allow_cpu=True).out
+    v = check_variant(variant, acc)
+    p = validate(a, b, allow_cpu=True)
+    check_dtype(v, p.dtype, acc)
+    return p.out
 
 
 def _setup_context(ctx, inputs, output):

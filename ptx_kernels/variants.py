@@ -35,6 +35,20 @@ def _each(*ops: str) -> dict[str, tuple[str, ...]]:
     return {t: ops for t in _SM80_SM90}
 
 
+# bf16 beside fp16: the kernels whose element type is a template parameter (fp16: fp32 and fp16 accumulation; bf16:
+# fp32 only, the only instantiations made for it). extra["mma_forms"]: per dtype, the tensor-core SASS forms its
+# instantiations hold (each whole, followed by its operands: "HMMA.16816.F32" is fp16 operands, ".F32.BF16" bf16);
+# tests/test_ptx_compile.py checks them against every target's SASS.
+BF16 = ("fp16", "bf16")
+_HMMA_FORMS = {"fp16": ("HMMA.16816.F32", "HMMA.16816.F16"), "bf16": ("HMMA.16816.F32.BF16",)}
+
+
+def _hgmma_forms(*ns: int) -> dict[str, tuple[str, ...]]:
+    """The wgmma m64nNk16 forms of tile widths ns: fp32 and fp16 accumulation for fp16, fp32 for bf16."""
+    return {"fp16": tuple(f"HGMMA.64x{n}x16.{acc}" for n in ns for acc in ("F32", "F16")),
+            "bf16": tuple(f"HGMMA.64x{n}x16.F32.BF16" for n in ns)}
+
+
 # The pipelined mma.sync tiles (sm80/mma_pipeline.cuh): 128x256x64 in 3 stages, fp16 on large problems 256x256x32
 # in 4; all shared memory dynamic.
 _PIPELINED = dict(block=(128, 256, 64), stages=3, block_fp16=(256, 256, 32), stages_fp16=4, alignment="rows16",
@@ -92,23 +106,27 @@ VARIANTS: tuple[Variant, ...] = (
             "fp16 on large problems: 256x256x32, 4 stages, 8 warps x 64x128",
             "3-4 stage cp.async pipeline, large warp tiles, fragments double-buffered in registers (fp32)",
             isa="mma.sync", ceiling="mma.sync", promises=_each("HMMA", "LDSM", "LDGSTS"),
-            forbids=_each("STSM", *_LOCAL), **_PIPELINED),
+            forbids=_each("STSM", *_LOCAL), dtypes=BF16, extra={"mma_forms": _HMMA_FORMS}, **_PIPELINED),
     Variant("mma_swizzle", "ptx", "mma", "sm80/mma_swizzle.cu", "mma_multistage's tiles, XOR-swizzled shared memory",
             "XOR-swizzled shared memory: conflict-free ldmatrix and cp.async", isa="mma.sync", ceiling="mma.sync",
-            promises=_each("HMMA", "LDSM", "LDGSTS"), forbids=_each("STSM", *_LOCAL), **_PIPELINED),
+            promises=_each("HMMA", "LDSM", "LDGSTS"), forbids=_each("STSM", *_LOCAL), dtypes=BF16,
+            extra={"mma_forms": _HMMA_FORMS}, **_PIPELINED),
     Variant("mma_stmatrix", "ptx", "mma", "sm80/mma_stmatrix.cu", "mma_multistage's tiles, swizzled, stmatrix epilogue",
             "stmatrix epilogue through shared memory, 16-byte coalesced stores (sm_90; plain stores before)",
             isa="mma.sync", ceiling="mma.sync",
             promises={"sm_80": ("HMMA", "LDSM", "LDGSTS"), "sm_90a": ("HMMA", "LDSM", "LDGSTS", "STSM")},
-            forbids={"sm_80": ("STSM", *_LOCAL), "sm_90a": _LOCAL}, **_PIPELINED),
+            forbids={"sm_80": ("STSM", *_LOCAL), "sm_90a": _LOCAL}, dtypes=BF16, extra={"mma_forms": _HMMA_FORMS},
+            **_PIPELINED),
 )
 
 # The Hopper ladder (sm90/, sm_90a only): TMA loads on mbarriers, wgmma from shared memory, 128-byte swizzle. All
 # shared memory dynamic; operands TMA cannot describe (base not 16-byte aligned, leading dimension not a multiple of
-# 8) are copied by the wrapper first. Instantiations: accumulation x B layout (x epilogue x tile where the launcher
-# chooses).
+# 8) are copied by the wrapper first. Every dense Hopper kernel takes fp16 and bf16 (wgmma_persistent hands problems
+# to wgmma_splitk and wgmma_cluster, so all take what it takes). Instantiations: (dtype, accumulation) pairs (fp16
+# x fp32, fp16 x fp16, bf16 x fp32: 3) x B layout (x epilogue x tile where the launcher chooses).
 _SM90 = ("sm_90a",)
 _HOPPER = dict(isa="wgmma", ceiling="wgmma", min_arch=90, alignment="tma", static_smem=lambda acc, b_col: 0,
+               dtypes=BF16,
                forbids={"sm_90a": ("HMMA", "LDGSTS", "LDSM", *_LOCAL)})
 # The K splits a variant's launcher takes (GemmArgs::split; hgemm(split=...)): 1 never splits, 2 and 4 split K over
 # a cluster of that many blocks (sm90/wgmma_splitk.cu); 0 ("auto") lets the launcher choose.
@@ -116,36 +134,41 @@ _SPLITS = (1, 2, 4)
 HOPPER: tuple[Variant, ...] = (
     Variant("wgmma_tma", "ptx", "wgmma", "sm90/wgmma_tma.cu", "128x128x64, 4 stages, 1 warpgroup",
             "TMA loads completing on per-stage mbarriers, wgmma m64n128k16 reading shared memory through descriptors",
-            block=(128, 128, 64), stages=4, promises={"sm_90a": ("HGMMA", "UTMALDG", "SYNCS")}, **_HOPPER),
+            block=(128, 128, 64), stages=4, promises={"sm_90a": ("HGMMA", "UTMALDG", "SYNCS")},
+            extra={"mma_forms": _hgmma_forms(128)}, **_HOPPER),
     Variant("wgmma_ws", "ptx", "wgmma", "sm90/wgmma_ws.cu",
             "128x256x64, 4 stages, producer warpgroup + 2 consumer warpgroups",
             "warp specialization: a TMA producer warpgroup (setmaxnreg.dec) feeds two wgmma consumers "
             "(setmaxnreg.inc) through full/empty mbarriers", block=(128, 256, 64), stages=4,
-            promises={"sm_90a": ("HGMMA", "UTMALDG", "SYNCS", "USETMAXREG")}, **_HOPPER),
+            promises={"sm_90a": ("HGMMA", "UTMALDG", "SYNCS", "USETMAXREG")},
+            extra={"mma_forms": _hgmma_forms(256)}, **_HOPPER),
     Variant("wgmma_persistent", "ptx", "wgmma", "sm90/wgmma_persistent.cu",
             "persistent, 128x256x64 in 4 stages (128x128 in 6, 128x64 in 8 on skinny outputs)",
             "one block per SM walking the tiles in grouped order; TMA-store epilogue through swizzled shared "
             "memory, overlapped with the next tile", block=(128, 256, 64), stages=4,
             promises={"sm_90a": ("HGMMA", "UTMALDG", "UTMASTG", "SYNCS", "USETMAXREG")},
-            # tiles x accumulations x B layouts x epilogues; inspect shows the 128x256 tile with the TMA-store epilogue
-            extra={"instantiations": 3 * 2 * 2 * 2, "inspect_instance": r"TileILi256ELi4EEEL3Acc{acc}ELb0ELb1E",
-                   "splits": _SPLITS}, **_HOPPER),
+            # tiles x (dtype, accumulation) pairs x B layouts x epilogues; inspect shows fp16's 128x256 tile with
+            # the TMA-store epilogue
+            extra={"instantiations": 3 * 3 * 2 * 2,
+                   "inspect_instance": r"I6__halfN\w*TileILi256ELi4EEEL3Acc{acc}ELb0ELb1E",
+                   "splits": _SPLITS, "mma_forms": _hgmma_forms(256, 128, 64)}, **_HOPPER),
     Variant("wgmma_splitk", "ptx", "wgmma", "sm90/wgmma_splitk.cu",
             "clusters of 1, 2 or 4 blocks share a 128x256/128x128/128x64 tile, each taking a part of K; one wave",
             "split-K over a thread block cluster: the partial tiles are added in rank order through distributed "
             "shared memory (no workspace, no atomics, deterministic); wgmma_persistent hands it skinny outputs",
             block=(128, 128, 64), stages=6,
             promises={"sm_90a": ("HGMMA", "UTMALDG", "SYNCS", "USETMAXREG")},
-            # tiles x accumulations x B layouts; inspect shows the 128x128 tile
-            extra={"instantiations": 3 * 2 * 2, "inspect_instance": r"TileILi128ELi6EEEL3Acc{acc}ELb0E",
-                   "splits": _SPLITS}, **_HOPPER),
+            # tiles x (dtype, accumulation) pairs x B layouts; inspect shows fp16's 128x128 tile
+            extra={"instantiations": 3 * 3 * 2, "inspect_instance": r"I6__halfN\w*TileILi128ELi6EEEL3Acc{acc}ELb0E",
+                   "splits": _SPLITS, "mma_forms": _hgmma_forms(256, 128, 64)}, **_HOPPER),
     Variant("wgmma_cluster", "ptx", "wgmma", "sm90/wgmma_cluster.cu",
             "persistent 2-CTA clusters, 128x256x64 tiles in 4 stages, B multicast",
             "thread block clusters: two blocks share each B tile through TMA multicast (a third less L2 traffic)",
             block=(128, 256, 64), stages=4,
             promises={"sm_90a": ("HGMMA", "UTMALDG", "UTMASTG", "SYNCS", "USETMAXREG")},
-            # accumulations x B layouts x epilogues; inspect shows the TMA-store epilogue
-            extra={"instantiations": 2 * 2 * 2, "inspect_instance": r"L3Acc{acc}ELb0ELb1E"}, **_HOPPER),
+            # (dtype, accumulation) pairs x B layouts x epilogues; inspect shows fp16's TMA-store epilogue
+            extra={"instantiations": 3 * 2 * 2, "inspect_instance": r"I6__halfL3Acc{acc}ELb0ELb1E",
+                   "mma_forms": _hgmma_forms(256)}, **_HOPPER),
 )
 # 2:4 structured sparsity (problem kind "sparse": A arrives compressed, ptx_kernels/sparse.py; called through
 # ptx_kernels.sparse_hgemm). Each is scored against the sparse form of its instruction's ceiling, which counts the

@@ -1,6 +1,7 @@
 """Write the wgmma.mma_async wrappers of ptx_kernels/csrc/ptx/wgmma.cuh (the part between the GENERATED markers).
 
-One wrapper per (N, accumulation): m64nNk16 with both operands from shared memory (descriptors), fp16 inputs.
+One wrapper per (N, accumulation, inputs): m64nNk16 with both operands from shared memory (descriptors); fp16 inputs
+with fp32 or fp16 accumulation, bf16 inputs with fp32 (wgmma has no other accumulator for bf16).
 Their register lists are too long to write by hand (m64n256k16.f32 has 128 accumulator registers), so this script
 spells them out; the CPU tests check that the header holds exactly what it prints.
 
@@ -18,23 +19,28 @@ END = "// ---- END GENERATED ----"
 SHAPES = (256, 128, 64)
 
 
-def wrapper(n: int, acc: str) -> str:
+# (accumulator, inputs) of each wrapper, in the header's order
+FORMS = (("f32", "f16"), ("f16", "f16"), ("f32", "bf16"))
+
+
+def wrapper(n: int, acc: str, ab: str = "f16") -> str:
     f32 = acc == "f32"
     regs = n // 2 if f32 else n // 4  # accumulator registers per thread: 64 x N values over 128 threads
     ctype, constraint = ("float", "+f") if f32 else ("uint32_t", "+r")
     dlist = ", ".join(f"%{i}" for i in range(regs))
     a, b, scale, tb = regs, regs + 1, regs + 2, regs + 3
-    ptx = (f"wgmma.mma_async.sync.aligned.m64n{n}k16.{acc}.f16.f16 "
+    ptx = (f"wgmma.mma_async.sync.aligned.m64n{n}k16.{acc}.{ab}.{ab} "
            f"{{{dlist}}}, %{a}, %{b}, p, 1, 1, 0, %{tb};")
     outs = ",\n        ".join(", ".join(f'"{constraint}"(d[{i}])' for i in range(r, min(r + 8, regs)))
                               for r in range(0, regs, 8))
     body = (
-        f"// wgmma.mma_async.sync.aligned.m64n{n}k16.{acc}.f16.f16 {{d0..d{regs - 1}}}, desc_a, desc_b, scale_d, "
+        f"// wgmma.mma_async.sync.aligned.m64n{n}k16.{acc}.{ab}.{ab} {{d0..d{regs - 1}}}, desc_a, desc_b, scale_d, "
         f"1, 1, 0, TRANS_B;\n"
         f"// D[64x{n}] ({'fp32' if f32 else 'fp16 pairs'}, {regs} registers a thread) = A[64x16] * B[16x{n}] "
+        f"({ab} operands) "
         f"(+ D when scale_d != 0).\n"
         f"template <int TRANS_B>\n"
-        f"__device__ __forceinline__ void wgmma_m64n{n}k16_{acc}_f16_ss({ctype} (&d)[{regs}], uint64_t desc_a, "
+        f"__device__ __forceinline__ void wgmma_m64n{n}k16_{acc}_{ab}_ss({ctype} (&d)[{regs}], uint64_t desc_a, "
         f"uint64_t desc_b, int scale_d) {{\n"
         f"  static_assert(TRANS_B == 0 || TRANS_B == 1, \"imm-trans-b is 0 (K-major B) or 1 (N-major B)\");\n"
         f"  asm volatile(\n"
@@ -49,8 +55,8 @@ def wrapper(n: int, acc: str) -> str:
 def generated() -> str:
     parts = [BEGIN]
     for n in SHAPES:
-        for acc in ("f32", "f16"):
-            parts.append(wrapper(n, acc))
+        for acc, ab in FORMS:
+            parts.append(wrapper(n, acc, ab))
     parts.append(END)
     return "\n".join(parts)
 

@@ -19,14 +19,14 @@ using namespace mma_pipeline;
 
 using E = mma_stmatrix::StmatrixStore;
 template <class T, Acc ACC, bool B_COL>
-constexpr auto tile_kernel = kernel<T, ACC, B_COL, SwizzledLayouts::A<T>, SwizzledLayouts::B<T, B_COL>, E>;
+constexpr auto tile_kernel = kernel<half, T, ACC, B_COL, SwizzledLayouts::A<T>, SwizzledLayouts::B<T, B_COL>, E>;
 
 // The sweep times one accumulation: launch that tile alone, for the layout asked (mma_pipeline::launch would
 // build every tile and accumulation).
 template <class T, Acc ACC>
 tune::Candidate candidate(const char* name) {
-  return tune::candidate<ACC, launch_tile<T, ACC, false, SwizzledLayouts, E>,
-                         launch_tile<T, ACC, true, SwizzledLayouts, E>, tile_kernel<T, ACC, false>,
+  return tune::candidate<ACC, launch_tile<T, ACC, false, SwizzledLayouts, E, half>,
+                         launch_tile<T, ACC, true, SwizzledLayouts, E, half>, tile_kernel<T, ACC, false>,
                          tile_kernel<T, ACC, true>>(name, T::THREADS, LaunchSmem<T, false, E>::BYTES,
                                                     LaunchSmem<T, true, E>::BYTES);
 }

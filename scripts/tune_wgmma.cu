@@ -22,11 +22,18 @@
 #include "tune_common.cuh"  // TUNE_CHECK
 #include "lab/lab.h"
 
-cudaError_t launch_wgmma_tma(const GemmArgs&, Acc, cudaStream_t, LaunchInfo*);
-cudaError_t launch_wgmma_ws(const GemmArgs&, Acc, cudaStream_t, LaunchInfo*);
-cudaError_t launch_wgmma_persistent(const GemmArgs&, Acc, cudaStream_t, LaunchInfo*);
-cudaError_t launch_wgmma_splitk(const GemmArgs&, Acc, cudaStream_t, LaunchInfo*);
-cudaError_t launch_wgmma_cluster(const GemmArgs&, Acc, cudaStream_t, LaunchInfo*);
+// The kernel files' launchers (templates over the element type, instantiated there for fp16 and bf16); the sweep
+// runs fp16.
+template <typename E>
+cudaError_t launch_wgmma_tma(const GemmArgsOf<E>&, Acc, cudaStream_t, LaunchInfo*);
+template <typename E>
+cudaError_t launch_wgmma_ws(const GemmArgsOf<E>&, Acc, cudaStream_t, LaunchInfo*);
+template <typename E>
+cudaError_t launch_wgmma_persistent(const GemmArgsOf<E>&, Acc, cudaStream_t, LaunchInfo*);
+template <typename E>
+cudaError_t launch_wgmma_splitk(const GemmArgsOf<E>&, Acc, cudaStream_t, LaunchInfo*);
+template <typename E>
+cudaError_t launch_wgmma_cluster(const GemmArgsOf<E>&, Acc, cudaStream_t, LaunchInfo*);
 
 #define CK(x) TUNE_CHECK(x)
 
@@ -36,22 +43,22 @@ struct Kern {
   int tile;   // GemmArgs::tile: 0 = the launcher's choice; persistent / splitk: 1, 2, 3 = 128 x 256, 128, 64
   int split;  // GemmArgs::split: 0 = the launcher's choice, 1 = none, 2 / 4 parts
 };
-static const Kern kAllKernels[] = {{"wgmma_tma", launch_wgmma_tma, 0, 0},
-                                   {"wgmma_ws", launch_wgmma_ws, 0, 0},
-                                   {"wgmma_persistent", launch_wgmma_persistent, 0, 0},
-                                   {"persistent_nosplit", launch_wgmma_persistent, 0, 1},
-                                   {"persistent_256", launch_wgmma_persistent, 1, 1},
-                                   {"persistent_128", launch_wgmma_persistent, 2, 1},
-                                   {"persistent_64", launch_wgmma_persistent, 3, 1},
-                                   {"wgmma_splitk", launch_wgmma_splitk, 0, 0},
-                                   {"splitk_256x4", launch_wgmma_splitk, 1, 4},
-                                   {"splitk_256x2", launch_wgmma_splitk, 1, 2},
-                                   {"splitk_128x4", launch_wgmma_splitk, 2, 4},
-                                   {"splitk_128x2", launch_wgmma_splitk, 2, 2},
-                                   {"splitk_128x1", launch_wgmma_splitk, 2, 1},
-                                   {"splitk_64x4", launch_wgmma_splitk, 3, 4},
-                                   {"splitk_64x2", launch_wgmma_splitk, 3, 2},
-                                   {"wgmma_cluster", launch_wgmma_cluster, 0, 0}};
+static const Kern kAllKernels[] = {{"wgmma_tma", launch_wgmma_tma<half>, 0, 0},
+                                   {"wgmma_ws", launch_wgmma_ws<half>, 0, 0},
+                                   {"wgmma_persistent", launch_wgmma_persistent<half>, 0, 0},
+                                   {"persistent_nosplit", launch_wgmma_persistent<half>, 0, 1},
+                                   {"persistent_256", launch_wgmma_persistent<half>, 1, 1},
+                                   {"persistent_128", launch_wgmma_persistent<half>, 2, 1},
+                                   {"persistent_64", launch_wgmma_persistent<half>, 3, 1},
+                                   {"wgmma_splitk", launch_wgmma_splitk<half>, 0, 0},
+                                   {"splitk_256x4", launch_wgmma_splitk<half>, 1, 4},
+                                   {"splitk_256x2", launch_wgmma_splitk<half>, 1, 2},
+                                   {"splitk_128x4", launch_wgmma_splitk<half>, 2, 4},
+                                   {"splitk_128x2", launch_wgmma_splitk<half>, 2, 2},
+                                   {"splitk_128x1", launch_wgmma_splitk<half>, 2, 1},
+                                   {"splitk_64x4", launch_wgmma_splitk<half>, 3, 4},
+                                   {"splitk_64x2", launch_wgmma_splitk<half>, 3, 2},
+                                   {"wgmma_cluster", launch_wgmma_cluster<half>, 0, 0}};
 // TUNE_KERNELS="name,name,..." runs only those (default: all of the above).
 static std::vector<Kern> kKernels = [] {
   std::vector<Kern> ks;

@@ -90,7 +90,8 @@ def test_epilogue_staging_is_the_tma_128b_swizzle(host_facts):
 
 
 def test_generated_wgmma_wrappers_are_current():
-    """ptx/wgmma.cuh holds exactly what scripts/gen_wgmma.py prints (m64n{256,128,64}k16, fp32 and fp16)."""
+    """ptx/wgmma.cuh holds exactly what scripts/gen_wgmma.py prints (m64n{256,128,64}k16: fp16 operands with fp32
+    and fp16 accumulation, bf16 operands with fp32)."""
     sys.path.insert(0, str(ROOT / "scripts"))
     try:
         import gen_wgmma
@@ -100,6 +101,8 @@ def test_generated_wgmma_wrappers_are_current():
     assert gen_wgmma.generated() in text
     for n in gen_wgmma.SHAPES:
         assert f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.f16.f16" in text
+        assert f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.bf16.bf16" in text
+        assert f"m64n{n}k16.f16.bf16" not in text  # no bf16 operands with an fp16 accumulator
 
 
 @needs_nvcc

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from hgemm_common.record import ACCS_FOR
 from ptx_kernels import build, toolchain
 from ptx_kernels.variants import BY_NAME, CSRC, LAB_SOURCES, VARIANTS, any_strides, source
 
@@ -40,6 +41,11 @@ def main_loop(cubin, name) -> list[str]:
     return max(loops, key=lambda b: toolchain.instruction_mix("\n".join(b))["HMMA"])
 
 
+def dtype_accs(v) -> list[tuple[str, str]]:
+    """The (dtype, accumulation) pairs a record offers, each one instantiation per B layout (bf16: fp32 only)."""
+    return [(d, a) for d in v.dtypes for a in v.accs if a in ACCS_FOR[d]]
+
+
 def _template_args(mangled: str):
     """(accumulation, B column-major) of a kernel instantiation from its mangled name: ...IL3Acc0ELb1E..."""
     acc = int(re.search(r"L3Acc(\d)E", mangled).group(1))
@@ -54,10 +60,11 @@ def test_compiles_without_spills(compiled, variant, arch):
     c = compiled[(variant, arch)]
     v = BY_NAME[variant]
     kernels = [f for f in c.functions if "kernel" in f.name]
-    # every accumulation x B layout (one kernel reads any strides: no B-layout parameter); a variant with a second
-    # fp16 tile instantiates its fp32 tile for fp16 too, and the large tile for both B layouts
+    # every (dtype, accumulation) pair x B layout (one kernel reads any strides: no B-layout parameter); a variant
+    # with a second fp16 tile instantiates its fp32 tile for fp16 accumulation too, and the large tile for both B
+    # layouts; bf16 gets the fp32 tile with fp32 accumulation only
     layouts = 1 if any_strides(v) else 2
-    expected = v.extra.get("instantiations", len(v.accs) * layouts + (2 if v.block_fp16 else 0))
+    expected = v.extra.get("instantiations", len(dtype_accs(v)) * layouts + (2 if v.block_fp16 else 0))
     assert len(kernels) == expected, [f.name for f in c.functions]
     for f in kernels:
         assert f.spill_stores == 0 and f.spill_loads == 0 and f.stack_bytes == 0, f
@@ -89,6 +96,10 @@ def test_record_facts_agree(variant):
             (v.isa in ("wmma", "mma.sync", "mma.sp")), arch
     assert v.package == "ptx" and source(v).is_file() and v.static_smem is not None
     assert any_strides(v) == (set(v.native_layouts) == {"NN", "NT", "TN", "TT"})
+    # every dtype a record lists has an accumulation it offers (bf16: fp32), and the sparse kernels stay fp16
+    assert v.dtypes[0] == "fp16" and set(v.dtypes) <= set(ACCS_FOR) and all(
+        any(a in ACCS_FOR[d] for a in v.accs) for d in v.dtypes), v.dtypes
+    assert v.kind == "dense" or v.dtypes == ("fp16",)
 
 
 def pipelined_hmma(variant: str) -> int:
@@ -98,9 +109,10 @@ def pipelined_hmma(variant: str) -> int:
     (warp tile) / (16 x 8) MMAs (a 16x16x16 WMMA is two), for 8 warps; two B layouts per accumulation."""
     v = BY_NAME[variant]
     total = 0
-    # fp32 tile for fp32 and for fp16 accumulation, the large tile for fp16
-    for (bm, bn, bk), stages, large in ((v.block, v.stages, False), (v.block, v.stages, False),
-                                        (v.block_fp16, v.stages_fp16, True)):
+    # fp32 tile for fp32 and for fp16 accumulation, the large tile for fp16; bf16: the fp32 tile once more
+    runs = [(v.block, v.stages, False), (v.block, v.stages, False), (v.block_fp16, v.stages_fp16, True)]
+    runs += [(v.block, v.stages, False)] * ("bf16" in v.dtypes)
+    for (bm, bn, bk), stages, large in runs:
         copies = stages if v.extra.get("unrolled_stages") and not large else 1
         total += 2 * copies * (bk // 16) * (bm * bn) // (8 * 16 * 8)
     return total
@@ -110,6 +122,30 @@ def pipelined_hmma(variant: str) -> int:
 def test_pipelined_mma_count(compiled, variant):
     mix = toolchain.instruction_mix(compiled[(variant, "sm_90a")].sass())
     assert mix["HMMA"] == pipelined_hmma(variant), dict(mix)
+
+
+def sass_forms(sass: str, prefix: str) -> set[str]:
+    """The whole forms of an instruction in SASS: 'HMMA.16816.F32', 'HMMA.16816.F32.BF16', 'HGMMA.64x256x16.F16'."""
+    return set(re.findall(rf"\b({re.escape(prefix)}\.[\w.]+)\s", sass))
+
+
+@pytest.mark.parametrize("variant, arch", [(n, a) for n, a in TARGETS if BY_NAME[n].extra.get("mma_forms")])
+def test_tensor_core_forms_per_dtype(compiled, variant, arch):
+    """Each dtype a record lists compiles to its tensor-core forms (`extra["mma_forms"]`: bf16 is HMMA.16816.F32.BF16
+    / HGMMA.64xNx16.F32.BF16, fp32 accumulation only), and the SASS holds no other form: no bf16 form with fp16
+    accumulation, none of a dtype the record does not list. For the bf16 share: as many bf16 MMAs as fp16's fp32
+    ones (one fp32-accumulation instantiation of the same tiles per B layout)."""
+    v = BY_NAME[variant]
+    forms = v.extra["mma_forms"]
+    assert set(forms) == set(v.dtypes), (forms, v.dtypes)
+    sass = compiled[(variant, arch)].sass()
+    prefix = "HGMMA" if v.isa == "wgmma" else "HMMA"
+    expected = {f for d in v.dtypes for f in forms[d]}
+    assert sass_forms(sass, prefix) == expected, sass_forms(sass, prefix) ^ expected
+    if "bf16" in v.dtypes:
+        count = lambda form: len(re.findall(rf"\b{re.escape(form)}\s", sass))  # noqa: E731
+        for f16, bf16 in zip([f for f in forms["fp16"] if ".F32" in f], forms["bf16"]):
+            assert count(bf16) == count(f16) > 0, (bf16, count(bf16), f16, count(f16))
 
 
 @pytest.mark.parametrize("variant, arch", [(n, a) for n, a in TARGETS if BY_NAME[n].extra.get("sass_forms")])
@@ -137,9 +173,9 @@ def test_wrappers_all_instructions_on_sm90a():
     sass = c.sass()
     mix = toolchain.instruction_mix(sass)
     # 6 ldmatrix forms + 3 wmma.load forms (each one LDSM.x4)
-    assert mix["LDSM"] == 9 and mix["STSM"] == 6 and mix["HMMA"] == 2 and mix["LDGSTS"] == 3, dict(mix)
+    assert mix["LDSM"] == 9 and mix["STSM"] == 6 and mix["HMMA"] == 3 and mix["LDGSTS"] == 3, dict(mix)
     for form in ("LDSM.16.M88 ", "LDSM.16.M88.2", "LDSM.16.M88.4", "LDSM.16.MT88 ", "LDSM.16.MT88.2",
-                 "LDSM.16.MT88.4", "HMMA.16816.F32", "HMMA.16816.F16",
+                 "LDSM.16.MT88.4", "HMMA.16816.F32 ", "HMMA.16816.F32.BF16 ", "HMMA.16816.F16 ",
                  # mbarrier init, arrive, try_wait (Hopper's SYNCS unit) and cp.async's arrival on completion
                  "SYNCS.EXCH.64", "SYNCS.ARRIVE.TRANS64", "SYNCS.PHASECHK.TRANS64.TRYWAIT", "ARRIVES.LDGSTSBAR.64"):
         assert form in sass, form
@@ -148,7 +184,8 @@ def test_wrappers_all_instructions_on_sm90a():
 def test_wrappers_sm80_without_stmatrix():
     sass = toolchain.compile_cubin(WRAPPERS, "sm_80").sass()
     mix = toolchain.instruction_mix(sass)
-    assert mix["LDSM"] == 9 and mix["STSM"] == 0 and mix["HMMA"] == 2 and mix["SYNCS"] == 0
+    assert mix["LDSM"] == 9 and mix["STSM"] == 0 and mix["HMMA"] == 3 and mix["SYNCS"] == 0
+    assert "HMMA.16816.F32.BF16 " in sass  # mma.sync .bf16 is sm_80's too
     # sm_80 has no SYNCS unit: the mbarrier arrival is a shared-memory atomic, test_wait a load loop
     assert "ATOMS.ARRIVE.64" in sass and "ARRIVES.LDGSTSBAR.64" in sass
 
@@ -257,26 +294,29 @@ def test_lab_translation_units_compile_host_and_device(tmp_path):
         assert f" T {launcher}(" in syms, launcher
 
 
-REGISTRATION = re.compile(r"^HGEMM_VARIANT\((\w+), (\w+), (\w+)\);", re.MULTILINE)
+REGISTRATION = re.compile(r"^HGEMM_VARIANT(_FP16_BF16)?\((\w+), (\w+), (\w+)\);", re.MULTILINE)
 
 
-def registrations(text: str) -> list[tuple[str, str, str]]:
-    """(name, launcher, operands) of each HGEMM_VARIANT line of a kernel file."""
-    return REGISTRATION.findall(text)
+def registrations(text: str) -> list[tuple[str, str, str, tuple[str, ...]]]:
+    """(name, launcher, operands, dtypes) of each HGEMM_VARIANT (fp16) / HGEMM_VARIANT_FP16_BF16 line of a kernel
+    file."""
+    return [(name, launcher, operands, ("fp16", "bf16") if both else ("fp16",))
+            for both, name, launcher, operands in REGISTRATION.findall(text)]
 
 
 def test_registrations_and_records_agree():
     """CPU, no GPU: the variants the kernel files register (HGEMM_VARIANT, read from the sources) are the
-    records, each registered once, in its record's own file, with the operands its record says it reads; and
-    every kernel file under csrc/sm*/ belongs to a record."""
+    records, each registered once, in its record's own file, with the operands its record says it reads and the
+    dtypes it lists; and every kernel file under csrc/sm*/ belongs to a record."""
     found = {}
     for path in sorted(CSRC.glob("sm*/*.cu")):
-        for name, launcher, operands in registrations(path.read_text()):
+        for name, launcher, operands, dtypes in registrations(path.read_text()):
             assert name not in found, f"{name} registered twice"
-            found[name] = (path.relative_to(CSRC).as_posix(), operands)
+            found[name] = (path.relative_to(CSRC).as_posix(), operands, dtypes)
     assert set(found) == set(BY_NAME), set(found) ^ set(BY_NAME)
     for v in VARIANTS:
-        assert found[v.name] == (v.file, "AnyStrides" if any_strides(v) else "RowMajorA"), (v.name, found[v.name])
+        assert found[v.name] == (v.file, "AnyStrides" if any_strides(v) else "RowMajorA", v.dtypes), \
+            (v.name, found[v.name])
     assert {v.file for v in VARIANTS} == {p.relative_to(CSRC).as_posix() for p in CSRC.glob("sm*/*.cu")}
     # the extension build names each object after its file's base name: no two translation units may share one
     names = [p.name for p in build.kernel_sources()]
@@ -287,7 +327,7 @@ def test_registry_of_every_kernel_file_is_the_records(tmp_path):
     """CPU, no GPU: the kernel files of every record, compiled as the extension compiles them (one translation unit
     each) and linked into one program, register exactly the records, each with the operands its record reads."""
     got = registry_of([source(v) for v in VARIANTS], tmp_path)
-    assert got == {v.name: "AnyStrides" if any_strides(v) else "RowMajorA" for v in VARIANTS}
+    assert got == {v.name: ("AnyStrides" if any_strides(v) else "RowMajorA", v.dtypes) for v in VARIANTS}
 
 
 def test_no_variant_names_outside_kernel_files():
@@ -356,14 +396,14 @@ def test_a_new_kernel_file_and_record_build_with_no_other_edit(tmp_path, monkeyp
     offered = [r for r in records if r.offered_on(80)]
     assert csrc / record.file in sources and len(sources) == len(offered) + len(variants_mod.lab_sources(80))
 
-    (name, launcher, operands), = registrations((csrc / record.file).read_text())
-    assert (name, operands) == (THROWAWAY, "AnyStrides")
+    (name, launcher, operands, dtypes), = registrations((csrc / record.file).read_text())
+    assert (name, operands, dtypes) == (THROWAWAY, "AnyStrides", ("fp16",))
     cubin = toolchain.compile_cubin(csrc / record.file, "sm_90a", include_dirs=[csrc])
     assert len([f for f in cubin.functions if THROWAWAY in f.name]) == len(record.accs)
     # host code too: linked with another kernel file and a main that prints the registry, as the extension links
     # its translation units into one library, both registrations reach the one registry
     assert registry_of([csrc / record.file, csrc / BY_NAME["mma_naive"].file], tmp_path, csrc) == \
-        {THROWAWAY: "AnyStrides", "mma_naive": "RowMajorA"}
+        {THROWAWAY: ("AnyStrides", ("fp16",)), "mma_naive": ("RowMajorA", ("fp16",))}
 
     # the harness, with no other edit: check and bench select it by name (one entry per accumulation, as they
     # select every record; running them needs a GPU), and inspect compiles it from its file and tabulates it
@@ -380,8 +420,8 @@ def test_a_new_kernel_file_and_record_build_with_no_other_edit(tmp_path, monkeyp
     assert row.kernel == THROWAWAY and row.source.endswith(record.file) and row.mix["HMMA"] == 0 and row.sass_file
 
 
-def registry_of(kernel_files, out_dir, csrc=CSRC) -> dict[str, str]:
-    """{name: operands} the registry holds once the kernel files (separate translation units) are linked into one
+def registry_of(kernel_files, out_dir, csrc=CSRC) -> dict[str, tuple[str, tuple[str, ...]]]:
+    """{name: (operands, dtypes)} the registry holds once the kernel files (separate translation units) are linked into one
     host program: the registrars run at load, no GPU needed. Device code as PTX only (no ptxas: the cubins are
     the compile fixture's business), so this costs what the host code does; for compute_90a, the target every
     kernel file builds for (the sm_90a-only ones included)."""
@@ -390,7 +430,8 @@ def registry_of(kernel_files, out_dir, csrc=CSRC) -> dict[str, str]:
     main = out_dir / "print_registry.cu"
     main.write_text('#include <cstdio>\n#include "host/registry.h"\nint main() {\n'
                     '  for (const auto& kv : hgemm::registry())\n'
-                    '    std::printf("%s %d\\n", kv.first.c_str(), int(kv.second.operands));\n}\n')
+                    '    std::printf("%s %d %d\\n", kv.first.c_str(), int(kv.second.operands),\n'
+                    '                int(kv.second.launch_bf16 != nullptr));\n}\n')
     nvcc = [toolchain.find_nvcc(), "-std=c++17", f"-I{csrc}"]
 
     def obj(src):
@@ -405,7 +446,8 @@ def registry_of(kernel_files, out_dir, csrc=CSRC) -> dict[str, str]:
     subprocess.run([*nvcc, "-o", str(exe), *objs], check=True, capture_output=True)
     out = subprocess.run([str(exe)], check=True, capture_output=True, text=True).stdout
     kinds = ("RowMajorA", "AnyStrides")  # hgemm::Operands, in order
-    return {name: kinds[int(k)] for name, k in (line.split() for line in out.splitlines())}
+    return {name: (kinds[int(k)], ("fp16", "bf16") if int(bf16) else ("fp16",))
+            for name, k, bf16 in (line.split() for line in out.splitlines())}
 
 
 def test_probe_kernels_compile_with_the_instructions_they_probe():
@@ -431,8 +473,9 @@ def test_stmatrix_epilogue_only_on_sm90a(compiled):
     accumulators), 32 for the large fp16 tile's 64x128; 2 B layouts each. For sm_80 it falls back to plain stores,
     and no other variant has any (the records' forbids: test_sass_has_the_promised_instructions)."""
     v = BY_NAME["mma_stmatrix"]
-    expected = sum(2 * bm * bn // (8 * 16 * 16) for bm, bn, _ in (v.block, v.block, v.block_fp16))
-    assert expected == 2 * 16 + 2 * 16 + 2 * 32
+    tiles = (v.block, v.block, v.block_fp16) + (v.block,) * ("bf16" in v.dtypes)  # bf16: the fp32 tile
+    expected = sum(2 * bm * bn // (8 * 16 * 16) for bm, bn, _ in tiles)
+    assert expected == 2 * 16 + 2 * 16 + 2 * 32 + 2 * 16
     assert toolchain.instruction_mix(compiled[(v.name, "sm_90a")].sass())["STSM"] == expected
     assert "STSM" in v.forbids["sm_80"] and "STSM" in v.promised("sm_90a")
 

@@ -22,20 +22,45 @@ std::vector<std::string> hgemm_variants() {
 // {grid_x, grid_y, block, smem_bytes, smem_limit, tile_m, tile_n, split} and the variant whose kernel ran (where
 // the launcher handed the problem to another's; else empty).
 using LaunchReport = std::tuple<std::vector<int64_t>, std::string>;
-LaunchReport launch_registered(const std::string& variant, const hgemm::Registered& v, const GemmArgs& p,
+template <typename E>
+LaunchReport launch_registered(const std::string& variant, LauncherOf<E> launch, const GemmArgsOf<E>& p,
                                const torch::Device& device, bool acc_fp16);
 
+// The problem with typed pointers: A, B and C of element type E (half for kHalf, __nv_bfloat16 for kBFloat16).
+template <typename E>
+GemmArgsOf<E> gemm_args(const torch::Tensor& a, const torch::Tensor& b, const torch::Tensor& c, bool b_col_major) {
+  GemmArgsOf<E> p;
+  p.A = static_cast<const E*>(a.data_ptr());
+  p.B = static_cast<const E*>(b.data_ptr());
+  p.C = static_cast<E*>(c.data_ptr());
+  p.M = static_cast<int>(a.size(0));
+  p.N = static_cast<int>(b.size(1));
+  p.K = static_cast<int>(a.size(1));
+  p.sam = a.stride(0);
+  p.sak = a.stride(1);
+  p.sbk = b.stride(0);
+  p.sbn = b.stride(1);
+  p.ldc = c.stride(0);
+  p.b_col_major = b_col_major;
+  return p;
+}
+
 // Launch `variant` on the current stream: C = A @ B. Python has validated shapes, dtypes and devices and chosen
-// the layouts; these checks guard the contract again. tile, split: GemmArgs::tile, ::split.
+// the layouts; these checks guard the contract again. tile, split: GemmArgs::tile, ::split. float16 runs the
+// variant's fp16 launcher, bfloat16 its bf16 one (registered by the variants that take bf16; fp32 accumulation).
 LaunchReport hgemm_launch(const std::string& variant, const torch::Tensor& a, const torch::Tensor& b,
                           const torch::Tensor& c, bool b_col_major, bool acc_fp16, int64_t tile, int64_t split) {
   const auto it = hgemm::registry().find(variant);
   TORCH_CHECK(it != hgemm::registry().end(), "hgemm: no PTX variant named '", variant, "' in this build");
+  const auto dtype = a.scalar_type();
+  const bool bf16 = dtype == torch::kBFloat16;
   for (const auto* t : {&a, &b, &c}) {
-    TORCH_CHECK(t->is_cuda() && t->scalar_type() == torch::kHalf && t->dim() == 2,
-                "hgemm_launch: expected 2-D CUDA float16 tensors");
+    TORCH_CHECK(t->is_cuda() && (dtype == torch::kHalf || bf16) && t->scalar_type() == dtype && t->dim() == 2,
+                "hgemm_launch: expected 2-D CUDA tensors, all float16 or all bfloat16");
     TORCH_CHECK(t->device() == a.device(), "hgemm_launch: tensors on different devices");
   }
+  TORCH_CHECK(!bf16 || it->second.launch_bf16, "hgemm: variant '", variant, "' takes float16 only, got bfloat16");
+  TORCH_CHECK(!(bf16 && acc_fp16), "hgemm: bfloat16 inputs accumulate in fp32 only");
   TORCH_CHECK(a.size(1) == b.size(0) && c.size(0) == a.size(0) && c.size(1) == b.size(1),
               "hgemm_launch: shapes (", a.size(0), "x", a.size(1), ") @ (", b.size(0), "x", b.size(1), ") -> (",
               c.size(0), "x", c.size(1), ") do not match");
@@ -46,32 +71,24 @@ LaunchReport hgemm_launch(const std::string& variant, const torch::Tensor& a, co
                 "hgemm_launch: B strides do not match b_col_major=", b_col_major);
   }
   const c10::cuda::CUDAGuard guard(a.device());
-  GemmArgs p;
-  p.A = reinterpret_cast<const half*>(a.data_ptr<at::Half>());
-  p.B = reinterpret_cast<const half*>(b.data_ptr<at::Half>());
-  p.C = reinterpret_cast<half*>(c.data_ptr<at::Half>());
-  p.M = static_cast<int>(a.size(0));
-  p.N = static_cast<int>(b.size(1));
-  p.K = static_cast<int>(a.size(1));
-  p.sam = a.stride(0);
-  p.sak = a.stride(1);
-  p.sbk = b.stride(0);
-  p.sbn = b.stride(1);
-  p.ldc = c.stride(0);
-  p.b_col_major = b_col_major;
   TORCH_CHECK(tile >= 0 && tile <= 2, "hgemm_launch: tile must be 0 (auto), 1 (large) or 2 (base)");
-  p.tile = static_cast<int>(tile);
   TORCH_CHECK(split == 0 || split == 1 || split == 2 || split == 4, "hgemm_launch: split must be 0 (auto), 1, 2 or 4");
-  p.split = static_cast<int>(split);
-  return launch_registered(variant, it->second, p, a.device(), acc_fp16);
+  auto launch = [&](auto element, auto launcher) {
+    auto p = gemm_args<decltype(element)>(a, b, c, b_col_major);
+    p.tile = static_cast<int>(tile);
+    p.split = static_cast<int>(split);
+    return launch_registered(variant, launcher, p, a.device(), acc_fp16);
+  };
+  return bf16 ? launch(__nv_bfloat16{}, it->second.launch_bf16) : launch(half{}, it->second.launch);
 }
 
 // The launch of a registered variant with its arguments filled, and the errors a launch can report, in words.
-LaunchReport launch_registered(const std::string& variant, const hgemm::Registered& v, const GemmArgs& p,
+template <typename E>
+LaunchReport launch_registered(const std::string& variant, LauncherOf<E> launch, const GemmArgsOf<E>& p,
                                const torch::Device& device, bool acc_fp16) {
   LaunchInfo info;
   const cudaError_t err =
-      v.launch(p, acc_fp16 ? Acc::F16 : Acc::F32, at::cuda::getCurrentCUDAStream(device.index()), &info);
+      launch(p, acc_fp16 ? Acc::F16 : Acc::F32, at::cuda::getCurrentCUDAStream(device.index()), &info);
   TORCH_CHECK(err != cudaErrorMisalignedAddress, "hgemm: variant '", variant,
               "' needs 16-byte aligned rows of A and B (16-byte aligned base, leading dimension a multiple of 8)");
   TORCH_CHECK(!(err == cudaErrorInvalidValue && info.smem_bytes > info.smem_limit), "hgemm: variant '", variant,
@@ -119,7 +136,7 @@ LaunchReport sparse_launch(const std::string& variant, const torch::Tensor& valu
   p.sbn = b.stride(1);
   p.ldc = c.stride(0);
   p.b_col_major = b_col_major;
-  return launch_registered(variant, it->second, p, values.device(), acc_fp16);
+  return launch_registered(variant, it->second.launch, p, values.device(), acc_fp16);
 }
 
 // The instruction ceilings this build holds (host/registry.h): "mma.sync", and "wgmma" on sm_90a.

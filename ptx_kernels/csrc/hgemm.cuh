@@ -2,16 +2,33 @@
 // the launcher signature. No Torch headers: kernel files compile with plain nvcc.
 #pragma once
 #include <cstdint>
+#include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
-// C[M, N] = A[M, K] @ B[K, N], fp16 in and out. Strides in elements. Tensor-core variants need sak == 1
-// (A row-major) and either sbn == 1 (B row-major, "NN") or sbk == 1 (B column-major, "NT"); the simt variant
-// takes any strides. C is written with unit column stride and row stride ldc.
-struct GemmArgs {
-  const half* A;
-  const half* B;
-  half* C;
+// The element types of A, B and C (one for all three): fp16 (`half`) and bf16 (`__nv_bfloat16`). Kernels take the
+// type as a template parameter E; DType names it as a value where the type is not at hand (tensor maps).
+enum class DType : int { F16 = 0, BF16 = 1 };
+template <typename E>
+struct DTypeOf;
+template <>
+struct DTypeOf<half> {
+  static constexpr DType value = DType::F16;
+};
+template <>
+struct DTypeOf<__nv_bfloat16> {
+  static constexpr DType value = DType::BF16;
+};
+
+// C[M, N] = A[M, K] @ B[K, N], elements of type T in and out (GemmArgs: fp16; GemmArgsOf<__nv_bfloat16>: bf16).
+// Strides in elements. Tensor-core variants need sak == 1 (A row-major) and either sbn == 1 (B row-major, "NN") or
+// sbk == 1 (B column-major, "NT"); the simt variant takes any strides. C is written with unit column stride and
+// row stride ldc.
+template <typename T>
+struct GemmArgsOf {
+  const T* A;
+  const T* B;
+  T* C;
   int M, N, K;
   int64_t sam, sak;
   int64_t sbk, sbn;
@@ -28,7 +45,10 @@ struct GemmArgs {
   // (ptx_kernels/sparse.py). Unused (null) for dense variants.
   const uint32_t* E = nullptr;
 };
+using GemmArgs = GemmArgsOf<half>;
 
+// Accumulation. bf16 operands accumulate in fp32 only (mma.sync and wgmma have no bf16 or fp16 accumulator for
+// them): launchers instantiate Acc::F16 for half alone.
 enum class Acc : int { F32 = 0, F16 = 1 };
 
 // Filled by a launcher so the binding can explain a failure and the harness can show what was launched.
@@ -42,5 +62,8 @@ struct LaunchInfo {
 };
 
 // A variant's host launcher, defined in its kernel file (sm80/<variant>.cu, or sm90/ for an sm_90a-only kernel) and
-// registered there with HGEMM_VARIANT (host/registry.h): nothing else names it.
-using Launcher = cudaError_t (*)(const GemmArgs&, Acc, cudaStream_t, LaunchInfo*);
+// registered there with HGEMM_VARIANT (host/registry.h): nothing else names it. A variant that takes bf16 too has a
+// launcher template, instantiated for half and __nv_bfloat16 (HGEMM_VARIANT_FP16_BF16).
+template <typename E>
+using LauncherOf = cudaError_t (*)(const GemmArgsOf<E>&, Acc, cudaStream_t, LaunchInfo*);
+using Launcher = LauncherOf<half>;

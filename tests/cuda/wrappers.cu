@@ -44,6 +44,8 @@ __global__ void every_wrapper(const half* g, half* out, float* fout) {
   float d[4];
   const float c[4] = {0.f, 0.f, 0.f, 0.f};
   ptx::mma_m16n8k16_f32(d, a, b, c);
+  float dbf[4];
+  ptx::mma_m16n8k16_f32_bf16(dbf, a, b, c);
   uint32_t d16[2];
   ptx::mma_m16n8k16_f16(d16, a, b, c16);
 #ifdef WITH_STMATRIX
@@ -60,7 +62,7 @@ __global__ void every_wrapper(const half* g, half* out, float* fout) {
   for (int i = 0; i < 14; ++i) x ^= r[i];
   for (int i = 0; i < 3; ++i)
     for (int j = 0; j < 8; ++j) x ^= w[i][j];
-  for (int i = 0; i < 4; ++i) fout[threadIdx.x * 4 + i] = d[i];
+  for (int i = 0; i < 4; ++i) fout[threadIdx.x * 4 + i] = d[i] + dbf[i];
   out[threadIdx.x] = s[threadIdx.x];
   reinterpret_cast<uint32_t*>(fout)[128 + threadIdx.x] = x;
 }

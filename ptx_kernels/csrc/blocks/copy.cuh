@@ -79,7 +79,8 @@ __device__ __forceinline__ void cp_async_tile(half* s, const half* g, int64_t ld
 // the pipeline can issue copies unconditionally and the compiler can interleave them with the MMAs. Chunks that
 // read nothing (src-size 0) are not dereferenced (PTX ISA, cp.async: only src-size bytes are read).
 // K_ALONG_ROWS: the tile is (k, n) (row-major B); otherwise (rows, k) (A, and column-major B as (n, k)).
-template <int ROWS, int COLS, int THREADS, int LDS, class Layout, bool K_ALONG_ROWS>
+// E: the element type (2 bytes: half or __nv_bfloat16), which only the pointer arithmetic sees.
+template <int ROWS, int COLS, int THREADS, int LDS, class Layout, bool K_ALONG_ROWS, typename E = half>
 struct CpAsyncLoader {
   static constexpr int CPR = COLS / 8, ROWS_PER_PASS = THREADS / CPR, PASSES = ROWS * CPR / THREADS;
   static_assert(COLS % 8 == 0 && LDS % 8 == 0 && THREADS % CPR == 0 && (ROWS * CPR) % THREADS == 0,
@@ -98,7 +99,7 @@ struct CpAsyncLoader {
   static constexpr int OFFSETS = period() < PASSES ? period() : PASSES;
   static_assert(PASSES % OFFSETS == 0, "whole periods of passes");
 
-  const half* src;        // this thread's chunk of pass 0 in the next tile
+  const E* src;           // this thread's chunk of pass 0 in the next tile
   uint32_t dst[OFFSETS];  // its byte offset inside a stage in passes 0 .. OFFSETS - 1
   uint32_t mask;          // bit i: pass i's row lies inside the fixed extent (rows; all ones when K runs along rows)
   uint32_t bytes;         // bytes of this thread's column inside the fixed extent (16 when K runs along columns)
@@ -106,7 +107,7 @@ struct CpAsyncLoader {
 
   // g: the first tile's origin, row stride ld; fixed_left: rows (K along columns) or columns (K along rows) left
   // from the origin in the dimension that does not advance.
-  __device__ __forceinline__ CpAsyncLoader(const half* g, int64_t ld, int fixed_left) {
+  __device__ __forceinline__ CpAsyncLoader(const E* g, int64_t ld, int fixed_left) {
     row = threadIdx.x / CPR;
     const int k = (threadIdx.x % CPR) * 8;
     src = g + row * ld + k;
@@ -130,7 +131,7 @@ struct CpAsyncLoader {
   // past the end: everything zero-fills). Then advance to the tile after it (k_step elements).
   __device__ __forceinline__ void copy_next(uint32_t stage, int64_t ld, int k_left, int64_t k_step) {
     const uint32_t col_bytes = K_ALONG_ROWS ? bytes : chunk_bytes(k_left - (threadIdx.x % CPR) * 8);
-    const half* s = src;
+    const E* s = src;
 #pragma unroll
     for (int i = 0; i < PASSES; ++i) {
       const bool inside = K_ALONG_ROWS ? row + i * ROWS_PER_PASS < k_left : ((mask >> i) & 1u);
@@ -145,17 +146,18 @@ struct CpAsyncLoader {
 // The A and B tile copies of a STAGES-deep pipelined GEMM main loop: A is (m, k) with row stride LDA in shared
 // memory; B is (n, k) with row stride LDB when column-major, else (k, n). The stages of each operand lie back to
 // back from sA / sB. copy_stage(p, kt) must be called for kt = 0, 1, 2, ... in order (it advances the source
-// pointers); tiles past K zero-fill.
-template <int BM, int BN, int BK, int THREADS, int LDA, int LDB, class LA, class LB, bool B_COL, int STAGES>
+// pointers); tiles past K zero-fill. E: the element type of A and B.
+template <int BM, int BN, int BK, int THREADS, int LDA, int LDB, class LA, class LB, bool B_COL, int STAGES,
+          typename E = half>
 struct OperandLoads {
-  using LoadB = typename std::conditional<B_COL, CpAsyncLoader<BN, BK, THREADS, LDB, LB, false>,
-                                          CpAsyncLoader<BK, BN, THREADS, LDB, LB, true>>::type;
+  using LoadB = typename std::conditional<B_COL, CpAsyncLoader<BN, BK, THREADS, LDB, LB, false, E>,
+                                          CpAsyncLoader<BK, BN, THREADS, LDB, LB, true, E>>::type;
   static constexpr int A_STAGE_BYTES = BM * LDA * 2, B_STAGE_BYTES = (B_COL ? BN : BK) * LDB * 2;
-  CpAsyncLoader<BM, BK, THREADS, LDA, LA, false> a;
+  CpAsyncLoader<BM, BK, THREADS, LDA, LA, false, E> a;
   LoadB b;
   uint32_t sA, sB;  // shared addresses of stage 0
 
-  __device__ __forceinline__ OperandLoads(const GemmArgs& p, int row0, int col0, const half* sA_, const half* sB_)
+  __device__ __forceinline__ OperandLoads(const GemmArgsOf<E>& p, int row0, int col0, const E* sA_, const E* sB_)
       : a(p.A + row0 * p.sam, p.sam, p.M - row0),
         b(B_COL ? p.B + col0 * p.sbn : p.B + col0, B_COL ? p.sbn : p.sbk, p.N - col0),
         sA(ptx::smem_u32(sA_)),
@@ -163,9 +165,9 @@ struct OperandLoads {
 
   // Copy tile kt into stage kt % STAGES and commit it as one cp.async group: no branch, the same count of groups
   // every time.
-  __device__ __forceinline__ void copy_stage(const GemmArgs& p, int kt) { copy_stage(p, kt, kt % STAGES); }
+  __device__ __forceinline__ void copy_stage(const GemmArgsOf<E>& p, int kt) { copy_stage(p, kt, kt % STAGES); }
   // The same with the stage given (s == kt % STAGES), for main loops unrolled over the stages.
-  __device__ __forceinline__ void copy_stage(const GemmArgs& p, int kt, int s) {
+  __device__ __forceinline__ void copy_stage(const GemmArgsOf<E>& p, int kt, int s) {
     const int k_left = p.K - kt * BK;
     const uint32_t a_stage = sA + s * A_STAGE_BYTES, b_stage = sB + s * B_STAGE_BYTES;
     a.copy_next(a_stage, p.sam, k_left, BK);

@@ -7,6 +7,7 @@
 #include <mma.h>
 #include "hgemm.cuh"
 #include "blocks/common.cuh"
+#include "blocks/element.cuh"
 #include "blocks/fragments.cuh"
 
 namespace tile {
@@ -52,11 +53,11 @@ __device__ __forceinline__ void store_warp_tile(const AccFrag (&c)[FM][FN], AccT
 }
 
 // The last step of an epilogue that stages the block's BM x BN output tile in shared memory (sC, row stride ldc
-// elements of SrcT: half, or float converted here): the block copies it to C[row0.., col0..] in rows of 8 halves,
+// elements of SrcT: C's element type E, or float rounded to E here): the block copies it to C[row0.., col0..] in rows of 8 elements,
 // 16-byte loads and stores where C allows (consecutive threads take consecutive chunks of a row, so 8 threads
 // write a full 128-byte line), element by element at the right and bottom edges. sC rows must be 16-byte aligned.
-template <int BM, int BN, int THREADS, typename SrcT>
-__device__ __forceinline__ void copy_out_tile(const SrcT* sC, int ldc, const GemmArgs& p, int row0, int col0) {
+template <int BM, int BN, int THREADS, typename SrcT, typename E>
+__device__ __forceinline__ void copy_out_tile(const SrcT* sC, int ldc, const GemmArgsOf<E>& p, int row0, int col0) {
   static_assert(BN % 8 == 0, "rows of 8-half chunks");
   const bool vec = aligned16(p.C) && p.ldc % 8 == 0;
   for (int ch = threadIdx.x; ch < BM * BN / 8; ch += THREADS) {
@@ -64,30 +65,27 @@ __device__ __forceinline__ void copy_out_tile(const SrcT* sC, int ldc, const Gem
     const int row = row0 + rr, col = col0 + cc;
     if (row >= p.M || col >= p.N) continue;
     const SrcT* src = sC + rr * ldc + cc;
-    half* dst = p.C + row * p.ldc + col;
+    E* dst = p.C + row * p.ldc + col;
     if (vec && col + 8 <= p.N) {
       uint4 v;
-      if constexpr (std::is_same<SrcT, half>::value) {
+      if constexpr (std::is_same<SrcT, E>::value) {
         v = *reinterpret_cast<const uint4*>(src);
       } else {
         const float4 lo = reinterpret_cast<const float4*>(src)[0], hi = reinterpret_cast<const float4*>(src)[1];
-        auto bits = [](float x, float y) {
-          const half2 h = __floats2half2_rn(x, y);
-          return *reinterpret_cast<const uint32_t*>(&h);
-        };
-        v = make_uint4(bits(lo.x, lo.y), bits(lo.z, lo.w), bits(hi.x, hi.y), bits(hi.z, hi.w));
+        v = make_uint4(pair_bits<E>(lo.x, lo.y), pair_bits<E>(lo.z, lo.w), pair_bits<E>(hi.x, hi.y),
+                       pair_bits<E>(hi.z, hi.w));
       }
       *reinterpret_cast<uint4*>(dst) = v;
     } else {
-      for (int e = 0; e < 8 && col + e < p.N; ++e) dst[e] = static_cast<half>(src[e]);
+      for (int e = 0; e < 8 && col + e < p.N; ++e) dst[e] = to_element<E>(src[e]);
     }
   }
 }
 
 // Store one m16n8 accumulator at C[row0.., col0..], guarded: lane (g, t) holds rows g and g + 8, columns 2t and
-// 2t + 1 — one 4-byte half2 store each when both columns are inside and C allows it.
-template <Acc ACC>
-__device__ __forceinline__ void store_acc(const MmaAcc<ACC>& c, const GemmArgs& p, int row0, int col0,
+// 2t + 1 — one 4-byte pair store each when both columns are inside and C allows it.
+template <Acc ACC, typename E>
+__device__ __forceinline__ void store_acc(const MmaAcc<ACC, E>& c, const GemmArgsOf<E>& p, int row0, int col0,
                                           bool c_pair_ok) {
   const int l = threadIdx.x % 32, g = l / 4, t = l % 4;
   const int col = col0 + 2 * t;
@@ -95,23 +93,24 @@ __device__ __forceinline__ void store_acc(const MmaAcc<ACC>& c, const GemmArgs& 
   for (int i = 0; i < 2; ++i) {
     const int row = row0 + g + 8 * i;
     if (row >= p.M || col >= p.N) continue;
-    const half2 v = c.pair(i);
-    half* dst = p.C + row * p.ldc + col;
+    const typename Element<E>::Pair v = c.pair(i);
+    E* dst = p.C + row * p.ldc + col;
     if (c_pair_ok && col + 1 < p.N) {
-      *reinterpret_cast<half2*>(dst) = v;
+      *reinterpret_cast<typename Element<E>::Pair*>(dst) = v;
     } else {
-      dst[0] = __low2half(v);
-      if (col + 1 < p.N) dst[1] = __high2half(v);
+      dst[0] = v.x;
+      if (col + 1 < p.N) dst[1] = v.y;
     }
   }
 }
 
-// C allows half2 stores: 4-byte aligned base and an even row stride (columns 2t are even).
-__host__ __device__ inline bool c_pairs_aligned(const GemmArgs& p) { return (reinterpret_cast<uintptr_t>(p.C) & 3) == 0 && p.ldc % 2 == 0; }
+// C allows pair (half2, bfloat162) stores: 4-byte aligned base and an even row stride (columns 2t are even).
+template <typename E>
+__host__ __device__ inline bool c_pairs_aligned(const GemmArgsOf<E>& p) { return (reinterpret_cast<uintptr_t>(p.C) & 3) == 0 && p.ldc % 2 == 0; }
 
 // Store a warp's MI x NI grid of m16n8 accumulators whose top-left element is C[row0, col0].
-template <int MI, int NI, Acc ACC>
-__device__ __forceinline__ void store_warp_acc(const MmaAcc<ACC> (&c)[MI][NI], const GemmArgs& p, int row0,
+template <int MI, int NI, Acc ACC, typename E>
+__device__ __forceinline__ void store_warp_acc(const MmaAcc<ACC, E> (&c)[MI][NI], const GemmArgsOf<E>& p, int row0,
                                                int col0) {
   const bool pairs = c_pairs_aligned(p);
 #pragma unroll

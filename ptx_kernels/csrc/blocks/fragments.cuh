@@ -7,6 +7,7 @@
 #include <type_traits>
 #include "hgemm.cuh"
 #include "blocks/common.cuh"
+#include "blocks/element.cuh"
 #include "blocks/swizzle.cuh"
 #include "ptx/cvta.cuh"
 #include "ptx/ldmatrix.cuh"
@@ -97,8 +98,9 @@ __device__ __forceinline__ int ldsm_off(int r0, int r, int c_lane, int c_step, i
 
 // A fragment of the 16x16 block at (m0, k0) of the tile sA (row stride lda halves, layout L): lane l points at
 // row m0 + l % 16, column k0 + 8 * (l / 16). m0 and k0 are multiples of 16.
-template <class L = Plain>
-__device__ __forceinline__ void ldsm_a(uint32_t (&a)[4], const half* sA, int m0, int k0, int lda) {
+// E: the element type (half or __nv_bfloat16: ldmatrix moves 16-bit elements either way).
+template <class L = Plain, typename E>
+__device__ __forceinline__ void ldsm_a(uint32_t (&a)[4], const E* sA, int m0, int k0, int lda) {
   const int l = threadIdx.x % 32;
   ptx::ldmatrix_x4(a[0], a[1], a[2], a[3], ptx::smem_u32(sA + ldsm_off<L>(m0, l % 16, l / 16, k0 / 8, lda)));
 }
@@ -118,8 +120,8 @@ __device__ __forceinline__ void ldsm_b(uint32_t (&b)[2], const half* sB, int ldb
 // Two B fragments at once (k16 x n16 at (k0, n0): n8 tiles n0 and n0 + 8) with one ldmatrix.x4; matrix
 // q = l / 8 covers k-half q % 2 of n8-tile q / 2. The tile sB is (n, k) when B_COL, else (k, n); layout L.
 // k0 and n0 are multiples of 16.
-template <bool B_COL, class L = Plain>
-__device__ __forceinline__ void ldsm_b2(uint32_t (&b0)[2], uint32_t (&b1)[2], const half* sB, int k0, int n0,
+template <bool B_COL, class L = Plain, typename E>
+__device__ __forceinline__ void ldsm_b2(uint32_t (&b0)[2], uint32_t (&b1)[2], const E* sB, int k0, int n0,
                                         int ldb) {
   const int l = threadIdx.x % 32, q = l / 8, r = l % 8;
   if (B_COL)  // row n0 + 8 (q / 2) + r, column k0 + 8 (q % 2)
@@ -130,15 +132,24 @@ __device__ __forceinline__ void ldsm_b2(uint32_t (&b0)[2], uint32_t (&b1)[2], co
                            ptx::smem_u32(sB + ldsm_off<L>(k0, 8 * (q % 2) + r, q / 2, n0 / 8, ldb)));
 }
 
-// Accumulator of one m16n8 tile: fp32 = 4 floats, fp16 = 2 registers of two halves.
-template <Acc ACC>
-struct MmaAcc {
+// Accumulator of one m16n8 tile for operands of element type E: fp32 = 4 floats (fp16 or bf16 operands), fp16 = 2
+// registers of two halves (fp16 operands only: mma.sync has no bf16 accumulator, so MmaAcc<Acc::F16, bf16> does not
+// exist). pair(i): row half i's two columns rounded to E (blocks/element.cuh).
+template <Acc ACC, typename E = half>
+struct MmaAcc;
+template <typename E>
+struct MmaAcc<Acc::F32, E> {
   float v[4] = {0.f, 0.f, 0.f, 0.f};
-  __device__ __forceinline__ void mma(const uint32_t (&a)[4], const uint32_t (&b)[2]) { ptx::mma_m16n8k16_f32(v, a, b, v); }
-  __device__ __forceinline__ half2 pair(int i) const { return __floats2half2_rn(v[2 * i], v[2 * i + 1]); }
+  __device__ __forceinline__ void mma(const uint32_t (&a)[4], const uint32_t (&b)[2]) {
+    if constexpr (is_bf16<E>) ptx::mma_m16n8k16_f32_bf16(v, a, b, v);
+    else ptx::mma_m16n8k16_f32(v, a, b, v);
+  }
+  __device__ __forceinline__ typename Element<E>::Pair pair(int i) const {
+    return Element<E>::pair(v[2 * i], v[2 * i + 1]);
+  }
 };
 template <>
-struct MmaAcc<Acc::F16> {
+struct MmaAcc<Acc::F16, half> {
   uint32_t v[2] = {0u, 0u};
   __device__ __forceinline__ void mma(const uint32_t (&a)[4], const uint32_t (&b)[2]) { ptx::mma_m16n8k16_f16(v, a, b, v); }
   __device__ __forceinline__ half2 pair(int i) const { return *reinterpret_cast<const half2*>(&v[i]); }

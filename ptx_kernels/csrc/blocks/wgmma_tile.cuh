@@ -1,6 +1,9 @@
 // blocks/wgmma_tile.cuh — the pieces every Hopper (sm_90a) kernel of the ladder is built from: the shared-memory
 // stage a TMA load fills and wgmma reads, the loads of one k-block, the wgmma of one k-block, the tile order and
 // the epilogue that stores a warpgroup's accumulators. Kernels (sm90/*.cu) arrange these into their pipelines.
+// Every piece takes the element type E of A, B and C (half or __nv_bfloat16) from the storage or the pointers it
+// is given: the bytes, boxes and swizzles are the same for both; the wgmma form (.f16 / .bf16), the tensor maps'
+// data type and the epilogue's rounding follow E.
 #pragma once
 #include <cuda.h>
 #include <cuda_fp16.h>
@@ -9,6 +12,7 @@
 #include <cstdint>
 
 #include "blocks/common.cuh"
+#include "blocks/element.cuh"
 #include "hgemm.cuh"
 #include "host/launch.h"
 #include "host/tensor_map.h"
@@ -20,7 +24,7 @@
 
 namespace hopper {
 
-// One k-block is 64 fp16 = 128 bytes along K: the widest box row the 128-byte swizzle takes, so every operand row
+// One k-block is 64 16-bit elements = 128 bytes along K: the widest box row the 128-byte swizzle takes, so every operand row
 // of a stage is exactly one swizzle row and every 8 rows one 1024-byte swizzle atom.
 constexpr int BK = 64;
 constexpr int kWarpgroup = 128;
@@ -30,16 +34,16 @@ using tile::cdiv;
 // ---- shared memory ------------------------------------------------------------------------------------------
 // A stage: A is BM rows of 64 k (K-major; TMA box {64 k, BM rows}). B column-major is BN rows (n) of 64 k
 // (K-major; box {64 k, BN rows}); B row-major is BN/64 boxes of 64 k-rows x 64 n (N-major; box {64 n, 64 k}),
-// the boxes 8 KB apart. Every stage buffer starts 1024-byte aligned (the swizzle's atom).
-template <int BM, int BN, int STAGES>
+// the boxes 8 KB apart. Every stage buffer starts 1024-byte aligned (the swizzle's atom). E: the element type.
+template <typename E, int BM, int BN, int STAGES>
 struct SharedStorage {
   static constexpr int kStages = STAGES;
-  alignas(1024) half A[STAGES][BM * BK];  // (stage, m, k), 128-byte swizzled
-  alignas(1024) half B[STAGES][BN * BK];  // (stage, n, k) or (stage, n / 64, k, n % 64), 128-byte swizzled
-  alignas(8) uint64_t full[STAGES];       // the stage's bytes landed: 1 arrival (expect_tx) + the TMA bytes
-  alignas(8) uint64_t empty[STAGES];      // the stage may be refilled: one arrival per consumer warpgroup
+  alignas(1024) E A[STAGES][BM * BK];  // (stage, m, k), 128-byte swizzled
+  alignas(1024) E B[STAGES][BN * BK];  // (stage, n, k) or (stage, n / 64, k, n % 64), 128-byte swizzled
+  alignas(8) uint64_t full[STAGES];    // the stage's bytes landed: 1 arrival (expect_tx) + the TMA bytes
+  alignas(8) uint64_t empty[STAGES];   // the stage may be refilled: one arrival per consumer warpgroup
 };
-static_assert(sizeof(half) == 2, "fp16 operands");
+static_assert(sizeof(half) == 2 && sizeof(__nv_bfloat16) == 2, "16-bit operands: BK elements are 128 bytes");
 
 // The dynamic shared memory a kernel asks for: the storage plus the slack to align it to 1024 bytes.
 template <typename Storage>
@@ -66,7 +70,7 @@ template <int BM, int BN, bool B_COL, typename Storage>
 __device__ __forceinline__ void load_kblock(Storage& ss, int s, const CUtensorMap* tma_a, const CUtensorMap* tma_b,
                                             int m0, int n0, int k0, int a_rows) {
   const uint32_t bar = ptx::smem_u32(&ss.full[s]);
-  ptx::mbarrier_arrive_expect_tx(bar, (a_rows + BN) * BK * int(sizeof(half)));
+  ptx::mbarrier_arrive_expect_tx(bar, (a_rows + BN) * BK * int(sizeof(ss.A[0][0])));
   ptx::tma_load_2d(ptx::smem_u32(ss.A[s]), tma_a, k0, m0, bar);
   if constexpr (B_COL) {
     ptx::tma_load_2d(ptx::smem_u32(ss.B[s]), tma_b, k0, n0, bar);
@@ -113,14 +117,23 @@ struct Accum<BN, Acc::F16> {
   uint32_t d[BN / 4];
 };
 
-template <int BN, int TRANS_B>
+// The m64nBNk16 wgmma for operands of type E and the accumulators' type: fp32 (fp16 or bf16 operands) or fp16 pairs
+// (fp16 operands only: wgmma has no fp16 accumulator for bf16).
+template <typename E, int BN, int TRANS_B>
 __device__ __forceinline__ void wgmma_ss(float (&d)[BN / 2], uint64_t da, uint64_t db, int scale_d) {
-  if constexpr (BN == 256) ptx::wgmma_m64n256k16_f32_f16_ss<TRANS_B>(d, da, db, scale_d);
-  else if constexpr (BN == 128) ptx::wgmma_m64n128k16_f32_f16_ss<TRANS_B>(d, da, db, scale_d);
-  else ptx::wgmma_m64n64k16_f32_f16_ss<TRANS_B>(d, da, db, scale_d);
+  if constexpr (tile::is_bf16<E>) {
+    if constexpr (BN == 256) ptx::wgmma_m64n256k16_f32_bf16_ss<TRANS_B>(d, da, db, scale_d);
+    else if constexpr (BN == 128) ptx::wgmma_m64n128k16_f32_bf16_ss<TRANS_B>(d, da, db, scale_d);
+    else ptx::wgmma_m64n64k16_f32_bf16_ss<TRANS_B>(d, da, db, scale_d);
+  } else {
+    if constexpr (BN == 256) ptx::wgmma_m64n256k16_f32_f16_ss<TRANS_B>(d, da, db, scale_d);
+    else if constexpr (BN == 128) ptx::wgmma_m64n128k16_f32_f16_ss<TRANS_B>(d, da, db, scale_d);
+    else ptx::wgmma_m64n64k16_f32_f16_ss<TRANS_B>(d, da, db, scale_d);
+  }
 }
-template <int BN, int TRANS_B>
+template <typename E, int BN, int TRANS_B>
 __device__ __forceinline__ void wgmma_ss(uint32_t (&d)[BN / 4], uint64_t da, uint64_t db, int scale_d) {
+  static_assert(std::is_same<E, half>::value, "fp16 accumulation takes fp16 operands only");
   if constexpr (BN == 256) ptx::wgmma_m64n256k16_f16_f16_ss<TRANS_B>(d, da, db, scale_d);
   else if constexpr (BN == 128) ptx::wgmma_m64n128k16_f16_f16_ss<TRANS_B>(d, da, db, scale_d);
   else ptx::wgmma_m64n64k16_f16_f16_ss<TRANS_B>(d, da, db, scale_d);
@@ -135,15 +148,15 @@ constexpr uint32_t kKMajorSBO = 1024, kNMajorLBO = BK * 128, kNMajorSBO = 1024;
 
 // The four k16 steps of one k-block for a warpgroup: D(64 x BN) (+)= A_slab(64 x 64) * B(64 x BN). a_slab points
 // at the warpgroup's 64 rows of the A stage; accumulate = false overwrites D (a tile's first k-block).
-template <int BN, bool B_COL, typename AccRegs>
-__device__ __forceinline__ void mma_kblock(AccRegs& d, const half* a_slab, const half* b, bool accumulate) {
+template <int BN, bool B_COL, typename AccRegs, typename E>
+__device__ __forceinline__ void mma_kblock(AccRegs& d, const E* a_slab, const E* b, bool accumulate) {
   const uint32_t a0 = ptx::smem_u32(a_slab), b0 = ptx::smem_u32(b);
 #pragma unroll
   for (int kk = 0; kk < BK / 16; ++kk) {
     const uint64_t da = ptx::make_smem_desc_sw128(a0 + kk * 32, 16, kKMajorSBO);
     const uint64_t db = B_COL ? ptx::make_smem_desc_sw128(b0 + kk * 32, 16, kKMajorSBO)
                               : ptx::make_smem_desc_sw128(b0 + kk * 16 * 128, kNMajorLBO, kNMajorSBO);
-    wgmma_ss<BN, B_COL ? 0 : 1>(d, da, db, (accumulate || kk > 0) ? 1 : 0);
+    wgmma_ss<E, BN, B_COL ? 0 : 1>(d, da, db, (accumulate || kk > 0) ? 1 : 0);
   }
 }
 
@@ -179,43 +192,45 @@ __device__ __forceinline__ void tile_coords(int t, int tiles_m, int tiles_n, int
 }
 
 // ---- epilogue -------------------------------------------------------------------------------------------------
-// The fp16 pair a thread holds in 8-column block j, row half h (rows l/4 and l/4 + 8 of its warp's 16): columns
-// 8j + 2(l%4) and the next, as one 32-bit word (the fragment in ptx/wgmma.cuh).
-template <int R>
+// The pair of E (fp16 or bf16) a thread holds in 8-column block j, row half h (rows l/4 and l/4 + 8 of its warp's
+// 16): columns 8j + 2(l%4) and the next, as one 32-bit word (the fragment in ptx/wgmma.cuh).
+template <typename E, int R>
 __device__ __forceinline__ uint32_t fragment_pair(const float (&d)[R], int j, int h) {
-  const __half2 v = __floats2half2_rn(d[4 * j + 2 * h], d[4 * j + 2 * h + 1]);
-  return *reinterpret_cast<const uint32_t*>(&v);
+  return tile::pair_bits<E>(d[4 * j + 2 * h], d[4 * j + 2 * h + 1]);
 }
-template <int R>
+template <typename E, int R>
 __device__ __forceinline__ uint32_t fragment_pair(const uint32_t (&d)[R], int j, int h) {
+  static_assert(std::is_same<E, half>::value, "fp16 accumulators hold fp16 pairs");
   return d[2 * j + h];
 }
 
 // Stores a warpgroup's 64 x BN accumulators at C[row0.., n0..], masked to M x N, straight from registers; `pairs`
-// (even ldc, 4-byte aligned C) stores each pair as one half2. The fallback when C is not TMA-describable.
-__device__ __forceinline__ void store_pair(half* C, int64_t ldc, int M, int N, int row, int col, uint32_t bits,
+// (even ldc, 4-byte aligned C) stores each pair as one 32-bit word. The fallback when C is not TMA-describable.
+template <typename E>
+__device__ __forceinline__ void store_pair(E* C, int64_t ldc, int M, int N, int row, int col, uint32_t bits,
                                            bool pairs) {
+  using Pair = typename tile::Element<E>::Pair;
   if (row >= M) return;
-  const __half2 v = *reinterpret_cast<const __half2*>(&bits);
-  half* p = C + int64_t(row) * ldc + col;
+  const Pair v = *reinterpret_cast<const Pair*>(&bits);
+  E* p = C + int64_t(row) * ldc + col;
   if (pairs && col + 1 < N) {
-    *reinterpret_cast<__half2*>(p) = v;
+    *reinterpret_cast<Pair*>(p) = v;
   } else {
-    if (col < N) p[0] = __low2half(v);
-    if (col + 1 < N) p[1] = __high2half(v);
+    if (col < N) p[0] = v.x;
+    if (col + 1 < N) p[1] = v.y;
   }
 }
 
-template <int BN, typename AccRegs>
-__device__ __forceinline__ void store_accumulators(const AccRegs& d, half* C, int64_t ldc, int M, int N, int row0,
+template <int BN, typename AccRegs, typename E>
+__device__ __forceinline__ void store_accumulators(const AccRegs& d, E* C, int64_t ldc, int M, int N, int row0,
                                                    int n0, bool pairs) {
   const int t = threadIdx.x % kWarpgroup, warp = t / 32, lane = t % 32;
   const int r = row0 + warp * 16 + lane / 4;
 #pragma unroll
   for (int j = 0; j < BN / 8; ++j) {
     const int c = n0 + 8 * j + 2 * (lane % 4);
-    store_pair(C, ldc, M, N, r, c, fragment_pair(d, j, 0), pairs);
-    store_pair(C, ldc, M, N, r + 8, c, fragment_pair(d, j, 1), pairs);
+    store_pair(C, ldc, M, N, r, c, fragment_pair<E>(d, j, 0), pairs);
+    store_pair(C, ldc, M, N, r + 8, c, fragment_pair<E>(d, j, 1), pairs);
   }
 }
 
@@ -225,9 +240,9 @@ __device__ __forceinline__ void store_accumulators(const AccRegs& d, half* C, in
 // c ^ (r % 8)): a warp's half2 writes of one fragment column block hit 8 rows x 4 lanes in 32 different banks.
 // One thread then stores the boxes with TMA (rows and columns outside C are dropped). Compared with store_pair's
 // 4-byte global stores (8 rows a warp instruction), the LSU sees one conflict-free shared store per fragment pair.
-template <int EPI_COLS>
+template <typename E, int EPI_COLS>
 struct EpilogueStaging {
-  alignas(1024) half box[EPI_COLS / 64][64 * 64];  // (box, row, 64 columns swizzled)
+  alignas(1024) E box[EPI_COLS / 64][64 * 64];  // (box, row, 64 columns swizzled)
 };
 
 __host__ __device__ __forceinline__ uint32_t staging_offset(int r, int c) {  // bytes, within 64 x 64 boxes
@@ -238,8 +253,8 @@ __host__ __device__ __forceinline__ uint32_t staging_offset(int r, int c) {  // 
 // Stores accumulators d of a warpgroup (64 x BN at C[row0.., n0..]) through `stage`; `bar_id` is the warpgroup's
 // named barrier. Thread 0 of the warpgroup owns the bulk groups: it waits for the previous stores to have read the
 // staging buffer before anyone overwrites it, so the last stores of a tile still run while the next tile computes.
-template <int BN, int EPI_COLS, typename AccRegs>
-__device__ __forceinline__ void store_accumulators_tma(const AccRegs& d, EpilogueStaging<EPI_COLS>& stage,
+template <int BN, int EPI_COLS, typename AccRegs, typename E>
+__device__ __forceinline__ void store_accumulators_tma(const AccRegs& d, EpilogueStaging<E, EPI_COLS>& stage,
                                                        const CUtensorMap* tma_c, int row0, int n0, uint32_t bar_id) {
   const int t = threadIdx.x % kWarpgroup, warp = t / 32, lane = t % 32;
   const int r = warp * 16 + lane / 4;
@@ -252,8 +267,8 @@ __device__ __forceinline__ void store_accumulators_tma(const AccRegs& d, Epilogu
 #pragma unroll
     for (int jj = 0; jj < EPI_COLS / 8; ++jj) {
       const int j = round * (EPI_COLS / 8) + jj, c = 8 * jj + 2 * (lane % 4);
-      *reinterpret_cast<uint32_t*>(bytes + staging_offset(r, c)) = fragment_pair(d, j, 0);
-      *reinterpret_cast<uint32_t*>(bytes + staging_offset(r + 8, c)) = fragment_pair(d, j, 1);
+      *reinterpret_cast<uint32_t*>(bytes + staging_offset(r, c)) = fragment_pair<E>(d, j, 0);
+      *reinterpret_cast<uint32_t*>(bytes + staging_offset(r + 8, c)) = fragment_pair<E>(d, j, 1);
     }
     ptx::fence_proxy_async_shared();  // the generic stores above, read by the TMA engine below
     ptx::named_barrier_sync(bar_id, kWarpgroup);
@@ -268,30 +283,34 @@ __device__ __forceinline__ void store_accumulators_tma(const AccRegs& d, Epilogu
 
 // ---- host -----------------------------------------------------------------------------------------------------
 // The tensor maps of A (M x K, row-major, box BM x 64) and B (column-major: N x K rows of K, box BN x 64; row-major:
-// K x N, box 64 x 64), and whether C takes half2 stores.
+// K x N, box 64 x 64), and whether C takes pair stores; the maps' data type is the operands' element type E.
 struct Operands {
   CUtensorMap a, b, c;
-  bool pairs;      // C takes half2 stores
+  bool pairs;      // C takes 32-bit pair stores
   bool tma_store;  // C is TMA-describable: the epilogue stores 64 x 64 boxes (map c)
 };
 
 // b_box_n: the N rows of one column-major B box (default bn; a 2-CTA cluster loads half of B's tile each).
-inline cudaError_t make_operands(const GemmArgs& p, int bm, int bn, Operands* ops, int b_box_n = 0) {
+template <typename E>
+inline cudaError_t make_operands(const GemmArgsOf<E>& p, int bm, int bn, Operands* ops, int b_box_n = 0) {
   if (b_box_n == 0) b_box_n = bn;
   if (p.sak != 1 && p.K > 1) return cudaErrorInvalidValue;
   const uint64_t lda = uint64_t(p.sam), ldb = uint64_t(p.b_col_major ? p.sbn : p.sbk);
-  cudaError_t err =
-      host::cached_tensor_map({p.A, uint64_t(p.M), uint64_t(p.K), lda, uint32_t(a_box_rows(p.M, bm)), BK, true},
-                              &ops->a);
+  // a 128-byte-swizzled map of a row-major (rows x cols) matrix of E, leading dimension ld, box_rows x box_cols
+  auto map = [](const void* ptr, uint64_t rows, uint64_t cols, uint64_t ld, uint32_t box_rows, uint32_t box_cols,
+                CUtensorMap* out) {
+    host::TensorMapKey key{ptr, rows, cols, ld, box_rows, box_cols, true};
+    key.dtype = DTypeOf<E>::value;
+    return host::cached_tensor_map(key, out);
+  };
+  cudaError_t err = map(p.A, uint64_t(p.M), uint64_t(p.K), lda, uint32_t(a_box_rows(p.M, bm)), BK, &ops->a);
   if (err != cudaSuccess) return err;
-  err = p.b_col_major
-            ? host::cached_tensor_map({p.B, uint64_t(p.N), uint64_t(p.K), ldb, uint32_t(b_box_n), BK, true}, &ops->b)
-            : host::cached_tensor_map({p.B, uint64_t(p.K), uint64_t(p.N), ldb, BK, 64, true}, &ops->b);
+  err = p.b_col_major ? map(p.B, uint64_t(p.N), uint64_t(p.K), ldb, uint32_t(b_box_n), BK, &ops->b)
+                      : map(p.B, uint64_t(p.K), uint64_t(p.N), ldb, BK, 64, &ops->b);
   if (err != cudaSuccess) return err;
   ops->pairs = p.ldc % 2 == 0 && reinterpret_cast<uintptr_t>(p.C) % 4 == 0;
   ops->tma_store = host::tma_describable(p.C, uint64_t(p.ldc)) &&
-                   host::cached_tensor_map({p.C, uint64_t(p.M), uint64_t(p.N), uint64_t(p.ldc), 64, 64, true},
-                                           &ops->c) == cudaSuccess;
+                   map(p.C, uint64_t(p.M), uint64_t(p.N), uint64_t(p.ldc), 64, 64, &ops->c) == cudaSuccess;
   return cudaSuccess;
 }
 
@@ -313,8 +332,8 @@ inline cudaLaunchConfig_t cluster_config(dim3 grid, int threads, int smem, int c
 // Every Hopper kernel takes (tma_a, tma_b, tma_c, C, ldc, M, N, K, pairs); those that store from registers ignore
 // tma_c. Launches KERNEL on `grid` blocks of `threads` with the dynamic shared memory of Storage, in clusters of
 // `cluster` blocks along x (1: no cluster), and reports the launch (tile_m x tile_n, split) to the binding.
-template <auto KERNEL, typename Storage>
-cudaError_t launch(dim3 grid, int threads, int tile_m, int tile_n, const GemmArgs& p, const Operands& ops,
+template <auto KERNEL, typename Storage, typename E>
+cudaError_t launch(dim3 grid, int threads, int tile_m, int tile_n, const GemmArgsOf<E>& p, const Operands& ops,
                    cudaStream_t stream, LaunchInfo* info, int cluster = 1, int split = 0) {
   const int smem = smem_request<Storage>();
   const cudaError_t err = tile::prepare_smem(KERNEL, smem, info);  // opt-in above 48 KB, limit checked

@@ -1,5 +1,5 @@
 // host/launch.h — the host side of a kernel file: the grid, the shared-memory opt-in, the choice among a
-// kernel's instantiations (accumulation x B layout, and a second tile where there is one), what the binding is
+// kernel's instantiations (element type x accumulation x B layout, and a second tile where there is one), what the binding is
 // told about the launch, and the registration (host/registry.h). Included by the kernel files (nvcc).
 #pragma once
 #include <atomic>
@@ -15,7 +15,8 @@
 namespace tile {
 
 // True when every row of A and B starts on a 16-byte boundary: the condition for uint4 loads and cp.async.
-inline bool rows_aligned16(const GemmArgs& p) {
+template <typename E>
+inline bool rows_aligned16(const GemmArgsOf<E>& p) {
   const int64_t ldb = p.b_col_major ? p.sbn : p.sbk;
   return aligned16(p.A) && aligned16(p.B) && p.sam % 8 == 0 && ldb % 8 == 0;
 }
@@ -64,13 +65,19 @@ inline cudaError_t prepare_smem(Kernel kernel, int bytes, LaunchInfo* info) {
 }
 
 // Call launch(acc, b_col) with both as compile-time constants (std::integral_constant), so one host-side lambda
-// launches whichever of a kernel's four instantiations (accumulation x B layout) the problem needs.
-template <class F>
+// launches whichever of a kernel's instantiations (accumulation x B layout) the problem needs: four for fp16
+// operands (E = half), two for bf16 (E = __nv_bfloat16: fp32 accumulation only, so no bf16 x fp16-accumulation
+// kernel is ever instantiated; asking for one returns cudaErrorNotSupported, which Python's check_acc prevents).
+template <typename E = half, class F>
 inline cudaError_t dispatch(Acc acc, bool b_col_major, F&& launch) {
   using F32 = std::integral_constant<Acc, Acc::F32>;
   using F16 = std::integral_constant<Acc, Acc::F16>;
   if (acc == Acc::F32) return b_col_major ? launch(F32{}, std::true_type{}) : launch(F32{}, std::false_type{});
-  return b_col_major ? launch(F16{}, std::true_type{}) : launch(F16{}, std::false_type{});
+  if constexpr (std::is_same<E, half>::value) {
+    return b_col_major ? launch(F16{}, std::true_type{}) : launch(F16{}, std::false_type{});
+  } else {
+    return cudaErrorNotSupported;
+  }
 }
 
 // Whether a large BM x BN tile beats the smaller SM x SN one on this problem (GemmArgs::tile = 0): the grid runs
@@ -86,7 +93,8 @@ static_assert(large_tile_wins(4096, 4096, 256, 256, 128, 256, 132) &&
                   large_tile_wins(8192, 8192, 256, 256, 128, 256, 132) &&
                   !large_tile_wins(2048, 2048, 256, 256, 128, 256, 132),
               "the cases the comment above works through");
-inline bool prefer_large(const GemmArgs& p, int BM, int BN, int SM, int SN) {
+template <typename E>
+inline bool prefer_large(const GemmArgsOf<E>& p, int BM, int BN, int SM, int SN) {
   if (p.tile != 0) return p.tile == 1;
   int dev = 0, sms = 0;
   if (cudaGetDevice(&dev) != cudaSuccess ||
@@ -102,11 +110,11 @@ struct TileTag {
 
 // The launch of a variant with two tiles: call launch(TileTag<T>{}, acc_c, b_col_c) (see dispatch) with T = T32
 // for fp32 accumulation and, for fp16, T16 where it fills the GPU (prefer_large, or as GemmArgs::tile says), else
-// T32. Only the combinations that can run are instantiated.
-template <class T32, class T16, class F>
-inline cudaError_t dispatch_tiles(const GemmArgs& p, Acc acc, F&& launch) {
+// T32. Only the combinations that can run are instantiated (bf16: T32 with fp32 accumulation, see dispatch).
+template <class T32, class T16, typename E, class F>
+inline cudaError_t dispatch_tiles(const GemmArgsOf<E>& p, Acc acc, F&& launch) {
   const bool large = acc == Acc::F16 && prefer_large(p, T16::BM, T16::BN, T32::BM, T32::BN);
-  return dispatch(acc, p.b_col_major, [&](auto acc_c, auto b_col_c) {
+  return dispatch<E>(acc, p.b_col_major, [&](auto acc_c, auto b_col_c) {
     if constexpr (decltype(acc_c)::value == Acc::F16) {
       if (large) return launch(TileTag<T16>{}, acc_c, b_col_c);
     }

@@ -1,9 +1,10 @@
 // host/registry.h — the variants this extension holds, each registered by its own kernel file.
 //
-// A kernel file ends with one line, HGEMM_VARIANT(name, launcher, operands) (host/launch.h), which adds {name,
-// launcher, operands} here when the library is loaded; binding.cpp looks variants up by name and knows none of
+// A kernel file ends with one line, HGEMM_VARIANT(name, launcher, operands) (fp16 only) or
+// HGEMM_VARIANT_FP16_BF16(name, launcher, operands) (a launcher template, for fp16 and bf16), which adds {name,
+// launchers, operands} here when the library is loaded; binding.cpp looks variants up by name and knows none of
 // them. The name is the record's (ptx_kernels/variants.py); tests/test_ptx_compile.py checks that every kernel
-// file registers exactly its record's name. Plain C++ (no CUDA syntax): binding.cpp is compiled by the host
+// file registers exactly its record's name, operands and dtypes. Plain C++ (no CUDA syntax): binding.cpp is compiled by the host
 // compiler.
 #pragma once
 #include <map>
@@ -20,8 +21,9 @@ enum class Operands {
 };
 
 struct Registered {
-  Launcher launch;
+  Launcher launch;                                // fp16
   Operands operands;
+  LauncherOf<__nv_bfloat16> launch_bf16 = nullptr;  // bf16 (fp32 accumulation), where the variant takes it
 };
 
 // One registry per shared library: a function-local static, so every translation unit's registrar (run at load,
@@ -32,7 +34,10 @@ inline std::map<std::string, Registered>& registry() {
 }
 
 struct Registrar {
-  Registrar(const char* name, Launcher launch, Operands operands) { registry()[name] = {launch, operands}; }
+  Registrar(const char* name, Launcher launch, Operands operands,
+            LauncherOf<__nv_bfloat16> launch_bf16 = nullptr) {
+    registry()[name] = {launch, operands, launch_bf16};
+  }
 };
 
 // Instruction ceilings (lab/*_ceiling.cu): a loop of one instruction with its operands already in registers or
@@ -60,6 +65,15 @@ struct CeilingRegistrar {
 // At the end of a kernel file, at namespace scope: HGEMM_VARIANT(wmma_multistage, launch_wmma_multistage, RowMajorA);
 #define HGEMM_VARIANT(NAME, LAUNCHER, OPERANDS) \
   static const ::hgemm::Registrar hgemm_registrar_##NAME(#NAME, LAUNCHER, ::hgemm::Operands::OPERANDS)
+
+// The same for a variant that takes fp16 and bf16: LAUNCHER is a function template over the element type, explicitly
+// instantiated here for both (other translation units may declare and call them: wgmma_persistent hands problems
+// to wgmma_cluster's launcher).
+#define HGEMM_VARIANT_FP16_BF16(NAME, LAUNCHER, OPERANDS)                                                      \
+  template cudaError_t LAUNCHER<half>(const GemmArgsOf<half>&, Acc, cudaStream_t, LaunchInfo*);                 \
+  template cudaError_t LAUNCHER<__nv_bfloat16>(const GemmArgsOf<__nv_bfloat16>&, Acc, cudaStream_t, LaunchInfo*); \
+  static const ::hgemm::Registrar hgemm_registrar_##NAME(#NAME, LAUNCHER<half>, ::hgemm::Operands::OPERANDS,     \
+                                                         LAUNCHER<__nv_bfloat16>)
 
 // At the end of a ceiling file: HGEMM_CEILING(wgmma, "wgmma", {launch_wgmma_ceiling, wgmma_ceiling_flops, 1, 256});
 // NAME is the record's `ceiling` ("mma.sync", "wgmma").

@@ -1,4 +1,4 @@
-// host/tensor_map.h — TMA tensor maps for fp16 matrices, built with the driver's cuTensorMapEncodeTiled and cached.
+// host/tensor_map.h — TMA tensor maps for fp16 and bf16 matrices, built with the driver's cuTensorMapEncodeTiled and cached.
 //
 // The driver function is reached through cudaGetDriverEntryPointByVersion, so the extension needs no -lcuda.
 // L2 promotion 128 bytes, not 256: with a row pitch that is not a multiple of 128 bytes (B row-major at
@@ -15,9 +15,11 @@
 #include <cstdint>
 #include <mutex>
 
+#include "hgemm.cuh"
+
 namespace host {
 
-// What one map describes: a row-major (rows x cols) fp16 matrix with leading dimension ld (elements), loaded or
+// What one map describes: a row-major (rows x cols) fp16 or bf16 (dtype) matrix with leading dimension ld (elements), loaded or
 // stored in boxes of (box_rows x box_cols) with the 128-byte swizzle (box_cols * 2 bytes <= 128) or none.
 // The 2:4 sparse kernel adds two kinds: its compressed A with the 64-byte swizzle (swizzle64, box rows of 64 bytes)
 // and its metadata, 32-bit words (words) without swizzle.
@@ -27,10 +29,12 @@ struct TensorMapKey {
   uint32_t box_rows, box_cols;
   bool swizzle128;
   bool swizzle64 = false;
-  bool words = false;  // 32-bit elements (int32) instead of fp16
+  bool words = false;  // 32-bit elements (int32) instead of 16-bit ones
+  DType dtype = DType::F16;  // the 16-bit elements' type (TMA copies bytes either way; the map names the type)
   bool operator==(const TensorMapKey& o) const {
     return ptr == o.ptr && rows == o.rows && cols == o.cols && ld == o.ld && box_rows == o.box_rows &&
-           box_cols == o.box_cols && swizzle128 == o.swizzle128 && swizzle64 == o.swizzle64 && words == o.words;
+           box_cols == o.box_cols && swizzle128 == o.swizzle128 && swizzle64 == o.swizzle64 && words == o.words &&
+           dtype == o.dtype;
   }
 };
 
@@ -64,7 +68,10 @@ inline cudaError_t encode(const TensorMapKey& k, CUtensorMap* out) {
   const CUtensorMapSwizzle swizzle = k.swizzle128  ? CU_TENSOR_MAP_SWIZZLE_128B
                                       : k.swizzle64 ? CU_TENSOR_MAP_SWIZZLE_64B
                                                     : CU_TENSOR_MAP_SWIZZLE_NONE;
-  const CUresult r = fn(out, k.words ? CU_TENSOR_MAP_DATA_TYPE_INT32 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2,
+  const CUtensorMapDataType type = k.words                  ? CU_TENSOR_MAP_DATA_TYPE_INT32
+                                   : k.dtype == DType::BF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+                                                            : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+  const CUresult r = fn(out, type, 2,
                         const_cast<void*>(k.ptr), dims, strides, box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
                         swizzle,
                         CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);

@@ -17,7 +17,7 @@ template <Acc ACC>
 __global__ void __launch_bounds__(kWarpgroups * hopper::kWarpgroup, 1)
     wgmma_ceiling_kernel(int iters, float* __restrict__ sink) {
   extern __shared__ __align__(1024) uint8_t smem_raw[];
-  using Storage = hopper::SharedStorage<64, BN, 1>;
+  using Storage = hopper::SharedStorage<half, 64, BN, 1>;
   Storage& ss = hopper::aligned_storage<Storage>(smem_raw);
   for (int i = threadIdx.x; i < (64 + BN) * hopper::BK; i += blockDim.x) {
     // small non-zero values: the tensor core draws the power of real data, and fp16 sums stay finite
@@ -41,7 +41,7 @@ __global__ void __launch_bounds__(kWarpgroups * hopper::kWarpgroup, 1)
 }  // namespace
 
 cudaError_t launch_wgmma_ceiling(int blocks, int iters, Acc acc, float* sink, cudaStream_t stream) {
-  using Storage = hopper::SharedStorage<64, BN, 1>;
+  using Storage = hopper::SharedStorage<half, 64, BN, 1>;
   const int smem = hopper::smem_request<Storage>();
   auto kernel = acc == Acc::F16 ? wgmma_ceiling_kernel<Acc::F16> : wgmma_ceiling_kernel<Acc::F32>;
   cudaError_t err = tile::prepare_smem(kernel, smem, nullptr);

@@ -4,7 +4,8 @@
 // per instruction, named after its mnemonic and shape, with the exact PTX string and its section of the PTX ISA
 // (https://docs.nvidia.com/cuda/parallel-thread-execution/) above it. Kernels call these; raw `asm` appears in
 // csrc/ptx/ only. Register signatures follow the ISA's fragment tables: a .b32 register holds two consecutive
-// fp16 values (the lower address in the low half).
+// fp16 (or bf16) values (the lower address in the low half). Names: mma_<shape>_<accumulator>[_<inputs>], the inputs
+// fp16 unless named (CuTe's SM80_16x8x16_F32F16F16F32_TN / SM80_16x8x16_F32BF16BF16F32_TN).
 #pragma once
 #include <cstdint>
 
@@ -28,6 +29,20 @@ __device__ __forceinline__ void mma_m16n8k16_f32(float (&d)[4], const uint32_t (
                                                  const float (&c)[4]) {
   asm volatile(
       "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%10, %11, %12, %13};\n"
+      : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "f"(c[0]), "f"(c[1]), "f"(c[2]),
+        "f"(c[3]));
+}
+
+// mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {d0,d1,d2,d3}, {a0,a1,a2,a3}, {b0,b1}, {c0,c1,c2,c3};
+// bf16 A and B (the same fragment maps: two bf16 per register), fp32 accumulators; bf16 has no other accumulation.
+// ISA: 9.7.14.5.14 "Warp-level Matrix Multiply-and-Accumulate Instruction: mma" (.bf16 needs sm_80)
+// https://docs.nvidia.com/cuda/parallel-thread-execution/#warp-level-matrix-instructions-mma
+__device__ __forceinline__ void mma_m16n8k16_f32_bf16(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2],
+                                                      const float (&c)[4]) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
       "{%10, %11, %12, %13};\n"
       : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "f"(c[0]), "f"(c[1]), "f"(c[2]),

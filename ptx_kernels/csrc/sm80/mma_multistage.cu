@@ -14,9 +14,10 @@
 #include "hgemm.cuh"
 #include "sm80/mma_pipeline.cuh"
 
-cudaError_t launch_mma_multistage(const GemmArgs& p, Acc acc, cudaStream_t stream, LaunchInfo* info) {
+template <typename E>
+cudaError_t launch_mma_multistage(const GemmArgsOf<E>& p, Acc acc, cudaStream_t stream, LaunchInfo* info) {
   using namespace mma_pipeline;
   return launch<LadderTileF32, LadderTileF16, PlainLayouts, DirectStore>(p, acc, stream, info);
 }
 
-HGEMM_VARIANT(mma_multistage, launch_mma_multistage, RowMajorA);
+HGEMM_VARIANT_FP16_BF16(mma_multistage, launch_mma_multistage, RowMajorA);

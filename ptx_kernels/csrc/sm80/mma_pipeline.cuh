@@ -3,7 +3,9 @@
 // mma_swizzle.cu (XOR-swizzled tiles), mma_stmatrix.cu (plus an stmatrix epilogue).
 //
 // A STAGES-deep cp.async pipeline with one barrier per K step and zero-fill at the edges, fragments
-// double-buffered in registers, grouped block order; the tile shape is a template parameter (Tile below).
+// double-buffered in registers, grouped block order; the tile shape is a template parameter (Tile below), and so is
+// the element type E of A, B and C: half, or __nv_bfloat16 (mma.sync .bf16 with fp32 accumulation: the fp32 tile;
+// ldmatrix, stmatrix and cp.async move the same 16-bit elements).
 #pragma once
 #include "blocks/common.cuh"
 #include "blocks/copy.cuh"
@@ -68,9 +70,10 @@ struct Smem {
 struct DirectStore {
   template <class T>
   __host__ __device__ static constexpr int smem_bytes() { return 0; }
-  template <class T, Acc ACC>
-  __device__ __forceinline__ static void store(const tile::MmaAcc<ACC> (&c)[T::MI][T::NI], const GemmArgs& p,
-                                               int row0, int col0, int wm, int wn, unsigned char*) {
+  template <class T, Acc ACC, typename E>
+  __device__ __forceinline__ static void store(const tile::MmaAcc<ACC, E> (&c)[T::MI][T::NI],
+                                               const GemmArgsOf<E>& p, int row0, int col0, int wm, int wn,
+                                               unsigned char*) {
     tile::store_warp_acc(c, p, row0 + wm * T::MI * 16, col0 + wn * T::NI * 8);
   }
 };
@@ -90,9 +93,9 @@ struct SwizzledLayouts {
   using B = tile::Xor<(B_COL ? T::BK : T::BN) / 8>;
 };
 
-template <class T, bool B_COL, class LA, class LB>
-__device__ __forceinline__ void load_frags(uint32_t (&a)[T::MI][4], uint32_t (&b)[T::NI][2], const half* sA,
-                                           const half* sB, int wm, int wn, int kk) {
+template <class T, bool B_COL, class LA, class LB, typename E>
+__device__ __forceinline__ void load_frags(uint32_t (&a)[T::MI][4], uint32_t (&b)[T::NI][2], const E* sA,
+                                           const E* sB, int wm, int wn, int kk) {
 #pragma unroll
   for (int i = 0; i < T::MI; ++i) tile::ldsm_a<LA>(a[i], sA, wm * T::MI * 16 + i * 16, kk, T::BK);
 #pragma unroll
@@ -109,25 +112,26 @@ struct LaunchSmem {
   static constexpr int BYTES = BARS_AT + T::Sync::BAR_BYTES;
 };
 
-// LA, LB: layouts of the A and B tiles in shared memory (tile::Plain or tile::Xor<chunks per row>).
-template <class T, Acc ACC, bool B_COL, class LA, class LB, class Epilogue>
-__global__ void __launch_bounds__(T::THREADS, T::MIN_BLOCKS) kernel(GemmArgs p) {
+// E: the element type (half or __nv_bfloat16; bf16 with Acc::F32 only). LA, LB: layouts of the A and B tiles in
+// shared memory (tile::Plain or tile::Xor<chunks per row>).
+template <typename E, class T, Acc ACC, bool B_COL, class LA, class LB, class Epilogue>
+__global__ void __launch_bounds__(T::THREADS, T::MIN_BLOCKS) kernel(GemmArgsOf<E> p) {
   using S = Smem<T, B_COL>;
   constexpr int BM = T::BM, BN = T::BN, BK = T::BK, STAGES = T::STAGES, MI = T::MI, NI = T::NI;
   extern __shared__ __align__(128) unsigned char smem_raw[];
-  half* sA = reinterpret_cast<half*>(smem_raw);  // (stage, m, k)
-  half* sB = sA + STAGES * S::A_STAGE;            // (stage, k, n), or (stage, n, k) when B is column-major
+  E* sA = reinterpret_cast<E*>(smem_raw);  // (stage, m, k)
+  E* sB = sA + STAGES * S::A_STAGE;         // (stage, k, n), or (stage, n, k) when B is column-major
   const int warp = threadIdx.x / 32, wm = warp / T::WARPS_N, wn = warp % T::WARPS_N;
   int tm, tn;
   tile::grouped_tile(blockIdx.x, tile::cdiv(p.M, BM), tile::cdiv(p.N, BN), GROUP_M, tm, tn);
   const int row0 = tm * BM, col0 = tn * BN;
   const int kt_count = tile::cdiv(p.K, BK);
-  tile::OperandLoads<BM, BN, BK, T::THREADS, BK, S::LDB, LA, LB, B_COL, STAGES> loads(p, row0, col0, sA, sB);
+  tile::OperandLoads<BM, BN, BK, T::THREADS, BK, S::LDB, LA, LB, B_COL, STAGES, E> loads(p, row0, col0, sA, sB);
   static_assert(decltype(loads)::A_STAGE_BYTES == S::A_STAGE * 2 && decltype(loads)::B_STAGE_BYTES == S::B_STAGE * 2,
                 "the loader's stages are the kernel's");
   const typename T::Sync sync(ptx::smem_u32(smem_raw + LaunchSmem<T, B_COL, Epilogue>::BARS_AT));
   constexpr int AHEAD = T::Sync::AHEAD;  // tiles copied ahead of the one computed
-  tile::MmaAcc<ACC> c[MI][NI];
+  tile::MmaAcc<ACC, E> c[MI][NI];
   constexpr int FB = T::FRAG_BUFS;
   uint32_t a[FB][MI][4], b[FB][NI][2];  // (buffer, fragment, register)
 
@@ -149,8 +153,8 @@ __global__ void __launch_bounds__(T::THREADS, T::MIN_BLOCKS) kernel(GemmArgs p) 
 #pragma unroll
     for (int ks = 0; ks < T::KSTEPS; ++ks) {
       const bool last = ks + 1 == T::KSTEPS;
-      const half* nA = sA + (last ? next : stage) * S::A_STAGE;
-      const half* nB = sB + (last ? next : stage) * S::B_STAGE;
+      const E* nA = sA + (last ? next : stage) * S::A_STAGE;
+      const E* nB = sB + (last ? next : stage) * S::B_STAGE;
       const int nk = last ? 0 : (ks + 1) * 16;
       if (FB == 2) {
         if (last) sync.wait_filled(kt + 1);  // (a block barrier: every warp is also done reading tile kt)
@@ -179,11 +183,12 @@ __global__ void __launch_bounds__(T::THREADS, T::MIN_BLOCKS) kernel(GemmArgs p) 
   Epilogue::template store<T>(c, p, row0, col0, wm, wn, smem_raw);
 }
 
-// Launch tile T with accumulation A, B layout BC, shared-memory layouts L and the given epilogue.
-template <class T, Acc A, bool BC, class L, class Epilogue>
-cudaError_t launch_tile(const GemmArgs& p, cudaStream_t stream, LaunchInfo* info) {
+// Launch tile T with accumulation A, B layout BC, shared-memory layouts L and the given epilogue, on p's element
+// type E.
+template <class T, Acc A, bool BC, class L, class Epilogue, typename E>
+cudaError_t launch_tile(const GemmArgsOf<E>& p, cudaStream_t stream, LaunchInfo* info) {
   constexpr int bytes = LaunchSmem<T, BC, Epilogue>::BYTES;
-  auto k = kernel<T, A, BC, typename L::template A<T>, typename L::template B<T, BC>, Epilogue>;
+  auto k = kernel<E, T, A, BC, typename L::template A<T>, typename L::template B<T, BC>, Epilogue>;
   cudaError_t err = tile::prepare_smem(k, bytes, info);
   if (err != cudaSuccess) return err;
   const dim3 block(T::THREADS), grid(tile::cdiv(p.M, T::BM) * tile::cdiv(p.N, T::BN));
@@ -193,9 +198,10 @@ cudaError_t launch_tile(const GemmArgs& p, cudaStream_t stream, LaunchInfo* info
 }
 
 // Launch with shared-memory layouts L (PlainLayouts or SwizzledLayouts) and the given epilogue: tile T32 for fp32
-// accumulation; for fp16, T16 where it fills the GPU, else T32 (tile::dispatch_tiles).
-template <class T32, class T16, class L, class Epilogue>
-cudaError_t launch(const GemmArgs& p, Acc acc, cudaStream_t stream, LaunchInfo* info) {
+// accumulation; for fp16, T16 where it fills the GPU, else T32 (tile::dispatch_tiles). bf16 operands: T32 with fp32
+// accumulation, the only instantiations made for them.
+template <class T32, class T16, class L, class Epilogue, typename E>
+cudaError_t launch(const GemmArgsOf<E>& p, Acc acc, cudaStream_t stream, LaunchInfo* info) {
   if (!tile::rows_aligned16(p)) return cudaErrorMisalignedAddress;
   return tile::dispatch_tiles<T32, T16>(p, acc, [&](auto tile_c, auto acc_c, auto b_col_c) {
     using T = typename decltype(tile_c)::type;

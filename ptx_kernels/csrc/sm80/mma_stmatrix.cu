@@ -1,5 +1,5 @@
 // mma_stmatrix.cu — mma_swizzle with an stmatrix epilogue (sm_90): each warp writes its accumulators, converted
-// to fp16, into a shared-memory C tile with stmatrix.x4 (two m16n8 tiles per instruction: the accumulator layout
+// to C's element type (fp16 or bf16), into a shared-memory C tile with stmatrix.x4 (two m16n8 tiles per instruction: the accumulator layout
 // is ldmatrix's, so stmatrix inverts it), then the whole block copies the 128x256 tile out with 16-byte stores:
 // full 128-byte lines per 8 threads instead of 4-byte stores scattered over 8 rows.
 //
@@ -26,14 +26,15 @@ struct StmatrixStore {
   template <class T>
   __host__ __device__ static constexpr int smem_bytes() { return T::BM * ldc<T>() * 2; }
 
-  template <class T, Acc ACC>
-  __device__ __forceinline__ static void store(const tile::MmaAcc<ACC> (&c)[T::MI][T::NI], const GemmArgs& p,
-                                               int row0, int col0, int wm, int wn, unsigned char* smem) {
+  template <class T, Acc ACC, typename E>
+  __device__ __forceinline__ static void store(const tile::MmaAcc<ACC, E> (&c)[T::MI][T::NI],
+                                               const GemmArgsOf<E>& p, int row0, int col0, int wm, int wn,
+                                               unsigned char* smem) {
 #ifdef PTX_HAS_STMATRIX
     constexpr int BM = T::BM, BN = T::BN, MI = T::MI, NI = T::NI, LDC = ldc<T>(), THREADS = T::THREADS;
-    half* sC = reinterpret_cast<half*>(smem);  // (m, n), row stride LDC
+    E* sC = reinterpret_cast<E*>(smem);  // (m, n), row stride LDC
     const int l = threadIdx.x % 32, q = l / 8, r = l % 8;
-    auto bits = [](half2 v) { return *reinterpret_cast<const uint32_t*>(&v); };
+    auto bits = [](typename tile::Element<E>::Pair v) { return *reinterpret_cast<const uint32_t*>(&v); };
 #pragma unroll
     for (int i = 0; i < MI; ++i)
 #pragma unroll
@@ -53,9 +54,10 @@ struct StmatrixStore {
 
 }  // namespace mma_stmatrix
 
-cudaError_t launch_mma_stmatrix(const GemmArgs& p, Acc acc, cudaStream_t stream, LaunchInfo* info) {
+template <typename E>
+cudaError_t launch_mma_stmatrix(const GemmArgsOf<E>& p, Acc acc, cudaStream_t stream, LaunchInfo* info) {
   using namespace mma_stmatrix;
   return launch<LadderTileF32, LadderTileF16, SwizzledLayouts, StmatrixStore>(p, acc, stream, info);
 }
 
-HGEMM_VARIANT(mma_stmatrix, launch_mma_stmatrix, RowMajorA);
+HGEMM_VARIANT_FP16_BF16(mma_stmatrix, launch_mma_stmatrix, RowMajorA);

@@ -8,9 +8,10 @@
 #include "hgemm.cuh"
 #include "sm80/mma_pipeline.cuh"
 
-cudaError_t launch_mma_swizzle(const GemmArgs& p, Acc acc, cudaStream_t stream, LaunchInfo* info) {
+template <typename E>
+cudaError_t launch_mma_swizzle(const GemmArgsOf<E>& p, Acc acc, cudaStream_t stream, LaunchInfo* info) {
   using namespace mma_pipeline;
   return launch<LadderTileF32, LadderTileF16, SwizzledLayouts, DirectStore>(p, acc, stream, info);
 }
 
-HGEMM_VARIANT(mma_swizzle, launch_mma_swizzle, RowMajorA);
+HGEMM_VARIANT_FP16_BF16(mma_swizzle, launch_mma_swizzle, RowMajorA);

@@ -1,14 +1,18 @@
 // sm90/handoff.h — the launches wgmma_persistent.cu hands problems to: wgmma_splitk.cu's split-K launch, for
 // outputs with too few tiles to fill the GPU (hopper::choose_plan decides), and wgmma_cluster.cu, for row-major B
-// whose rows are not 32-byte aligned.
+// whose rows are not 32-byte aligned. Templates over the element type E (half, __nv_bfloat16), instantiated for both
+// in their own files.
 #pragma once
 #include "blocks/wgmma_tile.cuh"
 
 // The tile and K split for p on this device (hopper::choose_plan with the SM count and the blocks that run at once
 // in clusters of 2 and 4), GemmArgs::tile (1/2/3: 128 x 256/128/64) and ::split (1 = never, 2, 4) pinning them.
-hopper::Plan plan_wgmma(const GemmArgs& p);
+template <typename E>
+hopper::Plan plan_wgmma(const GemmArgsOf<E>& p);
 
-cudaError_t launch_wgmma_splitk_plan(const GemmArgs& p, Acc acc, cudaStream_t stream, LaunchInfo* info,
+template <typename E>
+cudaError_t launch_wgmma_splitk_plan(const GemmArgsOf<E>& p, Acc acc, cudaStream_t stream, LaunchInfo* info,
                                      hopper::Plan plan);
 
-cudaError_t launch_wgmma_cluster(const GemmArgs& p, Acc acc, cudaStream_t stream, LaunchInfo* info);
+template <typename E>
+cudaError_t launch_wgmma_cluster(const GemmArgsOf<E>& p, Acc acc, cudaStream_t stream, LaunchInfo* info);

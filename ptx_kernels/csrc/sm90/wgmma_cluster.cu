@@ -19,6 +19,7 @@
 // grouped tile order over tile pairs, warp-specialized producer/consumers, TMA-store epilogue.
 // Edges: when the tile rows are odd the last pair's second tile lies below M: that block loads zeros for A, still
 // shares its half of B, and its TMA stores are dropped (register stores masked).
+// Element types: fp16 (fp32 or fp16 accumulation) and bf16 (fp32), the template parameter E.
 #include <algorithm>
 #include <atomic>
 
@@ -34,11 +35,13 @@ constexpr int EPI_COLS = 128;  // staging per consumer 64 x 128 (16 KB): 4 stage
 constexpr int kConsumers = BM / 64, kThreads = (1 + kConsumers) * hopper::kWarpgroup;
 // 40 + 2 x 232 registers x 128 threads = 64,512 <= 65,536: a consumer's 128 fp32 accumulators plus addressing.
 constexpr int kProducerRegs = 40, kConsumerRegs = 232;
+template <typename E>
 struct Storage {
-  hopper::SharedStorage<BM, BN, STAGES> ring;
-  hopper::EpilogueStaging<EPI_COLS> out[kConsumers];  // one per consumer warpgroup
+  hopper::SharedStorage<E, BM, BN, STAGES> ring;
+  hopper::EpilogueStaging<E, EPI_COLS> out[kConsumers];  // one per consumer warpgroup
 };
-static_assert(hopper::smem_request<Storage>() <= 227 * 1024, "4 stages of 128x64 A + 256x64 B and the staging fit");
+static_assert(hopper::smem_request<Storage<half>>() <= 227 * 1024,
+              "4 stages of 128x64 A + 256x64 B and the staging fit");
 
 // The loads of one k-block by the block of cluster rank `rank`: its own A box, and its half of the B tile
 // multicast to both blocks.
@@ -48,7 +51,7 @@ __device__ __forceinline__ void load_kblock_multicast(Ring& ss, int s, const CUt
                                                       uint32_t rank) {
   const uint32_t bar = ptx::smem_u32(&ss.full[s]);
   constexpr uint16_t kBoth = (1u << kCluster) - 1;
-  ptx::mbarrier_arrive_expect_tx(bar, (a_rows + BN) * hopper::BK * int(sizeof(half)));
+  ptx::mbarrier_arrive_expect_tx(bar, (a_rows + BN) * hopper::BK * int(sizeof(ss.A[0][0])));
   ptx::tma_load_2d(ptx::smem_u32(ss.A[s]), tma_a, k0, m0, bar);
   if constexpr (B_COL) {  // rows n0 + 128 rank .. of the K-major B tile: one 128 x 64 box
     const int half_n = BN / kCluster;
@@ -63,13 +66,13 @@ __device__ __forceinline__ void load_kblock_multicast(Ring& ss, int s, const CUt
   }
 }
 
-template <Acc ACC, bool B_COL, bool TMA_STORE>
+template <typename E, Acc ACC, bool B_COL, bool TMA_STORE>
 __global__ void __launch_bounds__(kThreads, 1)
     wgmma_cluster_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_constant__ CUtensorMap tma_b,
-                         const __grid_constant__ CUtensorMap tma_c, half* __restrict__ C, int64_t ldc, int M, int N,
+                         const __grid_constant__ CUtensorMap tma_c, E* __restrict__ C, int64_t ldc, int M, int N,
                          int K, bool pairs) {
   extern __shared__ __align__(1024) uint8_t smem_raw[];
-  Storage& storage = hopper::aligned_storage<Storage>(smem_raw);
+  Storage<E>& storage = hopper::aligned_storage<Storage<E>>(smem_raw);
   auto& ss = storage.ring;
   const int wg = threadIdx.x / hopper::kWarpgroup, tid = threadIdx.x % hopper::kWarpgroup;
   const uint32_t rank = ptx::cluster_ctarank();
@@ -134,10 +137,10 @@ __global__ void __launch_bounds__(kThreads, 1)
   ptx::cluster_sync();
 }
 
-template <Acc ACC, bool B_COL, bool TMA_STORE>
-cudaError_t launch_tile(const GemmArgs& p, const hopper::Operands& ops, cudaStream_t stream, LaunchInfo* info) {
-  constexpr auto kernel = wgmma_cluster_kernel<ACC, B_COL, TMA_STORE>;
-  const int smem = hopper::smem_request<Storage>();
+template <Acc ACC, bool B_COL, bool TMA_STORE, typename E>
+cudaError_t launch_tile(const GemmArgsOf<E>& p, const hopper::Operands& ops, cudaStream_t stream, LaunchInfo* info) {
+  constexpr auto kernel = wgmma_cluster_kernel<E, ACC, B_COL, TMA_STORE>;
+  const int smem = hopper::smem_request<Storage<E>>();
   cudaError_t err = tile::prepare_smem(kernel, smem, info);
   if (err != cudaSuccess) return err;
   // Clusters that fit at once (the GPCs decide, not SMs / 2), asked once per device.
@@ -155,17 +158,18 @@ cudaError_t launch_tile(const GemmArgs& p, const hopper::Operands& ops, cudaStre
   }
   const int pair_tiles = hopper::cdiv(hopper::cdiv(p.M, BM), kCluster) * hopper::cdiv(p.N, BN);
   const dim3 grid(kCluster * std::min(pair_tiles, max_clusters));
-  return hopper::launch<kernel, Storage>(grid, kThreads, BM, BN, p, ops, stream, info, kCluster);
+  return hopper::launch<kernel, Storage<E>>(grid, kThreads, BM, BN, p, ops, stream, info, kCluster);
 }
 
 }  // namespace
 
 // ---- HOST: check -> tensor maps -> launch ----
-cudaError_t launch_wgmma_cluster(const GemmArgs& p, Acc acc, cudaStream_t stream, LaunchInfo* info) {
+template <typename E>
+cudaError_t launch_wgmma_cluster(const GemmArgsOf<E>& p, Acc acc, cudaStream_t stream, LaunchInfo* info) {
   hopper::Operands ops;
   const cudaError_t err = hopper::make_operands(p, BM, BN, &ops, /*b_box_n=*/BN / kCluster);
   if (err != cudaSuccess) return err;
-  const cudaError_t launched = tile::dispatch(acc, p.b_col_major, [&](auto acc_c, auto b_col_c) {
+  const cudaError_t launched = tile::dispatch<E>(acc, p.b_col_major, [&](auto acc_c, auto b_col_c) {
     return ops.tma_store ? launch_tile<acc_c.value, b_col_c.value, true>(p, ops, stream, info)
                          : launch_tile<acc_c.value, b_col_c.value, false>(p, ops, stream, info);
   });
@@ -173,4 +177,4 @@ cudaError_t launch_wgmma_cluster(const GemmArgs& p, Acc acc, cudaStream_t stream
   return launched;
 }
 
-HGEMM_VARIANT(wgmma_cluster, launch_wgmma_cluster, RowMajorA);
+HGEMM_VARIANT_FP16_BF16(wgmma_cluster, launch_wgmma_cluster, RowMajorA);

@@ -11,13 +11,14 @@
 //   warpgroups 1, 2 — consumers: grow to 232 registers, each computes 64 rows x BN of the 128 x BN tile with
 //                 m64nBNk16 wgmma from shared memory, keeps one wgmma group in flight and releases a stage (one
 //                 arrival on empty[s] per warpgroup) as soon as the group that read it has completed.
-// Epilogue: where C is TMA-describable, each consumer converts its slab to fp16 in a swizzled staging buffer and
+// Epilogue: where C is TMA-describable, each consumer converts its slab to C's type in a swizzled staging buffer and
 // one thread stores it with TMA in 64 x 64 boxes (hopper::store_accumulators_tma), 128 columns at a time; the
 // stores drain while the next tile's main loop runs. Otherwise the accumulators go straight to global memory.
 // Edges: TMA reads zeros outside A and B (M, N and the K tail); TMA stores drop what falls outside C, and the
 // register-store fallback masks to M x N.
 // Skinny outputs and row-major B with rows not 32-byte aligned go to wgmma_splitk.cu / wgmma_cluster.cu instead:
 // see the launcher.
+// Element types: fp16 (fp32 or fp16 accumulation) and bf16 (fp32), the template parameter E.
 #include <algorithm>
 
 #include "blocks/wgmma_tile.cuh"
@@ -33,11 +34,12 @@ template <int BN_, int STAGES_>
 struct Tile {
   static constexpr int BM = 128, BN = BN_, STAGES = STAGES_;
   static constexpr int EPI_COLS = BN < 128 ? BN : 128;  // staging per consumer 64 x EPI_COLS
+  template <typename E>
   struct Storage {
-    hopper::SharedStorage<BM, BN, STAGES> ring;
-    hopper::EpilogueStaging<EPI_COLS> out[BM / 64];  // one per consumer warpgroup
+    hopper::SharedStorage<E, BM, BN, STAGES> ring;
+    hopper::EpilogueStaging<E, EPI_COLS> out[BM / 64];  // one per consumer warpgroup
   };
-  static_assert(hopper::smem_request<Storage>() <= 227 * 1024, "the ring and the staging fit in 227 KB");
+  static_assert(hopper::smem_request<Storage<half>>() <= 227 * 1024, "the ring and the staging fit in 227 KB");
 };
 using Wide = Tile<256, 4>;    // 4 x 48 KB + 2 x 16 KB staging
 using Medium = Tile<128, 6>;  // 6 x 32 KB + 2 x 16 KB
@@ -48,15 +50,15 @@ constexpr int kConsumers = 2, kThreads = (1 + kConsumers) * hopper::kWarpgroup;
 // 40 + 2 x 232 registers x 128 threads = 64,512 <= 65,536: a consumer's 128 fp32 accumulators plus addressing.
 constexpr int kProducerRegs = 40, kConsumerRegs = 232;
 
-template <typename T, Acc ACC, bool B_COL, bool TMA_STORE>
+template <typename E, typename T, Acc ACC, bool B_COL, bool TMA_STORE>
 __global__ void __launch_bounds__(kThreads, 1)
     wgmma_persistent_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_constant__ CUtensorMap tma_b,
-                            const __grid_constant__ CUtensorMap tma_c, half* __restrict__ C, int64_t ldc, int M,
+                            const __grid_constant__ CUtensorMap tma_c, E* __restrict__ C, int64_t ldc, int M,
                             int N, int K, bool pairs) {
   constexpr int BM = T::BM, BN = T::BN, STAGES = T::STAGES;
   static_assert(BM == kConsumers * 64, "each consumer warpgroup owns 64 rows of the tile");
   extern __shared__ __align__(1024) uint8_t smem_raw[];
-  auto& storage = hopper::aligned_storage<typename T::Storage>(smem_raw);
+  auto& storage = hopper::aligned_storage<typename T::template Storage<E>>(smem_raw);
   auto& ss = storage.ring;
   const int wg = threadIdx.x / hopper::kWarpgroup, tid = threadIdx.x % hopper::kWarpgroup;
   const int tiles_m = hopper::cdiv(M, BM), tiles_n = hopper::cdiv(N, BN), tiles = tiles_m * tiles_n;
@@ -107,18 +109,19 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
 }
 
-template <typename T>
-cudaError_t launch_tile(const GemmArgs& p, Acc acc, cudaStream_t stream, LaunchInfo* info) {
+template <typename T, typename E>
+cudaError_t launch_tile(const GemmArgsOf<E>& p, Acc acc, cudaStream_t stream, LaunchInfo* info) {
   hopper::Operands ops;
   const cudaError_t err = hopper::make_operands(p, T::BM, T::BN, &ops);
   if (err != cudaSuccess) return err;
   const int tiles = hopper::cdiv(p.M, T::BM) * hopper::cdiv(p.N, T::BN);
   const dim3 grid(std::min(tiles, hopper::sm_count()));
-  return tile::dispatch(acc, p.b_col_major, [&](auto acc_c, auto b_col_c) {
+  using Storage = typename T::template Storage<E>;
+  return tile::dispatch<E>(acc, p.b_col_major, [&](auto acc_c, auto b_col_c) {
     if (ops.tma_store)
-      return hopper::launch<wgmma_persistent_kernel<T, acc_c.value, b_col_c.value, true>, typename T::Storage>(
+      return hopper::launch<wgmma_persistent_kernel<E, T, acc_c.value, b_col_c.value, true>, Storage>(
           grid, kThreads, T::BM, T::BN, p, ops, stream, info);
-    return hopper::launch<wgmma_persistent_kernel<T, acc_c.value, b_col_c.value, false>, typename T::Storage>(
+    return hopper::launch<wgmma_persistent_kernel<E, T, acc_c.value, b_col_c.value, false>, Storage>(
         grid, kThreads, T::BM, T::BN, p, ops, stream, info);
   });
 }
@@ -136,14 +139,15 @@ cudaError_t launch_tile(const GemmArgs& p, Acc acc, cudaStream_t stream, LaunchI
 //     cuBLAS, 0.97x with the same B 128-byte aligned (TUNE_LD_ALIGN=64, docs/ladders/hopper.md); wgmma_cluster.cu
 //     multicasts each B box to two blocks, halving those reads (0.96x).
 // GemmArgs::tile (1/2/3) and ::split (1 = never) pin the plan.
-cudaError_t launch_wgmma_persistent(const GemmArgs& p, Acc acc, cudaStream_t stream, LaunchInfo* info) {
+template <typename E>
+cudaError_t launch_wgmma_persistent(const GemmArgsOf<E>& p, Acc acc, cudaStream_t stream, LaunchInfo* info) {
   const hopper::Plan plan = plan_wgmma(p);
   if (plan.split > 1) return launch_wgmma_splitk_plan(p, acc, stream, info, plan);
-  const bool b_rows_straddle = !p.b_col_major && (p.sbk * int64_t(sizeof(half))) % 32 != 0;
+  const bool b_rows_straddle = !p.b_col_major && (p.sbk * int64_t(sizeof(E))) % 32 != 0;
   if (plan.bn == 256 && p.tile == 0 && b_rows_straddle) return launch_wgmma_cluster(p, acc, stream, info);
   if (plan.bn == 256) return launch_tile<Wide>(p, acc, stream, info);
   if (plan.bn == 128) return launch_tile<Medium>(p, acc, stream, info);
   return launch_tile<Narrow>(p, acc, stream, info);
 }
 
-HGEMM_VARIANT(wgmma_persistent, launch_wgmma_persistent, RowMajorA);
+HGEMM_VARIANT_FP16_BF16(wgmma_persistent, launch_wgmma_persistent, RowMajorA);

@@ -43,7 +43,7 @@ struct Storage {
   alignas(128) uint32_t E[STAGES][E_WORDS];  // (stage, k32 step, 16-row block, word in lane order)
   alignas(8) uint64_t full[STAGES];          // 1 arrival (expect_tx) + the TMA bytes
   alignas(8) uint64_t empty[STAGES];         // one arrival per consumer warpgroup
-  hopper::EpilogueStaging<EPI_COLS> out[kConsumers];
+  hopper::EpilogueStaging<half, EPI_COLS> out[kConsumers];
 };
 static_assert(hopper::smem_request<Storage>() <= 227 * 1024, "5 stages and the staging fit in 227 KB");
 

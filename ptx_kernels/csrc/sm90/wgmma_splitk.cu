@@ -10,12 +10,13 @@
 //   2. the consumers write their fp32 accumulators into the block's own shared memory (over the operand ring,
 //      whose last stage has been read by then);
 //   3. cluster barrier; block r then adds, for its 1/S of the tile's columns, the S partial tiles in rank order
-//      0, 1, .., S-1 (ld.shared::cluster from each peer's shared memory), and stores fp16 to C;
+//      0, 1, .., S-1 (ld.shared::cluster from each peer's shared memory), and stores them to C (fp16 or bf16);
 //   4. a second cluster barrier keeps every block alive until its peers have read its partials.
 // Fixed order, no atomics: the same inputs give the same bits on every run (tests/test_ptx_hgemm.py checks). One
 // tile per cluster, one wave: the launcher splits only when tiles x S clusters run at once (hopper::choose_plan), and
 // wgmma_persistent.cu hands such outputs to this kernel.
 // Edges as in the other Hopper kernels: TMA reads zeros past M, N and K; the stores are masked to M x N.
+// Element types: fp16 (fp32 or fp16 accumulation) and bf16 (fp32), the template parameter E.
 #include <algorithm>
 #include <atomic>
 
@@ -32,10 +33,13 @@ namespace {
 template <int BN_, int STAGES_>
 struct Tile {
   static constexpr int BM = 128, BN = BN_, STAGES = STAGES_, LDP = BN + 8;
-  using Storage = hopper::SharedStorage<BM, BN, STAGES>;
-  static_assert(offsetof(Storage, B) == sizeof(Storage::A), "the ring's A and B stages are one contiguous region");
-  static_assert(BM * LDP * sizeof(float) <= sizeof(Storage::A) + sizeof(Storage::B), "the partial tile fits the ring");
-  static_assert(hopper::smem_request<Storage>() <= 227 * 1024, "the ring fits in 227 KB");
+  template <typename E>
+  using Storage = hopper::SharedStorage<E, BM, BN, STAGES>;
+  static_assert(offsetof(Storage<half>, B) == sizeof(Storage<half>::A),
+                "the ring's A and B stages are one contiguous region");
+  static_assert(BM * LDP * sizeof(float) <= sizeof(Storage<half>::A) + sizeof(Storage<half>::B),
+                "the partial tile fits the ring");
+  static_assert(hopper::smem_request<Storage<half>>() <= 227 * 1024, "the ring fits in 227 KB");
 };
 using Wide = Tile<256, 4>;
 using Medium = Tile<128, 6>;
@@ -60,8 +64,9 @@ __device__ __forceinline__ float2 fragment_float2(const uint32_t (&d)[R], int j,
 // float4 chunks, each the sum of the cluster's S partial tiles in rank order, stored as fp16. A thread takes
 // chunks first, first + stride, ...; the S loads of a chunk are in flight together. (Batching several chunks' loads
 // spilled at the kernel's 168 registers; a split output has at most 64 rows, so a thread has about one chunk.)
-template <int S, typename T>
-__device__ __forceinline__ void add_partials(uint32_t local, half* C, int64_t ldc, int M, int N, int tm, int tn,
+// The sums are rounded to C's element type E.
+template <int S, typename T, typename E>
+__device__ __forceinline__ void add_partials(uint32_t local, E* C, int64_t ldc, int M, int N, int tm, int tn,
                                              int rank, bool pairs, int first, int stride) {
   constexpr int kChunks = T::BN / S / 4;
   static_assert(T::BN % (4 * S) == 0, "a block's columns are whole float4 chunks");
@@ -78,21 +83,20 @@ __device__ __forceinline__ void add_partials(uint32_t local, half* C, int64_t ld
     float4 sum = v[0];
 #pragma unroll
     for (int q = 1; q < S; ++q) sum.x += v[q].x, sum.y += v[q].y, sum.z += v[q].z, sum.w += v[q].w;
-    const __half2 lo = __floats2half2_rn(sum.x, sum.y), hi = __floats2half2_rn(sum.z, sum.w);
     const int grow = tm * T::BM + row, gcol = tn * T::BN + col;
-    hopper::store_pair(C, ldc, M, N, grow, gcol, *reinterpret_cast<const uint32_t*>(&lo), pairs);
-    hopper::store_pair(C, ldc, M, N, grow, gcol + 2, *reinterpret_cast<const uint32_t*>(&hi), pairs);
+    hopper::store_pair(C, ldc, M, N, grow, gcol, tile::pair_bits<E>(sum.x, sum.y), pairs);
+    hopper::store_pair(C, ldc, M, N, grow, gcol + 2, tile::pair_bits<E>(sum.z, sum.w), pairs);
   }
 }
 
-template <typename T, Acc ACC, bool B_COL>
+template <typename E, typename T, Acc ACC, bool B_COL>
 __global__ void __launch_bounds__(kThreads, 1)
     wgmma_splitk_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_constant__ CUtensorMap tma_b,
-                        const __grid_constant__ CUtensorMap tma_c, half* __restrict__ C, int64_t ldc, int M, int N,
+                        const __grid_constant__ CUtensorMap tma_c, E* __restrict__ C, int64_t ldc, int M, int N,
                         int K, bool pairs) {
   constexpr int BM = T::BM, BN = T::BN, LDP = T::LDP;
   extern __shared__ __align__(1024) uint8_t smem_raw[];
-  auto& ss = hopper::aligned_storage<typename T::Storage>(smem_raw);
+  auto& ss = hopper::aligned_storage<typename T::template Storage<E>>(smem_raw);
   float* partial = reinterpret_cast<float*>(ss.A);  // (BM, LDP) fp32, over the ring once the main loop is done
   const int wg = threadIdx.x / hopper::kWarpgroup, tid = threadIdx.x % hopper::kWarpgroup;
   const int split = int(ptx::cluster_nctarank()), rank = int(ptx::cluster_ctarank());
@@ -158,14 +162,14 @@ __global__ void __launch_bounds__(kThreads, 1)
   ptx::cluster_sync();  // no block leaves (freeing its shared memory) while a peer may still read its partials
 }
 
-template <typename T>
-cudaError_t launch_tile(const GemmArgs& p, Acc acc, int split, cudaStream_t stream, LaunchInfo* info) {
+template <typename T, typename E>
+cudaError_t launch_tile(const GemmArgsOf<E>& p, Acc acc, int split, cudaStream_t stream, LaunchInfo* info) {
   hopper::Operands ops;
   const cudaError_t err = hopper::make_operands(p, T::BM, T::BN, &ops);
   if (err != cudaSuccess) return err;
   const dim3 grid(hopper::cdiv(p.M, T::BM) * hopper::cdiv(p.N, T::BN) * split);
-  const cudaError_t launched = tile::dispatch(acc, p.b_col_major, [&](auto acc_c, auto b_col_c) {
-    return hopper::launch<wgmma_splitk_kernel<T, acc_c.value, b_col_c.value>, typename T::Storage>(
+  const cudaError_t launched = tile::dispatch<E>(acc, p.b_col_major, [&](auto acc_c, auto b_col_c) {
+    return hopper::launch<wgmma_splitk_kernel<E, T, acc_c.value, b_col_c.value>, typename T::template Storage<E>>(
         grid, kThreads, T::BM, T::BN, p, ops, stream, info, /*cluster=*/split, /*split=*/split);
   });
   if (info) info->kernel = "wgmma_splitk";
@@ -175,7 +179,7 @@ cudaError_t launch_tile(const GemmArgs& p, Acc acc, int split, cudaStream_t stre
 // Blocks of one split launch that run at once in clusters of `split`: cudaOccupancyMaxActiveClusters x split.
 // Clusters are placed inside a GPC, so fewer run than SMs / split (a 4-block cluster launch of 128 blocks took two
 // waves on the 132-SM H100, docs/ladders/hopper.md). Asked once per device and size; every instantiation has the
-// same shared memory and block, so one stands for all.
+// same shared memory and block (bf16's too), so one stands for all.
 int wave_blocks(int split) {
   static std::atomic<int> cache[64][3] = {};
   int dev = 0;
@@ -183,8 +187,8 @@ int wave_blocks(int split) {
   const int slot = split == 2 ? 1 : split == 4 ? 2 : 0;
   int blocks = cache[dev][slot].load(std::memory_order_relaxed);
   if (blocks > 0) return blocks;
-  constexpr auto kernel = wgmma_splitk_kernel<Medium, Acc::F32, true>;
-  const int smem = hopper::smem_request<typename Medium::Storage>();
+  constexpr auto kernel = wgmma_splitk_kernel<half, Medium, Acc::F32, true>;
+  const int smem = hopper::smem_request<typename Medium::template Storage<half>>();
   if (tile::prepare_smem(kernel, smem, nullptr) != cudaSuccess) return 0;
   cudaLaunchAttribute attr;
   const cudaLaunchConfig_t cfg = hopper::cluster_config(dim3(split * hopper::sm_count()), kThreads, smem, split,
@@ -202,13 +206,15 @@ int wave_blocks(int split) {
 }  // namespace
 
 // ---- HOST: the plan -> tensor maps -> launch ----
-hopper::Plan plan_wgmma(const GemmArgs& p) {
+template <typename E>
+hopper::Plan plan_wgmma(const GemmArgsOf<E>& p) {
   const int force_bn = p.tile == 1 ? 256 : p.tile == 2 ? 128 : p.tile == 3 ? 64 : 0;
   return hopper::choose_plan(p.M, p.N, p.K, hopper::sm_count(), force_bn, p.split, 4, wave_blocks(2),
                              wave_blocks(4));
 }
 
-cudaError_t launch_wgmma_splitk_plan(const GemmArgs& p, Acc acc, cudaStream_t stream, LaunchInfo* info,
+template <typename E>
+cudaError_t launch_wgmma_splitk_plan(const GemmArgsOf<E>& p, Acc acc, cudaStream_t stream, LaunchInfo* info,
                                      hopper::Plan plan) {
   if (plan.bn == 256) return launch_tile<Wide>(p, acc, plan.split, stream, info);
   if (plan.bn == 128) return launch_tile<Medium>(p, acc, plan.split, stream, info);
@@ -217,8 +223,17 @@ cudaError_t launch_wgmma_splitk_plan(const GemmArgs& p, Acc acc, cudaStream_t st
 
 // As a variant of its own: the same plan as wgmma_persistent's, but unsplit plans run here too (one block per
 // tile, not persistent); GemmArgs::tile (1/2/3: 128 x 256/128/64) and ::split (1/2/4) pin it.
-cudaError_t launch_wgmma_splitk(const GemmArgs& p, Acc acc, cudaStream_t stream, LaunchInfo* info) {
+template <typename E>
+cudaError_t launch_wgmma_splitk(const GemmArgsOf<E>& p, Acc acc, cudaStream_t stream, LaunchInfo* info) {
   return launch_wgmma_splitk_plan(p, acc, stream, info, plan_wgmma(p));
 }
 
-HGEMM_VARIANT(wgmma_splitk, launch_wgmma_splitk, RowMajorA);
+// The hand-off's entry points (sm90/handoff.h), for wgmma_persistent.cu's translation unit.
+template hopper::Plan plan_wgmma<half>(const GemmArgsOf<half>&);
+template hopper::Plan plan_wgmma<__nv_bfloat16>(const GemmArgsOf<__nv_bfloat16>&);
+template cudaError_t launch_wgmma_splitk_plan<half>(const GemmArgsOf<half>&, Acc, cudaStream_t, LaunchInfo*,
+                                                    hopper::Plan);
+template cudaError_t launch_wgmma_splitk_plan<__nv_bfloat16>(const GemmArgsOf<__nv_bfloat16>&, Acc, cudaStream_t,
+                                                             LaunchInfo*, hopper::Plan);
+
+HGEMM_VARIANT_FP16_BF16(wgmma_splitk, launch_wgmma_splitk, RowMajorA);

@@ -10,6 +10,7 @@
 // A stage is refilled once every warp's wgmma reading it has completed (wgmma.wait_group 0, then the block barrier):
 // the copies run STAGES - 1 k-blocks ahead, but the math waits for its own groups each k-block.
 // Edges: TMA reads zeros outside A and B (M, N and the K tail); the epilogue masks its stores to M x N.
+// Element types: fp16 (fp32 or fp16 accumulation) and bf16 (fp32), the template parameter E.
 #include "blocks/wgmma_tile.cuh"
 #include "host/registry.h"
 
@@ -17,15 +18,16 @@ namespace {
 
 constexpr int BM = 128, BN = 128, STAGES = 4, GROUP_M = 8;
 constexpr int kThreads = hopper::kWarpgroup;
-using Storage = hopper::SharedStorage<BM, BN, STAGES>;
+template <typename E>
+using Storage = hopper::SharedStorage<E, BM, BN, STAGES>;
 
-template <Acc ACC, bool B_COL>
+template <typename E, Acc ACC, bool B_COL>
 __global__ void __launch_bounds__(kThreads)
     wgmma_tma_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_constant__ CUtensorMap tma_b,
-                     const __grid_constant__ CUtensorMap /*tma_c: stores go from registers*/, half* __restrict__ C,
+                     const __grid_constant__ CUtensorMap /*tma_c: stores go from registers*/, E* __restrict__ C,
                      int64_t ldc, int M, int N, int K, bool pairs) {
   extern __shared__ __align__(1024) uint8_t smem_raw[];
-  Storage& ss = hopper::aligned_storage<Storage>(smem_raw);
+  Storage<E>& ss = hopper::aligned_storage<Storage<E>>(smem_raw);
   int tm, tn;
   hopper::tile_coords<GROUP_M>(blockIdx.x, hopper::cdiv(M, BM), hopper::cdiv(N, BN), tm, tn);
   const int kblocks = hopper::cdiv(K, hopper::BK), a_rows = hopper::a_box_rows(M, BM);  // A box: see load_kblock
@@ -66,15 +68,16 @@ __global__ void __launch_bounds__(kThreads)
 }  // namespace
 
 // ---- HOST: check -> tensor maps -> launch ----
-cudaError_t launch_wgmma_tma(const GemmArgs& p, Acc acc, cudaStream_t stream, LaunchInfo* info) {
+template <typename E>
+cudaError_t launch_wgmma_tma(const GemmArgsOf<E>& p, Acc acc, cudaStream_t stream, LaunchInfo* info) {
   hopper::Operands ops;
   const cudaError_t err = hopper::make_operands(p, BM, BN, &ops);
   if (err != cudaSuccess) return err;
   const dim3 grid(hopper::cdiv(p.M, BM) * hopper::cdiv(p.N, BN));
-  return tile::dispatch(acc, p.b_col_major, [&](auto acc_c, auto b_col_c) {
-    constexpr auto kernel = wgmma_tma_kernel<acc_c.value, b_col_c.value>;
-    return hopper::launch<kernel, Storage>(grid, kThreads, BM, BN, p, ops, stream, info);
+  return tile::dispatch<E>(acc, p.b_col_major, [&](auto acc_c, auto b_col_c) {
+    constexpr auto kernel = wgmma_tma_kernel<E, acc_c.value, b_col_c.value>;
+    return hopper::launch<kernel, Storage<E>>(grid, kThreads, BM, BN, p, ops, stream, info);
   });
 }
 
-HGEMM_VARIANT(wgmma_tma, launch_wgmma_tma, RowMajorA);
+HGEMM_VARIANT_FP16_BF16(wgmma_tma, launch_wgmma_tma, RowMajorA);

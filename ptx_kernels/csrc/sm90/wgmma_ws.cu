@@ -10,6 +10,7 @@
 //                 releases a stage (one arrival per warpgroup on empty[s]) as soon as the group reading it is done.
 // No block barrier after the prologue: the two sides meet only at the mbarriers. One tile per block.
 // Edges: TMA reads zeros outside A and B (M, N and the K tail); the epilogue masks its stores to M x N.
+// Element types: fp16 (fp32 or fp16 accumulation) and bf16 (fp32), the template parameter E.
 #include "blocks/wgmma_tile.cuh"
 #include "host/registry.h"
 
@@ -19,16 +20,17 @@ constexpr int BM = 128, BN = 256, STAGES = 4, GROUP_M = 8;
 constexpr int kConsumers = BM / 64, kThreads = (1 + kConsumers) * hopper::kWarpgroup;
 // 40 + 2 x 232 registers x 128 threads = 64,512 <= 65,536: a consumer's 128 fp32 accumulators plus addressing.
 constexpr int kProducerRegs = 40, kConsumerRegs = 232;
-using Storage = hopper::SharedStorage<BM, BN, STAGES>;
-static_assert(hopper::smem_request<Storage>() <= 227 * 1024, "4 stages of 128x64 A + 256x64 B fit in 227 KB");
+template <typename E>
+using Storage = hopper::SharedStorage<E, BM, BN, STAGES>;
+static_assert(hopper::smem_request<Storage<half>>() <= 227 * 1024, "4 stages of 128x64 A + 256x64 B fit in 227 KB");
 
-template <Acc ACC, bool B_COL>
+template <typename E, Acc ACC, bool B_COL>
 __global__ void __launch_bounds__(kThreads, 1)
     wgmma_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_constant__ CUtensorMap tma_b,
-                     const __grid_constant__ CUtensorMap /*tma_c: stores go from registers*/, half* __restrict__ C,
+                     const __grid_constant__ CUtensorMap /*tma_c: stores go from registers*/, E* __restrict__ C,
                      int64_t ldc, int M, int N, int K, bool pairs) {
   extern __shared__ __align__(1024) uint8_t smem_raw[];
-  Storage& ss = hopper::aligned_storage<Storage>(smem_raw);
+  Storage<E>& ss = hopper::aligned_storage<Storage<E>>(smem_raw);
   const int wg = threadIdx.x / hopper::kWarpgroup, tid = threadIdx.x % hopper::kWarpgroup;
   int tm, tn;
   hopper::tile_coords<GROUP_M>(blockIdx.x, hopper::cdiv(M, BM), hopper::cdiv(N, BN), tm, tn);
@@ -67,15 +69,16 @@ __global__ void __launch_bounds__(kThreads, 1)
 }  // namespace
 
 // ---- HOST: check -> tensor maps -> launch ----
-cudaError_t launch_wgmma_ws(const GemmArgs& p, Acc acc, cudaStream_t stream, LaunchInfo* info) {
+template <typename E>
+cudaError_t launch_wgmma_ws(const GemmArgsOf<E>& p, Acc acc, cudaStream_t stream, LaunchInfo* info) {
   hopper::Operands ops;
   const cudaError_t err = hopper::make_operands(p, BM, BN, &ops);
   if (err != cudaSuccess) return err;
   const dim3 grid(hopper::cdiv(p.M, BM) * hopper::cdiv(p.N, BN));
-  return tile::dispatch(acc, p.b_col_major, [&](auto acc_c, auto b_col_c) {
-    constexpr auto kernel = wgmma_ws_kernel<acc_c.value, b_col_c.value>;
-    return hopper::launch<kernel, Storage>(grid, kThreads, BM, BN, p, ops, stream, info);
+  return tile::dispatch<E>(acc, p.b_col_major, [&](auto acc_c, auto b_col_c) {
+    constexpr auto kernel = wgmma_ws_kernel<E, acc_c.value, b_col_c.value>;
+    return hopper::launch<kernel, Storage<E>>(grid, kThreads, BM, BN, p, ops, stream, info);
   });
 }
 
-HGEMM_VARIANT(wgmma_ws, launch_wgmma_ws, RowMajorA);
+HGEMM_VARIANT_FP16_BF16(wgmma_ws, launch_wgmma_ws, RowMajorA);
