@@ -582,10 +582,11 @@ def test_interpreter_bf16_findings():
 
 
 @pytest.mark.gpu
-def test_auto_times_the_candidates_and_keeps_the_fastest():
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_auto_times_the_candidates_and_keeps_the_fastest(dtype):
     """kernel="auto" on a new kind of call times each candidate kernel's configurations and keeps the fastest; on
     Hopper aligned operands make the TMA kernels candidates, and the chosen plan's time is the minimum."""
-    a, b = make_inputs(256, 256, 256, "NT", device="cuda", seed=4)
+    a, b = make_inputs(256, 256, 256, "NT", device="cuda", seed=4, dtype=dtype)
     p = triton_kernels.plan(a, b)
     hopper = torch.cuda.get_device_capability() >= (9, 0)
     cands = dispatch.candidates(256, 256, 256, dispatch.device_arch(a), dispatch.sm_count(a), a, b, None)
