@@ -12,6 +12,8 @@ LAYOUTS = ("NN", "NT", "TN", "TT")
 FP16_UNIT = 2.0**-11  # unit roundoff of fp16 (half an ulp at 1.0)
 BF16_UNIT = 2.0**-8  # unit roundoff of bf16 (8 significand bits)
 FP32_UNIT = 2.0**-24
+INT_MAX = 3  # kind="int" draws integers in [-INT_MAX, INT_MAX]
+BF16_EXACT = 256  # bf16 holds every integer up to 2**8 exactly (8 significand bits); fp16 up to 2**11
 
 
 def dtype_unit(dtype: torch.dtype) -> float:
@@ -45,12 +47,12 @@ def make_operand(rows: int, cols: int, major: str, *, device, generator: torch.G
                  kind: str = "int", dtype: str = "fp16") -> torch.Tensor:
     """A (rows, cols) fp16 or bf16 matrix stored row-major (major="N") or column-major ("T", a `.t()` view).
 
-    kind="int": integers in [-3, 3] (exact in both dtypes: bf16 holds integers exactly up to 256, and with fp32
-    accumulation every partial sum is exact while |sum| < 2**24); kind="randn": standard normal.
+    kind="int": integers in [-INT_MAX, INT_MAX] (exact in both dtypes: bf16 holds integers exactly up to 256, and
+    with fp32 accumulation every partial sum is exact while |sum| < 2**24); kind="randn": standard normal.
     """
     shape = (rows, cols) if major == "N" else (cols, rows)
     if kind == "int":
-        t = torch.randint(-3, 4, shape, generator=generator, dtype=torch.int16)
+        t = torch.randint(-INT_MAX, INT_MAX + 1, shape, generator=generator, dtype=torch.int16)
     elif kind == "randn":
         t = torch.randn(shape, generator=generator, dtype=torch.float32)
     else:
@@ -59,15 +61,33 @@ def make_operand(rows: int, cols: int, major: str, *, device, generator: torch.G
     return t if major == "N" else t.t()
 
 
+def exact_window(k: int, count: int) -> torch.Tensor:
+    """A (count, k) 0/1 mask for bf16 exact checks: row r keeps the k' with (k - 1 - k' + r) % S == 0, S = ceil(k / T),
+    T = BF16_EXACT // INT_MAX**2 = 28 terms. Applied to B's columns (or A's rows), every element of C sums at most
+    28 products of integers in [-3, 3]: |C| <= 252, so every result is an integer bf16 holds exactly and an
+    indexing error cannot hide in the output's rounding. Each row keeps one k in every S, from the first S to the
+    last S (row 0 ends on K's last element: the masked tail), and S consecutive rows together cover every k."""
+    s = -(-k // (BF16_EXACT // INT_MAX**2))
+    return ((k - 1 - torch.arange(k)[None, :] + torch.arange(count)[:, None]) % s == 0).to(torch.int16)
+
+
 def make_inputs(m: int, n: int, k: int, layout: str = "NN", *, device="cpu", seed: int = 0, kind: str = "int",
                 dtype: str = "fp16"):
     """A (m, k) and B (k, n) in the given layout: first letter A, second B; N = row-major, T = column-major.
-    dtype: "fp16" or "bf16" (the same values for a seed: integers are exact in both)."""
+    dtype: "fp16" or "bf16" (the same values for a seed: integers are exact in both), except that bf16 integer
+    inputs with K > 28 keep only the terms `exact_window` leaves (of B's columns, or of A's rows when M > N), so
+    that |C| <= 256 (TESTING.md 13)."""
     if layout not in LAYOUTS:
         raise ValueError(f"layout must be one of {LAYOUTS}, got {layout!r}")
     g = torch.Generator().manual_seed(seed)
-    return (make_operand(m, k, layout[0], device=device, generator=g, kind=kind, dtype=dtype),
-            make_operand(k, n, layout[1], device=device, generator=g, kind=kind, dtype=dtype))
+    a = make_operand(m, k, layout[0], device=device, generator=g, kind=kind, dtype=dtype)
+    b = make_operand(k, n, layout[1], device=device, generator=g, kind=kind, dtype=dtype)
+    if kind == "int" and dtype == "bf16" and k * INT_MAX**2 > BF16_EXACT:
+        if m > n:
+            a.mul_(exact_window(k, m).to(device=device, dtype=a.dtype))  # in place: a keeps its layout
+        else:
+            b.mul_(exact_window(k, n).t().to(device=device, dtype=b.dtype))
+    return a, b
 
 
 def poisoned_out(m: int, n: int, device, dtype: str = "fp16") -> torch.Tensor:

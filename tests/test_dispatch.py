@@ -52,6 +52,32 @@ def test_cached_plan_is_the_uncached_choice(m, n, k, layout, kw):
     assert triton_kernels.plan(a, b, **kw) == cached.plan
 
 
+@pytest.mark.parametrize("kernel", ["auto", "blocked", "splitk", "tma"])
+def test_a_plan_serves_only_its_own_dtype(kernel):
+    """fp16 and bf16 calls alike in everything else (shapes, strides, alignment, accumulation, pin) have keys that
+    differ in the dtype only, so each gets its own plan (kernels compiled for `*fp16` or `*bf16`), never the
+    other's: bf16 results are bf16 and exact, first call and cached call, with out= and without."""
+    kw = {"kernel": kernel}
+    if HAS_CUDA:
+        kw["config"] = configs(kernel)[3] if kernel != "auto" else PIN["config"]
+    shape = (40, 24, 24)  # K <= 28: the same integers in both dtypes (compare.reference.exact_window)
+    a16, b16 = make_inputs(*shape, "NT", device=DEVICE, seed=2)
+    a, b = make_inputs(*shape, "NT", device=DEVICE, seed=2, dtype="bf16")
+    k16 = dispatch.key_of(a16, b16, None, "fp32", kernel, kw.get("config"))
+    k = dispatch.key_of(a, b, None, "fp32", kernel, kw.get("config"))
+    assert k != k16 and [x for x, y in zip(k, k16) if x != y] == [torch.bfloat16, torch.bfloat16]
+    c16 = triton_kernels.hgemm(a16, b16, **kw)
+    assert c16.dtype == torch.float16 and len(dispatch.PLANS) == 1
+    for _ in range(2):  # the bf16 plan's first call, then its cached call
+        c = triton_kernels.hgemm(a, b, **kw)
+        assert c.dtype == torch.bfloat16 and compare(c, reference(a, b)).ok
+        out = poisoned_out(*shape[:2], DEVICE, "bf16")
+        assert triton_kernels.hgemm(a, b, out=out, **kw) is out and torch.equal(out, c)
+    assert dispatch.PLANS.get(k) is not dispatch.PLANS.get(k16) and len(dispatch.PLANS) == 3  # out= is a key too
+    assert torch.equal(triton_kernels.hgemm(a16, b16, **kw), c16)  # the fp16 plan still serves fp16
+    assert torch.equal(c.double(), c16.double())
+
+
 def test_hit_skips_validation_but_not_the_overlap_check(monkeypatch):
     a, b = make_inputs(40, 24, 72, "NN", device=DEVICE, seed=1)
     out = torch.empty(40 * 24 + 64, dtype=torch.float16, device=DEVICE)
@@ -236,22 +262,26 @@ def test_threads_and_streams_share_the_cache():
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["fp16", "bf16"])
 @pytest.mark.parametrize("kernel", ["blocked", "splitk", "tma"])
-def test_direct_launch_after_the_first_call(kernel):
+def test_direct_launch_after_the_first_call(kernel, dtype):
     """The first call compiles through kernel[grid]; later ones launch the kept kernels directly, with results
-    identical to the first call's (pinned config: the same compiled kernel either way)."""
+    identical to the first call's (pinned config: the same compiled kernel either way), for `*fp16` and `*bf16`
+    signatures alike (TMA: descriptors encoded from the compiled kernel's element type)."""
     if kernel.startswith("tma") and torch.cuda.get_device_capability() < (9, 0):
         pytest.skip("TMA kernels need sm_90")
     cfg = triton_kernels.configs(kernel)[3]
-    a, b = make_inputs(300, 264, 520, "NT", device="cuda", seed=5)
+    a, b = make_inputs(300, 264, 520, "NT", device="cuda", seed=5, dtype=dtype)
     c1 = triton_kernels.hgemm(a, b, kernel=kernel, config=cfg)
     r = dispatch.PLANS.get(dispatch.key_of(a, b, None, "fp32", kernel, cfg))
     assert r.direct, "the direct launcher was not set up (triton version, a launch hook?)"
     for _ in range(3):
-        out = poisoned_out(300, 264, "cuda")
+        out = poisoned_out(300, 264, "cuda", dtype)
         triton_kernels.hgemm(a, b, out=out, kernel=kernel, config=cfg)
         assert torch.equal(out, c1)
-    assert torch.equal(c1, reference(a, b).half())
+        a2, b2 = a.clone(), b.clone()  # other addresses: new pointers, and new TMA descriptors
+        assert torch.equal(triton_kernels.hgemm(a2, b2, kernel=kernel, config=cfg), c1)
+    assert c1.dtype == a.dtype and torch.equal(c1, reference(a, b).to(a.dtype))
 
 
 @pytest.mark.gpu

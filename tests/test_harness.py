@@ -109,6 +109,36 @@ def test_compare_reports_unwritten_and_bound():
     assert not v2.ok and v2.first_bad == (6, 1) and v2.max_rel_to_bound > 1 and "bound" in v2.detail
 
 
+@pytest.mark.parametrize("layout", ["NN", "TT"])
+@pytest.mark.parametrize("m,n,k", [(1, 1, 4099), (7, 233, 4099), (496, 17, 311), (100, 129, 129), (17, 33, 28)])
+def test_bf16_exact_inputs_keep_every_result_exact(m, n, k, layout):
+    """bf16 integer inputs keep |C| <= 256, where bf16 holds every integer (TESTING.md 13), whatever K: past 28
+    terms one operand (B; A when M > N) is the fp16 operand of the seed times `exact_window`, in the same layout."""
+    from compare.reference import BF16_EXACT, exact_window
+
+    a, b = make_inputs(m, n, k, layout, seed=3, dtype="bf16")
+    a16, b16 = make_inputs(m, n, k, layout, seed=3)
+    assert a.dtype == b.dtype == torch.bfloat16 and (a.stride(), b.stride()) == (a16.stride(), b16.stride())
+    assert reference(a, b).abs().max() <= BF16_EXACT
+    if k <= 28:
+        assert torch.equal(a.double(), a16.double()) and torch.equal(b.double(), b16.double())
+    elif m > n:
+        assert torch.equal(a.double(), a16.double() * exact_window(k, m)) and torch.equal(b.double(), b16.double())
+    else:
+        assert torch.equal(b.double(), b16.double() * exact_window(k, n).t()) and torch.equal(a.double(), a16.double())
+
+
+@pytest.mark.parametrize("k", [29, 64, 311, 4099])
+def test_exact_window_spans_k_and_covers_it(k):
+    from compare.reference import exact_window
+
+    s = -(-k // 28)
+    w = exact_window(k, s + 3).bool()
+    assert int(w.sum(1).max()) <= 28 and w[0, -1]  # at most 28 terms; row 0 ends on the masked tail
+    assert all(w[r, :s].any() and w[r, -s:].any() for r in range(s))  # each row: one k in every S, end to end
+    assert (w[:s].sum(0) == 1).all()  # S rows: every k exactly once
+
+
 def test_bench_files_schema(tmp_path):
     data = plot.load(SAMPLE)
     rows = [bench.BenchRow(**r) for r in data["rows"]]

@@ -20,8 +20,8 @@ PTX_VARIANTS = tuple({v.family: v.name for v in ptx_kernels.variants()}.values()
 gpu = pytest.mark.gpu
 
 
-def exact(m, n, k, layout="NN", device=DEVICE, seed=0):
-    return make_inputs(m, n, k, layout, device=device, seed=seed, kind="int")
+def exact(m, n, k, layout="NN", device=DEVICE, seed=0, dtype="fp16"):
+    return make_inputs(m, n, k, layout, device=device, seed=seed, kind="int", dtype=dtype)
 
 
 # ---- registration, schema, fake tensors (CPU) ----------------------------------------------------------------
@@ -43,6 +43,18 @@ def test_fake_shapes_and_errors_on_meta(op):
         getattr(OPS, op)(a, b.t())
     with pytest.raises(TypeError, match="torch.float16"):
         getattr(OPS, op)(a.float(), b)
+
+
+def test_triton_fake_takes_bf16_and_refuses_its_fp16_accumulation():
+    a = torch.empty(5, 7, device="meta", dtype=torch.bfloat16)
+    b = torch.empty(7, 3, device="meta", dtype=torch.bfloat16)
+    out = OPS.triton_hgemm(a, b, "fp32")
+    assert out.shape == (5, 3) and out.dtype == torch.bfloat16 and out.device.type == "meta"
+    with pytest.raises(ValueError, match=r"^triton_hgemm: bf16 inputs accumulate in fp32 only .*got acc='fp16'$"):
+        OPS.triton_hgemm(a, b, "fp16")
+    with pytest.raises(TypeError, match=r"torch.float16 or both torch.bfloat16, got mat1 torch.bfloat16 and "
+                                        r"mat2 torch.float16"):
+        OPS.triton_hgemm(a, b.half(), "fp32")
 
 
 def test_ptx_fake_rejects_unknown_variant_and_acc():
@@ -90,19 +102,24 @@ def test_ptx_operator_compiles_fullgraph_on_meta():
     assert f(a, torch.empty(16, 24, device="meta", dtype=torch.float16)).shape == (9, 24)
 
 
+# (dtype, accumulation) pairs the Triton operator offers: bf16 accumulates in fp32 only.
+DTYPE_ACCS = [("fp16", "fp32"), ("fp16", "fp16"), ("bf16", "fp32")]
+
+
 @pytest.mark.skipif(HAS_CUDA, reason="the interpreter path; the GPU test below covers CUDA")
-@pytest.mark.parametrize("acc", ["fp32", "fp16"])
-def test_triton_opcheck_interpreter(acc):
-    a, b = exact(17, 9, 33, "NT")
+@pytest.mark.parametrize("dtype,acc", DTYPE_ACCS)
+def test_triton_opcheck_interpreter(dtype, acc):
+    a, b = exact(17, 9, 33, "NT", dtype=dtype)
     torch.library.opcheck(OPS.triton_hgemm.default, (a, b, acc))
     torch.library.opcheck(OPS.triton_hgemm.default, (a.requires_grad_(), b.requires_grad_(), acc))
 
 
 @pytest.mark.skipif(HAS_CUDA, reason="the interpreter path; the GPU test below covers CUDA")
-def test_triton_compile_fullgraph_interpreter():
-    a, b = exact(17, 9, 33)
+@pytest.mark.parametrize("dtype", ["fp16", "bf16"])
+def test_triton_compile_fullgraph_interpreter(dtype):
+    a, b = exact(17, 9, 33, dtype=dtype)
     f = torch.compile(lambda x, y: OPS.triton_hgemm(x, y, "fp32") + 1, fullgraph=True, backend="aot_eager")
-    assert torch.equal(f(a, b), (reference(a, b) + 1).half())
+    assert torch.equal(f(a, b), (reference(a, b) + 1).to(a.dtype))
 
 
 # ---- autograd and HGEMMLinear (CPU under the interpreter, and the GPU) ---------------------------------------
@@ -111,15 +128,19 @@ def _exact_grads(op, a, b, g):
     a, b = a.detach().requires_grad_(), b.detach().requires_grad_()
     c = op(a, b)
     c.backward(g)
-    assert torch.equal(c, reference(a.detach(), b.detach()).half())
-    assert torch.equal(a.grad, reference(g, b.detach().t()).half())  # dA = dC B^T
-    assert torch.equal(b.grad, reference(a.detach().t(), g).half())  # dB = A^T dC
+    assert c.dtype == a.grad.dtype == b.grad.dtype == a.dtype  # bf16 in: bf16 out, bf16 grads
+    assert torch.equal(c, reference(a.detach(), b.detach()).to(a.dtype))
+    assert torch.equal(a.grad, reference(g, b.detach().t()).to(a.dtype))  # dA = dC B^T
+    assert torch.equal(b.grad, reference(a.detach().t(), g).to(a.dtype))  # dB = A^T dC
 
 
+@pytest.mark.parametrize("dtype", ["fp16", "bf16"])
 @pytest.mark.parametrize("layout", ["NN", "TT"])
-def test_triton_autograd_exact(layout):
-    a, b = exact(33, 17, 40, layout, seed=1)
-    g = exact(33, 1, 17, seed=6)[0]  # a (33, 17) matrix of small integers: dC
+def test_triton_autograd_exact(layout, dtype):
+    a, b = exact(33, 17, 40, layout, seed=1, dtype=dtype)
+    g = exact(33, 1, 17, seed=6, dtype=dtype)[0]  # a (33, 17) matrix of small integers: dC (K = 1: not windowed)
+    if dtype == "bf16":  # |dA| and |dB| within 256 as well: dC in [-1, 1] (|dA| <= 3 x 17, |dB| <= 3 x 33)
+        g = g.clamp(-1, 1)
     _exact_grads(lambda x, y: OPS.triton_hgemm(x, y, "fp32"), a, b, g)
 
 
@@ -150,9 +171,9 @@ def test_hgemm_linear_rejects_unknown_package():
 # ---- GPU: opcheck, torch.compile (inductor), autograd vs fp32 autograd, streams, graphs, big inputs ----------
 
 @gpu
-@pytest.mark.parametrize("acc", ["fp32", "fp16"])
-def test_triton_opcheck_cuda(acc):
-    a, b = exact(130, 70, 300, "TN")
+@pytest.mark.parametrize("dtype,acc", DTYPE_ACCS)
+def test_triton_opcheck_cuda(dtype, acc):
+    a, b = exact(130, 70, 300, "TN", dtype=dtype)
     torch.library.opcheck(OPS.triton_hgemm.default, (a, b, acc))
     torch.library.opcheck(OPS.triton_hgemm.default, (a.requires_grad_(), b.requires_grad_(), acc))
 
@@ -165,36 +186,42 @@ def test_ptx_opcheck_cuda(variant):
     torch.library.opcheck(OPS.ptx_hgemm.default, (a.requires_grad_(), b.requires_grad_(), variant, "fp32"))
 
 
+# (package, dtype) of the GPU operator tests: the Triton operator in both dtypes, the PTX one in fp16.
+PACKAGE_DTYPES = [("triton", "fp16"), ("triton", "bf16"), ("ptx", "fp16")]
+
+
 @gpu
-@pytest.mark.parametrize("package", ["triton", "ptx"])
-def test_compile_fullgraph_inductor(package):
+@pytest.mark.parametrize("package,dtype", PACKAGE_DTYPES)
+def test_compile_fullgraph_inductor(package, dtype):
     torch._dynamo.reset()
     call = (lambda x, y: OPS.triton_hgemm(x, y, "fp32")) if package == "triton" else \
         (lambda x, y: OPS.ptx_hgemm(x, y, "mma_stmatrix", "fp32"))
     f = torch.compile(lambda x, y: torch.relu(call(x, y)) + 1, fullgraph=True)
     for m, n, k in [(257, 130, 520), (64, 512, 128)]:
-        a, b = exact(m, n, k, seed=m)
-        assert torch.equal(f(a, b), (torch.relu(reference(a, b).half()) + 1))
+        a, b = exact(m, n, k, seed=m, dtype=dtype)
+        assert torch.equal(f(a, b), (torch.relu(reference(a, b).to(a.dtype)) + 1))
 
 
 @gpu
-@pytest.mark.parametrize("package", ["triton", "ptx"])
-def test_autograd_against_fp32_autograd(package):
-    """Random data: gradients within the fp16 bound of torch's fp32 autograd; integer data: bit-exact."""
+@pytest.mark.parametrize("package,dtype", PACKAGE_DTYPES)
+def test_autograd_against_fp32_autograd(package, dtype):
+    """Random data: gradients within the inputs' dtype's bound of torch's fp32 autograd; integer data: bit-exact."""
     op = (lambda x, y: OPS.triton_hgemm(x, y, "fp32")) if package == "triton" else \
         (lambda x, y: OPS.ptx_hgemm(x, y, "mma_stmatrix", "fp32"))
-    a, b = make_inputs(200, 136, 264, device="cuda", seed=9, kind="randn")
-    g = make_inputs(200, 136, 1, device="cuda", seed=10, kind="randn")[0][:, :1] * torch.ones(
-        1, 136, dtype=torch.float16, device="cuda")
+    a, b = make_inputs(200, 136, 264, device="cuda", seed=9, kind="randn", dtype=dtype)
+    g = make_inputs(200, 136, 1, device="cuda", seed=10, kind="randn", dtype=dtype)[0][:, :1] * torch.ones(
+        1, 136, dtype=a.dtype, device="cuda")
     a32, b32 = a.float().requires_grad_(), b.float().requires_grad_()
     (a32 @ b32).backward(g.float())
     ah, bh = a.clone().requires_grad_(), b.clone().requires_grad_()
     op(ah, bh).backward(g)
     ga_ref, gb_ref = a32.grad.double(), b32.grad.double()
+    assert ah.grad.dtype == bh.grad.dtype == a.dtype
     assert ((ah.grad.double() - ga_ref).abs() <= error_bound(g, b.t(), ga_ref)).all()
     assert ((bh.grad.double() - gb_ref).abs() <= error_bound(a.t(), g, gb_ref)).all()
-    ai, bi = exact(72, 40, 136, seed=11, device="cuda")
-    _exact_grads(op, ai, bi, exact(72, 1, 40, seed=12, device="cuda")[0])
+    ai, bi = exact(72, 40, 136, seed=11, device="cuda", dtype=dtype)
+    gi = exact(72, 1, 40, seed=12, device="cuda", dtype=dtype)[0]
+    _exact_grads(op, ai, bi, gi.clamp(-1, 1) if dtype == "bf16" else gi)  # bf16: |dB| <= 3 x 72 <= 256
 
 
 @gpu

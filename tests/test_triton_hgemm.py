@@ -1,14 +1,32 @@
-"""The Triton HGEMM on every layout, config and accumulation: exact integer checks (TESTING.md).
+"""The Triton HGEMM on every layout, config, dtype (fp16, bf16) and accumulation: exact integer checks
+(TESTING.md).
 
 Runs under the interpreter on the CPU, and on CUDA tensors when a GPU is present.
+
+bf16 on the CPU: Triton 3.6's interpreter multiplies the bit patterns of bf16 dot operands and truncates fp32 ->
+bf16 casts (test_interpreter_bf16_findings), so the kernels' bf16 instantiations run there with two
+interpreter-only substitutions (triton_kernels/common.py `dot_acc`, `to_output`): the dot's operands are decoded to
+fp32 first (exact: products of bf16 values fit fp32) and the result is rounded to nearest even by hand. Everything
+else is the bf16 path itself: bf16 loads through pointers and TMA descriptors, masks, the K tail, split-K's fp32
+partials and its reduction, the bf16 store. So the same exact checks as fp16 (odd shapes, every layout, every
+configuration, integers with |C| <= 256: `compare.reference.make_inputs`) prove the bf16 path's indexing on the
+CPU; the bf16 tensor-core instruction is proven by the sm_90 compile (HGMMA ...F32.BF16 / HMMA.16816.F32.BF16 in
+SASS: test_bf16_compiles_to_bf16_tensor_cores), and both run for real in the GPU tests.
 """
+import re
+
 import pytest
 import torch
+import triton
+import triton.language as tl
 
 import triton_kernels
 from compare.reference import LAYOUTS, compare, error_bound, make_inputs, poisoned_out, reference
 from hgemm_common.operands import tma_describable
+from hgemm_common.record import ACCS_FOR
+from hgemm_common.validation import DTYPES, dtype_name
 from triton_kernels import Config, configs, dispatch, splitk
+from triton_kernels.common import to_output
 from triton_kernels.variants import BY_KERNEL
 
 from conftest import DEVICE, HAS_CUDA
@@ -16,6 +34,10 @@ from shapes import small_triples
 
 # Under the interpreter `config=None` means INTERPRETER_CONFIG; on a GPU it means timing the kernel's list.
 ACCS = triton_kernels.ACCUMULATIONS
+# (dtype, accumulation) pairs each kernel offers: fp16 with fp32 or fp16, bf16 with fp32 only.
+DTYPE_ACCS = [pytest.param(d, acc, id=f"{d}-{acc}") for d, accs in ACCS_FOR.items() for acc in accs]
+# bf16 where the interpreter adds nothing to fp16's proof (determinism) or a GPU-sized problem: GPU only.
+GPU_BF16 = ["fp16", pytest.param("bf16", marks=pytest.mark.gpu)]
 
 
 # On a GPU `config=None` times every config for each new kind of call (compiling each): the small-shape tests pin
@@ -24,84 +46,106 @@ ACCS = triton_kernels.ACCUMULATIONS
 GPU_PIN = {"blocked": configs("blocked")[5], "tma": configs("tma")[5], "splitk": configs("splitk")[4]}
 
 
-def run_exact(a, b, **kw):
+def pinned(a, b, **kw) -> dict:
+    """hgemm's keyword arguments with a GPU_PIN config added on a GPU (none given)."""
     if HAS_CUDA and "config" not in kw:
         chosen = kw.get("kernel", "auto")
         if chosen == "auto":
             chosen = dispatch.kernel_for(dispatch.device_arch(a), a, b)
         kw["config"] = GPU_PIN[chosen]
-    out = poisoned_out(a.shape[0], b.shape[1], a.device)
+    return kw
+
+
+def run_exact(a, b, **kw):
+    kw = pinned(a, b, **kw)
+    out = poisoned_out(a.shape[0], b.shape[1], a.device, dtype_name(a.dtype))
     c = triton_kernels.hgemm(a, b, out=out, **kw)
     assert c is out
     v = compare(c, reference(a, b))
     assert v.ok, v.detail
 
 
+def ints(shape, g, dtype="fp16"):
+    """Integers in [-3, 3] on DEVICE; callers keep K <= 28 where dtype is bf16 (|C| <= 256: exact)."""
+    return torch.randint(-3, 4, shape, generator=g).to(DTYPES[dtype]).to(DEVICE)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("kernel", ["auto", "splitk"])
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("m,n,k", small_triples())
-def test_exact_all_layouts(m, n, k, layout, kernel):
-    a, b = make_inputs(m, n, k, layout, device=DEVICE, seed=m * 1000 + n * 10 + k)
+def test_exact_all_layouts(m, n, k, layout, kernel, dtype):
+    a, b = make_inputs(m, n, k, layout, device=DEVICE, seed=m * 1000 + n * 10 + k, dtype=dtype)
     run_exact(a, b, kernel=kernel)
 
 
-@pytest.mark.parametrize("acc", ACCS)
+@pytest.mark.parametrize("dtype,acc", DTYPE_ACCS)
 @pytest.mark.parametrize("layout", ["NN", "TT"])
-def test_exact_both_accumulations(acc, layout):
-    a, b = make_inputs(33, 100, 129, layout, device=DEVICE, seed=7)
+def test_exact_both_accumulations(dtype, acc, layout):
+    a, b = make_inputs(33, 100, 129, layout, device=DEVICE, seed=7, dtype=dtype)
     run_exact(a, b, acc=acc)
 
 
 @pytest.mark.parametrize("cfg", configs("blocked"), ids=lambda c: c.name)
-@pytest.mark.parametrize("acc", ACCS)
-def test_every_config_exact(cfg, acc):
+@pytest.mark.parametrize("dtype,acc", DTYPE_ACCS)
+def test_every_config_exact(cfg, dtype, acc):
     # One tile plus one on every side, and K with a partial last tile: edges on all three axes.
     m, n, k = cfg.block_m + 1, cfg.block_n + 1, cfg.block_k * cfg.num_stages + 8
-    a, b = make_inputs(m, n, k, "NT", device=DEVICE, seed=1)
+    a, b = make_inputs(m, n, k, "NT", device=DEVICE, seed=1, dtype=dtype)
     run_exact(a, b, acc=acc, config=cfg)
 
 
-def test_even_k_path():
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_even_k_path(dtype):
     cfg = Config(32, 32, 32, num_warps=4, num_stages=2)
-    a, b = make_inputs(40, 24, 96, "NN", device=DEVICE, seed=3)  # K multiple of BLOCK_K: no K mask
+    a, b = make_inputs(40, 24, 96, "NN", device=DEVICE, seed=3, dtype=dtype)  # K multiple of BLOCK_K: no K mask
     run_exact(a, b, config=cfg)
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("kernel", ["auto", "splitk"])
-def test_strided_views_need_no_copy(kernel):
+def test_strided_views_need_no_copy(kernel, dtype):
     g = torch.Generator().manual_seed(5)
-    big_a = torch.randint(-3, 4, (33, 2 * 100), generator=g).half().to(DEVICE)
-    big_b = torch.randint(-3, 4, (100 + 7, 3 * 17), generator=g).half().to(DEVICE)
+    k = 100 if dtype == "fp16" else 28  # bf16: |C| <= 9 K <= 256
+    big_a = ints((33, 2 * k), g, dtype)
+    big_b = ints((k + 7, 3 * 17), g, dtype)
     a = big_a[:, ::2]  # column stride 2: neither row- nor column-major
-    b = big_b[3:103, ::3]  # storage offset, padded leading dimension, column stride 3
+    b = big_b[3:k + 3, ::3]  # storage offset, padded leading dimension, column stride 3
     assert triton_kernels.layout_of(a, b) == "strided"
     run_exact(a, b, kernel=kernel)
 
 
-def test_padded_leading_dimension_and_offset():
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_padded_leading_dimension_and_offset(dtype):
     g = torch.Generator().manual_seed(6)
-    a = torch.randint(-3, 4, (20, 70), generator=g).half().to(DEVICE)[1:18, 3:66]  # 17 x 63, ld 70, offset
-    b = torch.randint(-3, 4, (80, 40), generator=g).half().to(DEVICE)[5:68, 1:34]  # 63 x 33
+    k = 63 if dtype == "fp16" else 27  # bf16: |C| <= 9 K <= 256
+    a = ints((20, 70), g, dtype)[1:18, 3:3 + k]  # 17 x K, ld 70, offset
+    b = ints((80, 40), g, dtype)[5:5 + k, 1:34]  # K x 33
     assert triton_kernels.layout_of(a, b) == "NN"
     run_exact(a, b)
 
 
-def test_out_with_strides():
-    a, b = make_inputs(17, 33, 40, "NN", device=DEVICE, seed=8)
-    out_t = torch.full((33, 17), float("nan"), dtype=torch.float16, device=DEVICE)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_out_with_strides(dtype):
+    a, b = make_inputs(17, 33, 40, "NN", device=DEVICE, seed=8, dtype=dtype)
+    out_t = poisoned_out(33, 17, DEVICE, dtype)
     c = triton_kernels.hgemm(a, b, out=out_t.t())  # column-major output
     assert c.data_ptr() == out_t.data_ptr()
     assert compare(c, reference(a, b)).ok
 
 
-def test_default_allocates_contiguous():
-    a, b = make_inputs(7, 9, 16, "TN", device=DEVICE, seed=9)
-    c = triton_kernels.hgemm(a, b)
-    assert c.shape == (7, 9) and c.dtype == torch.float16 and c.is_contiguous()
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_default_allocates_contiguous(dtype):
+    a, b = make_inputs(7, 9, 16, "TN", device=DEVICE, seed=9, dtype=dtype)
+    for _ in range(2):  # the first call of this kind, then the cached plan's call
+        c = triton_kernels.hgemm(a, b, **pinned(a, b))
+        assert c.shape == (7, 9) and c.dtype == DTYPES[dtype] and c.is_contiguous()
+        assert compare(c, reference(a, b)).ok
 
 
-def test_nan_propagates_to_its_row_only():
-    a, b = make_inputs(17, 20, 33, "NN", device=DEVICE, seed=10)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_nan_propagates_to_its_row_only(dtype):
+    a, b = make_inputs(17, 20, 33, "NN", device=DEVICE, seed=10, dtype=dtype)
     a = a.clone()
     a[5, 7] = float("nan")
     c = triton_kernels.hgemm(a, b).cpu()
@@ -109,27 +153,31 @@ def test_nan_propagates_to_its_row_only():
     assert torch.isfinite(torch.cat([c[:5], c[6:]])).all()
 
 
-def test_overflow_gives_inf_like_reference():
-    a = torch.full((4, 64), 40.0, dtype=torch.float16, device=DEVICE)
-    b = torch.full((64, 4), 40.0, dtype=torch.float16, device=DEVICE)  # 64 * 1600 = 102400 > 65504
+@pytest.mark.filterwarnings("ignore:overflow encountered")  # numpy's, in the interpreter's fp32 dot
+@pytest.mark.parametrize("dtype,x", [("fp16", 40.0), ("bf16", 2.0**63)])
+def test_overflow_gives_inf_like_reference(dtype, x):
+    # fp16: 64 x 1600 = 102400 > 65504; bf16 (fp32's range): 64 x 2^126 = 2^132 > 3.4e38
+    a = torch.full((4, 64), x, dtype=DTYPES[dtype], device=DEVICE)
+    b = torch.full((64, 4), x, dtype=DTYPES[dtype], device=DEVICE)
     c = triton_kernels.hgemm(a, b)
     assert torch.isinf(c).all() and (c > 0).all()
     assert compare(c, reference(a, b)).ok
 
 
+@pytest.mark.parametrize("dtype", GPU_BF16)
 @pytest.mark.parametrize("kernel", ["auto", "splitk"])
-def test_deterministic(kernel):
+def test_deterministic(kernel, dtype):
     """Bitwise-equal results on the same inputs: split-K sums its partials in a fixed order, no atomics."""
-    a, b = make_inputs(100, 129, 311, "NN", device=DEVICE, seed=11, kind="randn")
+    a, b = make_inputs(100, 129, 311, "NN", device=DEVICE, seed=11, kind="randn", dtype=dtype)
     c1 = triton_kernels.hgemm(a, b, kernel=kernel)
     c2 = triton_kernels.hgemm(a, b, kernel=kernel)
     c3 = triton_kernels.hgemm(a.clone(), b.clone(), kernel=kernel)  # other addresses, the same plan
     assert torch.equal(c1, c2) and torch.equal(c1, c3)
 
 
-@pytest.mark.parametrize("acc", ACCS)
-def test_random_within_bound_small(acc):
-    a, b = make_inputs(64, 48, 200, "NT", device=DEVICE, seed=12, kind="randn")
+@pytest.mark.parametrize("dtype,acc", DTYPE_ACCS)
+def test_random_within_bound_small(dtype, acc):
+    a, b = make_inputs(64, 48, 200, "NT", device=DEVICE, seed=12, kind="randn", dtype=dtype)
     ref = reference(a, b)
     v = compare(triton_kernels.hgemm(a, b, acc=acc), ref, error_bound(a, b, ref, acc))
     assert v.ok, v.detail
@@ -137,12 +185,12 @@ def test_random_within_bound_small(acc):
 
 # ---------------------------------------------------------------------------------------------- GPU only
 @pytest.mark.gpu
-@pytest.mark.parametrize("acc", ACCS)
+@pytest.mark.parametrize("dtype,acc", DTYPE_ACCS)
 @pytest.mark.parametrize("m,n,k", [(4096, 4096, 4096), (3000, 5000, 2000), (4097, 1023, 4099), (496, 8192, 233)])
-def test_random_large_within_bound(m, n, k, acc):
-    a, b = make_inputs(m, n, k, "NN", device="cuda", seed=13, kind="randn")
+def test_random_large_within_bound(m, n, k, dtype, acc):
+    a, b = make_inputs(m, n, k, "NN", device="cuda", seed=13, kind="randn", dtype=dtype)
     ref = reference(a, b)
-    out = poisoned_out(m, n, "cuda")
+    out = poisoned_out(m, n, "cuda", dtype)
     # Autotune once (4096^3, fp32); pinned elsewhere: each autotuning compiles and times every config.
     cfg = None if (m, acc) == (4096, "fp32") else configs("blocked")[0]
     v = compare(triton_kernels.hgemm(a, b, acc=acc, out=out, config=cfg, kernel="blocked"), ref,
@@ -154,9 +202,10 @@ def test_random_large_within_bound(m, n, k, acc):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("layout", LAYOUTS)
-def test_exact_large_odd_autotuned(layout):
-    a, b = make_inputs(1000, 1500, 1337, layout, device="cuda", seed=14)
+def test_exact_large_odd_autotuned(layout, dtype):
+    a, b = make_inputs(1000, 1500, 1337, layout, device="cuda", seed=14, dtype=dtype)
     run_exact(a, b, config=None if layout == "NN" else configs("blocked")[3])  # NN autotunes
 
 
@@ -189,11 +238,12 @@ def test_interpreter_launches_the_pinned_config(kernel, monkeypatch):
 TMA_SHAPES = [(8, 8, 8), (40, 24, 72), (17, 40, 136), (96, 8, 16), (1, 64, 8)]
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("m,n,k", TMA_SHAPES)
-def test_tma_exact_all_layouts(m, n, k, layout):
+def test_tma_exact_all_layouts(m, n, k, layout, dtype):
     kernel = "tma"
-    a, b = make_inputs(m, n, k, layout, device=DEVICE, seed=m + n + k)
+    a, b = make_inputs(m, n, k, layout, device=DEVICE, seed=m + n + k, dtype=dtype)
     if tma_describable(a, b):
         run_exact(a, b, kernel=kernel)
     else:  # (1, K) column-major A has row stride 1: no TMA descriptor; refused, and `auto` takes the blocked path
@@ -202,25 +252,25 @@ def test_tma_exact_all_layouts(m, n, k, layout):
         run_exact(a, b, kernel="auto")
 
 
-@pytest.mark.parametrize("acc", ACCS)
-def test_tma_every_config_exact(acc):
+@pytest.mark.parametrize("dtype,acc", DTYPE_ACCS)
+def test_tma_every_config_exact(dtype, acc):
     kernel = "tma"
     # One tile plus 8 on M and N (TMA boxes past the edge), K with a partial last tile; persistent programs
     # walk several tiles each.
     for cfg in configs(kernel):
         m, n, k = 2 * cfg.block_m + 8, cfg.block_n + 8, cfg.block_k * 2 + 8
-        a, b = make_inputs(m, n, k, "NT", device=DEVICE, seed=2)
+        a, b = make_inputs(m, n, k, "NT", device=DEVICE, seed=2, dtype=dtype)
         run_exact(a, b, acc=acc, config=cfg, kernel=kernel)
 
 
-@pytest.mark.parametrize("acc", ACCS)
-def test_splitk_every_config_exact(acc):
+@pytest.mark.parametrize("dtype,acc", DTYPE_ACCS)
+def test_splitk_every_config_exact(dtype, acc):
     """Every tile and split: one tile plus one on M and N, K cut into exactly split_k slices of two K tiles, the
     last one 8 short (masked)."""
     for cfg in configs("splitk"):
         m, n, k = cfg.block_m + 1, cfg.block_n + 1, 2 * cfg.split_k * cfg.block_k - 8
         assert splitk.slices(k, cfg)[1] == cfg.split_k
-        a, b = make_inputs(m, n, k, "TN", device=DEVICE, seed=cfg.split_k)
+        a, b = make_inputs(m, n, k, "TN", device=DEVICE, seed=cfg.split_k, dtype=dtype)
         run_exact(a, b, acc=acc, config=cfg, kernel="splitk")
 
 
@@ -234,21 +284,23 @@ def test_splitk_short_k_takes_fewer_slices(k):
     run_exact(a, b, config=cfg, kernel="splitk")
 
 
-def test_splitk_output_with_strides():
-    a, b = make_inputs(17, 33, 200, "NT", device=DEVICE, seed=8)
-    out_t = torch.full((33, 17), float("nan"), dtype=torch.float16, device=DEVICE)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_splitk_output_with_strides(dtype):
+    a, b = make_inputs(17, 33, 200, "NT", device=DEVICE, seed=8, dtype=dtype)
+    out_t = poisoned_out(33, 17, DEVICE, dtype)
     c = triton_kernels.hgemm(a, b, out=out_t.t(), kernel="splitk")
     assert compare(c, reference(a, b)).ok
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("layout", ["NN", "TT"])
-def test_staged_operands_exact(layout):
+def test_staged_operands_exact(layout, dtype):
     """A plan that stages the operands TMA cannot describe (odd leading dimensions, a strided view) copies them to
     aligned buffers and runs the TMA kernel on the copies; a C TMA cannot store to is written back from one."""
     kernel = "tma"
-    a, b = make_inputs(37, 45, 99, layout, device=DEVICE, seed=9)
+    a, b = make_inputs(37, 45, 99, layout, device=DEVICE, seed=9, dtype=dtype)
     b = torch.cat([b, b], dim=1)[:, ::2] if layout == "NN" else b  # NN: a strided B too
-    out = poisoned_out(37, 45, DEVICE)
+    out = poisoned_out(37, 45, DEVICE, dtype)
     stage = dispatch.staging(BY_KERNEL[kernel].alignment, a, b, out)
     assert stage[:2] == (True, True) and stage[2] == (kernel == "tma")
     run = dispatch.Runner(dispatch.Plan(kernel, configs(kernel)[3] if HAS_CUDA else
@@ -258,35 +310,62 @@ def test_staged_operands_exact(layout):
     assert v.ok, v.detail
 
 
-# Compiles every config of every Triton record for sm_90 in both accumulations (a child process: the interpreter is
-# on in this one). The GPU found an fp16-only compile error the interpreter cannot see (tma_persistent.py's
-# tma_dot_step); this catches that class on the CPU.
+# Compiles every config of every Triton record for sm_90 in every dtype and accumulation it offers, in a child process
+# (the interpreter, on in this one, replaces @triton.jit functions by interpreted ones that cannot be compiled).
+# The GPU found an fp16-only compile error the interpreter cannot see (tma_persistent.py's tma_dot_step); this
+# catches that class on the CPU. For fp32 accumulation it also reads the SASS: the tensor-core instructions, local
+# memory (LDL/STL), and in the PTX whether C is rounded to bf16 to nearest even (cvt.rn.bf16); and it compiles the
+# split-K reduction, the kernel that writes split-K's C.
 _ALL_CONFIGS_PROBE = """
-import json, triton
+import json, re, triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
+from hgemm_common.record import ACCS_FOR
+from triton_kernels import splitk
 from triton_kernels.variants import VARIANTS
 
-failed = []
+def compile_(fn, sig, consts, attrs, num_warps, num_stages):
+    for name in consts:
+        sig.setdefault(name, "constexpr")
+    return triton.compile(ASTSource(fn=fn, signature=sig, constexprs=consts, attrs=attrs),
+                          target=GPUTarget("cuda", 90, 32), options=dict(num_warps=num_warps, num_stages=num_stages))
+
+def facts(k):
+    sass = k.asm["sass"]
+    return dict(mma=sorted(set(re.findall(r"\\bH[G]?MMA\\.[\\w.]+", sass))),
+                local=len(re.findall(r"\\b(?:LDL|STL)\\b", sass)), rn_bf16="cvt.rn.bf16" in k.asm["ptx"])
+
+failed, rows = [], []
 for v in VARIANTS:
     mod = v.extra["module"]
-    for cfg in mod.configs():
-        for acc_fp16 in (False, True):
-            fn, sig, consts, attrs = mod.inspect_source(cfg)
-            consts = dict(consts, ACC_FP16=acc_fp16)
-            for name in consts:
-                sig.setdefault(name, "constexpr")
-            try:
-                triton.compile(ASTSource(fn=fn, signature=sig, constexprs=consts, attrs=attrs),
-                               target=GPUTarget("cuda", 90, 32),
-                               options=dict(num_warps=cfg.num_warps, num_stages=cfg.num_stages))
-            except Exception as e:  # noqa: BLE001 - reported by name
-                failed.append([v.name, cfg.name, acc_fp16, type(e).__name__])
-print(json.dumps(failed))
+    for i, cfg in enumerate(mod.configs()):
+        for dtype in v.dtypes:
+            for acc in ACCS_FOR[dtype]:
+                fn, sig, consts, attrs = mod.inspect_source(cfg, dtype)
+                try:
+                    k = compile_(fn, sig, dict(consts, ACC_FP16=acc == "fp16"), attrs, cfg.num_warps, cfg.num_stages)
+                except Exception as e:  # noqa: BLE001 - reported by name
+                    failed.append([v.name, cfg.name, dtype, acc, type(e).__name__])
+                    continue
+                # SASS (nvdisasm, the slow part): every bf16 instantiation, fp16's of the first config (what
+                # `compare inspect` shows)
+                if acc == "fp32" and (dtype == "bf16" or i == 0):
+                    descs = [[m["elem_size"], m["elem_type"]] for m in k.metadata.tensordesc_meta or []]
+                    rows.append(dict(record=v.name, config=cfg.name, first=i == 0, dtype=dtype, descs=descs,
+                                     **facts(k)))
+reduce = {}
+for dtype in ("fp16", "bf16"):
+    sig = {"p_ptr": "*fp32", "c_ptr": f"*{dtype}", "N": "i32", "SPLITS": "i32", "stride_ps": "i32",
+           "stride_cm": "i32", "stride_cn": "i32"}
+    k = compile_(splitk.splitk_reduce_kernel, sig, dict(INDEX_64=False, BLOCK=splitk.REDUCE_BLOCK), {}, 4, 1)
+    reduce[dtype] = "cvt.rn.bf16" in k.asm["ptx"]
+print(json.dumps(dict(failed=failed, rows=rows, reduce_rn_bf16=reduce)))
 """
 
 
-def test_every_config_compiles_for_sm90_in_both_accumulations():
+@pytest.fixture(scope="module")
+def sm90_compiles() -> dict:
+    """The child's report: compile failures, SASS facts of the instantiations it disassembled, the reduction."""
     import json
     import os
     import subprocess
@@ -298,7 +377,54 @@ def test_every_config_compiles_for_sm90_in_both_accumulations():
     res = subprocess.run([sys.executable, "-c", _ALL_CONFIGS_PROBE], cwd=root, env=env, capture_output=True,
                          text=True, timeout=900)
     assert res.returncode == 0, res.stderr[-2000:]
-    assert json.loads(res.stdout.strip().splitlines()[-1]) == []
+    return json.loads(res.stdout.strip().splitlines()[-1])
+
+
+def test_every_config_compiles_for_sm90_in_every_dtype_and_accumulation(sm90_compiles):
+    assert sm90_compiles["failed"] == []
+
+
+def test_bf16_compiles_to_bf16_tensor_cores(sm90_compiles):
+    """Every bf16 instantiation of every config, compiled for sm_90: its tensor-core instructions are the bf16
+    forms with fp32 accumulation (HGMMA.64xNx16.F32.BF16 where tl.dot lowers to wgmma, HMMA.16816.F32.BF16 where it
+    lowers to mma.sync: split-K's 16- and 32-row tiles), and the opcode its record promises appears in the first
+    config's; fp16 instantiations have no .BF16 form. C is rounded to bf16 to nearest even (cvt.rn.bf16: the blocked
+    and TMA epilogues, split-K's reduction). bf16 adds no local memory: none at all, except split-K's 16x128x128
+    tiles, which keep one register in local memory across the K loop in fp16 already (one STL before, one LDL
+    after it), and the same in bf16."""
+    from triton_kernels.variants import BY_NAME
+
+    rows = sm90_compiles["rows"]
+    bf16 = [r for r in rows if r["dtype"] == "bf16"]
+    assert len(bf16) == sum(len(v.extra["module"].configs()) for v in BY_KERNEL.values() if "bf16" in v.dtypes)
+    fp16_local = {r["record"]: r["local"] for r in rows if r["dtype"] == "fp16"}
+    for r in bf16:
+        where = (r["record"], r["config"])
+        assert r["mma"] and all(re.fullmatch(r"(HGMMA\.64x\d+x16|HMMA\.16816)\.F32\.BF16", f) for f in r["mma"]), \
+            (where, r["mma"])
+        if r["first"]:
+            promised = {op for op in BY_NAME[r["record"]].promised("sm_90") if op in ("HGMMA", "HMMA")}
+            assert promised and {f.split(".")[0] for f in r["mma"]} == promised, (where, r["mma"])
+            assert r["local"] == fp16_local[r["record"]] == 0, where
+        assert r["local"] == (2 if "16x128x128" in r["config"] and r["record"] == "triton_splitk" else 0), where
+        assert r["rn_bf16"] == (r["record"] != "triton_splitk"), where  # split-K's partial kernel writes fp32
+    for r in rows:
+        if r["dtype"] == "fp16":
+            assert r["mma"] and not any("BF16" in f for f in r["mma"]), (r["record"], r["mma"])
+    assert sm90_compiles["reduce_rn_bf16"] == {"fp16": False, "bf16": True}
+
+
+def test_tma_descriptors_carry_the_element_type(sm90_compiles):
+    """The compiled TMA kernel's descriptor metadata, which the direct launcher encodes CUtensorMaps from
+    (triton_kernels/launch.py `_DescArg`, cached by it too), names 2-byte elements of the inputs' type: CUDA's
+    CU_TENSOR_MAP_DATA_TYPE_FLOAT16 (6) or _BFLOAT16 (9) once mapped to the host's enum, for A, B and C."""
+    from triton_kernels.launch import _TMA_DTYPE_DEVICE_TO_HOST
+
+    host = {"fp16": 6, "bf16": 9}
+    tma = [r for r in sm90_compiles["rows"] if r["descs"]]
+    assert {r["dtype"] for r in tma} == {"fp16", "bf16"}
+    for r in tma:
+        assert [(size, _TMA_DTYPE_DEVICE_TO_HOST[t]) for size, t in r["descs"]] == [(2, host[r["dtype"]])] * 3, r
 
 
 # Compiles each tma_ws config for sm_90 and reports what the warp-specialization pass did; run in a child process
@@ -368,11 +494,99 @@ def test_kernel_argument_checked():
         configs("wgmma")
 
 
+@pytest.mark.parametrize("kernel", triton_kernels.KERNELS)
+def test_bf16_with_fp16_accumulation_is_refused(kernel):
+    """bf16 accumulates in fp32 only: acc="fp16" raises one line saying so, for every kernel, empty problems too,
+    before any plan is made; plan() says the same."""
+    a, b = make_inputs(16, 16, 16, "NN", device=DEVICE, dtype="bf16")
+    msg = r"^hgemm: bf16 inputs accumulate in fp32 only \(mma.sync and wgmma have no bf16 accumulator\), " \
+          r"got acc='fp16'$"
+    for x in (a, a[:0]):
+        with pytest.raises(ValueError, match=msg):
+            triton_kernels.hgemm(x, b, acc="fp16", kernel=kernel)
+    with pytest.raises(ValueError, match=msg):
+        triton_kernels.plan(a, b, acc="fp16", kernel=kernel)
+    assert dispatch.PLANS.get(dispatch.key_of(a, b, None, "fp16", kernel, None)) is None
+
+
+def test_records_decide_the_dtypes(monkeypatch):
+    """A kernel whose record does not list bf16 refuses bf16 inputs in one line naming the dtypes it takes, and
+    kernel="auto" leaves it out for bf16 (uncached and timed choices alike) while fp16 calls still get it. Here the
+    blocked kernel's record, edited to fp16 only."""
+    import dataclasses
+
+    from triton_kernels import variants
+
+    fp16_only = dataclasses.replace(BY_KERNEL["blocked"], dtypes=("fp16",))
+    monkeypatch.setitem(variants.BY_KERNEL, "blocked", fp16_only)
+    monkeypatch.setattr(dispatch, "VARIANTS", tuple(fp16_only if v.name == fp16_only.name else v
+                                                    for v in variants.VARIANTS))
+    dispatch.clear()
+    a, b = make_inputs(16, 24, 40, "NN", device=DEVICE, dtype="bf16")  # TMA-describable: TMA can take it
+    with pytest.raises(TypeError, match=r"^hgemm\(kernel='blocked'\) takes fp16 inputs, got torch.bfloat16$"):
+        triton_kernels.hgemm(a, b, kernel="blocked")
+    assert "blocked" not in {k for k, _ in dispatch.candidates(16, 24, 40, 90, 132, a, b, None)}
+    a16, b16 = make_inputs(16, 24, 40, "NN", device=DEVICE)
+    assert "blocked" in {k for k, _ in dispatch.candidates(16, 24, 40, 90, 132, a16, b16, None)}
+    if not HAS_CUDA:  # the interpreter's untimed choice: the first general record that takes the dtype
+        assert dispatch.kernel_for(None, a, b) == "tma" and dispatch.kernel_for(None, a16, b16) == "blocked"
+        run_exact(a, b)
+    dispatch.clear()
+
+
+@triton.jit
+def _bf16_probe_kernel(a_ptr, b_ptr, copy_ptr, raw_ptr, up_ptr, x_ptr, cast_ptr, rounded_ptr,
+                       M: tl.constexpr, N: tl.constexpr, K: tl.constexpr, X: tl.constexpr):
+    offs_m, offs_n, offs_k, offs_x = tl.arange(0, M), tl.arange(0, N), tl.arange(0, K), tl.arange(0, X)
+    a = tl.load(a_ptr + offs_m[:, None] * K + offs_k[None, :])
+    b = tl.load(b_ptr + offs_k[:, None] * N + offs_n[None, :])
+    tl.store(copy_ptr + offs_m[:, None] * K + offs_k[None, :], a)
+    tl.store(raw_ptr + offs_m[:, None] * N + offs_n[None, :], tl.dot(a, b))
+    tl.store(up_ptr + offs_m[:, None] * N + offs_n[None, :],
+             tl.dot(a.to(tl.float32), b.to(tl.float32), input_precision="ieee"))
+    x = tl.load(x_ptr + offs_x)
+    tl.store(cast_ptr + offs_x, x.to(tl.bfloat16))
+    tl.store(rounded_ptr + offs_x, to_output(x, tl.bfloat16))
+
+
+@pytest.mark.skipif(HAS_CUDA, reason="facts about Triton's CPU interpreter")
+def test_interpreter_bf16_findings():
+    """What Triton 3.6's interpreter does with bf16, the reason for the interpreter-only branches of
+    triton_kernels/common.py (a Triton that fixes the dot fails the first assertion: drop the branches then).
+    - tl.dot of bf16 tiles multiplies their uint16 bit patterns (1.0 counts as 16256): wrong even on small integers;
+    - loads and stores of bf16 are bit-exact, and the dot of the same tiles upcast to fp32 is exact;
+    - the fp32 -> bf16 cast truncates (rounds toward zero), where torch and the GPU round to nearest even;
+    - `to_output` rounds to nearest even like torch, on ties, infinities, NaN, subnormals and overflow alike."""
+    g = torch.Generator().manual_seed(0)
+    a = torch.randint(-3, 4, (16, 32), generator=g).bfloat16()
+    b = torch.randint(-3, 4, (32, 16), generator=g).bfloat16()
+    special = torch.tensor([1 + 2**-8, 1 + 3 * 2**-8, -(1 + 2**-8), 3.3961e38, 3.4e38, -3.4e38, float("inf"),
+                            float("-inf"), float("nan"), -0.0, 2.0**-130, 2.0**-133 * 3, 0.0, 1.0, -1.0, 255.0])
+    x = torch.cat([torch.randn(240, generator=g), special])
+    cast, rounded = torch.empty(256, dtype=torch.bfloat16), torch.empty(256, dtype=torch.bfloat16)
+    copy, raw, up = torch.empty_like(a), torch.empty(16, 16), torch.empty(16, 16)
+    _bf16_probe_kernel[(1,)](a, b, copy, raw, up, x, cast, rounded, 16, 16, 32, 256)
+
+    def bits(t):
+        return (t.view(torch.int16).long() & 0xFFFF).double()
+
+    exact = a.double() @ b.double()
+    assert torch.equal(raw.double(), (bits(a) @ bits(b)).float().double()) and not torch.equal(raw.double(), exact)
+    assert torch.equal(copy.view(torch.int16), a.view(torch.int16)) and torch.equal(up.double(), exact)
+    r = x[:240]
+    truncated = (r.view(torch.int32) & -65536).view(torch.float32).bfloat16()
+    assert torch.equal(cast[:240], truncated) and not torch.equal(cast[:240], r.bfloat16())
+    nan = x.isnan()  # NaN bit patterns differ (torch's CPU cast gives 0xFFFF here, the GPU 0x7FFF): NaN is enough
+    assert torch.equal(rounded.isnan(), nan)
+    assert torch.equal(rounded[~nan].view(torch.int16), x[~nan].bfloat16().view(torch.int16))
+
+
 @pytest.mark.gpu
-def test_auto_times_the_candidates_and_keeps_the_fastest():
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_auto_times_the_candidates_and_keeps_the_fastest(dtype):
     """kernel="auto" on a new kind of call times each candidate kernel's configurations and keeps the fastest; on
     Hopper aligned operands make the TMA kernels candidates, and the chosen plan's time is the minimum."""
-    a, b = make_inputs(256, 256, 256, "NT", device="cuda", seed=4)
+    a, b = make_inputs(256, 256, 256, "NT", device="cuda", seed=4, dtype=dtype)
     p = triton_kernels.plan(a, b)
     hopper = torch.cuda.get_device_capability() >= (9, 0)
     cands = dispatch.candidates(256, 256, 256, dispatch.device_arch(a), dispatch.sm_count(a), a, b, None)
@@ -384,12 +598,12 @@ def test_auto_times_the_candidates_and_keeps_the_fastest():
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("acc", ACCS)
+@pytest.mark.parametrize("dtype,acc", DTYPE_ACCS)
 @pytest.mark.parametrize("m,n,k", [(4096, 4096, 4096), (3000, 5000, 2000), (8, 8192, 1024)])
-def test_tma_random_large_within_bound(m, n, k, acc):
-    a, b = make_inputs(m, n, k, "NN", device="cuda", seed=16, kind="randn")
+def test_tma_random_large_within_bound(m, n, k, dtype, acc):
+    a, b = make_inputs(m, n, k, "NN", device="cuda", seed=16, kind="randn", dtype=dtype)
     ref = reference(a, b)
-    out = poisoned_out(m, n, "cuda")
+    out = poisoned_out(m, n, "cuda", dtype)
     cfg = None if (m, acc) == (4096, "fp32") else configs("tma")[0]
     v = compare(triton_kernels.hgemm(a, b, acc=acc, out=out, kernel="tma", config=cfg), ref,
                 error_bound(a, b, ref, acc))
@@ -411,19 +625,21 @@ def test_tuning_prunes_tiles_larger_than_the_problem():
     assert short_k and all(512 // c.split_k >= 2 * c.block_k for c in short_k)
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("kernel", ["auto", "blocked"])
-def test_inputs_that_require_grad_record_autograd(kernel):
+def test_inputs_that_require_grad_record_autograd(kernel, dtype):
     """hgemm on inputs that require grad returns a result with a grad_fn (through the operator, whose backward
-    runs the same kernel): dA = dC B^T and dB = A^T dC, exact on small integers."""
-    a, b = make_inputs(17, 40, 33, "NT", device=DEVICE, seed=5)
+    runs the same kernel): dA = dC B^T and dB = A^T dC, exact on small integers, in the inputs' dtype."""
+    a, b = make_inputs(17, 40, 33, "NT", device=DEVICE, seed=5, dtype=dtype)
     a.requires_grad_()
     b.requires_grad_()
     c = triton_kernels.hgemm(a, b, kernel=kernel)
-    assert c.grad_fn is not None
-    assert torch.equal(c.detach(), reference(a.detach(), b.detach()).half())
-    g = torch.randint(-2, 3, c.shape, device=DEVICE).half()
+    assert c.grad_fn is not None and c.dtype == DTYPES[dtype]
+    assert torch.equal(c.detach(), reference(a.detach(), b.detach()).to(c.dtype))
+    g = torch.randint(-2, 3, c.shape, device=DEVICE).to(c.dtype)  # |dA| <= 2 x 3 x 40 <= 256: exact in bf16 too
     c.backward(g)
-    assert torch.equal(a.grad, (g.double() @ b.detach().double().t()).half())
-    assert torch.equal(b.grad, (a.detach().double().t() @ g.double()).half())
+    assert a.grad.dtype == b.grad.dtype == DTYPES[dtype]
+    assert torch.equal(a.grad, (g.double() @ b.detach().double().t()).to(c.dtype))
+    assert torch.equal(b.grad, (a.detach().double().t() @ g.double()).to(c.dtype))
     with pytest.raises(RuntimeError, match="out=... arguments don't support automatic differentiation"):
         triton_kernels.hgemm(a, b, out=torch.empty_like(c.detach()))

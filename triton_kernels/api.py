@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from hgemm_common.validation import finish_empty, validate
+from hgemm_common.validation import check_acc, check_dtype_offered, finish_empty, validate
 
 from . import dispatch
 from .common import ACCUMULATIONS, Config
@@ -28,13 +28,14 @@ def configs(kernel: str = "blocked") -> list[Config]:
 
 def hgemm(a: torch.Tensor, b: torch.Tensor, *, out: torch.Tensor | None = None, acc: str = "fp32",
           config: Config | None = None, kernel: str = "auto") -> torch.Tensor:
-    """C = A @ B for fp16 matrices of any shape and strides, on a Triton kernel.
+    """C = A @ B for fp16 or bf16 matrices (A and B of one dtype) of any shape and strides, on a Triton kernel.
 
-    acc: "fp32" (default) or "fp16" accumulation inside the kernel; the output is fp16 either way.
-    out: a preallocated fp16 (M, N) tensor to write into (any strides); returned.
+    acc: "fp32" (default) or "fp16" accumulation inside the kernel (bf16 inputs: "fp32" only); the output has the
+        inputs' dtype either way.
+    out: a preallocated (M, N) tensor of the inputs' dtype to write into (any strides); returned.
     config: pin one `Config` instead of timing the kernel's list (the interpreter always uses a pinned one).
     kernel: "auto" (the fastest of the kernels that take the operands, timed on the first call of each kind of
-        call: shapes, strides, alignment, accumulation; see `triton_kernels.dispatch`), or one kernel:
+        call: shapes, strides, dtype, alignment, accumulation; see `triton_kernels.dispatch`), or one kernel:
         "blocked", "splitk", "tma" (the TMA one raises if the operands are not TMA-compatible).
     The first call of a kind validates, chooses and compiles; later ones reuse that plan and launch the compiled
     kernels directly (`plan(...)` shows it).
@@ -59,7 +60,7 @@ def run(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None, acc: 
     if r is None:
         return _first_call(key, a, b, out, acc, config, kernel)
     if out is None:
-        out = torch.empty((a.shape[0], b.shape[1]), dtype=torch.float16, device=a.device)
+        out = torch.empty((a.shape[0], b.shape[1]), dtype=a.dtype, device=a.device)
     elif dispatch.overlaps(r, a, b, out):
         validate(a, b, out)  # raises the overlap error
     r(a, b, out)
@@ -73,10 +74,19 @@ def _check_arguments(acc: str, kernel: str) -> None:
         raise ValueError(f"hgemm: kernel must be one of {KERNELS}, got {kernel!r}")
 
 
+def _check_dtype(dtype: str, acc: str, kernel: str) -> None:
+    """The record's dtypes (`Variant.dtypes`; kernel="auto": those of AUTO) and the dtype's accumulations
+    (bf16: fp32 only): one-line errors naming what is offered."""
+    check_acc(dtype, acc)
+    record = AUTO if kernel == AUTO.extra["kernel"] else BY_KERNEL[kernel]
+    check_dtype_offered(dtype, record.dtypes, f"hgemm(kernel={kernel!r})")
+
+
 def _first_call(key, a, b, out, acc, config, kernel) -> torch.Tensor:
     """A kind of call not seen before (or one that fails validation): every check, then the plan, cached."""
     _check_arguments(acc, kernel)
     p = validate(a, b, out)
+    _check_dtype(p.dtype, acc, kernel)
     if p.empty:
         return finish_empty(p)
     if key is None:
@@ -104,9 +114,10 @@ def plan(a: torch.Tensor, b: torch.Tensor, *, out: torch.Tensor | None = None, a
     r = dispatch.PLANS.get(key)
     if r is None:
         p = validate(a, b, out)
+        _check_dtype(p.dtype, acc, kernel)
         if p.empty:
             raise ValueError("hgemm plan: an empty problem launches nothing")
-        scratch = p.out if out is None else torch.empty((p.m, p.n), dtype=torch.float16, device=a.device)
+        scratch = p.out if out is None else torch.empty((p.m, p.n), dtype=p.out.dtype, device=a.device)
         r = dispatch.runner_for(key, a, b, scratch, out, acc, kernel, config)
     return r.plan
 

@@ -1,4 +1,4 @@
-"""Blocked Triton HGEMM: C[M, N] = A[M, K] @ B[K, N] in fp16, fp32 or fp16 accumulation.
+"""Blocked Triton HGEMM: C[M, N] = A[M, K] @ B[K, N] in fp16 (fp32 or fp16 accumulation) or bf16 (fp32).
 
 The tutorial-03 kernel made safe for every shape and layout:
 - grouped program ordering (GROUP_M programs down a column share B tiles in L2);
@@ -16,7 +16,7 @@ import triton.language as tl
 
 from hgemm_common.validation import needs_int64_indexing
 
-from .common import Config, dot_k_loop, grouped_pid, operand_ptrs, out_offsets
+from .common import Config, dot_k_loop, grouped_pid, operand_ptrs, out_offsets, to_output
 from .launch import Spec
 
 
@@ -77,7 +77,7 @@ def hgemm_kernel(
                      BLOCK_M, BLOCK_N, BLOCK_K)
 
     # EPILOGUE
-    c = acc.to(tl.float16)
+    c = to_output(acc, c_ptr.dtype.element_ty)
     offs_cm, offs_cn = out_offsets(pid_m * BLOCK_M, pid_n * BLOCK_N, INDEX_64, BLOCK_M, BLOCK_N)
     c_ptrs = c_ptr + offs_cm[:, None] * stride_cm + offs_cn[None, :] * stride_cn
     tl.store(c_ptrs, c, mask=(offs_cm[:, None] < M) & (offs_cn[None, :] < N))
@@ -96,10 +96,11 @@ def launches(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, acc_fp16: bool, 
     return [Spec(hgemm_kernel, grid, args, config.num_warps, config.num_stages)]
 
 
-def inspect_source(cfg: Config) -> tuple:
+def inspect_source(cfg: Config, dtype: str = "fp16") -> tuple:
     """What `triton.compile` needs to build the kernel as a 4096^3 NN problem specializes it (16-divisible sizes
-    and strides, unit inner strides): (kernel, signature, constexprs, attrs), for `python -m compare inspect`."""
-    sig = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16", "M": "i32", "N": "i32", "K": "i32",
+    and strides, unit inner strides): (kernel, signature, constexprs, attrs) for inputs of `dtype` ("fp16",
+    "bf16"), for `python -m compare inspect`."""
+    sig = {"a_ptr": f"*{dtype}", "b_ptr": f"*{dtype}", "c_ptr": f"*{dtype}", "M": "i32", "N": "i32", "K": "i32",
            "stride_am": "i32", "stride_ak": "constexpr", "stride_bk": "i32", "stride_bn": "constexpr",
            "stride_cm": "i32", "stride_cn": "constexpr"}
     consts = dict(stride_ak=1, stride_bn=1, stride_cn=1, ACC_FP16=False, INDEX_64=False, EVEN_K=True,

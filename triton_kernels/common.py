@@ -1,11 +1,23 @@
-"""Pieces the Triton kernels share: the tile configuration type, the grouped tile order, the pruning of tiles far
-larger than the problem."""
+"""Pieces the Triton kernels share: the tile configuration type, the grouped tile order, the dot step and the
+output rounding (fp16 and bf16), the pruning of tiles far larger than the problem."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 import triton
 import triton.language as tl
+
+from hgemm_common.validation import interpreter_active
+
+# Triton 3.6's interpreter and bf16 (triton/runtime/interpreter.py; tests/test_triton_hgemm.py::
+# test_interpreter_bf16_findings keeps these facts checked): it holds bf16 values as their uint16 bit patterns and
+# hands tl.dot's operands to np.matmul as they are (only fp8 is decoded first), so a bf16 dot multiplies bit
+# patterns (1.0 counts as 16256); and its fp32 -> bf16 cast truncates instead of rounding to nearest even. Its bf16
+# loads, stores and bf16 -> fp32 casts are exact. Under the interpreter, and only there, `dot_acc` therefore decodes
+# bf16 operands to fp32 before the dot (exact: a product of two bf16 values fits fp32's significand) and
+# `to_output` rounds to bf16 by hand; compiled kernels never contain these branches (their SASS keeps the bf16
+# tensor-core instructions: test_bf16_compiles_to_bf16_tensor_cores).
+INTERPRETED = tl.constexpr(interpreter_active())
 
 
 @dataclass(frozen=True)
@@ -28,7 +40,7 @@ class Config:
 
     @property
     def smem_bytes(self) -> int:
-        """Shared memory of the operand pipeline: one A and one B tile per stage, fp16."""
+        """Shared memory of the operand pipeline: one A and one B tile per stage, 2-byte elements (fp16, bf16)."""
         return (self.block_m + self.block_n) * self.block_k * 2 * self.num_stages
 
     def check(self) -> "Config":
@@ -93,6 +105,40 @@ def out_offsets(off_m, off_n, INDEX_64: tl.constexpr, BLOCK_M: tl.constexpr, BLO
 
 
 @triton.jit
+def bf16_bits_to_fp32(x):
+    """bf16 -> fp32 through the bits (a bf16 value is the top half of an fp32 one): exact for every value, and in
+    the interpreter plain integer numpy, where its own bf16 cast decodes exponent and mantissa field by field."""
+    return (x.to(tl.uint16, bitcast=True).to(tl.uint32) << 16).to(tl.float32, bitcast=True)
+
+
+@triton.jit
+def dot_acc(a, b, acc, ACC_FP16: tl.constexpr):
+    """acc + a @ b for fp16 or bf16 tiles: fp16 accumulation when ACC_FP16 (fp16 operands only), else fp32."""
+    # one return after the branches: triton 3.6 compiles the statements after a constexpr `if` that returns, so an
+    # early `return` left the fp32 dot of an fp16 accumulator in the fp16 kernel (a CompilationError on the H100)
+    if ACC_FP16:
+        acc = tl.dot(a, b, acc, out_dtype=tl.float16)
+    elif INTERPRETED and a.dtype == tl.bfloat16:  # the interpreter's bf16 dot is wrong: see INTERPRETED
+        acc = tl.dot(bf16_bits_to_fp32(a), bf16_bits_to_fp32(b), acc, input_precision="ieee")
+    else:
+        acc = tl.dot(a, b, acc)
+    return acc
+
+
+@triton.jit
+def to_output(acc, DTYPE: tl.constexpr):
+    """The accumulator rounded to nearest even in the output dtype DTYPE (the inputs' dtype)."""
+    if INTERPRETED and DTYPE == tl.bfloat16:  # the interpreter's cast truncates: see INTERPRETED
+        bits = acc.to(tl.float32).to(tl.uint32, bitcast=True)
+        rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16  # the low 16 bits rounded away, ties to even
+        quiet_nan = (bits >> 16) | 0x40  # NaN: its top bits, quiet (a carry could have made it inf or flipped it)
+        out = tl.where(acc != acc, quiet_nan, rounded).to(tl.uint16).to(DTYPE, bitcast=True)
+    else:
+        out = acc.to(DTYPE)
+    return out
+
+
+@triton.jit
 def dot_k_loop(a_ptrs, b_ptrs, k_len, step_a, step_b, ACC_FP16: tl.constexpr, EVEN_K: tl.constexpr,
                BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
     """The pointer-load main loop of the blocked and split-K kernels: acc = A[:, k0:k0+k_len] @ B[k0:k0+k_len, :]
@@ -112,10 +158,7 @@ def dot_k_loop(a_ptrs, b_ptrs, k_len, step_a, step_b, ACC_FP16: tl.constexpr, EV
             k_left = k_len - kt * BLOCK_K
             a = tl.load(a_ptrs, mask=offs_k[None, :] < k_left, other=0.0)
             b = tl.load(b_ptrs, mask=offs_k[:, None] < k_left, other=0.0)
-        if ACC_FP16:
-            acc = tl.dot(a, b, acc, out_dtype=tl.float16)
-        else:
-            acc = tl.dot(a, b, acc)
+        acc = dot_acc(a, b, acc, ACC_FP16)
         a_ptrs += step_a
         b_ptrs += step_b
     return acc

@@ -8,7 +8,8 @@ compiled kernels directly (triton_kernels/launch.py): a few microseconds of Pyth
 binder and descriptor encoding.
 
 Choosing a plan for kernel="auto" on a GPU:
-1. candidates: every record offered on the device whose kernel takes the operands, in place or staged (TMA
+1. candidates: every record offered on the device whose kernel takes the operands (their dtype among the
+   record's `dtypes`), in place or staged (TMA
    kernels: operands TMA cannot describe copied to 16-byte aligned buffers first, the copy part of the call), and
    that its module thinks worth timing for the shape (`worth_timing`: split-K only where a 128x128 grid leaves
    SMs idle; staging only where the copies cost less than half the estimated GEMM; blocked only where no TMA
@@ -31,7 +32,7 @@ import torch
 import triton
 
 from hgemm_common.operands import major, meets_alignment, tma_describable
-from hgemm_common.validation import interpreter_active, max_element_offset
+from hgemm_common.validation import DTYPE_NAMES, interpreter_active, max_element_offset
 
 from .common import Config, prune_for_problem, time_ms
 from .launch import Direct, direct_supported, hooks_idle, jit_launch
@@ -64,8 +65,8 @@ class Plan:
 
 
 def _aligned_copy(t: torch.Tensor) -> torch.Tensor:
-    """A row-major copy of a matrix whose rows start 16 bytes apart (leading dimension a multiple of 8 halves):
-    what a TMA descriptor can describe, whatever the original's strides."""
+    """A row-major copy of a matrix whose rows start at multiples of 16 bytes (leading dimension a multiple of 8
+    2-byte elements, fp16 or bf16): what a TMA descriptor can describe, whatever the original's strides."""
     rows, cols = t.shape
     buf = torch.empty((rows, triton.cdiv(cols, 8) * 8), dtype=t.dtype, device=t.device)[:, :cols]
     return buf.copy_(t)
@@ -149,7 +150,9 @@ def key_of(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None, acc: str,
            config: Config | None) -> tuple:
     """Everything that decides the plan and the compiled kernels' specialization (Triton specializes integers on
     == 1 and % 16, pointers on 16-byte alignment: the exact sizes and strides and the alignment bits cover both).
-    Raises AttributeError / TypeError for non-tensors (the caller then validates, which names the problem)."""
+    The dtypes are in it, so a plan (and the kernels it compiled for `*fp16` or `*bf16` pointers and descriptors)
+    only ever serves calls of its own dtype. Raises AttributeError / TypeError for non-tensors (the caller then
+    validates, which names the problem)."""
     o = None if out is None else (out.shape, out.stride(), out.dtype, out.device, out.data_ptr() % 16 == 0)
     return (a.shape, b.shape, a.stride(), b.stride(), a.dtype, b.dtype, a.device, b.device,
             a.data_ptr() % 16 == 0, b.data_ptr() % 16 == 0, o, acc, kernel, config)
@@ -215,12 +218,17 @@ def sm_count(t: torch.Tensor) -> int:
     return num_sms(t.device)
 
 
+def takes_dtype(v, a: torch.Tensor | None) -> bool:
+    """Whether record v takes operands of a's dtype (None: any, as `compare inspect` asks)."""
+    return a is None or DTYPE_NAMES.get(a.dtype) in v.dtypes
+
+
 def kernel_for(arch: int | None, a: torch.Tensor | None = None, b: torch.Tensor | None = None,
                out: torch.Tensor | None = None) -> str:
     """kernel="auto" without timing (the interpreter, a pinned config): the last "general" record of the ladder
-    offered on `arch` (None: the interpreter, which takes the first) whose alignment the operands meet in place
-    (None operands: aligned ones, as `compare inspect` assumes)."""
-    general = [v for v in VARIANTS if v.extra.get("general")]
+    taking the operands' dtype, offered on `arch` (None: the interpreter, which takes the first) whose alignment
+    the operands meet in place (None operands: aligned ones, as `compare inspect` assumes)."""
+    general = [v for v in VARIANTS if v.extra.get("general") and takes_dtype(v, a)]
     if arch is None:
         return general[0].extra["kernel"]
     for v in reversed(general):
@@ -250,7 +258,7 @@ def staging_worth_timing(m: int, n: int, k: int, stage: tuple[bool, bool, bool])
 def candidates(m: int, n: int, k: int, arch: int, sms: int, a: torch.Tensor, b: torch.Tensor,
                out: torch.Tensor | None) -> list[tuple[str, tuple[bool, bool, bool]]]:
     """(kernel, staging) pairs kernel="auto" times for this problem (see the module's header)."""
-    offered = [v for v in VARIANTS if v.offered_on(arch)]
+    offered = [v for v in VARIANTS if v.offered_on(arch) and takes_dtype(v, a)]
     stages = {v.extra["kernel"]: staging(v.alignment, a, b, out) for v in offered}
     tma_in_place = any(v.alignment != "none" and not any(stages[v.extra["kernel"]]) for v in offered)
     out_ = []

@@ -4,9 +4,10 @@ What it adds over the blocked kernel (triton_kernels/blocked.py): when M (and N)
 GPU has SMs (16x4096x4096: 64 tiles of 16x64 on 132 SMs), the blocked and TMA kernels leave SMs idle and a
 memory-bound problem reads B at a fraction of HBM bandwidth. Here program (tile, s) computes the tile over the
 s-th K slice and writes an fp32 partial to a workspace P[SPLIT, M, N]; a second kernel sums the partials of each
-element in slice order (s = 0, 1, ...) and writes fp16 C. No atomics: the sum's order is fixed, so the same inputs
-give the same bits on every run (for a given configuration). Small-M tiles (16 and 32 rows; tl.dot then lowers to
-mma.sync rather than wgmma, which needs 64) keep the padding a 16-row problem computes small.
+element in slice order (s = 0, 1, ...) and writes C (fp16 or bf16, as A and B). No atomics: the sum's order is
+fixed, so the same inputs give the same bits on every run (for a given configuration). Small-M tiles (16 and 32
+rows; tl.dot then lowers to mma.sync rather than wgmma, which needs 64) keep the padding a 16-row problem computes
+small.
 
 The slice length is a multiple of BLOCK_K, so only the last slice can end inside a K tile (masked, as in the
 blocked kernel). Any strides, like the blocked kernel: the loads go through pointers.
@@ -19,7 +20,7 @@ import triton.language as tl
 
 from hgemm_common.validation import needs_int64_indexing
 
-from .common import Config, dot_k_loop, grouped_pid, operand_ptrs, out_offsets
+from .common import Config, dot_k_loop, grouped_pid, operand_ptrs, out_offsets, to_output
 from .launch import Spec
 
 
@@ -102,7 +103,7 @@ def splitk_reduce_kernel(
     INDEX_64: tl.constexpr,
     BLOCK: tl.constexpr,
 ):
-    """C = sum over s of P[s], in the order s = 0, 1, ..., SPLITS - 1, rounded once to fp16."""
+    """C = sum over s of P[s], in the order s = 0, 1, ..., SPLITS - 1, rounded once to C's dtype (fp16, bf16)."""
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)  # flat index into the row-major (M, N) partials
     if INDEX_64:
         offs = offs.to(tl.int64)
@@ -114,7 +115,7 @@ def splitk_reduce_kernel(
         p_ptrs += stride_ps  # pointer arithmetic: 64-bit past 2^31 elements
     rows = offs // N
     cols = offs % N
-    tl.store(c_ptr + rows * stride_cm + cols * stride_cn, acc.to(tl.float16), mask=mask)
+    tl.store(c_ptr + rows * stride_cm + cols * stride_cn, to_output(acc, c_ptr.dtype.element_ty), mask=mask)
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -144,10 +145,11 @@ def launches(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, acc_fp16: bool, 
             Spec(splitk_reduce_kernel, (triton.cdiv(m * n, REDUCE_BLOCK),), reduce, 4, 1)]
 
 
-def inspect_source(cfg: Config) -> tuple:
+def inspect_source(cfg: Config, dtype: str = "fp16") -> tuple:
     """What `triton.compile` needs to build the partial-product kernel as a 16x4096x4096 NN problem specializes
-    it: (kernel, signature, constexprs, attrs), for `python -m compare inspect`."""
-    sig = {"a_ptr": "*fp16", "b_ptr": "*fp16", "p_ptr": "*fp32", "M": "i32", "N": "i32", "K": "i32",
+    it: (kernel, signature, constexprs, attrs) for inputs of `dtype` ("fp16", "bf16"), for `python -m compare
+    inspect`."""
+    sig = {"a_ptr": f"*{dtype}", "b_ptr": f"*{dtype}", "p_ptr": "*fp32", "M": "i32", "N": "i32", "K": "i32",
            "K_SLICE": "i32", "stride_am": "i32", "stride_ak": "constexpr", "stride_bk": "i32",
            "stride_bn": "constexpr", "stride_ps": "i32"}
     consts = dict(stride_ak=1, stride_bn=1, ACC_FP16=False, INDEX_64=False, EVEN_K=True,

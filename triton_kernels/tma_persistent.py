@@ -8,9 +8,9 @@ What it adds over the blocked kernel (triton_kernels/blocked.py):
   pipeline run on from one tile's K loop into the next's), so there is no tail wave of launches;
 - layouts by descriptor: a column-major operand is described as its row-major transpose and transposed in
   shared memory (`.T`), which wgmma reads directly.
-TMA needs 16-byte aligned base addresses and leading dimensions (multiples of 8 halves) with unit inner stride;
-`hgemm_common.operands.tma_describable` says whether the inputs qualify; otherwise `hgemm(kernel="auto")` runs
-another kernel or stages the operands through aligned copies (triton_kernels/dispatch.py).
+TMA needs 16-byte aligned base addresses and leading dimensions (multiples of 8 two-byte elements) with unit inner
+stride; `hgemm_common.operands.tma_describable` says whether the inputs qualify; otherwise `hgemm(kernel="auto")`
+runs another kernel or stages the operands through aligned copies (triton_kernels/dispatch.py).
 """
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ import triton.language as tl
 from hgemm_common.operands import major as _major
 from hgemm_common.validation import interpreter_active
 
-from .common import Config, grouped_pid
+from .common import Config, dot_acc, grouped_pid, to_output
 from .launch import Desc, Spec
 
 
@@ -67,13 +67,7 @@ def tma_dot_step(a_desc, b_desc, off_m, off_n, off_k, acc, A_T: tl.constexpr, B_
         b = b_desc.load([off_n, off_k]).T  # (BLOCK_N, BLOCK_K) tile of B^T
     else:
         b = b_desc.load([off_k, off_n])  # (BLOCK_K, BLOCK_N)
-    # one return after the branch: triton 3.6 compiles the statements after a constexpr `if` that returns, so an
-    # early `return` left the fp32 dot of an fp16 accumulator in the fp16 kernel (a CompilationError on the H100)
-    if ACC_FP16:
-        acc = tl.dot(a, b, acc, out_dtype=tl.float16)
-    else:
-        acc = tl.dot(a, b, acc)
-    return acc
+    return dot_acc(a, b, acc, ACC_FP16)
 
 
 @triton.jit
@@ -110,7 +104,7 @@ def hgemm_tma_kernel(
         # EPILOGUE
         tile_id_c += NUM_SMS
         pid_cm, pid_cn = grouped_pid(tile_id_c, num_pid_m, num_pid_n, GROUP_M)
-        c_desc.store([pid_cm * BLOCK_M, pid_cn * BLOCK_N], acc.to(tl.float16))
+        c_desc.store([pid_cm * BLOCK_M, pid_cn * BLOCK_N], to_output(acc, c_desc.dtype))
 
 
 @functools.lru_cache(maxsize=None)
@@ -148,12 +142,12 @@ def launches(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, acc_fp16: bool, 
     return [Spec(hgemm_tma_kernel, grid, args, config.num_warps, config.num_stages)]
 
 
-def inspect_source(cfg: Config) -> tuple:
+def inspect_source(cfg: Config, dtype: str = "fp16") -> tuple:
     """What `triton.compile` needs to build the kernel as a 4096^3 NN problem on an H100 specializes it:
-    (kernel, signature, constexprs, attrs), for `python -m compare inspect`."""
+    (kernel, signature, constexprs, attrs) for inputs of `dtype` ("fp16", "bf16"), for `python -m compare inspect`."""
     bm, bn, bk = cfg.block_m, cfg.block_n, cfg.block_k
-    sig = {"a_desc": f"tensordesc<fp16[{bm}, {bk}]>", "b_desc": f"tensordesc<fp16[{bk}, {bn}]>",
-           "c_desc": f"tensordesc<fp16[{bm}, {bn}]>", "M": "i32", "N": "i32", "K": "i32"}
+    sig = {"a_desc": f"tensordesc<{dtype}[{bm}, {bk}]>", "b_desc": f"tensordesc<{dtype}[{bk}, {bn}]>",
+           "c_desc": f"tensordesc<{dtype}[{bm}, {bn}]>", "M": "i32", "N": "i32", "K": "i32"}
     consts = dict(A_T=False, B_T=False, ACC_FP16=False, NUM_SMS=132, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
                   GROUP_M=cfg.group_m)
     attrs = {(i,): [["tt.divisibility", 16]] for i in (3, 4, 5)}

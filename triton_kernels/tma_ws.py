@@ -30,7 +30,7 @@ import triton.language as tl
 
 from hgemm_common.validation import needs_int64_indexing
 
-from .common import Config, grouped_pid, out_offsets
+from .common import Config, grouped_pid, out_offsets, to_output
 from .launch import Spec
 from .tma_persistent import num_sms, operand_descs, tma_dot_step
 
@@ -80,7 +80,7 @@ def hgemm_tma_ws_kernel(
         # EPILOGUE: masked pointer store (see the header: a TMA store here breaks the warp-specialization pass)
         offs_cm, offs_cn = out_offsets(off_m, off_n, INDEX_64, BLOCK_M, BLOCK_N)
         c_ptrs = c_ptr + offs_cm[:, None] * stride_cm + offs_cn[None, :] * stride_cn
-        tl.store(c_ptrs, acc.to(tl.float16), mask=(offs_cm[:, None] < M) & (offs_cn[None, :] < N))
+        tl.store(c_ptrs, to_output(acc, c_ptr.dtype.element_ty), mask=(offs_cm[:, None] < M) & (offs_cn[None, :] < N))
 
 
 def launches(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, acc_fp16: bool, config: Config) -> list[Spec]:
@@ -96,12 +96,13 @@ def launches(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, acc_fp16: bool, 
     return [Spec(hgemm_tma_ws_kernel, grid, args, config.num_warps, config.num_stages)]
 
 
-def inspect_source(cfg: Config) -> tuple:
+def inspect_source(cfg: Config, dtype: str = "fp16") -> tuple:
     """What `triton.compile` needs to build the kernel as a 4096^3 NN problem on an H100 specializes it:
-    (kernel, signature, constexprs, attrs), for `python -m compare inspect` and the warp-specialization test."""
+    (kernel, signature, constexprs, attrs) for inputs of `dtype` ("fp16", "bf16"), for `python -m compare inspect`
+    and the warp-specialization test."""
     bm, bn, bk = cfg.block_m, cfg.block_n, cfg.block_k
-    sig = {"a_desc": f"tensordesc<fp16[{bm}, {bk}]>", "b_desc": f"tensordesc<fp16[{bk}, {bn}]>", "c_ptr": "*fp16",
-           "M": "i32", "N": "i32", "K": "i32", "stride_cm": "i32", "stride_cn": "constexpr"}
+    sig = {"a_desc": f"tensordesc<{dtype}[{bm}, {bk}]>", "b_desc": f"tensordesc<{dtype}[{bk}, {bn}]>",
+           "c_ptr": f"*{dtype}", "M": "i32", "N": "i32", "K": "i32", "stride_cm": "i32", "stride_cn": "constexpr"}
     consts = dict(stride_cn=1, A_T=False, B_T=False, ACC_FP16=False, INDEX_64=False, NUM_SMS=132, BLOCK_M=bm,
                   BLOCK_N=bn, BLOCK_K=bk, GROUP_M=cfg.group_m)
     attrs = {(i,): [["tt.divisibility", 16]] for i in (2, 3, 4, 5, 6)}

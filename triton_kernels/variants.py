@@ -5,6 +5,9 @@ A record's `extra` names its kernel module, which provides `configs()`, `launche
 (the kernel launches of one call), `worth_timing(m, n, k, sms, tma_in_place)` (whether kernel="auto" should time
 it on that problem), `INTERPRETER_CONFIG` and `inspect_source(config)`; adding a Triton kernel = one module + one
 record here. `general`: a kernel kernel="auto" may take without timing (the interpreter, a pinned config).
+Every kernel takes fp16 and bf16 (`dtypes`; A, B and C of one dtype): the dtype comes from the pointers' and
+descriptors' element types, so one source compiles to `HGMMA....F32.BF16` / `HMMA.16816.F32.BF16` for bf16; bf16
+accumulates in fp32 only (`hgemm_common.record.ACCS_FOR`).
 """
 from __future__ import annotations
 
@@ -12,23 +15,25 @@ from hgemm_common.record import LAYOUTS, Variant
 
 from . import blocked, splitk, tma_persistent
 
+DTYPES = ("fp16", "bf16")  # what every kernel below takes
+
 # Ladder order: each record adds one idea to one before it.
 VARIANTS: tuple[Variant, ...] = (
     Variant("triton_blocked", "triton", "triton", "blocked.py", "timed over blocked.configs()",
             "tl.dot blocked kernel (tutorial 03), cp.async pipeline, any strides", "tl.dot",
-            native_layouts=LAYOUTS, alignment="none",
+            native_layouts=LAYOUTS, alignment="none", dtypes=DTYPES,
             # sm_90: tl.dot lowers to wgmma, operands arrive by cp.async (checked by `compare inspect`'s test)
             promises={"sm_90": ("HGMMA", "LDGSTS")}, forbids={"sm_90": ("UTMALDG",)}, ceiling="wgmma",
             extra={"kernel": "blocked", "module": blocked, "general": True}),
     Variant("triton_splitk", "triton", "triton", "splitk.py", "timed over splitk.configs()",
             "+ split-K for skinny M: fp32 partials summed in a fixed order by a second kernel, 16-row tiles",
-            "tl.dot", native_layouts=LAYOUTS, alignment="none",
+            "tl.dot", native_layouts=LAYOUTS, alignment="none", dtypes=DTYPES,
             # the 16x64x128 tile of a 16-row problem: mma.sync (wgmma needs 64 rows), operands by cp.async
             promises={"sm_90": ("HMMA", "LDGSTS")}, forbids={"sm_90": ("UTMALDG",)}, ceiling="wgmma",
             extra={"kernel": "splitk", "module": splitk}),
     Variant("triton_tma", "triton", "triton", "tma_persistent.py", "timed over tma_persistent.configs()",
             "tl.dot persistent kernel, TMA loads/stores (tutorial 09), aligned operands", "tl.dot", min_arch=90,
-            native_layouts=LAYOUTS, alignment="tma", misaligned="refuse",
+            native_layouts=LAYOUTS, alignment="tma", misaligned="refuse", dtypes=DTYPES,
             promises={"sm_90": ("HGMMA", "UTMALDG")}, forbids={"sm_90": ("LDGSTS",)}, ceiling="wgmma",
             extra={"kernel": "tma", "module": tma_persistent, "general": True}),
 )
@@ -37,7 +42,7 @@ VARIANTS: tuple[Variant, ...] = (
 # as `triton`.
 AUTO = Variant("triton", "triton", "triton", "api.py", "timed per kind of call; the kernel chosen per call",
                "tl.dot; the fastest of the records above that take the operands, timed on first use", "tl.dot",
-               native_layouts=LAYOUTS, ceiling="wgmma", extra={"kernel": "auto", "dispatch": True})
+               native_layouts=LAYOUTS, ceiling="wgmma", dtypes=DTYPES, extra={"kernel": "auto", "dispatch": True})
 
 BY_NAME = {v.name: v for v in (AUTO, *VARIANTS)}
 BY_KERNEL = {v.extra["kernel"]: v for v in VARIANTS}  # hgemm's kernel= argument: "blocked", "splitk", "tma", ...
