@@ -1,29 +1,27 @@
 """The hand-written HGEMMs as a PyTorch operator: `torch.ops.tensorcore_hgemm.ptx_hgemm(a, b, variant, acc)`.
 
-A `torch.library.custom_op` (opaque to torch.compile, which keeps it as one node of the graph) with a fake
-implementation for shape propagation (`register_fake`: the same validation, an empty (M, N) result) and autograd
+An operator registered by `hgemm_common.oplib.define` (opaque to torch.compile, which keeps it as one node of the
+graph) with a fake implementation for shape propagation (the same validation, an empty (M, N) result) and autograd
 (dA = dC B^T and dB = A^T dC on the same variant; the wrapper reads column-major B in place and copies column-major
-A, as `last_launch()["copies"]` reports).
+A, as `last_launch()["copies"]` reports). The 2:4 sparse operator has no autograd formula: it stays a
+`torch.library.custom_op`, which refuses inputs that require grad instead of dropping their gradients.
 """
 from __future__ import annotations
 
 import torch
 
+from hgemm_common.oplib import NAMESPACE, define
 from hgemm_common.validation import validate
 
 from . import check_dtype, check_variant, hgemm
 
-NAMESPACE = "tensorcore_hgemm"
 
-
-@torch.library.custom_op(f"{NAMESPACE}::ptx_hgemm", mutates_args=())
-def ptx_hgemm(a: torch.Tensor, b: torch.Tensor, variant: str = "mma_stmatrix", acc: str = "fp32") -> torch.Tensor:
+def _impl(a: torch.Tensor, b: torch.Tensor, variant: str = "mma_stmatrix", acc: str = "fp32") -> torch.Tensor:
     """C = A @ B (fp16 or bf16 in and out, one dtype) on one hand-written kernel (`ptx_kernels.variants()`)."""
     return hgemm(a.detach(), b.detach(), variant=variant, acc=acc)  # detached: hgemm would route back here
 
 
-@ptx_hgemm.register_fake
-def _(a: torch.Tensor, b: torch.Tensor, variant: str = "mma_stmatrix", acc: str = "fp32") -> torch.Tensor:
+def _fake(a: torch.Tensor, b: torch.Tensor, variant: str = "mma_stmatrix", acc: str = "fp32") -> torch.Tensor:
     v = check_variant(variant, acc)
     p = validate(a, b, allow_cpu=True)
     check_dtype(v, p.dtype, acc)
@@ -46,7 +44,8 @@ def _backward(ctx, grad):
     return grad_a, grad_b, None, None
 
 
-ptx_hgemm.register_autograd(_backward, setup_context=_setup_context)
+ptx_hgemm = define("ptx_hgemm", '(Tensor a, Tensor b, str variant="mma_stmatrix", str acc="fp32") -> Tensor', _impl,
+                   _fake, _backward, _setup_context)
 
 
 @torch.library.custom_op(f"{NAMESPACE}::ptx_sparse_hgemm", mutates_args=())

@@ -1,6 +1,7 @@
 """The Triton HGEMM as a PyTorch operator: `torch.ops.tensorcore_hgemm.triton_hgemm(a, b, acc)`.
 
-A `torch.library.custom_op` whose implementation is `triton_kernels.hgemm`'s own call path: the plan cache of
+An operator (registered by `hgemm_common.oplib.define`: a `torch.library.Library` definition, lighter per call
+than `torch.library.custom_op`) whose implementation is `triton_kernels.hgemm`'s own call path: the plan cache of
 `triton_kernels.dispatch` picks the fastest kernel for each kind of call (split-K, TMA or
 blocked) and launches it directly, in eager mode and inside a torch.compile'd graph alike. torch.compile keeps the
 operator as one opaque node (the fake implementation gives it shapes), so the compiled graph runs the same choice
@@ -14,23 +15,20 @@ from __future__ import annotations
 
 import torch
 
+from hgemm_common.oplib import define
 from hgemm_common.validation import check_acc, interpreter_active, validate
 
 from . import api
 from .common import ACCUMULATIONS
 
-NAMESPACE = "tensorcore_hgemm"
 
-
-@torch.library.custom_op(f"{NAMESPACE}::triton_hgemm", mutates_args=())
-def triton_hgemm(a: torch.Tensor, b: torch.Tensor, acc: str = "fp32") -> torch.Tensor:
+def _impl(a: torch.Tensor, b: torch.Tensor, acc: str = "fp32") -> torch.Tensor:
     """C = A @ B (fp16 or bf16 in and out) on the Triton kernel hgemm(kernel="auto") picks; acc is "fp32" or "fp16"
     accumulation (bf16: fp32 only)."""
     return api.run(a, b, None, acc)
 
 
-@triton_hgemm.register_fake
-def _(a: torch.Tensor, b: torch.Tensor, acc: str = "fp32") -> torch.Tensor:
+def _fake(a: torch.Tensor, b: torch.Tensor, acc: str = "fp32") -> torch.Tensor:
     if acc not in ACCUMULATIONS:
         raise ValueError(f"triton_hgemm: acc must be one of {ACCUMULATIONS}, got {acc!r}")
     p = validate(a, b, allow_cpu=interpreter_active() or a.device.type == "meta")
@@ -54,4 +52,5 @@ def _backward(ctx, grad):
     return grad_a, grad_b, None
 
 
-triton_hgemm.register_autograd(_backward, setup_context=_setup_context)
+triton_hgemm = define("triton_hgemm", '(Tensor a, Tensor b, str acc="fp32") -> Tensor', _impl, _fake, _backward,
+                      _setup_context)
