@@ -300,3 +300,40 @@ def test_descriptor_cache_keeps_no_tensor_alive():
         del a, b, c
     torch.cuda.synchronize()
     assert torch.cuda.memory_allocated() == base
+
+
+def test_direct_launch_passes_what_triton_launcher_gets(monkeypatch):
+    """`Direct` (triton_kernels/launch.py) assembles the compiled launcher's positional arguments once per plan and
+    fills in only the call's addresses: grid, stream, the launcher's fixed head, then per parameter a pointer, the
+    CUtensorMap of a lowered descriptor followed by its shape and strides, or for an unlowered descriptor pointer,
+    shape, strides twice, and literals as given. Checked on the CPU with a stand-in compiled kernel (the GPU tests
+    run the real launcher)."""
+    from types import SimpleNamespace
+
+    from triton_kernels import launch
+
+    calls = []
+
+    class FakeLaunch:  # stands for the C launch function itself (no descriptor-encoding closure around it)
+        def __call__(self, *args):
+            calls.append(args)
+
+    runner = SimpleNamespace(global_scratch_size=0, profile_scratch_size=0, launch=FakeLaunch(),
+                             launch_cooperative_grid=False, launch_pdl=True)
+    meta = {"fp4_padded": False, "block_size": [64, 64], "swizzle": 3, "elem_size": 2, "elem_type": 1}
+    compiled = SimpleNamespace(run=runner, function="fn", packed_metadata="pm",
+                               metadata=SimpleNamespace(tensordesc_meta=[meta, None]))
+    a, b, c, p = (torch.empty(8, 16, dtype=torch.float16) for _ in range(4))
+    spec = launch.Spec(fn=None, grid=(5, 2), num_warps=4, num_stages=3,
+                       args=(a, launch.Desc(b, (64, 64)), 7, launch.Desc(c, (8, 16)), p, "lit"))
+    encoded = []
+    monkeypatch.setattr(launch._DescArg, "encode", lambda self, ptr: (encoded.append(ptr), f"map@{ptr}")[1])
+    launch.DESCRIPTORS.clear()
+    direct = launch.Direct(compiled, spec, [a, b, c, p])
+    head = ("fn", False, True, None, None, "pm", None, None, None)
+    for ptrs, stream in (([100, 200, 300, 400], 11), ([101, 200, 301, 401], 12), ([100, 200, 300, 400], 13)):
+        direct(ptrs, stream)
+        assert calls[-1] == (5, 2, 1, stream, *head, ptrs[0], f"map@{ptrs[1]}", 8, 16, 16, 1, 7,
+                             ptrs[2], 8, 16, 16, 1, False, 8, 16, 16, 1, ptrs[3], "lit")
+    assert encoded == [200]  # B's map encoded once, then served from the cache for the same address
+    launch.DESCRIPTORS.clear()

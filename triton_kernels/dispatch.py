@@ -95,12 +95,14 @@ class Runner:
         b2 = _aligned_copy(b) if stage_b else b
         c2 = _aligned_empty(c.shape[0], c.shape[1], c) if stage_c else c
         if self.direct and hooks_idle():
-            dev = a.device.index
+            device = a.device
+            dev = device.index
             if torch._C._cuda_getDevice() != dev:
                 with torch.cuda.device(dev):
                     return self(a, b, c)
-            scratch = [torch.empty(shape, dtype=dtype, device=a.device) for shape, dtype in self.scratch]
-            ptrs = [a2.data_ptr(), b2.data_ptr(), c2.data_ptr(), *(t.data_ptr() for t in scratch)]
+            # the scratch tensors stay referenced until the kernels are queued (freed after: stream-ordered reuse)
+            scratch = [torch.empty(shape, dtype=dtype, device=device) for shape, dtype in self.scratch]
+            ptrs = [a2.data_ptr(), b2.data_ptr(), c2.data_ptr()] + [t.data_ptr() for t in scratch]
             stream = torch._C._cuda_getCurrentRawStream(dev)
             for launch in self.direct:
                 launch(ptrs, stream)

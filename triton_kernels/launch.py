@@ -20,6 +20,7 @@ from typing import NamedTuple
 
 import torch
 import triton
+from triton import knobs
 from triton.tools.tensor_descriptor import TensorDescriptor
 
 # Direct launches are written against this Triton's launcher; anything else takes the JIT path.
@@ -74,9 +75,8 @@ def _hook_idle(hook) -> bool:
 def hooks_idle() -> bool:
     """No launch enter/exit hook is set (a profiler's): checked on every direct launch, so one set later still
     gets its calls through the JIT path."""
-    from triton import knobs
-
-    return _hook_idle(knobs.runtime.launch_enter_hook) and _hook_idle(knobs.runtime.launch_exit_hook)
+    runtime = knobs.runtime
+    return _hook_idle(runtime.launch_enter_hook) and _hook_idle(runtime.launch_exit_hook)
 
 
 def direct_supported() -> bool:
@@ -93,7 +93,8 @@ class DescriptorCache:
     A cached map is therefore byte for byte the map a fresh encoding of the tensor in hand would give: a tensor
     allocated later at a freed one's address, with the same shape and strides, is described correctly by the
     same map, and one with other shape or strides has another key. The cache holds integers, never a tensor, so it
-    keeps no memory alive. Bounded (least recently used out first) and safe to share between threads."""
+    keeps no memory alive. Bounded (oldest entry out first) and safe to share between threads: a hit is one dict
+    lookup (atomic under the GIL, no lock on the per-call path); inserts and evictions take the lock."""
 
     def __init__(self, capacity: int = 1024):
         self.capacity = capacity
@@ -104,11 +105,9 @@ class DescriptorCache:
         return len(self._maps)
 
     def get(self, key: tuple, encode):
-        with self._lock:
-            m = self._maps.get(key)
-            if m is not None:
-                self._maps.move_to_end(key)
-                return m
+        m = self._maps.get(key)
+        if m is not None:
+            return m
         m = encode()
         with self._lock:
             self._maps[key] = m
@@ -148,10 +147,17 @@ class _DescArg:
             ptr, m["swizzle"], m["elem_size"], _TMA_DTYPE_DEVICE_TO_HOST[m["elem_type"]], m["block_size"],
             self.shape, self.strides, 0)
 
-    def expand(self, ptr: int) -> list:
+    def head(self, ptr: int):
+        """The argument that depends on the address: the CUtensorMap (cached), or the pointer itself."""
         if self.meta is None:
-            return [ptr, *self.shape, *self.strides, False, *self.shape, *self.strides]
-        return [DESCRIPTORS.get((ptr, self.static), lambda: self.encode(ptr)), *self.shape, *self.strides]
+            return ptr
+        return DESCRIPTORS.get((ptr, self.static), lambda: self.encode(ptr))
+
+    def tail(self) -> list:
+        """The arguments that follow `head` and are the same on every call of a plan: shape and strides."""
+        if self.meta is None:
+            return [*self.shape, *self.strides, False, *self.shape, *self.strides]
+        return [*self.shape, *self.strides]
 
 
 def _raw_launch(launcher):
@@ -170,40 +176,37 @@ class Direct:
     call's tensors (`operands`: A, B, C as the kernels saw them, then the call's scratch tensors); a plan's key
     fixes every argument but the addresses, so later calls pass only those (`ptrs`, in the order of `operands`)."""
 
-    LITERAL, POINTER, DESCRIPTOR = range(3)
-
     def __init__(self, compiled, spec: Spec, operands: list[torch.Tensor]):
         launcher = compiled.run  # loads the module and the function on the current device
         if launcher.global_scratch_size or launcher.profile_scratch_size:
             raise NotImplementedError("kernels with global scratch take the JIT path")
         self._launch = _raw_launch(launcher)
-        self._head = (compiled.function, launcher.launch_cooperative_grid, launcher.launch_pdl, None, None,
-                      compiled.packed_metadata, None, None, None)
-        g = tuple(spec.grid)
-        self._grid = g + (1,) * (3 - len(g))
+        head = (compiled.function, launcher.launch_cooperative_grid, launcher.launch_pdl, None, None,
+                compiled.packed_metadata, None, None, None)
+        grid = tuple(spec.grid) + (1,) * (3 - len(spec.grid))
         metas = iter(getattr(compiled.metadata, "tensordesc_meta", None) or [])
 
         def index(t):
             return next(i for i, o in enumerate(operands) if o is t)
 
-        self._slots = []
+        # Every launch argument in order, those fixed by the plan filled in; `_fill` says which positions take the
+        # call's addresses: (position, operand index, None for a pointer or the _DescArg of a descriptor).
+        args, fill = [*grid, None, *head], []  # grid x, y, z, stream, then the launcher's fixed head
         for a in spec.args:
             if isinstance(a, torch.Tensor):
-                self._slots.append((self.POINTER, index(a)))
+                fill.append((len(args), index(a), None))
+                args.append(None)
             elif isinstance(a, Desc):
-                self._slots.append((self.DESCRIPTOR, (index(a.tensor if a.of is None else a.of),
-                                                      _DescArg(a, next(metas, None)))))
+                d = _DescArg(a, next(metas, None))
+                fill.append((len(args), index(a.tensor if a.of is None else a.of), d))
+                args += [None, *d.tail()]
             else:
-                self._slots.append((self.LITERAL, a))
+                args.append(a)
+        self._args, self._fill = args, tuple(fill)
 
     def __call__(self, ptrs: list[int], stream: int) -> None:
-        args = []
-        for kind, v in self._slots:
-            if kind == 0:  # LITERAL
-                args.append(v)
-            elif kind == 1:  # POINTER
-                args.append(ptrs[v])
-            else:
-                args += v[1].expand(ptrs[v[0]])
-        g = self._grid
-        self._launch(g[0], g[1], g[2], stream, *self._head, *args)
+        args = self._args.copy()
+        args[3] = stream
+        for pos, src, desc in self._fill:
+            args[pos] = ptrs[src] if desc is None else desc.head(ptrs[src])
+        self._launch(*args)
