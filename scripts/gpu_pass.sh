@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The whole GPU pass (for a lent GPU machine with no network), in two parts that each fit a 10-minute command:
+# The whole GPU pass (for a lent GPU machine with no network), in parts run one per command (the main job
+# alone no longer fits a 10-minute command on a fresh machine: docs/hardening/h100-36db6ee):
 #   bash scripts/gpu_pass.sh tests  OUTDIR   # build the extension, run the test suite file by file (timeouts)
 #   bash scripts/gpu_pass.sh report OUTDIR   # the main job: python -m compare --out OUTDIR/report
 #   bash scripts/gpu_pass.sh lab OUTDIR      # layout probes (hardware vs model) and ncu bank conflicts
