@@ -140,9 +140,17 @@ def wall_us(fn, calls: int) -> float:
 
 
 # Of each kernel's timed budget, this fraction goes to wall-time calls (spread over the rounds, at least
-# WALL_MIN_CALLS a round): the main job's time grows by about a quarter.
+# WALL_MIN_CALLS a round where that many fit in the round's budget, else one): the main job's time grows by about
+# a quarter. (With ten calls a round whatever their length, a 0.2 s ladder step at 16384^3 paid 33 extra calls.)
 WALL_BUDGET_FRACTION = 0.25
 WALL_MIN_CALLS = 10
+
+
+def wall_calls(n_calls: int, est_ms: float, round_budget_ms: float) -> int:
+    """Back-to-back calls one round's wall-time measurement makes: a quarter of the round's timed calls, at least
+    WALL_MIN_CALLS when they fit in the round's budget (else one), at most 200."""
+    floor = WALL_MIN_CALLS if WALL_MIN_CALLS * est_ms <= round_budget_ms else 1
+    return max(floor, min(200, int(WALL_BUDGET_FRACTION * n_calls)))
 
 
 def host_us(fn, reps: int = 5) -> float:
@@ -227,7 +235,7 @@ def bench_shape(kernels: list[Kernel], m: int, n: int, k: int, *, layout: str = 
         if kern.config == "autotuned":
             row.config = _autotuned_choice(kern, a, b, out)
         est = statistics.median(timer.time(lambda: kern.run(a, b, out), 2))
-        host = host_us(lambda: kern.run(a, b, out))
+        host = host_us(lambda: kern.run(a, b, out), reps=5 if est < 1.0 else 2)  # a slow call: its host cost is small
         live.append((kern, row, out, max(1, int(budget_ms / rounds / max(est, 1e-3))), host, est * 1e3))
     samples = {row.kernel: [] for _, row, *_ in live}
     walls = {row.kernel: [] for _, row, *_ in live}
@@ -235,7 +243,7 @@ def bench_shape(kernels: list[Kernel], m: int, n: int, k: int, *, layout: str = 
         for kern, row, out, n_calls, host, gpu_us in live:
             samples[row.kernel] += timer.time(lambda: kern.run(a, b, out), min(n_calls, 200), host, gpu_us)
         for kern, row, out, n_calls, host, gpu_us in live:  # interleaved like the device timing
-            calls = max(WALL_MIN_CALLS, min(200, int(WALL_BUDGET_FRACTION * n_calls)))
+            calls = wall_calls(n_calls, gpu_us * 1e-3, budget_ms / rounds)
             walls[row.kernel].append(wall_us(lambda: kern.run(a, b, out), calls))
     for kern, row, out, *_ in live:
         s = sorted(samples[row.kernel])

@@ -394,3 +394,13 @@ def test_dtype_gaps_script_means_over_runs(tmp_path):
     line = next(ln for ln in out.splitlines() if ln.startswith("k1"))
     assert line.split()[1:] == ["64x64x64", "+0.040", "-0.020", "+0.010", "0.100"]
     assert "largest |mean difference|: 0.010" in out and "torch.matmul" not in out
+
+
+def test_wall_calls_stay_within_the_round_budget():
+    """bench.wall_calls: a quarter of a round's timed calls, at least WALL_MIN_CALLS when they fit in the round's
+    budget, one for a call longer than that (a slow ladder step at 16384^3), at most 200."""
+    assert bench.wall_calls(166, 0.2, 33.3) == 41
+    assert bench.wall_calls(16, 2.0, 33.3) == bench.WALL_MIN_CALLS
+    assert bench.wall_calls(6, 5.0, 33.3) == 1
+    assert bench.wall_calls(1, 220.0, 33.3) == 1
+    assert bench.wall_calls(3333, 0.01, 33.3) == 200
