@@ -161,7 +161,7 @@ def cmd_inspect(args) -> int:
 
     out = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="hgemm-inspect-"))
     try:
-        rows, skipped = run_inspect(args.kernels or None, out)
+        rows, skipped = run_inspect(args.kernels or None, out, args.dtype)
     except UnknownKernel as e:
         return _user_error(str(e))
     print(format_markdown(rows, skipped))
@@ -239,6 +239,8 @@ def main(argv=None) -> int:
     i = sub.add_parser("inspect", help="PTX, SASS and an instruction-mix table per kernel (no GPU needed)")
     i.add_argument("kernels", nargs="*", help="kernel names as check and bench print them (default: every kernel)")
     i.add_argument("--out", help="folder for the files (default: a new temporary folder)")
+    i.add_argument("--dtype", default="fp16", choices=list(DTYPES),
+                   help="inspect the instantiations for these inputs (bf16: the kernels that take it)")
     lay = sub.add_parser("layouts", help="PNG fragment maps of mma/ldmatrix/stmatrix: which lane holds which "
                                          "element (no GPU)")
     lay.add_argument("--out", default="layouts", help="folder for the PNGs and layouts.md")

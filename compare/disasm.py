@@ -4,7 +4,9 @@ Triton kernels are compiled for sm_90 with `triton.compile` and a GPUTarget (the
 problem gets, from the kernel module's `inspect_source`; the first config of its list unless a `[config]` is
 named); the hand-written ones with plain nvcc for sm_90a (the B row-major instantiation). Names are the harness's:
 `wmma_multistage_fp16acc` inspects the fp16-accumulation instantiation, `triton` the kernel `hgemm(kernel="auto")`
-runs on an H100 with aligned operands. For each: the PTX and SASS written to files, and one row of a table:
+runs on an H100 with aligned operands; `--dtype bf16` inspects the bf16 instantiations of the kernels that take bf16
+(their rows and files carry a ` bf16` / `_bf16` suffix). For each: the PTX and SASS written to files, and one row
+of a table:
 registers, shared memory, local memory, and the instruction mix that tells the paths apart (HGMMA = wgmma,
 HMMA = mma.sync/WMMA, LDSM/STSM = ldmatrix/stmatrix, LDGSTS = cp.async, UTMALDG/UTMASTG = TMA, BAR = barriers,
 LDG/STG/LDS/STS = plain loads and stores). (Named disasm, not inspect: a module must not shadow the standard
@@ -46,27 +48,44 @@ class InspectRow:
 
 @dataclass(frozen=True)
 class Target:
-    """One thing to inspect: a registry entry's record, accumulation and (Triton) configuration."""
-    name: str  # as the user gave it, and as the row is labelled
+    """One thing to inspect: a registry entry's record, accumulation, (Triton) configuration and input dtype."""
+    name: str  # as the user gave it
     record: Variant
     acc: str
     config: str = ""
+    dtype: str = "fp16"
+
+    @property
+    def label(self) -> str:
+        """The row's name: the entry's, with the dtype after it when it is not fp16."""
+        return self.name if self.dtype == "fp16" else f"{self.name} {self.dtype}"
+
+    @property
+    def stem(self) -> str:
+        """The PTX and SASS files' name."""
+        stem = self.name.replace("[", "_").replace("]", "")
+        return stem if self.dtype == "fp16" else f"{stem}_{self.dtype}"
 
 
-def targets(names: list[str] | None) -> list[Target]:
-    """The registry entries to inspect (None: every record, fp32 accumulation, except the baseline); names are
-    checked first, and an unknown one raises UnknownKernel naming the choices."""
+def targets(names: list[str] | None, dtype: str = "fp16") -> list[Target]:
+    """The registry entries to inspect (None: every record, fp32 accumulation, except the baseline), in `dtype`
+    (None: the entries that take it); names are checked first, and an unknown one, or one that does not take
+    `dtype`, raises UnknownKernel naming the choices."""
     entries = {k.name: k for k in registry.kernels() if k.record.package != "torch"}
     if not names:
-        return [Target(k.name, k.record, k.acc) for k in entries.values()
-                if k.acc == "fp32" and "[" not in k.name and not k.record.extra.get("dispatch")]
+        return [Target(k.name, k.record, k.acc, dtype=dtype) for k in entries.values()
+                if k.acc == "fp32" and "[" not in k.name and not k.record.extra.get("dispatch") and k.takes(dtype)]
     bad = [n for n in names if n not in entries]
     if bad:
         plain = [n for n in entries if "[" not in n]
         raise UnknownKernel(f"unknown kernel {bad[0]!r}; choose from: {', '.join(plain)} (and NAME[config] for "
                             "a Triton configuration)")
+    wrong = [n for n in names if not entries[n].takes(dtype)]
+    if wrong:
+        takers = [n for n, k in entries.items() if "[" not in n and k.takes(dtype)]
+        raise UnknownKernel(f"kernel {wrong[0]!r} does not take {dtype} inputs; those that do: {', '.join(takers)}")
     pinned = {n: k.config for n, k in entries.items() if "[" in n}  # Triton entries of one configuration
-    return [Target(n, entries[n].record, entries[n].acc, pinned.get(n, "")) for n in names]
+    return [Target(n, entries[n].record, entries[n].acc, pinned.get(n, ""), dtype) for n in names]
 
 
 def _triton_compile(t: Target):
@@ -83,7 +102,7 @@ def _triton_compile(t: Target):
     mod = v.extra["module"]
     cfgs = mod.configs()
     cfg = next((c for c in cfgs if c.name == t.config), cfgs[0])
-    fn, sig, consts, attrs = mod.inspect_source(cfg)
+    fn, sig, consts, attrs = mod.inspect_source(cfg, t.dtype)
     consts = dict(consts, ACC_FP16=t.acc == "fp16")
     for name in consts:
         sig.setdefault(name, "constexpr")
@@ -93,10 +112,6 @@ def _triton_compile(t: Target):
     return compiled, cfg, v
 
 
-def _stem(name: str) -> str:
-    return name.replace("[", "_").replace("]", "")
-
-
 def inspect_triton(t: Target, out: Path) -> InspectRow:
     compiled, cfg, v = _triton_compile(t)
     ptx, sass = compiled.asm["ptx"], compiled.asm["sass"]
@@ -104,24 +119,26 @@ def inspect_triton(t: Target, out: Path) -> InspectRow:
         f.write(compiled.asm["cubin"])
     usage = next(iter(toolchain.cubin_resource_usage(Path(f.name)).values()))
     Path(f.name).unlink()
-    stem = _stem(t.name)
+    stem = t.stem
     (out / f"{stem}.ptx").write_text(ptx)
     (out / f"{stem}.sass").write_text(sass)
     mix = toolchain.instruction_mix(sass)
-    return InspectRow(t.name, f"triton_kernels/{v.file} ({cfg.name})", f"sm_{ARCH}", usage.registers,
+    return InspectRow(t.label, f"triton_kernels/{v.file} ({cfg.name})", f"sm_{ARCH}", usage.registers,
                       usage.smem_bytes, compiled.metadata.shared, usage.stack_bytes,
                       {c: mix.get(c, 0) for c in COLUMNS}, f"{stem}.ptx", f"{stem}.sass")
 
 
-def _instance(names: list[str], acc: str, prefer: str = "") -> str:
+def _instance(names: list[str], acc: str, prefer: str = "", dtype: str = "fp16") -> str:
     """The accumulation's B row-major instantiation (mangled ...L3Acc0E / L3Acc1E ...Lb0E...; simt has no B
     flag); among several (tiles, epilogues), the one the record's extra["inspect_instance"] regex names, with
-    {acc} standing for the accumulation's 0 or 1. The fp16 instantiation where a kernel takes bf16 too (its element type
-    mangles as 6__half, bf16's as 13__nv_bfloat16)."""
-    names = [n for n in names if "13__nv_bfloat16" not in n] or names
+    {acc} standing for the accumulation's 0 or 1 and {elem} for the element type's mangled name. Of the element types
+    where a kernel takes bf16 too (fp16 mangles as 6__half, bf16 as 13__nv_bfloat16), the one of `dtype`."""
+    elem = "13__nv_bfloat16" if dtype == "bf16" else "6__half"
+    bf16 = "13__nv_bfloat16"
+    names = ([n for n in names if bf16 in n] if dtype == "bf16" else [n for n in names if bf16 not in n]) or names
     tag = "L3Acc1E" if acc == "fp16" else "L3Acc0E"
     if prefer:
-        pattern = re.compile(prefer.format(acc=1 if acc == "fp16" else 0))
+        pattern = re.compile(prefer.format(acc=1 if acc == "fp16" else 0, elem=elem))
         hit = next((n for n in names if pattern.search(n)), None)
         if hit:
             return hit
@@ -139,15 +156,15 @@ def inspect_cuda(t: Target, out: Path, arch: str = "sm_90a") -> InspectRow:
     source = cuda_source(t.record)
     c = toolchain.compile_cubin(source, arch)
     usage = toolchain.cubin_resource_usage(c.cubin)
-    fn = _instance([n for n in usage if "kernel" in n], t.acc, t.record.extra.get("inspect_instance", ""))
+    fn = _instance([n for n in usage if "kernel" in n], t.acc, t.record.extra.get("inspect_instance", ""), t.dtype)
     sass = toolchain.disassemble(c.cubin, fn)
     ptx = toolchain.compile_ptx(source, arch)
-    stem = _stem(t.name)
+    stem = t.stem
     (out / f"{stem}.ptx").write_text(ptx)
     (out / f"{stem}.sass").write_text(sass)
     mix = toolchain.instruction_mix(sass)
     u = usage[fn]
-    return InspectRow(t.name, f"ptx_kernels/csrc/{t.record.file}", arch, u.registers, u.smem_bytes, None,
+    return InspectRow(t.label, f"ptx_kernels/csrc/{t.record.file}", arch, u.registers, u.smem_bytes, None,
                       u.stack_bytes, {col: mix.get(col, 0) for col in COLUMNS}, f"{stem}.ptx", f"{stem}.sass",
                       toolchain.setmaxnreg_targets(sass))
 
@@ -164,13 +181,14 @@ def _child_env() -> dict:
     return env
 
 
-def start(out: Path, kernels: list[str] | None = None):
+def start(out: Path, kernels: list[str] | None = None, dtype: str = "fp16"):
     """`python -m compare inspect` in a child process (outside the interpreter, beside other work); collect its
     rows with `finish`."""
     import subprocess
     import sys
 
-    return subprocess.Popen([sys.executable, "-m", "compare", "inspect", "--out", str(out), *(kernels or [])],
+    return subprocess.Popen([sys.executable, "-m", "compare", "inspect", "--out", str(out), "--dtype", dtype,
+                             *(kernels or [])],
                             env=_child_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
 
 
@@ -190,28 +208,28 @@ def load(out: Path) -> tuple[list[InspectRow], dict[str, str]]:
     return [InspectRow(**r) for r in data["rows"]], data["skipped"]
 
 
-def run_inspect(kernels: list[str] | None, out: Path) -> tuple[list[InspectRow], dict[str, str]]:
-    """Inspect `kernels` (None: every record) into `out`; returns the rows and, per kernel left out, why (the
-    hand-written ones need nvcc)."""
+def run_inspect(kernels: list[str] | None, out: Path, dtype: str = "fp16") -> tuple[list[InspectRow], dict[str, str]]:
+    """Inspect `kernels` (None: every record that takes `dtype`) in `dtype` into `out`; returns the rows and, per
+    kernel left out, why (the hand-written ones need nvcc)."""
     from hgemm_common.validation import interpreter_active
 
     out = Path(out)
-    chosen = targets(kernels)  # unknown names fail here, before any work
+    chosen = targets(kernels, dtype)  # unknown names fail here, before any work
     out.mkdir(parents=True, exist_ok=True)
     if interpreter_active():
-        return finish(start(out, kernels), out)
+        return finish(start(out, kernels, dtype), out)
     import os
     from concurrent.futures import ThreadPoolExecutor
 
     nvcc = toolchain.find_nvcc() is not None
-    skipped = {t.name: "needs nvcc (the CUDA toolkit)" for t in chosen if t.record.package == "ptx" and not nvcc}
+    skipped = {t.label: "needs nvcc (the CUDA toolkit)" for t in chosen if t.record.package == "ptx" and not nvcc}
     # nvcc and cuobjdump are subprocesses: the CUDA sources compile side by side (Triton's compiles stay serial)
     with ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1)) as pool:
-        cuda = {t.name: pool.submit(inspect_cuda, t, out) for t in chosen
-                if t.record.package == "ptx" and t.name not in skipped}
-        triton_rows = {t.name: inspect_triton(t, out) for t in chosen if t.record.package == "triton"}
-        rows = [triton_rows[t.name] if t.name in triton_rows else cuda[t.name].result() for t in chosen
-                if t.name not in skipped]
+        cuda = {t.label: pool.submit(inspect_cuda, t, out) for t in chosen
+                if t.record.package == "ptx" and t.label not in skipped}
+        triton_rows = {t.label: inspect_triton(t, out) for t in chosen if t.record.package == "triton"}
+        rows = [triton_rows[t.label] if t.label in triton_rows else cuda[t.label].result() for t in chosen
+                if t.label not in skipped]
     (out / "inspect.json").write_text(json.dumps({"rows": [asdict(r) for r in rows], "skipped": skipped}, indent=1))
     (out / "inspect.md").write_text(format_markdown(rows, skipped))
     return rows, skipped

@@ -150,7 +150,7 @@ HOPPER: tuple[Variant, ...] = (
             # tiles x (dtype, accumulation) pairs x B layouts x epilogues; inspect shows fp16's 128x256 tile with
             # the TMA-store epilogue
             extra={"instantiations": 3 * 3 * 2 * 2,
-                   "inspect_instance": r"I6__halfN\w*TileILi256ELi4EEEL3Acc{acc}ELb0ELb1E",
+                   "inspect_instance": r"I{elem}N\w*TileILi256ELi4EEEL3Acc{acc}ELb0ELb1E",
                    "splits": _SPLITS, "mma_forms": _hgmma_forms(256, 128, 64)}, **_HOPPER),
     Variant("wgmma_splitk", "ptx", "wgmma", "sm90/wgmma_splitk.cu",
             "clusters of 1, 2 or 4 blocks share a 128x256/128x128/128x64 tile, each taking a part of K; one wave",
@@ -159,7 +159,7 @@ HOPPER: tuple[Variant, ...] = (
             block=(128, 128, 64), stages=6,
             promises={"sm_90a": ("HGMMA", "UTMALDG", "SYNCS", "USETMAXREG")},
             # tiles x (dtype, accumulation) pairs x B layouts; inspect shows fp16's 128x128 tile
-            extra={"instantiations": 3 * 3 * 2, "inspect_instance": r"I6__halfN\w*TileILi128ELi6EEEL3Acc{acc}ELb0E",
+            extra={"instantiations": 3 * 3 * 2, "inspect_instance": r"I{elem}N\w*TileILi128ELi6EEEL3Acc{acc}ELb0E",
                    "splits": _SPLITS, "mma_forms": _hgmma_forms(256, 128, 64)}, **_HOPPER),
     Variant("wgmma_cluster", "ptx", "wgmma", "sm90/wgmma_cluster.cu",
             "persistent 2-CTA clusters, 128x256x64 tiles in 4 stages, B multicast",
@@ -167,7 +167,7 @@ HOPPER: tuple[Variant, ...] = (
             block=(128, 256, 64), stages=4,
             promises={"sm_90a": ("HGMMA", "UTMALDG", "UTMASTG", "SYNCS", "USETMAXREG")},
             # (dtype, accumulation) pairs x B layouts x epilogues; inspect shows fp16's TMA-store epilogue
-            extra={"instantiations": 3 * 2 * 2, "inspect_instance": r"I6__halfL3Acc{acc}ELb0ELb1E",
+            extra={"instantiations": 3 * 2 * 2, "inspect_instance": r"I{elem}L3Acc{acc}ELb0ELb1E",
                    "mma_forms": _hgmma_forms(256)}, **_HOPPER),
 )
 # 2:4 structured sparsity (problem kind "sparse": A arrives compressed, ptx_kernels/sparse.py; called through

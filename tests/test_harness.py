@@ -4,6 +4,7 @@ and the main job's report."""
 import csv
 import json
 import os
+import re
 import subprocess
 import sys
 from dataclasses import replace
@@ -242,6 +243,22 @@ def test_inspect_takes_report_names(tmp_path):
     assert wm.mix["HMMA"] > 0 and wm.mix["HGMMA"] == 0 and wm.mix["LDGSTS"] > 0
     assert rows["wmma_multistage_fp16acc"].mix["HMMA"] > 0
     assert auto.mix["UTMALDG"] > 0 and auto.source.startswith("triton_kernels/tma_persistent.py")
+
+
+@pytest.mark.skipif(toolchain.find_nvcc() is None, reason="nvcc not installed")
+def test_inspect_bf16_shows_the_bf16_instantiations(tmp_path):
+    """`inspect --dtype bf16` compiles the bf16 instantiation of the kernel the fp16 row shows (same tile, same
+    B layout): its tensor-core instructions are the .BF16 forms; a kernel without bf16 is refused by name."""
+    from compare.disasm import run_inspect
+
+    rows, _ = run_inspect(["wgmma_persistent", "triton_tma", "mma_stmatrix"], tmp_path, "bf16")
+    assert [r.kernel for r in rows] == ["wgmma_persistent bf16", "triton_tma bf16", "mma_stmatrix bf16"]
+    forms = {r.kernel: set(re.findall(r"H[G]?MMA\.[\w.]+", (tmp_path / r.sass_file).read_text())) for r in rows}
+    assert forms["wgmma_persistent bf16"] == {"HGMMA.64x256x16.F32.BF16"}
+    assert forms["triton_tma bf16"] and all(f.endswith(".F32.BF16") for f in forms["triton_tma bf16"])
+    assert forms["mma_stmatrix bf16"] == {"HMMA.16816.F32.BF16"}
+    with pytest.raises(registry.UnknownKernel, match="'wmma_naive' does not take bf16 inputs; those that do: triton"):
+        run_inspect(["wmma_naive"], tmp_path, "bf16")
 
 
 @pytest.mark.skipif(HAS_CUDA or toolchain.find_nvcc() is None, reason="the CPU main job")
