@@ -5,11 +5,10 @@ Both kernel packages define their operators here, so they share one namespace an
 `torch.library.custom_op` does), the fake implementation for torch.compile and meta tensors, and the autograd
 formula with `torch.library.register_autograd`.
 
-Why not `torch.library.custom_op`: it wraps every call in its own Python layer on top of the dispatcher's; on this
-project's CPU machine a custom op with a trivial body cost 9.1 us per call against 6.7 us for the same op defined
-here (and 1.2 us for the body alone), and on the H100's host the Triton operator spent about 50 us per call beyond
-the kernel launch (docs/results/h100-28d9a73-bf16/wall). The operators behave the same: opcheck, torch.compile
-(one opaque node), autograd, fake tensors.
+Why not `torch.library.custom_op`: it wraps every call in a Python layer of its own on top of the dispatcher's, and
+per-call host time is what a model's forward pass pays (the eager operator's wall time before and after this
+change: docs/results/h100-28d9a73-bf16/, `scripts/wall_time.py --ops`). The operators behave the same: opcheck,
+torch.compile (one opaque node), autograd, fake tensors.
 """
 from __future__ import annotations
 
