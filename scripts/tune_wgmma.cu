@@ -40,7 +40,8 @@ cudaError_t launch_wgmma_cluster(const GemmArgsOf<E>&, Acc, cudaStream_t, Launch
 struct Kern {
   const char* name;
   cudaError_t (*fn)(const GemmArgs&, Acc, cudaStream_t, LaunchInfo*);
-  int tile;   // GemmArgs::tile: 0 = the launcher's choice; persistent / splitk: 1, 2, 3 = 128 x 256, 128, 64
+  int tile;   // GemmArgs::tile: 0 = the launcher's choice; persistent / splitk: 1, 2, 3 = 128 x 256, 128, 64;
+              // persistent only: 4 = 128 x 192
   int split;  // GemmArgs::split: 0 = the launcher's choice, 1 = none, 2 / 4 parts
 };
 static const Kern kAllKernels[] = {{"wgmma_tma", launch_wgmma_tma<half>, 0, 0},
@@ -50,6 +51,7 @@ static const Kern kAllKernels[] = {{"wgmma_tma", launch_wgmma_tma<half>, 0, 0},
                                    {"persistent_256", launch_wgmma_persistent<half>, 1, 1},
                                    {"persistent_128", launch_wgmma_persistent<half>, 2, 1},
                                    {"persistent_64", launch_wgmma_persistent<half>, 3, 1},
+                                   {"persistent_192", launch_wgmma_persistent<half>, 4, 1},
                                    {"wgmma_splitk", launch_wgmma_splitk<half>, 0, 0},
                                    {"splitk_256x4", launch_wgmma_splitk<half>, 1, 4},
                                    {"splitk_256x2", launch_wgmma_splitk<half>, 1, 2},

@@ -123,10 +123,12 @@ template <typename E, int BN, int TRANS_B>
 __device__ __forceinline__ void wgmma_ss(float (&d)[BN / 2], uint64_t da, uint64_t db, int scale_d) {
   if constexpr (tile::is_bf16<E>) {
     if constexpr (BN == 256) ptx::wgmma_m64n256k16_f32_bf16_ss<TRANS_B>(d, da, db, scale_d);
+    else if constexpr (BN == 192) ptx::wgmma_m64n192k16_f32_bf16_ss<TRANS_B>(d, da, db, scale_d);
     else if constexpr (BN == 128) ptx::wgmma_m64n128k16_f32_bf16_ss<TRANS_B>(d, da, db, scale_d);
     else ptx::wgmma_m64n64k16_f32_bf16_ss<TRANS_B>(d, da, db, scale_d);
   } else {
     if constexpr (BN == 256) ptx::wgmma_m64n256k16_f32_f16_ss<TRANS_B>(d, da, db, scale_d);
+    else if constexpr (BN == 192) ptx::wgmma_m64n192k16_f32_f16_ss<TRANS_B>(d, da, db, scale_d);
     else if constexpr (BN == 128) ptx::wgmma_m64n128k16_f32_f16_ss<TRANS_B>(d, da, db, scale_d);
     else ptx::wgmma_m64n64k16_f32_f16_ss<TRANS_B>(d, da, db, scale_d);
   }
@@ -135,6 +137,7 @@ template <typename E, int BN, int TRANS_B>
 __device__ __forceinline__ void wgmma_ss(uint32_t (&d)[BN / 4], uint64_t da, uint64_t db, int scale_d) {
   static_assert(std::is_same<E, half>::value, "fp16 accumulation takes fp16 operands only");
   if constexpr (BN == 256) ptx::wgmma_m64n256k16_f16_f16_ss<TRANS_B>(d, da, db, scale_d);
+  else if constexpr (BN == 192) ptx::wgmma_m64n192k16_f16_f16_ss<TRANS_B>(d, da, db, scale_d);
   else if constexpr (BN == 128) ptx::wgmma_m64n128k16_f16_f16_ss<TRANS_B>(d, da, db, scale_d);
   else ptx::wgmma_m64n64k16_f16_f16_ss<TRANS_B>(d, da, db, scale_d);
 }
@@ -360,23 +363,28 @@ cudaError_t launch(dim3 grid, int threads, int tile_m, int tile_n, const GemmArg
 // blocks that run at once in clusters of that size (wave2, wave4: cudaOccupancyMaxActiveClusters x size; clusters
 // stay inside a GPC, so fewer than the SMs), and each part keeps >= 4 k-blocks so its pipeline fills.
 // force_bn / force_split (GemmArgs::tile, ::split) pin one; a forced split is cut to the k-blocks there are.
+// 128 x 192 (the persistent kernel's fourth tile; the split kernel has none) is a candidate where speed192 > 0, unsplit
+// only: it fills whole waves where 128 x 256 leaves part of the last one idle (3000 x 5000: 648 tiles of 128 x 192 are
+// 4.9 rounds of 132, 480 of 128 x 256 are 3.6).
 struct Plan {
   int bn, split;
 };
 __host__ __device__ constexpr Plan choose_plan(int M, int N, int K, int sms, int force_bn = 0, int force_split = 0,
-                                               int max_split = 4, int wave2 = 0, int wave4 = 0) {
+                                               int max_split = 4, int wave2 = 0, int wave4 = 0,
+                                               double speed192 = 0.0) {
   const int tiles_m = cdiv(M, 128), kblocks = cdiv(K, BK);
   const bool skinny = M <= 128 || N <= 128;
-  const int bns[3] = {256, 128, 64};
-  const double speeds[3] = {1.0, 0.95, 0.6};
+  const int bns[4] = {256, 192, 128, 64};
+  const double speeds[4] = {1.0, speed192, 0.95, 0.6};
   Plan best{force_bn ? force_bn : 256, 1};
   double best_score = -1.0, unsplit_fill = 0.0;
   for (int split = 1; split <= max_split; split *= 2) {
     if (force_split && split != force_split) continue;
     const long wave = split == 1 ? sms : split == 2 ? (wave2 ? wave2 : sms) : (wave4 ? wave4 : sms);
     if (split > 1 && !force_split && (kblocks < 4 * split || (!skinny && unsplit_fill >= 0.5))) continue;
-    for (int i = 0; i < 3; ++i) {
+    for (int i = 0; i < 4; ++i) {
       if (force_bn && bns[i] != force_bn) continue;
+      if (bns[i] == 192 && (split > 1 || (!force_bn && (speed192 <= 0.0 || skinny)))) continue;
       const long tiles_n = cdiv(N, bns[i]), units = long(tiles_m) * tiles_n * split;
       if (split > 1 && !force_split && units > wave) continue;
       const long rounds = (units + sms - 1) / sms;

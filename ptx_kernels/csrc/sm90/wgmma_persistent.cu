@@ -28,12 +28,13 @@
 namespace {
 
 // Tiles: 128 x BN, BN from the launcher's choice (tile_bn): 256 on large outputs; narrower tiles where 128 x 256
-// tiles would leave SMs idle (skinny M, small N), so that more SMs stream B.
+// tiles would leave SMs idle (skinny M, small N), so that more SMs stream B; 192 where its tiles fill the last round
+// of the persistent grid better than 256's (hopper::choose_plan).
 // Narrower tiles take more stages in the same shared memory (each stage holds 128 x 64 A + BN x 64 B).
 template <int BN_, int STAGES_>
 struct Tile {
   static constexpr int BM = 128, BN = BN_, STAGES = STAGES_;
-  static constexpr int EPI_COLS = BN < 128 ? BN : 128;  // staging per consumer 64 x EPI_COLS
+  static constexpr int EPI_COLS = BN % 128 == 0 ? 128 : 64;  // staging per consumer 64 x EPI_COLS
   template <typename E>
   struct Storage {
     hopper::SharedStorage<E, BM, BN, STAGES> ring;
@@ -42,10 +43,14 @@ struct Tile {
   static_assert(hopper::smem_request<Storage<half>>() <= 227 * 1024, "the ring and the staging fit in 227 KB");
 };
 using Wide = Tile<256, 4>;    // 4 x 48 KB + 2 x 16 KB staging
+using Wide192 = Tile<192, 5>;  // 5 x 40 KB + 2 x 8 KB
 using Medium = Tile<128, 6>;  // 6 x 32 KB + 2 x 16 KB
 using Narrow = Tile<64, 8>;   // 8 x 24 KB + 2 x 8 KB
 
 constexpr int GROUP_M = 8;
+// 128 x 192's speed relative to 128 x 256 at equal fill, for hopper::choose_plan; 0 until the H100 sweep has timed it
+// (GemmArgs::tile 4 forces it).
+constexpr double kSpeed192 = 0.0;
 constexpr int kConsumers = 2, kThreads = (1 + kConsumers) * hopper::kWarpgroup;
 // 40 + 2 x 232 registers x 128 threads = 64,512 <= 65,536: a consumer's 128 fp32 accumulators plus addressing.
 constexpr int kProducerRegs = 40, kConsumerRegs = 232;
@@ -138,14 +143,15 @@ cudaError_t launch_tile(const GemmArgsOf<E>& p, Acc acc, cudaStream_t stream, La
 //     apart): every 128-byte box row then straddles five 32-byte sectors, not four, and the B boxes were 0.77x of
 //     cuBLAS, 0.97x with the same B 128-byte aligned (TUNE_LD_ALIGN=64, docs/ladders/hopper.md); wgmma_cluster.cu
 //     multicasts each B box to two blocks, halving those reads (0.96x).
-// GemmArgs::tile (1/2/3) and ::split (1 = never) pin the plan.
+// GemmArgs::tile (1/2/3/4: 128 x 256/128/64/192) and ::split (1 = never) pin the plan.
 template <typename E>
 cudaError_t launch_wgmma_persistent(const GemmArgsOf<E>& p, Acc acc, cudaStream_t stream, LaunchInfo* info) {
-  const hopper::Plan plan = plan_wgmma(p);
+  const hopper::Plan plan = plan_wgmma(p, kSpeed192);
   if (plan.split > 1) return launch_wgmma_splitk_plan(p, acc, stream, info, plan);
   const bool b_rows_straddle = !p.b_col_major && (p.sbk * int64_t(sizeof(E))) % 32 != 0;
   if (plan.bn == 256 && p.tile == 0 && b_rows_straddle) return launch_wgmma_cluster(p, acc, stream, info);
   if (plan.bn == 256) return launch_tile<Wide>(p, acc, stream, info);
+  if (plan.bn == 192) return launch_tile<Wide192>(p, acc, stream, info);
   if (plan.bn == 128) return launch_tile<Medium>(p, acc, stream, info);
   return launch_tile<Narrow>(p, acc, stream, info);
 }
