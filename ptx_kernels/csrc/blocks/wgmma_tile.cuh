@@ -408,11 +408,17 @@ static_assert(choose_plan(4096, 4096, 4096, 132).bn == 256 && choose_plan(4096, 
                   choose_plan(128, 4096, 4096, 132, 0, 0, 4, 132, 120).split == 2 &&
                   choose_plan(4096, 16, 4096, 132, 0, 0, 4, 132, 120).bn == 64 &&
                   choose_plan(2048, 2048, 2048, 132).split == 1 && choose_plan(8192, 8192, 64, 132).split == 1 &&
-                  choose_plan(16, 4096, 8, 132, 0, 4).split == 1 && choose_plan(16, 4096, 128, 132, 0, 4).split == 2,
+                  choose_plan(16, 4096, 8, 132, 0, 4).split == 1 && choose_plan(16, 4096, 128, 132, 0, 4).split == 2 &&
+                  choose_plan(3072, 5120, 2048, 132, 0, 0, 4, 0, 0, 0.96).bn == 192 &&
+                  choose_plan(4096, 4096, 4096, 132, 0, 0, 4, 0, 0, 0.96).bn == 256 &&
+                  choose_plan(8192, 8192, 8192, 132, 0, 0, 4, 0, 0, 0.96).bn == 256 &&
+                  choose_plan(8192, 28672, 4096, 132, 0, 0, 4, 0, 0, 0.96).bn == 256 &&
+                  choose_plan(16, 4096, 4096, 132, 0, 0, 1, 0, 0, 0.96).bn == 64,
               "worked cases: large outputs keep 128 x 256 whole; a 16-row output splits 64 tiles of 128 x 64 in two "
               "(128 blocks; 128 x 128 in four would need 128 of the 120 blocks that fit); 64 x 8192 (128 tiles of "
               "128 x 64) and 1024^3 fill the GPU unsplit; 128 x 4096 x 4096 (64 tiles) splits; 16 columns take the "
-              "narrowest tile; forced splits are cut to the k-blocks");
+              "narrowest tile; forced splits are cut to the k-blocks; 128 x 192 (speed 0.96) only where 128 x 256 "
+              "leaves a round a tenth empty (3072 x 5120: 480 tiles on 132 SMs), never on skinny outputs");
 
 inline int sm_count() {
   int dev = 0, n = 0;

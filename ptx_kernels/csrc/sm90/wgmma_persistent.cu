@@ -48,9 +48,12 @@ using Medium = Tile<128, 6>;  // 6 x 32 KB + 2 x 16 KB
 using Narrow = Tile<64, 8>;   // 8 x 24 KB + 2 x 8 KB
 
 constexpr int GROUP_M = 8;
-// 128 x 192's speed relative to 128 x 256 at equal fill, for hopper::choose_plan; 0 until the H100 sweep has timed it
-// (GemmArgs::tile 4 forces it).
-constexpr double kSpeed192 = 0.0;
+// 128 x 192's speed relative to 128 x 256 at equal fill, for hopper::choose_plan. Measured on the H100
+// (scripts/tune_wgmma.cu, docs/ladders/hopper.md): 0.97-1.0 on 3072x5120x2048, 4096^3, 8192^3 and
+// 8192x28672x4096 NN, 0.95 on the last NT; 0.96 takes it only where its rounds are >= 4% fuller (3072x5120x2048:
+// 1.037x 128 x 256). Rows not 128-byte aligned cost it 16% there against 5% for 128 x 256 (3000x5000x2000 NT), so
+// it is offered only when A's and B's rows are.
+constexpr double kSpeed192 = 0.96;
 constexpr int kConsumers = 2, kThreads = (1 + kConsumers) * hopper::kWarpgroup;
 // 40 + 2 x 232 registers x 128 threads = 64,512 <= 65,536: a consumer's 128 fp32 accumulators plus addressing.
 constexpr int kProducerRegs = 40, kConsumerRegs = 232;
@@ -134,7 +137,8 @@ cudaError_t launch_tile(const GemmArgsOf<E>& p, Acc acc, cudaStream_t stream, La
 }  // namespace
 
 // ---- HOST: choose the tile (or another kernel) -> tensor maps -> launch ----
-// hopper::choose_plan scores 128 x 256, 128 x 128 and 128 x 64 tiles by how many SMs they keep busy. Two kinds of
+// hopper::choose_plan scores 128 x 256, 128 x 128 and 128 x 64 tiles (and 128 x 192 where A's and B's rows are
+// 128-byte aligned) by how many SMs they keep busy. Two kinds of
 // problem go to another step of the ladder, as a library's heuristic would send them (last_launch()["kernel"] names
 // it):
 //   - outputs that even narrow tiles cannot spread over the SMs, with K long enough to share (skinny M or N; the
@@ -146,7 +150,9 @@ cudaError_t launch_tile(const GemmArgsOf<E>& p, Acc acc, cudaStream_t stream, La
 // GemmArgs::tile (1/2/3/4: 128 x 256/128/64/192) and ::split (1 = never) pin the plan.
 template <typename E>
 cudaError_t launch_wgmma_persistent(const GemmArgsOf<E>& p, Acc acc, cudaStream_t stream, LaunchInfo* info) {
-  const hopper::Plan plan = plan_wgmma(p, kSpeed192);
+  const int64_t row_bytes_b = (p.b_col_major ? p.sbn : p.sbk) * int64_t(sizeof(E));
+  const bool rows_128b = (p.sam * int64_t(sizeof(E))) % 128 == 0 && row_bytes_b % 128 == 0;
+  const hopper::Plan plan = plan_wgmma(p, rows_128b ? kSpeed192 : 0.0);
   if (plan.split > 1) return launch_wgmma_splitk_plan(p, acc, stream, info, plan);
   const bool b_rows_straddle = !p.b_col_major && (p.sbk * int64_t(sizeof(E))) % 32 != 0;
   if (plan.bn == 256 && p.tile == 0 && b_rows_straddle) return launch_wgmma_cluster(p, acc, stream, info);
