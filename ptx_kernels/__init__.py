@@ -183,7 +183,8 @@ def _sparse_variant(variant: str, acc: str, device: torch.device) -> Variant:
 
 
 def sparse_hgemm(values: torch.Tensor, meta: torch.Tensor, b: torch.Tensor, *, variant: str = "auto",
-                 acc: str = "fp32", out: torch.Tensor | None = None, check_meta: bool = True) -> torch.Tensor:
+                 acc: str = "fp32", out: torch.Tensor | None = None, check_meta: bool = True,
+                 tile: int = 0) -> torch.Tensor:
     """C = A @ B in fp16 with A 2:4 sparse along K, given compressed: `values, meta = ptx_kernels.sparse.compress(
     ptx_kernels.sparse.prune_2to4(a))` (M x K dense -> (M, Kp/2) values and (Kp/32, ceil(M/16), 16) metadata, Kp =
     K rounded up to 32). K is B's first dimension.
@@ -192,6 +193,8 @@ def sparse_hgemm(values: torch.Tensor, meta: torch.Tensor, b: torch.Tensor, *, v
     acc: "fp32" or "fp16" accumulation. out: preallocated fp16 (M, N). check_meta: reject metadata whose 4-bit
     chunks are not two ascending indices (a few small kernels per call; `SparseA` checks once).
     B: row- or column-major read in place, other strides copied (`last_launch()["copies"]`). Not differentiable.
+    tile: 0 lets the kernel choose; wgmma_sp: 1 / 2 pin the tile order's bands of 8 / 16 tile rows (for timing the
+    choice; mma_sp has one order and ignores it).
     """
     from hgemm_common.validation import finish_empty, validate
 
@@ -206,6 +209,8 @@ def sparse_hgemm(values: torch.Tensor, meta: torch.Tensor, b: torch.Tensor, *, v
     m, k = values.shape[0], b.shape[0]
     # the dense A's facts (dtype, device, M x K) without its memory: torch.mm's checks and words for B and out
     proxy = values.new_zeros(()).expand(m, k) if values.dtype == torch.float16 else values
+    if tile not in (0, 1, 2):
+        raise ValueError(f"sparse_hgemm: tile must be 0 (the kernel's choice), 1 or 2, got {tile!r}")
     S.check_compressed(values, meta, m, k)
     p = validate(proxy, b, out, allow_cpu=False)
     v = _sparse_variant(variant, acc, values.device)
@@ -232,7 +237,7 @@ def sparse_hgemm(values: torch.Tensor, meta: torch.Tensor, b: torch.Tensor, *, v
     if not is_row_major(c):
         c = torch.empty((p.m, p.n), dtype=p.out.dtype, device=values.device)
         copies.append("C through a row-major temporary")
-    report = ext.sparse_launch(v.name, values, meta, b, c, p.k, b_col, acc == "fp16")
+    report = ext.sparse_launch(v.name, values, meta, b, c, p.k, b_col, acc == "fp16", tile)
     if c is not p.out:
         p.out.copy_(c)
     _record_launch(v.name, acc, report, b_col, copies)

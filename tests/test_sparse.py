@@ -102,6 +102,14 @@ def test_metadata_that_does_not_match_is_a_clear_error():
         S.check_compressed(values, meta.long(), 20, 40)
 
 
+def test_sparse_hgemm_rejects_a_tile_it_does_not_have():
+    import ptx_kernels
+
+    values, meta = S.compress(S.prune_2to4(_ints(20, 40)))
+    with pytest.raises(ValueError, match=r"sparse_hgemm: tile must be 0 \(the kernel's choice\), 1 or 2, got 3"):
+        ptx_kernels.sparse_hgemm(values, meta, torch.zeros(40, 8, dtype=torch.float16), tile=3)
+
+
 # ---- the model against the ISA (9.7.14.6.2.2, Figures 120-122; 9.7.15.6.2.1, Figure 176) --------------------
 
 def test_mma_sp_a_matches_isa_formula():

@@ -28,7 +28,12 @@
 
 namespace {
 
-constexpr int BM = 128, BN = 256, STAGES = 5, GROUP_M = 8, EPI_COLS = 64;
+constexpr int BM = 128, BN = 256, STAGES = 5, EPI_COLS = 64;
+// Bands of tile rows (tile::grouped_tile): the blocks resident at once cover group_m tile rows x 132 / group_m tile
+// columns, and each band streams all of B from DRAM. With A compressed, B is the larger operand: at 8192^3 bands of
+// 8 read 1.5 GB from DRAM for 328 MB of data (docs/hardening/h100-8d185a4); bands of 16 halve B's share.
+// GemmArgs::tile 1 / 2 pin bands of 8 / 16; 0 takes kGroupM.
+constexpr int kGroupM = 16;
 using hopper_sp::BKC;
 using hopper_sp::KSTEPS;
 constexpr int E_WORDS = KSTEPS * BM;  // metadata words per stage: (k32 step, 16-row block, 16 words)
@@ -72,7 +77,7 @@ template <Acc ACC, bool B_COL, bool TMA_STORE>
 __global__ void __launch_bounds__(kThreads, 1)
     wgmma_sp_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_constant__ CUtensorMap tma_e,
                     const __grid_constant__ CUtensorMap tma_b, const __grid_constant__ CUtensorMap tma_c,
-                    half* __restrict__ C, int64_t ldc, int M, int N, int K, bool pairs) {
+                    half* __restrict__ C, int64_t ldc, int M, int N, int K, bool pairs, int group_m) {
   extern __shared__ __align__(1024) uint8_t smem_raw[];
   Storage& ss = hopper::aligned_storage<Storage>(smem_raw);
   const int wg = threadIdx.x / hopper::kWarpgroup, tid = threadIdx.x % hopper::kWarpgroup;
@@ -97,7 +102,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       uint32_t phase = 0;
       for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
         int tm, tn;
-        hopper::tile_coords<GROUP_M>(t, tiles_m, tiles_n, tm, tn);
+        tile::grouped_tile(t, tiles_m, tiles_n, group_m, tm, tn);
         for (int kb = 0; kb < kblocks; ++kb) {
           ptx::mbarrier_wait_parity(ptx::smem_u32(&ss.empty[s]), phase ^ 1);  // a fresh barrier passes parity 1
           load_stage<B_COL>(ss, s, &tma_a, &tma_e, &tma_b, tm * BM, tn * BN, kb, a_rows);
@@ -116,7 +121,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     uint32_t phase = 0;
     for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
       int tm, tn;
-      hopper::tile_coords<GROUP_M>(t, tiles_m, tiles_n, tm, tn);
+      tile::grouped_tile(t, tiles_m, tiles_n, group_m, tm, tn);
       const bool rows_ok = (tm * BM + slab) / 16 + warp < mblocks;  // this warp's row block has metadata
       int prev = -1;
       for (int kb = 0; kb < kblocks; ++kb) {
@@ -186,7 +191,9 @@ cudaError_t launch_kernel(const GemmArgs& p, const SparseOperands& ops, cudaStre
   if (err != cudaSuccess) return err;
   const dim3 grid(std::min(hopper::cdiv(p.M, BM) * hopper::cdiv(p.N, BN), hopper::sm_count()));
   if (info) *info = LaunchInfo{grid.x, grid.y, unsigned(kThreads), smem, info->smem_limit, BM, BN, 0};
-  kernel<<<grid, kThreads, smem, stream>>>(ops.a, ops.e, ops.b, ops.c, p.C, p.ldc, p.M, p.N, p.K, ops.pairs);
+  const int group_m = p.tile == 1 ? 8 : p.tile == 2 ? 16 : kGroupM;
+  kernel<<<grid, kThreads, smem, stream>>>(ops.a, ops.e, ops.b, ops.c, p.C, p.ldc, p.M, p.N, p.K, ops.pairs,
+                                           group_m);
   return cudaGetLastError();
 }
 
