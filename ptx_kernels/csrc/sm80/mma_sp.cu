@@ -12,8 +12,12 @@
 //
 // Tiles: 128 x 256 x 64 (dense K per stage), 2 x 4 warps of 64 x 64 (4 x 8 m16n8 accumulators), 4 stages. The
 // dense ladder's fp32 tile, with one more stage: a stage is smaller (A is half as wide) and a sparse k-step
-// finishes twice the work of a dense one, so more copies must be in flight. One fragment buffer: A (16), B (32)
-// and metadata (4) registers beside 128 fp32 accumulators leave no room for a second.
+// finishes twice the work of a dense one, so more copies must be in flight.
+// Fragments are loaded one step ahead of the MMAs that read them, at a finer grain than the dense ladder's two full
+// buffers (which, at A 16 + B 32 + metadata 4 registers a buffer beside 128 fp32 accumulators, do not fit): B one
+// pair of n8 tiles ahead (2 x 8 registers), A and the metadata one k32 step ahead (2 x 20), 240 registers, no spills.
+// With the whole step's fragments loaded after its MMAs (one buffer), Nsight Compute saw the tensor pipe at 32% and
+// shared memory at 30% at 8192^3: the warps waited on their own ldmatrix (docs/hardening/h100-8d185a4).
 // K: the values and metadata are padded to Kp = K rounded up to 32 by compress; k32 steps at or past Kp are skipped
 // (their zero-filled metadata would be an invalid index pair). Rows past M read zeros and are not stored.
 #include "blocks/common.cuh"
@@ -119,48 +123,73 @@ __global__ void __launch_bounds__(THREADS, 1) kernel(GemmArgs p) {
   const int e_lane = 2 * (lane / 4) + lane % 2;  // the metadata word this lane passes (ptx_kernels/sparse.py)
   tile::MmaAcc<ACC> c[MI][NI];
 
-  // PROLOGUE: AHEAD tiles in flight; wait for tile 0.
+  // Fragment buffers, loaded one step ahead of the MMAs that read them: A and metadata per k32 step (this step's and
+  // the next's), B per pair of n8 tiles (this pair's and the next's: (buffer, k16 half, tile of the pair, register)).
+  constexpr int NP = NI / 2;  // pairs of n8 tiles a warp covers
+  uint32_t a[2][MI][4], e[2][MI], b[2][2][2][2];
+  auto load_ae = [&](uint32_t (&af)[MI][4], uint32_t (&ef)[MI], const half* tA, const uint32_t* tE, int ks) {
+#pragma unroll
+    for (int i = 0; i < MI; ++i) {
+      tile::ldsm_a<LA>(af[i], tA, wm * MI * 16 + i * 16, ks * 16, BKC);
+      ef[i] = tE[(ks * (BM / 16) + wm * MI + i) * 16 + e_lane];
+    }
+  };
+  auto load_b = [&](uint32_t (&bf)[2][2][2], const half* tB, int ks, int q) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+      tile::ldsm_b2<B_COL, LB<B_COL>>(bf[h][0], bf[h][1], tB, ks * 32 + 16 * h, wn * NI * 8 + q * 16, S::LDB);
+  };
+
+  // PROLOGUE: AHEAD tiles in flight; wait for tile 0 and load its first step's A, metadata and first B pair.
 #pragma unroll
   for (int s = 0; s < AHEAD; ++s) loads.copy_stage(p, s);
   sync.wait_filled(0);
+  load_ae(a[0], e[0], sA, sE, 0);
+  load_b(b[0], sB, 0, 0);
 
-  // MAIN LOOP: per k32 step, the fragments of the step, then MI x NI mma.sp; the refill of the stage read last tile
-  // is issued at the first step (the block barrier at the end of that tile ended its reads).
+  // MAIN LOOP: a k32 step runs its MMAs pair of n8 tiles by pair; before each pair's MMAs the next pair's B
+  // fragments are loaded, and before the last pair's the next step's A, metadata and first B pair (across the tile
+  // boundary too: the wait for tile kt + 1, a block barrier, sits before the last step's last pair). The refill of
+  // the stage read last tile is issued at the first step (that barrier ended its reads).
   for (int kt = 0; kt < kt_count; ++kt) {
-    const int stage = kt % STAGES;
+    const int stage = kt % STAGES, next = (kt + 1) % STAGES;
     const half* tA = sA + stage * S::A_STAGE;
     const half* tB = sB + stage * S::B_STAGE;
     const uint32_t* tE = sE + stage * E_WORDS;
 #pragma unroll
     for (int ks = 0; ks < KSTEPS; ++ks) {
-      uint32_t a[MI][4], b[2][NI][2], e[MI];  // (fragment, register); B: (k16 half, n8 tile, register)
-#pragma unroll
-      for (int i = 0; i < MI; ++i) {
-        tile::ldsm_a<LA>(a[i], tA, wm * MI * 16 + i * 16, ks * 16, BKC);
-        e[i] = tE[(ks * (BM / 16) + wm * MI + i) * 16 + e_lane];
-      }
-#pragma unroll
-      for (int h = 0; h < 2; ++h)
-#pragma unroll
-        for (int j = 0; j < NI; j += 2)
-          tile::ldsm_b2<B_COL, LB<B_COL>>(b[h][j], b[h][j + 1], tB, ks * 32 + 16 * h, wn * NI * 8 + j * 8, S::LDB);
+      const int cur = ks % 2;  // KSTEPS is even: step ks of every tile uses A / metadata buffer ks % 2
       if (ks == 0) {
         sync.wait_consumed(kt + AHEAD);
         loads.copy_stage(p, kt + AHEAD);
         sync.filled(kt + AHEAD);
       }
-      if (kt * BK + ks * 32 < kp) {  // uniform: false only for the last tile's k32 steps past Kp
+      const bool run = kt * BK + ks * 32 < kp;  // uniform: false only for the last tile's k32 steps past Kp
 #pragma unroll
-        for (int i = 0; i < MI; ++i)
+      for (int q = 0; q < NP; ++q) {
+        if (q + 1 < NP) {
+          load_b(b[(q + 1) % 2], tB, ks, q + 1);
+        } else if (ks + 1 < KSTEPS) {
+          load_ae(a[cur ^ 1], e[cur ^ 1], tA, tE, ks + 1);
+          load_b(b[0], tB, ks + 1, 0);
+        } else {
+          sync.wait_filled(kt + 1);  // (a block barrier: every warp is also done reading tile kt)
+          load_ae(a[cur ^ 1], e[cur ^ 1], sA + next * S::A_STAGE, sE + next * E_WORDS, 0);
+          load_b(b[0], sB + next * S::B_STAGE, 0, 0);
+        }
+        if (run) {
 #pragma unroll
-          for (int j = 0; j < NI; ++j) {
-            const uint32_t bj[4] = {b[0][j][0], b[0][j][1], b[1][j][0], b[1][j][1]};
-            mma_sp(c[i][j], a[i], bj, e[i]);
-          }
+          for (int i = 0; i < MI; ++i)
+#pragma unroll
+            for (int jj = 0; jj < 2; ++jj) {
+              const uint32_t (&bq)[2][2][2] = b[q % 2];
+              const uint32_t bj[4] = {bq[0][jj][0], bq[0][jj][1], bq[1][jj][0], bq[1][jj][1]};
+              mma_sp(c[i][2 * q + jj], a[cur][i], bj, e[cur][i]);
+            }
+        }
       }
     }
     sync.consumed(kt);
-    sync.wait_filled(kt + 1);
   }
 
   // EPILOGUE: accumulators straight to C, masked to M x N.
