@@ -17,6 +17,14 @@ def frame_key(ceiling: str, acc: str) -> str:
     return f"{ceiling.replace('.', '_')}_{acc}acc_tflops"
 
 
+def ceiling_tflops(timer, ext, sink, name: str, acc: str, blocks_per_sm: int = 0, reps: int = 10) -> float:
+    """TFLOPS of instruction-ceiling loop `name` (lab/*_ceiling.cu) on blocks_per_sm blocks per SM (0: its own)."""
+    iters = ITERS.get(name, 4096)
+    flops = ext.hgemm_ceiling(name, sink, iters, acc == "fp16", blocks_per_sm)
+    ms = statistics.median(timer.time(lambda: ext.hgemm_ceiling(name, sink, iters, acc == "fp16", blocks_per_sm), reps))
+    return flops / (ms * 1e-3) / 1e12
+
+
 def instruction_ceilings(timer, reps: int = 10) -> dict[str, dict[str, float]]:
     """TFLOPS of each instruction-ceiling loop the extension holds (lab/*_ceiling.cu), per accumulation."""
     import ptx_kernels
@@ -25,11 +33,8 @@ def instruction_ceilings(timer, reps: int = 10) -> dict[str, dict[str, float]]:
     sink = torch.empty(32 * 2**20 // 4, dtype=torch.float32, device="cuda")  # plenty for any ceiling's blocks
     out: dict[str, dict[str, float]] = {}
     for name in ext.hgemm_ceilings():
-        iters = ITERS.get(name, 4096)
         for acc in ("fp32", "fp16"):
-            flops = ext.hgemm_ceiling(name, sink, iters, acc == "fp16")
-            ms = statistics.median(timer.time(lambda: ext.hgemm_ceiling(name, sink, iters, acc == "fp16"), reps))
-            out.setdefault(name, {})[acc] = flops / (ms * 1e-3) / 1e12
+            out.setdefault(name, {})[acc] = ceiling_tflops(timer, ext, sink, name, acc, 0, reps)
     return out
 
 

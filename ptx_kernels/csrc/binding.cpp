@@ -150,11 +150,16 @@ std::vector<std::string> hgemm_ceilings() {
 
 // One launch of ceiling `name` on `blocks_per_sm` x SMs blocks; returns the FLOPs it performs so Python can turn a
 // time into TFLOPS.
-double hgemm_ceiling(const std::string& name, const torch::Tensor& sink, int64_t iters, bool acc_fp16) {
+// blocks_per_sm: 0 takes the ceiling's own (as many warps as saturate the pipe); fewer ask what the pipe gives at a
+// GEMM kernel's occupancy (scripts/ceiling_occupancy.py).
+double hgemm_ceiling(const std::string& name, const torch::Tensor& sink, int64_t iters, bool acc_fp16,
+                     int64_t blocks_per_sm) {
   const auto it = hgemm::ceilings().find(name);
   TORCH_CHECK(it != hgemm::ceilings().end(), "hgemm_ceiling: no ceiling named '", name, "' in this build");
   const hgemm::Ceiling& c = it->second;
-  const int64_t blocks = int64_t(c.blocks_per_sm) * at::cuda::getDeviceProperties(sink.device().index())->multiProcessorCount;
+  TORCH_CHECK(blocks_per_sm >= 0 && blocks_per_sm <= 64, "hgemm_ceiling: blocks_per_sm must be 0 (the ceiling's own) to 64");
+  const int64_t per_sm = blocks_per_sm ? blocks_per_sm : int64_t(c.blocks_per_sm);
+  const int64_t blocks = per_sm * at::cuda::getDeviceProperties(sink.device().index())->multiProcessorCount;
   TORCH_CHECK(sink.is_cuda() && sink.scalar_type() == torch::kFloat && sink.numel() >= blocks * c.sink_per_block,
               "hgemm_ceiling: sink must be a CUDA float tensor of at least ", blocks * c.sink_per_block, " elements");
   const c10::cuda::CUDAGuard guard(sink.device());
