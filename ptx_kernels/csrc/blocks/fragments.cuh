@@ -132,6 +132,19 @@ __device__ __forceinline__ void ldsm_b2(uint32_t (&b0)[2], uint32_t (&b1)[2], co
                            ptx::smem_u32(sB + ldsm_off<L>(k0, 8 * (q % 2) + r, q / 2, n0 / 8, ldb)));
 }
 
+// The B fragment of one n8 tile over 32 k (mma.sp m16n8k32: registers k 0-7, 8-15, 16-23, 24-31, i.e. two k16
+// fragments back to back) with one ldmatrix.x4: matrix q = l / 8 covers k chunk q, so the four registers land in
+// the order the instruction takes them (no moves). The tile sB is (n, k) when B_COL, else (k, n); layout L;
+// k0 a multiple of 32, n0 of 8.
+template <bool B_COL, class L = Plain, typename E>
+__device__ __forceinline__ void ldsm_b_k32(uint32_t (&b)[4], const E* sB, int k0, int n0, int ldb) {
+  const int l = threadIdx.x % 32, q = l / 8, r = l % 8;
+  if (B_COL)  // row n0 + r, column k0 + 8 q
+    ptx::ldmatrix_x4(b[0], b[1], b[2], b[3], ptx::smem_u32(sB + ldsm_off<L>(n0, r, q, k0 / 8, ldb)));
+  else  // row k0 + 8 q + r, column n0
+    ptx::ldmatrix_x4_trans(b[0], b[1], b[2], b[3], ptx::smem_u32(sB + ldsm_off<L>(k0, 8 * q + r, 0, n0 / 8, ldb)));
+}
+
 // Accumulator of one m16n8 tile for operands of element type E: fp32 = 4 floats (fp16 or bf16 operands), fp16 = 2
 // registers of two halves (fp16 operands only: mma.sync has no bf16 accumulator, so MmaAcc<Acc::F16, bf16> does not
 // exist). pair(i): row half i's two columns rounded to E (blocks/element.cuh).

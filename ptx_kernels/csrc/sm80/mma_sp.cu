@@ -4,8 +4,10 @@
 // edges, XOR-swizzled shared memory, ldmatrix fragments, one block barrier per tile, grouped block order.
 //
 // Adds over the dense ladder: a k32 step reads a 16 x 16 compressed A fragment (one ldmatrix.x4, the dense k16
-// layout over the compressed tile), a 32 x 8 B fragment (two k16 fragments: two ldmatrix.x4 per pair of n8 tiles)
-// and one 32-bit metadata word per lane from a third per-stage buffer, copied with cp.async beside A and B. The
+// layout over the compressed tile), a 32 x 8 B fragment (two k16 fragments, loaded in the instruction's register
+// order by one ldmatrix.x4 over the tile's four k chunks, tile::ldsm_b_k32: an ldmatrix per k16 pair of tiles put
+// them in another order and cost ~3 register moves per mma.sp) and one 32-bit metadata word per lane from a third
+// per-stage buffer, copied with cp.async beside A and B. The
 // metadata arrives in global memory already in the lanes' order (ptx_kernels/sparse.py), so a lane's word is one
 // 4-byte shared load: lanes 4g and 4g + 1 read words 2g and 2g + 1 of the fragment's 16 (selector 0; lanes 4g + 2
 // and 4g + 3 read the same two, which the instruction ignores).
@@ -15,7 +17,7 @@
 // finishes twice the work of a dense one, so more copies must be in flight.
 // Fragments are loaded one step ahead of the MMAs that read them, at a finer grain than the dense ladder's two full
 // buffers (which, at A 16 + B 32 + metadata 4 registers a buffer beside 128 fp32 accumulators, do not fit): B one
-// pair of n8 tiles ahead (2 x 8 registers), A and the metadata one k32 step ahead (2 x 20), 240 registers, no spills.
+// pair of n8 tiles ahead (2 x 8 registers), A and the metadata one k32 step ahead (2 x 20), 238 registers, no spills.
 // With the whole step's fragments loaded after its MMAs (one buffer), Nsight Compute saw the tensor pipe at 32% and
 // shared memory at 30% at 8192^3: the warps waited on their own ldmatrix (docs/hardening/h100-8d185a4).
 // K: the values and metadata are padded to Kp = K rounded up to 32 by compress; k32 steps at or past Kp are skipped
@@ -124,9 +126,9 @@ __global__ void __launch_bounds__(THREADS, 1) kernel(GemmArgs p) {
   tile::MmaAcc<ACC> c[MI][NI];
 
   // Fragment buffers, loaded one step ahead of the MMAs that read them: A and metadata per k32 step (this step's and
-  // the next's), B per pair of n8 tiles (this pair's and the next's: (buffer, k16 half, tile of the pair, register)).
+  // the next's), B per pair of n8 tiles (this pair's and the next's: (buffer, tile of the pair, register)).
   constexpr int NP = NI / 2;  // pairs of n8 tiles a warp covers
-  uint32_t a[2][MI][4], e[2][MI], b[2][2][2][2];
+  uint32_t a[2][MI][4], e[2][MI], b[2][2][4];
   auto load_ae = [&](uint32_t (&af)[MI][4], uint32_t (&ef)[MI], const half* tA, const uint32_t* tE, int ks) {
 #pragma unroll
     for (int i = 0; i < MI; ++i) {
@@ -134,10 +136,10 @@ __global__ void __launch_bounds__(THREADS, 1) kernel(GemmArgs p) {
       ef[i] = tE[(ks * (BM / 16) + wm * MI + i) * 16 + e_lane];
     }
   };
-  auto load_b = [&](uint32_t (&bf)[2][2][2], const half* tB, int ks, int q) {
+  auto load_b = [&](uint32_t (&bf)[2][4], const half* tB, int ks, int q) {
 #pragma unroll
-    for (int h = 0; h < 2; ++h)
-      tile::ldsm_b2<B_COL, LB<B_COL>>(bf[h][0], bf[h][1], tB, ks * 32 + 16 * h, wn * NI * 8 + q * 16, S::LDB);
+    for (int jj = 0; jj < 2; ++jj)
+      tile::ldsm_b_k32<B_COL, LB<B_COL>>(bf[jj], tB, ks * 32, wn * NI * 8 + (2 * q + jj) * 8, S::LDB);
   };
 
   // PROLOGUE: AHEAD tiles in flight; wait for tile 0 and load its first step's A, metadata and first B pair.
@@ -181,11 +183,7 @@ __global__ void __launch_bounds__(THREADS, 1) kernel(GemmArgs p) {
 #pragma unroll
           for (int i = 0; i < MI; ++i)
 #pragma unroll
-            for (int jj = 0; jj < 2; ++jj) {
-              const uint32_t (&bq)[2][2][2] = b[q % 2];
-              const uint32_t bj[4] = {bq[0][jj][0], bq[0][jj][1], bq[1][jj][0], bq[1][jj][1]};
-              mma_sp(c[i][2 * q + jj], a[cur][i], bj, e[cur][i]);
-            }
+            for (int jj = 0; jj < 2; ++jj) mma_sp(c[i][2 * q + jj], a[cur][i], b[q % 2][jj], e[cur][i]);
         }
       }
     }
