@@ -8,6 +8,7 @@
 #   bash scripts/gpu_pass.sh wall OUTDIR     # per-call wall time (operators too), the PTX call's host pieces, and
 #                                             # where the host time goes (cProfile) for the small shapes
 #   bash scripts/gpu_pass.sh hopper OUTDIR    # the Hopper ladder vs cuBLAS (scripts/tune_wgmma.cu; SHAPES=MxNxK,...)
+#   bash scripts/gpu_pass.sh sparse OUTDIR    # the 2:4 sparse kernels: GPU tests, the ceilings by occupancy, the bench
 #   bash scripts/gpu_pass.sh tune OUTDIR [NT] # the tile sweeps against cuBLAS (scripts/tune_*.cu), fp32 and fp16,
 #                                             # NN (or NT: B column-major)
 # Set HGEMM_GIT_COMMIT to the commit being run when the tree is a copy without .git.
@@ -60,5 +61,12 @@ case "$PART" in
     /tmp/tune_wgmma check 2>&1 | tee "$OUTDIR/tune_wgmma_check.log" | tail -12
     /tmp/tune_wgmma bench ${SHAPES:-} 2>&1 | tee "$OUTDIR/tune_wgmma_bench.log"
     ;;
-  *) echo "unknown part $PART (tests, report, lab, sanitize, wall, tune or hopper)"; exit 2 ;;
+  sparse)
+    python -c "import ptx_kernels; ptx_kernels.load()" 2>&1 | tail -3
+    timeout 300 python -m pytest -q -p no:cacheprovider tests/test_sparse_gpu.py 2>&1 | tee "$OUTDIR/pytest_sparse.log" | tail -2
+    python scripts/ceiling_occupancy.py 2>&1 | tee "$OUTDIR/occupancy.log"
+    python -m compare bench --kind sparse --shapes ${SHAPES:-4096x4096x4096,8192x8192x8192,8192x28672x4096} \
+      --rounds 3 --out "$OUTDIR/sparse" 2>&1 | tee "$OUTDIR/sparse.log" | tail -14
+    ;;
+  *) echo "unknown part $PART (tests, report, lab, sanitize, wall, tune, hopper or sparse)"; exit 2 ;;
 esac
