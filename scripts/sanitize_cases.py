@@ -1,4 +1,5 @@
-"""The workload scripts/sanitize.sh runs under compute-sanitizer: every hand-written variant, both accumulations
+"""The workload scripts/sanitize.sh runs under compute-sanitizer: every hand-written variant (the 2:4 sparse ones on
+pruned inputs too), both accumulations
 (fp16 on both of its tiles where it has two), B row- and column-major (A column-major goes through the wrapper's
 copy), at small odd shapes that leave partial tiles in M, N and K; then the Triton kernels with pinned small
 configurations (autotuning under the sanitizer would only time instrumented code). Each result is also checked
@@ -10,6 +11,7 @@ import torch
 
 import ptx_kernels
 import triton_kernels
+from ptx_kernels import sparse
 from compare.reference import make_inputs, reference
 
 SHAPES = [(7, 9, 15), (33, 17, 100), (129, 257, 72)]
@@ -29,6 +31,19 @@ def main(pattern: str = "*") -> int:
                     c = ptx_kernels.hgemm(a, b, variant=v.name, acc=acc, tile=tile)
                     if not torch.equal(c, reference(a, b).half()):
                         bad.append(f"{v.name} {acc} {tile} {layout} {m}x{n}x{k}")
+    sparse_variants = [v for v in ptx_kernels.variants("sparse") if fnmatch.fnmatch(v.name, pattern)
+                       and torch.cuda.get_device_capability() >= (v.min_arch // 10, v.min_arch % 10)]
+    for v in sparse_variants:  # 2:4 sparse A (pruned integers), B row- and column-major
+        for acc in v.accs:
+            for layout in ("NN", "NT"):
+                for i, (m, n, k) in enumerate(SHAPES):
+                    a, b = make_inputs(m, n, k, layout, device="cuda", seed=20 + i)
+                    a = sparse.prune_2to4(a)
+                    values, meta = sparse.compress(a)
+                    c = ptx_kernels.sparse_hgemm(values, meta, b, variant=v.name, acc=acc)
+                    if not torch.equal(c, reference(a, b).half()):
+                        bad.append(f"{v.name} {acc} {layout} {m}x{n}x{k}")
+    variants = variants + sparse_variants
     small = triton_kernels.Config(32, 32, 32, group_m=4, num_warps=4, num_stages=2)
     tritons = (("blocked", SHAPES), ("tma", [(40, 72, 48), (136, 264, 88)]))
     tritons = tritons if fnmatch.fnmatch("triton", pattern) else ()

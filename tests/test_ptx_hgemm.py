@@ -120,8 +120,8 @@ def test_split_k_exact_and_deterministic(v, acc, split, layout):
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)
-@pytest.mark.parametrize("acc", ("fp32", "fp16"))
-def test_persistent_128x192_plan_exact(acc, layout):
+@pytest.mark.parametrize("dtype,acc", (("fp16", "fp32"), ("fp16", "fp16"), ("bf16", "fp32")))
+def test_persistent_128x192_plan_exact(dtype, acc, layout):
     """wgmma_persistent's 128x192 tile, taken where its rounds are fuller than 128x256's and the operands' rows are
     128-byte aligned (3072x5120x2048: 648 tiles against 480 on 132 SMs), is exact; 3000x5000x2000 (4,000-byte rows)
     stays on 128x256 (or the cluster kernel)."""
@@ -129,11 +129,11 @@ def test_persistent_128x192_plan_exact(acc, layout):
         pytest.skip("wgmma_persistent needs sm_90")
     for i, (m, n, k) in enumerate([(3072, 5120, 2048), (3000, 5000, 2000)]):
         kk = k if acc == "fp32" else 192  # fp16 accumulation is exact while partial sums stay small
-        a, b = make_inputs(m, n, kk, layout, device="cuda", seed=i)
-        c = run(BY_NAME["wgmma_persistent"], acc, a, b)
+        a, b = make_inputs(m, n, kk, layout, device="cuda", seed=i, dtype=dtype)
+        c = run(BY_NAME["wgmma_persistent"], acc, a, b, out=poisoned_out(m, n, "cuda", dtype))
         launch = ptx_kernels.last_launch()
         verdict = compare(c, reference(a, b))
-        assert verdict.ok, f"{acc} {layout} {m}x{n}x{kk}: {verdict.detail}"
+        assert verdict.ok, f"{dtype} {acc} {layout} {m}x{n}x{kk}: {verdict.detail}"
         aligned = a.stride(0) % 64 == 0 and max(b.stride()) % 64 == 0
         if kk == 2048 and layout in ("NN", "NT") and aligned:
             assert launch["tile"] == (128, 192), launch
