@@ -193,8 +193,8 @@ def sparse_hgemm(values: torch.Tensor, meta: torch.Tensor, b: torch.Tensor, *, v
     acc: "fp32" or "fp16" accumulation. out: preallocated fp16 (M, N). check_meta: reject metadata whose 4-bit
     chunks are not two ascending indices (a few small kernels per call; `SparseA` checks once).
     B: row- or column-major read in place, other strides copied (`last_launch()["copies"]`). Not differentiable.
-    tile: 0 lets the kernel choose; wgmma_sp: 1 / 2 pin the tile order's bands of 8 / 16 tile rows (for timing the
-    choice; mma_sp has one order and ignores it).
+    tile: 0 lets the kernel choose; wgmma_sp: 1 / 2 pin the tile order's bands of 8 / 16 tile rows; mma_sp with
+    acc="fp16": 1 / 2 pin its 256x256 / 128x256 tile (fp32 accumulation has one tile and ignores it).
     """
     from hgemm_common.validation import finish_empty, validate
 

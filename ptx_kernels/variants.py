@@ -176,10 +176,12 @@ HOPPER: tuple[Variant, ...] = (
 # dense work (2 M N K) the instruction does. extra["dense_peer"]: the dense kernel of the same ladder the harness
 # times beside it on the pruned A (`python -m compare bench --kind sparse`).
 SPARSE: tuple[Variant, ...] = (
-    Variant("mma_sp", "ptx", "sparse", "sm80/mma_sp.cu", "128x256x64 (dense K), 4 stages, 8 warps x 64x64",
+    Variant("mma_sp", "ptx", "sparse", "sm80/mma_sp.cu",
+            "128x256x64 (dense K), 4 stages, 8 warps x 64x64 (fp16 acc: 256x256x64, 8 warps x 64x128)",
             "2:4 sparse A: mma.sp.m16n8k32 on the compressed values and metadata words in the lanes' order, on the "
             "mma ladder's cp.async + swizzle + ldmatrix pipeline", isa="mma.sp", kind="sparse", ceiling="mma.sp",
-            block=(128, 256, 64), stages=4, alignment="rows16", promises=_each("HMMA", "LDSM", "LDGSTS"),
+            block=(128, 256, 64), stages=4, block_fp16=(256, 256, 64), stages_fp16=4, alignment="rows16",
+            promises=_each("HMMA", "LDSM", "LDGSTS"),
             forbids=_each("STSM", *_LOCAL), static_smem=lambda acc, b_col: 0,
             extra={"sass_forms": ("HMMA.SP.16832.F32", "HMMA.SP.16832.F16"), "dense_peer": "mma_stmatrix"}),
     Variant("wgmma_sp", "ptx", "sparse", "sm90/wgmma_sp.cu",

@@ -103,7 +103,7 @@ def test_record_facts_agree(variant):
 
 
 def pipelined_hmma(variant: str) -> int:
-    """HMMA.16816 a pipelined kernel's SASS should hold: the main loop unrolled over a tile's k16-steps (and, where
+    """HMMA.16816 (HMMA.SP.16832 for mma_sp) a pipelined kernel's SASS should hold: the main loop unrolled over a tile's k16-steps (and, where
     the record says `extra["unrolled_stages"]` (wmma_multistage), the fp32 tile's loop over the ring's stages too;
     its fp16 tile's loop is rolled), emitted once per instantiation; each k16-step of a warp is
     (warp tile) / (16 x 8) MMAs (a 16x16x16 WMMA is two), for 8 warps; two B layouts per accumulation."""
@@ -112,9 +112,10 @@ def pipelined_hmma(variant: str) -> int:
     # fp32 tile for fp32 and for fp16 accumulation, the large tile for fp16; bf16: the fp32 tile once more
     runs = [(v.block, v.stages, False), (v.block, v.stages, False), (v.block_fp16, v.stages_fp16, True)]
     runs += [(v.block, v.stages, False)] * ("bf16" in v.dtypes)
+    kstep = 32 if v.kind == "sparse" else 16  # mma.sp m16n8k32 does a dense k32 step
     for (bm, bn, bk), stages, large in runs:
         copies = stages if v.extra.get("unrolled_stages") and not large else 1
-        total += 2 * copies * (bk // 16) * (bm * bn) // (8 * 16 * 8)
+        total += 2 * copies * (bk // kstep) * (bm * bn) // (8 * 16 * 8)
     return total
 
 

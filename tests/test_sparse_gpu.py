@@ -53,6 +53,28 @@ def test_exact_odd_shapes(v, acc, b_layout):
         assert verdict.ok, f"{v.name} {acc} B={b_layout} {m}x{n}x{k}: {verdict.detail}"
 
 
+@pytest.mark.parametrize("b_layout", ["N", "T"])
+@pytest.mark.parametrize("tile", [1, 2])
+def test_mma_sp_fp16_tiles_pinned_exact(tile, b_layout):
+    """mma_sp with fp16 accumulation has two tiles (256x256 and the fp32 one, 128x256); tile= pins each, on shapes
+    around the large one (the automatic choice takes it only where it fills the GPU). K <= 227 keeps fp16 partial sums
+    exact."""
+    v = next(v for v in ptx_kernels.variants("sparse") if v.name == "mma_sp")
+    _skip_unless_offered(v)
+    if tile == 1 and torch.cuda.get_device_capability() < (9, 0):
+        pytest.skip("the 256x256 tile needs 200 KB of shared memory (sm_90's 227 KB; sm_80 has 163 KB)")
+    bm, bn, _ = v.block_fp16 if tile == 1 else v.block
+    for i, (m, n, k) in enumerate([(bm + 1, bn - 1, 200), (bm - 1, bn + 1, 33), (2 * bm + 3, bn + 5, 227), (7, 9, 15)]):
+        a, b = sparse_inputs(m, n, k, b_layout, seed=i)
+        values, meta = S.compress(a)
+        out = poisoned_out(m, n, "cuda")
+        ptx_kernels.sparse_hgemm(values, meta, b, variant="mma_sp", acc="fp16", out=out, tile=tile)
+        torch.cuda.synchronize()
+        assert ptx_kernels.last_launch()["tile"] == (bm, bn)
+        verdict = compare(out, reference(a, b))
+        assert verdict.ok, f"tile={tile} B={b_layout} {m}x{n}x{k}: {verdict.detail}"
+
+
 @pytest.mark.parametrize("v,acc", CASES, ids=IDS)
 def test_exact_every_mn_k(v, acc):
     """Every M and N of the list against a short and a long K, B row-major."""

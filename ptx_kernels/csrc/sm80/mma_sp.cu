@@ -12,9 +12,10 @@
 // 4-byte shared load: lanes 4g and 4g + 1 read words 2g and 2g + 1 of the fragment's 16 (selector 0; lanes 4g + 2
 // and 4g + 3 read the same two, which the instruction ignores).
 //
-// Tiles: 128 x 256 x 64 (dense K per stage), 2 x 4 warps of 64 x 64 (4 x 8 m16n8 accumulators), 4 stages. The
-// dense ladder's fp32 tile, with one more stage: a stage is smaller (A is half as wide) and a sparse k-step
-// finishes twice the work of a dense one, so more copies must be in flight.
+// Tiles (SpTile): 128 x 256 x 64 (dense K per stage), 2 x 4 warps of 64 x 64 (4 x 8 m16n8 accumulators), 4 stages:
+// the dense ladder's fp32 tile, with one more stage: a stage is smaller (A is half as wide) and a sparse k-step
+// finishes twice the work of a dense one, so more copies must be in flight. fp16 accumulation also has 256 x 256,
+// 4 x 2 warps of 64 x 128, where it fills the GPU (tile::dispatch_tiles; 200 KB, so sm_90 only).
 // Fragments are loaded one step ahead of the MMAs that read them, at a finer grain than the dense ladder's two full
 // buffers (which, at A 16 + B 32 + metadata 4 registers a buffer beside 128 fp32 accumulators, do not fit): B one
 // pair of n8 tiles ahead (2 x 8 registers), A and the metadata one k32 step ahead (2 x 20), 238 registers, no spills.
@@ -36,34 +37,47 @@
 
 namespace mma_sp {
 
-constexpr int BM = 128, BN = 256, BK = 64, WARPS_M = 2, WARPS_N = 4, STAGES = 4, GROUP_M = 8;
-constexpr int THREADS = 32 * WARPS_M * WARPS_N, MI = BM / WARPS_M / 16, NI = BN / WARPS_N / 8;
-constexpr int BKC = BK / 2;     // compressed A halves per row of a stage
+constexpr int BK = 64, GROUP_M = 8;
+constexpr int BKC = BK / 2;      // compressed A halves per row of a stage
 constexpr int KSTEPS = BK / 32;  // mma.sp k32 steps per stage
-constexpr int E_WORDS = KSTEPS * (BM / 16) * 16;  // metadata words per stage: (k32 step, 16-row block, word)
-static_assert(NI % 2 == 0, "B fragments come in pairs of n8 tiles (ldmatrix.x4)");
-static_assert(E_WORDS * 4 / 16 <= THREADS, "one 16-byte metadata chunk per thread at most");
-using Sync = tile::BlockSync<STAGES, WARPS_M * WARPS_N>;
-
-template <bool B_COL>
-struct Smem {
-  static constexpr int LDB = B_COL ? BK : BN;
-  static constexpr int A_STAGE = BM * BKC, B_STAGE = (B_COL ? BN : BK) * LDB;  // halves
-  static constexpr int E_STAGE = E_WORDS * 4;                                 // bytes
-  static constexpr int BYTES = STAGES * ((A_STAGE + B_STAGE) * 2 + E_STAGE);
-};
 using LA = tile::Xor<BKC / 8>;
-template <bool B_COL>
-using LB = tile::Xor<Smem<B_COL>::LDB / 8>;
+
+// Block tile BM x BN x BK (dense K), WARPS_M x WARPS_N warps of (BM / WARPS_M) x (BN / WARPS_N), STAGES stages.
+template <int BM_, int BN_, int WARPS_M_, int WARPS_N_, int STAGES_>
+struct SpTile {
+  static constexpr int BM = BM_, BN = BN_, WARPS_M = WARPS_M_, WARPS_N = WARPS_N_, STAGES = STAGES_;
+  static constexpr int THREADS = 32 * WARPS_M * WARPS_N, MI = BM / WARPS_M / 16, NI = BN / WARPS_N / 8;
+  static constexpr int E_WORDS = KSTEPS * (BM / 16) * 16;  // metadata words per stage: (k32 step, 16-row block, word)
+  static_assert(NI % 2 == 0, "B fragments are loaded by pairs of n8 tiles");
+  static_assert(E_WORDS * 4 / 16 <= THREADS, "one 16-byte metadata chunk per thread at most");
+  using Sync = tile::BlockSync<STAGES, WARPS_M * WARPS_N>;
+};
+// fp32 accumulation: 128 x 256, 2 x 4 warps of 64 x 64 (128 fp32 accumulator registers). fp16 accumulation, where it
+// fills the GPU (tile::dispatch_tiles): 256 x 256, 4 x 2 warps of 64 x 128 (the same 128 registers hold twice the
+// outputs), so each B fragment feeds 4 MMAs per A fragment's 16 instead of 8 (the dense ladder's fp16 tile did 8%
+// better than its fp32 one on the same instruction, docs/ladders/mma.md). 4 stages: 164 KB and 200 KB.
+using TileF32 = SpTile<128, 256, 2, 4, 4>;
+using TileF16 = SpTile<256, 256, 4, 2, 4>;
+
+template <class T, bool B_COL>
+struct Smem {
+  static constexpr int LDB = B_COL ? BK : T::BN;
+  static constexpr int A_STAGE = T::BM * BKC, B_STAGE = (B_COL ? T::BN : BK) * LDB;  // halves
+  static constexpr int E_STAGE = T::E_WORDS * 4;                                      // bytes
+  static constexpr int BYTES = T::STAGES * ((A_STAGE + B_STAGE) * 2 + E_STAGE);
+};
+template <class T, bool B_COL>
+using LB = tile::Xor<Smem<T, B_COL>::LDB / 8>;
 
 // Copies of one stage: compressed A (BM x BKC), B (as the dense pipeline: (n, k) or (k, n)) with the dense
 // pipeline's loader, and the stage's metadata: KSTEPS rows of BM / 16 blocks x 64 bytes, each row contiguous in
 // global memory (K block kb's words of row blocks row0 / 16 ..), one 16-byte cp.async per thread.
-template <bool B_COL>
+template <class T, bool B_COL>
 struct SparseLoads {
-  using S = Smem<B_COL>;
-  using LoadB = typename std::conditional<B_COL, tile::CpAsyncLoader<BN, BK, THREADS, S::LDB, LB<B_COL>, false>,
-                                          tile::CpAsyncLoader<BK, BN, THREADS, S::LDB, LB<B_COL>, true>>::type;
+  using S = Smem<T, B_COL>;
+  static constexpr int BM = T::BM, BN = T::BN, THREADS = T::THREADS, STAGES = T::STAGES, E_WORDS = T::E_WORDS;
+  using LoadB = typename std::conditional<B_COL, tile::CpAsyncLoader<BN, BK, THREADS, S::LDB, LB<T, B_COL>, false>,
+                                          tile::CpAsyncLoader<BK, BN, THREADS, S::LDB, LB<T, B_COL>, true>>::type;
   tile::CpAsyncLoader<BM, BKC, THREADS, BKC, LA, false> a;
   LoadB b;
   uint32_t sA, sB, sE;  // shared addresses of stage 0
@@ -107,9 +121,12 @@ __device__ __forceinline__ void mma_sp(tile::MmaAcc<ACC>& c, const uint32_t (&a)
   else ptx::mma_sp_m16n8k32_f16<0>(c.v, a, b, c.v, e);
 }
 
-template <Acc ACC, bool B_COL>
-__global__ void __launch_bounds__(THREADS, 1) kernel(GemmArgs p) {
-  using S = Smem<B_COL>;
+template <class T, Acc ACC, bool B_COL>
+__global__ void __launch_bounds__(T::THREADS, 1) kernel(GemmArgs p) {
+  using S = Smem<T, B_COL>;
+  using Sync = typename T::Sync;
+  constexpr int BM = T::BM, BN = T::BN, WARPS_N = T::WARPS_N, STAGES = T::STAGES, MI = T::MI, NI = T::NI;
+  constexpr int E_WORDS = T::E_WORDS;
   extern __shared__ __align__(128) unsigned char smem_raw[];
   const half* sA = reinterpret_cast<const half*>(smem_raw);  // (stage, m, compressed k)
   const half* sB = sA + STAGES * S::A_STAGE;                  // (stage, k, n), or (stage, n, k) when B is column-major
@@ -119,7 +136,7 @@ __global__ void __launch_bounds__(THREADS, 1) kernel(GemmArgs p) {
   tile::grouped_tile(blockIdx.x, tile::cdiv(p.M, BM), tile::cdiv(p.N, BN), GROUP_M, tm, tn);
   const int row0 = tm * BM, col0 = tn * BN;
   const int kp = tile::cdiv(p.K, 32) * 32, kt_count = tile::cdiv(kp, BK);
-  SparseLoads<B_COL> loads(p, row0, col0, smem_raw);
+  SparseLoads<T, B_COL> loads(p, row0, col0, smem_raw);
   const Sync sync(0);
   constexpr int AHEAD = Sync::AHEAD;
   const int e_lane = 2 * (lane / 4) + lane % 2;  // the metadata word this lane passes (ptx_kernels/sparse.py)
@@ -139,7 +156,7 @@ __global__ void __launch_bounds__(THREADS, 1) kernel(GemmArgs p) {
   auto load_b = [&](uint32_t (&bf)[2][4], const half* tB, int ks, int q) {
 #pragma unroll
     for (int jj = 0; jj < 2; ++jj)
-      tile::ldsm_b_k32<B_COL, LB<B_COL>>(bf[jj], tB, ks * 32, wn * NI * 8 + (2 * q + jj) * 8, S::LDB);
+      tile::ldsm_b_k32<B_COL, LB<T, B_COL>>(bf[jj], tB, ks * 32, wn * NI * 8 + (2 * q + jj) * 8, S::LDB);
   };
 
   // PROLOGUE: AHEAD tiles in flight; wait for tile 0 and load its first step's A, metadata and first B pair.
@@ -195,14 +212,14 @@ __global__ void __launch_bounds__(THREADS, 1) kernel(GemmArgs p) {
   tile::store_warp_acc(c, p, row0 + wm * MI * 16, col0 + wn * NI * 8);
 }
 
-template <Acc A, bool BC>
+template <class T, Acc A, bool BC>
 cudaError_t launch_tile(const GemmArgs& p, cudaStream_t stream, LaunchInfo* info) {
-  constexpr int bytes = Smem<BC>::BYTES;
-  auto k = kernel<A, BC>;
+  constexpr int bytes = Smem<T, BC>::BYTES;
+  auto k = kernel<T, A, BC>;
   cudaError_t err = tile::prepare_smem(k, bytes, info);
   if (err != cudaSuccess) return err;
-  const dim3 block(THREADS), grid(tile::cdiv(p.M, BM) * tile::cdiv(p.N, BN));
-  tile::fill_info(info, grid, block, bytes, BM, BN);
+  const dim3 block(T::THREADS), grid(tile::cdiv(p.M, T::BM) * tile::cdiv(p.N, T::BN));
+  tile::fill_info(info, grid, block, bytes, T::BM, T::BN);
   k<<<grid, block, bytes, stream>>>(p);
   return cudaGetLastError();
 }
@@ -213,8 +230,17 @@ cudaError_t launch_tile(const GemmArgs& p, cudaStream_t stream, LaunchInfo* info
 cudaError_t launch_mma_sp(const GemmArgs& p, Acc acc, cudaStream_t stream, LaunchInfo* info) {
   if (!p.E) return cudaErrorInvalidValue;
   if (!tile::rows_aligned16(p) || !tile::aligned16(p.E)) return cudaErrorMisalignedAddress;
-  return tile::dispatch(acc, p.b_col_major, [&](auto acc_c, auto b_col_c) {
-    return mma_sp::launch_tile<decltype(acc_c)::value, decltype(b_col_c)::value>(p, stream, info);
+  // The fp16 tile's 200 KB fit sm_90's 227 KB but not sm_80's 163 KB: there the fp32 tile runs (unless pinned, which
+  // then reports the shared memory it lacks).
+  GemmArgs q = p;
+  int dev = 0, optin = 0;
+  if (q.tile == 0 && cudaGetDevice(&dev) == cudaSuccess &&
+      cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) == cudaSuccess &&
+      optin < mma_sp::Smem<mma_sp::TileF16, false>::BYTES)
+    q.tile = 2;
+  return tile::dispatch_tiles<mma_sp::TileF32, mma_sp::TileF16>(q, acc, [&](auto tile_c, auto acc_c, auto b_col_c) {
+    using T = typename decltype(tile_c)::type;
+    return mma_sp::launch_tile<T, decltype(acc_c)::value, decltype(b_col_c)::value>(q, stream, info);
   });
 }
 
