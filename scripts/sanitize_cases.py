@@ -33,16 +33,18 @@ def main(pattern: str = "*") -> int:
                         bad.append(f"{v.name} {acc} {tile} {layout} {m}x{n}x{k}")
     sparse_variants = [v for v in ptx_kernels.variants("sparse") if fnmatch.fnmatch(v.name, pattern)
                        and torch.cuda.get_device_capability() >= (v.min_arch // 10, v.min_arch % 10)]
-    for v in sparse_variants:  # 2:4 sparse A (pruned integers), B row- and column-major
-        for acc in v.accs:
+    for v in sparse_variants:  # 2:4 sparse A (pruned integers), B row- and column-major; every tile (tile=)
+        runs = [(acc, 0) for acc in v.accs] + [("fp16", t) for t in (1, 2) if v.block_fp16 and
+                                                torch.cuda.get_device_capability() >= (9, 0)]
+        for acc, tile in runs:
             for layout in ("NN", "NT"):
                 for i, (m, n, k) in enumerate(SHAPES):
                     a, b = make_inputs(m, n, k, layout, device="cuda", seed=20 + i)
                     a = sparse.prune_2to4(a)
                     values, meta = sparse.compress(a)
-                    c = ptx_kernels.sparse_hgemm(values, meta, b, variant=v.name, acc=acc)
+                    c = ptx_kernels.sparse_hgemm(values, meta, b, variant=v.name, acc=acc, tile=tile)
                     if not torch.equal(c, reference(a, b).half()):
-                        bad.append(f"{v.name} {acc} {layout} {m}x{n}x{k}")
+                        bad.append(f"{v.name} {acc} tile={tile} {layout} {m}x{n}x{k}")
     variants = variants + sparse_variants
     small = triton_kernels.Config(32, 32, 32, group_m=4, num_warps=4, num_stages=2)
     tritons = (("blocked", SHAPES), ("tma", [(40, 72, 48), (136, 264, 88)]))
