@@ -133,9 +133,9 @@ def _instance(names: list[str], acc: str, prefer: str = "", dtype: str = "fp16")
     flag); among several (tiles, epilogues), the one the record's extra["inspect_instance"] regex names, with
     {acc} standing for the accumulation's 0 or 1 and {elem} for the element type's mangled name. Of the element types
     where a kernel takes bf16 too (fp16 mangles as 6__half, bf16 as 13__nv_bfloat16), the one of `dtype`."""
-    elem = "13__nv_bfloat16" if dtype == "bf16" else "6__half"
     bf16 = "13__nv_bfloat16"
-    names = ([n for n in names if bf16 in n] if dtype == "bf16" else [n for n in names if bf16 not in n]) or names
+    elem = bf16 if dtype == "bf16" else "6__half"
+    names = [n for n in names if (bf16 in n) == (dtype == "bf16")] or names
     tag = "L3Acc1E" if acc == "fp16" else "L3Acc0E"
     if prefer:
         pattern = re.compile(prefer.format(acc=1 if acc == "fp16" else 0, elem=elem))

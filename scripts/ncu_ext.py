@@ -1,7 +1,7 @@
 """Launch one kernel of the extension a few times for Nsight Compute (GPU only), on operands a case names:
     ncu --kernel-name regex:NAME --launch-skip 2 --launch-count 1 ... python scripts/ncu_ext.py CASE
-CASE: sparse8192 (wgmma_sp at 8192^3), mma_sp8192 (mma_sp at 8192^3), nt3000 (wgmma_persistent, 3000x5000x2000 NT, rows of 4,000 bytes),
-nt3000_aligned (the same with rows padded to 4,096 bytes)."""
+CASE: sparse8192 (wgmma_sp at 8192^3), mma_sp8192 (mma_sp at 8192^3), nt3000 (wgmma_persistent, 3000x5000x2000
+NT, rows of 4,000 bytes), nt3000_aligned (the same with rows padded to 4,096 bytes)."""
 import sys
 
 import torch

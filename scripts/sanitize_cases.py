@@ -31,11 +31,11 @@ def main(pattern: str = "*") -> int:
                     c = ptx_kernels.hgemm(a, b, variant=v.name, acc=acc, tile=tile)
                     if not torch.equal(c, reference(a, b).half()):
                         bad.append(f"{v.name} {acc} {tile} {layout} {m}x{n}x{k}")
+    major, minor = torch.cuda.get_device_capability()
     sparse_variants = [v for v in ptx_kernels.variants("sparse") if fnmatch.fnmatch(v.name, pattern)
-                       and torch.cuda.get_device_capability() >= (v.min_arch // 10, v.min_arch % 10)]
+                       and v.offered_on(10 * major + minor)]
     for v in sparse_variants:  # 2:4 sparse A (pruned integers), B row- and column-major; every tile (tile=)
-        runs = [(acc, 0) for acc in v.accs] + [("fp16", t) for t in (1, 2) if v.block_fp16 and
-                                                torch.cuda.get_device_capability() >= (9, 0)]
+        runs = [(acc, 0) for acc in v.accs] + [("fp16", t) for t in (1, 2) if v.block_fp16 and major >= 9]
         for acc, tile in runs:
             for layout in ("NN", "NT"):
                 for i, (m, n, k) in enumerate(SHAPES):

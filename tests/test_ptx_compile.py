@@ -103,10 +103,11 @@ def test_record_facts_agree(variant):
 
 
 def pipelined_hmma(variant: str) -> int:
-    """HMMA.16816 (HMMA.SP.16832 for mma_sp) a pipelined kernel's SASS should hold: the main loop unrolled over a tile's k16-steps (and, where
-    the record says `extra["unrolled_stages"]` (wmma_multistage), the fp32 tile's loop over the ring's stages too;
-    its fp16 tile's loop is rolled), emitted once per instantiation; each k16-step of a warp is
-    (warp tile) / (16 x 8) MMAs (a 16x16x16 WMMA is two), for 8 warps; two B layouts per accumulation."""
+    """HMMA.16816 (HMMA.SP.16832 for mma_sp, a k32 step each) a pipelined kernel's SASS should hold: the main loop
+    unrolled over a tile's k16-steps (and, where the record says `extra["unrolled_stages"]` (wmma_multistage), the
+    fp32 tile's loop over the ring's stages too; its fp16 tile's loop is rolled), emitted once per instantiation; each
+    k16-step of a warp is (warp tile) / (16 x 8) MMAs (a 16x16x16 WMMA is two), for 8 warps; two B layouts per
+    accumulation."""
     v = BY_NAME[variant]
     total = 0
     # fp32 tile for fp32 and for fp16 accumulation, the large tile for fp16; bf16: the fp32 tile once more

@@ -364,7 +364,7 @@ cudaError_t launch(dim3 grid, int threads, int tile_m, int tile_n, const GemmArg
 // stay inside a GPC, so fewer than the SMs), and each part keeps >= 4 k-blocks so its pipeline fills.
 // force_bn / force_split (GemmArgs::tile, ::split) pin one; a forced split is cut to the k-blocks there are.
 // 128 x 192 (the persistent kernel's fourth tile; the split kernel has none) is a candidate where speed192 > 0, unsplit
-// only: it fills whole waves where 128 x 256 leaves part of the last one idle (3000 x 5000: 648 tiles of 128 x 192 are
+// only: it fills whole waves where 128 x 256 leaves part of the last one idle (3072 x 5120: 648 tiles of 128 x 192 are
 // 4.9 rounds of 132, 480 of 128 x 256 are 3.6).
 struct Plan {
   int bn, split;

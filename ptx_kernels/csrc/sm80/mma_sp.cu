@@ -5,10 +5,9 @@
 //
 // Adds over the dense ladder: a k32 step reads a 16 x 16 compressed A fragment (one ldmatrix.x4, the dense k16
 // layout over the compressed tile), a 32 x 8 B fragment (two k16 fragments, loaded in the instruction's register
-// order by one ldmatrix.x4 over the tile's four k chunks, tile::ldsm_b_k32: an ldmatrix per k16 pair of tiles put
-// them in another order and cost ~3 register moves per mma.sp) and one 32-bit metadata word per lane from a third
-// per-stage buffer, copied with cp.async beside A and B. The
-// metadata arrives in global memory already in the lanes' order (ptx_kernels/sparse.py), so a lane's word is one
+// order by one ldmatrix.x4 over the tile's four k chunks, tile::ldsm_b_k32: an ldmatrix per k16 pair of tiles puts
+// them in another order, which the compiler fixes with register moves) and one 32-bit metadata word per lane from a
+// third per-stage buffer, copied with cp.async beside A and B. The metadata arrives in global memory already in the lanes' order (ptx_kernels/sparse.py), so a lane's word is one
 // 4-byte shared load: lanes 4g and 4g + 1 read words 2g and 2g + 1 of the fragment's 16 (selector 0; lanes 4g + 2
 // and 4g + 3 read the same two, which the instruction ignores).
 //
@@ -18,9 +17,9 @@
 // 4 x 2 warps of 64 x 128, where it fills the GPU (tile::dispatch_tiles; 200 KB, so sm_90 only).
 // Fragments are loaded one step ahead of the MMAs that read them, at a finer grain than the dense ladder's two full
 // buffers (which, at A 16 + B 32 + metadata 4 registers a buffer beside 128 fp32 accumulators, do not fit): B one
-// pair of n8 tiles ahead (2 x 8 registers), A and the metadata one k32 step ahead (2 x 20), 238 registers, no spills.
-// With the whole step's fragments loaded after its MMAs (one buffer), Nsight Compute saw the tensor pipe at 32% and
-// shared memory at 30% at 8192^3: the warps waited on their own ldmatrix (docs/hardening/h100-8d185a4).
+// pair of n8 tiles ahead (2 x 8 registers), A and the metadata one k32 step ahead (2 x 20), no spills. With the
+// whole step's fragments loaded after its MMAs the warps waited on their own ldmatrix (the profiles:
+// docs/ladders/sparse.md).
 // K: the values and metadata are padded to Kp = K rounded up to 32 by compress; k32 steps at or past Kp are skipped
 // (their zero-filled metadata would be an invalid index pair). Rows past M read zeros and are not stored.
 #include "blocks/common.cuh"

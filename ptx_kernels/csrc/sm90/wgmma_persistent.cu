@@ -48,11 +48,9 @@ using Medium = Tile<128, 6>;  // 6 x 32 KB + 2 x 16 KB
 using Narrow = Tile<64, 8>;   // 8 x 24 KB + 2 x 8 KB
 
 constexpr int GROUP_M = 8;
-// 128 x 192's speed relative to 128 x 256 at equal fill, for hopper::choose_plan. Measured on the H100
-// (scripts/tune_wgmma.cu, docs/ladders/hopper.md): 0.97-1.0 on 3072x5120x2048, 4096^3, 8192^3 and
-// 8192x28672x4096 NN, 0.95 on the last NT; 0.96 takes it only where its rounds are >= 4% fuller (3072x5120x2048:
-// 1.037x 128 x 256). Rows not 128-byte aligned cost it 16% there against 5% for 128 x 256 (3000x5000x2000 NT), so
-// it is offered only when A's and B's rows are.
+// 128 x 192's speed relative to 128 x 256 at equal fill, for hopper::choose_plan: at 0.96 it is taken only where its
+// rounds are >= 4% fuller. Offered only when A's and B's rows are 128-byte aligned: misaligned rows cost this tile
+// far more than 128 x 256 (the H100 sweep behind both choices: docs/ladders/hopper.md, "A 128 x 192 tile").
 constexpr double kSpeed192 = 0.96;
 constexpr int kConsumers = 2, kThreads = (1 + kConsumers) * hopper::kWarpgroup;
 // 40 + 2 x 232 registers x 128 threads = 64,512 <= 65,536: a consumer's 128 fp32 accumulators plus addressing.

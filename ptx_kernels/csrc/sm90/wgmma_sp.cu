@@ -30,10 +30,9 @@ namespace {
 
 constexpr int BM = 128, BN = 256, STAGES = 5, EPI_COLS = 64;
 // Bands of tile rows (tile::grouped_tile): the blocks resident at once cover group_m tile rows x 132 / group_m tile
-// columns, and each band streams all of B from DRAM. At 8192^3 bands of 8 read 1.5 GB from DRAM for 328 MB of data
-// (docs/hardening/h100-8d185a4), but bands of 16, which halve B's share, timed the same there (1.416x vs 1.413x
-// torch.matmul) and lost 10% at 8192x28672x4096 (scripts/time_sparse.py, docs/tuning/sparse_h100_bands_f7a3505.log):
-// the kernel is bound by shared memory, not DRAM. GemmArgs::tile 1 / 2 pin bands of 8 / 16; 0 takes kGroupM.
+// columns, and each band streams all of B from DRAM. Taller bands read B from DRAM less often but did not pay: the
+// kernel is bound by shared memory, not DRAM (measurements: docs/ladders/sparse.md). GemmArgs::tile 1 / 2 pin bands
+// of 8 / 16; 0 takes kGroupM.
 constexpr int kGroupM = 8;
 using hopper_sp::BKC;
 using hopper_sp::KSTEPS;
