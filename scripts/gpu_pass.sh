@@ -9,6 +9,8 @@
 #                                             # where the host time goes (cProfile) for the small shapes
 #   bash scripts/gpu_pass.sh hopper OUTDIR    # the Hopper ladder vs cuBLAS (scripts/tune_wgmma.cu; SHAPES=MxNxK,...)
 #   bash scripts/gpu_pass.sh sparse OUTDIR    # the 2:4 sparse kernels: GPU tests, the ceilings by occupancy, the bench
+#   bash scripts/gpu_pass.sh triton OUTDIR    # the Triton tests, then config sweeps beside torch.matmul
+#                                             # (scripts/triton_sweep.py; SHAPES=..., KERNELS=..., WIDE=--wide)
 #   bash scripts/gpu_pass.sh tune OUTDIR [NT] # the tile sweeps against cuBLAS (scripts/tune_*.cu), fp32 and fp16,
 #                                             # NN (or NT: B column-major)
 # Set HGEMM_GIT_COMMIT to the commit being run when the tree is a copy without .git.
@@ -49,6 +51,15 @@ case "$PART" in
     python scripts/wall_time.py $W --kernels torch.matmul triton wgmma_persistent --profile --calls 500 2>&1 \
       | tee "$OUTDIR/wall_profile.log"
     ;;
+  triton)
+    for f in tests/test_triton_hgemm.py tests/test_dispatch.py; do
+      timeout 300 python -m pytest -q -p no:cacheprovider "$f" > "$OUTDIR/pytest_$(basename "$f" .py).log" 2>&1
+      echo "$f rc=$? $(tail -1 "$OUTDIR/pytest_$(basename "$f" .py).log")" | tee -a "$OUTDIR/pytest.log"
+    done
+    python scripts/triton_sweep.py --shapes "${SHAPES:-1x4096x4096,16x4096x4096,128x4096x4096,1024x1024x1024}" \
+      --kernels "${KERNELS:-splitk,splitk2,blocked,tma}" ${WIDE:-} --budget-s "${BUDGET_S:-300}" 2>&1 \
+      | tee "$OUTDIR/sweep.log"
+    ;;
   tune)
     bash scripts/build_tune.sh /tmp || exit 1
     for t in tune_mma_f32 tune_mma_f16 tune_wmma_f32 tune_wmma_f16; do
@@ -68,5 +79,5 @@ case "$PART" in
     python -m compare bench --kind sparse --shapes ${SHAPES:-4096x4096x4096,8192x8192x8192,8192x28672x4096} \
       --rounds 3 --out "$OUTDIR/sparse" 2>&1 | tee "$OUTDIR/sparse.log" | tail -14
     ;;
-  *) echo "unknown part $PART (tests, report, lab, sanitize, wall, tune, hopper or sparse)"; exit 2 ;;
+  *) echo "unknown part $PART (tests, report, lab, sanitize, wall, triton, tune, hopper or sparse)"; exit 2 ;;
 esac

@@ -31,12 +31,16 @@ class Config:
     num_warps: int = 4
     num_stages: int = 3
     split_k: int = 1  # K slices computed by separate programs and summed in a fixed order (triton_kernels/splitk.py)
+    # TMA kernel: the C tile stored in this many column slices through a slice-sized shared buffer, which leaves
+    # the operand pipeline the rest (128x256x64: 4 stages beside a 32 KB slice instead of 3 beside 64 KB)
+    epilogue_split: int = 1
 
     @property
     def name(self) -> str:
         return (f"{self.block_m}x{self.block_n}x{self.block_k}"
                 f"_w{self.num_warps}_s{self.num_stages}_g{self.group_m}"
-                + (f"_k{self.split_k}" if self.split_k > 1 else ""))
+                + (f"_k{self.split_k}" if self.split_k > 1 else "")
+                + (f"_e{self.epilogue_split}" if self.epilogue_split > 1 else ""))
 
     @property
     def smem_bytes(self) -> int:
@@ -52,6 +56,9 @@ class Config:
             raise ValueError(f"hgemm config {self.name}: num_warps={self.num_warps} must be 1, 2, 4, 8 or 16")
         if self.group_m < 1 or self.num_stages < 1 or self.split_k < 1:
             raise ValueError(f"hgemm config {self.name}: group_m, num_stages and split_k must be >= 1")
+        if self.epilogue_split not in (1, 2) or self.block_n // self.epilogue_split < 16:
+            raise ValueError(f"hgemm config {self.name}: epilogue_split={self.epilogue_split} must be 1 or 2 and "
+                             "leave slices of at least 16 columns")
         return self
 
     @property

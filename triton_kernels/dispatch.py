@@ -35,7 +35,7 @@ from hgemm_common.operands import major, meets_alignment, tma_describable
 from hgemm_common.validation import DTYPE_NAMES, interpreter_active, max_element_offset
 
 from .common import Config, prune_for_problem, time_ms
-from .launch import Direct, direct_supported, hooks_idle, jit_launch
+from .launch import Direct, Kept, direct_supported, hooks_idle, jit_launch
 from .variants import BY_KERNEL, VARIANTS
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -86,7 +86,7 @@ class Runner:
         self.acc_fp16 = acc_fp16
         self.module = BY_KERNEL[plan.kernel].extra["module"]
         self.direct: list | None = None  # Direct launchers once compiled; [] = always the JIT path
-        self.scratch: list = []  # (shape, dtype) of each scratch tensor a call allocates, in launch order
+        self.scratch: list = []  # per scratch tensor, in launch order: (shape, dtype) to allocate, or (get, size)
         self.extents: tuple | None = None  # byte extents of (A, B, out) for the overlap check of out=
 
     def __call__(self, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> None:
@@ -101,7 +101,8 @@ class Runner:
                 with torch.cuda.device(dev):
                     return self(a, b, c)
             # the scratch tensors stay referenced until the kernels are queued (freed after: stream-ordered reuse)
-            scratch = [torch.empty(shape, dtype=dtype, device=device) for shape, dtype in self.scratch]
+            scratch = [torch.empty(x, dtype=y, device=device) if isinstance(y, torch.dtype) else x(device, y)
+                       for x, y in self.scratch]
             ptrs = [a2.data_ptr(), b2.data_ptr(), c2.data_ptr()] + [t.data_ptr() for t in scratch]
             stream = torch._C._cuda_getCurrentRawStream(dev)
             for launch in self.direct:
@@ -125,7 +126,10 @@ class Runner:
         operands, scratch = list(operands), []
         for spec in specs:  # tensors other than A, B, C: the call's scratch, allocated anew by each call
             for t in spec.args:
-                if isinstance(t, torch.Tensor) and not any(t is o for o in operands):
+                if isinstance(t, Kept):  # borrowed, not allocated: asked for again on each call
+                    operands.append(t.tensor)
+                    scratch.append((t.get, t.size))
+                elif isinstance(t, torch.Tensor) and not any(t is o for o in operands):
                     if not t.is_contiguous():
                         self.direct = []
                         return

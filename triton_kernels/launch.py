@@ -39,6 +39,14 @@ class Desc(NamedTuple):
         return TensorDescriptor(t, list(t.shape), list(t.stride()), list(self.block))
 
 
+class Kept(NamedTuple):
+    """A buffer a call does not allocate but borrows (split-K's tile counters): `tensor` for this call, `get(device,
+    size)` gives the buffer of a later call on the current stream. Passed to the kernel as a pointer."""
+    tensor: torch.Tensor
+    get: object  # (torch.device, int) -> torch.Tensor
+    size: int
+
+
 class Spec(NamedTuple):
     """One kernel launch of a call: the @triton.jit function, the grid, every parameter in order (TMA operands as
     `Desc`), warps and stages. (NamedTuples: built on every call, and cheaper to build than dataclasses.)"""
@@ -59,7 +67,7 @@ def jit_launch(spec: Spec):
     interpreter)."""
     from hgemm_common.validation import interpreter_active
 
-    args = [a.descriptor() if isinstance(a, Desc) else a for a in spec.args]
+    args = [a.descriptor() if isinstance(a, Desc) else a.tensor if isinstance(a, Kept) else a for a in spec.args]
     if interpreter_active():
         with _INTERPRETER_LOCK:
             return spec.fn[spec.grid](*args, num_warps=spec.num_warps, num_stages=spec.num_stages)
@@ -193,8 +201,8 @@ class Direct:
         # call's addresses: (position, operand index, None for a pointer or the _DescArg of a descriptor).
         args, fill = [*grid, None, *head], []  # grid x, y, z, stream, then the launcher's fixed head
         for a in spec.args:
-            if isinstance(a, torch.Tensor):
-                fill.append((len(args), index(a), None))
+            if isinstance(a, (torch.Tensor, Kept)):
+                fill.append((len(args), index(a if isinstance(a, torch.Tensor) else a.tensor), None))
                 args.append(None)
             elif isinstance(a, Desc):
                 d = _DescArg(a, next(metas, None))

@@ -14,6 +14,8 @@ blocked kernel). Any strides, like the blocked kernel: the loads go through poin
 """
 from __future__ import annotations
 
+import threading
+
 import torch
 import triton
 import triton.language as tl
@@ -21,7 +23,7 @@ import triton.language as tl
 from hgemm_common.validation import needs_int64_indexing
 
 from .common import Config, dot_k_loop, grouped_pid, operand_ptrs, out_offsets, to_output
-from .launch import Spec
+from .launch import Kept, Spec
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -55,12 +57,66 @@ def worth_timing(m: int, n: int, k: int, sms: int, tma_in_place: bool) -> bool:
     long enough to give each slice at least two K tiles of the longest BLOCK_K."""
     tiles = triton.cdiv(m, TILE_FOR_FILL) * triton.cdiv(n, TILE_FOR_FILL)
     return tiles < sms and k >= 2 * min(SPLITS) * 128
-REDUCE_BLOCK = 1024  # elements of C per program of the reduction: 4 KB of each fp32 partial, coalesced
+REDUCE_BLOCK = 1024  # elements of C per program of the two-pass reduction: 4 KB of each fp32 partial, coalesced
+FUSED = True  # one launch, the last slice of each tile sums the partials; False: partial kernel + reduce kernel
 
 
 # ----------------------------------------------------------------------------------------------------------------
 # Kernels
 # ----------------------------------------------------------------------------------------------------------------
+@triton.jit
+def splitk_fused_kernel(
+    # pointers
+    a_ptr, b_ptr, c_ptr, p_ptr, count_ptr,
+    # sizes
+    M, N, K, K_SLICE, SPLIT,  # K_SLICE: K elements per slice, a multiple of BLOCK_K; SPLIT: number of slices
+    # strides (elements)
+    stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+    # meta-parameters
+    ACC_FP16: tl.constexpr,
+    INDEX_64: tl.constexpr,
+    EVEN_K: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+):
+    """Program (tile, s) computes the tile's product over the s-th K slice and writes it as an fp32 block
+    P[tile, s]; then it counts itself in (an acq_rel atomic on the tile's counter). The program that arrives last,
+    whichever slice it has, sums P[tile, 0], P[tile, 1], ... in slice order, writes C and sets the counter back to
+    zero for the next call on the stream. One launch; the bits do not depend on the arrival order."""
+    tile = tl.program_id(0)
+    pid_m, pid_n = grouped_pid(tile, tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N), GROUP_M)
+    s = tl.program_id(1)
+    k0 = s * K_SLICE
+    k_len = tl.minimum(K - k0, K_SLICE)
+
+    a_ptrs, b_ptrs = operand_ptrs(a_ptr, b_ptr, pid_m, pid_n, k0, M, N, stride_am, stride_ak, stride_bk, stride_bn,
+                                  INDEX_64, BLOCK_M, BLOCK_N, BLOCK_K)
+
+    # MAIN LOOP: this slice of K
+    acc = dot_k_loop(a_ptrs, b_ptrs, k_len, BLOCK_K * stride_ak, BLOCK_K * stride_bk, ACC_FP16, EVEN_K,
+                     BLOCK_M, BLOCK_N, BLOCK_K)
+
+    # PARTIAL: a whole BLOCK_M x BLOCK_N block per (tile, slice), contiguous, no mask
+    block = tl.arange(0, BLOCK_M)[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
+    first = tile * SPLIT  # P[tile, 0]
+    if INDEX_64:
+        first = first.to(tl.int64)
+    tl.store(p_ptr + (first + s) * (BLOCK_M * BLOCK_N) + block, acc.to(tl.float32))
+    # every thread's partial is written before one thread releases it at GPU scope with the count
+    tl.debug_barrier()
+    arrived = tl.atomic_add(count_ptr + tile, 1, sem="acq_rel", scope="gpu")
+
+    # EPILOGUE (last program of the tile): the fixed-order sum, read past L1 (.cg: the other SMs' writes)
+    if arrived == SPLIT - 1:
+        total = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+        for t in range(SPLIT):
+            total += tl.load(p_ptr + (first + t) * (BLOCK_M * BLOCK_N) + block, cache_modifier=".cg")
+        offs_cm, offs_cn = out_offsets(pid_m * BLOCK_M, pid_n * BLOCK_N, INDEX_64, BLOCK_M, BLOCK_N)
+        c_ptrs = c_ptr + offs_cm[:, None] * stride_cm + offs_cn[None, :] * stride_cn
+        tl.store(c_ptrs, to_output(total, c_ptr.dtype.element_ty),
+                 mask=(offs_cm[:, None] < M) & (offs_cn[None, :] < N))
+        tl.atomic_xchg(count_ptr + tile, 0, sem="relaxed", scope="gpu")
+
+
 @triton.jit
 def splitk_partial_kernel(
     # pointers
@@ -119,6 +175,44 @@ def splitk_reduce_kernel(
 
 
 # ----------------------------------------------------------------------------------------------------------------
+# Tile counters of the fused kernel
+# ----------------------------------------------------------------------------------------------------------------
+class Counters:
+    """Zeroed int32 tile counters, one buffer per (device, stream): the fused kernel leaves every counter it uses
+    at zero again, so a buffer serves every later call on its stream (calls on one stream run one after another;
+    calls on two streams may overlap, so they never share one). Grown when a call needs more tiles. During CUDA
+    graph capture each call gets a new zeroed buffer instead (its memset is captured ahead of the kernel): a cached
+    buffer created inside a capture would hold no zeros until the graph's first replay."""
+
+    def __init__(self):
+        self._bufs: dict = {}
+        self._lock = threading.Lock()
+
+    def get(self, device: torch.device, tiles: int) -> torch.Tensor:
+        if device.type == "cuda":
+            if torch._C._cuda_isCurrentStreamCapturing():
+                return torch.zeros(tiles, dtype=torch.int32, device=device)
+            key = (device.index, torch._C._cuda_getCurrentRawStream(device.index))
+        else:
+            key = (device.type, None)
+        buf = self._bufs.get(key)
+        if buf is None or buf.numel() < tiles:
+            with self._lock:
+                buf = self._bufs.get(key)
+                if buf is None or buf.numel() < tiles:
+                    buf = torch.zeros(max(tiles, 1024), dtype=torch.int32, device=device)
+                    self._bufs[key] = buf
+        return buf
+
+    def clear(self) -> None:
+        with self._lock:
+            self._bufs.clear()
+
+
+COUNTERS = Counters()
+
+
+# ----------------------------------------------------------------------------------------------------------------
 # Host launcher
 # ----------------------------------------------------------------------------------------------------------------
 def slices(k: int, config: Config) -> tuple[int, int]:
@@ -129,30 +223,48 @@ def slices(k: int, config: Config) -> tuple[int, int]:
     return k_slice, triton.cdiv(k, k_slice)
 
 
-def launches(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, acc_fp16: bool, config: Config) -> list[Spec]:
-    """C = A @ B: the partial products into a new fp32 workspace (split x M x N, freed by the caching allocator
-    once the reduction that reads it has run on this stream), then their fixed-order sum into C."""
+def launches(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, acc_fp16: bool, config: Config,
+             fused: bool | None = None) -> list[Spec]:
+    """C = A @ B. Fused (default, `FUSED`): one launch writing fp32 partial blocks to a new workspace (tiles x
+    split x BLOCK_M x BLOCK_N, freed by the caching allocator once the kernel has run on this stream) and summing
+    them in the last program of each tile, with the stream's tile counters (`COUNTERS`). Two-pass: partials into
+    (split, M, N), then a reduction kernel."""
+    fused = FUSED if fused is None else fused
     m, k = a.shape
     n = b.shape[1]
     k_slice, split = slices(k, config)
+    tiles = triton.cdiv(m, config.block_m) * triton.cdiv(n, config.block_n)
+    if fused:
+        p = torch.empty((tiles * split, config.block_m, config.block_n), dtype=torch.float32, device=a.device)
+        counts = Kept(COUNTERS.get(a.device, tiles), COUNTERS.get, tiles)
+        args = (a, b, c, p, counts, m, n, k, k_slice, split, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
+                c.stride(0), c.stride(1), acc_fp16, needs_int64_indexing(a, b, c, p), k % config.block_k == 0,
+                *config.meta.values())
+        return [Spec(splitk_fused_kernel, (tiles, split), args, config.num_warps, config.num_stages)]
     p = torch.empty((split, m, n), dtype=torch.float32, device=a.device)
     index_64 = needs_int64_indexing(a, b, c, p)
-    grid = (triton.cdiv(m, config.block_m) * triton.cdiv(n, config.block_n), split)
     partial = (a, b, p, m, n, k, k_slice, a.stride(0), a.stride(1), b.stride(0), b.stride(1), m * n,
                acc_fp16, index_64, k % config.block_k == 0, *config.meta.values())
     reduce = (p, c, n, split, m * n, c.stride(0), c.stride(1), index_64, REDUCE_BLOCK)
-    return [Spec(splitk_partial_kernel, grid, partial, config.num_warps, config.num_stages),
+    return [Spec(splitk_partial_kernel, (tiles, split), partial, config.num_warps, config.num_stages),
             Spec(splitk_reduce_kernel, (triton.cdiv(m * n, REDUCE_BLOCK),), reduce, 4, 1)]
 
 
 def inspect_source(cfg: Config, dtype: str = "fp16") -> tuple:
-    """What `triton.compile` needs to build the partial-product kernel as a 16x4096x4096 NN problem specializes
-    it: (kernel, signature, constexprs, attrs) for inputs of `dtype` ("fp16", "bf16"), for `python -m compare
-    inspect`."""
+    """What `triton.compile` needs to build the split-K kernel (fused, or the partial-product kernel of the two-pass
+    form when FUSED is off) as a 16x4096x4096 NN problem specializes it: (kernel, signature, constexprs, attrs) for
+    inputs of `dtype` ("fp16", "bf16"), for `python -m compare inspect`."""
+    consts = dict(stride_ak=1, stride_bn=1, ACC_FP16=False, INDEX_64=False, EVEN_K=True,
+                  BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k, GROUP_M=cfg.group_m)
+    if FUSED:
+        sig = {"a_ptr": f"*{dtype}", "b_ptr": f"*{dtype}", "c_ptr": f"*{dtype}", "p_ptr": "*fp32",
+               "count_ptr": "*i32", "M": "i32", "N": "i32", "K": "i32", "K_SLICE": "i32", "SPLIT": "i32",
+               "stride_am": "i32", "stride_ak": "constexpr", "stride_bk": "i32", "stride_bn": "constexpr",
+               "stride_cm": "i32", "stride_cn": "constexpr"}
+        attrs = {(i,): [["tt.divisibility", 16]] for i in (0, 1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 14)}
+        return splitk_fused_kernel, sig, dict(consts, stride_cn=1), attrs
     sig = {"a_ptr": f"*{dtype}", "b_ptr": f"*{dtype}", "p_ptr": "*fp32", "M": "i32", "N": "i32", "K": "i32",
            "K_SLICE": "i32", "stride_am": "i32", "stride_ak": "constexpr", "stride_bk": "i32",
            "stride_bn": "constexpr", "stride_ps": "i32"}
-    consts = dict(stride_ak=1, stride_bn=1, ACC_FP16=False, INDEX_64=False, EVEN_K=True,
-                  BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k, GROUP_M=cfg.group_m)
     attrs = {(i,): [["tt.divisibility", 16]] for i in (0, 1, 2, 3, 4, 5, 6, 7, 9, 11)}
     return splitk_partial_kernel, sig, consts, attrs

@@ -82,6 +82,7 @@ def hgemm_tma_kernel(
     ACC_FP16: tl.constexpr,
     NUM_SMS: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+    EPI_SPLIT: tl.constexpr = 1,  # 2: the C tile stored as two (BLOCK_M, BLOCK_N / 2) halves (c_desc's box)
 ):
     num_pid_m = tl.cdiv(M, BLOCK_M)
     num_pid_n = tl.cdiv(N, BLOCK_N)
@@ -104,7 +105,12 @@ def hgemm_tma_kernel(
         # EPILOGUE
         tile_id_c += NUM_SMS
         pid_cm, pid_cn = grouped_pid(tile_id_c, num_pid_m, num_pid_n, GROUP_M)
-        c_desc.store([pid_cm * BLOCK_M, pid_cn * BLOCK_N], to_output(acc, c_desc.dtype))
+        if EPI_SPLIT == 2:  # columns [0, BLOCK_N / 2) and [BLOCK_N / 2, BLOCK_N) as two accumulators
+            acc0, acc1 = tl.split(tl.permute(tl.reshape(acc, (BLOCK_M, 2, BLOCK_N // 2)), (0, 2, 1)))
+            c_desc.store([pid_cm * BLOCK_M, pid_cn * BLOCK_N], to_output(acc0, c_desc.dtype))
+            c_desc.store([pid_cm * BLOCK_M, pid_cn * BLOCK_N + BLOCK_N // 2], to_output(acc1, c_desc.dtype))
+        else:
+            c_desc.store([pid_cm * BLOCK_M, pid_cn * BLOCK_N], to_output(acc, c_desc.dtype))
 
 
 @functools.lru_cache(maxsize=None)
@@ -137,8 +143,9 @@ def launches(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, acc_fp16: bool, 
     a_desc, b_desc, a_t, b_t = operand_descs(a, b, config)
     sms = num_sms(a.device)
     grid = (min(sms, triton.cdiv(m, config.block_m) * triton.cdiv(n, config.block_n)),)
-    args = (a_desc, b_desc, Desc(c, (config.block_m, config.block_n)), m, n, k, a_t, b_t, acc_fp16, sms,
-            *config.meta.values())
+    c_box = (config.block_m, config.block_n // config.epilogue_split)
+    args = (a_desc, b_desc, Desc(c, c_box), m, n, k, a_t, b_t, acc_fp16, sms, *config.meta.values(),
+            config.epilogue_split)
     return [Spec(hgemm_tma_kernel, grid, args, config.num_warps, config.num_stages)]
 
 
@@ -147,8 +154,8 @@ def inspect_source(cfg: Config, dtype: str = "fp16") -> tuple:
     (kernel, signature, constexprs, attrs) for inputs of `dtype` ("fp16", "bf16"), for `python -m compare inspect`."""
     bm, bn, bk = cfg.block_m, cfg.block_n, cfg.block_k
     sig = {"a_desc": f"tensordesc<{dtype}[{bm}, {bk}]>", "b_desc": f"tensordesc<{dtype}[{bk}, {bn}]>",
-           "c_desc": f"tensordesc<{dtype}[{bm}, {bn}]>", "M": "i32", "N": "i32", "K": "i32"}
+           "c_desc": f"tensordesc<{dtype}[{bm}, {bn // cfg.epilogue_split}]>", "M": "i32", "N": "i32", "K": "i32"}
     consts = dict(A_T=False, B_T=False, ACC_FP16=False, NUM_SMS=132, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
-                  GROUP_M=cfg.group_m)
+                  GROUP_M=cfg.group_m, EPI_SPLIT=cfg.epilogue_split)
     attrs = {(i,): [["tt.divisibility", 16]] for i in (3, 4, 5)}
     return hgemm_tma_kernel, sig, consts, attrs

@@ -1,0 +1,132 @@
+"""Sweep Triton configurations on given shapes beside torch.matmul, in one process (GPU only).
+
+    python scripts/triton_sweep.py --shapes 128x4096x4096,1x4096x4096 --kernels splitk,splitk2 [--wide]
+        [--layout NN] [--calls 10] [--top 3] [--rounds 3] [--budget-s 400]
+
+For each shape and kernel, every configuration of the kernel's list (`configs()`; with --wide a larger grid, see
+`wide()`) that `prune_for_problem` keeps is run once through the dispatcher's Runner (direct launches, as
+kernel="auto" runs its plan), checked against the float64 product within the harness's bound, then timed
+(compare.bench.Timer: CUDA events, L2 flushed before every call, median of --calls); the --top fastest of each
+kernel are timed again beside torch.matmul over --rounds interleaved rounds, and printed with their ratio to it.
+Kernels: blocked, splitk (one launch: the last slice of a tile sums the partials), splitk2 (the two-pass split-K:
+partial kernel + reduction kernel), tma. This decides the tuning lists; `python -m compare bench` is the benchmark
+of record. --budget-s stops sweeping (and prints what it has) when the time is up.
+"""
+import argparse
+import statistics
+import time
+
+import torch
+
+from compare.bench import Timer, parse_shapes
+from compare.reference import compare, error_bound, make_inputs, reference
+from triton_kernels import Config, configs, dispatch, splitk
+from triton_kernels.common import prune_for_problem
+
+SMEM_LIMIT = 227 * 1024
+
+
+def wide(kernel: str) -> list[Config]:
+    """A grid around each kernel's list: tile shapes, K depths and stages, and (split-K) more splits."""
+    out = []
+    if kernel.startswith("splitk"):
+        for bm in (16, 32, 64, 128):
+            for bn in (32, 64, 128, 256):
+                for bk, stages in ((64, 4), (64, 6), (128, 3), (128, 4), (256, 2), (256, 3)):
+                    warps = 8 if bm * bn >= 128 * 128 else 4
+                    for split in (2, 3, 4, 6, 8, 12, 16):
+                        out.append(Config(bm, bn, bk, group_m=1 if bm <= 32 else 8, num_warps=warps,
+                                          num_stages=stages, split_k=split))
+    elif kernel == "tma":
+        for bm, bn in ((128, 256), (256, 128), (128, 128), (64, 256), (128, 64), (64, 128)):
+            for stages in (3, 4, 5, 6):
+                for e in (1, 2):
+                    out.append(Config(bm, bn, 64, group_m=8, num_warps=8 if bm * bn >= 128 * 128 else 4,
+                                      num_stages=stages, epilogue_split=e))
+    else:
+        for bm, bn in ((128, 256), (256, 128), (128, 128), (64, 128), (128, 64), (64, 64)):
+            for bk, stages in ((64, 3), (64, 4), (64, 5), (32, 4), (128, 3)):
+                for warps in (4, 8):
+                    out.append(Config(bm, bn, bk, num_warps=warps, num_stages=stages))
+    smem = [c for c in out if c.smem_bytes + (c.block_m * c.block_n * 2 // c.epilogue_split
+                                              if kernel == "tma" else 0) <= SMEM_LIMIT]
+    return smem
+
+
+def runner(kernel: str, cfg: Config):
+    """A plan's runner for one (kernel, config): splitk2 is the split-K kernel with its two-pass reduction."""
+    name = "splitk" if kernel == "splitk2" else kernel
+    r = dispatch.Runner(dispatch.Plan(name, cfg), acc_fp16=False)
+    if kernel.startswith("splitk"):
+        fused = kernel == "splitk"
+
+        def call(a, b, c):
+            splitk.FUSED = fused  # read by launches() on the runner's first call only
+            try:
+                r(a, b, c)
+            finally:
+                splitk.FUSED = True
+        return call
+    return r
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--shapes", required=True)
+    ap.add_argument("--kernels", default="splitk,splitk2")
+    ap.add_argument("--layout", default="NN")
+    ap.add_argument("--wide", action="store_true")
+    ap.add_argument("--calls", type=int, default=10)
+    ap.add_argument("--top", type=int, default=3)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--budget-s", type=float, default=400.0)
+    args = ap.parse_args()
+    t_end = time.time() + args.budget_s
+    timer = Timer()
+    for m, n, k in parse_shapes(args.shapes):
+        a, b = make_inputs(m, n, k, args.layout, device="cuda", kind="randn")
+        ref = reference(a, b)
+        bound = error_bound(a, b, ref, "fp32")
+        c = torch.empty((m, n), dtype=torch.float16, device="cuda")
+        results = {}  # (kernel, config name) -> (call, [ms])
+        for kernel in args.kernels.split(","):
+            base = "splitk" if kernel == "splitk2" else kernel
+            cfgs = wide(kernel) if args.wide else configs(base)
+            cfgs = prune_for_problem(cfgs, m, n, k)
+            swept = []
+            for cfg in cfgs:
+                if time.time() > t_end:
+                    print(f"  (budget: {kernel} stopped after {len(swept)} of {len(cfgs)} configs)")
+                    break
+                call = runner(kernel, cfg)
+                try:
+                    c.fill_(float("nan"))
+                    call(a, b, c)
+                    torch.cuda.synchronize()
+                except Exception as e:  # noqa: BLE001 - out of resources, compile errors: reported, skipped
+                    print(f"  {kernel} {cfg.name}: {type(e).__name__}")
+                    continue
+                verdict = compare(c, ref, bound)
+                if not verdict.ok:
+                    print(f"  {kernel} {cfg.name}: WRONG ({verdict.detail})")
+                    continue
+                ms = statistics.median(timer.time(lambda: call(a, b, c), args.calls))
+                swept.append((ms, cfg.name, call))
+            swept.sort(key=lambda t: t[0])
+            for ms, name, call in swept[:args.top]:
+                results[(kernel, name)] = (call, [])
+        timings = {"torch.matmul": []}
+        for _ in range(args.rounds):
+            timings["torch.matmul"] += timer.time(lambda: torch.matmul(a, b, out=c), args.calls)
+            for key, (call, ts) in results.items():
+                ts += timer.time(lambda: call(a, b, c), args.calls)
+        base_ms = statistics.median(timings["torch.matmul"])
+        print(f"{m}x{n}x{k} {args.layout}: torch.matmul {base_ms * 1e3:.1f} us")
+        rows = sorted(((statistics.median(ts), kern, name) for (kern, name), (_, ts) in results.items()))
+        for ms, kern, name in rows:
+            print(f"  {kern:8s} {name:32s} {ms * 1e3:8.1f} us  {base_ms / ms:6.3f}x torch.matmul")
+        print(flush=True)
+
+
+if __name__ == "__main__":
+    main()
