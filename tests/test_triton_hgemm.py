@@ -285,6 +285,25 @@ def test_splitk_short_k_takes_fewer_slices(k):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
+def test_splitk_fused_sums_like_the_two_pass_form(dtype):
+    """The fused kernel's last-arriving slice sums the partials in slice order, like the reduction kernel: the same
+    bits on non-integer data (where the order of the sum shows), and every tile counter is back at zero after."""
+    g = torch.Generator().manual_seed(3)
+    a = torch.randn(37, 300, generator=g).to(DTYPES[dtype]).to(DEVICE)
+    b = torch.randn(300, 70, generator=g).to(DTYPES[dtype]).to(DEVICE)
+    cfg = Config(16, 32, 32, group_m=2, num_warps=4, num_stages=2, split_k=4)
+    outs = []
+    for fused in (True, False):
+        c = poisoned_out(37, 70, DEVICE, dtype)
+        for spec in splitk.launches(a, b, c, False, cfg, fused=fused):
+            triton_kernels.launch.jit_launch(spec)
+        outs.append(c)
+    assert torch.equal(outs[0], outs[1])
+    assert compare(outs[0], reference(a, b), error_bound(a, b, reference(a, b))).ok
+    assert not splitk.COUNTERS.get(a.device, 1).any()
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
 def test_splitk_output_with_strides(dtype):
     a, b = make_inputs(17, 33, 200, "NT", device=DEVICE, seed=8, dtype=dtype)
     out_t = poisoned_out(33, 17, DEVICE, dtype)
@@ -389,9 +408,9 @@ def test_bf16_compiles_to_bf16_tensor_cores(sm90_compiles):
     forms with fp32 accumulation (HGMMA.64xNx16.F32.BF16 where tl.dot lowers to wgmma, HMMA.16816.F32.BF16 where it
     lowers to mma.sync: split-K's 16- and 32-row tiles), and the opcode its record promises appears in the first
     config's; fp16 instantiations have no .BF16 form. C is rounded to bf16 to nearest even (cvt.rn.bf16: the blocked
-    and TMA epilogues, split-K's reduction). bf16 adds no local memory: none at all, except split-K's 16x128x128
-    tiles, which keep one register in local memory across the K loop in fp16 already (one STL before, one LDL
-    after it), and the same in bf16."""
+    and TMA epilogues, the fused split-K kernel's last slice, the two-pass reduction). No local memory in any of
+    them (the two-pass partial kernel kept one register of its 16x128x128 tiles in local memory; the fused kernel
+    does not)."""
     from triton_kernels.variants import BY_NAME
 
     rows = sm90_compiles["rows"]
@@ -406,8 +425,8 @@ def test_bf16_compiles_to_bf16_tensor_cores(sm90_compiles):
             promised = {op for op in BY_NAME[r["record"]].promised("sm_90") if op in ("HGMMA", "HMMA")}
             assert promised and {f.split(".")[0] for f in r["mma"]} == promised, (where, r["mma"])
             assert r["local"] == fp16_local[r["record"]] == 0, where
-        assert r["local"] == (2 if "16x128x128" in r["config"] and r["record"] == "triton_splitk" else 0), where
-        assert r["rn_bf16"] == (r["record"] != "triton_splitk"), where  # split-K's partial kernel writes fp32
+        assert r["local"] == 0, where
+        assert r["rn_bf16"], where  # split-K's fused kernel rounds C too (its last slice writes it)
     for r in rows:
         if r["dtype"] == "fp16":
             assert r["mma"] and not any("BF16" in f for f in r["mma"]), (r["record"], r["mma"])

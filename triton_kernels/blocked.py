@@ -27,15 +27,18 @@ def configs() -> list[Config]:
     """The tuning list, Hopper-minded (228 KB shared memory per SM, wgmma wants 64-row warpgroup tiles).
 
     Big tiles first: 128x256 and 256x128 with 8 warps keep two warpgroups busy on wgmma and need
-    3 x 48 KB of pipeline; 128x128 and 64x128 cover small and skinny problems where big tiles leave SMs idle.
+    3 x 48 KB of pipeline; 128x128, 64x128 and 128x64 cover small and skinny problems where big tiles leave SMs
+    idle, with 5 stages (`scripts/triton_sweep.py --wide` on the H100: 1024^3 0.94x torch.matmul at 5 stages,
+    0.87x at 4; docs/tuning/triton_h100_sweeps_ecbd247.log).
     """
     return [
         Config(128, 256, 64, group_m=8, num_warps=8, num_stages=3),
         Config(256, 128, 64, group_m=8, num_warps=8, num_stages=3),
         Config(128, 256, 64, group_m=8, num_warps=8, num_stages=4),
         Config(128, 128, 64, group_m=8, num_warps=8, num_stages=4),
-        Config(128, 128, 64, group_m=8, num_warps=4, num_stages=4),
-        Config(64, 128, 64, group_m=8, num_warps=4, num_stages=4),
+        Config(128, 128, 64, group_m=8, num_warps=4, num_stages=5),
+        Config(64, 128, 64, group_m=8, num_warps=4, num_stages=5),
+        Config(128, 64, 64, group_m=8, num_warps=4, num_stages=5),
         Config(64, 64, 64, group_m=8, num_warps=4, num_stages=4),
         Config(128, 64, 32, group_m=8, num_warps=4, num_stages=4),
     ]

@@ -34,14 +34,20 @@ SPLITS = (2, 4, 8)  # past 8 the workspace round trip (8 x M x N x 4 bytes, twic
 
 def configs() -> list[Config]:
     """Tiles from 16 rows (decode-like M) to 128 (M = 128-512), each with every split of SPLITS; the dispatcher
-    times those that fit the problem (`prune_for_problem`). BLOCK_K 128 on the 16- and 32-row tiles: a short tile
-    row streams too few bytes of B per stage at BLOCK_K 64 to cover the memory latency."""
+    times those that fit the problem (`prune_for_problem`). BLOCK_K 128-256 on the 16- and 32-row tiles: a short
+    tile row streams too few bytes of B per stage at BLOCK_K 64 to cover the memory latency. The list is the
+    winners of `scripts/triton_sweep.py --wide` on the H100 (docs/tuning/triton_h100_sweeps_ecbd247.log): deep
+    pipelines (6 stages of 64x64x64) for M = 128, 256-deep K tiles for M = 1."""
     tiles = [
         Config(16, 64, 128, group_m=1, num_warps=4, num_stages=4),
+        Config(16, 64, 256, group_m=1, num_warps=4, num_stages=3),
         Config(16, 128, 128, group_m=1, num_warps=4, num_stages=4),
         Config(32, 64, 128, group_m=1, num_warps=4, num_stages=4),
         Config(64, 64, 64, group_m=8, num_warps=4, num_stages=4),
+        Config(64, 64, 64, group_m=8, num_warps=4, num_stages=6),
         Config(64, 128, 64, group_m=8, num_warps=4, num_stages=4),
+        Config(64, 128, 128, group_m=8, num_warps=4, num_stages=4),
+        Config(128, 64, 128, group_m=8, num_warps=4, num_stages=4),
         Config(128, 128, 64, group_m=8, num_warps=8, num_stages=3),
     ]
     return [Config(t.block_m, t.block_n, t.block_k, t.group_m, t.num_warps, t.num_stages, s)

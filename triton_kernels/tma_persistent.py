@@ -31,16 +31,21 @@ def configs() -> list[Config]:
     """Hopper tiles: 128-row warpgroup tiles, 64-wide K (128-byte TMA rows, the widest swizzle).
 
     The C tile is staged in shared memory for the TMA store, so the pipeline gets what that leaves:
-    128x256x64 fits 3 stages (3 x 48 KB + 64 KB of C), 128x128x64 fits 4 or 5.
+    128x256x64 fits 3 stages (3 x 48 KB + 64 KB of C), or 4 when C is stored in two halves through a 32 KB
+    buffer (epilogue_split=2: 8192x8192x1024 0.956x torch.matmul against 0.929x, `scripts/triton_sweep.py --wide`,
+    docs/tuning/triton_h100_sweeps_ecbd247.log); 128x128x64 fits 4 to 6.
     """
     return [
         Config(128, 256, 64, group_m=8, num_warps=8, num_stages=3),
+        Config(128, 256, 64, group_m=8, num_warps=8, num_stages=4, epilogue_split=2),
         Config(256, 128, 64, group_m=8, num_warps=8, num_stages=3),
+        Config(256, 128, 64, group_m=8, num_warps=8, num_stages=4, epilogue_split=2),
         Config(128, 128, 64, group_m=8, num_warps=8, num_stages=4),
+        Config(128, 128, 64, group_m=8, num_warps=8, num_stages=6),
         Config(128, 128, 64, group_m=8, num_warps=4, num_stages=4),
         Config(128, 128, 128, group_m=8, num_warps=8, num_stages=3),
         Config(128, 64, 64, group_m=8, num_warps=4, num_stages=4),
-        Config(64, 128, 64, group_m=8, num_warps=4, num_stages=4),
+        Config(64, 128, 64, group_m=8, num_warps=4, num_stages=6, epilogue_split=2),
     ]
 
 
