@@ -378,7 +378,16 @@ for dtype in ("fp16", "bf16"):
            "stride_cm": "i32", "stride_cn": "i32"}
     k = compile_(splitk.splitk_reduce_kernel, sig, dict(INDEX_64=False, BLOCK=splitk.REDUCE_BLOCK), {}, 4, 1)
     reduce[dtype] = "cvt.rn.bf16" in k.asm["ptx"]
-print(json.dumps(dict(failed=failed, rows=rows, reduce_rn_bf16=reduce)))
+# B's rows 16-byte aligned but its leading dimension not a multiple of 16 (N = 5000): no divisibility attribute on
+# stride_bk (argument 8); passed as is (STRIDES_X8 = 0) or divided by 8 (bit 2, common.stride_args)
+from triton_kernels import blocked
+loads = {}
+for x8 in (0, 4):
+    fn, sig, consts, _ = blocked.inspect_source(blocked.configs()[0])
+    attrs = {(i,): [["tt.divisibility", 16]] for i in (0, 1, 2, 3, 4, 5, 6)}
+    k = compile_(fn, sig, dict(consts, EVEN_K=False, STRIDES_X8=x8), attrs, 8, 3)
+    loads[x8] = sorted(set(re.findall(r"\\bLDG[\\w.]*", k.asm["sass"])))
+print(json.dumps(dict(failed=failed, rows=rows, reduce_rn_bf16=reduce, x8_loads=loads)))
 """
 
 
@@ -431,6 +440,16 @@ def test_bf16_compiles_to_bf16_tensor_cores(sm90_compiles):
         if r["dtype"] == "fp16":
             assert r["mma"] and not any("BF16" in f for f in r["mma"]), (r["record"], r["mma"])
     assert sm90_compiles["reduce_rn_bf16"] == {"fp16": False, "bf16": True}
+
+
+def test_leading_dimension_multiple_of_8_loads_16_bytes(sm90_compiles):
+    """A leading dimension that is a multiple of 8 but not 16 (3000x5000x2000 NN: B's rows 10000 bytes apart):
+    passed as it is, Triton knows nothing of its divisibility and loads B two bytes at a time (synchronous
+    LDG.E.U16, not cp.async); passed divided by 8 and multiplied back (common.stride_args / unscale), every
+    operand load is a 16-byte cp.async (LDGSTS.E.BYPASS.128)."""
+    loads = sm90_compiles["x8_loads"]
+    assert "LDG.E.U16" in loads["0"]
+    assert [op for op in loads["4"] if op != "LDGDEPBAR"] == ["LDGSTS.E.BYPASS.128"]
 
 
 def test_tma_descriptors_carry_the_element_type(sm90_compiles):

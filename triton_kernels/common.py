@@ -80,6 +80,30 @@ def grouped_pid(tile_id, num_pid_m, num_pid_n, GROUP_M: tl.constexpr):
     return pid_m, pid_n
 
 
+def stride_args(*strides: int) -> tuple[list[int], int]:
+    """Strides as the pointer kernels take them, and their STRIDES_X8 bitmask. Triton specializes an integer
+    argument on divisibility by 16 only, so a leading dimension that is a multiple of 8 but not of 16 (N = 5000:
+    rows 16-byte aligned) compiled to 2-byte loads (the blocked kernel ran 3000x5000x2000 at 0.19x torch.matmul,
+    docs/tuning/triton_h100_sweeps_ecbd247.log). Such a stride is passed divided by 8 (bit i of the mask set) and
+    multiplied back in the kernel (`unscale`), where the compiler then knows it is a multiple of 8."""
+    out, mask = [], 0
+    for i, s in enumerate(strides):
+        if s % 8 == 0 and s % 16 != 0:
+            out.append(s // 8)
+            mask |= 1 << i
+        else:
+            out.append(s)
+    return out, mask
+
+
+@triton.jit
+def unscale(stride, BIT: tl.constexpr, STRIDES_X8: tl.constexpr):
+    """Stride number BIT of a `stride_args` list as the kernel uses it (times 8 where the host divided it)."""
+    if (STRIDES_X8 >> BIT) & 1:
+        stride = stride * 8
+    return stride
+
+
 @triton.jit
 def operand_ptrs(a_ptr, b_ptr, pid_m, pid_n, k0, M, N, stride_am, stride_ak, stride_bk, stride_bn,
                  INDEX_64: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
