@@ -16,7 +16,7 @@ import triton.language as tl
 
 from hgemm_common.validation import needs_int64_indexing
 
-from .common import (Config, dot_k_loop, grouped_pid, operand_ptrs, out_offsets, stride_args, to_output,
+from .common import (Config, div8_args, dot_k_loop, grouped_pid, operand_ptrs, out_offsets, to_output,
                      unscale)
 from .launch import Spec
 
@@ -70,15 +70,15 @@ def hgemm_kernel(
     INDEX_64: tl.constexpr,
     EVEN_K: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
-    STRIDES_X8: tl.constexpr = 0,  # which strides the host passed divided by 8 (common.stride_args)
+    DIV8: tl.constexpr = 0,  # multiples of 8 Triton cannot see: strides passed divided by 8, M, N (common.div8_args)
 ):
-    stride_am, stride_ak = unscale(stride_am, 0, STRIDES_X8), unscale(stride_ak, 1, STRIDES_X8)
-    stride_bk, stride_bn = unscale(stride_bk, 2, STRIDES_X8), unscale(stride_bn, 3, STRIDES_X8)
-    stride_cm, stride_cn = unscale(stride_cm, 4, STRIDES_X8), unscale(stride_cn, 5, STRIDES_X8)
+    stride_am, stride_ak = unscale(stride_am, 0, DIV8), unscale(stride_ak, 1, DIV8)
+    stride_bk, stride_bn = unscale(stride_bk, 2, DIV8), unscale(stride_bn, 3, DIV8)
+    stride_cm, stride_cn = unscale(stride_cm, 4, DIV8), unscale(stride_cn, 5, DIV8)
     pid_m, pid_n = grouped_pid(tl.program_id(0), tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N), GROUP_M)
 
     a_ptrs, b_ptrs = operand_ptrs(a_ptr, b_ptr, pid_m, pid_n, 0, M, N, stride_am, stride_ak, stride_bk, stride_bn,
-                                  INDEX_64, BLOCK_M, BLOCK_N, BLOCK_K)
+                                  INDEX_64, BLOCK_M, BLOCK_N, BLOCK_K, DIV8)
 
     # MAIN LOOP
     acc = dot_k_loop(a_ptrs, b_ptrs, K, BLOCK_K * stride_ak, BLOCK_K * stride_bk, ACC_FP16, EVEN_K,
@@ -99,9 +99,9 @@ def launches(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, acc_fp16: bool, 
     m, k = a.shape
     n = b.shape[1]
     grid = (triton.cdiv(m, config.block_m) * triton.cdiv(n, config.block_n),)
-    strides, x8 = stride_args(*a.stride(), *b.stride(), *c.stride())
+    strides, div8 = div8_args((*a.stride(), *b.stride(), *c.stride()), m, n)
     args = (a, b, c, m, n, k, *strides, acc_fp16, needs_int64_indexing(a, b, c), k % config.block_k == 0,
-            *config.meta.values(), x8)
+            *config.meta.values(), div8)
     return [Spec(hgemm_kernel, grid, args, config.num_warps, config.num_stages)]
 
 
@@ -114,6 +114,6 @@ def inspect_source(cfg: Config, dtype: str = "fp16") -> tuple:
            "stride_cm": "i32", "stride_cn": "constexpr"}
     consts = dict(stride_ak=1, stride_bn=1, stride_cn=1, ACC_FP16=False, INDEX_64=False, EVEN_K=True,
                   BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k, GROUP_M=cfg.group_m,
-                  STRIDES_X8=0)
+                  DIV8=0)
     attrs = {(i,): [["tt.divisibility", 16]] for i in (0, 1, 2, 3, 4, 5, 6, 8, 10)}
     return hgemm_kernel, sig, consts, attrs

@@ -80,12 +80,14 @@ def grouped_pid(tile_id, num_pid_m, num_pid_n, GROUP_M: tl.constexpr):
     return pid_m, pid_n
 
 
-def stride_args(*strides: int) -> tuple[list[int], int]:
-    """Strides as the pointer kernels take them, and their STRIDES_X8 bitmask. Triton specializes an integer
-    argument on divisibility by 16 only, so a leading dimension that is a multiple of 8 but not of 16 (N = 5000:
-    rows 16-byte aligned) compiled to 2-byte loads (the blocked kernel ran 3000x5000x2000 at 0.19x torch.matmul,
-    docs/tuning/triton_h100_sweeps_ecbd247.log). Such a stride is passed divided by 8 (bit i of the mask set) and
-    multiplied back in the kernel (`unscale`), where the compiler then knows it is a multiple of 8."""
+def div8_args(strides: tuple[int, ...], m: int, n: int) -> tuple[list[int], int]:
+    """Strides as the pointer kernels take them, and their DIV8 bitmask: multiples of 8 that Triton cannot see.
+    Triton specializes an integer argument on divisibility by 16 only, so with N = 5000 (B's rows 10000 bytes
+    apart, 16-byte aligned) the blocked kernel compiled to 2-byte loads and ran 3000x5000x2000 at 0.18x
+    torch.matmul (docs/tuning/triton_h100_sweeps_ecbd247.log). Bits 0-5: a stride that is a multiple of 8 but not
+    16 is passed divided by 8 and multiplied back in the kernel (`unscale`), where the compiler then knows the
+    multiple of 8. Bits 6, 7: M, N multiples of 8, so `operand_ptrs` may clamp edge rows/columns in whole groups of
+    8 and say so (the `% M` wrap hides contiguity unless M is a multiple of 16)."""
     out, mask = [], 0
     for i, s in enumerate(strides):
         if s % 8 == 0 and s % 16 != 0:
@@ -93,25 +95,40 @@ def stride_args(*strides: int) -> tuple[list[int], int]:
             mask |= 1 << i
         else:
             out.append(s)
-    return out, mask
+    return out, mask | (m % 8 == 0) << 6 | (n % 8 == 0) << 7
 
 
 @triton.jit
-def unscale(stride, BIT: tl.constexpr, STRIDES_X8: tl.constexpr):
-    """Stride number BIT of a `stride_args` list as the kernel uses it (times 8 where the host divided it)."""
-    if (STRIDES_X8 >> BIT) & 1:
+def unscale(stride, BIT: tl.constexpr, DIV8: tl.constexpr):
+    """Stride number BIT of a `div8_args` list as the kernel uses it (times 8 where the host divided it)."""
+    if (DIV8 >> BIT) & 1:
         stride = stride * 8
     return stride
 
 
 @triton.jit
+def edge_offsets(start, size, BLOCK: tl.constexpr, MULT8: tl.constexpr):
+    """Row (or column) indices start, ..., start + BLOCK - 1 of an operand tile, those past `size` replaced by
+    valid ones (their results are never stored). MULT8 (size a multiple of 8): past-the-edge indices become 0, so
+    every aligned group of 8 is either all inside or all 0-clamped, and the compiler is told it may load each group
+    as one 16-byte vector; otherwise they wrap (% size)."""
+    offs = start + tl.arange(0, BLOCK)
+    if MULT8:
+        offs = tl.max_contiguous(tl.multiple_of(tl.where(offs < size, offs, 0), 8), 8)
+    else:
+        offs = offs % size
+    return offs
+
+
+@triton.jit
 def operand_ptrs(a_ptr, b_ptr, pid_m, pid_n, k0, M, N, stride_am, stride_ak, stride_bk, stride_bn,
-                 INDEX_64: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+                 INDEX_64: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                 DIV8: tl.constexpr = 0):
     """Pointers to the first K tile (from column k0 of A, row k0 of B) of output tile (pid_m, pid_n): A's
-    (BLOCK_M, BLOCK_K) and B's (BLOCK_K, BLOCK_N). Rows and columns past the edge wrap onto valid ones (their
-    results are never stored), so the loads need no M/N mask; offsets in int64 when INDEX_64."""
-    offs_am = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)) % M
-    offs_bn = (pid_n * BLOCK_N + tl.arange(0, BLOCK_N)) % N
+    (BLOCK_M, BLOCK_K) and B's (BLOCK_K, BLOCK_N). Rows and columns past the edge are replaced by valid ones
+    (`edge_offsets`), so the loads need no M/N mask; offsets in int64 when INDEX_64."""
+    offs_am = edge_offsets(pid_m * BLOCK_M, M, BLOCK_M, (DIV8 >> 6) & 1)
+    offs_bn = edge_offsets(pid_n * BLOCK_N, N, BLOCK_N, (DIV8 >> 7) & 1)
     offs_k = tl.arange(0, BLOCK_K)
     if INDEX_64:
         offs_am = offs_am.to(tl.int64)

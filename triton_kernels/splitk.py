@@ -22,7 +22,7 @@ import triton.language as tl
 
 from hgemm_common.validation import needs_int64_indexing
 
-from .common import (Config, dot_k_loop, grouped_pid, operand_ptrs, out_offsets, stride_args, to_output,
+from .common import (Config, div8_args, dot_k_loop, grouped_pid, operand_ptrs, out_offsets, to_output,
                      unscale)
 from .launch import Kept, Spec
 
@@ -84,15 +84,15 @@ def splitk_fused_kernel(
     INDEX_64: tl.constexpr,
     EVEN_K: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
-    STRIDES_X8: tl.constexpr = 0,  # which strides the host passed divided by 8 (common.stride_args)
+    DIV8: tl.constexpr = 0,  # multiples of 8 Triton cannot see: strides passed divided by 8, M, N (common.div8_args)
 ):
     """Program (tile, s) computes the tile's product over the s-th K slice and writes it as an fp32 block
     P[tile, s]; then it counts itself in (an acq_rel atomic on the tile's counter). The program that arrives last,
     whichever slice it has, sums P[tile, 0], P[tile, 1], ... in slice order, writes C and sets the counter back to
     zero for the next call on the stream. One launch; the bits do not depend on the arrival order."""
-    stride_am, stride_ak = unscale(stride_am, 0, STRIDES_X8), unscale(stride_ak, 1, STRIDES_X8)
-    stride_bk, stride_bn = unscale(stride_bk, 2, STRIDES_X8), unscale(stride_bn, 3, STRIDES_X8)
-    stride_cm, stride_cn = unscale(stride_cm, 4, STRIDES_X8), unscale(stride_cn, 5, STRIDES_X8)
+    stride_am, stride_ak = unscale(stride_am, 0, DIV8), unscale(stride_ak, 1, DIV8)
+    stride_bk, stride_bn = unscale(stride_bk, 2, DIV8), unscale(stride_bn, 3, DIV8)
+    stride_cm, stride_cn = unscale(stride_cm, 4, DIV8), unscale(stride_cn, 5, DIV8)
     tile = tl.program_id(0)
     pid_m, pid_n = grouped_pid(tile, tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N), GROUP_M)
     s = tl.program_id(1)
@@ -100,7 +100,7 @@ def splitk_fused_kernel(
     k_len = tl.minimum(K - k0, K_SLICE)
 
     a_ptrs, b_ptrs = operand_ptrs(a_ptr, b_ptr, pid_m, pid_n, k0, M, N, stride_am, stride_ak, stride_bk, stride_bn,
-                                  INDEX_64, BLOCK_M, BLOCK_N, BLOCK_K)
+                                  INDEX_64, BLOCK_M, BLOCK_N, BLOCK_K, DIV8)
 
     # MAIN LOOP: this slice of K
     acc = dot_k_loop(a_ptrs, b_ptrs, k_len, BLOCK_K * stride_ak, BLOCK_K * stride_bk, ACC_FP16, EVEN_K,
@@ -248,9 +248,9 @@ def launches(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, acc_fp16: bool, 
     if fused:
         p = torch.empty((tiles * split, config.block_m, config.block_n), dtype=torch.float32, device=a.device)
         counts = Kept(COUNTERS.get(a.device, tiles), COUNTERS.get, tiles)
-        strides, x8 = stride_args(*a.stride(), *b.stride(), *c.stride())
+        strides, div8 = div8_args((*a.stride(), *b.stride(), *c.stride()), m, n)
         args = (a, b, c, p, counts, m, n, k, k_slice, split, *strides, acc_fp16, needs_int64_indexing(a, b, c, p),
-                k % config.block_k == 0, *config.meta.values(), x8)
+                k % config.block_k == 0, *config.meta.values(), div8)
         return [Spec(splitk_fused_kernel, (tiles, split), args, config.num_warps, config.num_stages)]
     p = torch.empty((split, m, n), dtype=torch.float32, device=a.device)
     index_64 = needs_int64_indexing(a, b, c, p)
@@ -267,7 +267,7 @@ def inspect_source(cfg: Config, dtype: str = "fp16") -> tuple:
     inputs of `dtype` ("fp16", "bf16"), for `python -m compare inspect`."""
     consts = dict(stride_ak=1, stride_bn=1, ACC_FP16=False, INDEX_64=False, EVEN_K=True,
                   BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k, GROUP_M=cfg.group_m,
-                  STRIDES_X8=0)
+                  DIV8=0)
     if FUSED:
         sig = {"a_ptr": f"*{dtype}", "b_ptr": f"*{dtype}", "c_ptr": f"*{dtype}", "p_ptr": "*fp32",
                "count_ptr": "*i32", "M": "i32", "N": "i32", "K": "i32", "K_SLICE": "i32", "SPLIT": "i32",
@@ -279,5 +279,5 @@ def inspect_source(cfg: Config, dtype: str = "fp16") -> tuple:
            "K_SLICE": "i32", "stride_am": "i32", "stride_ak": "constexpr", "stride_bk": "i32",
            "stride_bn": "constexpr", "stride_ps": "i32"}
     attrs = {(i,): [["tt.divisibility", 16]] for i in (0, 1, 2, 3, 4, 5, 6, 7, 9, 11)}
-    del consts["STRIDES_X8"]  # the two-pass partial kernel takes its strides as they are
+    del consts["DIV8"]  # the two-pass partial kernel takes its strides as they are
     return splitk_partial_kernel, sig, consts, attrs
