@@ -3,11 +3,14 @@
 What it adds over the blocked kernel (triton_kernels/blocked.py): when M (and N) leave fewer output tiles than the
 GPU has SMs (16x4096x4096: 64 tiles of 16x64 on 132 SMs), the blocked and TMA kernels leave SMs idle and a
 memory-bound problem reads B at a fraction of HBM bandwidth. Here program (tile, s) computes the tile over the
-s-th K slice and writes an fp32 partial to a workspace P[SPLIT, M, N]; a second kernel sums the partials of each
-element in slice order (s = 0, 1, ...) and writes C (fp16 or bf16, as A and B). No atomics: the sum's order is
-fixed, so the same inputs give the same bits on every run (for a given configuration). Small-M tiles (16 and 32
-rows; tl.dot then lowers to mma.sync rather than wgmma, which needs 64) keep the padding a 16-row problem computes
-small.
+s-th K slice and writes it as an fp32 block of a workspace; an acq_rel atomic on the tile's counter tells the
+program that arrives last, which sums the tile's blocks in slice order (s = 0, 1, ...) and writes C (fp16 or
+bf16, as A and B) in the same launch. The atomic only elects the summing program; the sum's order is fixed, so
+the same inputs give the same bits on every run (for a given configuration), the bits of the two-pass form
+(partials, then a reduction kernel: `FUSED = False`, kept for comparison) too. One launch instead of two was
+worth 1-2 us on 1-128 x 4096 x 4096 problems of ~20 us on the H100 (docs/tuning/triton_h100_sweeps_ecbd247.log).
+Small-M tiles (16 and 32 rows; tl.dot then lowers to mma.sync rather than wgmma, which needs 64) keep the padding
+a 16-row problem computes small.
 
 The slice length is a multiple of BLOCK_K, so only the last slice can end inside a K tile (masked, as in the
 blocked kernel). Any strides, like the blocked kernel: the loads go through pointers.

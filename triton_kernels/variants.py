@@ -26,7 +26,7 @@ VARIANTS: tuple[Variant, ...] = (
             promises={"sm_90": ("HGMMA", "LDGSTS")}, forbids={"sm_90": ("UTMALDG",)}, ceiling="wgmma",
             extra={"kernel": "blocked", "module": blocked, "general": True}),
     Variant("triton_splitk", "triton", "triton", "splitk.py", "timed over splitk.configs()",
-            "+ split-K for skinny M: fp32 partials summed in a fixed order by a second kernel, 16-row tiles",
+            "+ split-K for skinny M: fp32 partials summed in slice order by each tile's last slice, 16-row tiles",
             "tl.dot", native_layouts=LAYOUTS, alignment="none", dtypes=DTYPES,
             # the 16x64x128 tile of a 16-row problem: mma.sync (wgmma needs 64 rows), operands by cp.async
             promises={"sm_90": ("HMMA", "LDGSTS")}, forbids={"sm_90": ("UTMALDG",)}, ceiling="wgmma",
