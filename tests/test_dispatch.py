@@ -263,10 +263,10 @@ def test_threads_and_streams_share_the_cache():
 
 @pytest.mark.gpu
 def test_splitk_counters_on_streams_threads_and_graphs():
-    """The fused split-K kernel's tile counters (triton_kernels.splitk.COUNTERS, one buffer per stream, left at zero
-    by every call): three threads on three streams calling at once with different data, every result exact; then a
-    CUDA graph capturing the call (fresh zeroed counters inside the capture) replayed on new data, between eager
-    calls on the capture's stream; at the end every counter is zero again."""
+    """The fused split-K kernel's tile counters and workspace (triton_kernels.splitk.COUNTERS, WORKSPACES: one buffer
+    each per stream, the counters left at zero by every call): three threads on three streams calling at once with
+    different data, every result exact; then a CUDA graph capturing the call (fresh buffers inside the capture)
+    replayed on new data, between eager calls on the capture's stream; at the end every counter is zero again."""
     from triton_kernels import splitk
 
     cfg = Config(64, 64, 64, group_m=8, num_warps=4, num_stages=4, split_k=4)
@@ -309,6 +309,7 @@ def test_splitk_counters_on_streams_threads_and_graphs():
         side.synchronize()
         assert compare(eager, refs[i]).ok
     assert all(not buf.any() for buf in splitk.COUNTERS._bufs.values())
+    assert len(splitk.WORKSPACES._bufs) >= 4  # one per stream used outside the capture
 
 
 @pytest.mark.gpu

@@ -191,30 +191,38 @@ def splitk_reduce_kernel(
 # ----------------------------------------------------------------------------------------------------------------
 # Tile counters of the fused kernel
 # ----------------------------------------------------------------------------------------------------------------
-class Counters:
-    """Zeroed int32 tile counters, one buffer per (device, stream): the fused kernel leaves every counter it uses
-    at zero again, so a buffer serves every later call on its stream (calls on one stream run one after another;
-    calls on two streams may overlap, so they never share one). Grown when a call needs more tiles. During CUDA
-    graph capture each call gets a new zeroed buffer instead (its memset is captured ahead of the kernel): a cached
-    buffer created inside a capture would hold no zeros until the graph's first replay."""
+class StreamBuffers:
+    """Buffers of one dtype kept per (device, stream) and grown when a call needs more: the fused kernel's tile
+    counters (zeroed when made, and left at zero by every call that uses them) and its partial-block workspace
+    (no initial value needed). A buffer serves every later call on its stream: calls on one stream run one after
+    another, calls on two streams may overlap, so they never share one (a buffer is allocated while its stream is
+    current, so the caching allocator reuses a replaced one only in that stream's order). During CUDA graph capture
+    each call gets a new buffer instead (a zeroed one's memset captured ahead of the kernel): a cached buffer made
+    inside a capture would hold nothing until the graph's first replay. What stays allocated is the largest
+    problem's need per stream: split-K only runs problems whose tiles do not fill the GPU."""
 
-    def __init__(self):
+    def __init__(self, dtype: torch.dtype, zeroed: bool, minimum: int):
+        self.dtype, self.zeroed, self.minimum = dtype, zeroed, minimum
         self._bufs: dict = {}
         self._lock = threading.Lock()
 
-    def get(self, device: torch.device, tiles: int) -> torch.Tensor:
+    def _new(self, numel: int, device: torch.device) -> torch.Tensor:
+        make = torch.zeros if self.zeroed else torch.empty
+        return make(numel, dtype=self.dtype, device=device)
+
+    def get(self, device: torch.device, numel: int) -> torch.Tensor:
         if device.type == "cuda":
             if torch._C._cuda_isCurrentStreamCapturing():
-                return torch.zeros(tiles, dtype=torch.int32, device=device)
+                return self._new(numel, device)
             key = (device.index, torch._C._cuda_getCurrentRawStream(device.index))
         else:
             key = (device.type, None)
         buf = self._bufs.get(key)
-        if buf is None or buf.numel() < tiles:
+        if buf is None or buf.numel() < numel:
             with self._lock:
                 buf = self._bufs.get(key)
-                if buf is None or buf.numel() < tiles:
-                    buf = torch.zeros(max(tiles, 1024), dtype=torch.int32, device=device)
+                if buf is None or buf.numel() < numel:
+                    buf = self._new(max(numel, self.minimum), device)
                     self._bufs[key] = buf
         return buf
 
@@ -223,7 +231,8 @@ class Counters:
             self._bufs.clear()
 
 
-COUNTERS = Counters()
+COUNTERS = StreamBuffers(torch.int32, zeroed=True, minimum=1024)
+WORKSPACES = StreamBuffers(torch.float32, zeroed=False, minimum=1 << 16)
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -239,20 +248,21 @@ def slices(k: int, config: Config) -> tuple[int, int]:
 
 def launches(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, acc_fp16: bool, config: Config,
              fused: bool | None = None) -> list[Spec]:
-    """C = A @ B. Fused (default, `FUSED`): one launch writing fp32 partial blocks to a new workspace (tiles x
-    split x BLOCK_M x BLOCK_N, freed by the caching allocator once the kernel has run on this stream) and summing
-    them in the last program of each tile, with the stream's tile counters (`COUNTERS`). Two-pass: partials into
-    (split, M, N), then a reduction kernel."""
+    """C = A @ B. Fused (default, `FUSED`): one launch writing fp32 partial blocks (tiles x split x BLOCK_M x
+    BLOCK_N) to the stream's workspace (`WORKSPACES`) and summing them in the last program of each tile, with the
+    stream's tile counters (`COUNTERS`); no allocation per call. Two-pass: partials into a new (split, M, N)
+    workspace, then a reduction kernel."""
     fused = FUSED if fused is None else fused
     m, k = a.shape
     n = b.shape[1]
     k_slice, split = slices(k, config)
     tiles = triton.cdiv(m, config.block_m) * triton.cdiv(n, config.block_n)
     if fused:
-        p = torch.empty((tiles * split, config.block_m, config.block_n), dtype=torch.float32, device=a.device)
+        blocks = tiles * split * config.block_m * config.block_n
+        p = Kept(WORKSPACES.get(a.device, blocks), WORKSPACES.get, blocks)
         counts = Kept(COUNTERS.get(a.device, tiles), COUNTERS.get, tiles)
         strides, div8 = div8_args((*a.stride(), *b.stride(), *c.stride()), m, n)
-        args = (a, b, c, p, counts, m, n, k, k_slice, split, *strides, acc_fp16, needs_int64_indexing(a, b, c, p),
+        args = (a, b, c, p, counts, m, n, k, k_slice, split, *strides, acc_fp16, needs_int64_indexing(a, b, c) or blocks > 2**31,
                 k % config.block_k == 0, *config.meta.values(), div8)
         return [Spec(splitk_fused_kernel, (tiles, split), args, config.num_warps, config.num_stages)]
     p = torch.empty((split, m, n), dtype=torch.float32, device=a.device)
