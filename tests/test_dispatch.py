@@ -199,6 +199,28 @@ def test_auto_keeps_the_fastest_candidate(monkeypatch):
     assert triton_kernels.plan(a, b) is p and len(timed) == 3  # cached: not timed again
 
 
+def test_close_candidates_are_timed_again(monkeypatch):
+    """Kernels whose first timings are within 10% of the fastest are timed again (interleaved rounds) and the
+    medians choose: here split-K, 5% behind blocked in the first pass, wins the second; TMA, twice as slow, is not
+    timed again."""
+    assert dispatch.shortlist([1.0, 1.2, 1.05, 1.09, 1.01]) == [0, 4, 2]  # within 10%, fastest first, at most 3
+    first = {"blocked": 1.0, "splitk": 1.05, "tma": 2.0}
+    again = {"blocked": 1.2, "splitk": 1.0}
+    retimed = []
+
+    def refine(runners, a, b, c):
+        retimed.append(sorted(r.plan.kernel for r in runners))
+        return [again[r.plan.kernel] for r in runners]
+
+    monkeypatch.setattr(dispatch, "_tune", lambda kernel, *args: (configs(kernel)[0], first[kernel]))
+    monkeypatch.setattr(dispatch, "refine", refine)
+    monkeypatch.setattr(dispatch, "device_arch", lambda t: 90)
+    monkeypatch.setattr(dispatch, "sm_count", lambda t: 132)
+    a, b = make_inputs(16, 256, 512, "NN", device=DEVICE)
+    p = triton_kernels.plan(a, b)
+    assert (p.kernel, p.ms) == ("splitk", 1.0) and retimed == [["blocked", "splitk"]]
+
+
 def test_descriptor_cache_is_bounded_and_keeps_no_tensor():
     cache = DescriptorCache(capacity=2)
     t = torch.ones(4, 8, dtype=torch.float16)
