@@ -209,6 +209,8 @@ def test_close_candidates_are_timed_again(monkeypatch):
     retimed = []
 
     def refine(runners, a, b, c):
+        assert all(r.plan.config == configs(r.plan.kernel)[0] and r.plan.stage == (False, False, False)
+                   for r in runners)  # the plans are the timed ones, field for field
         retimed.append(sorted(r.plan.kernel for r in runners))
         return [again[r.plan.kernel] for r in runners]
 

@@ -344,7 +344,8 @@ def choose(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, out: torch.Tensor 
                      for kern, st in candidates(m, n, k, arch, sm_count(a), a, b, out)]
             close = shortlist([t[3] for t in timed])
             if len(close) > 1:  # kernels whose best configurations are close: timed again, interleaved
-                ms = refine([Runner(Plan(*timed[i][:3]), acc == "fp16") for i in close], a, b, c)
+                ms = refine([Runner(Plan(timed[i][0], timed[i][2], timed[i][1]), acc == "fp16") for i in close],
+                            a, b, c)
                 timed = [(*timed[i][:3], t) for i, t in zip(close, ms)]
         kern, st, cfg, ms = min(timed, key=lambda t: t[3])
         return Plan(kern, cfg, st, ms)
