@@ -11,6 +11,7 @@ import triton_kernels
 from compare.reference import compare, make_inputs, poisoned_out, reference
 from triton_kernels import Config, api, configs, dispatch
 from triton_kernels.launch import DescriptorCache
+from triton_kernels.variants import BY_KERNEL
 
 from conftest import DEVICE, HAS_CUDA
 
@@ -221,6 +222,30 @@ def test_close_candidates_are_timed_again(monkeypatch):
     a, b = make_inputs(16, 256, 512, "NN", device=DEVICE)
     p = triton_kernels.plan(a, b)
     assert (p.kernel, p.ms) == ("splitk", 1.0) and retimed == [["blocked", "splitk"]]
+
+
+def test_refine_round_runs_the_shortlisted_plans(monkeypatch):
+    """The real re-timing round, under the interpreter: every candidate ties, so the round builds each shortlisted
+    plan anew and runs it (the timer here just calls it once); the plan it keeps then gives the exact product."""
+    runs = []
+
+    def time_ms(call):
+        call()
+        runs.append(1)
+        return 1.0
+
+    def tune(kernel, stage, facts, a, b, c, acc_fp16):
+        return BY_KERNEL[kernel].extra["module"].INTERPRETER_CONFIG, 1.0
+
+    monkeypatch.setattr(dispatch, "time_ms", time_ms)
+    monkeypatch.setattr(dispatch, "_tune", tune)
+    monkeypatch.setattr(dispatch, "device_arch", lambda t: 90)
+    monkeypatch.setattr(dispatch, "sm_count", lambda t: 132)
+    a, b = make_inputs(40, 24, 520, "NN", device=DEVICE, seed=4)
+    p = triton_kernels.plan(a, b)
+    assert len(runs) == dispatch.REFINE_ROUNDS * min(dispatch.REFINE_MAX, 3)  # blocked, split-K, TMA, all tied
+    assert p.config == BY_KERNEL[p.kernel].extra["module"].INTERPRETER_CONFIG
+    assert compare(triton_kernels.hgemm(a, b), reference(a, b)).ok
 
 
 def test_descriptor_cache_is_bounded_and_keeps_no_tensor():
