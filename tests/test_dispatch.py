@@ -177,8 +177,30 @@ def test_candidates_follow_the_shape():
     skinny_odd = kernels(16, 4097, 4093)  # staging B would cost more than the GEMM itself
     assert "tma" not in skinny_odd and "splitk" in skinny_odd
     assert "splitk" not in kernels(16, 4096, 256)  # K too short for two slices of two 128-deep K tiles
+    # rows 4000 and 10000 bytes apart, off the 128-byte lines: TMA in place, and TMA on copies as one more candidate
+    lined = dispatch.candidates(3000, 5000, 2000, 90, 132, *mats(3000, 5000, 2000), None)
+    assert ("tma", (False, False, False)) in lined and ("tma", (True, True, False)) in lined
+    assert [k for k, _ in dispatch.candidates(4096, 4096, 4096, 90, 132, *mats(4096, 4096, 4096), None)].count(
+        "tma") == 1  # rows on the lines: no copy to time
     assert {k for k, _ in dispatch.candidates(256, 256, 1024, 80, 108, *mats(256, 256, 1024), None)} == {
         "blocked", "splitk"}  # sm_80: no TMA records
+
+
+@pytest.mark.parametrize("layout", ["NN", "TT"])
+def test_rows_copied_onto_lines_exact(layout):
+    """A plan staging TMA-describable A and B whose rows lie off the 128-byte lines (leading dimensions 48 and 40
+    halves) runs the TMA kernel on 128-byte aligned copies: exact, into a NaN-poisoned output."""
+    if HAS_CUDA and torch.cuda.get_device_capability() < (9, 0):
+        pytest.skip("TMA kernels need sm_90")
+    a, b = make_inputs(72, 40, 48, layout, device=DEVICE, seed=6)
+    assert dispatch.rows_off_lines(a) and dispatch.rows_off_lines(b)
+    cfg = configs("tma")[5] if HAS_CUDA else None
+    cfg = cfg or BY_KERNEL["tma"].extra["module"].INTERPRETER_CONFIG
+    run = dispatch.Runner(dispatch.Plan("tma", cfg, (True, True, False)), acc_fp16=False)
+    for _ in range(2):  # the first call compiles, the second launches directly (on a GPU)
+        out = poisoned_out(72, 40, DEVICE)
+        run(a, b, out)
+        assert compare(out, reference(a, b)).ok
 
 
 def test_auto_keeps_the_fastest_candidate(monkeypatch):
