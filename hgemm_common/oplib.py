@@ -23,9 +23,8 @@ _LIB = torch.library.Library(NAMESPACE, "FRAGMENT")
 def _plain(args: tuple) -> bool:
     """Whether a call reaching the Autograd key may run the implementation right there: every tensor argument a
     plain CUDA or CPU torch.Tensor (not meta, not a FakeTensor or another subclass, not a functionalization
-    wrapper) and no dispatch mode
-    (fake, functional, proxy, schema check) or functorch transform active. Anything else takes the dispatcher's
-    way down to the keys below Autograd, which those modes and wrappers live on."""
+    wrapper) and no dispatch mode (fake, functional, proxy, schema check) or functorch transform active. Anything
+    else takes the dispatcher's way down to the keys below Autograd, which those modes and wrappers live on."""
     if torch._C._len_torch_dispatch_stack() or torch._C._are_functorch_transforms_active():
         return False
     return all(type(t) is torch.Tensor and (t.is_cuda or t.is_cpu) and not torch._is_functional_tensor(t)
