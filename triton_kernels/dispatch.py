@@ -183,7 +183,9 @@ def key_of(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None, acc: str,
 
 
 class LRU:
-    """A bounded mapping (least recently used out first) that threads may share."""
+    """A bounded mapping (least recently used out first) that threads may share. A hit takes no lock (it is on
+    every call's path): OrderedDict's get and move_to_end are single C calls under the GIL, and a key evicted by
+    another thread between the two is simply not moved; inserts and evictions take the lock."""
 
     def __init__(self, capacity: int):
         self.capacity = capacity
@@ -191,11 +193,13 @@ class LRU:
         self._lock = threading.Lock()
 
     def get(self, key):
-        with self._lock:
-            v = self._d.get(key)
-            if v is not None:
+        v = self._d.get(key)
+        if v is not None:
+            try:
                 self._d.move_to_end(key)
-            return v
+            except KeyError:  # evicted by another thread since the get
+                pass
+        return v
 
     def put(self, key, value):
         with self._lock:
