@@ -11,6 +11,8 @@
 #   bash scripts/gpu_pass.sh sparse OUTDIR    # the 2:4 sparse kernels: GPU tests, the ceilings by occupancy, the bench
 #   bash scripts/gpu_pass.sh triton OUTDIR    # the Triton tests, then config sweeps beside torch.matmul
 #                                             # (scripts/triton_sweep.py; SHAPES=..., KERNELS=..., WIDE=--wide)
+#   bash scripts/gpu_pass.sh triton-bench OUTDIR  # kernel="auto" on the mixed suite, NN and NT, and the
+#                                             # per-call wall times of hgemm and the operator
 #   bash scripts/gpu_pass.sh tune OUTDIR [NT] # the tile sweeps against cuBLAS (scripts/tune_*.cu), fp32 and fp16,
 #                                             # NN (or NT: B column-major)
 # Set HGEMM_GIT_COMMIT to the commit being run when the tree is a copy without .git.
@@ -60,6 +62,15 @@ case "$PART" in
       --kernels "${KERNELS:-splitk,splitk2,blocked,tma}" ${WIDE:-} --budget-s "${BUDGET_S:-300}" 2>&1 \
       | tee "$OUTDIR/sweep.log"
     ;;
+  triton-bench)
+    for L in NN NT; do
+      python -m compare bench --suite mixed --layout $L --kernels torch.matmul triton --rounds 3 \
+        --out "$OUTDIR/$L" 2>&1 | tail -40 > "$OUTDIR/bench_$L.log"
+      grep -A3 geomean "$OUTDIR/bench_$L.log"
+    done
+    python scripts/wall_time.py --shapes 16x4096x4096,128x4096x4096 --kernels torch.matmul triton --ops 2>&1 \
+      | tee "$OUTDIR/wall.log"
+    ;;
   tune)
     bash scripts/build_tune.sh /tmp || exit 1
     for t in tune_mma_f32 tune_mma_f16 tune_wmma_f32 tune_wmma_f16; do
@@ -79,5 +90,5 @@ case "$PART" in
     python -m compare bench --kind sparse --shapes ${SHAPES:-4096x4096x4096,8192x8192x8192,8192x28672x4096} \
       --rounds 3 --out "$OUTDIR/sparse" 2>&1 | tee "$OUTDIR/sparse.log" | tail -14
     ;;
-  *) echo "unknown part $PART (tests, report, lab, sanitize, wall, triton, tune, hopper or sparse)"; exit 2 ;;
+  *) echo "unknown part $PART (tests, report, lab, sanitize, wall, triton, triton-bench, tune, hopper or sparse)"; exit 2 ;;
 esac
