@@ -17,7 +17,7 @@ import triton.language as tl
 from hgemm_common.validation import needs_int64_indexing
 
 from .common import (Config, div8_args, dot_k_loop, grouped_pid, operand_ptrs, out_offsets, to_output,
-                     unscale)
+                     unscale_strides)
 from .launch import Spec
 
 
@@ -72,9 +72,8 @@ def hgemm_kernel(
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
     DIV8: tl.constexpr = 0,  # multiples of 8 Triton cannot see: strides passed divided by 8, M, N (common.div8_args)
 ):
-    stride_am, stride_ak = unscale(stride_am, 0, DIV8), unscale(stride_ak, 1, DIV8)
-    stride_bk, stride_bn = unscale(stride_bk, 2, DIV8), unscale(stride_bn, 3, DIV8)
-    stride_cm, stride_cn = unscale(stride_cm, 4, DIV8), unscale(stride_cn, 5, DIV8)
+    stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn = unscale_strides(
+        stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn, DIV8)
     pid_m, pid_n = grouped_pid(tl.program_id(0), tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N), GROUP_M)
 
     a_ptrs, b_ptrs = operand_ptrs(a_ptr, b_ptr, pid_m, pid_n, 0, M, N, stride_am, stride_ak, stride_bk, stride_bn,

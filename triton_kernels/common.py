@@ -107,6 +107,13 @@ def unscale(stride, BIT: tl.constexpr, DIV8: tl.constexpr):
 
 
 @triton.jit
+def unscale_strides(stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn, DIV8: tl.constexpr):
+    """The six strides of a pointer kernel (A, B, C; `div8_args` order) as the kernel uses them."""
+    return (unscale(stride_am, 0, DIV8), unscale(stride_ak, 1, DIV8), unscale(stride_bk, 2, DIV8),
+            unscale(stride_bn, 3, DIV8), unscale(stride_cm, 4, DIV8), unscale(stride_cn, 5, DIV8))
+
+
+@triton.jit
 def edge_offsets(start, size, BLOCK: tl.constexpr, MULT8: tl.constexpr):
     """Row (or column) indices start, ..., start + BLOCK - 1 of an operand tile, those past `size` replaced by
     valid ones (their results are never stored). MULT8 (size a multiple of 8): past-the-edge indices become 0, so

@@ -40,8 +40,9 @@ class Desc(NamedTuple):
 
 
 class Kept(NamedTuple):
-    """A buffer a call does not allocate but borrows (split-K's tile counters): `tensor` for this call, `get(device,
-    size)` gives the buffer of a later call on the current stream. Passed to the kernel as a pointer."""
+    """A buffer a call does not allocate but borrows (split-K's tile counters and workspace): `tensor` for this
+    call, `get(device, size)` gives the buffer of a later call on the current stream. Passed to the kernel as a
+    pointer."""
     tensor: torch.Tensor
     get: object  # (torch.device, int) -> torch.Tensor
     size: int

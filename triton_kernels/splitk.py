@@ -28,7 +28,7 @@ import triton.language as tl
 from hgemm_common.validation import needs_int64_indexing
 
 from .common import (Config, div8_args, dot_k_loop, grouped_pid, operand_ptrs, out_offsets, to_output,
-                     unscale)
+                     unscale_strides)
 from .launch import Kept, Spec
 
 
@@ -36,6 +36,8 @@ from .launch import Kept, Spec
 # Tuning constants
 # ----------------------------------------------------------------------------------------------------------------
 SPLITS = (2, 4, 8)  # past 8 the workspace round trip (8 x M x N x 4 bytes, twice) costs more than idle SMs
+REDUCE_BLOCK = 1024  # elements of C per program of the two-pass reduction: 4 KB of each fp32 partial, coalesced
+FUSED = True  # one launch, the last slice of each tile sums the partials; False: partial kernel + reduce kernel
 
 
 def configs() -> list[Config]:
@@ -69,13 +71,27 @@ def worth_timing(m: int, n: int, k: int, sms: int, tma_in_place: bool) -> bool:
     long enough to give each slice at least two K tiles of the longest BLOCK_K."""
     tiles = triton.cdiv(m, TILE_FOR_FILL) * triton.cdiv(n, TILE_FOR_FILL)
     return tiles < sms and k >= 2 * min(SPLITS) * 128
-REDUCE_BLOCK = 1024  # elements of C per program of the two-pass reduction: 4 KB of each fp32 partial, coalesced
-FUSED = True  # one launch, the last slice of each tile sums the partials; False: partial kernel + reduce kernel
 
 
 # ----------------------------------------------------------------------------------------------------------------
 # Kernels
 # ----------------------------------------------------------------------------------------------------------------
+@triton.jit
+def slice_product(a_ptr, b_ptr, tile, s, M, N, K, K_SLICE, stride_am, stride_ak, stride_bk, stride_bn,
+                  ACC_FP16: tl.constexpr, INDEX_64: tl.constexpr, EVEN_K: tl.constexpr, BLOCK_M: tl.constexpr,
+                  BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, DIV8: tl.constexpr):
+    """(pid_m, pid_n, acc): output tile `tile`'s coordinates (grouped order) and its product over the s-th K slice
+    (K_SLICE elements from s * K_SLICE, the last slice shorter)."""
+    pid_m, pid_n = grouped_pid(tile, tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N), GROUP_M)
+    k0 = s * K_SLICE
+    a_ptrs, b_ptrs = operand_ptrs(a_ptr, b_ptr, pid_m, pid_n, k0, M, N, stride_am, stride_ak, stride_bk, stride_bn,
+                                  INDEX_64, BLOCK_M, BLOCK_N, BLOCK_K, DIV8)
+    # MAIN LOOP: this slice of K
+    acc = dot_k_loop(a_ptrs, b_ptrs, tl.minimum(K - k0, K_SLICE), BLOCK_K * stride_ak, BLOCK_K * stride_bk,
+                     ACC_FP16, EVEN_K, BLOCK_M, BLOCK_N, BLOCK_K)
+    return pid_m, pid_n, acc
+
+
 @triton.jit
 def splitk_fused_kernel(
     # pointers
@@ -95,21 +111,12 @@ def splitk_fused_kernel(
     P[tile, s]; then it counts itself in (an acq_rel atomic on the tile's counter). The program that arrives last,
     whichever slice it has, sums P[tile, 0], P[tile, 1], ... in slice order, writes C and sets the counter back to
     zero for the next call on the stream. One launch; the bits do not depend on the arrival order."""
-    stride_am, stride_ak = unscale(stride_am, 0, DIV8), unscale(stride_ak, 1, DIV8)
-    stride_bk, stride_bn = unscale(stride_bk, 2, DIV8), unscale(stride_bn, 3, DIV8)
-    stride_cm, stride_cn = unscale(stride_cm, 4, DIV8), unscale(stride_cn, 5, DIV8)
+    stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn = unscale_strides(
+        stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn, DIV8)
     tile = tl.program_id(0)
-    pid_m, pid_n = grouped_pid(tile, tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N), GROUP_M)
     s = tl.program_id(1)
-    k0 = s * K_SLICE
-    k_len = tl.minimum(K - k0, K_SLICE)
-
-    a_ptrs, b_ptrs = operand_ptrs(a_ptr, b_ptr, pid_m, pid_n, k0, M, N, stride_am, stride_ak, stride_bk, stride_bn,
-                                  INDEX_64, BLOCK_M, BLOCK_N, BLOCK_K, DIV8)
-
-    # MAIN LOOP: this slice of K
-    acc = dot_k_loop(a_ptrs, b_ptrs, k_len, BLOCK_K * stride_ak, BLOCK_K * stride_bk, ACC_FP16, EVEN_K,
-                     BLOCK_M, BLOCK_N, BLOCK_K)
+    pid_m, pid_n, acc = slice_product(a_ptr, b_ptr, tile, s, M, N, K, K_SLICE, stride_am, stride_ak, stride_bk,
+                                      stride_bn, ACC_FP16, INDEX_64, EVEN_K, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, DIV8)
 
     # PARTIAL: a whole BLOCK_M x BLOCK_N block per (tile, slice), contiguous, no mask
     block = tl.arange(0, BLOCK_M)[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
@@ -147,17 +154,10 @@ def splitk_partial_kernel(
     EVEN_K: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
 ):
-    pid_m, pid_n = grouped_pid(tl.program_id(0), tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N), GROUP_M)
     s = tl.program_id(1)
-    k0 = s * K_SLICE
-    k_len = tl.minimum(K - k0, K_SLICE)
-
-    a_ptrs, b_ptrs = operand_ptrs(a_ptr, b_ptr, pid_m, pid_n, k0, M, N, stride_am, stride_ak, stride_bk, stride_bn,
-                                  INDEX_64, BLOCK_M, BLOCK_N, BLOCK_K)
-
-    # MAIN LOOP: this slice of K
-    acc = dot_k_loop(a_ptrs, b_ptrs, k_len, BLOCK_K * stride_ak, BLOCK_K * stride_bk, ACC_FP16, EVEN_K,
-                     BLOCK_M, BLOCK_N, BLOCK_K)
+    pid_m, pid_n, acc = slice_product(a_ptr, b_ptr, tl.program_id(0), s, M, N, K, K_SLICE, stride_am, stride_ak,
+                                      stride_bk, stride_bn, ACC_FP16, INDEX_64, EVEN_K, BLOCK_M, BLOCK_N, BLOCK_K,
+                                      GROUP_M, 0)
 
     # EPILOGUE: the fp32 partial of slice s
     offs_cm, offs_cn = out_offsets(pid_m * BLOCK_M, pid_n * BLOCK_N, INDEX_64, BLOCK_M, BLOCK_N)
