@@ -29,8 +29,8 @@ def configs() -> list[Config]:
 
     Big tiles first: 128x256 and 256x128 with 8 warps keep two warpgroups busy on wgmma and need
     3 x 48 KB of pipeline; 128x128, 64x128 and 128x64 cover small and skinny problems where big tiles leave SMs
-    idle, with 5 stages (`scripts/triton_sweep.py --wide` on the H100: 1024^3 0.94x torch.matmul at 5 stages,
-    0.87x at 4; docs/tuning/triton_h100_sweeps_ecbd247.log).
+    idle, with 5 stages (faster than 4 at 1024^3 in `scripts/triton_sweep.py --wide` on the H100:
+    docs/tuning/triton_h100_sweeps_ecbd247.log).
     """
     return [
         Config(128, 256, 64, group_m=8, num_warps=8, num_stages=3),

@@ -83,8 +83,8 @@ def grouped_pid(tile_id, num_pid_m, num_pid_n, GROUP_M: tl.constexpr):
 def div8_args(strides: tuple[int, ...], m: int, n: int) -> tuple[list[int], int]:
     """Strides as the pointer kernels take them, and their DIV8 bitmask: multiples of 8 that Triton cannot see.
     Triton specializes an integer argument on divisibility by 16 only, so with N = 5000 (B's rows 10000 bytes
-    apart, 16-byte aligned) the blocked kernel compiled to 2-byte loads and ran 3000x5000x2000 at 0.18x
-    torch.matmul (docs/tuning/triton_h100_sweeps_ecbd247.log). Bits 0-5: a stride that is a multiple of 8 but not
+    apart, 16-byte aligned) the blocked kernel compiled to 2-byte loads (its 3000x5000x2000 timings before and
+    after: docs/tuning/triton_h100_sweeps_ecbd247.log, docs/results/h100-185045e-triton/). Bits 0-5: a stride that is a multiple of 8 but not
     16 is passed divided by 8 and multiplied back in the kernel (`unscale`), where the compiler then knows the
     multiple of 8. Bits 6, 7: M, N multiples of 8, so `operand_ptrs` may clamp edge rows/columns in whole groups of
     8 and say so (the `% M` wrap hides contiguity unless M is a multiple of 16)."""

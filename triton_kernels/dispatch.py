@@ -84,8 +84,8 @@ def _aligned_copy(t: torch.Tensor) -> torch.Tensor:
 def rows_off_lines(t: torch.Tensor) -> bool:
     """Whether a TMA-describable operand's rows (as TMA reads it: a column-major one by columns) start off the
     128-byte lines: each 128-byte row of a box then spans two lines. 3000x5000x2000 NN (rows 4000 and 10000 bytes
-    apart) ran the TMA kernel 124 us against 97 us on 3072x5120x2048, more work with the same tile count
-    (docs/results/h100-185045e-triton)."""
+    apart) ran the TMA kernel slower than 3072x5120x2048, more work with the same tile count
+    (docs/results/h100-185045e-triton/)."""
     ld = t.stride(0) if major(t) == "N" else t.stride(1)
     return (ld * t.element_size()) % 128 != 0 or t.data_ptr() % 128 != 0
 
@@ -338,9 +338,9 @@ def shortlist(ms: list[float]) -> list[int]:
 
 def refine(runners: list, a, b, c) -> list[float]:
     """Median device times of a few close candidates, timed again in REFINE_ROUNDS interleaved rounds: one pass of
-    `time_ms` each ranks a list, but two candidates a few percent apart swap places from pass to pass (the H100
-    harness runs of 185045e and b31a9d3 found auto's plan 8-15% slower than the best candidate on 1024^3 and
-    8192x8192x1024 in one run or the other)."""
+    `time_ms` each ranks a list, but two candidates a few percent apart swap places from pass to pass (auto's
+    plans for 1024^3 and 8192x8192x1024 differ between the H100 runs in docs/results/h100-185045e-triton/ and
+    docs/results/h100-b31a9d3-triton/)."""
     times = [[] for _ in runners]
     for _ in range(REFINE_ROUNDS):
         for ts, run in zip(times, runners):

@@ -7,10 +7,9 @@ s-th K slice and writes it as an fp32 block of a workspace; an acq_rel atomic on
 program that arrives last, which sums the tile's blocks in slice order (s = 0, 1, ...) and writes C (fp16 or
 bf16, as A and B) in the same launch. The atomic only elects the summing program; the sum's order is fixed, so
 the same inputs give the same bits on every run (for a given configuration), the bits of the two-pass form
-(partials, then a reduction kernel: `FUSED = False`, kept for comparison) too. One launch instead of two was
-worth 0.6-2.1 us with two slices on 1-128 x 4096 x 4096 problems of 20-28 us on the H100; with four slices of
-64x128 tiles on 128x4096x4096 the two-pass form was 1.7 us faster, its last program reading four blocks in a row
-(docs/tuning/triton_h100_sweeps_ecbd247.log).
+(partials, then a reduction kernel: `FUSED = False`, kept for comparison) too. One launch instead of two
+won with two slices on 1-128 x 4096 x 4096 problems on the H100 and lost with four slices of 64x128 tiles on
+128x4096x4096, its last program reading four blocks in a row (docs/tuning/triton_h100_sweeps_ecbd247.log).
 Small-M tiles (16 and 32 rows; tl.dot then lowers to mma.sync rather than wgmma, which needs 64) keep the padding
 a 16-row problem computes small.
 

@@ -32,7 +32,7 @@ def configs() -> list[Config]:
 
     The C tile is staged in shared memory for the TMA store, so the pipeline gets what that leaves:
     128x256x64 fits 3 stages (3 x 48 KB + 64 KB of C), or 4 when C is stored in two halves through a 32 KB
-    buffer (epilogue_split=2: 8192x8192x1024 0.956x torch.matmul against 0.929x, `scripts/triton_sweep.py --wide`,
+    buffer (epilogue_split=2: faster on 8192x8192x1024 in `scripts/triton_sweep.py --wide`,
     docs/tuning/triton_h100_sweeps_ecbd247.log); 128x128x64 fits 4 to 6.
     """
     return [
