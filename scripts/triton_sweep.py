@@ -9,8 +9,9 @@ kernel="auto" runs its plan), checked against the float64 product within the har
 (compare.bench.Timer: CUDA events, L2 flushed before every call, median of --calls); the --top fastest of each
 kernel are timed again beside torch.matmul over --rounds interleaved rounds, and printed with their ratio to it.
 Kernels: blocked, splitk (one launch: the last slice of a tile sums the partials), splitk2 (the two-pass split-K:
-partial kernel + reduction kernel), tma, tma_lined (TMA on copies of A and B whose rows start on 128-byte lines, the
-copies part of the time: what kernel="auto" weighs where rows lie off the lines). This decides the tuning lists; `python -m compare bench` is the benchmark
+partial kernel + reduction kernel), splitk_tma (split-K on TMA loads), tma, tma_lined (TMA on copies of A and B whose rows start on 128-byte lines, the
+copies part of the time: what kernel="auto" weighs where rows lie off the lines), tma_lined_a / tma_lined_b (A
+only, B only copied). This decides the tuning lists; `python -m compare bench` is the benchmark
 of record. --budget-s stops sweeping (and prints what it has) when the time is up.
 """
 import argparse
@@ -54,13 +55,22 @@ def wide(kernel: str) -> list[Config]:
     return smem
 
 
+# sweep kernels that are the TMA kernel on aligned copies: which of A, B, C each copies
+LINED = {"tma_lined": (True, True, False), "tma_lined_a": (True, False, False), "tma_lined_b": (False, True, False)}
+
+
+def base_kernel(kernel: str) -> str:
+    """The hgemm kernel a sweep kernel runs."""
+    return "splitk" if kernel == "splitk2" else "tma" if kernel in LINED else kernel
+
+
 def runner(kernel: str, cfg: Config):
     """A plan's runner for one (kernel, config): splitk2 is the split-K kernel with its two-pass reduction,
     tma_lined the TMA kernel on copies of A and B with 128-byte aligned rows (the copies timed with it)."""
-    name = {"splitk2": "splitk", "tma_lined": "tma"}.get(kernel, kernel)
-    stage = (True, True, False) if kernel == "tma_lined" else (False, False, False)
+    name = base_kernel(kernel)
+    stage = LINED.get(kernel, (False, False, False))
     r = dispatch.Runner(dispatch.Plan(name, cfg, stage), acc_fp16=False)
-    if kernel.startswith("splitk"):
+    if kernel in ("splitk", "splitk2"):
         fused = kernel == "splitk"
 
         def call(a, b, c):
@@ -93,7 +103,7 @@ def main():
         c = torch.empty((m, n), dtype=torch.float16, device="cuda")
         results = {}  # (kernel, config name) -> (call, [ms])
         for kernel in args.kernels.split(","):
-            base = {"splitk2": "splitk", "tma_lined": "tma"}.get(kernel, kernel)
+            base = base_kernel(kernel)
             cfgs = wide(base) if args.wide else configs(base)
             cfgs = prune_for_problem(cfgs, m, n, k)
             swept = []

@@ -168,44 +168,25 @@ def test_candidates_follow_the_shape():
         return {kern: st for kern, st in dispatch.candidates(m, n, k, 90, 132, a, b, None)}
 
     decode = kernels(16, 4096, 4096)
-    assert "splitk" in decode and "tma" in decode
+    assert {"splitk", "splitk_tma", "tma"} <= set(decode)
     square = kernels(4096, 4096, 4096)
-    assert "splitk" not in square and {"tma", "blocked"} <= set(square)
+    assert not {"splitk", "splitk_tma"} & set(square) and {"tma", "blocked"} <= set(square)
     assert not any(any(st) for st in square.values())
     odd = kernels(4095, 4097, 4093)  # no dimension a multiple of 8: the TMA kernels only by staging
     assert odd["tma"] == (True, True, True) and odd["blocked"] == (False, False, False)
     skinny_odd = kernels(16, 4097, 4093)  # staging B would cost more than the GEMM itself
-    assert "tma" not in skinny_odd and "splitk" in skinny_odd
+    assert not {"tma", "splitk_tma"} & set(skinny_odd) and "splitk" in skinny_odd  # split-K on TMA: never staged
     assert "splitk" not in kernels(16, 4096, 256)  # K too short for two slices of two 128-deep K tiles
-    # rows 4000 and 10000 bytes apart, off the 128-byte lines: TMA in place, and TMA on copies as one more candidate
-    lined = dispatch.candidates(3000, 5000, 2000, 90, 132, *mats(3000, 5000, 2000), None)
-    assert ("tma", (False, False, False)) in lined and ("tma", (True, True, False)) in lined
-    assert [k for k, _ in dispatch.candidates(4096, 4096, 4096, 90, 132, *mats(4096, 4096, 4096), None)].count(
-        "tma") == 1  # rows on the lines: no copy to time
+    # rows 4000 and 10000 bytes apart, off the 128-byte lines: TMA in place only (copies onto the lines lost)
+    assert dispatch.candidates(3000, 5000, 2000, 90, 132, *mats(3000, 5000, 2000), None) == [
+        ("blocked", (False, False, False)), ("tma", (False, False, False))]
     assert {k for k, _ in dispatch.candidates(256, 256, 1024, 80, 108, *mats(256, 256, 1024), None)} == {
         "blocked", "splitk"}  # sm_80: no TMA records
 
 
-@pytest.mark.parametrize("layout", ["NN", "TT"])
-def test_rows_copied_onto_lines_exact(layout):
-    """A plan staging TMA-describable A and B whose rows lie off the 128-byte lines (leading dimensions 48 and 40
-    halves) runs the TMA kernel on 128-byte aligned copies: exact, into a NaN-poisoned output."""
-    if HAS_CUDA and torch.cuda.get_device_capability() < (9, 0):
-        pytest.skip("TMA kernels need sm_90")
-    a, b = make_inputs(72, 40, 48, layout, device=DEVICE, seed=6)
-    assert dispatch.rows_off_lines(a) and dispatch.rows_off_lines(b)
-    cfg = configs("tma")[5] if HAS_CUDA else None
-    cfg = cfg or BY_KERNEL["tma"].extra["module"].INTERPRETER_CONFIG
-    run = dispatch.Runner(dispatch.Plan("tma", cfg, (True, True, False)), acc_fp16=False)
-    for _ in range(2):  # the first call compiles, the second launches directly (on a GPU)
-        out = poisoned_out(72, 40, DEVICE)
-        run(a, b, out)
-        assert compare(out, reference(a, b)).ok
-
-
 def test_auto_keeps_the_fastest_candidate(monkeypatch):
     """The choice is the minimum of the candidates' timings, each candidate timed once per kind of call."""
-    fake = {"blocked": 3.0, "splitk": 1.0, "tma": 2.0}
+    fake = {"blocked": 3.0, "splitk": 1.0, "tma": 2.0, "splitk_tma": 1.5}
     timed = []
 
     def tune(kernel, stage, facts, a, b, c, acc_fp16):
@@ -218,8 +199,8 @@ def test_auto_keeps_the_fastest_candidate(monkeypatch):
     a, b = make_inputs(16, 256, 512, "NN", device=DEVICE)
     p = triton_kernels.plan(a, b)
     assert (p.kernel, p.config, p.ms) == ("splitk", configs("splitk")[0], 1.0)
-    assert sorted(timed) == ["blocked", "splitk", "tma"]
-    assert triton_kernels.plan(a, b) is p and len(timed) == 3  # cached: not timed again
+    assert sorted(timed) == ["blocked", "splitk", "splitk_tma", "tma"]
+    assert triton_kernels.plan(a, b) is p and len(timed) == 4  # cached: not timed again
 
 
 def test_close_candidates_are_timed_again(monkeypatch):
@@ -227,7 +208,7 @@ def test_close_candidates_are_timed_again(monkeypatch):
     medians choose: here split-K, 5% behind blocked in the first pass, wins the second; TMA, twice as slow, is not
     timed again."""
     assert dispatch.shortlist([1.0, 1.2, 1.05, 1.09, 1.01]) == [0, 4, 2]  # within 10%, fastest first, at most 3
-    first = {"blocked": 1.0, "splitk": 1.05, "tma": 2.0}
+    first = {"blocked": 1.0, "splitk": 1.05, "tma": 2.0, "splitk_tma": 1.2}
     again = {"blocked": 1.2, "splitk": 1.0}
     retimed = []
 
@@ -265,7 +246,7 @@ def test_refine_round_runs_the_shortlisted_plans(monkeypatch):
     monkeypatch.setattr(dispatch, "sm_count", lambda t: 132)
     a, b = make_inputs(40, 24, 520, "NN", device=DEVICE, seed=4)
     p = triton_kernels.plan(a, b)
-    assert len(runs) == dispatch.REFINE_ROUNDS * min(dispatch.REFINE_MAX, 3)  # blocked, split-K, TMA, all tied
+    assert len(runs) == dispatch.REFINE_ROUNDS * min(dispatch.REFINE_MAX, 4)  # blocked, both split-Ks, TMA: tied
     assert p.config == BY_KERNEL[p.kernel].extra["module"].INTERPRETER_CONFIG
     assert compare(triton_kernels.hgemm(a, b), reference(a, b)).ok
 
@@ -333,13 +314,16 @@ def test_threads_and_streams_share_the_cache():
 
 
 @pytest.mark.gpu
-def test_splitk_counters_on_streams_threads_and_graphs():
-    """The fused split-K kernel's tile counters and workspace (triton_kernels.splitk.COUNTERS, WORKSPACES: one buffer
+@pytest.mark.parametrize("kernel", ["splitk", "splitk_tma"])
+def test_splitk_counters_on_streams_threads_and_graphs(kernel):
+    """The fused split-K kernels' (pointer and TMA loads) tile counters and workspace (triton_kernels.splitk.COUNTERS, WORKSPACES: one buffer
     each per stream, the counters left at zero by every call): three threads on three streams calling at once with
     different data, every result exact; then a CUDA graph capturing the call (fresh buffers inside the capture)
     replayed on new data, between eager calls on the capture's stream; at the end every counter is zero again."""
     from triton_kernels import splitk
 
+    if kernel == "splitk_tma" and torch.cuda.get_device_capability() < (9, 0):
+        pytest.skip("TMA kernels need sm_90")
     cfg = Config(64, 64, 64, group_m=8, num_warps=4, num_stages=4, split_k=4)
     ins = [make_inputs(130, 264, 1000, "NN", device="cuda", seed=s) for s in range(3)]
     refs = [reference(a, b) for a, b in ins]
@@ -349,7 +333,7 @@ def test_splitk_counters_on_streams_threads_and_graphs():
     def work(i):
         a, b = ins[i]
         with torch.cuda.stream(streams[i]):
-            outs = [triton_kernels.hgemm(a, b, kernel="splitk", config=cfg) for _ in range(20)]
+            outs = [triton_kernels.hgemm(a, b, kernel=kernel, config=cfg) for _ in range(20)]
         streams[i].synchronize()
         results.extend(compare(c, refs[i]).ok for c in outs)
 
@@ -364,11 +348,11 @@ def test_splitk_counters_on_streams_threads_and_graphs():
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):
-        assert compare(triton_kernels.hgemm(a, b, kernel="splitk", config=cfg), refs[0]).ok
+        assert compare(triton_kernels.hgemm(a, b, kernel=kernel, config=cfg), refs[0]).ok
     torch.cuda.synchronize()
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph, stream=side):
-        out = triton_kernels.hgemm(a, b, kernel="splitk", config=cfg)
+        out = triton_kernels.hgemm(a, b, kernel=kernel, config=cfg)
     for i in (1, 2, 0):
         a.copy_(ins[i][0])
         b.copy_(ins[i][1])
@@ -376,7 +360,7 @@ def test_splitk_counters_on_streams_threads_and_graphs():
         torch.cuda.synchronize()
         assert compare(out, refs[i]).ok
         with torch.cuda.stream(side):
-            eager = triton_kernels.hgemm(a, b, kernel="splitk", config=cfg)
+            eager = triton_kernels.hgemm(a, b, kernel=kernel, config=cfg)
         side.synchronize()
         assert compare(eager, refs[i]).ok
     assert all(not buf.any() for buf in splitk.COUNTERS._bufs.values())
@@ -385,12 +369,12 @@ def test_splitk_counters_on_streams_threads_and_graphs():
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", ["fp16", "bf16"])
-@pytest.mark.parametrize("kernel", ["blocked", "splitk", "tma"])
+@pytest.mark.parametrize("kernel", ["blocked", "splitk", "tma", "splitk_tma"])
 def test_direct_launch_after_the_first_call(kernel, dtype):
     """The first call compiles through kernel[grid]; later ones launch the kept kernels directly, with results
     identical to the first call's (pinned config: the same compiled kernel either way), for `*fp16` and `*bf16`
     signatures alike (TMA: descriptors encoded from the compiled kernel's element type)."""
-    if kernel.startswith("tma") and torch.cuda.get_device_capability() < (9, 0):
+    if "tma" in kernel and torch.cuda.get_device_capability() < (9, 0):
         pytest.skip("TMA kernels need sm_90")
     cfg = triton_kernels.configs(kernel)[3]
     a, b = make_inputs(300, 264, 520, "NT", device="cuda", seed=5, dtype=dtype)

@@ -43,7 +43,8 @@ GPU_BF16 = ["fp16", pytest.param("bf16", marks=pytest.mark.gpu)]
 # On a GPU `config=None` times every config for each new kind of call (compiling each): the small-shape tests pin
 # one instead (kernel="auto" with a pinned config takes the ladder's choice, untimed); the timed path has its own
 # tests below and in tests/test_dispatch.py.
-GPU_PIN = {"blocked": configs("blocked")[5], "tma": configs("tma")[5], "splitk": configs("splitk")[4]}
+GPU_PIN = {"blocked": configs("blocked")[5], "tma": configs("tma")[5], "splitk": configs("splitk")[4],
+           "splitk_tma": configs("splitk_tma")[9]}
 
 
 def pinned(a, b, **kw) -> dict:
@@ -165,10 +166,12 @@ def test_overflow_gives_inf_like_reference(dtype, x):
 
 
 @pytest.mark.parametrize("dtype", GPU_BF16)
-@pytest.mark.parametrize("kernel", ["auto", "splitk"])
+@pytest.mark.parametrize("kernel", ["auto", "splitk", "splitk_tma"])
 def test_deterministic(kernel, dtype):
     """Bitwise-equal results on the same inputs: split-K sums its partials in a fixed order, no atomics."""
-    a, b = make_inputs(100, 129, 311, "NN", device=DEVICE, seed=11, kind="randn", dtype=dtype)
+    k = 312 if kernel == "splitk_tma" else 311  # TMA: leading dimensions multiples of 8
+    a, b = make_inputs(100, 129, k, "NN", device=DEVICE, seed=11, kind="randn", dtype=dtype)
+    b = b if kernel != "splitk_tma" else b.t().contiguous().t()  # B column-major (ld 312)
     c1 = triton_kernels.hgemm(a, b, kernel=kernel)
     c2 = triton_kernels.hgemm(a, b, kernel=kernel)
     c3 = triton_kernels.hgemm(a.clone(), b.clone(), kernel=kernel)  # other addresses, the same plan
@@ -238,11 +241,11 @@ def test_interpreter_launches_the_pinned_config(kernel, monkeypatch):
 TMA_SHAPES = [(8, 8, 8), (40, 24, 72), (17, 40, 136), (96, 8, 16), (1, 64, 8)]
 
 
+@pytest.mark.parametrize("kernel", ["tma", "splitk_tma"])
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("m,n,k", TMA_SHAPES)
-def test_tma_exact_all_layouts(m, n, k, layout, dtype):
-    kernel = "tma"
+def test_tma_exact_all_layouts(m, n, k, layout, dtype, kernel):
     a, b = make_inputs(m, n, k, layout, device=DEVICE, seed=m + n + k, dtype=dtype)
     if tma_describable(a, b):
         run_exact(a, b, kernel=kernel)
@@ -274,6 +277,17 @@ def test_splitk_every_config_exact(dtype, acc):
         run_exact(a, b, acc=acc, config=cfg, kernel="splitk")
 
 
+@pytest.mark.parametrize("dtype,acc", DTYPE_ACCS)
+def test_splitk_tma_every_config_exact(dtype, acc):
+    """Every tile and split of the TMA split-K kernel: one tile plus 8 on M and N (TMA boxes past the edges), K cut
+    into exactly split_k slices of two K tiles, the last one 8 short (TMA's zero fill), A column-major."""
+    for cfg in configs("splitk_tma"):
+        m, n, k = cfg.block_m + 8, cfg.block_n + 8, 2 * cfg.split_k * cfg.block_k - 8
+        assert splitk.slices(k, cfg)[1] == cfg.split_k
+        a, b = make_inputs(m, n, k, "TN", device=DEVICE, seed=cfg.split_k, dtype=dtype)
+        run_exact(a, b, acc=acc, config=cfg, kernel="splitk_tma")
+
+
 @pytest.mark.parametrize("k", [1, 8, 31, 33, 97])
 def test_splitk_short_k_takes_fewer_slices(k):
     """K shorter than split_k tiles: the slices are whole K tiles, so fewer of them; none is empty."""
@@ -303,11 +317,12 @@ def test_splitk_fused_sums_like_the_two_pass_form(dtype):
     assert not splitk.COUNTERS.get(a.device, 1).any()
 
 
+@pytest.mark.parametrize("kernel", ["splitk", "splitk_tma"])
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_splitk_output_with_strides(dtype):
+def test_splitk_output_with_strides(dtype, kernel):
     a, b = make_inputs(17, 33, 200, "NT", device=DEVICE, seed=8, dtype=dtype)
     out_t = poisoned_out(33, 17, DEVICE, dtype)
-    c = triton_kernels.hgemm(a, b, out=out_t.t(), kernel="splitk")
+    c = triton_kernels.hgemm(a, b, out=out_t.t(), kernel=kernel)
     assert compare(c, reference(a, b)).ok
 
 
@@ -457,14 +472,17 @@ def test_leading_dimension_multiple_of_8_loads_16_bytes(sm90_compiles):
 def test_tma_descriptors_carry_the_element_type(sm90_compiles):
     """The compiled TMA kernel's descriptor metadata, which the direct launcher encodes CUtensorMaps from
     (triton_kernels/launch.py `_DescArg`, cached by it too), names 2-byte elements of the inputs' type: CUDA's
-    CU_TENSOR_MAP_DATA_TYPE_FLOAT16 (6) or _BFLOAT16 (9) once mapped to the host's enum, for A, B and C."""
+    CU_TENSOR_MAP_DATA_TYPE_FLOAT16 (6) or _BFLOAT16 (9) once mapped to the host's enum, for A, B and C (the TMA
+    split-K kernel stores C through pointers: A and B)."""
     from triton_kernels.launch import _TMA_DTYPE_DEVICE_TO_HOST
 
     host = {"fp16": 6, "bf16": 9}
     tma = [r for r in sm90_compiles["rows"] if r["descs"]]
     assert {r["dtype"] for r in tma} == {"fp16", "bf16"}
+    assert {r["record"] for r in tma} == {"triton_tma", "triton_splitk_tma"}
     for r in tma:
-        assert [(size, _TMA_DTYPE_DEVICE_TO_HOST[t]) for size, t in r["descs"]] == [(2, host[r["dtype"]])] * 3, r
+        descs = 2 if r["record"] == "triton_splitk_tma" else 3
+        assert [(size, _TMA_DTYPE_DEVICE_TO_HOST[t]) for size, t in r["descs"]] == [(2, host[r["dtype"]])] * descs, r
 
 
 # Compiles each tma_ws config for sm_90 and reports what the warp-specialization pass did; run in a child process
@@ -526,11 +544,11 @@ def test_tma_rejects_unaligned_and_auto_falls_back():
 
 def test_kernel_argument_checked():
     a, b = make_inputs(8, 8, 8, "NN", device=DEVICE)
-    with pytest.raises(ValueError, match=r"kernel must be one of \('auto', 'blocked', 'splitk', 'tma'\), "
-                       r"got 'cublas'"):
+    with pytest.raises(ValueError, match=r"kernel must be one of \('auto', 'blocked', 'splitk', 'tma', "
+                       r"'splitk_tma'\), got 'cublas'"):
         triton_kernels.hgemm(a, b, kernel="cublas")
-    with pytest.raises(ValueError, match=r"configs: kernel must be one of \('blocked', 'splitk', 'tma'\), "
-                       r"got 'wgmma'"):
+    with pytest.raises(ValueError, match=r"configs: kernel must be one of \('blocked', 'splitk', 'tma', "
+                       r"'splitk_tma'\), got 'wgmma'"):
         configs("wgmma")
 
 

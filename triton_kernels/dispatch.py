@@ -10,11 +10,12 @@ binder and descriptor encoding.
 Choosing a plan for kernel="auto" on a GPU:
 1. candidates: every record offered on the device whose kernel takes the operands (their dtype among the
    record's `dtypes`), in place or staged (TMA
-   kernels: operands TMA cannot describe copied to 128-byte aligned rows first, the copy part of the call; and,
-   as one more candidate, A and B whose rows lie off 128-byte lines copied too: `rows_off_lines`), and
+   kernels: operands TMA cannot describe copied to 128-byte aligned rows first, the copy part of the call), and
    that its module thinks worth timing for the shape (`worth_timing`: split-K only where a 128x128 grid leaves
-   SMs idle; staging only where the copies cost less than half the estimated GEMM; blocked only where no TMA
-   kernel reads the operands in place);
+   SMs idle; staging only where the copies cost less than half the estimated GEMM). Describable operands whose
+   rows lie off the 128-byte lines are read in place: copying them onto the lines lost on the shape where it was
+   meant to win (3000x5000x2000 NN on the H100: TMA 124 us in place, 129 / 139 / 147 us with B / A / both copied,
+   copies included: docs/results/h100-3902403-triton/sweep3000.log);
 2. each candidate's configurations that fit the problem (`prune_for_problem`) are timed on the call's own
    operands (`time_ms`: device time, L2 flushed, median), whole calls including copies and reductions;
 3. the configurations within 10% of a candidate's fastest (up to 3) are timed again in 3 interleaved rounds
@@ -75,19 +76,10 @@ class Plan:
 def _aligned_copy(t: torch.Tensor) -> torch.Tensor:
     """A row-major copy of a matrix whose rows start at multiples of 128 bytes (leading dimension a multiple of
     64 2-byte elements, fp16 or bf16): what a TMA descriptor can describe, whatever the original's strides, with
-    every 128-byte box row on one cache line (`rows_off_lines`)."""
+    every 128-byte box row on one cache line."""
     rows, cols = t.shape
     buf = torch.empty((rows, triton.cdiv(cols, 64) * 64), dtype=t.dtype, device=t.device)[:, :cols]
     return buf.copy_(t)
-
-
-def rows_off_lines(t: torch.Tensor) -> bool:
-    """Whether a TMA-describable operand's rows (as TMA reads it: a column-major one by columns) start off the
-    128-byte lines: each 128-byte row of a box then spans two lines. 3000x5000x2000 NN (rows 4000 and 10000 bytes
-    apart) ran the TMA kernel slower than 3072x5120x2048, more work with the same tile count
-    (docs/results/h100-185045e-triton/)."""
-    ld = t.stride(0) if major(t) == "N" else t.stride(1)
-    return (ld * t.element_size()) % 128 != 0 or t.data_ptr() % 128 != 0
 
 
 def _aligned_empty(rows: int, cols: int, like: torch.Tensor) -> torch.Tensor:
@@ -296,10 +288,6 @@ def candidates(m: int, n: int, k: int, arch: int, sms: int, a: torch.Tensor, b: 
             continue
         if not any(stage) or staging_worth_timing(m, n, k, stage):
             out_.append((kernel, stage))
-        if v.alignment != "none":  # also A and B copied onto 128-byte lines, where that is cheap
-            lined = (stage[0] or rows_off_lines(a), stage[1] or rows_off_lines(b), stage[2])
-            if lined != stage and staging_worth_timing(m, n, k, lined):
-                out_.append((kernel, lined))
     return out_ or [(kernel_for(arch, a, b, out), (False, False, False))]
 
 

@@ -57,6 +57,11 @@ def configs() -> list[Config]:
         Config(128, 64, 128, group_m=8, num_warps=4, num_stages=4),
         Config(128, 128, 64, group_m=8, num_warps=8, num_stages=3),
     ]
+    return with_splits(tiles)
+
+
+def with_splits(tiles: list[Config]) -> list[Config]:
+    """Each tile with every split of SPLITS."""
     return [Config(t.block_m, t.block_n, t.block_k, t.group_m, t.num_warps, t.num_stages, s)
             for t in tiles for s in SPLITS]
 
@@ -92,31 +97,12 @@ def slice_product(a_ptr, b_ptr, tile, s, M, N, K, K_SLICE, stride_am, stride_ak,
 
 
 @triton.jit
-def splitk_fused_kernel(
-    # pointers
-    a_ptr, b_ptr, c_ptr, p_ptr, count_ptr,
-    # sizes
-    M, N, K, K_SLICE, SPLIT,  # K_SLICE: K elements per slice, a multiple of BLOCK_K; SPLIT: number of slices
-    # strides (elements)
-    stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
-    # meta-parameters
-    ACC_FP16: tl.constexpr,
-    INDEX_64: tl.constexpr,
-    EVEN_K: tl.constexpr,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
-    DIV8: tl.constexpr = 0,  # multiples of 8 Triton cannot see: strides passed divided by 8, M, N (common.div8_args)
-):
-    """Program (tile, s) computes the tile's product over the s-th K slice and writes it as an fp32 block
-    P[tile, s]; then it counts itself in (an acq_rel atomic on the tile's counter). The program that arrives last,
-    whichever slice it has, sums P[tile, 0], P[tile, 1], ... in slice order, writes C and sets the counter back to
-    zero for the next call on the stream. One launch; the bits do not depend on the arrival order."""
-    stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn = unscale_strides(
-        stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn, DIV8)
-    tile = tl.program_id(0)
-    s = tl.program_id(1)
-    pid_m, pid_n, acc = slice_product(a_ptr, b_ptr, tile, s, M, N, K, K_SLICE, stride_am, stride_ak, stride_bk,
-                                      stride_bn, ACC_FP16, INDEX_64, EVEN_K, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, DIV8)
-
+def sum_slices(acc, tile, s, pid_m, pid_n, c_ptr, p_ptr, count_ptr, M, N, SPLIT, stride_cm, stride_cn,
+               INDEX_64: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    """The fused split-K epilogue of program (tile, s), whose product over its K slice is `acc`: write it as the
+    fp32 block P[tile, s], count it in (an acq_rel atomic on the tile's counter); the program that arrives last,
+    whichever slice it has, sums P[tile, 0], P[tile, 1], ... in slice order, writes C (masked, any strides) and sets
+    the counter back to zero for the next call on the stream. The bits do not depend on the arrival order."""
     # PARTIAL: a whole BLOCK_M x BLOCK_N block per (tile, slice), contiguous, no mask
     block = tl.arange(0, BLOCK_M)[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
     first = tile * SPLIT  # P[tile, 0]
@@ -137,6 +123,33 @@ def splitk_fused_kernel(
         tl.store(c_ptrs, to_output(total, c_ptr.dtype.element_ty),
                  mask=(offs_cm[:, None] < M) & (offs_cn[None, :] < N))
         tl.atomic_xchg(count_ptr + tile, 0, sem="relaxed", scope="gpu")
+
+
+@triton.jit
+def splitk_fused_kernel(
+    # pointers
+    a_ptr, b_ptr, c_ptr, p_ptr, count_ptr,
+    # sizes
+    M, N, K, K_SLICE, SPLIT,  # K_SLICE: K elements per slice, a multiple of BLOCK_K; SPLIT: number of slices
+    # strides (elements)
+    stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+    # meta-parameters
+    ACC_FP16: tl.constexpr,
+    INDEX_64: tl.constexpr,
+    EVEN_K: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+    DIV8: tl.constexpr = 0,  # multiples of 8 Triton cannot see: strides passed divided by 8, M, N (common.div8_args)
+):
+    """Program (tile, s) computes the tile's product over the s-th K slice (pointer loads), then `sum_slices`."""
+    stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn = unscale_strides(
+        stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn, DIV8)
+    tile = tl.program_id(0)
+    s = tl.program_id(1)
+    pid_m, pid_n, acc = slice_product(a_ptr, b_ptr, tile, s, M, N, K, K_SLICE, stride_am, stride_ak, stride_bk,
+                                      stride_bn, ACC_FP16, INDEX_64, EVEN_K, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, DIV8)
+
+    sum_slices(acc, tile, s, pid_m, pid_n, c_ptr, p_ptr, count_ptr, M, N, SPLIT, stride_cm, stride_cn, INDEX_64,
+               BLOCK_M, BLOCK_N)
 
 
 @triton.jit
@@ -247,6 +260,14 @@ def slices(k: int, config: Config) -> tuple[int, int]:
     return k_slice, triton.cdiv(k, k_slice)
 
 
+def fused_buffers(device: torch.device, tiles: int, split: int, config: Config) -> tuple[Kept, Kept, int]:
+    """The fused kernel's workspace (tiles x split fp32 blocks) and tile counters on the current stream, and the
+    workspace's element count."""
+    blocks = tiles * split * config.block_m * config.block_n
+    return (Kept(WORKSPACES.get(device, blocks), WORKSPACES.get, blocks),
+            Kept(COUNTERS.get(device, tiles), COUNTERS.get, tiles), blocks)
+
+
 def launches(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, acc_fp16: bool, config: Config,
              fused: bool | None = None) -> list[Spec]:
     """C = A @ B. Fused (default, `FUSED`): one launch writing fp32 partial blocks (tiles x split x BLOCK_M x
@@ -259,9 +280,7 @@ def launches(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, acc_fp16: bool, 
     k_slice, split = slices(k, config)
     tiles = triton.cdiv(m, config.block_m) * triton.cdiv(n, config.block_n)
     if fused:
-        blocks = tiles * split * config.block_m * config.block_n
-        p = Kept(WORKSPACES.get(a.device, blocks), WORKSPACES.get, blocks)
-        counts = Kept(COUNTERS.get(a.device, tiles), COUNTERS.get, tiles)
+        p, counts, blocks = fused_buffers(a.device, tiles, split, config)
         strides, div8 = div8_args((*a.stride(), *b.stride(), *c.stride()), m, n)
         args = (a, b, c, p, counts, m, n, k, k_slice, split, *strides, acc_fp16, needs_int64_indexing(a, b, c) or blocks > 2**31,
                 k % config.block_k == 0, *config.meta.values(), div8)

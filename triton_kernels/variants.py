@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from hgemm_common.record import LAYOUTS, Variant
 
-from . import blocked, splitk, tma_persistent
+from . import blocked, splitk, splitk_tma, tma_persistent
 
 DTYPES = ("fp16", "bf16")  # what every kernel below takes
 
@@ -36,6 +36,12 @@ VARIANTS: tuple[Variant, ...] = (
             native_layouts=LAYOUTS, alignment="tma", misaligned="refuse", dtypes=DTYPES,
             promises={"sm_90": ("HGMMA", "UTMALDG")}, forbids={"sm_90": ("LDGSTS",)}, ceiling="wgmma",
             extra={"kernel": "tma", "module": tma_persistent, "general": True}),
+    Variant("triton_splitk_tma", "triton", "triton", "splitk_tma.py", "timed over splitk_tma.configs()",
+            "+ split-K on TMA loads for skinny M: splitk's slices and reduction, tiles by descriptor", "tl.dot",
+            min_arch=90, native_layouts=LAYOUTS, alignment="tma_ab", misaligned="refuse", dtypes=DTYPES,
+            # the 16x64x128 tile of a 16-row problem: mma.sync (wgmma needs 64 rows), operands by TMA
+            promises={"sm_90": ("HMMA", "UTMALDG")}, forbids={"sm_90": ("LDGSTS",)}, ceiling="wgmma",
+            extra={"kernel": "splitk_tma", "module": splitk_tma}),
 )
 
 # `hgemm(kernel="auto")`: not a kernel of its own but the choice among the records above, listed by the harness
