@@ -1,15 +1,18 @@
 """Per-call wall time, back to back from Python, as a model's forward pass pays it (GPU only).
 
     python scripts/wall_time.py [--shapes 16x4096x4096,128x4096x4096] [--kernels 'torch*' 'wgmma_persistent']
-                                [--ops]
+                                [--ops] [--rounds 5] [--calls 200]
     python scripts/wall_time.py --breakdown wgmma_persistent [--breakdown-shape 128x128x128]
 
 For each shape and kernel (names as in the harness's tables): warm up, then time `calls` back-to-back calls with
 the host clock between two synchronizations (`compare.bench.wall_us`, the same measurement the bench reports),
 so validation, dispatch, descriptor/tensor-map work and launch latency count, and the GPU queue never drains in
-between. Prints microseconds per call and the ratio to torch.matmul's (> 1: slower than torch). --ops also times
-the Triton operator `torch.ops.tensorcore_hgemm.triton_hgemm` eagerly and inside a torch.compile'd function,
-against torch.matmul compiled the same way.
+between. Host time on a shared machine moves by tens of percent from one pass to the next, so every kernel is
+timed in --rounds rounds, interleaved (round 1 of every kernel, then round 2, ...), and the median of its rounds is
+printed with the range, and the ratio of medians to its baseline's (> 1: slower): torch.matmul(a, b, out=out) for
+the kernels (they are called with out= too). --ops also times the Triton operator
+`torch.ops.tensorcore_hgemm.triton_hgemm`, which allocates its output, eagerly against torch.matmul(a, b) (no out=)
+and inside a torch.compile'd function against torch.matmul compiled the same way.
 
 --breakdown VARIANT times the pieces of one PTX call on a small shape (device time far below the host's, so each
 line is host time): output allocation, validation, the binding + launcher + launch alone, the whole
@@ -21,6 +24,7 @@ and kernel, the Python functions (and the C functions they call) that take the m
 from __future__ import annotations
 
 import argparse
+import statistics
 
 import torch
 
@@ -35,17 +39,32 @@ def per_call_us(run, a, b, out, calls: int) -> float:
     return wall_us(lambda: run(a, b, out), calls)
 
 
-def operator_runners() -> list[tuple[str, object]]:
-    """(name, run) for the Triton operator eagerly and compiled, and torch.matmul compiled (the compiled pair's
-    baseline)."""
+MATMUL, MATMUL_ALLOC, MATMUL_COMPILED = "torch.matmul", "torch.matmul (allocating)", "torch.matmul (torch.compile)"
+
+
+def operator_runners() -> list[tuple[str, object, str]]:
+    """(name, run, baseline name) for the Triton operator eagerly and compiled, and their baselines: torch.matmul
+    allocating its output, as the operator does, and torch.matmul compiled the same way as the operator."""
     import triton_kernels.ops  # noqa: F401  registers torch.ops.tensorcore_hgemm.triton_hgemm
 
     op = torch.ops.tensorcore_hgemm.triton_hgemm
     compiled_op = torch.compile(lambda x, y: op(x, y, "fp32"), fullgraph=True)
     compiled_mm = torch.compile(lambda x, y: torch.matmul(x, y), fullgraph=True)
-    return [("triton_hgemm op (eager)", lambda a, b, out: op(a, b, "fp32")),
-            ("torch.matmul (torch.compile)", lambda a, b, out: compiled_mm(a, b)),
-            ("triton_hgemm op (torch.compile)", lambda a, b, out: compiled_op(a, b))]
+    return [(MATMUL_ALLOC, lambda a, b, out: torch.matmul(a, b), MATMUL_ALLOC),
+            ("triton_hgemm op (eager)", lambda a, b, out: op(a, b, "fp32"), MATMUL_ALLOC),
+            (MATMUL_COMPILED, lambda a, b, out: compiled_mm(a, b), MATMUL_COMPILED),
+            ("triton_hgemm op (torch.compile)", lambda a, b, out: compiled_op(a, b), MATMUL_COMPILED)]
+
+
+def timed_rounds(runners: list, a, b, out, calls: int, rounds: int) -> dict[str, list[float]]:
+    """Microseconds per call of each runner in each of `rounds` interleaved rounds (warm-up before the first)."""
+    for _, run, _ in runners:
+        per_call_us(run, a, b, out, 10)
+    times = {name: [] for name, _, _ in runners}
+    for _ in range(rounds):
+        for name, run, _ in runners:
+            times[name].append(wall_us(lambda: run(a, b, out), calls))
+    return times
 
 
 def breakdown(variant: str, shape: tuple[int, int, int], calls: int) -> None:
@@ -100,7 +119,8 @@ def main() -> int:
     ap.add_argument("--shapes", default="16x4096x4096,128x4096x4096,4096x4096x4096")
     ap.add_argument("--kernels", nargs="*", default=["torch.matmul", "triton", "wgmma_persistent", "wgmma_cluster",
                                                       "mma_stmatrix"])
-    ap.add_argument("--calls", type=int, default=200)
+    ap.add_argument("--calls", type=int, default=200, help="back-to-back calls per round")
+    ap.add_argument("--rounds", type=int, default=5, help="interleaved rounds per kernel (the median is printed)")
     ap.add_argument("--ops", action="store_true", help="also the Triton operator, eager and torch.compile'd")
     ap.add_argument("--layout", default="NN", choices=["NN", "NT", "TN", "TT"])
     ap.add_argument("--breakdown", metavar="VARIANT", help="time the pieces of one PTX call instead")
@@ -110,22 +130,23 @@ def main() -> int:
     if args.breakdown:
         breakdown(args.breakdown, parse_shapes(args.breakdown_shape)[0], max(args.calls, 1000))
         return 0
-    runners = [(k.name, k.run) for k in registry.select(args.kernels)]
+    runners = [(k.name, k.run, MATMUL) for k in registry.select(args.kernels)]
     if args.ops:
         runners += operator_runners()
     for m, n, k in parse_shapes(args.shapes):
         a, b = make_inputs(m, n, k, args.layout, device="cuda", seed=0, kind="randn")
         out = torch.empty(m, n, dtype=torch.float16, device="cuda")
-        base = None
-        for name, run in runners:
-            if args.profile:
+        if args.profile:
+            for name, run, _ in runners:
                 print(f"{m}x{n}x{k} {args.layout}:")
                 profile(name, run, a, b, out, args.calls)
-                continue
-            us = per_call_us(run, a, b, out, args.calls)
-            base = us if name == "torch.matmul" else base
-            ratio = f"{us / base:5.2f}x" if base else "   - "
-            print(f"{m}x{n}x{k} {args.layout} {name:32s} {us:9.1f} us/call  {ratio} torch.matmul's")
+            continue
+        times = timed_rounds(runners, a, b, out, args.calls, args.rounds)
+        med = {name: statistics.median(ts) for name, ts in times.items()}
+        for name, _, base in runners:
+            ratio = f"{med[name] / med[base]:5.2f}x {base}'s" if base in med else "    -"
+            print(f"{m}x{n}x{k} {args.layout} {name:32s} {med[name]:9.1f} us/call "
+                  f"({min(times[name]):6.1f}-{max(times[name]):6.1f})  {ratio}")
     return 0
 
 

@@ -8,6 +8,7 @@ import pytest
 import torch
 
 import triton_kernels
+from hgemm_common.operands import major
 from compare.reference import compare, make_inputs, poisoned_out, reference
 from triton_kernels import Config, api, configs, dispatch
 from triton_kernels.launch import DescriptorCache
@@ -177,11 +178,33 @@ def test_candidates_follow_the_shape():
     skinny_odd = kernels(16, 4097, 4093)  # staging B would cost more than the GEMM itself
     assert not {"tma", "splitk_tma"} & set(skinny_odd) and "splitk" in skinny_odd  # split-K on TMA: never staged
     assert "splitk" not in kernels(16, 4096, 256)  # K too short for two slices of two 128-deep K tiles
-    # rows 4000 and 10000 bytes apart, off the 128-byte lines: TMA in place only (copies onto the lines lost)
+    # rows 4000 (A) and 10000 (B) bytes apart: B's off the 32-byte sectors, so TMA on a copy of B too
     assert dispatch.candidates(3000, 5000, 2000, 90, 132, *mats(3000, 5000, 2000), None) == [
-        ("blocked", (False, False, False)), ("tma", (False, False, False))]
+        ("blocked", (False, False, False)), ("tma", (False, False, False)), ("tma", (False, True, False))]
+    assert [k for k, _ in dispatch.candidates(4096, 4096, 4096, 90, 132, *mats(4096, 4096, 4096), None)].count(
+        "tma") == 1  # rows on the sectors: no copy to time
     assert {k for k, _ in dispatch.candidates(256, 256, 1024, 80, 108, *mats(256, 256, 1024), None)} == {
         "blocked", "splitk"}  # sm_80: no TMA records
+
+
+def test_staging_copies_exact_aligned_and_wide():
+    """The staging copy (`_aligned_copy`): equal to its source whatever the strides, leading dimension a multiple of
+    64 elements, a column-major source kept column-major; rows moved as 8-byte integers where pitches and bases
+    allow (3000x5000x2000's B: 10,000-byte rows), 4-byte ones or element by element otherwise."""
+    g = torch.Generator().manual_seed(1)
+    base = torch.randn(64, 10000, generator=g).half()  # rows 20,000 bytes apart
+    cases = [(base[:, :5000], 8, "N"), (base[:, 2:5002], 4, "N"), (base[1:, 1:36], None, "N"),
+             (torch.randn(40, 33, generator=g).half().t(), None, "T"), (base[:, ::2][:50, :60], None, "N"),
+             (base[:, :1], None, "N")]
+    for t, width, layout in cases:
+        c = dispatch._aligned_copy(t)
+        assert torch.equal(c, t) and c.data_ptr() != t.data_ptr()
+        assert major(c) == layout and (c.stride(0) if layout == "N" else c.stride(1)) % 64 == 0
+        assert dispatch.row_copy_width(c if layout == "N" else c.t(), t if layout == "N" else t.t()) == width
+    out = torch.full((33, 40), float("nan")).half().t()  # write-back into a column-major out: element by element
+    src = torch.randn(40, 33, generator=g).half()
+    dispatch.copy_rows(out, src)
+    assert torch.equal(out, src)
 
 
 def test_auto_keeps_the_fastest_candidate(monkeypatch):

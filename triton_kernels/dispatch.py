@@ -12,10 +12,9 @@ Choosing a plan for kernel="auto" on a GPU:
    record's `dtypes`), in place or staged (TMA
    kernels: operands TMA cannot describe copied to 128-byte aligned rows first, the copy part of the call), and
    that its module thinks worth timing for the shape (`worth_timing`: split-K only where a 128x128 grid leaves
-   SMs idle; staging only where the copies cost less than half the estimated GEMM). Describable operands whose
-   rows lie off the 128-byte lines are read in place: copying them onto the lines lost on the shape where it was
-   meant to win (3000x5000x2000 NN on the H100: TMA 124 us in place, 129 / 139 / 147 us with B / A / both copied,
-   copies included: docs/results/h100-3902403-triton/sweep3000.log);
+   SMs idle; staging only where the copies cost less than half the estimated GEMM). And, as one more candidate,
+   TMA on copies of the describable operands whose rows start off the 32-byte sectors (`rows_off_sectors`): each
+   128-byte row of a TMA box then spans five sectors;
 2. each candidate's configurations that fit the problem (`prune_for_problem`) are timed on the call's own
    operands (`time_ms`: device time, L2 flushed, median), whole calls including copies and reductions;
 3. the configurations within 10% of a candidate's fastest (up to 3) are timed again in 3 interleaved rounds
@@ -74,12 +73,56 @@ class Plan:
 
 
 def _aligned_copy(t: torch.Tensor) -> torch.Tensor:
-    """A row-major copy of a matrix whose rows start at multiples of 128 bytes (leading dimension a multiple of
-    64 2-byte elements, fp16 or bf16): what a TMA descriptor can describe, whatever the original's strides, with
-    every 128-byte box row on one cache line."""
+    """A copy of a matrix whose rows (a column-major matrix: columns) start at multiples of 128 bytes (leading
+    dimension a multiple of 64 2-byte elements, fp16 or bf16): what a TMA descriptor can describe, whatever the
+    original's strides, with every 128-byte box row on one cache line. A column-major matrix stays column-major
+    (a straight copy of its columns; the TMA kernels read it by a transposed descriptor), anything else becomes
+    row-major."""
+    if t.stride(0) == 1 and t.stride(1) != 1:
+        return _aligned_copy(t.t()).t()
     rows, cols = t.shape
     buf = torch.empty((rows, triton.cdiv(cols, 64) * 64), dtype=t.dtype, device=t.device)[:, :cols]
-    return buf.copy_(t)
+    copy_rows(buf, t)
+    return buf
+
+
+# Wider integer views a row copy may move the bytes as: (bytes, dtype)
+_WIDE = ((8, torch.int64), (4, torch.int32))
+
+
+def copy_rows(dst: torch.Tensor, src: torch.Tensor) -> None:
+    """dst.copy_(src) for two matrices of one 2-byte dtype, moved as 8- or 4-byte integers where both have unit
+    inner stride and rows, row pitches and bases that allow it: PyTorch copies a strided 2-D matrix element by
+    element, and 2-byte elements left the staging copy of 3000x5000x2000's B at a fraction of the bandwidth (the
+    TMA kernel on the copy of B, copy included, ran 129 us against 124 in place on the H100:
+    docs/results/h100-3902403-triton/sweep3000.log)."""
+    w = row_copy_width(dst, src)
+    if w:
+        wide = dict(_WIDE)[w]
+        dst.view(wide).copy_(src.view(wide))
+    else:
+        dst.copy_(src)
+
+
+def row_copy_width(dst: torch.Tensor, src: torch.Tensor) -> int | None:
+    """The widest integer (8 or 4 bytes) `copy_rows` may move dst's and src's rows as, None if neither."""
+    if dst.stride(1) != 1 or src.stride(1) != 1:
+        return None
+    nbytes = src.shape[1] * src.element_size()
+    for w, _ in _WIDE:
+        if all(nbytes % w == 0 and (t.stride(0) * t.element_size()) % w == 0 and
+               (t.storage_offset() * t.element_size()) % w == 0 for t in (dst, src)):
+            return w
+    return None
+
+
+def rows_off_sectors(t: torch.Tensor) -> bool:
+    """Whether a TMA-describable operand's rows (as TMA reads it: a column-major one by columns) start off the
+    32-byte sectors. On the H100 B's 10,000-byte rows (N = 5000) cost the TMA kernel a fifth of its time and the
+    blocked kernel half of it, where 4,000-byte rows (32-byte aligned, off the 128-byte lines) cost nothing
+    (3072x5000x2048 against 3072x5120x2048 and 3072x5120x2000: docs/results/h100-3902403-triton/)."""
+    ld = t.stride(0) if major(t) == "N" else t.stride(1)
+    return (ld * t.element_size()) % 32 != 0 or t.data_ptr() % 32 != 0
 
 
 def _aligned_empty(rows: int, cols: int, like: torch.Tensor) -> torch.Tensor:
@@ -124,7 +167,7 @@ class Runner:
             if self.direct is None:
                 self._keep(compiled, specs, [a2, b2, c2])
         if stage_c:
-            c.copy_(c2)
+            copy_rows(c, c2)
 
     def _keep(self, compiled: list, specs: list, operands: list) -> None:
         """Set up the direct launches from the first call, or stay on the JIT path for good where they cannot be
@@ -288,6 +331,10 @@ def candidates(m: int, n: int, k: int, arch: int, sms: int, a: torch.Tensor, b: 
             continue
         if not any(stage) or staging_worth_timing(m, n, k, stage):
             out_.append((kernel, stage))
+        if v.alignment != "none":  # also describable A / B whose rows lie off the 32-byte sectors, copied
+            sectored = (stage[0] or rows_off_sectors(a), stage[1] or rows_off_sectors(b), stage[2])
+            if sectored != stage and staging_worth_timing(m, n, k, sectored):
+                out_.append((kernel, sectored))
     return out_ or [(kernel_for(arch, a, b, out), (False, False, False))]
 
 
