@@ -120,7 +120,8 @@ def rows_off_sectors(t: torch.Tensor) -> bool:
     """Whether a TMA-describable operand's rows (as TMA reads it: a column-major one by columns) start off the
     32-byte sectors. On the H100 B's 10,000-byte rows (N = 5000) cost the TMA kernel a fifth of its time and the
     blocked kernel half of it, where 4,000-byte rows (32-byte aligned, off the 128-byte lines) cost nothing
-    (3072x5000x2048 against 3072x5120x2048 and 3072x5120x2000: docs/results/h100-3902403-triton/)."""
+    (3072x5000x2048 against 3072x5120x2048 and 3072x5120x2000:
+    docs/results/h100-39a4216-triton/sweep_blocked.log)."""
     ld = t.stride(0) if major(t) == "N" else t.stride(1)
     return (ld * t.element_size()) % 32 != 0 or t.data_ptr() % 32 != 0
 
