@@ -20,15 +20,36 @@ NAMESPACE = "tensorcore_hgemm"
 _LIB = torch.library.Library(NAMESPACE, "FRAGMENT")
 
 
-def _plain(args: tuple) -> bool:
-    """Whether a call reaching the Autograd key may run the implementation right there: every tensor argument a
-    plain CUDA or CPU torch.Tensor (not meta, not a FakeTensor or another subclass, not a functionalization
-    wrapper) and no dispatch mode (fake, functional, proxy, schema check) or functorch transform active. Anything
-    else takes the dispatcher's way down to the keys below Autograd, which those modes and wrappers live on."""
-    if torch._C._len_torch_dispatch_stack() or torch._C._are_functorch_transforms_active():
-        return False
-    return all(type(t) is torch.Tensor and (t.is_cuda or t.is_cpu) and not torch._is_functional_tensor(t)
-               for t in args if isinstance(t, torch.Tensor))
+_Tensor = torch.Tensor
+_dispatch_modes = torch._C._len_torch_dispatch_stack
+_functorch_active = torch._C._are_functorch_transforms_active
+_is_functional = torch._is_functional_tensor
+_grad_enabled = torch.is_grad_enabled
+
+
+def _route(args: tuple) -> int:
+    """Where a call reaching the Autograd key goes: RECORD (grad enabled and some tensor argument requires grad),
+    PLAIN (the implementation may run right there: every tensor argument a plain CUDA or CPU torch.Tensor (not
+    meta, not a FakeTensor or another subclass, not a functionalization wrapper) and no dispatch mode (fake,
+    functional, proxy, schema check) or functorch transform active), or BELOW (the dispatcher's way down to the
+    keys below Autograd, which those modes and wrappers live on). One pass over the arguments with the checks
+    bound to module names: this runs on every eager call of an operator (its cost on the H100's host: the
+    operator's per-call time against hgemm's, docs/results/h100-834de34-triton/wall.log)."""
+    grad = plain = False
+    modes = _dispatch_modes() or _functorch_active()
+    plain = not modes
+    for t in args:
+        if isinstance(t, _Tensor):
+            if t.requires_grad:
+                grad = True
+            if plain and (type(t) is not _Tensor or not (t.is_cuda or t.is_cpu) or _is_functional(t)):
+                plain = False
+    if grad and _grad_enabled():
+        return RECORD
+    return PLAIN if plain else BELOW
+
+
+RECORD, PLAIN, BELOW = 0, 1, 2
 
 
 def define(name: str, schema: str, impl: Callable, fake: Callable, backward: Callable,
@@ -38,7 +59,7 @@ def define(name: str, schema: str, impl: Callable, fake: Callable, backward: Cal
 
     The Autograd key's kernel is this module's own (what `register_autograd` builds, minus a layer): with grad
     needed it records the call through an autograd.Function whose forward redispatches below Autograd; without,
-    on plain tensors (`_plain`) it runs the implementation at once instead of a second trip through the
+    on plain tensors (`_route`) it runs the implementation at once instead of a second trip through the
     dispatcher into the CompositeExplicitAutograd kernel (the H100's eager operator paid that trip per call:
     docs/results/h100-185045e-triton/wall_profile.log)."""
     _LIB.define(name + schema)
@@ -61,10 +82,11 @@ def define(name: str, schema: str, impl: Callable, fake: Callable, backward: Cal
     defaults = tuple(a.default_value if a.has_default_value() else None for a in default._schema.arguments)
 
     def autograd_kernel(*args):
-        if torch.is_grad_enabled() and any(isinstance(t, torch.Tensor) and t.requires_grad for t in args):
-            return recorded.apply(*args, *defaults[len(args):])
-        if _plain(args):
+        route = _route(args)
+        if route == PLAIN:
             return impl(*args)
+        if route == RECORD:
+            return recorded.apply(*args, *defaults[len(args):])
         with torch._C._AutoDispatchBelowAutograd():
             return default(*args)
 
