@@ -21,7 +21,7 @@ mkdir -p "$DIR/wgmma_obj"
 objs=()
 for f in sm90/wgmma_tma sm90/wgmma_ws sm90/wgmma_persistent sm90/wgmma_splitk sm90/wgmma_cluster lab/wgmma_ceiling; do
   o="$DIR/wgmma_obj/$(basename $f).o"; objs+=("$o")
-  $NVCC -DHGEMM_PERSISTENT_SERIAL -c "ptx_kernels/csrc/$f.cu" -o "$o" & pids+=($!)
+  $NVCC -c "ptx_kernels/csrc/$f.cu" -o "$o" & pids+=($!)
 done
 for p in "${pids[@]}"; do wait $p || status=1; done
 $NVCC scripts/tune_wgmma.cu "${objs[@]}" -lcublas -o "$DIR/tune_wgmma" & sweeps+=($!)

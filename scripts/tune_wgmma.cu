@@ -31,8 +31,6 @@ cudaError_t launch_wgmma_ws(const GemmArgsOf<E>&, Acc, cudaStream_t, LaunchInfo*
 template <typename E>
 cudaError_t launch_wgmma_persistent(const GemmArgsOf<E>&, Acc, cudaStream_t, LaunchInfo*);
 template <typename E>
-cudaError_t launch_wgmma_persistent_serial(const GemmArgsOf<E>&, Acc, cudaStream_t, LaunchInfo*);
-template <typename E>
 cudaError_t launch_wgmma_splitk(const GemmArgsOf<E>&, Acc, cudaStream_t, LaunchInfo*);
 template <typename E>
 cudaError_t launch_wgmma_cluster(const GemmArgsOf<E>&, Acc, cudaStream_t, LaunchInfo*);
@@ -50,8 +48,6 @@ static const Kern kAllKernels[] = {{"wgmma_tma", launch_wgmma_tma<half>, 0, 0},
                                    {"wgmma_ws", launch_wgmma_ws<half>, 0, 0},
                                    {"wgmma_persistent", launch_wgmma_persistent<half>, 0, 0},
                                    {"persistent_nosplit", launch_wgmma_persistent<half>, 0, 1},
-                                   {"persistent_serial", launch_wgmma_persistent_serial<half>, 0, 0},
-                                   {"serial_256", launch_wgmma_persistent_serial<half>, 1, 1},
                                    {"persistent_256", launch_wgmma_persistent<half>, 1, 1},
                                    {"persistent_128", launch_wgmma_persistent<half>, 2, 1},
                                    {"persistent_64", launch_wgmma_persistent<half>, 3, 1},

@@ -164,21 +164,18 @@ __device__ __forceinline__ void mma_kblock(AccRegs& d, const E* a_slab, const E*
 }
 
 // ---- a consumer warpgroup's main loop ----------------------------------------------------------------------------
-// All k-blocks (kblocks >= 1) of one tile for the warpgroup owning rows slab..slab+63 of the ring's A stages: wait
-// for stage s to land (full[s], parity `phase`), issue its four k16 wgmma, keep one group in flight, and hand each
-// stage back with release(stage) as soon as the group that read it has completed. s and phase carry over to the next
-// tile. after_first() runs once the first k-block's group is issued, while the tensor cores work on it: a kernel
-// stores the previous tile's output there (it must not touch d, which the group in flight owns).
-template <int BN, bool B_COL, typename Ring, typename AccRegs, typename Release, typename AfterFirst>
+// All k-blocks of one tile for the warpgroup owning rows slab..slab+63 of the ring's A stages: wait for stage s to
+// land (full[s], parity `phase`), issue its four k16 wgmma, keep one group in flight, and hand each stage back with
+// release(stage) as soon as the group that read it has completed. s and phase carry over to the next tile.
+template <int BN, bool B_COL, typename Ring, typename AccRegs, typename Release>
 __device__ __forceinline__ void mma_tile(Ring& ss, AccRegs& d, int slab, int kblocks, int& s, uint32_t& phase,
-                                         Release&& release, AfterFirst&& after_first) {
+                                         Release&& release) {
   int prev = -1;
   for (int kb = 0; kb < kblocks; ++kb) {
     ptx::mbarrier_wait_parity(ptx::smem_u32(&ss.full[s]), phase);
     ptx::wgmma_fence();
     mma_kblock<BN, B_COL>(d, ss.A[s] + slab * BK, ss.B[s], kb > 0);
     ptx::wgmma_commit_group();
-    if (kb == 0) after_first();
     ptx::wgmma_wait_group<1>();  // the previous k-block's group is done: its stage may be refilled
     if (prev >= 0) release(prev);
     prev = s;
@@ -187,11 +184,6 @@ __device__ __forceinline__ void mma_tile(Ring& ss, AccRegs& d, int slab, int kbl
   ptx::wgmma_wait_group<0>();
   ptx::fence_operands(d);
   release(prev);
-}
-template <int BN, bool B_COL, typename Ring, typename AccRegs, typename Release>
-__device__ __forceinline__ void mma_tile(Ring& ss, AccRegs& d, int slab, int kblocks, int& s, uint32_t& phase,
-                                         Release&& release) {
-  mma_tile<BN, B_COL>(ss, d, slab, kblocks, s, phase, release, [] {});
 }
 
 // ---- tile order -----------------------------------------------------------------------------------------------
@@ -213,26 +205,6 @@ template <typename E, int R>
 __device__ __forceinline__ uint32_t fragment_pair(const uint32_t (&d)[R], int j, int h) {
   static_assert(std::is_same<E, half>::value, "fp16 accumulators hold fp16 pairs");
   return d[2 * j + h];
-}
-
-// A warpgroup's 64 x BN accumulators converted to C's type E, as fragment_pair lays them out (word 2j + h): half the
-// registers of fp32 accumulators, so a kernel can hold a finished tile's output while the next tile's wgmma
-// overwrite the accumulators.
-template <int WORDS>
-struct Packed {
-  uint32_t w[WORDS];
-};
-template <typename E, int WORDS>
-__device__ __forceinline__ uint32_t fragment_pair(const Packed<WORDS>& p, int j, int h) {
-  return p.w[2 * j + h];
-}
-template <typename E, typename AccRegs, int WORDS>
-__device__ __forceinline__ void pack_accumulators(const AccRegs& d, Packed<WORDS>& p) {
-#pragma unroll
-  for (int j = 0; j < WORDS / 2; ++j) {
-    p.w[2 * j] = fragment_pair<E>(d, j, 0);
-    p.w[2 * j + 1] = fragment_pair<E>(d, j, 1);
-  }
 }
 
 // Stores a warpgroup's 64 x BN accumulators at C[row0.., n0..], masked to M x N, straight from registers; `pairs`
@@ -310,35 +282,6 @@ __device__ __forceinline__ void store_accumulators_tma(const AccRegs& d, Epilogu
       ptx::bulk_commit_group();
     }
   }
-}
-
-// ---- a consumer warpgroup's tiles, each epilogue under the next tile's first k-block -----------------------------
-// Tiles t = t0, t0 + step, ... < tiles of a persistent kernel, for the warpgroup owning rows slab..slab+63; origin(t,
-// row0, col0) gives tile t's output origin. After a tile's main loop the warpgroup converts its accumulators to C's
-// type in registers (pack_accumulators), issues the next tile's first k-block, and writes the converted slab to the
-// staging buffer while that k-block runs on the tensor cores; the TMA stores then drain under the rest of the main
-// loop. The last tile is stored after the loop. Both consumer warpgroups finish a tile together, so without this the
-// tensor cores idle for the whole epilogue (measured: docs/ladders/hopper.md). Costs BN / 4 more registers per thread
-// (64 with 128 x 256 tiles: 128 accumulators + 64 packed words fit the consumers' 232).
-template <int BN, bool B_COL, int EPI_COLS, typename Ring, typename AccRegs, typename E, typename Origin,
-          typename Release>
-__device__ __forceinline__ void consume_tiles_tma(Ring& ss, AccRegs& d, EpilogueStaging<E, EPI_COLS>& stage,
-                                                  const CUtensorMap* tma_c, int slab, int kblocks, int t0, int tiles,
-                                                  int step, Origin&& origin, Release&& release, uint32_t bar_id) {
-  Packed<BN / 4> out;  // the previous tile's slab in C's type
-  int out_row = -1, out_col = 0, s = 0;
-  uint32_t phase = 0;
-  auto store_out = [&] {
-    if (out_row >= 0) store_accumulators_tma<BN, EPI_COLS>(out, stage, tma_c, out_row, out_col, bar_id);
-  };
-  for (int t = t0; t < tiles; t += step) {
-    mma_tile<BN, B_COL>(ss, d, slab, kblocks, s, phase, release, store_out);
-    pack_accumulators<E>(d, out);
-    origin(t, out_row, out_col);
-    out_row += slab;
-  }
-  store_out();
-  if (threadIdx.x % kWarpgroup == 0) ptx::bulk_wait_group_read<0>();  // the staging buffer outlives the last stores
 }
 
 // ---- host -----------------------------------------------------------------------------------------------------

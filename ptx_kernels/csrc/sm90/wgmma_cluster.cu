@@ -112,29 +112,26 @@ __global__ void __launch_bounds__(kThreads, 1)
     ptx::setmaxnreg_inc<kConsumerRegs>();
     hopper::Accum<BN, ACC> acc;
     const int slab = (wg - 1) * 64;  // this warpgroup's rows of the tile
+    int s = 0;
+    uint32_t phase = 0;
     // One arrival per warpgroup on empty[stage] of every block of the cluster: lane r signals block r, so the
     // arrivals leave as one instruction (CUTLASS's PipelineTmaAsync::consumer_release does the same).
     auto release = [&](int stage) {
       if (tid < kCluster) ptx::mbarrier_arrive_cluster(ptx::mapa_shared(ptx::smem_u32(&ss.empty[stage]), tid));
     };
-    auto origin = [&](int t, int& row0, int& col0) {
+    for (int t = cluster; t < pair_tiles; t += clusters) {
       int pm, tn;
       hopper::tile_coords<GROUP_M>(t, pairs_m, tiles_n, pm, tn);
-      row0 = (pm * kCluster + int(rank)) * BM, col0 = tn * BN;
-    };
-    if constexpr (TMA_STORE) {  // each epilogue under the next tile's first k-block, as in wgmma_persistent.cu
-      hopper::consume_tiles_tma<BN, B_COL>(ss, acc.d, storage.out[wg - 1], &tma_c, slab, kblocks, cluster,
-                                           pair_tiles, clusters, origin, release, /*bar_id=*/wg);
-    } else {
-      int s = 0;
-      uint32_t phase = 0;
-      for (int t = cluster; t < pair_tiles; t += clusters) {
-        int row0, col0;
-        origin(t, row0, col0);
-        hopper::mma_tile<BN, B_COL>(ss, acc.d, slab, kblocks, s, phase, release);
-        hopper::store_accumulators<BN>(acc.d, C, ldc, M, N, row0 + slab, col0, pairs);
+      const int tm = pm * kCluster + int(rank);
+      hopper::mma_tile<BN, B_COL>(ss, acc.d, slab, kblocks, s, phase, release);
+      if constexpr (TMA_STORE) {
+        hopper::store_accumulators_tma<BN, EPI_COLS>(acc.d, storage.out[wg - 1], &tma_c, tm * BM + slab, tn * BN,
+                                                     /*bar_id=*/wg);
+      } else {
+        hopper::store_accumulators<BN>(acc.d, C, ldc, M, N, tm * BM + slab, tn * BN, pairs);
       }
     }
+    if (TMA_STORE && tid == 0) ptx::bulk_wait_group_read<0>();  // the staging buffer outlives the last stores
   }
   // ---- END: no block leaves while its peer may still copy into it or arrive on its barriers ----
   ptx::cluster_sync();

@@ -11,12 +11,9 @@
 //   warpgroups 1, 2 — consumers: grow to 232 registers, each computes 64 rows x BN of the 128 x BN tile with
 //                 m64nBNk16 wgmma from shared memory, keeps one wgmma group in flight and releases a stage (one
 //                 arrival on empty[s] per warpgroup) as soon as the group that read it has completed.
-// Epilogue: where C is TMA-describable, each consumer converts its slab to C's type in registers (half the
-// accumulators' registers with fp32 accumulation), starts the next tile's first k-block on the tensor cores, and
-// only then writes the converted slab to a swizzled staging buffer, which one thread stores with TMA in 64 x 64
-// boxes (hopper::store_accumulators_tma), 128 columns at a time: the shared-memory writes overlap the next tile's
-// wgmma and the stores drain while its main loop runs (OVERLAP; without it the consumers store first and both
-// warpgroups leave the tensor cores idle meanwhile). Otherwise the accumulators go straight to global memory.
+// Epilogue: where C is TMA-describable, each consumer converts its slab to C's type in a swizzled staging buffer and
+// one thread stores it with TMA in 64 x 64 boxes (hopper::store_accumulators_tma), 128 columns at a time; the
+// stores drain while the next tile's main loop runs. Otherwise the accumulators go straight to global memory.
 // Edges: TMA reads zeros outside A and B (M, N and the K tail); TMA stores drop what falls outside C, and the
 // register-store fallback masks to M x N.
 // Skinny outputs and row-major B with rows not 32-byte aligned go to wgmma_splitk.cu / wgmma_cluster.cu instead:
@@ -59,12 +56,12 @@ constexpr int kConsumers = 2, kThreads = (1 + kConsumers) * hopper::kWarpgroup;
 // 40 + 2 x 232 registers x 128 threads = 64,512 <= 65,536: a consumer's 128 fp32 accumulators plus addressing.
 constexpr int kProducerRegs = 40, kConsumerRegs = 232;
 
-template <typename E, typename T, Acc ACC, bool B_COL, bool TMA_STORE, bool OVERLAP>
+template <typename E, typename T, Acc ACC, bool B_COL, bool TMA_STORE>
 __global__ void __launch_bounds__(kThreads, 1)
     wgmma_persistent_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_constant__ CUtensorMap tma_b,
                             const __grid_constant__ CUtensorMap tma_c, E* __restrict__ C, int64_t ldc, int M,
                             int N, int K, bool pairs) {
-  constexpr int BM = T::BM, BN = T::BN;
+  constexpr int BM = T::BM, BN = T::BN, STAGES = T::STAGES;
   static_assert(BM == kConsumers * 64, "each consumer warpgroup owns 64 rows of the tile");
   extern __shared__ __align__(1024) uint8_t smem_raw[];
   auto& storage = hopper::aligned_storage<typename T::template Storage<E>>(smem_raw);
@@ -99,38 +96,26 @@ __global__ void __launch_bounds__(kThreads, 1)
     ptx::setmaxnreg_inc<kConsumerRegs>();
     hopper::Accum<BN, ACC> acc;
     const int slab = (wg - 1) * 64;  // this warpgroup's rows of the tile
-    auto release = [&](int stage) {
-      if (tid == 0) ptx::mbarrier_arrive(ptx::smem_u32(&ss.empty[stage]));  // one arrival per warpgroup
-    };
-    if constexpr (TMA_STORE && OVERLAP) {
-      hopper::consume_tiles_tma<BN, B_COL>(
-          ss, acc.d, storage.out[wg - 1], &tma_c, slab, kblocks, blockIdx.x, tiles, gridDim.x,
-          [&](int t, int& row0, int& col0) {
-            int tm, tn;
-            hopper::tile_coords<GROUP_M>(t, tiles_m, tiles_n, tm, tn);
-            row0 = tm * BM, col0 = tn * BN;
-          },
-          release, /*bar_id=*/wg);
-    } else {
-      int s = 0;
-      uint32_t phase = 0;
-      for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
-        int tm, tn;
-        hopper::tile_coords<GROUP_M>(t, tiles_m, tiles_n, tm, tn);
-        hopper::mma_tile<BN, B_COL>(ss, acc.d, slab, kblocks, s, phase, release);
-        if constexpr (TMA_STORE) {
-          hopper::store_accumulators_tma<BN, T::EPI_COLS>(acc.d, storage.out[wg - 1], &tma_c, tm * BM + slab,
-                                                          tn * BN, /*bar_id=*/wg);
-        } else {
-          hopper::store_accumulators<BN>(acc.d, C, ldc, M, N, tm * BM + slab, tn * BN, pairs);
-        }
+    int s = 0;
+    uint32_t phase = 0;
+    for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+      int tm, tn;
+      hopper::tile_coords<GROUP_M>(t, tiles_m, tiles_n, tm, tn);
+      hopper::mma_tile<BN, B_COL>(ss, acc.d, slab, kblocks, s, phase, [&](int stage) {
+        if (tid == 0) ptx::mbarrier_arrive(ptx::smem_u32(&ss.empty[stage]));  // one arrival per warpgroup
+      });
+      if constexpr (TMA_STORE) {
+        hopper::store_accumulators_tma<BN, T::EPI_COLS>(acc.d, storage.out[wg - 1], &tma_c, tm * BM + slab,
+                                                        tn * BN, /*bar_id=*/wg);
+      } else {
+        hopper::store_accumulators<BN>(acc.d, C, ldc, M, N, tm * BM + slab, tn * BN, pairs);
       }
-      if (TMA_STORE && tid == 0) ptx::bulk_wait_group_read<0>();  // the staging buffer outlives the last stores
     }
+    if (TMA_STORE && tid == 0) ptx::bulk_wait_group_read<0>();  // the staging buffer outlives the last stores
   }
 }
 
-template <typename T, bool OVERLAP, typename E>
+template <typename T, typename E>
 cudaError_t launch_tile(const GemmArgsOf<E>& p, Acc acc, cudaStream_t stream, LaunchInfo* info) {
   hopper::Operands ops;
   const cudaError_t err = hopper::make_operands(p, T::BM, T::BN, &ops);
@@ -140,9 +125,9 @@ cudaError_t launch_tile(const GemmArgsOf<E>& p, Acc acc, cudaStream_t stream, La
   using Storage = typename T::template Storage<E>;
   return tile::dispatch<E>(acc, p.b_col_major, [&](auto acc_c, auto b_col_c) {
     if (ops.tma_store)
-      return hopper::launch<wgmma_persistent_kernel<E, T, acc_c.value, b_col_c.value, true, OVERLAP>, Storage>(
+      return hopper::launch<wgmma_persistent_kernel<E, T, acc_c.value, b_col_c.value, true>, Storage>(
           grid, kThreads, T::BM, T::BN, p, ops, stream, info);
-    return hopper::launch<wgmma_persistent_kernel<E, T, acc_c.value, b_col_c.value, false, false>, Storage>(
+    return hopper::launch<wgmma_persistent_kernel<E, T, acc_c.value, b_col_c.value, false>, Storage>(
         grid, kThreads, T::BM, T::BN, p, ops, stream, info);
   });
 }
@@ -161,33 +146,18 @@ cudaError_t launch_tile(const GemmArgsOf<E>& p, Acc acc, cudaStream_t stream, La
 //     cuBLAS, 0.97x with the same B 128-byte aligned (TUNE_LD_ALIGN=64, docs/ladders/hopper.md); wgmma_cluster.cu
 //     multicasts each B box to two blocks, halving those reads (0.96x).
 // GemmArgs::tile (1/2/3/4: 128 x 256/128/64/192) and ::split (1 = never) pin the plan.
-template <bool OVERLAP, typename E>
-cudaError_t launch_persistent(const GemmArgsOf<E>& p, Acc acc, cudaStream_t stream, LaunchInfo* info) {
+template <typename E>
+cudaError_t launch_wgmma_persistent(const GemmArgsOf<E>& p, Acc acc, cudaStream_t stream, LaunchInfo* info) {
   const int64_t row_bytes_b = (p.b_col_major ? p.sbn : p.sbk) * int64_t(sizeof(E));
   const bool rows_128b = (p.sam * int64_t(sizeof(E))) % 128 == 0 && row_bytes_b % 128 == 0;
   const hopper::Plan plan = plan_wgmma(p, rows_128b ? kSpeed192 : 0.0);
   if (plan.split > 1) return launch_wgmma_splitk_plan(p, acc, stream, info, plan);
   const bool b_rows_straddle = !p.b_col_major && (p.sbk * int64_t(sizeof(E))) % 32 != 0;
   if (plan.bn == 256 && p.tile == 0 && b_rows_straddle) return launch_wgmma_cluster(p, acc, stream, info);
-  if (plan.bn == 256) return launch_tile<Wide, OVERLAP>(p, acc, stream, info);
-  if (plan.bn == 192) return launch_tile<Wide192, OVERLAP>(p, acc, stream, info);
-  if (plan.bn == 128) return launch_tile<Medium, OVERLAP>(p, acc, stream, info);
-  return launch_tile<Narrow, OVERLAP>(p, acc, stream, info);
+  if (plan.bn == 256) return launch_tile<Wide>(p, acc, stream, info);
+  if (plan.bn == 192) return launch_tile<Wide192>(p, acc, stream, info);
+  if (plan.bn == 128) return launch_tile<Medium>(p, acc, stream, info);
+  return launch_tile<Narrow>(p, acc, stream, info);
 }
-
-template <typename E>
-cudaError_t launch_wgmma_persistent(const GemmArgsOf<E>& p, Acc acc, cudaStream_t stream, LaunchInfo* info) {
-  return launch_persistent<true>(p, acc, stream, info);
-}
-
-#ifdef HGEMM_PERSISTENT_SERIAL
-// The same plans with the epilogue before the next tile's main loop (OVERLAP off): what the overlap buys, timed by
-// scripts/tune_wgmma.cu ("persistent_serial"; scripts/build_tune.sh defines the macro). Not in the extension.
-template <typename E>
-cudaError_t launch_wgmma_persistent_serial(const GemmArgsOf<E>& p, Acc acc, cudaStream_t stream, LaunchInfo* info) {
-  return launch_persistent<false>(p, acc, stream, info);
-}
-template cudaError_t launch_wgmma_persistent_serial<half>(const GemmArgs&, Acc, cudaStream_t, LaunchInfo*);
-#endif
 
 HGEMM_VARIANT_FP16_BF16(wgmma_persistent, launch_wgmma_persistent, RowMajorA);
