@@ -16,7 +16,9 @@ and inside a torch.compile'd function against torch.matmul compiled the same way
 
 --breakdown VARIANT times the pieces of one PTX call on a small shape (device time far below the host's, so each
 line is host time): output allocation, validation, the binding + launcher + launch alone, the whole
-`ptx_kernels.hgemm` with and without `out=`, and torch.matmul beside them.
+`ptx_kernels.hgemm` with and without `out=`, and torch.matmul beside them. --breakdown triton does the same for
+the Triton path: allocation, plan-cache key and lookup, the cached runner's launches, `api.run`, `hgemm`, and the
+eager operator.
 
 --profile runs the chosen kernels' back-to-back calls under cProfile instead of timing them, and prints, per shape
 and kernel, the Python functions (and the C functions they call) that take the most host time per call.
@@ -93,6 +95,38 @@ def breakdown(variant: str, shape: tuple[int, int, int], calls: int) -> None:
         print(f"  {us:8.2f} us  {label}")
 
 
+def triton_breakdown(shape: tuple[int, int, int], calls: int) -> None:
+    """The host pieces of one Triton call on a small shape, from the operator down to the cached runner."""
+    import triton_kernels
+    import triton_kernels.ops  # noqa: F401  registers the operator
+    from triton_kernels import api, dispatch
+
+    m, n, k = shape
+    a, b = make_inputs(m, n, k, "NN", device="cuda", seed=0, kind="randn")
+    out = torch.empty(m, n, dtype=torch.float16, device="cuda")
+    op = torch.ops.tensorcore_hgemm.triton_hgemm
+    triton_kernels.hgemm(a, b, out=out), triton_kernels.hgemm(a, b)  # the plans of both kinds of call
+    key = dispatch.key_of(a, b, None, "fp32", "auto", None)
+    runner = dispatch.PLANS.get(key)
+    pieces = {
+        "a.new_empty(m, n)": lambda: a.new_empty(m, n),
+        "dispatch.key_of(a, b, None, ...)": lambda: dispatch.key_of(a, b, None, "fp32", "auto", None),
+        "dispatch.PLANS.get(key)": lambda: dispatch.PLANS.get(key),
+        "runner(a, b, out) (the cached plan's launches)": lambda: runner(a, b, out),
+        "api.run(a, b) (allocates)": lambda: api.run(a, b),
+        "triton_kernels.hgemm(a, b, out=out)": lambda: triton_kernels.hgemm(a, b, out=out),
+        "triton_kernels.hgemm(a, b)": lambda: triton_kernels.hgemm(a, b),
+        "op(a, b, 'fp32') (the eager operator)": lambda: op(a, b, "fp32"),
+        "op.default(a, b, 'fp32')": lambda: op.default(a, b, "fp32"),
+        "torch.matmul(a, b, out=out)": lambda: torch.matmul(a, b, out=out),
+        "torch.matmul(a, b)": lambda: torch.matmul(a, b),
+    }
+    print(f"host time per call, {m}x{n}x{k}, {calls} calls back to back; plan: {runner.plan.name}")
+    for label, fn in pieces.items():
+        us = per_call_us(lambda a_, b_, o_: fn(), a, b, out, calls)
+        print(f"  {us:8.2f} us  {label}")
+
+
 def profile(name: str, run, a, b, out, calls: int, top: int = 12) -> None:
     """Where one kind of call spends its host time: cProfile over `calls` back-to-back calls (after warm-up), the
     `top` functions by their own time, in microseconds per call."""
@@ -127,6 +161,9 @@ def main() -> int:
     ap.add_argument("--breakdown-shape", default="128x128x128")
     ap.add_argument("--profile", action="store_true", help="cProfile the calls instead of timing them")
     args = ap.parse_args()
+    if args.breakdown == "triton":
+        triton_breakdown(parse_shapes(args.breakdown_shape)[0], max(args.calls, 1000))
+        return 0
     if args.breakdown:
         breakdown(args.breakdown, parse_shapes(args.breakdown_shape)[0], max(args.calls, 1000))
         return 0
@@ -147,6 +184,10 @@ def main() -> int:
             ratio = f"{med[name] / med[base]:5.2f}x {base}'s" if base in med else "    -"
             print(f"{m}x{n}x{k} {args.layout} {name:32s} {med[name]:9.1f} us/call "
                   f"({min(times[name]):6.1f}-{max(times[name]):6.1f})  {ratio}")
+        if any(name.startswith("triton") for name, _, _ in runners):  # each kind of call has its own plan
+            import triton_kernels
+            print(f"{m}x{n}x{k} {args.layout} plans: hgemm(out=) {triton_kernels.plan(a, b, out=out).name}; "
+                  f"allocating (the operator's) {triton_kernels.plan(a, b).name}")
     return 0
 
 

@@ -154,11 +154,13 @@ class Runner:
             if torch._C._cuda_getDevice() != dev:
                 with torch.cuda.device(dev):
                     return self(a, b, c)
-            # the scratch tensors stay referenced until the kernels are queued (freed after: stream-ordered reuse)
-            scratch = [torch.empty(x, dtype=y, device=device) if isinstance(y, torch.dtype) else x(device, y)
-                       for x, y in self.scratch]
-            ptrs = [a2.data_ptr(), b2.data_ptr(), c2.data_ptr()] + [t.data_ptr() for t in scratch]
             stream = torch._C._cuda_getCurrentRawStream(dev)
+            ptrs = [a2.data_ptr(), b2.data_ptr(), c2.data_ptr()]
+            if self.scratch:  # stays referenced until the kernels are queued (freed after: stream-ordered reuse)
+                kept = None if torch._C._cuda_isCurrentStreamCapturing() else stream  # Kept buffers' stream
+                scratch = [torch.empty(x, dtype=y, device=device) if isinstance(y, torch.dtype)
+                           else x(device, y, kept) for x, y in self.scratch]
+                ptrs += [t.data_ptr() for t in scratch]
             for launch in self.direct:
                 launch(ptrs, stream)
         else:

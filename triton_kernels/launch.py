@@ -41,10 +41,10 @@ class Desc(NamedTuple):
 
 class Kept(NamedTuple):
     """A buffer a call does not allocate but borrows (split-K's tile counters and workspace): `tensor` for this
-    call, `get(device, size)` gives the buffer of a later call on the current stream. Passed to the kernel as a
-    pointer."""
+    call, `get(device, size, stream)` gives the buffer of a later call on the current stream (its raw handle; None
+    while capturing a graph). Passed to the kernel as a pointer."""
     tensor: torch.Tensor
-    get: object  # (torch.device, int) -> torch.Tensor
+    get: object  # (torch.device, int, int | None) -> torch.Tensor
     size: int
 
 

@@ -205,6 +205,9 @@ def splitk_reduce_kernel(
 # ----------------------------------------------------------------------------------------------------------------
 # Tile counters of the fused kernel
 # ----------------------------------------------------------------------------------------------------------------
+LOOK_UP = object()  # StreamBuffers.get: the caller has not looked the current stream up
+
+
 class StreamBuffers:
     """Buffers of one dtype kept per (device, stream) and grown when a call needs more: the fused kernel's tile
     counters (zeroed when made, and left at zero by every call that uses them) and its partial-block workspace
@@ -224,11 +227,17 @@ class StreamBuffers:
         make = torch.zeros if self.zeroed else torch.empty
         return make(numel, dtype=self.dtype, device=device)
 
-    def get(self, device: torch.device, numel: int) -> torch.Tensor:
+    def get(self, device: torch.device, numel: int, stream=LOOK_UP) -> torch.Tensor:
+        """The buffer for a call on device's current stream. stream: that stream's raw handle where the caller has
+        it already (a cached plan's launch asks for two buffers and launches on the same stream), None while the
+        stream is capturing a CUDA graph; LOOK_UP: ask CUDA here."""
         if device.type == "cuda":
-            if torch._C._cuda_isCurrentStreamCapturing():
+            if stream is LOOK_UP:
+                stream = (None if torch._C._cuda_isCurrentStreamCapturing()
+                          else torch._C._cuda_getCurrentRawStream(device.index))
+            if stream is None:
                 return self._new(numel, device)
-            key = (device.index, torch._C._cuda_getCurrentRawStream(device.index))
+            key = (device.index, stream)
         else:
             key = (device.type, None)
         buf = self._bufs.get(key)

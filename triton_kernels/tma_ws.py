@@ -19,7 +19,9 @@ Not a variant (no record; `hgemm` never runs it): on the H100 (triton 3.6.0, dri
 not finish. In the GPU suite at f177e8d a 300x264x520 NT call with configs()[3] hung the run for eight minutes;
 a probe launching configs()[3] and configs()[0], NN and NT, through `kernel[grid]` (`launches` below, no direct
 launcher) timed out after 45 s in every case, while the TMA kernel's tests (tma_persistent.py) passed in the same GPU
-runs. So the study stops at what the compiler emits (the test above); the hand-written
+runs. Triton 3.6's own `tl.range` docstring agrees: "warp specialization is only supported on Blackwell GPUs and
+only works on simple matmul loops" (the Hopper pass runs, as the test above shows, but is not a supported path).
+So the study stops at what the compiler emits (the test above); the hand-written
 warp-specialized kernels (ptx_kernels/csrc/sm90/wgmma_ws.cu and after) are this project's measured version.
 """
 from __future__ import annotations
