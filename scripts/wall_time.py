@@ -89,7 +89,11 @@ def breakdown(variant: str, shape: tuple[int, int, int], calls: int) -> None:
         "torch.matmul(a, b, out=out)": lambda: torch.matmul(a, b, out=out),
         "torch.matmul(a, b)": lambda: torch.matmul(a, b),
     }
-    print(f"host time per call, {m}x{n}x{k}, {calls} calls back to back:")
+    print_pieces(f"host time per call, {m}x{n}x{k}, {calls} calls back to back:", pieces, a, b, out, calls)
+
+
+def print_pieces(title: str, pieces: dict, a, b, out, calls: int) -> None:
+    print(title)
     for label, fn in pieces.items():
         us = per_call_us(lambda a_, b_, o_: fn(), a, b, out, calls)
         print(f"  {us:8.2f} us  {label}")
@@ -121,10 +125,8 @@ def triton_breakdown(shape: tuple[int, int, int], calls: int) -> None:
         "torch.matmul(a, b, out=out)": lambda: torch.matmul(a, b, out=out),
         "torch.matmul(a, b)": lambda: torch.matmul(a, b),
     }
-    print(f"host time per call, {m}x{n}x{k}, {calls} calls back to back; plan: {runner.plan.name}")
-    for label, fn in pieces.items():
-        us = per_call_us(lambda a_, b_, o_: fn(), a, b, out, calls)
-        print(f"  {us:8.2f} us  {label}")
+    print_pieces(f"host time per call, {m}x{n}x{k}, {calls} calls back to back; plan: {runner.plan.name}", pieces,
+                 a, b, out, calls)
 
 
 def profile(name: str, run, a, b, out, calls: int, top: int = 12) -> None:

@@ -250,6 +250,37 @@ def test_close_candidates_are_timed_again(monkeypatch):
     assert (p.kernel, p.ms) == ("splitk", 1.0) and retimed == [["blocked", "splitk"]]
 
 
+@pytest.mark.parametrize("scale, winner", [(0.01, "splitk"), (1.0, "splitk_tma")])
+def test_small_problems_rank_close_kernels_by_per_call_time(monkeypatch, scale, winner):
+    """Where the close kernels' device times are below WALL_BELOW_MS, each is also timed back to back and ranked by
+    the larger of its device and per-call times: splitk_tma, 2% faster on the device but twice as slow per call
+    (host-bound), loses at 10-20 us; at 1-2 ms the per-call time is not measured and the device time decides. The
+    plan keeps the device time."""
+    first = {"blocked": 2.0, "splitk": 1.02, "tma": 2.0, "splitk_tma": 1.0}
+    walls = {"splitk": 1.5, "splitk_tma": 3.0}
+    measured = []
+
+    def per_call_ms(runners, a, b, c):
+        measured.append(sorted(r.plan.kernel for r in runners))
+        return [walls[r.plan.kernel] * scale for r in runners]
+
+    monkeypatch.setattr(dispatch, "_tune", lambda kernel, *args: (configs(kernel)[0], first[kernel] * scale))
+    monkeypatch.setattr(dispatch, "refine", lambda runners, a, b, c: [first[r.plan.kernel] * scale for r in runners])
+    monkeypatch.setattr(dispatch, "per_call_ms", per_call_ms)
+    monkeypatch.setattr(dispatch, "device_arch", lambda t: 90)
+    monkeypatch.setattr(dispatch, "sm_count", lambda t: 132)
+    a, b = make_inputs(16, 256, 512, "NN", device=DEVICE)
+    p = triton_kernels.plan(a, b)
+    assert (p.kernel, p.ms) == (winner, first[winner] * scale)
+    assert measured == ([["splitk", "splitk_tma"]] if scale * first["splitk_tma"] < dispatch.WALL_BELOW_MS else [])
+
+
+def test_per_call_time_is_not_measured_off_the_gpu():
+    """The interpreter's host time says nothing about a GPU's: per_call_ms gives zeros there (and runs nothing)."""
+    a, b = make_inputs(4, 4, 4, "NN", device="cpu")
+    assert dispatch.per_call_ms([lambda *args: pytest.fail("ran")] * 2, a, b, None) == [0.0, 0.0]
+
+
 def test_refine_round_runs_the_shortlisted_plans(monkeypatch):
     """The real re-timing round, under the interpreter: every candidate ties, so the round builds each shortlisted
     plan anew and runs it (the timer here just calls it once); the plan it keeps then gives the exact product."""
