@@ -12,7 +12,8 @@ timed in --rounds rounds, interleaved (round 1 of every kernel, then round 2, ..
 printed with the range, and the ratio of medians to its baseline's (> 1: slower): torch.matmul(a, b, out=out) for
 the kernels (they are called with out= too). --ops also times the Triton operator
 `torch.ops.tensorcore_hgemm.triton_hgemm`, which allocates its output, eagerly against torch.matmul(a, b) (no out=)
-and inside a torch.compile'd function against torch.matmul compiled the same way.
+and inside a torch.compile'd function against torch.matmul compiled the same way, and `triton_kernels.hgemm(a, b)`
+(allocating, no operator) beside them: the operator's own cost is the difference.
 
 --breakdown VARIANT times the pieces of one PTX call on a small shape (device time far below the host's, so each
 line is host time): output allocation, validation, the binding + launcher + launch alone, the whole
@@ -52,7 +53,10 @@ def operator_runners() -> list[tuple[str, object, str]]:
     op = torch.ops.tensorcore_hgemm.triton_hgemm
     compiled_op = torch.compile(lambda x, y: op(x, y, "fp32"), fullgraph=True)
     compiled_mm = torch.compile(lambda x, y: torch.matmul(x, y), fullgraph=True)
+    import triton_kernels
+
     return [(MATMUL_ALLOC, lambda a, b, out: torch.matmul(a, b), MATMUL_ALLOC),
+            ("triton hgemm (allocating)", lambda a, b, out: triton_kernels.hgemm(a, b), MATMUL_ALLOC),
             ("triton_hgemm op (eager)", lambda a, b, out: op(a, b, "fp32"), MATMUL_ALLOC),
             (MATMUL_COMPILED, lambda a, b, out: compiled_mm(a, b), MATMUL_COMPILED),
             ("triton_hgemm op (torch.compile)", lambda a, b, out: compiled_op(a, b), MATMUL_COMPILED)]
