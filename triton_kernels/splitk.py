@@ -28,7 +28,7 @@ from hgemm_common.validation import needs_int64_indexing
 
 from .common import (Config, div8_args, dot_k_loop, grouped_pid, operand_ptrs, out_offsets, to_output,
                      unscale_strides)
-from .launch import Kept, Spec
+from .launch import KEPT_CHANGES, Kept, Spec
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -247,11 +247,13 @@ class StreamBuffers:
                 if buf is None or buf.numel() < numel:
                     buf = self._new(max(numel, self.minimum), device)
                     self._bufs[key] = buf
+                    KEPT_CHANGES[0] += 1
         return buf
 
     def clear(self) -> None:
         with self._lock:
             self._bufs.clear()
+            KEPT_CHANGES[0] += 1
 
 
 COUNTERS = StreamBuffers(torch.int32, zeroed=True, minimum=1024)
@@ -291,8 +293,8 @@ def launches(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, acc_fp16: bool, 
     if fused:
         p, counts, blocks = fused_buffers(a.device, tiles, split, config)
         strides, div8 = div8_args((*a.stride(), *b.stride(), *c.stride()), m, n)
-        args = (a, b, c, p, counts, m, n, k, k_slice, split, *strides, acc_fp16, needs_int64_indexing(a, b, c) or blocks > 2**31,
-                k % config.block_k == 0, *config.meta.values(), div8)
+        args = (a, b, c, p, counts, m, n, k, k_slice, split, *strides, acc_fp16,
+                needs_int64_indexing(a, b, c) or blocks > 2**31, k % config.block_k == 0, *config.meta.values(), div8)
         return [Spec(splitk_fused_kernel, (tiles, split), args, config.num_warps, config.num_stages)]
     p = torch.empty((split, m, n), dtype=torch.float32, device=a.device)
     index_64 = needs_int64_indexing(a, b, c, p)
