@@ -43,7 +43,7 @@ from hgemm_common.operands import major, meets_alignment, tma_describable
 from hgemm_common.validation import DTYPE_NAMES, interpreter_active, max_element_offset
 
 from .common import Config, prune_for_problem, time_ms
-from .launch import KEPT_CHANGES, Direct, Kept, direct_supported, hooks_idle, jit_launch
+from .launch import Direct, Kept, direct_supported, hooks_idle, jit_launch
 from .variants import BY_KERNEL, VARIANTS
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -149,12 +149,6 @@ class Runner:
         self.direct: list | None = None  # Direct launchers once compiled; [] = always the JIT path
         self.scratch: list = []  # per scratch tensor, in launch order: (shape, dtype) to allocate, or (get, size)
         self.extents: tuple | None = None  # byte extents of (A, B, out) for the overlap check of out=
-        # Where every scratch tensor is borrowed (Kept: split-K's counters and workspace), the last call's buffers:
-        # (stream, KEPT_CHANGES then, the tensors, their addresses). The next call on that stream reuses them while no
-        # buffer was made or replaced since (two lookups and two data_ptr calls less per call); holding the tensors
-        # keeps a buffer another thread replaces alive until this runner lets go of it.
-        self.all_kept = False
-        self.borrowed: tuple | None = None
 
     def __call__(self, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> None:
         stage_a, stage_b, stage_c = self.plan.stage
@@ -171,17 +165,9 @@ class Runner:
             ptrs = [a2.data_ptr(), b2.data_ptr(), c2.data_ptr()]
             if self.scratch:  # stays referenced until the kernels are queued (freed after: stream-ordered reuse)
                 kept = None if torch._C._cuda_isCurrentStreamCapturing() else stream  # Kept buffers' stream
-                last = self.borrowed
-                if kept is not None and last is not None and last[0] == kept and last[1] == KEPT_CHANGES[0]:
-                    ptrs += last[3]  # the buffers of the last call on this stream, none replaced since
-                else:
-                    changes = KEPT_CHANGES[0]
-                    scratch = [torch.empty(x, dtype=y, device=device) if isinstance(y, torch.dtype)
-                               else x(device, y, kept) for x, y in self.scratch]
-                    extra = [t.data_ptr() for t in scratch]
-                    ptrs += extra
-                    if kept is not None and self.all_kept:
-                        self.borrowed = (kept, changes, scratch, extra)
+                scratch = [torch.empty(x, dtype=y, device=device) if isinstance(y, torch.dtype)
+                           else x(device, y, kept) for x, y in self.scratch]
+                ptrs += [t.data_ptr() for t in scratch]
             for launch in self.direct:
                 launch(ptrs, stream)
         else:
@@ -215,7 +201,6 @@ class Runner:
         with torch.cuda.device(operands[0].device):
             direct = [Direct(k, s, operands) for k, s in zip(compiled, specs)]
         self.scratch = scratch
-        self.all_kept = bool(scratch) and all(not isinstance(y, torch.dtype) for _, y in scratch)
         self.direct = direct
 
 

@@ -39,11 +39,6 @@ class Desc(NamedTuple):
         return TensorDescriptor(t, list(t.shape), list(t.stride()), list(self.block))
 
 
-# Bumped whenever a buffer that Kept arguments borrow is made, replaced or dropped (splitk.StreamBuffers): a cached
-# plan's launch may reuse the buffers it borrowed on its last call on the same stream while this is unchanged.
-KEPT_CHANGES = [0]
-
-
 class Kept(NamedTuple):
     """A buffer a call does not allocate but borrows (split-K's tile counters and workspace): `tensor` for this
     call, `get(device, size, stream)` gives the buffer of a later call on the current stream (its raw handle; None

@@ -28,7 +28,7 @@ from hgemm_common.validation import needs_int64_indexing
 
 from .common import (Config, div8_args, dot_k_loop, grouped_pid, operand_ptrs, out_offsets, to_output,
                      unscale_strides)
-from .launch import KEPT_CHANGES, Kept, Spec
+from .launch import Kept, Spec
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -247,13 +247,11 @@ class StreamBuffers:
                 if buf is None or buf.numel() < numel:
                     buf = self._new(max(numel, self.minimum), device)
                     self._bufs[key] = buf
-                    KEPT_CHANGES[0] += 1
         return buf
 
     def clear(self) -> None:
         with self._lock:
             self._bufs.clear()
-            KEPT_CHANGES[0] += 1
 
 
 COUNTERS = StreamBuffers(torch.int32, zeroed=True, minimum=1024)
