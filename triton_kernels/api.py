@@ -11,7 +11,7 @@ from .common import ACCUMULATIONS, Config
 from .dispatch import Plan, kernel_for  # noqa: F401  (kernel_for: `compare inspect` asks what auto runs)
 from .variants import AUTO, BY_KERNEL
 
-KERNELS = (AUTO.extra["kernel"], *BY_KERNEL)  # "auto", "blocked", "splitk", "tma"
+KERNELS = (AUTO.extra["kernel"], *BY_KERNEL)  # "auto", "blocked", "splitk", "tma", "splitk_tma"
 
 
 def _record(kernel: str, caller: str):
@@ -22,7 +22,7 @@ def _record(kernel: str, caller: str):
 
 
 def configs(kernel: str = "blocked") -> list[Config]:
-    """The tuning list of one kernel ("blocked", "splitk", "tma")."""
+    """The tuning list of one kernel ("blocked", "splitk", "tma", "splitk_tma")."""
     return _record(kernel, "configs").extra["module"].configs()
 
 
@@ -36,7 +36,7 @@ def hgemm(a: torch.Tensor, b: torch.Tensor, *, out: torch.Tensor | None = None, 
     config: pin one `Config` instead of timing the kernel's list (the interpreter always uses a pinned one).
     kernel: "auto" (the fastest of the kernels that take the operands, timed on the first call of each kind of
         call: shapes, strides, dtype, alignment, accumulation; see `triton_kernels.dispatch`), or one kernel:
-        "blocked", "splitk", "tma" (the TMA one raises if the operands are not TMA-compatible).
+        "blocked", "splitk", "tma", "splitk_tma" (the TMA ones raise if the operands are not TMA-compatible).
     The first call of a kind validates, chooses and compiles; later ones reuse that plan and launch the compiled
     kernels directly (`plan(...)` shows it).
     With inputs that require grad (and no `out`), the call goes through the autograd-recording operator
