@@ -16,6 +16,8 @@ from pathlib import Path
 
 import torch
 
+from hgemm_common.timing import wall_us
+
 from .reference import compare, error_bound, make_inputs, reference
 from .registry import BASELINE, Kernel
 
@@ -122,21 +124,6 @@ class Timer:
             ends[i].record()
         torch.cuda.synchronize()
         return [s.elapsed_time(e) for s, e in zip(starts, ends)]
-
-
-def wall_us(fn, calls: int) -> float:
-    """Microseconds per call of `calls` back-to-back calls, timed by the host clock between two synchronizations:
-    host costs count, and the GPU queue never drains between calls (as in a model's forward pass). One call
-    first, so a first call's compile and choice are not in it. The inputs stay the same, as in the device timing
-    without its L2 flush: operands that fit in L2 (50 MB on an H100) are read from it after the first call, for
-    every kernel alike."""
-    fn()
-    torch.cuda.synchronize()
-    t0 = time.perf_counter()
-    for _ in range(calls):
-        fn()
-    torch.cuda.synchronize()
-    return (time.perf_counter() - t0) / calls * 1e6
 
 
 # Of each kernel's timed budget, this fraction goes to wall-time calls (spread over the rounds, at least

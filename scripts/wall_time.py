@@ -5,7 +5,7 @@
     python scripts/wall_time.py --breakdown wgmma_persistent [--breakdown-shape 128x128x128]
 
 For each shape and kernel (names as in the harness's tables): warm up, then time `calls` back-to-back calls with
-the host clock between two synchronizations (`compare.bench.wall_us`, the same measurement the bench reports),
+the host clock between two synchronizations (`hgemm_common.timing.wall_us`, the same measurement the bench reports),
 so validation, dispatch, descriptor/tensor-map work and launch latency count, and the GPU queue never drains in
 between. Host time on a shared machine moves by tens of percent from one pass to the next, so every kernel is
 timed in --rounds rounds, interleaved (round 1 of every kernel, then round 2, ...), and the median of its rounds is

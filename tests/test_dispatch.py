@@ -54,7 +54,7 @@ def test_cached_plan_is_the_uncached_choice(m, n, k, layout, kw):
     assert triton_kernels.plan(a, b, **kw) == cached.plan
 
 
-@pytest.mark.parametrize("kernel", ["auto", "blocked", "splitk", "tma", "splitk_tma"])
+@pytest.mark.parametrize("kernel", api.KERNELS)
 def test_a_plan_serves_only_its_own_dtype(kernel):
     """fp16 and bf16 calls alike in everything else (shapes, strides, alignment, accumulation, pin) have keys that
     differ in the dtype only, so each gets its own plan (kernels compiled for `*fp16` or `*bf16`), never the

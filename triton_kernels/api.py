@@ -11,7 +11,7 @@ from .common import ACCUMULATIONS, Config
 from .dispatch import Plan, kernel_for  # noqa: F401  (kernel_for: `compare inspect` asks what auto runs)
 from .variants import AUTO, BY_KERNEL
 
-KERNELS = (AUTO.extra["kernel"], *BY_KERNEL)  # "auto", "blocked", "splitk", "tma", "splitk_tma"
+KERNELS = (AUTO.extra["kernel"], *BY_KERNEL)  # "auto", then each record's kernel= name
 
 
 def _record(kernel: str, caller: str):

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import statistics
 import threading
-import time
 from collections import OrderedDict
 from dataclasses import dataclass
 
@@ -40,6 +39,7 @@ import torch
 import triton
 
 from hgemm_common.operands import major, meets_alignment, tma_describable
+from hgemm_common.timing import wall_us
 from hgemm_common.validation import DTYPE_NAMES, interpreter_active, max_element_offset
 
 from .common import Config, prune_for_problem, time_ms
@@ -394,24 +394,17 @@ def refine(runners: list, a, b, c) -> list[float]:
 
 
 def per_call_ms(runners: list, a, b, c) -> list[float]:
-    """Wall time per call of each runner, WALL_CALLS calls back to back between two synchronizations (host work
-    included, L2 warm), median of REFINE_ROUNDS interleaved rounds; zeros off the GPU (the interpreter's host time
-    says nothing about a GPU's). The second half of the ranking of close kernels on small problems: at
-    128x4096x4096 the TMA split-K kernel and the pointer one were within the device-time margin, but an operator
-    call on the TMA one cost 30 us against 19 (docs/results/h100-106f81d-triton/wall.log)."""
+    """Wall time per call of each runner, WALL_CALLS calls back to back between two synchronizations (`wall_us`, as
+    the harness measures it: host work included, L2 warm), median of REFINE_ROUNDS interleaved rounds; zeros off the
+    GPU (the interpreter's host time says nothing about a GPU's). The second half of the ranking of close kernels
+    on small problems: at 128x4096x4096 the TMA split-K kernel and the pointer one were within the device-time
+    margin, but an operator call on the TMA one cost 30 us against 19 (docs/results/h100-106f81d-triton/wall.log)."""
     if a.device.type != "cuda":
         return [0.0] * len(runners)
     times = [[] for _ in runners]
-    for run in runners:
-        run(a, b, c)  # the first call of a runner compiles and sets up its direct launches
     for _ in range(REFINE_ROUNDS):
         for ts, run in zip(times, runners):
-            torch.cuda.synchronize()
-            t0 = time.perf_counter()
-            for _ in range(WALL_CALLS):
-                run(a, b, c)
-            torch.cuda.synchronize()
-            ts.append((time.perf_counter() - t0) / WALL_CALLS * 1e3)
+            ts.append(wall_us(lambda: run(a, b, c), WALL_CALLS) / 1e3)
     return [statistics.median(ts) for ts in times]
 
 

@@ -51,5 +51,4 @@ AUTO = Variant("triton", "triton", "triton", "api.py", "timed per kind of call; 
                native_layouts=LAYOUTS, ceiling="wgmma", dtypes=DTYPES, extra={"kernel": "auto", "dispatch": True})
 
 BY_NAME = {v.name: v for v in (AUTO, *VARIANTS)}
-# hgemm's kernel= argument: "blocked", "splitk", "tma", "splitk_tma"
-BY_KERNEL = {v.extra["kernel"]: v for v in VARIANTS}
+BY_KERNEL = {v.extra["kernel"]: v for v in VARIANTS}  # hgemm's kernel= argument -> its record
