@@ -420,6 +420,21 @@ static_assert(choose_plan(4096, 4096, 4096, 132).bn == 256 && choose_plan(4096, 
               "narrowest tile; forced splits are cut to the k-blocks; 128 x 192 (speed 0.96) only where 128 x 256 "
               "leaves a round a tenth empty (3072 x 5120: 480 tiles on 132 SMs), never on skinny outputs");
 
+// Blocks of a persistent grid over `units` work units (tiles, or tile pairs of a cluster) of which at most `slots`
+// are resident at once. By default (policy 0 or 2) the fewest blocks that need the same number of rounds,
+// cdiv(units, cdiv(units, slots)): the same makespan in whole tiles with every round full (4096^3 in 128 x 256
+// tiles: 512 tiles in 4 rounds on 128 blocks rather than 132), measured 1-2% faster at 4096^3 and 2-4% where the
+// last round was partial (3072 x 5120 x 2048, 3000 x 5000 x 2000) and never slower beyond the run's spread
+// (docs/ladders/hopper.md, "A balanced persistent grid"). Policy 1: min(units, slots), one block per slot.
+constexpr int persistent_blocks(int units, int slots, int policy) {
+  return units <= slots ? units : policy == 1 ? slots : cdiv(units, cdiv(units, slots));
+}
+static_assert(persistent_blocks(512, 132, 0) == 128 && persistent_blocks(2048, 132, 0) == 128 &&
+                  persistent_blocks(480, 132, 0) == 120 && persistent_blocks(7168, 132, 0) == 131 &&
+                  persistent_blocks(100, 132, 0) == 100 && persistent_blocks(512, 132, 1) == 132,
+              "worked cases: 4096^3 and 8192^3 in 128 x 256 tiles run 4 and 16 full rounds on 128 blocks, "
+              "3000 x 5000 (480 tiles) 4 on 120, 8192 x 28672 (7168) 55 on 131; fewer tiles than SMs: one each");
+
 inline int sm_count() {
   int dev = 0, n = 0;
   cudaGetDevice(&dev);

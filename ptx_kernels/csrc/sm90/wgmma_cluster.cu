@@ -15,7 +15,8 @@
 //   start/end — barriers initialised and fenced for the cluster (fence.mbarrier_init), then a cluster barrier, so
 //              no peer copies or arrives into an uninitialised barrier; a cluster barrier at the end keeps a block
 //              alive while its peer may still write into it.
-// The rest is wgmma_persistent.cu: persistent grid (as many clusters as fit: cudaOccupancyMaxActiveClusters),
+// The rest is wgmma_persistent.cu: persistent grid (at most as many clusters as fit, cudaOccupancyMaxActiveClusters;
+// as many as keep the rounds of tile pairs full: hopper::persistent_blocks),
 // grouped tile order over tile pairs, warp-specialized producer/consumers, TMA-store epilogue.
 // Edges: when the tile rows are odd the last pair's second tile lies below M: that block loads zeros for A, still
 // shares its half of B, and its TMA stores are dropped (register stores masked).
@@ -157,7 +158,7 @@ cudaError_t launch_tile(const GemmArgsOf<E>& p, const hopper::Operands& ops, cud
     if (dev < 64) fits[dev].store(max_clusters, std::memory_order_relaxed);
   }
   const int pair_tiles = hopper::cdiv(hopper::cdiv(p.M, BM), kCluster) * hopper::cdiv(p.N, BN);
-  const dim3 grid(kCluster * std::min(pair_tiles, max_clusters));
+  const dim3 grid(kCluster * hopper::persistent_blocks(pair_tiles, max_clusters, p.grid));
   return hopper::launch<kernel, Storage<E>>(grid, kThreads, BM, BN, p, ops, stream, info, kCluster);
 }
 

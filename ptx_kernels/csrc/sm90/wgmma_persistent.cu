@@ -1,9 +1,10 @@
 // wgmma_persistent.cu — Hopper ladder, step 3: a persistent grid of warp-specialized blocks.
 //
-// One block per SM walks the output tiles t = blockIdx.x, blockIdx.x + gridDim.x, ... in an L2-friendly grouped
-// order (hopper::tile_coords). The producer warpgroup's one issuing thread runs ahead across tile boundaries, so
-// the next tile's first k-blocks load while the consumers are still storing the last tile's accumulators: the
-// epilogue overlaps the loads, and no block launches or fills its pipeline from empty more than once.
+// At most one block per SM walks the output tiles t = blockIdx.x, blockIdx.x + gridDim.x, ... in an L2-friendly
+// grouped order (hopper::tile_coords); as many blocks as keep the rounds full (hopper::persistent_blocks). The
+// producer warpgroup's one issuing thread runs ahead across tile boundaries, so the next tile's first k-blocks load
+// while the consumers are still storing the last tile's accumulators: the epilogue overlaps the loads, and no
+// block launches or fills its pipeline from empty more than once.
 //
 // Roles (3 warpgroups, 384 threads), as in wgmma_ws.cu:
 //   warpgroup 0 — producer: gives its registers away (setmaxnreg.dec to 40), one thread issues the TMA loads of
@@ -121,7 +122,7 @@ cudaError_t launch_tile(const GemmArgsOf<E>& p, Acc acc, cudaStream_t stream, La
   const cudaError_t err = hopper::make_operands(p, T::BM, T::BN, &ops);
   if (err != cudaSuccess) return err;
   const int tiles = hopper::cdiv(p.M, T::BM) * hopper::cdiv(p.N, T::BN);
-  const dim3 grid(std::min(tiles, hopper::sm_count()));
+  const dim3 grid(hopper::persistent_blocks(tiles, hopper::sm_count(), p.grid));
   using Storage = typename T::template Storage<E>;
   return tile::dispatch<E>(acc, p.b_col_major, [&](auto acc_c, auto b_col_c) {
     if (ops.tma_store)

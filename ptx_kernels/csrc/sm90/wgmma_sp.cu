@@ -189,7 +189,8 @@ cudaError_t launch_kernel(const GemmArgs& p, const SparseOperands& ops, cudaStre
   const int smem = hopper::smem_request<Storage>();
   const cudaError_t err = tile::prepare_smem(kernel, smem, info);  // opt-in above 48 KB, limit checked
   if (err != cudaSuccess) return err;
-  const dim3 grid(std::min(hopper::cdiv(p.M, BM) * hopper::cdiv(p.N, BN), hopper::sm_count()));
+  const int tiles = hopper::cdiv(p.M, BM) * hopper::cdiv(p.N, BN);
+  const dim3 grid(hopper::persistent_blocks(tiles, hopper::sm_count(), p.grid));
   if (info) *info = LaunchInfo{grid.x, grid.y, unsigned(kThreads), smem, info->smem_limit, BM, BN, 0};
   const int group_m = p.tile == 1 ? 8 : p.tile == 2 ? 16 : kGroupM;
   kernel<<<grid, kThreads, smem, stream>>>(ops.a, ops.e, ops.b, ops.c, p.C, p.ldc, p.M, p.N, p.K, ops.pairs,
