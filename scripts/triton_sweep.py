@@ -9,10 +9,11 @@ kernel="auto" runs its plan), checked against the float64 product within the har
 (compare.bench.Timer: CUDA events, L2 flushed before every call, median of --calls); the --top fastest of each
 kernel are timed again beside torch.matmul over --rounds interleaved rounds, and printed with their ratio to it.
 Kernels: blocked, splitk (one launch: the last slice of a tile sums the partials), splitk2 (the two-pass split-K:
-partial kernel + reduction kernel), splitk_tma (split-K on TMA loads), tma, tma_lined (TMA on copies of A and B whose rows start on 128-byte lines, the
-copies part of the time: what kernel="auto" weighs where rows lie off the lines), tma_lined_a / tma_lined_b (A
-only, B only copied). This decides the tuning lists; `python -m compare bench` is the benchmark
-of record. --budget-s stops sweeping (and prints what it has) when the time is up.
+partial kernel + reduction kernel), splitk_tma (split-K on TMA loads), tma, tma_full (the TMA kernel on one program
+per SM instead of the fewest that keep its rounds: tma_persistent.programs), tma_lined (TMA on copies of A and B
+whose rows start on 128-byte lines, the copies part of the time: what kernel="auto" weighs where rows lie off the
+lines), tma_lined_a / tma_lined_b (A only, B only copied). This decides the tuning lists; `python -m compare bench`
+is the benchmark of record. --budget-s stops sweeping (and prints what it has) when the time is up.
 """
 import argparse
 import statistics
@@ -22,7 +23,7 @@ import torch
 
 from compare.bench import Timer, parse_shapes
 from compare.reference import compare, error_bound, make_inputs, reference
-from triton_kernels import Config, configs, dispatch, splitk
+from triton_kernels import Config, configs, dispatch, splitk, tma_persistent
 from triton_kernels.common import prune_for_problem
 
 SMEM_LIMIT = 227 * 1024
@@ -61,26 +62,30 @@ LINED = {"tma_lined": (True, True, False), "tma_lined_a": (True, False, False), 
 
 def base_kernel(kernel: str) -> str:
     """The hgemm kernel a sweep kernel runs."""
-    return "splitk" if kernel == "splitk2" else "tma" if kernel in LINED else kernel
+    return "splitk" if kernel == "splitk2" else "tma" if kernel in LINED or kernel == "tma_full" else kernel
 
 
 def runner(kernel: str, cfg: Config):
     """A plan's runner for one (kernel, config): splitk2 is the split-K kernel with its two-pass reduction,
-    tma_lined the TMA kernel on copies of A and B with 128-byte aligned rows (the copies timed with it)."""
+    tma_lined the TMA kernel on copies of A and B with 128-byte aligned rows (the copies timed with it), tma_full
+    the TMA kernel on one program per SM."""
     name = base_kernel(kernel)
     stage = LINED.get(kernel, (False, False, False))
     r = dispatch.Runner(dispatch.Plan(name, cfg, stage), acc_fp16=False)
-    if kernel in ("splitk", "splitk2"):
-        fused = kernel == "splitk"
+    # module switches read by launches() on the runner's first call only: (module, name, value for this kernel)
+    switch = {"splitk": (splitk, "FUSED", True), "splitk2": (splitk, "FUSED", False),
+              "tma_full": (tma_persistent, "BALANCED", False)}.get(kernel)
+    if switch is None:
+        return r
+    module, attr, value = switch
 
-        def call(a, b, c):
-            splitk.FUSED = fused  # read by launches() on the runner's first call only
-            try:
-                r(a, b, c)
-            finally:
-                splitk.FUSED = True
-        return call
-    return r
+    def call(a, b, c):
+        setattr(module, attr, value)
+        try:
+            r(a, b, c)
+        finally:
+            setattr(module, attr, True)
+    return call
 
 
 def main():
