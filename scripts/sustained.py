@@ -1,0 +1,88 @@
+"""Sustained throughput under the board's power cap: each kernel called back to back for seconds (GPU only).
+
+    python scripts/sustained.py [--shapes 4096x4096x4096,8192x8192x8192] [--layout NN]
+                                [--kernels torch.matmul wgmma_persistent wgmma_cluster] [--seconds 3] [--rounds 2]
+
+The harness (`python -m compare bench`) times short batches behind a GPU sleep with L2 flushed before every call:
+each call starts on a board that has just idled. A model's forward pass instead runs GEMMs back to back, and on a
+700 W H100 a long run of large GEMMs reaches the power cap, where the SM clock drops and what decides the speed is
+energy per FLOP (data moved from L2 and DRAM costs energy as well as the tensor cores' work). This script runs each
+kernel back to back (no flush: each operand set is the same, as a layer's weight is) for --seconds, in --rounds
+interleaved rounds (round 1 of every kernel, then round 2, ...), and prints per kernel and round: TFLOPS over the
+whole run (CUDA events around it), the ratio to the first kernel of the list in the same round, and nvidia-smi's SM
+clock and power (medians of samples every 0.1 s while it ran) with TFLOPS per watt. Every kernel's output is
+checked against the first kernel's before timing (the harness's error bound), so a wrong kernel is not timed.
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+
+import torch
+
+from compare import registry
+from compare.bench import parse_shapes
+from compare.envinfo import Sampler
+from compare.reference import compare, error_bound, make_inputs, reference
+
+
+def run_for(fn, seconds: float) -> tuple[int, float]:
+    """Calls `fn` back to back for about `seconds` of GPU time: (calls, milliseconds between the events)."""
+    fn()
+    torch.cuda.synchronize()
+    start, probe, end = (torch.cuda.Event(enable_timing=True) for _ in range(3))
+    start.record()
+    fn()
+    probe.record()
+    probe.synchronize()
+    per_call_ms = max(start.elapsed_time(probe), 1e-3)
+    calls = max(1, int(seconds * 1e3 / per_call_ms))
+    start.record()
+    for _ in range(calls):
+        fn()
+    end.record()
+    end.synchronize()
+    return calls, start.elapsed_time(end)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--shapes", default="4096x4096x4096,8192x8192x8192")
+    ap.add_argument("--layout", default="NN")
+    ap.add_argument("--kernels", nargs="+", default=["torch.matmul", "wgmma_persistent", "wgmma_cluster"])
+    ap.add_argument("--seconds", type=float, default=3.0)
+    ap.add_argument("--rounds", type=int, default=2)
+    args = ap.parse_args()
+    kernels = registry.select(args.kernels)
+    print(f"{'shape':>18} {'layout':6} {'round':>5} {'kernel':28} {'TFLOPS':>8} {'x first':>8} "
+          f"{'SM MHz':>7} {'W':>6} {'TFLOPS/W':>9}")
+    for m, n, k in parse_shapes(args.shapes):
+        a, b = make_inputs(m, n, k, args.layout, device="cuda", seed=0, kind="randn")
+        ref = reference(a, b)
+        outs = {kern.name: torch.empty((m, n), dtype=a.dtype, device="cuda") for kern in kernels}
+        for kern in kernels:
+            out = outs[kern.name]
+            out.fill_(float("nan"))
+            kern.run(a, b, out)
+            verdict = compare(out, ref, error_bound(a, b, ref, kern.acc))
+            if not verdict.ok:
+                raise SystemExit(f"{kern.name} is wrong on {m}x{n}x{k} {args.layout}: {verdict.detail}")
+        flop = 2.0 * m * n * k
+        for r in range(args.rounds):
+            first = None
+            for kern in kernels:
+                out = outs[kern.name]
+                with Sampler(period=0.1) as sampler:
+                    calls, ms = run_for(lambda: kern.run(a, b, out), args.seconds)
+                tflops = flop * calls / (ms * 1e-3) / 1e12
+                first = first or tflops
+                s = sampler.summary()
+                clock = s.get("sm_clock_mhz_median", float("nan"))
+                watts = statistics.median([x[1] for x in sampler.samples]) if sampler.samples else float("nan")
+                print(f"{m:>6}x{n}x{k:<6} {args.layout:6} {r + 1:>5} {kern.name:28} {tflops:8.1f} "
+                      f"{tflops / first:8.3f} {clock:7.0f} {watts:6.0f} {tflops / watts:9.3f}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
