@@ -8,6 +8,7 @@
 #   bash scripts/gpu_pass.sh wall OUTDIR     # per-call wall time (operators too), the PTX call's host pieces, and
 #                                             # where the host time goes (cProfile) for the small shapes
 #   bash scripts/gpu_pass.sh hopper OUTDIR    # the Hopper ladder vs cuBLAS (scripts/tune_wgmma.cu; SHAPES=MxNxK,...)
+#   bash scripts/gpu_pass.sh sustained OUTDIR # back to back under the power cap (scripts/sustained.py; SHAPES=...)
 #   bash scripts/gpu_pass.sh sparse OUTDIR    # the 2:4 sparse kernels: GPU tests, the ceilings by occupancy, the bench
 #   bash scripts/gpu_pass.sh triton OUTDIR    # the Triton tests, then config sweeps beside torch.matmul
 #                                             # (scripts/triton_sweep.py; SHAPES=..., KERNELS=..., WIDE=--wide)
@@ -82,6 +83,13 @@ case "$PART" in
     bash scripts/build_tune.sh /tmp || exit 1
     /tmp/tune_wgmma check 2>&1 | tee "$OUTDIR/tune_wgmma_check.log" | tail -12
     /tmp/tune_wgmma bench ${SHAPES:-} 2>&1 | tee "$OUTDIR/tune_wgmma_bench.log"
+    ;;
+  sustained)
+    # back to back under the power cap: throughput, SM clock, power and TFLOPS per watt per kernel, NN and NT
+    for L in NN NT; do
+      python scripts/sustained.py --shapes "${SHAPES:-4096x4096x4096,8192x8192x8192,8192x28672x4096}" --layout $L \
+        --kernels torch.matmul wgmma_persistent wgmma_cluster triton 2>&1 | tee "$OUTDIR/sustained_$L.log"
+    done
     ;;
   sparse)
     python -c "import ptx_kernels; ptx_kernels.load()" 2>&1 | tail -3
