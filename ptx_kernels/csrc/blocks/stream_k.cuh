@@ -43,7 +43,6 @@ struct StreamK {
   uint64_t* flags = nullptr;     // slot b, warpgroup w: `token` once the tail's partial for slot b is stored
   uint64_t token = 0;            // this launch's mark
   bool fixup = true;             // EXPERIMENT: false skips the exchange (wrong results; times the schedule alone)
-  int rotate = 0;                // EXPERIMENT: whole tiles with each block's k-loop started at (block * rotate) % kb
 };
 
 // Every unit of work of this block in order: f(tile, k0, k1) with k-blocks [k0, k1) of the tile. The producer and

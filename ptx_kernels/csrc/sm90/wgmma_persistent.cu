@@ -90,12 +90,6 @@ __global__ void __launch_bounds__(kThreads, 1)
       hopper::for_each_unit(sk, kblocks, [&](int t, int k0, int k1) {
         int tm, tn;
         hopper::tile_coords<GROUP_M>(t, tiles_m, tiles_n, tm, tn);
-        if (sk.rotate) {  // EXPERIMENT: the same k-blocks from a block-dependent start
-          const int r = int(blockIdx.x) * sk.rotate % kblocks;
-          hopper::produce_tile<BM, BN, B_COL>(ss, &tma_a, &tma_b, tm * BM, tn * BN, r, kblocks, a_rows, s, phase);
-          hopper::produce_tile<BM, BN, B_COL>(ss, &tma_a, &tma_b, tm * BM, tn * BN, 0, r, a_rows, s, phase);
-          return;
-        }
         hopper::produce_tile<BM, BN, B_COL>(ss, &tma_a, &tma_b, tm * BM, tn * BN, k0, k1, a_rows, s, phase);
       });
     }
@@ -139,8 +133,7 @@ cudaError_t launch_tile(const GemmArgsOf<E>& p, Acc acc, cudaStream_t stream, La
   hopper::StreamK sk;
   sk.dp_tiles = tiles;
   int blocks = hopper::persistent_blocks(tiles, sms, p.grid);
-  if (p.grid == 6) sk.rotate = 7, blocks = std::min(tiles, sms);  // EXPERIMENT: whole tiles, k-loops rotated
-  if (p.grid >= 3 && p.grid <= 5) {  // EXPERIMENT: 4 = no exchange (timing only), 5 = a static workspace
+  if (p.grid >= 3) {  // EXPERIMENT: 4 = no exchange (timing only), 5 = a static workspace instead of the pool
     sk.fixup = p.grid != 4;
     blocks = std::min(tiles, sms);
     const hopper::StreamKPlan plan = hopper::streamk_plan(tiles, kblocks, blocks);
