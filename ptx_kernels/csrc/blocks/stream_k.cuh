@@ -42,7 +42,6 @@ struct StreamK {
   uint32_t* partials = nullptr;  // slot b: a tail's accumulators, (warpgroup, word / 4, thread) x 4 words
   uint64_t* flags = nullptr;     // slot b, warpgroup w: `token` once the tail's partial for slot b is stored
   uint64_t token = 0;            // this launch's mark
-  bool fixup = true;             // EXPERIMENT: false skips the exchange (wrong results; times the schedule alone)
 };
 
 // Every unit of work of this block in order: f(tile, k0, k1) with k-blocks [k0, k1) of the tile. The producer and

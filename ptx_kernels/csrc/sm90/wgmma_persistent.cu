@@ -107,10 +107,10 @@ __global__ void __launch_bounds__(kThreads, 1)
         if (tid == 0) ptx::mbarrier_arrive(ptx::smem_u32(&ss.empty[stage]));  // one arrival per warpgroup
       });
       if (k0 > 0) {  // a tile's tail: its head is the last unit of the previous block, which adds this partial
-        if (sk.fixup) hopper::give_partial(acc.d, sk, blockIdx.x - 1, wg - 1, /*bar_id=*/wg);
+        hopper::give_partial(acc.d, sk, blockIdx.x - 1, wg - 1, /*bar_id=*/wg);
         return;
       }
-      if (k1 < kblocks && sk.fixup) hopper::take_partial(acc.d, sk, blockIdx.x, wg - 1, /*bar_id=*/wg);  // a cut head
+      if (k1 < kblocks) hopper::take_partial(acc.d, sk, blockIdx.x, wg - 1, /*bar_id=*/wg);  // a cut head
       if constexpr (TMA_STORE) {
         hopper::store_accumulators_tma<BN, T::EPI_COLS>(acc.d, storage.out[wg - 1], &tma_c, tm * BM + slab,
                                                         tn * BN, /*bar_id=*/wg);
@@ -133,8 +133,7 @@ cudaError_t launch_tile(const GemmArgsOf<E>& p, Acc acc, cudaStream_t stream, La
   hopper::StreamK sk;
   sk.dp_tiles = tiles;
   int blocks = hopper::persistent_blocks(tiles, sms, p.grid);
-  if (p.grid >= 3) {  // EXPERIMENT: 4 = no exchange (timing only), 5 = a static workspace instead of the pool
-    sk.fixup = p.grid != 4;
+  if (p.grid == 3) {
     blocks = std::min(tiles, sms);
     const hopper::StreamKPlan plan = hopper::streamk_plan(tiles, kblocks, blocks);
     sk.dp_tiles = plan.dp_tiles, sk.sk_iters = plan.sk_iters;
@@ -152,26 +151,14 @@ cudaError_t launch_tile(const GemmArgsOf<E>& p, Acc acc, cudaStream_t stream, La
     if (sk.sk_iters > 0) {  // the fix-up workspace: flags (2 per block, 8 bytes each), then one slot per block
       const size_t flag_bytes = size_t(blocks) * 2 * sizeof(uint64_t) + 256;
       const size_t bytes = flag_bytes + size_t(blocks) * hopper::slot_words<T::BN, ACC>() * sizeof(uint32_t);
-      static void* static_ws = nullptr;
-      static size_t static_bytes = 0;
-      if (p.grid == 5) {
-        if (static_bytes < bytes) {
-          cudaFree(static_ws);
-          if ((e = cudaMalloc(&static_ws, bytes)) != cudaSuccess) return e;
-          cudaMemset(static_ws, 0, bytes);
-          static_bytes = bytes;
-        }
-        ws = static_ws;
-      } else if ((e = hopper::streamk_workspace(bytes, stream, &ws)) != cudaSuccess) {
-        return e;
-      }
+      if ((e = hopper::streamk_workspace(bytes, stream, &ws)) != cudaSuccess) return e;
       sk.flags = static_cast<uint64_t*>(ws);
       sk.partials = reinterpret_cast<uint32_t*>(static_cast<char*>(ws) + flag_bytes);
       sk.token = hopper::streamk_token();
     }
     kernel<<<blocks, kThreads, smem, stream>>>(ops.a, ops.b, ops.c, p.C, p.ldc, p.M, p.N, p.K, ops.pairs, sk);
     e = cudaGetLastError();
-    if (ws && p.grid != 5) {
+    if (ws) {
       const cudaError_t freed = cudaFreeAsync(ws, stream);
       if (e == cudaSuccess) e = freed;
     }
