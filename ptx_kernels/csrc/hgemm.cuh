@@ -42,8 +42,7 @@ struct GemmArgsOf {
   int split = 0;
   // Persistent variants (wgmma_persistent, wgmma_cluster, wgmma_sp): how many blocks walk the tiles when there are
   // more tiles than fit at once. 0 lets the launcher choose (today: as 2); 1 = as many as fit (one per SM); 2 = the
-  // fewest that keep the same number of rounds, cdiv(tiles, rounds) (hopper::persistent_blocks); 3 (wgmma_persistent
-  // only) = one block per SM with stream-K for the last rounds' tiles (blocks/stream_k.cuh).
+  // fewest that keep the same number of rounds, cdiv(tiles, rounds) (hopper::persistent_blocks).
   int grid = 0;
   // 2:4 sparse variants (problem kind "sparse"): A is the compressed values (M x Kp/2, Kp = K rounded up to 32) and E
   // the metadata, (Kp/32, ceil(M/16), 16) 32-bit words in the order the sparse instructions' lanes read them

@@ -22,7 +22,6 @@
 // Element types: fp16 (fp32 or fp16 accumulation) and bf16 (fp32), the template parameter E.
 #include <algorithm>
 
-#include "blocks/stream_k.cuh"
 #include "blocks/wgmma_tile.cuh"
 #include "host/registry.h"
 #include "sm90/handoff.h"
@@ -62,14 +61,14 @@ template <typename E, typename T, Acc ACC, bool B_COL, bool TMA_STORE>
 __global__ void __launch_bounds__(kThreads, 1)
     wgmma_persistent_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_constant__ CUtensorMap tma_b,
                             const __grid_constant__ CUtensorMap tma_c, E* __restrict__ C, int64_t ldc, int M,
-                            int N, int K, bool pairs, const hopper::StreamK sk) {
-  constexpr int BM = T::BM, BN = T::BN;
+                            int N, int K, bool pairs) {
+  constexpr int BM = T::BM, BN = T::BN, STAGES = T::STAGES;
   static_assert(BM == kConsumers * 64, "each consumer warpgroup owns 64 rows of the tile");
   extern __shared__ __align__(1024) uint8_t smem_raw[];
   auto& storage = hopper::aligned_storage<typename T::template Storage<E>>(smem_raw);
   auto& ss = storage.ring;
   const int wg = threadIdx.x / hopper::kWarpgroup, tid = threadIdx.x % hopper::kWarpgroup;
-  const int tiles_m = hopper::cdiv(M, BM), tiles_n = hopper::cdiv(N, BN);
+  const int tiles_m = hopper::cdiv(M, BM), tiles_n = hopper::cdiv(N, BN), tiles = tiles_m * tiles_n;
   const int kblocks = hopper::cdiv(K, hopper::BK), a_rows = hopper::a_box_rows(M, BM);  // A box: see load_kblock
 
   // ---- PROLOGUE: barriers ----
@@ -80,44 +79,39 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
   __syncthreads();
 
-  // Units of work (hopper::for_each_unit): whole tiles, then (stream-K, sk.sk_iters > 0) k-ranges of the last ones.
   if (wg == 0) {
     // ---- PRODUCER ----
     ptx::setmaxnreg_dec<kProducerRegs>();
     if (tid == 0) {
       int s = 0;
       uint32_t phase = 0;
-      hopper::for_each_unit(sk, kblocks, [&](int t, int k0, int k1) {
+      for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
         int tm, tn;
         hopper::tile_coords<GROUP_M>(t, tiles_m, tiles_n, tm, tn);
-        hopper::produce_tile<BM, BN, B_COL>(ss, &tma_a, &tma_b, tm * BM, tn * BN, k0, k1, a_rows, s, phase);
-      });
+        hopper::produce_tile<BM, BN, B_COL>(ss, &tma_a, &tma_b, tm * BM, tn * BN, 0, kblocks, a_rows, s,
+                                            phase);
+      }
     }
   } else {
-    // ---- CONSUMERS: MAIN LOOP per unit, then the EPILOGUE of each finished tile ----
+    // ---- CONSUMERS: MAIN LOOP per tile, then EPILOGUE ----
     ptx::setmaxnreg_inc<kConsumerRegs>();
     hopper::Accum<BN, ACC> acc;
     const int slab = (wg - 1) * 64;  // this warpgroup's rows of the tile
     int s = 0;
     uint32_t phase = 0;
-    hopper::for_each_unit(sk, kblocks, [&](int t, int k0, int k1) {
+    for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
       int tm, tn;
       hopper::tile_coords<GROUP_M>(t, tiles_m, tiles_n, tm, tn);
-      hopper::mma_tile<BN, B_COL>(ss, acc.d, slab, k1 - k0, s, phase, [&](int stage) {
+      hopper::mma_tile<BN, B_COL>(ss, acc.d, slab, kblocks, s, phase, [&](int stage) {
         if (tid == 0) ptx::mbarrier_arrive(ptx::smem_u32(&ss.empty[stage]));  // one arrival per warpgroup
       });
-      if (k0 > 0) {  // a tile's tail: its head is the last unit of the previous block, which adds this partial
-        hopper::give_partial(acc.d, sk, blockIdx.x - 1, wg - 1, /*bar_id=*/wg);
-        return;
-      }
-      if (k1 < kblocks) hopper::take_partial(acc.d, sk, blockIdx.x, wg - 1, /*bar_id=*/wg);  // a cut head
       if constexpr (TMA_STORE) {
         hopper::store_accumulators_tma<BN, T::EPI_COLS>(acc.d, storage.out[wg - 1], &tma_c, tm * BM + slab,
                                                         tn * BN, /*bar_id=*/wg);
       } else {
         hopper::store_accumulators<BN>(acc.d, C, ldc, M, N, tm * BM + slab, tn * BN, pairs);
       }
-    });
+    }
     if (TMA_STORE && tid == 0) ptx::bulk_wait_group_read<0>();  // the staging buffer outlives the last stores
   }
 }
@@ -125,44 +119,17 @@ __global__ void __launch_bounds__(kThreads, 1)
 template <typename T, typename E>
 cudaError_t launch_tile(const GemmArgsOf<E>& p, Acc acc, cudaStream_t stream, LaunchInfo* info) {
   hopper::Operands ops;
-  cudaError_t err = hopper::make_operands(p, T::BM, T::BN, &ops);
+  const cudaError_t err = hopper::make_operands(p, T::BM, T::BN, &ops);
   if (err != cudaSuccess) return err;
-  const int tiles = hopper::cdiv(p.M, T::BM) * hopper::cdiv(p.N, T::BN), sms = hopper::sm_count();
-  const int kblocks = hopper::cdiv(p.K, hopper::BK);
-  // The grid and the units (GemmArgs::grid): the balanced grid of whole tiles, or stream-K on one block per SM.
-  hopper::StreamK sk;
-  sk.dp_tiles = tiles;
-  int blocks = hopper::persistent_blocks(tiles, sms, p.grid);
-  if (p.grid == 3) {
-    blocks = std::min(tiles, sms);
-    const hopper::StreamKPlan plan = hopper::streamk_plan(tiles, kblocks, blocks);
-    sk.dp_tiles = plan.dp_tiles, sk.sk_iters = plan.sk_iters;
-  }
+  const int tiles = hopper::cdiv(p.M, T::BM) * hopper::cdiv(p.N, T::BN);
+  const dim3 grid(hopper::persistent_blocks(tiles, hopper::sm_count(), p.grid));
   using Storage = typename T::template Storage<E>;
-  const int smem = hopper::smem_request<Storage>();
   return tile::dispatch<E>(acc, p.b_col_major, [&](auto acc_c, auto b_col_c) {
-    constexpr Acc ACC = acc_c.value;
-    auto kernel = ops.tma_store ? wgmma_persistent_kernel<E, T, ACC, b_col_c.value, true>
-                                : wgmma_persistent_kernel<E, T, ACC, b_col_c.value, false>;
-    cudaError_t e = tile::prepare_smem(kernel, smem, info);  // opt-in above 48 KB, limit checked
-    if (e != cudaSuccess) return e;
-    if (info) *info = LaunchInfo{unsigned(blocks), 1, unsigned(kThreads), smem, info->smem_limit, T::BM, T::BN, 0};
-    void* ws = nullptr;
-    if (sk.sk_iters > 0) {  // the fix-up workspace: flags (2 per block, 8 bytes each), then one slot per block
-      const size_t flag_bytes = size_t(blocks) * 2 * sizeof(uint64_t) + 256;
-      const size_t bytes = flag_bytes + size_t(blocks) * hopper::slot_words<T::BN, ACC>() * sizeof(uint32_t);
-      if ((e = hopper::streamk_workspace(bytes, stream, &ws)) != cudaSuccess) return e;
-      sk.flags = static_cast<uint64_t*>(ws);
-      sk.partials = reinterpret_cast<uint32_t*>(static_cast<char*>(ws) + flag_bytes);
-      sk.token = hopper::streamk_token();
-    }
-    kernel<<<blocks, kThreads, smem, stream>>>(ops.a, ops.b, ops.c, p.C, p.ldc, p.M, p.N, p.K, ops.pairs, sk);
-    e = cudaGetLastError();
-    if (ws) {
-      const cudaError_t freed = cudaFreeAsync(ws, stream);
-      if (e == cudaSuccess) e = freed;
-    }
-    return e;
+    if (ops.tma_store)
+      return hopper::launch<wgmma_persistent_kernel<E, T, acc_c.value, b_col_c.value, true>, Storage>(
+          grid, kThreads, T::BM, T::BN, p, ops, stream, info);
+    return hopper::launch<wgmma_persistent_kernel<E, T, acc_c.value, b_col_c.value, false>, Storage>(
+        grid, kThreads, T::BM, T::BN, p, ops, stream, info);
   });
 }
 
