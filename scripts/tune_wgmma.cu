@@ -44,7 +44,6 @@ struct Kern {
               // persistent only: 4 = 128 x 192
   int split;  // GemmArgs::split: 0 = the launcher's choice, 1 = none, 2 / 4 parts
   int grid = 0;  // GemmArgs::grid: 0 = the launcher's choice (the fewest blocks for the rounds), 1 = one per SM
-  int group = 0;  // EXPERIMENT: GemmArgs::group
 };
 static const Kern kAllKernels[] = {{"wgmma_tma", launch_wgmma_tma<half>, 0, 0},
                                    {"wgmma_ws", launch_wgmma_ws<half>, 0, 0},
@@ -56,10 +55,6 @@ static const Kern kAllKernels[] = {{"wgmma_tma", launch_wgmma_tma<half>, 0, 0},
                                    {"persistent_192", launch_wgmma_persistent<half>, 4, 1},
                                    {"persistent_256_full", launch_wgmma_persistent<half>, 1, 1, 1},
                                    {"persistent_192_full", launch_wgmma_persistent<half>, 4, 1, 1},
-                                   {"p256_g4", launch_wgmma_persistent<half>, 1, 1, 0, 4},
-                                   {"p256_g6", launch_wgmma_persistent<half>, 1, 1, 0, 6},
-                                   {"p256_g12", launch_wgmma_persistent<half>, 1, 1, 0, 12},
-                                   {"p256_g16", launch_wgmma_persistent<half>, 1, 1, 0, 16},
                                    {"wgmma_splitk", launch_wgmma_splitk<half>, 0, 0},
                                    {"splitk_256x4", launch_wgmma_splitk<half>, 1, 4},
                                    {"splitk_256x2", launch_wgmma_splitk<half>, 1, 2},
@@ -104,12 +99,11 @@ struct Problem {
   void release() {
     cudaFree(A), cudaFree(B), cudaFree(C), cudaFree(R);
   }
-  GemmArgs args(half* out, int tile = 0, int split = 0, int grid = 0, int group = 0) const {
+  GemmArgs args(half* out, int tile = 0, int split = 0, int grid = 0) const {
     GemmArgs p;
     p.tile = tile;
     p.split = split;
     p.grid = grid;
-    p.group = group;
     p.A = A, p.B = B, p.C = out, p.M = M, p.N = N, p.K = K;
     p.sam = lda, p.sak = 1;
     if (bcol) p.sbk = 1, p.sbn = ldb;
@@ -160,7 +154,7 @@ static int check(cublasHandle_t h) {
         for (const Kern& k : kKernels) {
           CK(cudaMemset(pr.C, 0xFF, size_t(pr.M) * pr.ldc * 2));  // NaN
           LaunchInfo info;
-          const cudaError_t err = k.fn(pr.args(pr.C, k.tile, k.split, k.grid, k.group), f16 ? Acc::F16 : Acc::F32, 0, &info);
+          const cudaError_t err = k.fn(pr.args(pr.C, k.tile, k.split, k.grid), f16 ? Acc::F16 : Acc::F32, 0, &info);
           const cudaError_t sync = cudaDeviceSynchronize();
           ++total;
           if (err != cudaSuccess || sync != cudaSuccess) {
@@ -195,7 +189,7 @@ static int check(cublasHandle_t h) {
     std::printf("%dx%dx%d:\n", s[0], s[1], s[2]);
     for (const Kern& k : kKernels) {
       LaunchInfo info;
-      CK(k.fn(pr.args(pr.C, k.tile, k.split, k.grid, k.group), Acc::F32, 0, &info));
+      CK(k.fn(pr.args(pr.C, k.tile, k.split, k.grid), Acc::F32, 0, &info));
       std::printf("launch %-18s grid %u x %u, %u threads, %d B shared, tile %dx%d, split %d\n", k.name,
                   info.grid_x, info.grid_y, info.block, info.smem_bytes, info.tile_m, info.tile_n, info.split);
     }
@@ -268,7 +262,7 @@ static void bench(cublasHandle_t h, const char* only) {
           if (i == 0) cublas_ref(h, pr, pr.R, false);
           else {
             const Kern& k = kKernels[(i - 1) / 2];
-            CK(k.fn(pr.args(pr.C, k.tile, k.split, k.grid, k.group), (i - 1) % 2 ? Acc::F16 : Acc::F32, 0, nullptr));
+            CK(k.fn(pr.args(pr.C, k.tile, k.split, k.grid), (i - 1) % 2 ? Acc::F16 : Acc::F32, 0, nullptr));
           }
           cudaEventRecord(e1);
           cudaEventSynchronize(e1);

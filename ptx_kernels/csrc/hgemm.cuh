@@ -44,7 +44,6 @@ struct GemmArgsOf {
   // more tiles than fit at once. 0 lets the launcher choose (today: as 2); 1 = as many as fit (one per SM); 2 = the
   // fewest that keep the same number of rounds, cdiv(tiles, rounds) (hopper::persistent_blocks).
   int grid = 0;
-  int group = 0;  // EXPERIMENT: wgmma_persistent's grouped order, tile rows per band (0: 8)
   // 2:4 sparse variants (problem kind "sparse"): A is the compressed values (M x Kp/2, Kp = K rounded up to 32) and E
   // the metadata, (Kp/32, ceil(M/16), 16) 32-bit words in the order the sparse instructions' lanes read them
   // (ptx_kernels/sparse.py). Unused (null) for dense variants.

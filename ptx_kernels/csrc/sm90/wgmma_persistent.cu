@@ -61,7 +61,7 @@ template <typename E, typename T, Acc ACC, bool B_COL, bool TMA_STORE>
 __global__ void __launch_bounds__(kThreads, 1)
     wgmma_persistent_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_constant__ CUtensorMap tma_b,
                             const __grid_constant__ CUtensorMap tma_c, E* __restrict__ C, int64_t ldc, int M,
-                            int N, int K, bool pairs, int group_m) {
+                            int N, int K, bool pairs) {
   constexpr int BM = T::BM, BN = T::BN, STAGES = T::STAGES;
   static_assert(BM == kConsumers * 64, "each consumer warpgroup owns 64 rows of the tile");
   extern __shared__ __align__(1024) uint8_t smem_raw[];
@@ -87,7 +87,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       uint32_t phase = 0;
       for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
         int tm, tn;
-        tile::grouped_tile(t, tiles_m, tiles_n, group_m, tm, tn);
+        hopper::tile_coords<GROUP_M>(t, tiles_m, tiles_n, tm, tn);
         hopper::produce_tile<BM, BN, B_COL>(ss, &tma_a, &tma_b, tm * BM, tn * BN, 0, kblocks, a_rows, s,
                                             phase);
       }
@@ -101,7 +101,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     uint32_t phase = 0;
     for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
       int tm, tn;
-      tile::grouped_tile(t, tiles_m, tiles_n, group_m, tm, tn);
+      hopper::tile_coords<GROUP_M>(t, tiles_m, tiles_n, tm, tn);
       hopper::mma_tile<BN, B_COL>(ss, acc.d, slab, kblocks, s, phase, [&](int stage) {
         if (tid == 0) ptx::mbarrier_arrive(ptx::smem_u32(&ss.empty[stage]));  // one arrival per warpgroup
       });
@@ -123,14 +123,13 @@ cudaError_t launch_tile(const GemmArgsOf<E>& p, Acc acc, cudaStream_t stream, La
   if (err != cudaSuccess) return err;
   const int tiles = hopper::cdiv(p.M, T::BM) * hopper::cdiv(p.N, T::BN);
   const dim3 grid(hopper::persistent_blocks(tiles, hopper::sm_count(), p.grid));
-  const int group_m = p.group > 0 ? p.group : GROUP_M;  // EXPERIMENT: GemmArgs::group pins the band height
   using Storage = typename T::template Storage<E>;
   return tile::dispatch<E>(acc, p.b_col_major, [&](auto acc_c, auto b_col_c) {
     if (ops.tma_store)
       return hopper::launch<wgmma_persistent_kernel<E, T, acc_c.value, b_col_c.value, true>, Storage>(
-          grid, kThreads, T::BM, T::BN, p, ops, stream, info, 1, 0, group_m);
+          grid, kThreads, T::BM, T::BN, p, ops, stream, info);
     return hopper::launch<wgmma_persistent_kernel<E, T, acc_c.value, b_col_c.value, false>, Storage>(
-        grid, kThreads, T::BM, T::BN, p, ops, stream, info, 1, 0, group_m);
+        grid, kThreads, T::BM, T::BN, p, ops, stream, info);
   });
 }
 
