@@ -324,6 +324,25 @@ def test_descriptor_cache_is_bounded_and_keeps_no_tensor():
     assert not any(isinstance(x, torch.Tensor) for v in cache._maps.items() for x in v)
 
 
+def test_persistent_grid_fills_whole_rounds(monkeypatch):
+    """The TMA kernel's grid (`tma_persistent.programs`): the fewest programs that need as many rounds as one per SM,
+    as the Hopper launchers size theirs (hopper::persistent_blocks); the kernel's stride is its grid, so a grid that
+    does not divide the tiles still covers each tile once (exact, odd tile counts, 2 and 3 programs)."""
+    from triton_kernels import tma_persistent as tp
+
+    assert [tp.programs(t, 132) for t in (512, 2048, 480, 7168, 100)] == [128, 128, 120, 131, 100]
+    monkeypatch.setattr(tp, "BALANCED", False)
+    assert tp.programs(512, 132) == 132
+    monkeypatch.setattr(tp, "BALANCED", True)
+    if not HAS_CUDA:  # the interpreter: 3 "SMs", 32 x 32 tiles
+        for m, n, grid in ((64, 64, 2), (160, 32, 3), (224, 40, 3)):  # 4 tiles, 5 (3 + 2), 14 (3+3+3+3+2)
+            a, b = make_inputs(m, n, 48, "NN", device=DEVICE, seed=m)
+            c = poisoned_out(m, n, DEVICE)
+            assert tp.launches(a, b, c, False, tp.INTERPRETER_CONFIG)[0].grid == (grid,)
+            triton_kernels.hgemm(a, b, out=c, kernel="tma")
+            assert compare(c, reference(a, b)).ok, (m, n)
+
+
 def test_launch_hooks_send_direct_launches_back_to_the_jit_path():
     """Triton 3.6's launch hooks default to empty HookChains (never None): that is no hook, and direct launches are
     allowed; a hook added (a profiler's) makes every call, even of a plan already set up, take the JIT path."""
