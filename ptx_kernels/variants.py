@@ -146,7 +146,8 @@ HOPPER: tuple[Variant, ...] = (
             "persistent, 128x256x64 in 4 stages (128x192 in 5 where it fills the rounds better, 128x128 in 6, "
             "128x64 in 8 on skinny outputs)",
             "at most one block per SM (as few as keep every round full) walking the tiles in grouped order; "
-            "TMA-store epilogue through swizzled shared memory, overlapped with the next tile", block=(128, 256, 64), stages=4,
+            "TMA-store epilogue through swizzled shared memory, overlapped with the next tile",
+            block=(128, 256, 64), stages=4,
             promises={"sm_90a": ("HGMMA", "UTMALDG", "UTMASTG", "SYNCS", "USETMAXREG")},
             # tiles x (dtype, accumulation) pairs x B layouts x epilogues; inspect shows fp16's 128x256 tile with
             # the TMA-store epilogue
