@@ -1,16 +1,15 @@
-"""What calling through `torch.ops` costs on this host, before any kernel work (CPU only; runs anywhere).
+"""What calling through `torch.ops` costs on this host, before any kernel work (runs anywhere; CUDA rows on a GPU).
 
     python scripts/op_entry_cost.py [--calls 200000]
 
 The Triton operator `torch.ops.tensorcore_hgemm.triton_hgemm` costs more per call than `triton_kernels.hgemm(a, b)`
-with the same plan (`scripts/wall_time.py --ops`). This script measures PyTorch's share of that on tiny CPU tensors:
-an operator defined like the project's (`hgemm_common.oplib.define`: a `torch.library.Library` schema with Python
-kernels at the CompositeExplicitAutograd and Autograd keys) whose implementation returns its input at once, the same
-Python function called directly, `torch.ops.aten.alias` (a C++ operator through `torch.ops`), and `torch.mm` beside
-`torch.ops.aten.mm` on 4 x 4 tensors (the same kernel through the generated binding and through `torch.ops`); then a
-no-op operator registered by `oplib.define` itself (its Autograd-key kernel with `_route`), on CPU tensors and, where
-there is a GPU, on CUDA tensors (what the dispatcher adds for CUDA arguments). Microseconds per call, the median of
-5 timings of --calls calls each.
+with the same plan (`scripts/wall_time.py --ops`). This script measures PyTorch's share of that on tiny tensors:
+a `torch.library.Library` operator with Python kernels at the CompositeExplicitAutograd and Autograd keys whose
+implementation returns its input at once, the same Python function called directly, `torch.ops.aten.alias` (a C++
+operator through `torch.ops`), and `torch.mm` beside `torch.ops.aten.mm` on 4 x 4 tensors (the same kernel through
+the generated binding and through `torch.ops`); then a no-op operator registered by `oplib.define` itself (its
+Autograd-key kernel with `_route`), on CPU tensors and, where there is a GPU, on CUDA tensors (what the dispatcher
+adds for CUDA arguments). Microseconds per call, the median of 5 timings of --calls calls each.
 """
 from __future__ import annotations
 
@@ -54,10 +53,7 @@ def main() -> int:
             ("torch.ops.aten.mm, 4 x 4", lambda: torch.ops.aten.mm(a, b))]
     from hgemm_common.oplib import _route, define
 
-    def fake(a, b, acc="fp32"):
-        return a
-
-    defined = define("op_entry_cost_noop", "(Tensor a, Tensor b, str acc='fp32') -> Tensor", noop, fake,
+    defined = define("op_entry_cost_noop", "(Tensor a, Tensor b, str acc='fp32') -> Tensor", noop, noop,
                      lambda ctx, grad: (grad, None, None), lambda ctx, inputs, output: None)
     rows += [("no-op operator by oplib.define, CPU tensors", lambda: defined(a, b, "fp32"))]
     if torch.cuda.is_available():

@@ -11,7 +11,8 @@ kernel back to back (no flush: each operand set is the same, as a layer's weight
 interleaved rounds (round 1 of every kernel, then round 2, ...), and prints per kernel and round: TFLOPS over the
 whole run (CUDA events around it), the ratio to the first kernel of the list in the same round, and nvidia-smi's SM
 clock and power (medians of samples every 0.1 s while it ran) with TFLOPS per watt. Every kernel's output is
-checked against the first kernel's before timing (the harness's error bound), so a wrong kernel is not timed.
+checked against the high-precision reference before timing (the harness's error bound), so a wrong kernel is not
+timed.
 """
 from __future__ import annotations
 
