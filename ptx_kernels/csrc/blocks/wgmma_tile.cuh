@@ -69,6 +69,7 @@ __host__ __device__ constexpr int a_box_rows(int M, int BM) { return M >= BM ? B
 template <int BM, int BN, bool B_COL, typename Storage>
 __device__ __forceinline__ void load_kblock(Storage& ss, int s, const CUtensorMap* tma_a, const CUtensorMap* tma_b,
                                             int m0, int n0, int k0, int a_rows) {
+  static_assert(B_COL || BN % 64 == 0, "row-major B is loaded in boxes of 64 columns: BN a multiple of 64");
   const uint32_t bar = ptx::smem_u32(&ss.full[s]);
   ptx::mbarrier_arrive_expect_tx(bar, (a_rows + BN) * BK * int(sizeof(ss.A[0][0])));
   ptx::tma_load_2d(ptx::smem_u32(ss.A[s]), tma_a, k0, m0, bar);
@@ -123,11 +124,13 @@ template <typename E, int BN, int TRANS_B>
 __device__ __forceinline__ void wgmma_ss(float (&d)[BN / 2], uint64_t da, uint64_t db, int scale_d) {
   if constexpr (tile::is_bf16<E>) {
     if constexpr (BN == 256) ptx::wgmma_m64n256k16_f32_bf16_ss<TRANS_B>(d, da, db, scale_d);
+    else if constexpr (BN == 232) ptx::wgmma_m64n232k16_f32_bf16_ss<TRANS_B>(d, da, db, scale_d);
     else if constexpr (BN == 192) ptx::wgmma_m64n192k16_f32_bf16_ss<TRANS_B>(d, da, db, scale_d);
     else if constexpr (BN == 128) ptx::wgmma_m64n128k16_f32_bf16_ss<TRANS_B>(d, da, db, scale_d);
     else ptx::wgmma_m64n64k16_f32_bf16_ss<TRANS_B>(d, da, db, scale_d);
   } else {
     if constexpr (BN == 256) ptx::wgmma_m64n256k16_f32_f16_ss<TRANS_B>(d, da, db, scale_d);
+    else if constexpr (BN == 232) ptx::wgmma_m64n232k16_f32_f16_ss<TRANS_B>(d, da, db, scale_d);
     else if constexpr (BN == 192) ptx::wgmma_m64n192k16_f32_f16_ss<TRANS_B>(d, da, db, scale_d);
     else if constexpr (BN == 128) ptx::wgmma_m64n128k16_f32_f16_ss<TRANS_B>(d, da, db, scale_d);
     else ptx::wgmma_m64n64k16_f32_f16_ss<TRANS_B>(d, da, db, scale_d);
@@ -137,6 +140,7 @@ template <typename E, int BN, int TRANS_B>
 __device__ __forceinline__ void wgmma_ss(uint32_t (&d)[BN / 4], uint64_t da, uint64_t db, int scale_d) {
   static_assert(std::is_same<E, half>::value, "fp16 accumulation takes fp16 operands only");
   if constexpr (BN == 256) ptx::wgmma_m64n256k16_f16_f16_ss<TRANS_B>(d, da, db, scale_d);
+  else if constexpr (BN == 232) ptx::wgmma_m64n232k16_f16_f16_ss<TRANS_B>(d, da, db, scale_d);
   else if constexpr (BN == 192) ptx::wgmma_m64n192k16_f16_f16_ss<TRANS_B>(d, da, db, scale_d);
   else if constexpr (BN == 128) ptx::wgmma_m64n128k16_f16_f16_ss<TRANS_B>(d, da, db, scale_d);
   else ptx::wgmma_m64n64k16_f16_f16_ss<TRANS_B>(d, da, db, scale_d);
@@ -259,6 +263,7 @@ __host__ __device__ __forceinline__ uint32_t staging_offset(int r, int c) {  // 
 template <int BN, int EPI_COLS, typename AccRegs, typename E>
 __device__ __forceinline__ void store_accumulators_tma(const AccRegs& d, EpilogueStaging<E, EPI_COLS>& stage,
                                                        const CUtensorMap* tma_c, int row0, int n0, uint32_t bar_id) {
+  static_assert(BN % EPI_COLS == 0, "the slab is stored in whole EPI_COLS-column rounds of 64 x 64 boxes");
   const int t = threadIdx.x % kWarpgroup, warp = t / 32, lane = t % 32;
   const int r = warp * 16 + lane / 4;
   const uint32_t base = ptx::smem_u32(stage.box);
@@ -363,28 +368,30 @@ cudaError_t launch(dim3 grid, int threads, int tile_m, int tile_n, const GemmArg
 // blocks that run at once in clusters of that size (wave2, wave4: cudaOccupancyMaxActiveClusters x size; clusters
 // stay inside a GPC, so fewer than the SMs), and each part keeps >= 4 k-blocks so its pipeline fills.
 // force_bn / force_split (GemmArgs::tile, ::split) pin one; a forced split is cut to the k-blocks there are.
-// 128 x 192 (the persistent kernel's fourth tile; the split kernel has none) is a candidate where speed192 > 0, unsplit
-// only: it fills whole waves where 128 x 256 leaves part of the last one idle (3072 x 5120: 648 tiles of 128 x 192 are
-// 4.9 rounds of 132, 480 of 128 x 256 are 3.6).
+// 128 x 192 and 128 x 232 (the persistent kernel's wave-filling tiles; the split kernel has neither) are candidates
+// where speed192 / speed232 > 0, unsplit only: they fill whole waves where 128 x 256 leaves part of the last one
+// idle (3072 x 5120: 648 tiles of 128 x 192 are 4.9 rounds of 132, 480 of 128 x 256 are 3.6; 3000 x 5000: 528 tiles
+// of 128 x 232 are 4 full rounds, 480 of 128 x 256 leave 12 SMs idle in each of 4).
 struct Plan {
   int bn, split;
 };
 __host__ __device__ constexpr Plan choose_plan(int M, int N, int K, int sms, int force_bn = 0, int force_split = 0,
                                                int max_split = 4, int wave2 = 0, int wave4 = 0,
-                                               double speed192 = 0.0) {
+                                               double speed192 = 0.0, double speed232 = 0.0) {
   const int tiles_m = cdiv(M, 128), kblocks = cdiv(K, BK);
   const bool skinny = M <= 128 || N <= 128;
-  const int bns[4] = {256, 192, 128, 64};
-  const double speeds[4] = {1.0, speed192, 0.95, 0.6};
+  const int bns[5] = {256, 232, 192, 128, 64};
+  const double speeds[5] = {1.0, speed232, speed192, 0.95, 0.6};
   Plan best{force_bn ? force_bn : 256, 1};
   double best_score = -1.0, unsplit_fill = 0.0;
   for (int split = 1; split <= max_split; split *= 2) {
     if (force_split && split != force_split) continue;
     const long wave = split == 1 ? sms : split == 2 ? (wave2 ? wave2 : sms) : (wave4 ? wave4 : sms);
     if (split > 1 && !force_split && (kblocks < 4 * split || (!skinny && unsplit_fill >= 0.5))) continue;
-    for (int i = 0; i < 4; ++i) {
+    for (int i = 0; i < 5; ++i) {
       if (force_bn && bns[i] != force_bn) continue;
-      if (bns[i] == 192 && (split > 1 || (!force_bn && (speed192 <= 0.0 || skinny)))) continue;
+      const bool wave_filler = bns[i] == 192 || bns[i] == 232;
+      if (wave_filler && (split > 1 || (!force_bn && (speeds[i] <= 0.0 || skinny)))) continue;
       const long tiles_n = cdiv(N, bns[i]), units = long(tiles_m) * tiles_n * split;
       if (split > 1 && !force_split && units > wave) continue;
       const long rounds = (units + sms - 1) / sms;
@@ -413,12 +420,19 @@ static_assert(choose_plan(4096, 4096, 4096, 132).bn == 256 && choose_plan(4096, 
                   choose_plan(4096, 4096, 4096, 132, 0, 0, 4, 0, 0, 0.96).bn == 256 &&
                   choose_plan(8192, 8192, 8192, 132, 0, 0, 4, 0, 0, 0.96).bn == 256 &&
                   choose_plan(8192, 28672, 4096, 132, 0, 0, 4, 0, 0, 0.96).bn == 256 &&
-                  choose_plan(16, 4096, 4096, 132, 0, 0, 1, 0, 0, 0.96).bn == 64,
+                  choose_plan(16, 4096, 4096, 132, 0, 0, 1, 0, 0, 0.96).bn == 64 &&
+                  choose_plan(3000, 5000, 2000, 132, 0, 0, 4, 0, 0, 0.0, 0.97).bn == 232 &&
+                  choose_plan(3072, 5120, 2048, 132, 0, 0, 4, 0, 0, 0.96, 0.97).bn == 192 &&
+                  choose_plan(4096, 4096, 4096, 132, 0, 0, 4, 0, 0, 0.96, 0.97).bn == 256 &&
+                  choose_plan(8192, 8192, 8192, 132, 0, 0, 4, 0, 0, 0.96, 0.97).bn == 256 &&
+                  choose_plan(8192, 28672, 4096, 132, 0, 0, 4, 0, 0, 0.96, 0.97).bn == 256 &&
+                  choose_plan(128, 8192, 8192, 132, 0, 0, 4, 0, 0, 0.96, 0.97).bn != 232,
               "worked cases: large outputs keep 128 x 256 whole; a 16-row output splits 64 tiles of 128 x 64 in two "
               "(128 blocks; 128 x 128 in four would need 128 of the 120 blocks that fit); 64 x 8192 (128 tiles of "
               "128 x 64) and 1024^3 fill the GPU unsplit; 128 x 4096 x 4096 (64 tiles) splits; 16 columns take the "
               "narrowest tile; forced splits are cut to the k-blocks; 128 x 192 (speed 0.96) only where 128 x 256 "
-              "leaves a round a tenth empty (3072 x 5120: 480 tiles on 132 SMs), never on skinny outputs");
+              "leaves a round a tenth empty (3072 x 5120: 480 tiles on 132 SMs), never on skinny outputs; 128 x 232 "
+              "(0.97) on 3000 x 5000 (528 tiles, 4 full rounds of 132), not where 128 x 192 or 256 fill better");
 
 // Blocks of a persistent grid over `units` work units (tiles, or tile pairs of a cluster) of which at most `slots`
 // are resident at once. By default (policy 0 or 2) the fewest blocks that need the same number of rounds,
