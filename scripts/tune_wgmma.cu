@@ -41,7 +41,7 @@ struct Kern {
   const char* name;
   cudaError_t (*fn)(const GemmArgs&, Acc, cudaStream_t, LaunchInfo*);
   int tile;   // GemmArgs::tile: 0 = the launcher's choice; persistent / splitk: 1, 2, 3 = 128 x 256, 128, 64;
-              // persistent only: 4 = 128 x 192, 5 = 128 x 232 (column-major B)
+              // persistent only: 4 = 128 x 192
   int split;  // GemmArgs::split: 0 = the launcher's choice, 1 = none, 2 / 4 parts
   int grid = 0;  // GemmArgs::grid: 0 = the launcher's choice (the fewest blocks for the rounds), 1 = one per SM
 };
@@ -53,7 +53,6 @@ static const Kern kAllKernels[] = {{"wgmma_tma", launch_wgmma_tma<half>, 0, 0},
                                    {"persistent_128", launch_wgmma_persistent<half>, 2, 1},
                                    {"persistent_64", launch_wgmma_persistent<half>, 3, 1},
                                    {"persistent_192", launch_wgmma_persistent<half>, 4, 1},
-                                   {"persistent_232", launch_wgmma_persistent<half>, 5, 1},
                                    {"persistent_256_full", launch_wgmma_persistent<half>, 1, 1, 1},
                                    {"persistent_192_full", launch_wgmma_persistent<half>, 4, 1, 1},
                                    {"wgmma_splitk", launch_wgmma_splitk<half>, 0, 0},
@@ -66,9 +65,6 @@ static const Kern kAllKernels[] = {{"wgmma_tma", launch_wgmma_tma<half>, 0, 0},
                                    {"splitk_64x2", launch_wgmma_splitk<half>, 3, 2},
                                    {"wgmma_cluster", launch_wgmma_cluster<half>, 0, 0},
                                    {"cluster_full", launch_wgmma_cluster<half>, 0, 0, 1}};
-// Whether the entry takes this B layout: 128 x 232 tiles read B column-major only (the launcher refuses row-major).
-static bool offered(const Kern& k, bool bcol) { return k.tile != 5 || bcol; }
-
 // TUNE_KERNELS="name,name,..." runs only those (default: all of the above).
 static std::vector<Kern> kKernels = [] {
   std::vector<Kern> ks;
@@ -156,7 +152,6 @@ static int check(cublasHandle_t h) {
         CK(cudaDeviceSynchronize());
         CK(cudaMemcpy(ref.data(), pr.R, ref.size() * 2, cudaMemcpyDeviceToHost));
         for (const Kern& k : kKernels) {
-          if (!offered(k, bcol)) continue;
           CK(cudaMemset(pr.C, 0xFF, size_t(pr.M) * pr.ldc * 2));  // NaN
           LaunchInfo info;
           const cudaError_t err = k.fn(pr.args(pr.C, k.tile, k.split, k.grid), f16 ? Acc::F16 : Acc::F32, 0, &info);
@@ -265,7 +260,7 @@ static void bench(cublasHandle_t h, const char* only) {
           CK(cudaMemsetAsync(flush, r & 0xff, flush_bytes));
           cudaEventRecord(e0);
           if (i == 0) cublas_ref(h, pr, pr.R, false);
-          else if (offered(kKernels[(i - 1) / 2], bcol)) {
+          else {
             const Kern& k = kKernels[(i - 1) / 2];
             CK(k.fn(pr.args(pr.C, k.tile, k.split, k.grid), (i - 1) % 2 ? Acc::F16 : Acc::F32, 0, nullptr));
           }
@@ -279,7 +274,6 @@ static void bench(cublasHandle_t h, const char* only) {
       const float base = median(t[0]);
       std::printf("%5dx%5dx%5d %s cuBLAS %6.1f |", pr.M, pr.N, pr.K, bcol ? "NT" : "NN", flops / base / 1e9);
       for (int i = 1; i < nk; ++i) {
-        if (!offered(kKernels[(i - 1) / 2], bcol)) continue;
         const float m = median(t[i]);
         std::printf(" %s%s %6.1f %.3fx |", kKernels[(i - 1) / 2].name, (i - 1) % 2 ? "/16" : "", flops / m / 1e9,
                     base / m);

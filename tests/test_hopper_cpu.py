@@ -90,8 +90,8 @@ def test_epilogue_staging_is_the_tma_128b_swizzle(host_facts):
 
 
 def test_generated_wgmma_wrappers_are_current():
-    """ptx/wgmma.cuh holds exactly what scripts/gen_wgmma.py prints (m64n{256,128,64}k16: fp16 operands with fp32
-    and fp16 accumulation, bf16 operands with fp32)."""
+    """ptx/wgmma.cuh holds exactly what scripts/gen_wgmma.py prints (m64n{256,232,192,128,64}k16: fp16 operands with
+    fp32 and fp16 accumulation, bf16 operands with fp32)."""
     sys.path.insert(0, str(ROOT / "scripts"))
     try:
         import gen_wgmma

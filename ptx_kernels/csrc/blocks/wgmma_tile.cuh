@@ -368,30 +368,28 @@ cudaError_t launch(dim3 grid, int threads, int tile_m, int tile_n, const GemmArg
 // blocks that run at once in clusters of that size (wave2, wave4: cudaOccupancyMaxActiveClusters x size; clusters
 // stay inside a GPC, so fewer than the SMs), and each part keeps >= 4 k-blocks so its pipeline fills.
 // force_bn / force_split (GemmArgs::tile, ::split) pin one; a forced split is cut to the k-blocks there are.
-// 128 x 192 and 128 x 232 (the persistent kernel's wave-filling tiles; the split kernel has neither) are candidates
-// where speed192 / speed232 > 0, unsplit only: they fill whole waves where 128 x 256 leaves part of the last one
-// idle (3072 x 5120: 648 tiles of 128 x 192 are 4.9 rounds of 132, 480 of 128 x 256 are 3.6; 3000 x 5000: 528 tiles
-// of 128 x 232 are 4 full rounds, 480 of 128 x 256 leave 12 SMs idle in each of 4).
+// 128 x 192 (the persistent kernel's fourth tile; the split kernel has none) is a candidate where speed192 > 0, unsplit
+// only: it fills whole waves where 128 x 256 leaves part of the last one idle (3072 x 5120: 648 tiles of 128 x 192 are
+// 4.9 rounds of 132, 480 of 128 x 256 are 3.6).
 struct Plan {
   int bn, split;
 };
 __host__ __device__ constexpr Plan choose_plan(int M, int N, int K, int sms, int force_bn = 0, int force_split = 0,
                                                int max_split = 4, int wave2 = 0, int wave4 = 0,
-                                               double speed192 = 0.0, double speed232 = 0.0) {
+                                               double speed192 = 0.0) {
   const int tiles_m = cdiv(M, 128), kblocks = cdiv(K, BK);
   const bool skinny = M <= 128 || N <= 128;
-  const int bns[5] = {256, 232, 192, 128, 64};
-  const double speeds[5] = {1.0, speed232, speed192, 0.95, 0.6};
+  const int bns[4] = {256, 192, 128, 64};
+  const double speeds[4] = {1.0, speed192, 0.95, 0.6};
   Plan best{force_bn ? force_bn : 256, 1};
   double best_score = -1.0, unsplit_fill = 0.0;
   for (int split = 1; split <= max_split; split *= 2) {
     if (force_split && split != force_split) continue;
     const long wave = split == 1 ? sms : split == 2 ? (wave2 ? wave2 : sms) : (wave4 ? wave4 : sms);
     if (split > 1 && !force_split && (kblocks < 4 * split || (!skinny && unsplit_fill >= 0.5))) continue;
-    for (int i = 0; i < 5; ++i) {
+    for (int i = 0; i < 4; ++i) {
       if (force_bn && bns[i] != force_bn) continue;
-      const bool wave_filler = bns[i] == 192 || bns[i] == 232;
-      if (wave_filler && (split > 1 || (!force_bn && (speeds[i] <= 0.0 || skinny)))) continue;
+      if (bns[i] == 192 && (split > 1 || (!force_bn && (speed192 <= 0.0 || skinny)))) continue;
       const long tiles_n = cdiv(N, bns[i]), units = long(tiles_m) * tiles_n * split;
       if (split > 1 && !force_split && units > wave) continue;
       const long rounds = (units + sms - 1) / sms;
@@ -420,19 +418,12 @@ static_assert(choose_plan(4096, 4096, 4096, 132).bn == 256 && choose_plan(4096, 
                   choose_plan(4096, 4096, 4096, 132, 0, 0, 4, 0, 0, 0.96).bn == 256 &&
                   choose_plan(8192, 8192, 8192, 132, 0, 0, 4, 0, 0, 0.96).bn == 256 &&
                   choose_plan(8192, 28672, 4096, 132, 0, 0, 4, 0, 0, 0.96).bn == 256 &&
-                  choose_plan(16, 4096, 4096, 132, 0, 0, 1, 0, 0, 0.96).bn == 64 &&
-                  choose_plan(3000, 5000, 2000, 132, 0, 0, 4, 0, 0, 0.0, 0.97).bn == 232 &&
-                  choose_plan(3072, 5120, 2048, 132, 0, 0, 4, 0, 0, 0.96, 0.97).bn == 192 &&
-                  choose_plan(4096, 4096, 4096, 132, 0, 0, 4, 0, 0, 0.96, 0.97).bn == 256 &&
-                  choose_plan(8192, 8192, 8192, 132, 0, 0, 4, 0, 0, 0.96, 0.97).bn == 256 &&
-                  choose_plan(8192, 28672, 4096, 132, 0, 0, 4, 0, 0, 0.96, 0.97).bn == 256 &&
-                  choose_plan(128, 8192, 8192, 132, 0, 0, 4, 0, 0, 0.96, 0.97).bn != 232,
+                  choose_plan(16, 4096, 4096, 132, 0, 0, 1, 0, 0, 0.96).bn == 64,
               "worked cases: large outputs keep 128 x 256 whole; a 16-row output splits 64 tiles of 128 x 64 in two "
               "(128 blocks; 128 x 128 in four would need 128 of the 120 blocks that fit); 64 x 8192 (128 tiles of "
               "128 x 64) and 1024^3 fill the GPU unsplit; 128 x 4096 x 4096 (64 tiles) splits; 16 columns take the "
               "narrowest tile; forced splits are cut to the k-blocks; 128 x 192 (speed 0.96) only where 128 x 256 "
-              "leaves a round a tenth empty (3072 x 5120: 480 tiles on 132 SMs), never on skinny outputs; 128 x 232 "
-              "(0.97) on 3000 x 5000 (528 tiles, 4 full rounds of 132), not where 128 x 192 or 256 fill better");
+              "leaves a round a tenth empty (3072 x 5120: 480 tiles on 132 SMs), never on skinny outputs");
 
 // Blocks of a persistent grid over `units` work units (tiles, or tile pairs of a cluster) of which at most `slots`
 // are resident at once. By default (policy 0 or 2) the fewest blocks that need the same number of rounds,

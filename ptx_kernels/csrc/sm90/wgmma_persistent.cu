@@ -29,8 +29,8 @@
 namespace {
 
 // Tiles: 128 x BN, BN from the launcher's choice (tile_bn): 256 on large outputs; narrower tiles where 128 x 256
-// tiles would leave SMs idle (skinny M, small N), so that more SMs stream B; 192 or 232 where their tiles fill the
-// rounds of the persistent grid better than 256's (hopper::choose_plan).
+// tiles would leave SMs idle (skinny M, small N), so that more SMs stream B; 192 where its tiles fill the last round
+// of the persistent grid better than 256's (hopper::choose_plan).
 // Narrower tiles take more stages in the same shared memory (each stage holds 128 x 64 A + BN x 64 B).
 template <int BN_, int STAGES_>
 struct Tile {
@@ -45,7 +45,6 @@ struct Tile {
 };
 using Wide = Tile<256, 4>;    // 4 x 48 KB + 2 x 16 KB staging
 using Wide192 = Tile<192, 5>;  // 5 x 40 KB + 2 x 8 KB
-using Wide232 = Tile<232, 4>;  // 4 x 45 KB (+ 2 x 8 KB unused: 232 columns are not whole 64-column store boxes)
 using Medium = Tile<128, 6>;  // 6 x 32 KB + 2 x 16 KB
 using Narrow = Tile<64, 8>;   // 8 x 24 KB + 2 x 8 KB
 
@@ -54,10 +53,6 @@ constexpr int GROUP_M = 8;
 // rounds are >= 4% fuller. Offered only when A's and B's rows are 128-byte aligned: misaligned rows cost this tile
 // far more than 128 x 256 (the H100 sweep behind both choices: docs/ladders/hopper.md, "A 128 x 192 tile").
 constexpr double kSpeed192 = 0.96;
-// 128 x 232's speed relative to 128 x 256 at equal fill (column-major B only: a row-major B stage is loaded in boxes
-// of 64 columns and read N-major, which takes whole 64-column swizzle atoms). Its epilogue stores from registers:
-// 232 columns are not whole 64 x 64 TMA store boxes.
-constexpr double kSpeed232 = 0.97;
 constexpr int kConsumers = 2, kThreads = (1 + kConsumers) * hopper::kWarpgroup;
 // 40 + 2 x 232 registers x 128 threads = 64,512 <= 65,536: a consumer's 128 fp32 accumulators plus addressing.
 constexpr int kProducerRegs = 40, kConsumerRegs = 232;
@@ -129,16 +124,12 @@ cudaError_t launch_tile(const GemmArgsOf<E>& p, Acc acc, cudaStream_t stream, La
   const int tiles = hopper::cdiv(p.M, T::BM) * hopper::cdiv(p.N, T::BN);
   const dim3 grid(hopper::persistent_blocks(tiles, hopper::sm_count(), p.grid));
   using Storage = typename T::template Storage<E>;
-  return tile::dispatch<E>(acc, p.b_col_major, [&](auto acc_c, auto b_col_c) -> cudaError_t {
-    if constexpr (!b_col_c.value && T::BN % 64 != 0) {
-      return cudaErrorInvalidValue;  // row-major B is loaded in whole 64-column boxes
-    } else {
-      if (T::BN % T::EPI_COLS == 0 && ops.tma_store)  // 232 columns are no whole number of 64 x 64 store boxes
-        return hopper::launch<wgmma_persistent_kernel<E, T, acc_c.value, b_col_c.value, T::BN % T::EPI_COLS == 0>,
-                              Storage>(grid, kThreads, T::BM, T::BN, p, ops, stream, info);
-      return hopper::launch<wgmma_persistent_kernel<E, T, acc_c.value, b_col_c.value, false>, Storage>(
+  return tile::dispatch<E>(acc, p.b_col_major, [&](auto acc_c, auto b_col_c) {
+    if (ops.tma_store)
+      return hopper::launch<wgmma_persistent_kernel<E, T, acc_c.value, b_col_c.value, true>, Storage>(
           grid, kThreads, T::BM, T::BN, p, ops, stream, info);
-    }
+    return hopper::launch<wgmma_persistent_kernel<E, T, acc_c.value, b_col_c.value, false>, Storage>(
+        grid, kThreads, T::BM, T::BN, p, ops, stream, info);
   });
 }
 
@@ -146,7 +137,7 @@ cudaError_t launch_tile(const GemmArgsOf<E>& p, Acc acc, cudaStream_t stream, La
 
 // ---- HOST: choose the tile (or another kernel) -> tensor maps -> launch ----
 // hopper::choose_plan scores 128 x 256, 128 x 128 and 128 x 64 tiles (and 128 x 192 where A's and B's rows are
-// 128-byte aligned, 128 x 232 where B is column-major) by how many SMs they keep busy. Two kinds of
+// 128-byte aligned) by how many SMs they keep busy. Two kinds of
 // problem go to another step of the ladder, as a library's heuristic would send them (last_launch()["kernel"] names
 // it):
 //   - outputs that even narrow tiles cannot spread over the SMs, with K long enough to share (skinny M or N; the
@@ -155,18 +146,17 @@ cudaError_t launch_tile(const GemmArgsOf<E>& p, Acc acc, cudaStream_t stream, La
 //     apart): every 128-byte box row then straddles five 32-byte sectors, not four, and the B boxes were 0.77x of
 //     cuBLAS, 0.97x with the same B 128-byte aligned (TUNE_LD_ALIGN=64, docs/ladders/hopper.md); wgmma_cluster.cu
 //     multicasts each B box to two blocks, halving those reads (0.96x).
-// GemmArgs::tile (1/2/3/4/5: 128 x 256/128/64/192/232) and ::split (1 = never) pin the plan.
+// GemmArgs::tile (1/2/3/4: 128 x 256/128/64/192) and ::split (1 = never) pin the plan.
 template <typename E>
 cudaError_t launch_wgmma_persistent(const GemmArgsOf<E>& p, Acc acc, cudaStream_t stream, LaunchInfo* info) {
   const int64_t row_bytes_b = (p.b_col_major ? p.sbn : p.sbk) * int64_t(sizeof(E));
   const bool rows_128b = (p.sam * int64_t(sizeof(E))) % 128 == 0 && row_bytes_b % 128 == 0;
-  const hopper::Plan plan = plan_wgmma(p, rows_128b ? kSpeed192 : 0.0, p.b_col_major ? kSpeed232 : 0.0);
+  const hopper::Plan plan = plan_wgmma(p, rows_128b ? kSpeed192 : 0.0);
   if (plan.split > 1) return launch_wgmma_splitk_plan(p, acc, stream, info, plan);
   const bool b_rows_straddle = !p.b_col_major && (p.sbk * int64_t(sizeof(E))) % 32 != 0;
   if (plan.bn == 256 && p.tile == 0 && b_rows_straddle) return launch_wgmma_cluster(p, acc, stream, info);
   if (plan.bn == 256) return launch_tile<Wide>(p, acc, stream, info);
   if (plan.bn == 192) return launch_tile<Wide192>(p, acc, stream, info);
-  if (plan.bn == 232) return p.b_col_major ? launch_tile<Wide232>(p, acc, stream, info) : cudaErrorInvalidValue;
   if (plan.bn == 128) return launch_tile<Medium>(p, acc, stream, info);
   return launch_tile<Narrow>(p, acc, stream, info);
 }

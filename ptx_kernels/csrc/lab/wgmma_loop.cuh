@@ -1,0 +1,50 @@
+// lab/wgmma_loop.cuh — the wgmma instruction ceiling's kernel, at any tile width BN: each of the block's warpgroups
+// issues `iters` k-blocks of 4 chained m64nBNk16 wgmma on operands already in shared memory (small non-zero values,
+// written once; nothing is loaded in the loop), keeping one group in flight like the GEMM kernels do. No TMA, no
+// epilogue. lab/wgmma_ceiling.cu launches it at BN = 256 (the harness's wgmma ceiling); scripts/wgmma_widths.cu at
+// every width the kernels use.
+#pragma once
+#include "blocks/wgmma_tile.cuh"
+
+namespace lab {
+
+template <int BN>
+using WgmmaLoopStorage = hopper::SharedStorage<half, 64, BN, 1>;
+
+template <int BN, Acc ACC, int WARPGROUPS>
+__global__ void __launch_bounds__(WARPGROUPS * hopper::kWarpgroup, 1)
+    wgmma_loop_kernel(int iters, float* __restrict__ sink) {
+  extern __shared__ __align__(1024) uint8_t smem_raw[];
+  auto& ss = hopper::aligned_storage<WgmmaLoopStorage<BN>>(smem_raw);
+  for (int i = threadIdx.x; i < (64 + BN) * hopper::BK; i += blockDim.x) {
+    // small non-zero values: the tensor core draws the power of real data, and fp16 sums stay finite
+    (i < 64 * hopper::BK ? ss.A[0][i] : ss.B[0][i - 64 * hopper::BK]) = __float2half(float((i * 37) % 7 - 3) / 64.0f);
+  }
+  ptx::fence_proxy_async_shared();  // generic stores above, read by wgmma (the async proxy) below
+  __syncthreads();
+  hopper::Accum<BN, ACC> acc;
+  for (int it = 0; it < iters; ++it) {
+    ptx::wgmma_fence();
+    hopper::mma_kblock<BN, true>(acc.d, ss.A[0], ss.B[0], it > 0);
+    ptx::wgmma_commit_group();
+    ptx::wgmma_wait_group<1>();
+  }
+  ptx::wgmma_wait_group<0>();
+  ptx::fence_operands(acc.d);
+  const float v = float(acc.d[0]) + float(acc.d[sizeof(acc.d) / sizeof(acc.d[0]) - 1]);
+  sink[blockIdx.x * blockDim.x + threadIdx.x] = v;  // keeps the chain alive
+}
+
+// Launches the loop on `blocks` blocks of WARPGROUPS warpgroups (shared memory opted in on each call).
+template <int BN, int WARPGROUPS>
+cudaError_t launch_wgmma_loop(int blocks, int iters, Acc acc, float* sink, cudaStream_t stream) {
+  const int smem = hopper::smem_request<WgmmaLoopStorage<BN>>();
+  auto kernel = acc == Acc::F16 ? wgmma_loop_kernel<BN, Acc::F16, WARPGROUPS>
+                                : wgmma_loop_kernel<BN, Acc::F32, WARPGROUPS>;
+  cudaError_t err = tile::prepare_smem(kernel, smem, nullptr);
+  if (err != cudaSuccess) return err;
+  kernel<<<blocks, WARPGROUPS * hopper::kWarpgroup, smem, stream>>>(iters, sink);
+  return cudaGetLastError();
+}
+
+}  // namespace lab
