@@ -8,7 +8,8 @@
 #   bash scripts/gpu_pass.sh wall OUTDIR     # per-call wall time (operators too), the PTX call's host pieces, and
 #                                             # where the host time goes (cProfile) for the small shapes
 #   bash scripts/gpu_pass.sh hopper OUTDIR    # the Hopper ladder vs cuBLAS (scripts/tune_wgmma.cu; SHAPES=MxNxK,...)
-#   bash scripts/gpu_pass.sh sustained OUTDIR # back to back under the power cap (scripts/sustained.py; SHAPES=...)
+#   bash scripts/gpu_pass.sh sustained OUTDIR # back to back under the power cap (scripts/sustained.py; SHAPES=...,
+#                                             # KIND=sparse for the 2:4 sparse kernels)
 #   bash scripts/gpu_pass.sh sparse OUTDIR    # the 2:4 sparse kernels: GPU tests, the ceilings by occupancy, the bench
 #   bash scripts/gpu_pass.sh triton OUTDIR    # the Triton tests, then config sweeps beside torch.matmul
 #                                             # (scripts/triton_sweep.py; SHAPES=..., KERNELS=..., WIDE=--wide)
@@ -86,9 +87,12 @@ case "$PART" in
     ;;
   sustained)
     # back to back under the power cap: throughput, SM clock, power and TFLOPS per watt per kernel, NN and NT
+    # (KIND=sparse: the 2:4 sparse kernels beside cuSPARSELt and dense torch.matmul on the same pruned A)
+    K="torch.matmul wgmma_persistent wgmma_cluster triton"
+    [ "${KIND:-dense}" = sparse ] && K="torch.matmul torch.sparse_semi_structured wgmma_sp*"
     for L in NN NT; do
-      python scripts/sustained.py --shapes "${SHAPES:-4096x4096x4096,8192x8192x8192,8192x28672x4096}" --layout $L \
-        --kernels torch.matmul wgmma_persistent wgmma_cluster triton 2>&1 | tee "$OUTDIR/sustained_$L.log"
+      python scripts/sustained.py --kind "${KIND:-dense}" --layout $L --kernels $K \
+        --shapes "${SHAPES:-4096x4096x4096,8192x8192x8192,8192x28672x4096}" 2>&1 | tee "$OUTDIR/sustained_${KIND:-dense}_$L.log"
     done
     ;;
   sparse)

@@ -2,6 +2,7 @@
 
     python scripts/sustained.py [--shapes 4096x4096x4096,8192x8192x8192] [--layout NN]
                                 [--kernels torch.matmul wgmma_persistent wgmma_cluster] [--seconds 3] [--rounds 2]
+    python scripts/sustained.py --kind sparse [--kernels torch.matmul torch.sparse_semi_structured 'wgmma_sp*']
 
 The harness (`python -m compare bench`) times short batches behind a GPU sleep with L2 flushed before every call:
 each call starts on a board that has just idled. A model's forward pass instead runs GEMMs back to back, and on a
@@ -12,7 +13,9 @@ interleaved rounds (round 1 of every kernel, then round 2, ...), and prints per 
 whole run (CUDA events around it), the ratio to the first kernel of the list in the same round, and nvidia-smi's SM
 clock and power (medians of samples every 0.1 s while it ran) with TFLOPS per watt. Every kernel's output is
 checked against the high-precision reference before timing (the harness's error bound), so a wrong kernel is not
-timed.
+timed. --kind sparse takes the 2:4 sparse problem of `compare bench --kind sparse`: A pruned 2:4 along K for every
+kernel (dense torch.matmul on the pruned A, torch's semi-structured sparse matmul, the sparse PTX kernels), FLOPs
+counted as the dense product's.
 """
 from __future__ import annotations
 
@@ -53,19 +56,23 @@ def main() -> int:
     ap.add_argument("--kernels", nargs="+", default=["torch.matmul", "wgmma_persistent", "wgmma_cluster"])
     ap.add_argument("--seconds", type=float, default=3.0)
     ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--kind", choices=("dense", "sparse"), default="dense")
     args = ap.parse_args()
-    kernels = registry.select(args.kernels)
+    kernels = registry.select(args.kernels, kind=args.kind)
     print(f"{'shape':>18} {'layout':6} {'round':>5} {'kernel':28} {'TFLOPS':>8} {'x first':>8} "
           f"{'SM MHz':>7} {'W':>6} {'TFLOPS/W':>9}")
     for m, n, k in parse_shapes(args.shapes):
         a, b = make_inputs(m, n, k, args.layout, device="cuda", seed=0, kind="randn")
+        if args.kind == "sparse":
+            from ptx_kernels.sparse import prune_2to4
+            a = prune_2to4(a)  # every kernel multiplies the same pruned A
         ref = reference(a, b)
         outs = {kern.name: torch.empty((m, n), dtype=a.dtype, device="cuda") for kern in kernels}
         for kern in kernels:
             out = outs[kern.name]
             out.fill_(float("nan"))
-            kern.run(a, b, out)
-            verdict = compare(out, ref, error_bound(a, b, ref, kern.acc))
+            got = kern.run(a, b, out)  # the output written: `out`, or the entry's own (torch's sparse matmul)
+            verdict = compare(got, ref, error_bound(a, b, ref, kern.acc))
             if not verdict.ok:
                 raise SystemExit(f"{kern.name} is wrong on {m}x{n}x{k} {args.layout}: {verdict.detail}")
         flop = 2.0 * m * n * k

@@ -1,7 +1,7 @@
 """Per-call wall time, back to back from Python, as a model's forward pass pays it (GPU only).
 
     python scripts/wall_time.py [--shapes 16x4096x4096,128x4096x4096] [--kernels 'torch*' 'wgmma_persistent']
-                                [--ops] [--rounds 5] [--calls 200]
+                                [--ops] [--host] [--rounds 5] [--calls 200]
     python scripts/wall_time.py --breakdown wgmma_persistent [--breakdown-shape 128x128x128]
 
 For each shape and kernel (names as in the harness's tables): warm up, then time `calls` back-to-back calls with
@@ -23,6 +23,10 @@ eager operator.
 
 --profile runs the chosen kernels' back-to-back calls under cProfile instead of timing them, and prints, per shape
 and kernel, the Python functions (and the C functions they call) that take the most host time per call.
+
+--host adds each runner's enqueue time per call: the host loop's own time before the closing synchronization. Where
+it is close to the wall time the calls are host-bound; where the wall time is the larger, the GPU is the bound, or
+the host path waits on the GPU somewhere (which then shows in the enqueue time too).
 """
 from __future__ import annotations
 
@@ -33,6 +37,7 @@ import torch
 
 from compare import registry
 from compare.bench import parse_shapes, wall_us
+from hgemm_common.timing import wall_and_enqueue_us
 from compare.reference import make_inputs
 
 
@@ -62,15 +67,19 @@ def operator_runners() -> list[tuple[str, object, str]]:
             ("triton_hgemm op (torch.compile)", lambda a, b, out: compiled_op(a, b), MATMUL_COMPILED)]
 
 
-def timed_rounds(runners: list, a, b, out, calls: int, rounds: int) -> dict[str, list[float]]:
-    """Microseconds per call of each runner in each of `rounds` interleaved rounds (warm-up before the first)."""
+def timed_rounds(runners: list, a, b, out, calls: int, rounds: int) -> tuple[dict, dict]:
+    """Microseconds per call of each runner in each of `rounds` interleaved rounds (warm-up before the first):
+    ({name: wall times}, {name: enqueue times}) (`hgemm_common.timing.wall_and_enqueue_us`)."""
     for _, run, _ in runners:
         per_call_us(run, a, b, out, 10)
     times = {name: [] for name, _, _ in runners}
+    enqueue = {name: [] for name, _, _ in runners}
     for _ in range(rounds):
         for name, run, _ in runners:
-            times[name].append(wall_us(lambda: run(a, b, out), calls))
-    return times
+            wall, host = wall_and_enqueue_us(lambda: run(a, b, out), calls)
+            times[name].append(wall)
+            enqueue[name].append(host)
+    return times, enqueue
 
 
 def breakdown(variant: str, shape: tuple[int, int, int], calls: int) -> None:
@@ -166,6 +175,8 @@ def main() -> int:
     ap.add_argument("--breakdown", metavar="VARIANT", help="time the pieces of one PTX call instead")
     ap.add_argument("--breakdown-shape", default="128x128x128")
     ap.add_argument("--profile", action="store_true", help="cProfile the calls instead of timing them")
+    ap.add_argument("--host", action="store_true",
+                    help="also print each runner's enqueue time per call (the host loop before the closing sync)")
     args = ap.parse_args()
     if args.breakdown == "triton":
         triton_breakdown(parse_shapes(args.breakdown_shape)[0], max(args.calls, 1000))
@@ -184,12 +195,13 @@ def main() -> int:
                 print(f"{m}x{n}x{k} {args.layout}:")
                 profile(name, run, a, b, out, args.calls)
             continue
-        times = timed_rounds(runners, a, b, out, args.calls, args.rounds)
+        times, enqueue = timed_rounds(runners, a, b, out, args.calls, args.rounds)
         med = {name: statistics.median(ts) for name, ts in times.items()}
         for name, _, base in runners:
             ratio = f"{med[name] / med[base]:5.2f}x {base}'s" if base in med else "    -"
+            host = f"  host {statistics.median(enqueue[name]):6.1f} us/call" if args.host else ""
             print(f"{m}x{n}x{k} {args.layout} {name:32s} {med[name]:9.1f} us/call "
-                  f"({min(times[name]):6.1f}-{max(times[name]):6.1f})  {ratio}")
+                  f"({min(times[name]):6.1f}-{max(times[name]):6.1f})  {ratio}{host}")
         if any(name.startswith("triton") for name, _, _ in runners):  # each kind of call has its own plan
             import triton_kernels
             print(f"{m}x{n}x{k} {args.layout} plans: hgemm(out=) {triton_kernels.plan(a, b, out=out).name}; "
