@@ -15,7 +15,8 @@ clock and power (medians of samples every 0.1 s while it ran) with TFLOPS per wa
 checked against the high-precision reference before timing (the harness's error bound), so a wrong kernel is not
 timed. --kind sparse takes the 2:4 sparse problem of `compare bench --kind sparse`: A pruned 2:4 along K for every
 kernel (dense torch.matmul on the pruned A, torch's semi-structured sparse matmul, the sparse PTX kernels), FLOPs
-counted as the dense product's.
+counted as the dense product's. --flush flushes L2 before every call as the harness does and times each call alone
+(the harness's timing without its GPU sleeps), to tell the flush's part in a difference from the clocks'.
 """
 from __future__ import annotations
 
@@ -30,8 +31,10 @@ from compare.envinfo import Sampler
 from compare.reference import compare, error_bound, make_inputs, reference
 
 
-def run_for(fn, seconds: float) -> tuple[int, float]:
-    """Calls `fn` back to back for about `seconds` of GPU time: (calls, milliseconds between the events)."""
+def run_for(fn, seconds: float, flush=None) -> tuple[int, float]:
+    """Calls `fn` back to back for about `seconds` of GPU time: (calls, milliseconds of GPU time). Without `flush`,
+    the time between two events around all the calls; with it, `flush()` runs before every call (the harness's L2
+    flush) and each call is timed by its own pair of events, so the time is the calls' alone."""
     fn()
     torch.cuda.synchronize()
     start, probe, end = (torch.cuda.Event(enable_timing=True) for _ in range(3))
@@ -41,6 +44,15 @@ def run_for(fn, seconds: float) -> tuple[int, float]:
     probe.synchronize()
     per_call_ms = max(start.elapsed_time(probe), 1e-3)
     calls = max(1, int(seconds * 1e3 / per_call_ms))
+    if flush is not None:
+        pairs = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(calls)]
+        for e0, e1 in pairs:
+            flush()
+            e0.record()
+            fn()
+            e1.record()
+        torch.cuda.synchronize()
+        return calls, sum(e0.elapsed_time(e1) for e0, e1 in pairs)
     start.record()
     for _ in range(calls):
         fn()
@@ -57,7 +69,13 @@ def main() -> int:
     ap.add_argument("--seconds", type=float, default=3.0)
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--kind", choices=("dense", "sparse"), default="dense")
+    ap.add_argument("--flush", action="store_true",
+                    help="flush L2 before every call as the harness does (each call timed alone, no GPU sleep)")
     args = ap.parse_args()
+    flush = None
+    if args.flush:
+        from compare.bench import L2_FLUSH_BYTES
+        flush = torch.empty(L2_FLUSH_BYTES // 4, dtype=torch.int32, device="cuda").zero_
     kernels = registry.select(args.kernels, kind=args.kind)
     print(f"{'shape':>18} {'layout':6} {'round':>5} {'kernel':28} {'TFLOPS':>8} {'x first':>8} "
           f"{'SM MHz':>7} {'W':>6} {'TFLOPS/W':>9}")
@@ -81,7 +99,7 @@ def main() -> int:
             for kern in kernels:
                 out = outs[kern.name]
                 with Sampler(period=0.1) as sampler:
-                    calls, ms = run_for(lambda: kern.run(a, b, out), args.seconds)
+                    calls, ms = run_for(lambda: kern.run(a, b, out), args.seconds, flush)
                 tflops = flop * calls / (ms * 1e-3) / 1e12
                 first = first or tflops
                 s = sampler.summary()
