@@ -68,3 +68,14 @@ def meets_alignment(alignment: str, a: torch.Tensor, b: torch.Tensor, out: torch
         return tma_describable(a, b)
     raise ValueError(f"meets_alignment: unknown alignment {alignment!r}; choose one of "
                      "('none', 'rows16', 'tma', 'tma_ab')")
+
+
+def resolved(t: torch.Tensor, name: str = "", copies: list[str] | None = None) -> torch.Tensor:
+    """t with a lazy negation applied. A negative view (its neg bit set: `torch._neg_view`, or the `.imag` of a
+    conjugated complex-half tensor, which is float16) stores the values' negatives and flips them when read; the
+    kernels read raw memory, so such an operand is resolved into a copy first (named in `copies` when given)."""
+    if t.is_neg():
+        if copies is not None:
+            copies.append(f"{name}: negative view resolved")
+        return t.resolve_neg()
+    return t

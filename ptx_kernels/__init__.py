@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import torch
 
-from hgemm_common.operands import is_col_major, is_row_major, rows_aligned16
+from hgemm_common.operands import is_col_major, is_row_major, resolved, rows_aligned16
 from hgemm_common.validation import check_acc, check_dtype_offered, finish_empty, validate
 
 from .build import BuildError, load
@@ -84,6 +84,16 @@ def _b_aligned(b: torch.Tensor, b_col: bool, copies: list[str]) -> torch.Tensor:
     return _aligned_copy(b.t()).t() if b_col else _aligned_copy(b)
 
 
+def _c_for_kernel(out: torch.Tensor, copies: list[str]) -> torch.Tensor:
+    """Where the kernel writes C: `out` itself when it is row-major, else a row-major temporary that is copied into
+    `out` afterwards (named in `copies`); a negative view of C (neg bit set) too, since the kernels write raw memory
+    and copy_ writes the values' negatives into it."""
+    if is_row_major(out) and not out.is_neg():
+        return out
+    copies.append("C through a row-major temporary" + (" (negative view)" if out.is_neg() else ""))
+    return torch.empty(tuple(out.shape), dtype=out.dtype, device=out.device)
+
+
 TILES = {"auto": 0, "large": 1, "base": 2}
 _ARCH: dict[int, int] = {}
 
@@ -139,6 +149,7 @@ def hgemm(a: torch.Tensor, b: torch.Tensor, *, variant: str = "wmma_multistage",
         raise ValueError(f"hgemm: PTX kernels index M, N, K with 32-bit ints; got {p.m}x{p.n}x{p.k}")
     ext = load()
     copies = []
+    a, b = resolved(a, "A", copies), resolved(b, "B", copies)
     if not any_strides(v):
         if not is_row_major(a):
             a = a.contiguous()
@@ -151,10 +162,7 @@ def hgemm(a: torch.Tensor, b: torch.Tensor, *, variant: str = "wmma_multistage",
             b = _b_aligned(b, b_col, copies)
     else:
         b_col = False
-    c = p.out
-    if not is_row_major(c):
-        c = torch.empty((p.m, p.n), dtype=p.out.dtype, device=a.device)
-        copies.append("C through a row-major temporary")
+    c = _c_for_kernel(p.out, copies)
     report = ext.hgemm_launch(variant, a, b, c, b_col, acc == "fp16", TILES[tile], split or 0)
     if c is not p.out:
         p.out.copy_(c)
@@ -225,18 +233,16 @@ def sparse_hgemm(values: torch.Tensor, meta: torch.Tensor, b: torch.Tensor, *, v
         raise ValueError(f"sparse_hgemm: PTX kernels index M, N, K with 32-bit ints; got {p.m}x{p.n}x{p.k}")
     ext = load()
     copies = []
+    values = resolved(values, "values", copies)
     if not is_row_major(values) or not rows_aligned16(values, values.stride(0)):
         values = _aligned_copy(values)
         copies.append("values to 16-byte aligned rows")
     if not meta.is_contiguous() or meta.data_ptr() % 16:
         meta = meta.clone()
         copies.append("metadata to a contiguous copy")
-    b, b_col = _b_layout(b, copies)
+    b, b_col = _b_layout(resolved(b, "B", copies), copies)
     b = _b_aligned(b, b_col, copies)
-    c = p.out
-    if not is_row_major(c):
-        c = torch.empty((p.m, p.n), dtype=p.out.dtype, device=values.device)
-        copies.append("C through a row-major temporary")
+    c = _c_for_kernel(p.out, copies)
     report = ext.sparse_launch(v.name, values, meta, b, c, p.k, b_col, acc == "fp16", tile)
     if c is not p.out:
         p.out.copy_(c)

@@ -80,6 +80,30 @@ def test_misaligned_and_strided_inputs(v, acc, tile):
         assert ("B to 16-byte aligned rows" in copies) == (v.alignment in ("rows16", "tma"))  # cp.async or TMA
 
 
+def negative_view(t):
+    """A view with the neg bit set whose values equal t's (memory holds -t), as the float16 .imag of a conjugated
+    complex-half tensor is."""
+    return torch._neg_view(-t)
+
+
+@pytest.mark.parametrize("layout", ("NN", "NT"))
+@pytest.mark.parametrize("v", ptx_kernels.variants(), ids=lambda v: v.name)
+def test_negative_views_keep_their_sign(v, layout):
+    """The kernels read and write raw memory, and a negative view stores its values' negatives: A and B are resolved
+    into copies and a negative view of C goes through a temporary (last_launch()["copies"] names them)."""
+    a, b = make_inputs(65, 100, 77, layout, device="cuda", seed=12)
+    ref = reference(a, b)
+    store = poisoned_out(65, 100, "cuda")
+    c = ptx_kernels.hgemm(negative_view(a), negative_view(b), variant=v.name, out=negative_view(store))
+    torch.cuda.synchronize()
+    verdict = compare(c, ref)
+    assert verdict.ok, verdict.detail
+    copies = ptx_kernels.last_launch()["copies"]
+    assert {"A: negative view resolved", "B: negative view resolved",
+            "C through a row-major temporary (negative view)"} <= set(copies), copies
+    assert compare(ptx_kernels.hgemm(a, negative_view(b), variant=v.name), ref).ok
+
+
 @pytest.mark.parametrize("v", ptx_kernels.variants(), ids=lambda v: v.name)
 def test_deterministic_and_nan_rows(v):
     a, b = make_inputs(200, 150, 333, "NT", device="cuda", seed=5, kind="randn")

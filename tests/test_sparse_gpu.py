@@ -105,6 +105,23 @@ def test_nan_in_a_poisons_its_row_only(v, acc):
     assert torch.isnan(c[3]).all() and torch.isfinite(c[torch.arange(40) != 3]).all()
 
 
+@pytest.mark.parametrize("b_layout", ["N", "T"])
+@pytest.mark.parametrize("v", ptx_kernels.variants("sparse"), ids=lambda v: v.name)
+def test_negative_views_keep_their_sign(v, b_layout):
+    """Values, B and out with the neg bit set (memory holding the negatives, as the float16 .imag of a conjugated
+    complex-half tensor does): resolved on the way in, C through a temporary on the way out."""
+    _skip_unless_offered(v)
+    a, b = sparse_inputs(65, 100, 96, b_layout, seed=13)
+    values, meta = S.compress(a)
+    store = poisoned_out(65, 100, "cuda")
+    c = ptx_kernels.sparse_hgemm(torch._neg_view(-values), meta, torch._neg_view(-b), variant=v.name,
+                                 out=torch._neg_view(store))
+    torch.cuda.synchronize()
+    verdict = compare(c, reference(a, b))
+    assert verdict.ok, verdict.detail
+    assert {"values: negative view resolved", "B: negative view resolved"} <= set(ptx_kernels.last_launch()["copies"])
+
+
 @pytest.mark.parametrize("v", ptx_kernels.variants("sparse"), ids=lambda v: v.name)
 def test_deterministic_and_other_stream(v):
     _skip_unless_offered(v)

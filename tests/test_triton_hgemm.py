@@ -135,6 +135,36 @@ def test_out_with_strides(dtype):
     assert compare(c, reference(a, b)).ok
 
 
+def negative_view(t: torch.Tensor) -> torch.Tensor:
+    """A view with the neg bit set whose values equal t's: memory holds -t (torch._neg_view of -t). Public code gets
+    such float16 tensors as the .imag of a conjugated complex-half tensor."""
+    v = torch._neg_view(-t)
+    assert v.is_neg() and torch.equal(v.resolve_neg().nan_to_num(), t.nan_to_num())
+    return v
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("which", ["a", "b", "out", "all"])
+def test_negative_views_keep_their_sign(which, dtype):
+    """Operands with the neg bit set store their values' negatives; read raw, the product would carry the wrong sign.
+    A and B are resolved into copies, a negative view of C is written through copy_. Each call twice: the first
+    chooses the plan, the second takes the cached one; and once through the operator."""
+    a, b = make_inputs(17, 33, 40, "NN", device=DEVICE, seed=11, dtype=dtype)
+    ref = reference(a, b)
+    kw = pinned(a, b)
+    x = negative_view(a) if which in ("a", "all") else a
+    y = negative_view(b) if which in ("b", "all") else b
+    for _ in range(2):
+        store = poisoned_out(17, 33, DEVICE, dtype)
+        out = negative_view(store) if which in ("out", "all") else store
+        c = triton_kernels.hgemm(x, y, out=out, **kw)
+        assert c is out and compare(c, ref).ok, which
+        assert compare(triton_kernels.hgemm(x, y, **kw), ref).ok, which
+    if which != "out":
+        from triton_kernels import ops  # registers the operator
+        assert compare(ops.triton_hgemm(x, y), ref).ok, which
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_default_allocates_contiguous(dtype):
     a, b = make_inputs(7, 9, 16, "TN", device=DEVICE, seed=9, dtype=dtype)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import torch
 
+from hgemm_common.operands import resolved
 from hgemm_common.validation import check_acc, check_dtype_offered, finish_empty, validate
 
 from . import dispatch
@@ -55,8 +56,12 @@ def run(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None, acc: 
     try:
         key = dispatch.key_of(a, b, out, acc, kernel, config)
         r = dispatch.PLANS.get(key)
+        negative = a.is_neg() or b.is_neg() or (out is not None and out.is_neg())
     except (AttributeError, TypeError):  # not tensors, or an unhashable config: validation names the problem
         key = r = None
+        negative = False
+    if negative:
+        return _negative_views(a, b, out, acc, config, kernel)
     if r is None:
         return _first_call(key, a, b, out, acc, config, kernel)
     if out is None:
@@ -65,6 +70,17 @@ def run(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None, acc: 
         validate(a, b, out)  # raises the overlap error
     r(a, b, out)
     return out
+
+
+def _negative_views(a, b, out, acc, config, kernel) -> torch.Tensor:
+    """run() on operands with the neg bit set (`hgemm_common.operands.resolved`): A and B resolved into copies; a
+    negative view of C gets the product through copy_, which stores the values' negatives as such a view holds
+    them. The kernels read and write raw memory, so without this the signs would be silently wrong."""
+    if out is not None:
+        validate(a, b, out)  # on the operands as given: an out that overlaps them is refused, not written
+        if out.is_neg():
+            return out.copy_(run(resolved(a), resolved(b), None, acc, config, kernel))
+    return run(resolved(a), resolved(b), out, acc, config, kernel)
 
 
 def _check_arguments(acc: str, kernel: str) -> None:
