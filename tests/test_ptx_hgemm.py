@@ -105,6 +105,25 @@ def test_negative_views_keep_their_sign(v, layout):
 
 
 @pytest.mark.parametrize("v", ptx_kernels.variants(), ids=lambda v: v.name)
+def test_broadcast_operands_with_zero_strides(v):
+    """Expanded (broadcast) operands, a leading dimension of 0: A = one row repeated, B = one column repeated (and
+    row-repeated, the other major): exact like torch.matmul, whatever the kernel reads them with."""
+    g = torch.Generator().manual_seed(14)
+    row = torch.randint(-3, 4, (1, 136), generator=g).half().cuda()
+    col = torch.randint(-3, 4, (136, 1), generator=g).half().cuda()
+    full_a = torch.randint(-3, 4, (72, 136), generator=g).half().cuda()
+    full_b = torch.randint(-3, 4, (136, 200), generator=g).half().cuda()
+    cases = [(row.expand(72, 136), full_b), (full_a, col.expand(136, 200)),
+             (full_a, torch.randint(-3, 4, (1, 200), generator=g).half().cuda().expand(136, 200)),
+             (row.expand(72, 136), col.expand(136, 200))]
+    for a, b in cases:
+        c = ptx_kernels.hgemm(a, b, variant=v.name)
+        torch.cuda.synchronize()
+        verdict = compare(c, reference(a, b))
+        assert verdict.ok, f"{v.name} A strides {a.stride()} B strides {b.stride()}: {verdict.detail}"
+
+
+@pytest.mark.parametrize("v", ptx_kernels.variants(), ids=lambda v: v.name)
 def test_deterministic_and_nan_rows(v):
     a, b = make_inputs(200, 150, 333, "NT", device="cuda", seed=5, kind="randn")
     a = a.clone()

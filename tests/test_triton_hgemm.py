@@ -166,6 +166,21 @@ def test_negative_views_keep_their_sign(which, dtype):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("kernel", ["auto", "blocked", "splitk"])
+def test_broadcast_operands_with_zero_strides(kernel, dtype):
+    """Expanded (broadcast) operands, a leading dimension of 0 (one row of A repeated, one column or row of B
+    repeated), with shapes TMA could take otherwise: exact like torch.matmul."""
+    g = torch.Generator().manual_seed(14)
+    k = 136 if dtype == "fp16" else 24  # bf16: |C| <= 9 K <= 256
+    full_a, full_b = ints((72, k), g, dtype), ints((k, 200), g, dtype)
+    cases = [(ints((1, k), g, dtype).expand(72, k), full_b), (full_a, ints((k, 1), g, dtype).expand(k, 200)),
+             (full_a, ints((1, 200), g, dtype).expand(k, 200))]
+    for a, b in cases:
+        c = triton_kernels.hgemm(a, b, **pinned(a, b, kernel=kernel))
+        assert compare(c, reference(a, b)).ok, (a.stride(), b.stride())
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
 def test_default_allocates_contiguous(dtype):
     a, b = make_inputs(7, 9, 16, "TN", device=DEVICE, seed=9, dtype=dtype)
     for _ in range(2):  # the first call of this kind, then the cached plan's call
