@@ -88,11 +88,12 @@ case "$PART" in
   sustained)
     # back to back under the power cap: throughput, SM clock, power and TFLOPS per watt per kernel, NN and NT
     # (KIND=sparse: the 2:4 sparse kernels beside cuSPARSELt and dense torch.matmul on the same pruned A)
-    K="torch.matmul wgmma_persistent wgmma_cluster triton"
-    [ "${KIND:-dense}" = sparse ] && K="torch.matmul torch.sparse_semi_structured wgmma_sp*"
+    K=(torch.matmul wgmma_persistent wgmma_cluster triton)
+    [ "${KIND:-dense}" = sparse ] && K=(torch.matmul torch.sparse_semi_structured "wgmma_sp*")
     for L in NN NT; do
-      python scripts/sustained.py --kind "${KIND:-dense}" --layout $L --kernels $K \
-        --shapes "${SHAPES:-4096x4096x4096,8192x8192x8192,8192x28672x4096}" 2>&1 | tee "$OUTDIR/sustained_${KIND:-dense}_$L.log"
+      python scripts/sustained.py --kind "${KIND:-dense}" --layout $L --kernels "${K[@]}" \
+        --shapes "${SHAPES:-4096x4096x4096,8192x8192x8192,8192x28672x4096}" 2>&1 \
+        | tee "$OUTDIR/sustained_${KIND:-dense}_$L.log"
     done
     ;;
   sparse)
