@@ -120,6 +120,10 @@ def validate(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None, 
         allow_cpu = interpreter_active()
     a = _check_matrix("mat1", a)
     b = _check_matrix("mat2", b)
+    for name, t in (("mat1", a), ("mat2", b), ("out", out)):
+        if isinstance(t, torch.Tensor) and t._is_zerotensor():
+            raise ValueError(f"hgemm: {name} is a ZeroTensor (torch._efficientzerotensor: no memory to read or write); "
+                             f"pass a materialized tensor such as torch.zeros_like({name})")
     if a.dtype not in DTYPE_NAMES or b.dtype != a.dtype:
         raise TypeError(
             f"hgemm: expected both inputs to be torch.float16 or both torch.bfloat16, got mat1 {a.dtype} and "

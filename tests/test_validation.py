@@ -56,6 +56,25 @@ def test_not_a_tensor():
         triton_kernels.hgemm([[1.0]], h(1, 1))
 
 
+def test_zero_tensors_are_named_even_after_a_cached_plan():
+    """A ZeroTensor (torch._efficientzerotensor: no memory, data_ptr 0) is refused with its name, also when a plan for
+    a real tensor of the same shape and strides is cached (the plan key keeps null pointers apart), in both packages
+    (the PTX wrapper names it before the device check, so this runs on the CPU too)."""
+    import ptx_kernels
+
+    triton_kernels.hgemm(h(3, 4), h(4, 5))  # caches the plan of this kind of call
+    z = torch._efficientzerotensor((3, 4), dtype=torch.float16, device=DEVICE)
+    with pytest.raises(ValueError, match=r"mat1 is a ZeroTensor"):
+        triton_kernels.hgemm(z, h(4, 5))
+    with pytest.raises(ValueError, match=r"mat2 is a ZeroTensor"):
+        triton_kernels.hgemm(h(3, 4), torch._efficientzerotensor((4, 5), dtype=torch.float16, device=DEVICE))
+    with pytest.raises(ValueError, match=r"out is a ZeroTensor"):
+        triton_kernels.hgemm(h(3, 4), h(4, 5), out=torch._efficientzerotensor((3, 5), dtype=torch.float16,
+                                                                                device=DEVICE))
+    with pytest.raises(ValueError, match=r"mat1 is a ZeroTensor"):
+        ptx_kernels.hgemm(z, h(4, 5), variant="wgmma_persistent")
+
+
 def test_cpu_tensors_rejected_outside_interpreter():
     with pytest.raises(ValueError, match=r"inputs are on cpu; these kernels need CUDA tensors"):
         validate(h(2, 3, device="cpu"), h(3, 4, device="cpu"), allow_cpu=False)

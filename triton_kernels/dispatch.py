@@ -222,9 +222,15 @@ def key_of(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None, acc: str,
     The dtypes are in it, so a plan (and the kernels it compiled for `*fp16` or `*bf16` pointers and descriptors)
     only ever serves calls of its own dtype. Raises AttributeError / TypeError for non-tensors (the caller then
     validates, which names the problem)."""
-    o = None if out is None else (out.shape, out.stride(), out.dtype, out.device, out.data_ptr() % 16 == 0)
+    # alignment bits; None for a null pointer (no memory: an empty tensor, or a ZeroTensor), so that such a call
+    # never reuses a plan made for real memory and goes through validation instead
+    o = None
+    if out is not None:
+        po = out.data_ptr()
+        o = (out.shape, out.stride(), out.dtype, out.device, po % 16 == 0 if po else None)
+    pa, pb = a.data_ptr(), b.data_ptr()
     return (a.shape, b.shape, a.stride(), b.stride(), a.dtype, b.dtype, a.device, b.device,
-            a.data_ptr() % 16 == 0, b.data_ptr() % 16 == 0, o, acc, kernel, config)
+            pa % 16 == 0 if pa else None, pb % 16 == 0 if pb else None, o, acc, kernel, config)
 
 
 class LRU:
