@@ -210,6 +210,9 @@ def sparse_hgemm(values: torch.Tensor, meta: torch.Tensor, b: torch.Tensor, *, v
 
     if not isinstance(values, torch.Tensor) or not isinstance(meta, torch.Tensor):
         raise TypeError("sparse_hgemm: values and meta must be tensors (from ptx_kernels.sparse.compress)")
+    for name, t in (("values", values), ("meta", meta)):
+        if t._is_zerotensor():
+            raise ValueError(f"sparse_hgemm: {name} is a ZeroTensor (torch._efficientzerotensor: no memory to read)")
     if values.dim() != 2:
         raise ValueError(f"sparse_hgemm: compressed values must be 2-D, got shape {tuple(values.shape)}")
     if not isinstance(b, torch.Tensor) or b.dim() != 2:

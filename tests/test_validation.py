@@ -73,6 +73,11 @@ def test_zero_tensors_are_named_even_after_a_cached_plan():
                                                                                 device=DEVICE))
     with pytest.raises(ValueError, match=r"mat1 is a ZeroTensor"):
         ptx_kernels.hgemm(z, h(4, 5), variant="wgmma_persistent")
+    from ptx_kernels import sparse
+
+    values, meta = sparse.compress(sparse.prune_2to4(h(16, 32)))
+    with pytest.raises(ValueError, match=r"values is a ZeroTensor"):
+        ptx_kernels.sparse_hgemm(torch._efficientzerotensor(values.shape, dtype=values.dtype), meta, h(32, 8))
 
 
 def test_cpu_tensors_rejected_outside_interpreter():
