@@ -94,6 +94,16 @@ def _extent(t: torch.Tensor) -> tuple[int, int]:
     return p, p + ((rows - 1) * abs(sr) + (cols - 1) * abs(sc) + 1) * t.element_size()
 
 
+def _self_overlapping(t: torch.Tensor) -> bool:
+    """Whether two elements of the 2-D tensor t share memory (strides such as (1, 1) on 3 x 5): the smaller stride
+    times its dimension's size reaches past the larger stride. A kernel's stores would race there."""
+    (rows, cols), (sr, sc) = t.shape, t.stride()
+    if rows <= 1 or cols <= 1:
+        return False
+    (s_small, n_small), (s_big, _) = sorted([(abs(sr), rows), (abs(sc), cols)])
+    return s_small == 0 or s_big < s_small * n_small
+
+
 def _overlaps_any(out: torch.Tensor, *inputs: torch.Tensor) -> bool:
     """Whether out's byte extent meets an input's (all 2-D, one device; empty tensors meet nothing). On every call
     with out= (a few microseconds matter there): 2-D arithmetic instead of max_element_offset's general loop."""
@@ -160,6 +170,9 @@ def validate(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None, 
         (rows, cols), (sr, sc) = out.shape, out.stride()
         if (sr == 0 and rows > 1 and cols) or (sc == 0 and cols > 1 and rows):
             raise ValueError(f"hgemm: out has a zero stride {(sr, sc)}: elements would alias")
+        if _self_overlapping(out):
+            raise ValueError(f"hgemm: out's strides {(sr, sc)} for shape ({_shape(out)}) make some of its elements "
+                             "share memory; pass an out whose elements are distinct")
         if _overlaps_any(out, a, b):
             raise ValueError("hgemm: out overlaps an input; some elements of the output and an input "
                              "refer to a single memory location")

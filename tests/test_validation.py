@@ -80,6 +80,27 @@ def test_zero_tensors_are_named_even_after_a_cached_plan():
         ptx_kernels.sparse_hgemm(torch._efficientzerotensor(values.shape, dtype=values.dtype), meta, h(32, 8))
 
 
+@pytest.mark.parametrize("shape,strides", [((3, 5), (1, 1)), ((4, 4), (2, 1)), ((4, 4), (1, 3)), ((2, 6), (5, 1))])
+def test_out_with_internally_overlapping_strides_rejected(shape, strides):
+    """An out whose strides map two elements to one address (the kernels' stores would race): refused by name by the
+    validation both packages run (the PTX wrapper on every call); Triton never caches a plan for such strides."""
+    out = torch.empty(64, dtype=torch.float16, device=DEVICE).as_strided(shape, strides)
+    m, n = shape
+    for _ in range(2):
+        with pytest.raises(ValueError, match=r"make some of its elements share memory"):
+            triton_kernels.hgemm(h(m, 3), h(3, n), out=out)
+    with pytest.raises(ValueError, match=r"make some of its elements share memory"):
+        validate(h(m, 3), h(3, n), out=out, allow_cpu=True)
+
+
+@pytest.mark.parametrize("shape,strides", [((3, 5), (5, 1)), ((3, 5), (1, 3)), ((3, 5), (8, 1)), ((1, 5), (1, 1)),
+                                           ((4, 1), (1, 1)), ((2, 3), (1, 2))])
+def test_out_with_distinct_elements_accepted(shape, strides):
+    out = torch.full((64,), float("nan"), dtype=torch.float16, device=DEVICE).as_strided(shape, strides)
+    m, n = shape
+    assert torch.equal(triton_kernels.hgemm(h(m, 3), h(3, n), out=out).float(), torch.full(shape, 3.0, device=DEVICE))
+
+
 def test_cpu_tensors_rejected_outside_interpreter():
     with pytest.raises(ValueError, match=r"inputs are on cpu; these kernels need CUDA tensors"):
         validate(h(2, 3, device="cpu"), h(3, 4, device="cpu"), allow_cpu=False)
