@@ -144,12 +144,13 @@ def negative_view(t: torch.Tensor) -> torch.Tensor:
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("layout", ["NN", "TT"])
 @pytest.mark.parametrize("which", ["a", "b", "out", "all"])
-def test_negative_views_keep_their_sign(which, dtype):
+def test_negative_views_keep_their_sign(which, layout, dtype):
     """Operands with the neg bit set store their values' negatives; read raw, the product would carry the wrong sign.
     A and B are resolved into copies, a negative view of C is written through copy_. Each call twice: the first
     chooses the plan, the second takes the cached one; and once through the operator."""
-    a, b = make_inputs(17, 33, 40, "NN", device=DEVICE, seed=11, dtype=dtype)
+    a, b = make_inputs(17, 33, 40, layout, device=DEVICE, seed=11, dtype=dtype)
     ref = reference(a, b)
     kw = pinned(a, b)
     x = negative_view(a) if which in ("a", "all") else a
