@@ -122,10 +122,11 @@ def hgemm(a: torch.Tensor, b: torch.Tensor, *, variant: str = "wmma_multistage",
     None lets the launcher choose, 1 never splits, 2 or 4 pin the parts; `last_launch()["split"]` says which ran.
     Inputs that require grad go through the autograd-recording operator `torch.ops.tensorcore_hgemm.ptx_hgemm`.
     """
-    if torch.is_grad_enabled() and (getattr(a, "requires_grad", False) or getattr(b, "requires_grad", False)):
+    if torch.is_grad_enabled() and (getattr(a, "requires_grad", False) or getattr(b, "requires_grad", False)
+                                    or getattr(out, "requires_grad", False)):
         if out is not None or tile != "auto" or split is not None:
-            raise RuntimeError("hgemm(): out=, tile= and split= are not recorded by autograd, but an input requires grad; "
-                               "drop them or detach the inputs")
+            raise RuntimeError("hgemm(): out=, tile= and split= are not recorded by autograd, but an argument requires "
+                               "grad; drop them or detach the tensors")
         from .ops import ptx_hgemm
         return ptx_hgemm(a, b, variant, acc)
     v = check_variant(variant, acc)
@@ -200,13 +201,18 @@ def sparse_hgemm(values: torch.Tensor, meta: torch.Tensor, b: torch.Tensor, *, v
     variant: "auto" (the Hopper kernel on sm_90, else mma_sp) or a name from `variants()` of kind "sparse".
     acc: "fp32" or "fp16" accumulation. out: preallocated fp16 (M, N). check_meta: reject metadata whose 4-bit
     chunks are not two ascending indices (a few small kernels per call; `SparseA` checks once).
-    B: row- or column-major read in place, other strides copied (`last_launch()["copies"]`). Not differentiable.
+    B: row- or column-major read in place, other strides copied (`last_launch()["copies"]`). Not differentiable: an
+    argument that requires grad (with grad mode on) is refused rather than its gradient lost.
     tile: 0 lets the kernel choose; wgmma_sp: 1 / 2 pin the tile order's bands of 8 / 16 tile rows; mma_sp with
     acc="fp16": 1 / 2 pin its 256x256 / 128x256 tile (fp32 accumulation has one tile and ignores it).
     """
     from hgemm_common.validation import finish_empty, validate
 
     from . import sparse as S
+
+    if torch.is_grad_enabled() and any(getattr(t, "requires_grad", False) for t in (values, meta, b, out)):
+        raise RuntimeError("sparse_hgemm: not differentiable, but an argument requires grad (its gradient would be "
+                           "lost); detach the tensors or call it under torch.no_grad()")
 
     if not isinstance(values, torch.Tensor) or not isinstance(meta, torch.Tensor):
         raise TypeError("sparse_hgemm: values and meta must be tensors (from ptx_kernels.sparse.compress)")

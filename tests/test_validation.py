@@ -187,3 +187,41 @@ def test_grad_with_out_is_a_clear_error():
         triton_kernels.hgemm(a, h(4, 4), out=h(4, 4))
     with pytest.raises(RuntimeError, match="not recorded by autograd"):
         ptx_kernels.hgemm(a, h(4, 4), out=h(4, 4))
+
+
+@pytest.mark.parametrize("out_kind", ["leaf", "non-leaf"])
+def test_out_that_requires_grad_is_refused(out_kind):
+    """An out= that requires grad (a leaf, or a tensor with a history) would be overwritten behind autograd's back:
+    its grad_fn would describe values it no longer holds. torch.mm refuses it; so do both packages."""
+    import ptx_kernels
+
+    def out():
+        x = h(4, 4).requires_grad_()
+        return x if out_kind == "leaf" else x * 1
+
+    with pytest.raises(RuntimeError, match="don't support automatic differentiation"):
+        triton_kernels.hgemm(h(4, 4), h(4, 4), out=out())
+    with pytest.raises(RuntimeError, match="not recorded by autograd"):
+        ptx_kernels.hgemm(h(4, 4), h(4, 4), out=out())
+    with torch.no_grad():  # torch.mm's rule too: without grad mode there is no history to protect
+        o = h(4, 4).requires_grad_()
+        assert triton_kernels.hgemm(h(4, 4), h(4, 4), out=o) is o and float(o[0, 0]) == 4.0
+
+
+def test_sparse_hgemm_refuses_to_drop_gradients():
+    """sparse_hgemm has no autograd formula: an argument that requires grad is refused (the result would have no
+    grad_fn and the gradient would be lost silently); under torch.no_grad() the check does not apply."""
+    import ptx_kernels
+    from ptx_kernels import sparse
+
+    values, meta = sparse.compress(sparse.prune_2to4(h(16, 32)))
+    with pytest.raises(RuntimeError, match="not differentiable, but an argument requires grad"):
+        ptx_kernels.sparse_hgemm(values, meta, h(32, 8).requires_grad_())
+    with pytest.raises(RuntimeError, match="not differentiable, but an argument requires grad"):
+        ptx_kernels.sparse_hgemm(values.clone().requires_grad_(), meta, h(32, 8))
+    with torch.no_grad():
+        if DEVICE == "cpu":  # past the grad check, the CPU tensors are what is refused
+            with pytest.raises(ValueError, match="need CUDA tensors"):
+                ptx_kernels.sparse_hgemm(values, meta, h(32, 8).requires_grad_())
+        else:
+            assert ptx_kernels.sparse_hgemm(values, meta, h(32, 8).requires_grad_()).shape == (16, 8)

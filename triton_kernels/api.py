@@ -44,8 +44,9 @@ def hgemm(a: torch.Tensor, b: torch.Tensor, *, out: torch.Tensor | None = None, 
     `torch.ops.tensorcore_hgemm.triton_hgemm` (dA = dC B^T, dB = A^T dC on the same dispatch), so the result has a
     grad_fn like torch.matmul's.
     """
-    if torch.is_grad_enabled() and (getattr(a, "requires_grad", False) or getattr(b, "requires_grad", False)):
-        return _autograd(a, b, out, acc, config, kernel)
+    if torch.is_grad_enabled() and (getattr(a, "requires_grad", False) or getattr(b, "requires_grad", False)
+                                    or getattr(out, "requires_grad", False)):
+        return _autograd(a, b, out, acc, config, kernel)  # (an out= that requires grad is refused there)
     return run(a, b, out, acc, config, kernel)
 
 
