@@ -95,6 +95,15 @@ def poisoned_out(m: int, n: int, device, dtype: str = "fp16") -> torch.Tensor:
     return torch.full((m, n), float("nan"), dtype=TORCH_DTYPES[dtype], device=device)
 
 
+def negative_view(t: torch.Tensor) -> torch.Tensor:
+    """A view with the neg bit set whose values equal t's: its memory holds -t (torch._neg_view of -t), as the
+    float16 .imag of a conjugated complex-half tensor does. The kernels read raw memory, so such operands test that
+    the wrappers resolve the negation."""
+    v = torch._neg_view(-t)
+    assert v.is_neg() and torch.equal(v.resolve_neg().nan_to_num(), t.nan_to_num())
+    return v
+
+
 def error_bound(a: torch.Tensor, b: torch.Tensor, ref: torch.Tensor, acc: str = "fp32") -> torch.Tensor:
     """Per-element bound |C - ref| <= 2u*|ref| + K*u_acc*(|A| @ |B|) + 2**-24, u the unit of A's dtype.
 

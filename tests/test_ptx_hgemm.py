@@ -5,7 +5,7 @@ import torch
 
 import ptx_kernels
 from ptx_kernels.variants import BY_NAME, any_strides
-from compare.reference import LAYOUTS, compare, error_bound, make_inputs, poisoned_out, reference
+from compare.reference import LAYOUTS, compare, error_bound, make_inputs, negative_view, poisoned_out, reference
 
 pytestmark = pytest.mark.gpu
 
@@ -78,12 +78,6 @@ def test_misaligned_and_strided_inputs(v, acc, tile):
     else:
         assert "A to row-major" in copies
         assert ("B to 16-byte aligned rows" in copies) == (v.alignment in ("rows16", "tma"))  # cp.async or TMA
-
-
-def negative_view(t):
-    """A view with the neg bit set whose values equal t's (memory holds -t), as the float16 .imag of a conjugated
-    complex-half tensor is."""
-    return torch._neg_view(-t)
 
 
 @pytest.mark.parametrize("layout", ("NN", "NT"))

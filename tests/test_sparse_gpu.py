@@ -5,7 +5,7 @@ import pytest
 import torch
 
 import ptx_kernels
-from compare.reference import compare, error_bound, make_inputs, poisoned_out, reference
+from compare.reference import compare, error_bound, make_inputs, negative_view, poisoned_out, reference
 from ptx_kernels import sparse as S
 
 pytestmark = pytest.mark.gpu
@@ -114,8 +114,8 @@ def test_negative_views_keep_their_sign(v, b_layout):
     a, b = sparse_inputs(65, 100, 96, b_layout, seed=13)
     values, meta = S.compress(a)
     store = poisoned_out(65, 100, "cuda")
-    c = ptx_kernels.sparse_hgemm(torch._neg_view(-values), meta, torch._neg_view(-b), variant=v.name,
-                                 out=torch._neg_view(store))
+    c = ptx_kernels.sparse_hgemm(negative_view(values), meta, negative_view(b), variant=v.name,
+                                 out=negative_view(store))
     torch.cuda.synchronize()
     verdict = compare(c, reference(a, b))
     assert verdict.ok, verdict.detail

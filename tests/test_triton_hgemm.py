@@ -21,7 +21,7 @@ import triton
 import triton.language as tl
 
 import triton_kernels
-from compare.reference import LAYOUTS, compare, error_bound, make_inputs, poisoned_out, reference
+from compare.reference import LAYOUTS, compare, error_bound, make_inputs, negative_view, poisoned_out, reference
 from hgemm_common.operands import tma_describable
 from hgemm_common.record import ACCS_FOR
 from hgemm_common.validation import DTYPES, dtype_name
@@ -133,14 +133,6 @@ def test_out_with_strides(dtype):
     c = triton_kernels.hgemm(a, b, out=out_t.t())  # column-major output
     assert c.data_ptr() == out_t.data_ptr()
     assert compare(c, reference(a, b)).ok
-
-
-def negative_view(t: torch.Tensor) -> torch.Tensor:
-    """A view with the neg bit set whose values equal t's: memory holds -t (torch._neg_view of -t). Public code gets
-    such float16 tensors as the .imag of a conjugated complex-half tensor."""
-    v = torch._neg_view(-t)
-    assert v.is_neg() and torch.equal(v.resolve_neg().nan_to_num(), t.nan_to_num())
-    return v
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
