@@ -137,8 +137,8 @@ def programs(tiles: int, slots: int) -> int:
     """Programs of the persistent grid over `tiles` with at most `slots` (SMs): the fewest that need as many rounds
     as `slots` programs would, cdiv(tiles, cdiv(tiles, slots)), so every round is full (4096^3 in 128 x 256 tiles:
     512 tiles in 4 rounds of 128 rather than 3.9 of 132). The Hopper ladder's launchers size their grids the same
-    way (hopper::persistent_blocks), measured there 1-2% faster at 4096^3 and 2-4% where the last round was
-    partial (docs/ladders/hopper.md, "A balanced persistent grid")."""
+    way (hopper::persistent_blocks); the measured gains of both are in docs/ladders/hopper.md, "A balanced
+    persistent grid"."""
     if tiles <= slots:
         return tiles
     if not BALANCED:
