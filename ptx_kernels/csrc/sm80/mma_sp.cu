@@ -7,9 +7,10 @@
 // layout over the compressed tile), a 32 x 8 B fragment (two k16 fragments, loaded in the instruction's register
 // order by one ldmatrix.x4 over the tile's four k chunks, tile::ldsm_b_k32: an ldmatrix per k16 pair of tiles puts
 // them in another order, which the compiler fixes with register moves) and one 32-bit metadata word per lane from a
-// third per-stage buffer, copied with cp.async beside A and B. The metadata arrives in global memory already in the lanes' order (ptx_kernels/sparse.py), so a lane's word is one
-// 4-byte shared load: lanes 4g and 4g + 1 read words 2g and 2g + 1 of the fragment's 16 (selector 0; lanes 4g + 2
-// and 4g + 3 read the same two, which the instruction ignores).
+// third per-stage buffer, copied with cp.async beside A and B. The metadata arrives in global memory already in the
+// lanes' order (ptx_kernels/sparse.py), so a lane's word is one 4-byte shared load: lanes 4g and 4g + 1 read words
+// 2g and 2g + 1 of the fragment's 16 (selector 0; lanes 4g + 2 and 4g + 3 read the same two, which the instruction
+// ignores).
 //
 // Tiles (SpTile): 128 x 256 x 64 (dense K per stage), 2 x 4 warps of 64 x 64 (4 x 8 m16n8 accumulators), 4 stages:
 // the dense ladder's fp32 tile, with one more stage: a stage is smaller (A is half as wide) and a sparse k-step
@@ -20,8 +21,11 @@
 // pair of n8 tiles ahead (2 x 8 registers), A and the metadata one k32 step ahead (2 x 20), no spills. With the
 // whole step's fragments loaded after its MMAs the warps waited on their own ldmatrix (the profiles:
 // docs/ladders/sparse.md).
-// K: the values and metadata are padded to Kp = K rounded up to 32 by compress; k32 steps at or past Kp are skipped
-// (their zero-filled metadata would be an invalid index pair). Rows past M read zeros and are not stored.
+// K: the values and metadata are padded to Kp = K rounded up to 32 by compress. Where no metadata exists (a
+// stage's second k32 step past Kp, row blocks past M) the copy reads kValidChunk instead of zero-filling (a zero
+// nibble is no valid index pair), so those steps' MMAs multiply zeros (A and B zero-fill there) and the main loop
+// needs no branch around them: with one, each pair's MMAs sat in their own basic block and ptxas could not spread
+// the stage copies' address arithmetic among them. Rows past M read zeros and are not stored.
 #include "blocks/common.cuh"
 #include "blocks/copy.cuh"
 #include "blocks/epilogue.cuh"
@@ -40,23 +44,31 @@ constexpr int BK = 64, GROUP_M = 8;
 constexpr int BKC = BK / 2;      // compressed A halves per row of a stage
 constexpr int KSTEPS = BK / 32;  // mma.sp k32 steps per stage
 using LA = tile::Xor<BKC / 8>;
+// Positions (0, 1) in every chunk: the metadata copied where none exists (ptx_kernels/sparse.py VALID_WORD).
+__device__ __align__(16) const uint32_t kValidChunk[4] = {0x44444444u, 0x44444444u, 0x44444444u, 0x44444444u};
 
 // Block tile BM x BN x BK (dense K), WARPS_M x WARPS_N warps of (BM / WARPS_M) x (BN / WARPS_N), STAGES stages.
-template <int BM_, int BN_, int WARPS_M_, int WARPS_N_, int STAGES_>
+// COPY_AT: where in a tile's first k32 step the copies of a later tile are issued: -1 before its MMAs, q >= 0 after
+// the MMAs of its pair of n8 tiles q. Only the SASS schedule changes: ptxas keeps the copies' address arithmetic
+// near that point and interleaves it with the MMAs around it. Chosen per tile by measurement (docs/ladders/sparse.md).
+template <int BM_, int BN_, int WARPS_M_, int WARPS_N_, int STAGES_, int COPY_AT_>
 struct SpTile {
   static constexpr int BM = BM_, BN = BN_, WARPS_M = WARPS_M_, WARPS_N = WARPS_N_, STAGES = STAGES_;
+  static constexpr int COPY_AT = COPY_AT_;
   static constexpr int THREADS = 32 * WARPS_M * WARPS_N, MI = BM / WARPS_M / 16, NI = BN / WARPS_N / 8;
   static constexpr int E_WORDS = KSTEPS * (BM / 16) * 16;  // metadata words per stage: (k32 step, 16-row block, word)
   static_assert(NI % 2 == 0, "B fragments are loaded by pairs of n8 tiles");
+  static_assert(COPY_AT >= -1 && COPY_AT < NI / 2, "copies before the first pair or after one of the pairs");
   static_assert(E_WORDS * 4 / 16 <= THREADS, "one 16-byte metadata chunk per thread at most");
   using Sync = tile::BlockSync<STAGES, WARPS_M * WARPS_N>;
 };
 // fp32 accumulation: 128 x 256, 2 x 4 warps of 64 x 64 (128 fp32 accumulator registers). fp16 accumulation, where it
 // fills the GPU (tile::dispatch_tiles): 256 x 256, 4 x 2 warps of 64 x 128 (the same 128 registers hold twice the
 // outputs), so each B fragment feeds 4 MMAs per A fragment's 16 instead of 8 (the dense ladder's fp16 tile did 8%
-// better than its fp32 one on the same instruction, docs/ladders/mma.md). 4 stages: 164 KB and 200 KB.
-using TileF32 = SpTile<128, 256, 2, 4, 4>;
-using TileF16 = SpTile<256, 256, 4, 2, 4>;
+// better than its fp32 one on the same instruction, docs/ladders/mma.md). 4 stages: 164 KB and 200 KB. The copies go
+// before the first pair's MMAs in the 128 x 256 tile and after pair 6 of 8 in the 256 x 256 one (both spill-free).
+using TileF32 = SpTile<128, 256, 2, 4, 4, -1>;
+using TileF16 = SpTile<256, 256, 4, 2, 4, 6>;
 
 template <class T, bool B_COL>
 struct Smem {
@@ -80,8 +92,7 @@ struct SparseLoads {
   tile::CpAsyncLoader<BM, BKC, THREADS, BKC, LA, false> a;
   LoadB b;
   uint32_t sA, sB, sE;  // shared addresses of stage 0
-  const uint32_t* e;    // this thread's metadata chunk in K block 0 (when it copies one)
-  int64_t e_kstride;    // words between K blocks: ceil(M / 16) * 16
+  const uint32_t* e;    // this thread's metadata chunk in the next tile's K blocks (when it copies one)
   bool e_row_ok;        // its 16-row blocks lie inside the metadata's rows
 
   __device__ __forceinline__ SparseLoads(const GemmArgs& p, int row0, int col0, unsigned char* smem)
@@ -91,13 +102,19 @@ struct SparseLoads {
     sB = sA + STAGES * S::A_STAGE * 2;
     sE = sB + STAGES * S::B_STAGE * 2;
     const int mblocks = tile::cdiv(p.M, 16);
-    e_kstride = int64_t(mblocks) * 16;
     const int t = threadIdx.x, row = t / (BM / 4), word = (t % (BM / 4)) * 4;  // (k32 step, word of the row)
-    e = p.E + row * e_kstride + (row0 / 16) * 16 + word;
+    e = p.E + row * e_kstride(p) + (row0 / 16) * 16 + word;
     e_row_ok = row0 / 16 + word / 16 < mblocks;
   }
 
-  // Tile kt into stage s: A and B zero-filled past their edges, metadata past Kp and past the row blocks.
+  // Words between K blocks of the metadata, ceil(M / 16) * 16 (worked out from the kernel parameters where needed
+  // rather than kept in registers).
+  __device__ __forceinline__ static int64_t e_kstride(const GemmArgs& p) {
+    return int64_t(tile::cdiv(p.M, 16)) * 16;
+  }
+
+  // Tile kt into stage s: A and B zero-filled past their edges, metadata past Kp and past the row blocks read from
+  // kValidChunk.
   __device__ __forceinline__ void copy_stage(const GemmArgs& p, int kt) {
     const int s = kt % STAGES, kp = tile::cdiv(p.K, 32) * 32;
     a.copy_next(sA + s * S::A_STAGE * 2, p.sam, kp / 2 - kt * BKC, BKC);
@@ -106,8 +123,8 @@ struct SparseLoads {
     if (threadIdx.x < E_WORDS / 4) {
       const int kb = kt * KSTEPS + int(threadIdx.x) / (BM / 4);
       const bool inside = e_row_ok && kb * 32 < kp;
-      const uint32_t* src = e + int64_t(kt) * KSTEPS * e_kstride;
-      ptx::cp_async_16B(sE + s * S::E_STAGE + threadIdx.x * 16, inside ? src : p.E, inside ? 16u : 0u);
+      ptx::cp_async_16B(sE + s * S::E_STAGE + threadIdx.x * 16, inside ? e : kValidChunk);
+      e += KSTEPS * e_kstride(p);
     }
     ptx::cp_async_commit();
   }
@@ -177,12 +194,11 @@ __global__ void __launch_bounds__(T::THREADS, 1) kernel(GemmArgs p) {
 #pragma unroll
     for (int ks = 0; ks < KSTEPS; ++ks) {
       const int cur = ks % 2;  // KSTEPS is even: step ks of every tile uses A / metadata buffer ks % 2
-      if (ks == 0) {
+      if (ks == 0 && T::COPY_AT < 0) {
         sync.wait_consumed(kt + AHEAD);
         loads.copy_stage(p, kt + AHEAD);
         sync.filled(kt + AHEAD);
       }
-      const bool run = kt * BK + ks * 32 < kp;  // uniform: false only for the last tile's k32 steps past Kp
 #pragma unroll
       for (int q = 0; q < NP; ++q) {
         if (q + 1 < NP) {
@@ -195,11 +211,14 @@ __global__ void __launch_bounds__(T::THREADS, 1) kernel(GemmArgs p) {
           load_ae(a[cur ^ 1], e[cur ^ 1], sA + next * S::A_STAGE, sE + next * E_WORDS, 0);
           load_b(b[0], sB + next * S::B_STAGE, 0, 0);
         }
-        if (run) {
 #pragma unroll
-          for (int i = 0; i < MI; ++i)
+        for (int i = 0; i < MI; ++i)
 #pragma unroll
-            for (int jj = 0; jj < 2; ++jj) mma_sp(c[i][2 * q + jj], a[cur][i], b[q % 2][jj], e[cur][i]);
+          for (int jj = 0; jj < 2; ++jj) mma_sp(c[i][2 * q + jj], a[cur][i], b[q % 2][jj], e[cur][i]);
+        if (ks == 0 && q == T::COPY_AT) {
+          sync.wait_consumed(kt + AHEAD);
+          loads.copy_stage(p, kt + AHEAD);
+          sync.filled(kt + AHEAD);
         }
       }
     }
