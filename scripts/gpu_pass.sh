@@ -11,6 +11,7 @@
 #   bash scripts/gpu_pass.sh sustained OUTDIR # back to back under the power cap (scripts/sustained.py; SHAPES=...,
 #                                             # KIND=sparse for the 2:4 sparse kernels)
 #   bash scripts/gpu_pass.sh sparse OUTDIR    # the 2:4 sparse kernels: GPU tests, the ceilings by occupancy, the bench
+#                                             # (LAYOUTS="NN NT" for both B layouts; OCCUPANCY=0 skips the ceilings)
 #   bash scripts/gpu_pass.sh triton OUTDIR    # the Triton tests, then config sweeps beside torch.matmul
 #                                             # (scripts/triton_sweep.py; SHAPES=..., KERNELS=..., WIDE=--wide)
 #   bash scripts/gpu_pass.sh triton-bench OUTDIR  # kernel="auto" on the mixed suite, NN and NT, and the
@@ -99,9 +100,12 @@ case "$PART" in
   sparse)
     python -c "import ptx_kernels; ptx_kernels.load()" 2>&1 | tail -3
     timeout 300 python -m pytest -q -p no:cacheprovider tests/test_sparse_gpu.py 2>&1 | tee "$OUTDIR/pytest_sparse.log" | tail -2
-    python scripts/ceiling_occupancy.py 2>&1 | tee "$OUTDIR/occupancy.log"
-    python -m compare bench --kind sparse --shapes ${SHAPES:-4096x4096x4096,8192x8192x8192,8192x28672x4096} \
-      --rounds 3 --out "$OUTDIR/sparse" 2>&1 | tee "$OUTDIR/sparse.log" | tail -14
+    [ "${OCCUPANCY:-1}" = 1 ] && python scripts/ceiling_occupancy.py 2>&1 | tee "$OUTDIR/occupancy.log"
+    for L in ${LAYOUTS:-NN}; do  # LAYOUTS="NN NT": B row-major, then column-major
+      python -m compare bench --kind sparse --layout "$L" \
+        --shapes ${SHAPES:-4096x4096x4096,8192x8192x8192,8192x28672x4096} --rounds 3 --out "$OUTDIR/sparse_$L" 2>&1 \
+        | tee "$OUTDIR/sparse_$L.log" | tail -14
+    done
     ;;
   *) echo "unknown part $PART (tests, report, lab, sanitize, wall, triton, triton-bench, tune, hopper or sparse)"; exit 2 ;;
 esac
