@@ -1,7 +1,8 @@
 """Launch one kernel of the extension a few times for Nsight Compute (GPU only), on operands a case names:
     ncu --kernel-name regex:NAME --launch-skip 2 --launch-count 1 ... python scripts/ncu_ext.py CASE
-CASE: sparse8192 (wgmma_sp at 8192^3), mma_sp8192 (mma_sp at 8192^3), nt3000 (wgmma_persistent, 3000x5000x2000
-NT, rows of 4,000 bytes), nt3000_aligned (the same with rows padded to 4,096 bytes)."""
+CASE: sparse8192 (wgmma_sp at 8192^3), mma_sp8192 / mma_sp8192_f16 (mma_sp at 8192^3, fp32 / fp16 accumulation),
+nt3000 (wgmma_persistent, 3000x5000x2000 NT, rows of 4,000 bytes), nt3000_aligned (the same with rows padded to
+4,096 bytes)."""
 import sys
 
 import torch
@@ -12,13 +13,14 @@ from ptx_kernels import sparse
 case = sys.argv[1]
 torch.manual_seed(0)
 dev = "cuda"
-if case in ("sparse8192", "mma_sp8192"):
+if case in ("sparse8192", "mma_sp8192", "mma_sp8192_f16"):
     n = 8192
     w = sparse.prune_2to4(torch.randn(n, n, device=dev, dtype=torch.float16))
     values, meta = sparse.compress(w)
     x = torch.randn(n, n, device=dev, dtype=torch.float16)
     for _ in range(4):
-        ptx_kernels.sparse_hgemm(values, meta, x, variant="wgmma_sp" if case == "sparse8192" else "mma_sp")
+        ptx_kernels.sparse_hgemm(values, meta, x, variant="wgmma_sp" if case == "sparse8192" else "mma_sp",
+                                 acc="fp16" if case.endswith("_f16") else "fp32")
 else:
     m, nn, k = 3000, 5000, 2000
     pitch = 2048 if case == "nt3000_aligned" else k
