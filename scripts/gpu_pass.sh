@@ -16,6 +16,9 @@
 #                                             # (scripts/triton_sweep.py; SHAPES=..., KERNELS=..., WIDE=--wide)
 #   bash scripts/gpu_pass.sh triton-bench OUTDIR  # kernel="auto" on the mixed suite, NN and NT, and the
 #                                             # per-call wall times of hgemm and the operator
+#   bash scripts/gpu_pass.sh yardsticks OUTDIR    # what cuBLAS and cuSPARSELt launch per shape, how they accumulate
+#                                             # (scripts/library_kernels.py), and ncu of torch.matmul, the Triton
+#                                             # plan and wgmma_persistent at 1024^3 and 128x4096x4096
 #   bash scripts/gpu_pass.sh tune OUTDIR [NT] # the tile sweeps against cuBLAS (scripts/tune_*.cu), fp32 and fp16,
 #                                             # NN (or NT: B column-major)
 # Set HGEMM_GIT_COMMIT to the commit being run when the tree is a copy without .git.
@@ -74,6 +77,15 @@ case "$PART" in
     python scripts/wall_time.py --shapes 16x4096x4096,128x4096x4096 --kernels torch.matmul triton --ops 2>&1 \
       | tee "$OUTDIR/wall.log"
     ;;
+  yardsticks)
+    python -c "import ptx_kernels; ptx_kernels.load()" 2>&1 | tail -3
+    python scripts/library_kernels.py 2>&1 | tee "$OUTDIR/library_kernels.log"
+    for c in small1024 small128; do
+      timeout 300 ncu --profile-from-start off --section SpeedOfLight --section LaunchStats --section Occupancy \
+        --section MemoryWorkloadAnalysis python scripts/ncu_ext.py $c > "$OUTDIR/ncu_$c.txt" 2>&1
+      echo "ncu $c rc=$?"
+    done
+    ;;
   tune)
     bash scripts/build_tune.sh /tmp || exit 1
     for t in tune_mma_f32 tune_mma_f16 tune_wmma_f32 tune_wmma_f16; do
@@ -107,5 +119,5 @@ case "$PART" in
         | tee "$OUTDIR/sparse_$L.log" | tail -14
     done
     ;;
-  *) echo "unknown part $PART (tests, report, lab, sanitize, wall, triton, triton-bench, tune, hopper or sparse)"; exit 2 ;;
+  *) echo "unknown part $PART (tests, report, lab, sanitize, wall, triton, triton-bench, yardsticks, tune, hopper or sparse)"; exit 2 ;;
 esac

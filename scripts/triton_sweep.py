@@ -1,10 +1,10 @@
 """Sweep Triton configurations on given shapes beside torch.matmul, in one process (GPU only).
 
     python scripts/triton_sweep.py --shapes 128x4096x4096,1x4096x4096 --kernels splitk,splitk2 [--wide]
-        [--layout NN] [--calls 10] [--top 3] [--rounds 3] [--budget-s 400]
+        [--configs 64x64x64_w4_s12_g8,...] [--layout NN] [--calls 10] [--top 3] [--rounds 3] [--budget-s 400]
 
 For each shape and kernel, every configuration of the kernel's list (`configs()`; with --wide a larger grid, see
-`wide()`) that `prune_for_problem` keeps is run once through the dispatcher's Runner (direct launches, as
+`wide()`; with --configs the named ones, each kernel's list or not) that `prune_for_problem` keeps is run once through the dispatcher's Runner (direct launches, as
 kernel="auto" runs its plan), checked against the float64 product within the harness's bound, then timed
 (compare.bench.Timer: CUDA events, L2 flushed before every call, median of --calls); the --top fastest of each
 kernel are timed again beside torch.matmul over --rounds interleaved rounds, and printed with their ratio to it.
@@ -94,6 +94,7 @@ def main():
     ap.add_argument("--kernels", default="splitk,splitk2")
     ap.add_argument("--layout", default="NN")
     ap.add_argument("--wide", action="store_true")
+    ap.add_argument("--configs", default="", help="comma-separated config names (Config.name), instead of the lists")
     ap.add_argument("--calls", type=int, default=10)
     ap.add_argument("--top", type=int, default=3)
     ap.add_argument("--rounds", type=int, default=3)
@@ -109,7 +110,8 @@ def main():
         results = {}  # (kernel, config name) -> (call, [ms])
         for kernel in args.kernels.split(","):
             base = base_kernel(kernel)
-            cfgs = wide(base) if args.wide else configs(base)
+            cfgs = ([Config.from_name(x) for x in args.configs.split(",")] if args.configs else
+                    wide(base) if args.wide else configs(base))
             cfgs = prune_for_problem(cfgs, m, n, k)
             swept = []
             for cfg in cfgs:

@@ -2,6 +2,7 @@
 output rounding (fp16 and bf16), the pruning of tiles far larger than the problem."""
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import triton
@@ -18,6 +19,9 @@ from hgemm_common.validation import interpreter_active
 # `to_output` rounds to bf16 by hand; compiled kernels never contain these branches (their SASS keeps the bf16
 # tensor-core instructions: test_bf16_compiles_to_bf16_tensor_cores).
 INTERPRETED = tl.constexpr(interpreter_active())
+
+
+_CONFIG_NAME = re.compile(r"(\d+)x(\d+)x(\d+)_w(\d+)_s(\d+)_g(\d+)(?:_k(\d+))?(?:_e(\d+))?")
 
 
 @dataclass(frozen=True)
@@ -41,6 +45,15 @@ class Config:
                 f"_w{self.num_warps}_s{self.num_stages}_g{self.group_m}"
                 + (f"_k{self.split_k}" if self.split_k > 1 else "")
                 + (f"_e{self.epilogue_split}" if self.epilogue_split > 1 else ""))
+
+    @classmethod
+    def from_name(cls, name: str) -> "Config":
+        """The configuration `name` spells ("128x256x64_w8_s4_g8_e2"; `_k` and `_e` only where they are not 1)."""
+        m = _CONFIG_NAME.fullmatch(name.strip())
+        if m is None:
+            raise ValueError(f"config name {name!r} is not of the form BMxBNxBK_wW_sS_gG[_kK][_eE]")
+        bm, bn, bk, w, s, g, k, e = (int(x) if x else 1 for x in m.groups())
+        return cls(bm, bn, bk, group_m=g, num_warps=w, num_stages=s, split_k=k, epilogue_split=e).check()
 
     @property
     def smem_bytes(self) -> int:
