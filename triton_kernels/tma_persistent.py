@@ -47,6 +47,8 @@ def configs() -> list[Config]:
         Config(128, 128, 128, group_m=8, num_warps=8, num_stages=3),
         Config(128, 64, 64, group_m=8, num_warps=4, num_stages=4),
         Config(64, 128, 64, group_m=8, num_warps=4, num_stages=6, epilogue_split=2),
+        Config(128, 64, 64, group_m=8, num_warps=8, num_stages=8),
+        Config(64, 64, 64, group_m=8, num_warps=4, num_stages=12),
     ]
 
 
