@@ -296,12 +296,13 @@ def test_tma_exact_all_layouts(m, n, k, layout, dtype, kernel):
 @pytest.mark.parametrize("dtype,acc", DTYPE_ACCS)
 def test_tma_every_config_exact(dtype, acc):
     kernel = "tma"
-    # One tile plus 8 on M and N (TMA boxes past the edge), K with a partial last tile; persistent programs
-    # walk several tiles each.
+    # One tile plus 8 on M and N (TMA boxes past the edge), K with a partial last tile: fewer K tiles than stages,
+    # then stages * BLOCK_K + 8 (the ring of stages wraps and the last tile is partial); persistent programs walk
+    # several tiles each.
     for cfg in configs(kernel):
-        m, n, k = 2 * cfg.block_m + 8, cfg.block_n + 8, cfg.block_k * 2 + 8
-        a, b = make_inputs(m, n, k, "NT", device=DEVICE, seed=2, dtype=dtype)
-        run_exact(a, b, acc=acc, config=cfg, kernel=kernel)
+        for k in (cfg.block_k * 2 + 8, cfg.num_stages * cfg.block_k + 8):
+            a, b = make_inputs(2 * cfg.block_m + 8, cfg.block_n + 8, k, "NT", device=DEVICE, seed=2, dtype=dtype)
+            run_exact(a, b, acc=acc, config=cfg, kernel=kernel)
 
 
 @pytest.mark.parametrize("dtype,acc", DTYPE_ACCS)
