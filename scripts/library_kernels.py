@@ -1,13 +1,15 @@
 """What the vendor libraries run and how they accumulate (GPU only): the yardsticks' side of the comparison.
 
     python scripts/library_kernels.py [--shapes 1024x1024x1024,...] [--layouts NN,NT] [--sparse-shapes ...]
-        [--probe-shapes ...] [--calls 5]
+        [--probe-shapes ...] [--calls 5] [--ours]
 
 1. Kernels: torch.matmul (cuBLAS) on each shape and layout, and torch's semi-structured sparse matmul (cuSPARSELt) on
    each sparse shape, run under the CUDA profiler; every kernel a call launches is listed with its grid, block,
    registers per thread, shared memory and median device time (L2 flushed before each call; from the profiler's
    trace). cuBLAS's and cuSPARSELt's kernel names spell their tile, cluster and split-K choices, which is what a
-   hand-written kernel competes with on that shape.
+   hand-written kernel competes with on that shape. --ours lists this project's calls beside each torch.matmul
+   (triton_kernels.hgemm with kernel="auto", its plan chosen on the first call, and ptx_kernels' wgmma_persistent,
+   both writing into a preallocated out as the harness times them): every kernel a call launches, at boost clock.
 2. Accumulation: each library and, as calibration, this project's kernels with fp32 and fp16 accumulation, on
    inputs whose fp16 accumulation shows: positive integers 1..3 (2:4 pruned for the sparse entries), K large enough
    that the sums pass 2048, where fp16's spacing exceeds 1. With fp32 accumulation every partial sum is exact and only
@@ -135,6 +137,7 @@ def main() -> None:
     p.add_argument("--sparse-shapes", default=DEFAULT_SPARSE)
     p.add_argument("--probe-shapes", default=DEFAULT_PROBE)
     p.add_argument("--calls", type=int, default=5)
+    p.add_argument("--ours", action="store_true", help="also this project's Triton (auto) and wgmma_persistent calls")
     args = p.parse_args()
     if not torch.cuda.is_available():
         raise SystemExit("library_kernels.py needs a CUDA GPU")
@@ -144,6 +147,14 @@ def main() -> None:
         for layout in args.layouts.split(","):
             a, b = operand(m, k, layout[0]), operand(k, n, layout[1])
             print_kernels(f"torch.matmul {m}x{n}x{k} {layout}", lambda: a @ b, args.calls)
+            if args.ours:
+                import ptx_kernels
+                import triton_kernels
+                c = torch.empty(m, n, device="cuda", dtype=torch.float16)
+                print_kernels(f"triton_kernels.hgemm (auto: {triton_kernels.plan(a, b, out=c).name}) {m}x{n}x{k} {layout}",
+                              lambda: triton_kernels.hgemm(a, b, out=c), args.calls)
+                print_kernels(f"ptx_kernels.hgemm wgmma_persistent {m}x{n}x{k} {layout}",
+                              lambda: ptx_kernels.hgemm(a, b, variant="wgmma_persistent", out=c), args.calls)
     from ptx_kernels import sparse
     for m, n, k in parse_shapes(args.sparse_shapes) if args.sparse_shapes else []:
         for layout in args.layouts.split(","):

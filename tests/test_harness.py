@@ -421,3 +421,42 @@ def test_wall_calls_stay_within_the_round_budget():
     assert bench.wall_calls(6, 5.0, 33.3) == 1
     assert bench.wall_calls(1, 220.0, 33.3) == 1
     assert bench.wall_calls(3333, 0.01, 33.3) == 200
+
+
+def _library_kernels():
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import library_kernels
+    return library_kernels
+
+
+def test_library_kernels_probe_tells_fp16_from_fp32_accumulation():
+    """scripts/library_kernels.py's accumulation probe on the CPU: integer products 1..9 summed over 4096 terms in
+    fp32 then rounded once stay within half an output ulp; the same sums kept in fp16 all along (an fp16
+    accumulator) err by more than one ulp, so the probe's 0.5 line separates the two."""
+    lk = _library_kernels()
+    g = torch.Generator().manual_seed(0)
+    prods = (torch.randint(1, 4, (64, 4096), generator=g) * torch.randint(1, 4, (64, 4096), generator=g)).double()
+    ref = prods.sum(1)
+    fp32 = ref.float().half()
+    acc = torch.zeros(64, dtype=torch.float16)
+    for chunk in prods.split(16, dim=1):  # one rounding per k16 step, as a tensor core's fp16 accumulator does
+        acc = (acc.double() + chunk.sum(1)).half()
+    worst32, _ = lk.ulp_errors(fp32, ref)
+    worst16, mean16 = lk.ulp_errors(acc, ref)
+    assert worst32 <= 0.5
+    assert worst16 > 1.0 and mean16 > 0.5
+    # the spacing is fp16's at the reference: 2049 rounds to 2048 (half of the spacing 2), 2052 is 1.5 spacings off
+    assert lk.ulp_errors(torch.tensor([2048.0]).half(), torch.tensor([2049.0]).double()) == (0.5, 0.5)
+    assert lk.ulp_errors(torch.tensor([2052.0]).half(), torch.tensor([2049.0]).double())[0] == 1.5
+
+
+def test_library_kernels_summarize_groups_launches():
+    """One row per distinct kernel and launch shape, with the median of its durations and the launch count."""
+    lk = _library_kernels()
+    ev = lambda name, grid, dur: {"name": name, "dur": dur, "args": {"grid": grid, "block": [384, 1, 1],  # noqa: E731
+                                                                        "registers per thread": 168,
+                                                                        "shared memory": 213268}}
+    rows = lk.summarize([ev("nvjet_a", [2, 64, 1], 6.0), ev("nvjet_a", [2, 64, 1], 8.0), ev("nvjet_a", [2, 64, 1], 7.0),
+                         ev("reduce", [128, 1, 1], 1.9)])
+    assert rows == [("nvjet_a", "2x64x1", "384x1x1", 168, 213268, 7.0, 3),
+                    ("reduce", "128x1x1", "384x1x1", 168, 213268, 1.9, 1)]
