@@ -151,7 +151,8 @@ def main() -> None:
                 import ptx_kernels
                 import triton_kernels
                 c = torch.empty(m, n, device="cuda", dtype=torch.float16)
-                print_kernels(f"triton_kernels.hgemm (auto: {triton_kernels.plan(a, b, out=c).name}) {m}x{n}x{k} {layout}",
+                chosen = triton_kernels.plan(a, b, out=c).name
+                print_kernels(f"triton_kernels.hgemm (auto: {chosen}) {m}x{n}x{k} {layout}",
                               lambda: triton_kernels.hgemm(a, b, out=c), args.calls)
                 print_kernels(f"ptx_kernels.hgemm wgmma_persistent {m}x{n}x{k} {layout}",
                               lambda: ptx_kernels.hgemm(a, b, variant="wgmma_persistent", out=c), args.calls)
