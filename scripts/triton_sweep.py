@@ -7,8 +7,8 @@ For each shape and kernel, every configuration of the kernel's list (`configs()`
 `wide()`; with --configs the named ones, in each kernel's list or not) that `prune_for_problem` keeps is run once
 through the dispatcher's Runner (direct launches, as kernel="auto" runs its plan), checked against the float64
 product within the harness's bound, then timed (compare.bench.Timer: CUDA events, L2 flushed before every call,
-median of --calls); the --top fastest of each kernel are timed again beside torch.matmul over --rounds interleaved rounds, and printed with their ratio to it.
-Kernels: blocked, splitk (one launch: the last slice of a tile sums the partials), splitk2 (the two-pass split-K:
+median of --calls); the --top fastest of each kernel are timed again beside torch.matmul over --rounds interleaved
+rounds, and printed with their ratio to it. Kernels: blocked, splitk (one launch: the last slice of a tile sums the partials), splitk2 (the two-pass split-K:
 partial kernel + reduction kernel), splitk_tma (split-K on TMA loads), tma, tma_full (the TMA kernel on one program
 per SM instead of the fewest that keep its rounds: tma_persistent.programs), tma_lined (TMA on copies of A and B
 whose rows start on 128-byte lines, the copies part of the time: what kernel="auto" weighs where rows lie off the
