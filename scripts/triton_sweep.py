@@ -8,12 +8,13 @@ For each shape and kernel, every configuration of the kernel's list (`configs()`
 through the dispatcher's Runner (direct launches, as kernel="auto" runs its plan), checked against the float64
 product within the harness's bound, then timed (compare.bench.Timer: CUDA events, L2 flushed before every call,
 median of --calls); the --top fastest of each kernel are timed again beside torch.matmul over --rounds interleaved
-rounds, and printed with their ratio to it. Kernels: blocked, splitk (one launch: the last slice of a tile sums the partials), splitk2 (the two-pass split-K:
-partial kernel + reduction kernel), splitk_tma (split-K on TMA loads), tma, tma_full (the TMA kernel on one program
-per SM instead of the fewest that keep its rounds: tma_persistent.programs), tma_lined (TMA on copies of A and B
-whose rows start on 128-byte lines, the copies part of the time: what kernel="auto" weighs where rows lie off the
-lines), tma_lined_a / tma_lined_b (A only, B only copied). This decides the tuning lists; `python -m compare bench`
-is the benchmark of record. --budget-s stops sweeping (and prints what it has) when the time is up.
+rounds, and printed with their ratio to it. Kernels: blocked, splitk (one launch: the last slice of a tile sums the
+partials), splitk2 (the two-pass split-K: partial kernel + reduction kernel), splitk_tma (split-K on TMA loads),
+tma, tma_full (the TMA kernel on one program per SM instead of the fewest that keep its rounds:
+tma_persistent.programs), tma_lined (TMA on copies of A and B whose rows start on 128-byte lines, the copies part of
+the time: what kernel="auto" weighs where rows lie off the lines), tma_lined_a / tma_lined_b (A only, B only
+copied). This decides the tuning lists; `python -m compare bench` is the benchmark of record. --budget-s stops
+sweeping (and prints what it has) when the time is up.
 """
 import argparse
 import statistics
