@@ -143,17 +143,17 @@ HOPPER: tuple[Variant, ...] = (
             promises={"sm_90a": ("HGMMA", "UTMALDG", "SYNCS", "USETMAXREG")},
             extra={"mma_forms": _hgmma_forms(256)}, **_HOPPER),
     Variant("wgmma_persistent", "ptx", "wgmma", "sm90/wgmma_persistent.cu",
-            "persistent, 128x256x64 in 4 stages (128x192 in 5 where it fills the rounds better, 128x128 in 6, "
-            "128x64 in 8 on skinny outputs)",
+            "persistent, 128x256x64 in 4 stages (128x192 in 5 or, B column-major, 256x152 in 4 where they fill the "
+            "rounds better, 128x128 in 6, 128x64 in 8 on skinny outputs)",
             "at most one block per SM (as few as keep every round full) walking the tiles in grouped order; "
             "TMA-store epilogue through swizzled shared memory, overlapped with the next tile",
             block=(128, 256, 64), stages=4,
             promises={"sm_90a": ("HGMMA", "UTMALDG", "UTMASTG", "SYNCS", "USETMAXREG")},
-            # tiles x (dtype, accumulation) pairs x B layouts x epilogues; inspect shows fp16's 128x256 tile with
-            # the TMA-store epilogue
-            extra={"instantiations": 4 * 3 * 2 * 2,
-                   "inspect_instance": r"I{elem}N\w*TileILi256ELi4EEEL3Acc{acc}ELb0ELb1E",
-                   "splits": _SPLITS, "mma_forms": _hgmma_forms(256, 192, 128, 64)}, **_HOPPER),
+            # (4 tiles x 2 B layouts + 2 256x152 tiles x column-major B) x (dtype, accumulation) pairs x epilogues;
+            # inspect shows fp16's 128x256 tile with the TMA-store epilogue
+            extra={"instantiations": (4 * 2 + 2) * 3 * 2,
+                   "inspect_instance": r"I{elem}N\w*TileILi256ELi4ELi1ELi128ELi64EEEL3Acc{acc}ELb0ELb1E",
+                   "splits": _SPLITS, "mma_forms": _hgmma_forms(256, 192, 152, 128, 64)}, **_HOPPER),
     Variant("wgmma_splitk", "ptx", "wgmma", "sm90/wgmma_splitk.cu",
             "clusters of 1, 2 or 4 blocks share a 128x256/128x128/128x64 tile, each taking a part of K; one wave",
             "split-K over a thread block cluster: the partial tiles are added in rank order through distributed "

@@ -41,7 +41,7 @@ struct Kern {
   const char* name;
   cudaError_t (*fn)(const GemmArgs&, Acc, cudaStream_t, LaunchInfo*);
   int tile;   // GemmArgs::tile: 0 = the launcher's choice; persistent / splitk: 1, 2, 3 = 128 x 256, 128, 64;
-              // persistent only: 4 = 128 x 192
+              // persistent only: 4 = 128 x 192, 5 / 6 = 256 x 152 in 4 / 3 stages (column-major B)
   int split;  // GemmArgs::split: 0 = the launcher's choice, 1 = none, 2 / 4 parts
   int grid = 0;  // GemmArgs::grid: 0 = the launcher's choice (the fewest blocks for the rounds), 1 = one per SM
 };
@@ -53,6 +53,8 @@ static const Kern kAllKernels[] = {{"wgmma_tma", launch_wgmma_tma<half>, 0, 0},
                                    {"persistent_128", launch_wgmma_persistent<half>, 2, 1},
                                    {"persistent_64", launch_wgmma_persistent<half>, 3, 1},
                                    {"persistent_192", launch_wgmma_persistent<half>, 4, 1},
+                                   {"persistent_tall", launch_wgmma_persistent<half>, 5, 1},
+                                   {"persistent_tall3", launch_wgmma_persistent<half>, 6, 1},
                                    {"persistent_256_full", launch_wgmma_persistent<half>, 1, 1, 1},
                                    {"persistent_192_full", launch_wgmma_persistent<half>, 4, 1, 1},
                                    {"wgmma_splitk", launch_wgmma_splitk<half>, 0, 0},
@@ -65,6 +67,8 @@ static const Kern kAllKernels[] = {{"wgmma_tma", launch_wgmma_tma<half>, 0, 0},
                                    {"splitk_64x2", launch_wgmma_splitk<half>, 3, 2},
                                    {"wgmma_cluster", launch_wgmma_cluster<half>, 0, 0},
                                    {"cluster_full", launch_wgmma_cluster<half>, 0, 0, 1}};
+// Whether k takes this B layout: the 256 x 152 tiles (GemmArgs::tile 5, 6) take column-major B only.
+static bool takes(const Kern& k, bool bcol) { return bcol || k.tile < 5; }
 // TUNE_KERNELS="name,name,..." runs only those (default: all of the above).
 static std::vector<Kern> kKernels = [] {
   std::vector<Kern> ks;
@@ -152,6 +156,7 @@ static int check(cublasHandle_t h) {
         CK(cudaDeviceSynchronize());
         CK(cudaMemcpy(ref.data(), pr.R, ref.size() * 2, cudaMemcpyDeviceToHost));
         for (const Kern& k : kKernels) {
+          if (!takes(k, bcol)) continue;
           CK(cudaMemset(pr.C, 0xFF, size_t(pr.M) * pr.ldc * 2));  // NaN
           LaunchInfo info;
           const cudaError_t err = k.fn(pr.args(pr.C, k.tile, k.split, k.grid), f16 ? Acc::F16 : Acc::F32, 0, &info);
@@ -182,11 +187,12 @@ static int check(cublasHandle_t h) {
         pr.release();
       }
   std::printf("check: %d of %d runs exact\n", total - bad, total);
-  for (const auto& s : {std::array<int, 3>{4096, 4096, 4096}, std::array<int, 3>{16, 4096, 4096}}) {
+  for (const auto& s : {std::array<int, 3>{4096, 4096, 4096}, std::array<int, 3>{16, 4096, 4096},
+                        std::array<int, 3>{3000, 5000, 2000}}) {
     // what each launcher picks for a large and a skinny problem
-    Problem pr{s[0], s[1], s[2], false};
+    Problem pr{s[0], s[1], s[2], true};
     pr.alloc();
-    std::printf("%dx%dx%d:\n", s[0], s[1], s[2]);
+    std::printf("%dx%dx%d NT:\n", s[0], s[1], s[2]);
     for (const Kern& k : kKernels) {
       LaunchInfo info;
       CK(k.fn(pr.args(pr.C, k.tile, k.split, k.grid), Acc::F32, 0, &info));
@@ -260,7 +266,7 @@ static void bench(cublasHandle_t h, const char* only) {
           CK(cudaMemsetAsync(flush, r & 0xff, flush_bytes));
           cudaEventRecord(e0);
           if (i == 0) cublas_ref(h, pr, pr.R, false);
-          else {
+          else if (takes(kKernels[(i - 1) / 2], bcol)) {
             const Kern& k = kKernels[(i - 1) / 2];
             CK(k.fn(pr.args(pr.C, k.tile, k.split, k.grid), (i - 1) % 2 ? Acc::F16 : Acc::F32, 0, nullptr));
           }
@@ -274,6 +280,7 @@ static void bench(cublasHandle_t h, const char* only) {
       const float base = median(t[0]);
       std::printf("%5dx%5dx%5d %s cuBLAS %6.1f |", pr.M, pr.N, pr.K, bcol ? "NT" : "NN", flops / base / 1e9);
       for (int i = 1; i < nk; ++i) {
+        if (!takes(kKernels[(i - 1) / 2], bcol)) continue;
         const float m = median(t[i]);
         std::printf(" %s%s %6.1f %.3fx |", kKernels[(i - 1) / 2].name, (i - 1) % 2 ? "/16" : "", flops / m / 1e9,
                     base / m);

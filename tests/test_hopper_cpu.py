@@ -79,6 +79,30 @@ def test_split_k_plans_fill_one_wave_and_leave_every_part_k_blocks(host_facts):
 
 
 @needs_nvcc
+def test_tall_tile_only_where_it_fills_rounds_the_wide_tile_leaves_empty(host_facts):
+    """wgmma_persistent's 256x152 tile (column-major B) is planned where its tiles fill whole rounds that 128x256
+    leaves partly empty: 3000x5000 (and the suite's 3001x4999) in 12 x 33 = 396 tiles, exactly 3 rounds of 132,
+    against 480 tiles of 128x256 in 4 rounds of 120. Nowhere else in the suites: on the squares and LLM shapes
+    128x256 fills its rounds as well, skinny outputs keep their narrow or split plans."""
+    plans = {}
+    for line in host_facts:
+        if line.startswith("tall"):
+            m, n, k, aligned, bm, bn, split = map(int, line.split()[1:])
+            plans[m, n, k, aligned] = (bm, bn, split)
+    assert len(plans) == 48
+    tall = {key[:3] for key, plan in plans.items() if plan[:2] == (256, 152)}
+    assert tall == {(3000, 5000, 2000), (3001, 4999, 2003)}, tall
+    for (m, n, k, aligned), (bm, bn, split) in plans.items():
+        if (m, n, k) in tall:
+            assert split == 1
+            tiles = -(-m // 256) * -(-n // 152)
+            assert tiles == 396 and tiles % 132 == 0
+        else:
+            assert bm == 128 and bn in (256, 192, 128, 64)
+    assert plans[3072, 5120, 2048, 1][:2] == (128, 192)  # 128-byte rows: 128x192's 648 tiles fill 4.9 rounds
+
+
+@needs_nvcc
 def test_epilogue_staging_is_the_tma_128b_swizzle(host_facts):
     rows = [tuple(map(int, line.split()[1:])) for line in host_facts if line.startswith("stage")]
     assert rows
@@ -90,7 +114,7 @@ def test_epilogue_staging_is_the_tma_128b_swizzle(host_facts):
 
 
 def test_generated_wgmma_wrappers_are_current():
-    """ptx/wgmma.cuh holds exactly what scripts/gen_wgmma.py prints (m64n{256,232,192,128,64}k16: fp16 operands with
+    """ptx/wgmma.cuh holds exactly what scripts/gen_wgmma.py prints (m64n{256,232,192,152,128,64}k16: fp16 operands with
     fp32 and fp16 accumulation, bf16 operands with fp32)."""
     sys.path.insert(0, str(ROOT / "scripts"))
     try:

@@ -178,6 +178,28 @@ def test_persistent_128x192_plan_exact(dtype, acc, layout):
             assert launch["tile"] != (128, 192), launch
 
 
+@pytest.mark.parametrize("dtype,acc", (("fp16", "fp32"), ("fp16", "fp16"), ("bf16", "fp32")))
+def test_persistent_256x152_plan_exact(dtype, acc):
+    """wgmma_persistent's 256x152 tile (two 64-row slabs per consumer warpgroup, C staged unswizzled in 32-row
+    rounds), planned for B column-major where its 396 tiles are 3 full rounds: 3000x5000 in place (4,000-byte rows)
+    and 3001x4999x2003 (copied to 16-byte rows first). Exact on integer inputs with NaN-poisoned outputs; row-major B
+    never takes it."""
+    if not torch.cuda.get_device_capability() >= (9, 0):
+        pytest.skip("wgmma_persistent needs sm_90")
+    for i, (m, n, k) in enumerate([(3000, 5000, 2000), (3001, 4999, 2003)]):
+        kk = k if acc == "fp32" else 192 + i  # fp16 accumulation is exact while partial sums stay small
+        for layout in ("NT", "NN"):
+            a, b = make_inputs(m, n, kk, layout, device="cuda", seed=i, dtype=dtype)
+            c = run(BY_NAME["wgmma_persistent"], acc, a, b, out=poisoned_out(m, n, "cuda", dtype))
+            launch = ptx_kernels.last_launch()
+            verdict = compare(c, reference(a, b))
+            assert verdict.ok, f"{dtype} {acc} {layout} {m}x{n}x{kk}: {verdict.detail}"
+            if layout == "NT":  # the plan follows M x N (and K only where it splits)
+                assert launch["tile"] == (256, 152), launch
+            if layout == "NN":
+                assert launch["tile"] != (256, 152), launch
+
+
 def test_multistage_dynamic_smem_and_grid():
     """The launch geometry of the tiles (ptx_kernels/variants.py, mma_pipeline.cuh): fp16 accumulation takes the
     256x256 tile where it fills the GPU in whole waves, else the fp32 tile."""

@@ -24,5 +24,16 @@ int main() {
       const hopper::Plan p = hopper::choose_plan(s[0], s[1], s[2], 132, 0, force_split, 4, 132, 120);
       std::printf("plan %d %d %d %d %d %d\n", s[0], s[1], s[2], force_split, p.bn, p.split);
     }
+  // wgmma_persistent's unsplit plans with B column-major (256 x 152 offered) and 128-byte rows (128 x 192 offered)
+  const int more[][3] = {{3001, 4999, 2003}, {3072, 5120, 2048}, {16384, 16384, 16384}, {8192, 8192, 1024}};
+  for (auto& list : {&shapes[0], &more[0]})
+    for (int i = 0; i < (list == &shapes[0] ? int(sizeof shapes / sizeof shapes[0]) : 4); ++i) {
+      const int* s = list[i];
+      for (double speed192 : {0.0, 0.96}) {
+        const hopper::Plan p = hopper::choose_plan(s[0], s[1], s[2], 132, 0, 0, 4, 132, 120, speed192,
+                                                   hopper::kSpeedTall);
+        std::printf("tall %d %d %d %d %d %d %d\n", s[0], s[1], s[2], speed192 > 0, p.bm, p.bn, p.split);
+      }
+    }
   return 0;
 }

@@ -106,16 +106,25 @@ __device__ __forceinline__ void produce_tile(Ring& ss, const CUtensorMap* tma_a,
 }
 
 // ---- wgmma ----------------------------------------------------------------------------------------------------
-// Accumulators of one warpgroup's 64 x BN slab: fp32 (BN / 2 registers) or fp16 pairs (BN / 4).
-template <int BN, Acc ACC>
-struct Accum;
-template <int BN>
-struct Accum<BN, Acc::F32> {
-  float d[BN / 2];
+// Accumulators of one warpgroup's 64 x BN slab: fp32 (BN / 2 registers) or fp16 pairs (BN / 4); with MT > 1 a
+// warpgroup owns MT such slabs, MT x 64 rows (d[i]: rows 64i..64i+63 of its part of the tile).
+template <typename Regs, int MT>
+struct SlabRegs {
+  using type = Regs[MT];
 };
-template <int BN>
-struct Accum<BN, Acc::F16> {
-  uint32_t d[BN / 4];
+template <typename Regs>
+struct SlabRegs<Regs, 1> {
+  using type = Regs;
+};
+template <int BN, Acc ACC, int MT = 1>
+struct Accum;
+template <int BN, int MT>
+struct Accum<BN, Acc::F32, MT> {
+  typename SlabRegs<float[BN / 2], MT>::type d;
+};
+template <int BN, int MT>
+struct Accum<BN, Acc::F16, MT> {
+  typename SlabRegs<uint32_t[BN / 4], MT>::type d;
 };
 
 // The m64nBNk16 wgmma for operands of type E and the accumulators' type: fp32 (fp16 or bf16 operands) or fp16 pairs
@@ -126,12 +135,14 @@ __device__ __forceinline__ void wgmma_ss(float (&d)[BN / 2], uint64_t da, uint64
     if constexpr (BN == 256) ptx::wgmma_m64n256k16_f32_bf16_ss<TRANS_B>(d, da, db, scale_d);
     else if constexpr (BN == 232) ptx::wgmma_m64n232k16_f32_bf16_ss<TRANS_B>(d, da, db, scale_d);
     else if constexpr (BN == 192) ptx::wgmma_m64n192k16_f32_bf16_ss<TRANS_B>(d, da, db, scale_d);
+    else if constexpr (BN == 152) ptx::wgmma_m64n152k16_f32_bf16_ss<TRANS_B>(d, da, db, scale_d);
     else if constexpr (BN == 128) ptx::wgmma_m64n128k16_f32_bf16_ss<TRANS_B>(d, da, db, scale_d);
     else ptx::wgmma_m64n64k16_f32_bf16_ss<TRANS_B>(d, da, db, scale_d);
   } else {
     if constexpr (BN == 256) ptx::wgmma_m64n256k16_f32_f16_ss<TRANS_B>(d, da, db, scale_d);
     else if constexpr (BN == 232) ptx::wgmma_m64n232k16_f32_f16_ss<TRANS_B>(d, da, db, scale_d);
     else if constexpr (BN == 192) ptx::wgmma_m64n192k16_f32_f16_ss<TRANS_B>(d, da, db, scale_d);
+    else if constexpr (BN == 152) ptx::wgmma_m64n152k16_f32_f16_ss<TRANS_B>(d, da, db, scale_d);
     else if constexpr (BN == 128) ptx::wgmma_m64n128k16_f32_f16_ss<TRANS_B>(d, da, db, scale_d);
     else ptx::wgmma_m64n64k16_f32_f16_ss<TRANS_B>(d, da, db, scale_d);
   }
@@ -142,6 +153,7 @@ __device__ __forceinline__ void wgmma_ss(uint32_t (&d)[BN / 4], uint64_t da, uin
   if constexpr (BN == 256) ptx::wgmma_m64n256k16_f16_f16_ss<TRANS_B>(d, da, db, scale_d);
   else if constexpr (BN == 232) ptx::wgmma_m64n232k16_f16_f16_ss<TRANS_B>(d, da, db, scale_d);
   else if constexpr (BN == 192) ptx::wgmma_m64n192k16_f16_f16_ss<TRANS_B>(d, da, db, scale_d);
+  else if constexpr (BN == 152) ptx::wgmma_m64n152k16_f16_f16_ss<TRANS_B>(d, da, db, scale_d);
   else if constexpr (BN == 128) ptx::wgmma_m64n128k16_f16_f16_ss<TRANS_B>(d, da, db, scale_d);
   else ptx::wgmma_m64n64k16_f16_f16_ss<TRANS_B>(d, da, db, scale_d);
 }
@@ -171,14 +183,21 @@ __device__ __forceinline__ void mma_kblock(AccRegs& d, const E* a_slab, const E*
 // All k-blocks of one tile for the warpgroup owning rows slab..slab+63 of the ring's A stages: wait for stage s to
 // land (full[s], parity `phase`), issue its four k16 wgmma, keep one group in flight, and hand each stage back with
 // release(stage) as soon as the group that read it has completed. s and phase carry over to the next tile.
-template <int BN, bool B_COL, typename Ring, typename AccRegs, typename Release>
+// MT > 1 (d: MT slabs of Accum<BN, ACC, MT>): the warpgroup owns rows slab..slab + 64 MT - 1 and issues MT x 4
+// wgmma per k-block, all reading the same B stage.
+template <int BN, bool B_COL, int MT = 1, typename Ring, typename AccRegs, typename Release>
 __device__ __forceinline__ void mma_tile(Ring& ss, AccRegs& d, int slab, int kblocks, int& s, uint32_t& phase,
                                          Release&& release) {
   int prev = -1;
   for (int kb = 0; kb < kblocks; ++kb) {
     ptx::mbarrier_wait_parity(ptx::smem_u32(&ss.full[s]), phase);
     ptx::wgmma_fence();
-    mma_kblock<BN, B_COL>(d, ss.A[s] + slab * BK, ss.B[s], kb > 0);
+    if constexpr (MT == 1) {
+      mma_kblock<BN, B_COL>(d, ss.A[s] + slab * BK, ss.B[s], kb > 0);
+    } else {
+#pragma unroll
+      for (int i = 0; i < MT; ++i) mma_kblock<BN, B_COL>(d[i], ss.A[s] + (slab + 64 * i) * BK, ss.B[s], kb > 0);
+    }
     ptx::wgmma_commit_group();
     ptx::wgmma_wait_group<1>();  // the previous k-block's group is done: its stage may be refilled
     if (prev >= 0) release(prev);
@@ -186,7 +205,12 @@ __device__ __forceinline__ void mma_tile(Ring& ss, AccRegs& d, int slab, int kbl
     if (++s == Ring::kStages) s = 0, phase ^= 1;
   }
   ptx::wgmma_wait_group<0>();
-  ptx::fence_operands(d);
+  if constexpr (MT == 1) {
+    ptx::fence_operands(d);
+  } else {
+#pragma unroll
+    for (int i = 0; i < MT; ++i) ptx::fence_operands(d[i]);
+  }
   release(prev);
 }
 
@@ -242,14 +266,25 @@ __device__ __forceinline__ void store_accumulators(const AccRegs& d, E* C, int64
 }
 
 // ---- epilogue through shared memory and TMA stores ------------------------------------------------------------
-// A warpgroup writes its 64 x BN slab EPI_COLS columns at a time into a staging buffer of EPI_COLS / 64 boxes of
-// 64 rows x 64 columns, each box 128-byte swizzled like the TMA map of C (16-byte chunk c of row r sits at chunk
-// c ^ (r % 8)): a warp's half2 writes of one fragment column block hit 8 rows x 4 lanes in 32 different banks.
-// One thread then stores the boxes with TMA (rows and columns outside C are dropped). Compared with store_pair's
-// 4-byte global stores (8 rows a warp instruction), the LSU sees one conflict-free shared store per fragment pair.
-template <typename E, int EPI_COLS>
+// A warpgroup writes its 64 x BN slab EPI_ROWS rows x EPI_COLS columns at a time into a staging buffer, then one
+// thread stores it with TMA (rows and columns outside C are dropped). Two layouts, matching C's tensor map
+// (make_operands' c_box_cols, c_box_rows):
+//   EPI_COLS a multiple of 64 (EPI_ROWS 64): EPI_COLS / 64 boxes of 64 rows x 64 columns, each 128-byte swizzled
+//     (16-byte chunk c of row r sits at chunk c ^ (r % 8)): a warp's half2 writes of one fragment column block hit
+//     8 rows x 4 lanes in 32 different banks.
+//   otherwise (tile widths like 152 that are no whole number of 64-column boxes): one unswizzled box of EPI_ROWS
+//     rows x EPI_COLS, rows 2 EPI_COLS bytes apart. At 152 columns (76 words a row: rows 12 banks apart mod 32) a
+//     warp's writes are conflict-free too. EPI_ROWS = 32 halves the buffer: the warpgroup's warps 0-1 stage their
+//     rows in one round, warps 2-3 in the next.
+// Compared with store_pair's 4-byte global stores (8 rows a warp instruction), the LSU sees one shared store per
+// fragment pair.
+template <typename E, int EPI_COLS, int EPI_ROWS = 64>
 struct EpilogueStaging {
-  alignas(1024) E box[EPI_COLS / 64][64 * 64];  // (box, row, 64 columns swizzled)
+  static constexpr bool kSwizzled = EPI_COLS % 64 == 0;
+  static constexpr int kBoxCols = kSwizzled ? 64 : EPI_COLS, kRows = EPI_ROWS;  // one TMA store box's columns, rows
+  static_assert(EPI_COLS % 8 == 0, "whole 8-column fragment blocks (16 bytes a row) per round");
+  static_assert(EPI_ROWS == 64 || (EPI_ROWS == 32 && !kSwizzled), "64 rows, or 32 in the unswizzled layout");
+  alignas(1024) E box[EPI_ROWS * EPI_COLS];  // (box, row, kBoxCols columns), swizzled or not as above
 };
 
 __host__ __device__ __forceinline__ uint32_t staging_offset(int r, int c) {  // bytes, within 64 x 64 boxes
@@ -257,34 +292,48 @@ __host__ __device__ __forceinline__ uint32_t staging_offset(int r, int c) {  // 
   return uint32_t(b * 8192 + r * 128 + (((cc / 8) ^ (r % 8)) * 16) + (cc % 8) * 2);
 }
 
+template <int EPI_COLS>
+__host__ __device__ __forceinline__ uint32_t staging_offset_of(int r, int c) {  // bytes, either layout
+  if constexpr (EPI_COLS % 64 == 0) return staging_offset(r, c);
+  return uint32_t((r * EPI_COLS + c) * 2);
+}
+
 // Stores accumulators d of a warpgroup (64 x BN at C[row0.., n0..]) through `stage`; `bar_id` is the warpgroup's
 // named barrier. Thread 0 of the warpgroup owns the bulk groups: it waits for the previous stores to have read the
 // staging buffer before anyone overwrites it, so the last stores of a tile still run while the next tile computes.
-template <int BN, int EPI_COLS, typename AccRegs, typename E>
-__device__ __forceinline__ void store_accumulators_tma(const AccRegs& d, EpilogueStaging<E, EPI_COLS>& stage,
+template <int BN, int EPI_COLS, int EPI_ROWS, typename AccRegs, typename E>
+__device__ __forceinline__ void store_accumulators_tma(const AccRegs& d, EpilogueStaging<E, EPI_COLS, EPI_ROWS>& stage,
                                                        const CUtensorMap* tma_c, int row0, int n0, uint32_t bar_id) {
-  static_assert(BN % EPI_COLS == 0, "the slab is stored in whole EPI_COLS-column rounds of 64 x 64 boxes");
+  using Staging = EpilogueStaging<E, EPI_COLS, EPI_ROWS>;
+  static_assert(BN % EPI_COLS == 0, "the slab is stored in whole EPI_COLS-column rounds");
   const int t = threadIdx.x % kWarpgroup, warp = t / 32, lane = t % 32;
-  const int r = warp * 16 + lane / 4;
   const uint32_t base = ptx::smem_u32(stage.box);
   uint8_t* bytes = reinterpret_cast<uint8_t*>(stage.box);
 #pragma unroll
-  for (int round = 0; round < BN / EPI_COLS; ++round) {
-    if (t == 0) ptx::bulk_wait_group_read<0>();
-    ptx::named_barrier_sync(bar_id, kWarpgroup);
+  for (int part = 0; part < 64 / EPI_ROWS; ++part) {
+    const int r = warp * 16 + lane / 4 - part * EPI_ROWS;  // this thread's row in the staged rows
+    const bool mine = r >= 0 && r < EPI_ROWS;                // its warp stages in this row round
 #pragma unroll
-    for (int jj = 0; jj < EPI_COLS / 8; ++jj) {
-      const int j = round * (EPI_COLS / 8) + jj, c = 8 * jj + 2 * (lane % 4);
-      *reinterpret_cast<uint32_t*>(bytes + staging_offset(r, c)) = fragment_pair<E>(d, j, 0);
-      *reinterpret_cast<uint32_t*>(bytes + staging_offset(r + 8, c)) = fragment_pair<E>(d, j, 1);
-    }
-    ptx::fence_proxy_async_shared();  // the generic stores above, read by the TMA engine below
-    ptx::named_barrier_sync(bar_id, kWarpgroup);
-    if (t == 0) {
+    for (int round = 0; round < BN / EPI_COLS; ++round) {
+      if (t == 0) ptx::bulk_wait_group_read<0>();
+      ptx::named_barrier_sync(bar_id, kWarpgroup);
+      if (mine) {
 #pragma unroll
-      for (int b = 0; b < EPI_COLS / 64; ++b)
-        ptx::tma_store_2d(tma_c, n0 + round * EPI_COLS + 64 * b, row0, base + b * 8192);
-      ptx::bulk_commit_group();
+        for (int jj = 0; jj < EPI_COLS / 8; ++jj) {
+          const int j = round * (EPI_COLS / 8) + jj, c = 8 * jj + 2 * (lane % 4);
+          *reinterpret_cast<uint32_t*>(bytes + staging_offset_of<EPI_COLS>(r, c)) = fragment_pair<E>(d, j, 0);
+          *reinterpret_cast<uint32_t*>(bytes + staging_offset_of<EPI_COLS>(r + 8, c)) = fragment_pair<E>(d, j, 1);
+        }
+      }
+      ptx::fence_proxy_async_shared();  // the generic stores above, read by the TMA engine below
+      ptx::named_barrier_sync(bar_id, kWarpgroup);
+      if (t == 0) {
+#pragma unroll
+        for (int b = 0; b < EPI_COLS / Staging::kBoxCols; ++b)
+          ptx::tma_store_2d(tma_c, n0 + round * EPI_COLS + Staging::kBoxCols * b, row0 + part * EPI_ROWS,
+                            base + b * EPI_ROWS * Staging::kBoxCols * 2);
+        ptx::bulk_commit_group();
+      }
     }
   }
 }
@@ -299,15 +348,18 @@ struct Operands {
 };
 
 // b_box_n: the N rows of one column-major B box (default bn; a 2-CTA cluster loads half of B's tile each).
+// c_box_cols, c_box_rows: C's store box, EpilogueStaging::kBoxCols and ::kRows (64 columns: 128-byte swizzled;
+// else unswizzled).
 template <typename E>
-inline cudaError_t make_operands(const GemmArgsOf<E>& p, int bm, int bn, Operands* ops, int b_box_n = 0) {
+inline cudaError_t make_operands(const GemmArgsOf<E>& p, int bm, int bn, Operands* ops, int b_box_n = 0,
+                                 int c_box_cols = 64, int c_box_rows = 64) {
   if (b_box_n == 0) b_box_n = bn;
   if (p.sak != 1 && p.K > 1) return cudaErrorInvalidValue;
   const uint64_t lda = uint64_t(p.sam), ldb = uint64_t(p.b_col_major ? p.sbn : p.sbk);
   // a 128-byte-swizzled map of a row-major (rows x cols) matrix of E, leading dimension ld, box_rows x box_cols
   auto map = [](const void* ptr, uint64_t rows, uint64_t cols, uint64_t ld, uint32_t box_rows, uint32_t box_cols,
                 CUtensorMap* out) {
-    host::TensorMapKey key{ptr, rows, cols, ld, box_rows, box_cols, true};
+    host::TensorMapKey key{ptr, rows, cols, ld, box_rows, box_cols, box_cols == 64};  // 64: 128-byte swizzle
     key.dtype = DTypeOf<E>::value;
     return host::cached_tensor_map(key, out);
   };
@@ -318,7 +370,8 @@ inline cudaError_t make_operands(const GemmArgsOf<E>& p, int bm, int bn, Operand
   if (err != cudaSuccess) return err;
   ops->pairs = p.ldc % 2 == 0 && reinterpret_cast<uintptr_t>(p.C) % 4 == 0;
   ops->tma_store = host::tma_describable(p.C, uint64_t(p.ldc)) &&
-                   map(p.C, uint64_t(p.M), uint64_t(p.N), uint64_t(p.ldc), 64, 64, &ops->c) == cudaSuccess;
+                   map(p.C, uint64_t(p.M), uint64_t(p.N), uint64_t(p.ldc), uint32_t(c_box_rows), uint32_t(c_box_cols), &ops->c) ==
+                       cudaSuccess;
   return cudaSuccess;
 }
 
@@ -371,12 +424,20 @@ cudaError_t launch(dim3 grid, int threads, int tile_m, int tile_n, const GemmArg
 // 128 x 192 (the persistent kernel's fourth tile; the split kernel has none) is a candidate where speed192 > 0, unsplit
 // only: it fills whole waves where 128 x 256 leaves part of the last one idle (3072 x 5120: 648 tiles of 128 x 192 are
 // 4.9 rounds of 132, 480 of 128 x 256 are 3.6).
+// 256 x 152 (the persistent kernel's tall tile, column-major B only) is a candidate where speed_tall > 0, unsplit and
+// never on skinny outputs: 3000 x 5000 in 256 x 152 is 396 tiles, exactly 3 rounds of 132 (cuBLAS's tile there),
+// where 128 x 256 needs 4 rounds of 120. Its score also counts the rows its 256-row tiles cover past M, against
+// the 128-row tiles' (the other candidates share those). kSpeedTall: its speed per output relative to 128 x 256,
+// measured (tune_wgmma, docs/ladders/hopper.md "A 256 x 152 tile"): 0.98-1.03 with 128-byte aligned rows, 0.94 on
+// 3000 x 5000 x 2000's 4,000-byte rows; the lower figure, so that it is taken only where its rounds are fuller.
+constexpr double kSpeedTall = 0.94;
 struct Plan {
   int bn, split;
+  int bm = 128;
 };
 __host__ __device__ constexpr Plan choose_plan(int M, int N, int K, int sms, int force_bn = 0, int force_split = 0,
                                                int max_split = 4, int wave2 = 0, int wave4 = 0,
-                                               double speed192 = 0.0) {
+                                               double speed192 = 0.0, double speed_tall = 0.0) {
   const int tiles_m = cdiv(M, 128), kblocks = cdiv(K, BK);
   const bool skinny = M <= 128 || N <= 128;
   const int bns[4] = {256, 192, 128, 64};
@@ -400,6 +461,14 @@ __host__ __device__ constexpr Plan choose_plan(int M, int N, int K, int sms, int
       if (score > best_score + 1e-9) best = Plan{bns[i], split}, best_score = score;
     }
   }
+  if ((force_bn == 152 || (!force_bn && speed_tall > 0.0 && !skinny)) && (!force_split || force_split == 1)) {
+    const long tall_m = cdiv(M, 256), tiles_n = cdiv(N, 152), units = tall_m * tiles_n;
+    const long rounds = (units + sms - 1) / sms;
+    const double fill = double(units) / double(rounds * sms);
+    const double score = speed_tall * fill * double(N) / double(tiles_n * 152) * double(tiles_m * 128) /
+                         double(tall_m * 256);
+    if (force_bn == 152 || score > best_score + 1e-9) best = Plan{152, 1, 256}, best_score = score;
+  }
   while (best.split > 1 && best.split > kblocks) best.split /= 2;
   return best;
 }
@@ -418,12 +487,19 @@ static_assert(choose_plan(4096, 4096, 4096, 132).bn == 256 && choose_plan(4096, 
                   choose_plan(4096, 4096, 4096, 132, 0, 0, 4, 0, 0, 0.96).bn == 256 &&
                   choose_plan(8192, 8192, 8192, 132, 0, 0, 4, 0, 0, 0.96).bn == 256 &&
                   choose_plan(8192, 28672, 4096, 132, 0, 0, 4, 0, 0, 0.96).bn == 256 &&
-                  choose_plan(16, 4096, 4096, 132, 0, 0, 1, 0, 0, 0.96).bn == 64,
+                  choose_plan(16, 4096, 4096, 132, 0, 0, 1, 0, 0, 0.96).bn == 64 &&
+                  choose_plan(3000, 5000, 2000, 132, 0, 0, 4, 0, 0, 0.0, kSpeedTall).bm == 256 &&
+                  choose_plan(4096, 4096, 4096, 132, 0, 0, 4, 0, 0, 0.0, kSpeedTall).bn == 256 &&
+                  choose_plan(8192, 8192, 8192, 132, 0, 0, 4, 0, 0, 0.0, kSpeedTall).bn == 256 &&
+                  choose_plan(8192, 28672, 4096, 132, 0, 0, 4, 0, 0, 0.0, kSpeedTall).bn == 256 &&
+                  choose_plan(128, 4096, 4096, 132, 0, 0, 4, 132, 120, 0.0, kSpeedTall).bn == 64 &&
+                  choose_plan(4096, 4096, 4096, 132, 152).bm == 256,
               "worked cases: large outputs keep 128 x 256 whole; a 16-row output splits 64 tiles of 128 x 64 in two "
               "(128 blocks; 128 x 128 in four would need 128 of the 120 blocks that fit); 64 x 8192 (128 tiles of "
               "128 x 64) and 1024^3 fill the GPU unsplit; 128 x 4096 x 4096 (64 tiles) splits; 16 columns take the "
               "narrowest tile; forced splits are cut to the k-blocks; 128 x 192 (speed 0.96) only where 128 x 256 "
-              "leaves a round a tenth empty (3072 x 5120: 480 tiles on 132 SMs), never on skinny outputs");
+              "leaves a round a tenth empty (3072 x 5120: 480 tiles on 132 SMs), never on skinny outputs; 256 x 152 on "
+              "3000 x 5000 (3 full rounds) but not on the large squares; GemmArgs::tile forces it");
 
 // Blocks of a persistent grid over `units` work units (tiles, or tile pairs of a cluster) of which at most `slots`
 // are resident at once. By default (policy 0 or 2) the fewest blocks that need the same number of rounds,

@@ -6,10 +6,11 @@
 #include "blocks/wgmma_tile.cuh"
 
 // The tile and K split for p on this device (hopper::choose_plan with the SM count and the blocks that run at once
-// in clusters of 2 and 4), GemmArgs::tile (1/2/3/4: 128 x 256/128/64/192) and ::split (1 = never, 2, 4) pinning
-// them. speed192 > 0 makes 128 x 192 a candidate of the unsplit plans (the persistent kernel's; 0 for the split one).
+// in clusters of 2 and 4), GemmArgs::tile (1/2/3/4: 128 x 256/128/64/192, 5/6: 256 x 152 in 4/3 stages) and
+// ::split (1 = never, 2, 4) pinning them. speed192 > 0 and speed_tall > 0 make 128 x 192 and 256 x 152 candidates
+// of the unsplit plans (the persistent kernel's; 0 for the split one).
 template <typename E>
-hopper::Plan plan_wgmma(const GemmArgsOf<E>& p, double speed192 = 0.0);
+hopper::Plan plan_wgmma(const GemmArgsOf<E>& p, double speed192 = 0.0, double speed_tall = 0.0);
 
 template <typename E>
 cudaError_t launch_wgmma_splitk_plan(const GemmArgsOf<E>& p, Acc acc, cudaStream_t stream, LaunchInfo* info,

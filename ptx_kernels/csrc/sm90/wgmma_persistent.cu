@@ -28,18 +28,25 @@
 
 namespace {
 
+constexpr int kConsumers = 2, kThreads = (1 + kConsumers) * hopper::kWarpgroup;
+
 // Tiles: 128 x BN, BN from the launcher's choice (tile_bn): 256 on large outputs; narrower tiles where 128 x 256
 // tiles would leave SMs idle (skinny M, small N), so that more SMs stream B; 192 where its tiles fill the last round
 // of the persistent grid better than 256's (hopper::choose_plan).
 // Narrower tiles take more stages in the same shared memory (each stage holds 128 x 64 A + BN x 64 B).
-template <int BN_, int STAGES_>
+// MT = 2 makes the tile 256 rows tall: each consumer warpgroup owns two 64-row slabs (two m64nBNk16 per k16 step
+// on the same B). With BN = 152 (column-major B only: a row-major B stage is whole 64-column boxes) that is the tile
+// cuBLAS runs on 3000 x 5000 x 2000 NT, whose 12 x 33 = 396 tiles are exactly 3 rounds of 132 SMs; its 152-column
+// rows are no whole number of 64 x 64 swizzled boxes, so C is staged unswizzled, EPI_COLS columns a round.
+template <int BN_, int STAGES_, int MT_ = 1, int EPI_COLS_ = (BN_ % 128 == 0 ? 128 : 64), int EPI_ROWS_ = 64>
 struct Tile {
-  static constexpr int BM = 128, BN = BN_, STAGES = STAGES_;
-  static constexpr int EPI_COLS = BN % 128 == 0 ? 128 : 64;  // staging per consumer 64 x EPI_COLS
+  static constexpr int MT = MT_, BM = 128 * MT_, BN = BN_, STAGES = STAGES_, EPI_COLS = EPI_COLS_;
+  template <typename E>
+  using Staging = hopper::EpilogueStaging<E, EPI_COLS, EPI_ROWS_>;  // EPI_ROWS_ x EPI_COLS a round
   template <typename E>
   struct Storage {
     hopper::SharedStorage<E, BM, BN, STAGES> ring;
-    hopper::EpilogueStaging<E, EPI_COLS> out[BM / 64];  // one per consumer warpgroup
+    Staging<E> out[kConsumers];  // one per consumer warpgroup
   };
   static_assert(hopper::smem_request<Storage<half>>() <= 227 * 1024, "the ring and the staging fit in 227 KB");
 };
@@ -47,13 +54,14 @@ using Wide = Tile<256, 4>;    // 4 x 48 KB + 2 x 16 KB staging
 using Wide192 = Tile<192, 5>;  // 5 x 40 KB + 2 x 8 KB
 using Medium = Tile<128, 6>;  // 6 x 32 KB + 2 x 16 KB
 using Narrow = Tile<64, 8>;   // 8 x 24 KB + 2 x 8 KB
+using Tall = Tile<152, 4, 2, 152, 32>;  // 256 x 152: 4 x 51 KB + 2 x 9.5 KB (32-row rounds)
+using Tall3 = Tile<152, 3, 2, 152>;     // the same in 3 stages, 64-row rounds (the A/B of GemmArgs::tile 6)
 
 constexpr int GROUP_M = 8;
 // 128 x 192's speed relative to 128 x 256 at equal fill, for hopper::choose_plan: at 0.96 it is taken only where its
 // rounds are >= 4% fuller. Offered only when A's and B's rows are 128-byte aligned: misaligned rows cost this tile
 // far more than 128 x 256 (the H100 sweep behind both choices: docs/ladders/hopper.md, "A 128 x 192 tile").
 constexpr double kSpeed192 = 0.96;
-constexpr int kConsumers = 2, kThreads = (1 + kConsumers) * hopper::kWarpgroup;
 // 40 + 2 x 232 registers x 128 threads = 64,512 <= 65,536: a consumer's 128 fp32 accumulators plus addressing.
 constexpr int kProducerRegs = 40, kConsumerRegs = 232;
 
@@ -62,8 +70,8 @@ __global__ void __launch_bounds__(kThreads, 1)
     wgmma_persistent_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_constant__ CUtensorMap tma_b,
                             const __grid_constant__ CUtensorMap tma_c, E* __restrict__ C, int64_t ldc, int M,
                             int N, int K, bool pairs) {
-  constexpr int BM = T::BM, BN = T::BN, STAGES = T::STAGES;
-  static_assert(BM == kConsumers * 64, "each consumer warpgroup owns 64 rows of the tile");
+  constexpr int BM = T::BM, BN = T::BN, MT = T::MT;
+  static_assert(BM == kConsumers * 64 * MT, "each consumer warpgroup owns 64 MT rows of the tile");
   extern __shared__ __align__(1024) uint8_t smem_raw[];
   auto& storage = hopper::aligned_storage<typename T::template Storage<E>>(smem_raw);
   auto& ss = storage.ring;
@@ -95,21 +103,28 @@ __global__ void __launch_bounds__(kThreads, 1)
   } else {
     // ---- CONSUMERS: MAIN LOOP per tile, then EPILOGUE ----
     ptx::setmaxnreg_inc<kConsumerRegs>();
-    hopper::Accum<BN, ACC> acc;
-    const int slab = (wg - 1) * 64;  // this warpgroup's rows of the tile
+    hopper::Accum<BN, ACC, MT> acc;
+    const int slab = (wg - 1) * 64 * MT;  // this warpgroup's rows of the tile
     int s = 0;
     uint32_t phase = 0;
     for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
       int tm, tn;
       hopper::tile_coords<GROUP_M>(t, tiles_m, tiles_n, tm, tn);
-      hopper::mma_tile<BN, B_COL>(ss, acc.d, slab, kblocks, s, phase, [&](int stage) {
+      hopper::mma_tile<BN, B_COL, MT>(ss, acc.d, slab, kblocks, s, phase, [&](int stage) {
         if (tid == 0) ptx::mbarrier_arrive(ptx::smem_u32(&ss.empty[stage]));  // one arrival per warpgroup
       });
-      if constexpr (TMA_STORE) {
-        hopper::store_accumulators_tma<BN, T::EPI_COLS>(acc.d, storage.out[wg - 1], &tma_c, tm * BM + slab,
-                                                        tn * BN, /*bar_id=*/wg);
+      auto store = [&](const auto& d, int row0) {  // one 64-row slab of accumulators
+        if constexpr (TMA_STORE) {
+          hopper::store_accumulators_tma<BN>(d, storage.out[wg - 1], &tma_c, row0, tn * BN, /*bar_id=*/wg);
+        } else {
+          hopper::store_accumulators<BN>(d, C, ldc, M, N, row0, tn * BN, pairs);
+        }
+      };
+      if constexpr (MT == 1) {
+        store(acc.d, tm * BM + slab);
       } else {
-        hopper::store_accumulators<BN>(acc.d, C, ldc, M, N, tm * BM + slab, tn * BN, pairs);
+#pragma unroll
+        for (int i = 0; i < MT; ++i) store(acc.d[i], tm * BM + slab + 64 * i);
       }
     }
     if (TMA_STORE && tid == 0) ptx::bulk_wait_group_read<0>();  // the staging buffer outlives the last stores
@@ -118,26 +133,33 @@ __global__ void __launch_bounds__(kThreads, 1)
 
 template <typename T, typename E>
 cudaError_t launch_tile(const GemmArgsOf<E>& p, Acc acc, cudaStream_t stream, LaunchInfo* info) {
+  using Storage = typename T::template Storage<E>;
+  constexpr bool kRowMajorB = T::BN % 64 == 0;  // a row-major B stage is whole 64-column boxes
+  if (!kRowMajorB && !p.b_col_major) return cudaErrorInvalidValue;
   hopper::Operands ops;
-  const cudaError_t err = hopper::make_operands(p, T::BM, T::BN, &ops);
+  using Staging = typename T::template Staging<E>;
+  const cudaError_t err = hopper::make_operands(p, T::BM, T::BN, &ops, 0, Staging::kBoxCols, Staging::kRows);
   if (err != cudaSuccess) return err;
   const int tiles = hopper::cdiv(p.M, T::BM) * hopper::cdiv(p.N, T::BN);
   const dim3 grid(hopper::persistent_blocks(tiles, hopper::sm_count(), p.grid));
-  using Storage = typename T::template Storage<E>;
   return tile::dispatch<E>(acc, p.b_col_major, [&](auto acc_c, auto b_col_c) {
-    if (ops.tma_store)
-      return hopper::launch<wgmma_persistent_kernel<E, T, acc_c.value, b_col_c.value, true>, Storage>(
+    if constexpr (!kRowMajorB && !b_col_c.value) {
+      return cudaErrorInvalidValue;
+    } else {
+      if (ops.tma_store)
+        return hopper::launch<wgmma_persistent_kernel<E, T, acc_c.value, b_col_c.value, true>, Storage>(
+            grid, kThreads, T::BM, T::BN, p, ops, stream, info);
+      return hopper::launch<wgmma_persistent_kernel<E, T, acc_c.value, b_col_c.value, false>, Storage>(
           grid, kThreads, T::BM, T::BN, p, ops, stream, info);
-    return hopper::launch<wgmma_persistent_kernel<E, T, acc_c.value, b_col_c.value, false>, Storage>(
-        grid, kThreads, T::BM, T::BN, p, ops, stream, info);
+    }
   });
 }
 
 }  // namespace
 
 // ---- HOST: choose the tile (or another kernel) -> tensor maps -> launch ----
-// hopper::choose_plan scores 128 x 256, 128 x 128 and 128 x 64 tiles (and 128 x 192 where A's and B's rows are
-// 128-byte aligned) by how many SMs they keep busy. Two kinds of
+// hopper::choose_plan scores 128 x 256, 128 x 128 and 128 x 64 tiles (128 x 192 where A's and B's rows are
+// 128-byte aligned, 256 x 152 where B is column-major) by how many SMs they keep busy. Two kinds of
 // problem go to another step of the ladder, as a library's heuristic would send them (last_launch()["kernel"] names
 // it):
 //   - outputs that even narrow tiles cannot spread over the SMs, with K long enough to share (skinny M or N; the
@@ -146,15 +168,17 @@ cudaError_t launch_tile(const GemmArgsOf<E>& p, Acc acc, cudaStream_t stream, La
 //     apart): every 128-byte box row then straddles five 32-byte sectors, not four, and the B boxes were 0.77x of
 //     cuBLAS, 0.97x with the same B 128-byte aligned (TUNE_LD_ALIGN=64, docs/ladders/hopper.md); wgmma_cluster.cu
 //     multicasts each B box to two blocks, halving those reads (0.96x).
-// GemmArgs::tile (1/2/3/4: 128 x 256/128/64/192) and ::split (1 = never) pin the plan.
+// GemmArgs::tile (1/2/3/4: 128 x 256/128/64/192; 5/6: 256 x 152 in 4/3 stages) and ::split (1 = never) pin the plan.
 template <typename E>
 cudaError_t launch_wgmma_persistent(const GemmArgsOf<E>& p, Acc acc, cudaStream_t stream, LaunchInfo* info) {
   const int64_t row_bytes_b = (p.b_col_major ? p.sbn : p.sbk) * int64_t(sizeof(E));
   const bool rows_128b = (p.sam * int64_t(sizeof(E))) % 128 == 0 && row_bytes_b % 128 == 0;
-  const hopper::Plan plan = plan_wgmma(p, rows_128b ? kSpeed192 : 0.0);
+  const hopper::Plan plan = plan_wgmma(p, rows_128b ? kSpeed192 : 0.0, p.b_col_major ? hopper::kSpeedTall : 0.0);
   if (plan.split > 1) return launch_wgmma_splitk_plan(p, acc, stream, info, plan);
   const bool b_rows_straddle = !p.b_col_major && (p.sbk * int64_t(sizeof(E))) % 32 != 0;
   if (plan.bn == 256 && p.tile == 0 && b_rows_straddle) return launch_wgmma_cluster(p, acc, stream, info);
+  if (plan.bn == 152 && p.tile == 6) return launch_tile<Tall3>(p, acc, stream, info);
+  if (plan.bn == 152) return launch_tile<Tall>(p, acc, stream, info);
   if (plan.bn == 256) return launch_tile<Wide>(p, acc, stream, info);
   if (plan.bn == 192) return launch_tile<Wide192>(p, acc, stream, info);
   if (plan.bn == 128) return launch_tile<Medium>(p, acc, stream, info);

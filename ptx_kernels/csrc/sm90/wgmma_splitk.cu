@@ -207,16 +207,21 @@ int wave_blocks(int split) {
 
 // ---- HOST: the plan -> tensor maps -> launch ----
 template <typename E>
-hopper::Plan plan_wgmma(const GemmArgsOf<E>& p, double speed192) {
-  const int force_bn = p.tile == 1 ? 256 : p.tile == 2 ? 128 : p.tile == 3 ? 64 : p.tile == 4 ? 192 : 0;
+hopper::Plan plan_wgmma(const GemmArgsOf<E>& p, double speed192, double speed_tall) {
+  const int force_bn = p.tile == 1   ? 256
+                       : p.tile == 2 ? 128
+                       : p.tile == 3 ? 64
+                       : p.tile == 4 ? 192
+                       : p.tile >= 5 ? 152
+                                     : 0;
   return hopper::choose_plan(p.M, p.N, p.K, hopper::sm_count(), force_bn, p.split, 4, wave_blocks(2),
-                             wave_blocks(4), speed192);
+                             wave_blocks(4), speed192, speed_tall);
 }
 
 template <typename E>
 cudaError_t launch_wgmma_splitk_plan(const GemmArgsOf<E>& p, Acc acc, cudaStream_t stream, LaunchInfo* info,
                                      hopper::Plan plan) {
-  if (plan.bn == 192) return cudaErrorInvalidValue;  // a persistent-only tile (GemmArgs::tile 4)
+  if (plan.bn == 192 || plan.bn == 152) return cudaErrorInvalidValue;  // persistent-only tiles (GemmArgs::tile 4-6)
   if (plan.bn == 256) return launch_tile<Wide>(p, acc, plan.split, stream, info);
   if (plan.bn == 128) return launch_tile<Medium>(p, acc, plan.split, stream, info);
   return launch_tile<Narrow>(p, acc, plan.split, stream, info);
@@ -230,8 +235,8 @@ cudaError_t launch_wgmma_splitk(const GemmArgsOf<E>& p, Acc acc, cudaStream_t st
 }
 
 // The hand-off's entry points (sm90/handoff.h), for wgmma_persistent.cu's translation unit.
-template hopper::Plan plan_wgmma<half>(const GemmArgsOf<half>&, double);
-template hopper::Plan plan_wgmma<__nv_bfloat16>(const GemmArgsOf<__nv_bfloat16>&, double);
+template hopper::Plan plan_wgmma<half>(const GemmArgsOf<half>&, double, double);
+template hopper::Plan plan_wgmma<__nv_bfloat16>(const GemmArgsOf<__nv_bfloat16>&, double, double);
 template cudaError_t launch_wgmma_splitk_plan<half>(const GemmArgsOf<half>&, Acc, cudaStream_t, LaunchInfo*,
                                                     hopper::Plan);
 template cudaError_t launch_wgmma_splitk_plan<__nv_bfloat16>(const GemmArgsOf<__nv_bfloat16>&, Acc, cudaStream_t,
