@@ -4,6 +4,7 @@ from __future__ import annotations
 import torch
 
 from hgemm_common.operands import is_col_major, is_row_major, resolved, rows_aligned16
+from hgemm_common.plans import LRU, call_key
 from hgemm_common.validation import check_acc, check_dtype_offered, finish_empty, validate
 
 from .build import BuildError, load
@@ -13,7 +14,12 @@ __all__ = ["BuildError", "SparseA", "Variant", "check_variant", "hgemm", "last_l
            "variants"]
 
 ACCUMULATIONS = ("fp32", "fp16")
-_last: dict = {}
+_last: list = [None]  # (variant, acc, the binding's report, b_col, copies) of the latest hgemm / sparse_hgemm call
+# hgemm's plans: call_key(a, b, out, variant, acc, tile, split) of a call that launched with no copies -> (extension,
+# b_col, byte extents of A, B and out). A later call with the same key (same shapes, strides, dtypes, devices and
+# alignment bits, so validation and every layout decision would come out the same) launches at once; only the
+# overlap of out= with A and B, which depends on the addresses, is tested again.
+_PLANS = LRU(256)
 
 
 def variants(kind: str = "dense") -> tuple[Variant, ...]:
@@ -27,7 +33,12 @@ def last_launch() -> dict:
     block tile (tile_m, tile_n) where the variant chose between several (else None), the K parts of a split-K
     launch (else None), and the variant whose kernel ran ("kernel": wgmma_persistent hands skinny outputs to
     wgmma_splitk and some row-major B to wgmma_cluster; else the variant itself)."""
-    return dict(_last)
+    if _last[0] is None:
+        return {}
+    variant, acc, (info, ran), b_col, copies = _last[0]
+    return dict(variant=variant, acc=acc, grid=(info[0], info[1]), block=info[2], smem_bytes=info[3],
+                b_col_major=b_col, copies=list(copies), tile=(info[5], info[6]) if info[5] else None,
+                split=info[7] or None, kernel=ran or variant)
 
 
 def check_variant(variant: str, acc: str, kind: str = "dense") -> Variant:
@@ -129,6 +140,24 @@ def hgemm(a: torch.Tensor, b: torch.Tensor, *, variant: str = "wmma_multistage",
                                "grad; drop them or detach the tensors")
         from .ops import ptx_hgemm
         return ptx_hgemm(a, b, variant, acc)
+    try:
+        key = call_key(a, b, out, variant, acc, tile, split)
+        plan = _PLANS.get(key)
+        if plan is not None and (a.is_neg() or b.is_neg() or (out is not None and out.is_neg())):
+            plan = None  # negative views are resolved into copies (below)
+    except (AttributeError, TypeError):  # not tensors, or unhashable arguments: the checks below name the problem
+        key = plan = None
+    if plan is not None:
+        ext, b_col, ea, eb, eo = plan
+        if out is None:
+            out = a.new_empty(a.shape[0], b.shape[1])  # A's dtype and device, contiguous
+        else:
+            o0, a0, b0 = out.data_ptr(), a.data_ptr(), b.data_ptr()
+            if (o0 < a0 + ea and a0 < o0 + eo) or (o0 < b0 + eb and b0 < o0 + eo):
+                validate(a, b, out, allow_cpu=False)  # raises the overlap error
+        _record_launch(variant, acc, ext.hgemm_launch(variant, a, b, out, b_col, acc == "fp16", TILES[tile],
+                                                      split or 0), b_col, ())
+        return out
     v = check_variant(variant, acc)
     if tile not in TILES:
         raise ValueError(f"hgemm: tile must be one of {sorted(TILES)}, got {tile!r}")
@@ -168,16 +197,21 @@ def hgemm(a: torch.Tensor, b: torch.Tensor, *, variant: str = "wmma_multistage",
     if c is not p.out:
         p.out.copy_(c)
     _record_launch(variant, acc, report, b_col, copies)
+    if key is not None and not copies:
+        _PLANS.put(key, (ext, b_col, _span(a), _span(b), _span(p.out)))
     return p.out
 
 
-def _record_launch(variant: str, acc: str, report, b_col: bool, copies: list[str]) -> None:
-    """Keep what the binding reported ({grid, block, smem, ..., tile, split}, the kernel that ran) for last_launch."""
-    info, ran = report
-    _last.clear()
-    _last.update(variant=variant, acc=acc, grid=(info[0], info[1]), block=info[2], smem_bytes=info[3],
-                 b_col_major=b_col, copies=copies, tile=(info[5], info[6]) if info[5] else None,
-                 split=info[7] or None, kernel=ran or variant)
+def _span(t: torch.Tensor) -> int:
+    """The bytes from a 2-D tensor's first element to past its last one (its strides are non-negative)."""
+    (rows, cols), (sr, sc) = t.shape, t.stride()
+    return ((rows - 1) * sr + (cols - 1) * sc + 1) * t.element_size()
+
+
+def _record_launch(variant: str, acc: str, report, b_col: bool, copies) -> None:
+    """Keep what the binding reported ({grid, block, smem, ..., tile, split}, the kernel that ran) for last_launch
+    (which builds its dict only when asked: this runs on every call)."""
+    _last[0] = (variant, acc, report, b_col, copies)
 
 
 def _sparse_variant(variant: str, acc: str, device: torch.device) -> Variant:

@@ -32,13 +32,13 @@ from __future__ import annotations
 
 import statistics
 import threading
-from collections import OrderedDict
 from dataclasses import dataclass
 
 import torch
 import triton
 
 from hgemm_common.operands import major, meets_alignment, tma_describable
+from hgemm_common.plans import LRU, call_key
 from hgemm_common.timing import wall_us
 from hgemm_common.validation import DTYPE_NAMES, interpreter_active, max_element_offset
 
@@ -218,54 +218,11 @@ class _nothing:
 def key_of(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None, acc: str, kernel: str,
            config: Config | None) -> tuple:
     """Everything that decides the plan and the compiled kernels' specialization (Triton specializes integers on
-    == 1 and % 16, pointers on 16-byte alignment: the exact sizes and strides and the alignment bits cover both).
-    The dtypes are in it, so a plan (and the kernels it compiled for `*fp16` or `*bf16` pointers and descriptors)
-    only ever serves calls of its own dtype. Raises AttributeError / TypeError for non-tensors (the caller then
-    validates, which names the problem)."""
-    # alignment bits; None for a null pointer (no memory: an empty tensor, or a ZeroTensor), so that such a call
-    # never reuses a plan made for real memory and goes through validation instead
-    o = None
-    if out is not None:
-        po = out.data_ptr()
-        o = (out.shape, out.stride(), out.dtype, out.device, po % 16 == 0 if po else None)
-    pa, pb = a.data_ptr(), b.data_ptr()
-    return (a.shape, b.shape, a.stride(), b.stride(), a.dtype, b.dtype, a.device, b.device,
-            pa % 16 == 0 if pa else None, pb % 16 == 0 if pb else None, o, acc, kernel, config)
-
-
-class LRU:
-    """A bounded mapping (least recently used out first) that threads may share. A hit takes no lock (it is on
-    every call's path): OrderedDict's get and move_to_end are single C calls under the GIL, and a key evicted by
-    another thread between the two is simply not moved; inserts and evictions take the lock."""
-
-    def __init__(self, capacity: int):
-        self.capacity = capacity
-        self._d: OrderedDict = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, key):
-        v = self._d.get(key)
-        if v is not None:
-            try:
-                self._d.move_to_end(key)
-            except KeyError:  # evicted by another thread since the get
-                pass
-        return v
-
-    def put(self, key, value):
-        with self._lock:
-            self._d[key] = value
-            self._d.move_to_end(key)
-            while len(self._d) > self.capacity:
-                self._d.popitem(last=False)
-        return value
-
-    def __len__(self) -> int:
-        return len(self._d)
-
-    def clear(self) -> None:
-        with self._lock:
-            self._d.clear()
+    == 1 and % 16, pointers on 16-byte alignment: the exact sizes and strides and the alignment bits of
+    `hgemm_common.plans.call_key` cover both). The dtypes are in it, so a plan (and the kernels it compiled for
+    `*fp16` or `*bf16` pointers and descriptors) only ever serves calls of its own dtype. Raises AttributeError /
+    TypeError for non-tensors (the caller then validates, which names the problem)."""
+    return call_key(a, b, out, acc, kernel, config)
 
 
 PLANS = LRU(PLAN_CAPACITY)  # key_of(...) -> Runner
