@@ -7,7 +7,8 @@
 #   bash scripts/gpu_pass.sh sanitize OUTDIR # compute-sanitizer memcheck + racecheck over every kernel
 #   bash scripts/gpu_pass.sh wall OUTDIR     # per-call wall time (operators too), the PTX call's host pieces, and
 #                                             # where the host time goes (cProfile) for the small shapes
-#   bash scripts/gpu_pass.sh hopper OUTDIR    # the Hopper ladder vs cuBLAS (scripts/tune_wgmma.cu; SHAPES=MxNxK,...)
+#   bash scripts/gpu_pass.sh hopper OUTDIR    # the Hopper ladder vs cuBLAS (scripts/tune_wgmma.cu; SHAPES=MxNxK,...,
+#                                             # TUNE_KERNELS=..., SANITIZE=1 for compute-sanitizer over forced tiles)
 #   bash scripts/gpu_pass.sh sustained OUTDIR # back to back under the power cap (scripts/sustained.py; SHAPES=...,
 #                                             # KIND=sparse for the 2:4 sparse kernels)
 #   bash scripts/gpu_pass.sh sparse OUTDIR    # the 2:4 sparse kernels: GPU tests, the ceilings by occupancy, the bench
@@ -94,8 +95,18 @@ case "$PART" in
     ;;
   hopper)
     # the Hopper ladder alone: exact checks against cuBLAS, then timings beside cuBLAS and the wgmma ceiling
-    bash scripts/build_tune.sh /tmp || exit 1
+    # (SANITIZE=1: also compute-sanitizer over the check with the forced tiles the Python cases never plan, such as
+    # the 256 x 152 tile on small shapes)
+    bash scripts/build_tune.sh /tmp wgmma || exit 1
     /tmp/tune_wgmma check 2>&1 | tee "$OUTDIR/tune_wgmma_check.log" | tail -12
+    if [ "${SANITIZE:-0}" = 1 ]; then
+      for tool in memcheck racecheck synccheck; do
+        TUNE_KERNELS=${TUNE_KERNELS:-persistent_tall,persistent_tall3,persistent_192,wgmma_persistent} \
+          TUNE_CHECK_MAX_MNK=3e8 compute-sanitizer --tool $tool --error-exitcode 3 --print-limit 30 \
+          /tmp/tune_wgmma check > "$OUTDIR/sanitize_tune_$tool.txt" 2>&1
+        echo "$tool rc=$? $(grep -E '^check:|SUMMARY' "$OUTDIR/sanitize_tune_$tool.txt" | tr '\n' ' ')"
+      done
+    fi
     /tmp/tune_wgmma bench ${SHAPES:-} 2>&1 | tee "$OUTDIR/tune_wgmma_bench.log"
     ;;
   sustained)

@@ -428,7 +428,7 @@ cudaError_t launch(dim3 grid, int threads, int tile_m, int tile_n, const GemmArg
 // never on skinny outputs: 3000 x 5000 in 256 x 152 is 396 tiles, exactly 3 rounds of 132 (cuBLAS's tile there),
 // where 128 x 256 needs 4 rounds of 120. Its score also counts the rows its 256-row tiles cover past M, against
 // the 128-row tiles' (the other candidates share those). kSpeedTall: its speed per output relative to 128 x 256,
-// measured (tune_wgmma, docs/ladders/hopper.md "A 256 x 152 tile"): 0.98-1.03 with 128-byte aligned rows, 0.94 on
+// measured (tune_wgmma, docs/ladders/hopper.md "A 256 x 152 tile"): 0.98-1.07 on the power-of-two shapes, 0.94 on
 // 3000 x 5000 x 2000's 4,000-byte rows; the lower figure, so that it is taken only where its rounds are fuller.
 constexpr double kSpeedTall = 0.94;
 struct Plan {

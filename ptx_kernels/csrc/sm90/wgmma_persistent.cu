@@ -9,12 +9,13 @@
 // Roles (3 warpgroups, 384 threads), as in wgmma_ws.cu:
 //   warpgroup 0 — producer: gives its registers away (setmaxnreg.dec to 40), one thread issues the TMA loads of
 //                 each k-block into the STAGES-deep ring, waiting on empty[s] before refilling stage s.
-//   warpgroups 1, 2 — consumers: grow to 232 registers, each computes 64 rows x BN of the 128 x BN tile with
-//                 m64nBNk16 wgmma from shared memory, keeps one wgmma group in flight and releases a stage (one
-//                 arrival on empty[s] per warpgroup) as soon as the group that read it has completed.
+//   warpgroups 1, 2 — consumers: grow to 232 registers, each computes 64 rows x BN of the 128 x BN tile (128 rows,
+//                 two 64-row slabs, of the 256 x 152 tile) with m64nBNk16 wgmma from shared memory, keeps one wgmma
+//                 group in flight and releases a stage (one arrival on empty[s] per warpgroup) as soon as the group
+//                 that read it has completed.
 // Epilogue: where C is TMA-describable, each consumer converts its slab to C's type in a swizzled staging buffer and
-// one thread stores it with TMA in 64 x 64 boxes (hopper::store_accumulators_tma), 128 columns at a time; the
-// stores drain while the next tile's main loop runs. Otherwise the accumulators go straight to global memory.
+// one thread stores it with TMA in 64 x 64 boxes (hopper::store_accumulators_tma), 128 columns at a time (the
+// 256 x 152 tile: unswizzled 32 x 152 boxes); the stores drain while the next tile's main loop runs. Otherwise the accumulators go straight to global memory.
 // Edges: TMA reads zeros outside A and B (M, N and the K tail); TMA stores drop what falls outside C, and the
 // register-store fallback masks to M x N.
 // Skinny outputs and row-major B with rows not 32-byte aligned go to wgmma_splitk.cu / wgmma_cluster.cu instead:
