@@ -275,6 +275,20 @@ def test_small_problems_rank_close_kernels_by_per_call_time(monkeypatch, scale, 
     assert measured == ([["splitk", "splitk_tma"]] if scale * first["splitk_tma"] < dispatch.WALL_BELOW_MS else [])
 
 
+def test_small_square_problems_rank_by_device_time(monkeypatch):
+    """Per-call ranking is for skinny outputs only: on a small square problem (256 x 256, device times of 10-20 us)
+    the device time decides even where the faster kernel costs more host time per call, and no per-call time is
+    measured."""
+    first = {"blocked": 1.0, "splitk": 2.0, "tma": 0.95, "splitk_tma": 2.0}
+    monkeypatch.setattr(dispatch, "_tune", lambda kernel, *args: (configs(kernel)[0], first[kernel] * 0.01))
+    monkeypatch.setattr(dispatch, "refine", lambda runners, a, b, c: [first[r.plan.kernel] * 0.01 for r in runners])
+    monkeypatch.setattr(dispatch, "per_call_ms", lambda *args: pytest.fail("per-call time measured"))
+    monkeypatch.setattr(dispatch, "device_arch", lambda t: 90)
+    monkeypatch.setattr(dispatch, "sm_count", lambda t: 132)
+    a, b = make_inputs(256, 256, 512, "NN", device=DEVICE)
+    assert triton_kernels.plan(a, b).kernel == "tma"
+
+
 def test_per_call_time_is_not_measured_off_the_gpu():
     """The interpreter's host time says nothing about a GPU's: per_call_ms gives zeros there (and runs nothing)."""
     a, b = make_inputs(4, 4, 4, "NN", device="cpu")

@@ -58,10 +58,14 @@ EST_TFLOPS, EST_COPY_GBPS = 700.0, 3000.0
 # The choice among close candidates: those within REFINE_MARGIN of the fastest (at most REFINE_MAX) are timed again
 # in REFINE_ROUNDS interleaved rounds and ranked by their medians (`refine`).
 REFINE_MARGIN, REFINE_MAX, REFINE_ROUNDS = 1.10, 3, 3
-# Close kernels whose device time is below WALL_BELOW_MS are also timed back to back (WALL_CALLS calls between two
-# synchronizations, `per_call_ms`) and ranked by the larger of the two times: on a small problem the host's work
-# per call (descriptors, buffers, launches) can exceed the device time, and back-to-back calls then pay the host's.
-WALL_BELOW_MS, WALL_CALLS = 0.1, 20
+# Close kernels of a skinny output (a side <= WALL_SKINNY: decode-sized calls, where the host's time per call rivals
+# the device's) whose device time is below WALL_BELOW_MS are also timed back to back (WALL_CALLS calls between two
+# synchronizations, `per_call_ms`) and ranked by the larger of the two times: there the host's work per call
+# (descriptors, buffers, launches) can exceed the device time, and back-to-back calls then pay the host's. Other
+# small problems rank by device time: at 1024^3 the TMA kernel's 64x128x128 tiles ran 1.03-1.04x torch.matmul on
+# the device against the blocked kernel's 0.90-0.95x, for ~4 us more host time per call (25.4 against 21.6 us;
+# docs/results/h100-610e27a-triton/): the kernel's speed is the device time, the host's share is the launch path's.
+WALL_BELOW_MS, WALL_CALLS, WALL_SKINNY = 0.1, 20, 128
 
 
 @dataclass(frozen=True)
@@ -391,7 +395,7 @@ def choose(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, out: torch.Tensor 
                 ms = refine(runners, a, b, c)
                 timed = [(*timed[i][:3], t) for i, t in zip(close, ms)]
                 rank = ms
-                if min(ms) < WALL_BELOW_MS:  # small problem: what back-to-back calls pay may be the host's time
+                if min(ms) < WALL_BELOW_MS and min(m, n) <= WALL_SKINNY:  # back to back, the host's time may rule
                     rank = [max(t, w) for t, w in zip(ms, per_call_ms(runners, a, b, c))]
         best = min(range(len(timed)), key=rank.__getitem__)
         kern, st, cfg, ms = timed[best]
