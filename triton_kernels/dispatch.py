@@ -219,14 +219,13 @@ class _nothing:
 # ----------------------------------------------------------------------------------------------------------------
 # Keys and caches
 # ----------------------------------------------------------------------------------------------------------------
-def key_of(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None, acc: str, kernel: str,
-           config: Config | None) -> tuple:
-    """Everything that decides the plan and the compiled kernels' specialization (Triton specializes integers on
-    == 1 and % 16, pointers on 16-byte alignment: the exact sizes and strides and the alignment bits of
-    `hgemm_common.plans.call_key` cover both). The dtypes are in it, so a plan (and the kernels it compiled for
-    `*fp16` or `*bf16` pointers and descriptors) only ever serves calls of its own dtype. Raises AttributeError /
-    TypeError for non-tensors (the caller then validates, which names the problem)."""
-    return call_key(a, b, out, acc, kernel, config)
+# key_of(a, b, out, acc, kernel, config): everything that decides the plan and the compiled kernels' specialization
+# (Triton specializes integers on == 1 and % 16, pointers on 16-byte alignment: the exact sizes and strides and the
+# alignment bits of `hgemm_common.plans.call_key` cover both). The dtypes are in it, so a plan (and the kernels it
+# compiled for `*fp16` or `*bf16` pointers and descriptors) only ever serves calls of its own dtype. Raises
+# AttributeError / TypeError for non-tensors (the caller then validates, which names the problem). call_key itself,
+# not a wrapper: it is on every call's path.
+key_of = call_key
 
 
 PLANS = LRU(PLAN_CAPACITY)  # key_of(...) -> Runner
