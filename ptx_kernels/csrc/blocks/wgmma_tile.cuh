@@ -302,7 +302,8 @@ __host__ __device__ __forceinline__ uint32_t staging_offset_of(int r, int c) {  
 // named barrier. Thread 0 of the warpgroup owns the bulk groups: it waits for the previous stores to have read the
 // staging buffer before anyone overwrites it, so the last stores of a tile still run while the next tile computes.
 template <int BN, int EPI_COLS, int EPI_ROWS, typename AccRegs, typename E>
-__device__ __forceinline__ void store_accumulators_tma(const AccRegs& d, EpilogueStaging<E, EPI_COLS, EPI_ROWS>& stage,
+__device__ __forceinline__ void store_accumulators_tma(const AccRegs& d,
+                                                       EpilogueStaging<E, EPI_COLS, EPI_ROWS>& stage,
                                                        const CUtensorMap* tma_c, int row0, int n0, uint32_t bar_id) {
   using Staging = EpilogueStaging<E, EPI_COLS, EPI_ROWS>;
   static_assert(BN % EPI_COLS == 0, "the slab is stored in whole EPI_COLS-column rounds");
@@ -370,8 +371,8 @@ inline cudaError_t make_operands(const GemmArgsOf<E>& p, int bm, int bn, Operand
   if (err != cudaSuccess) return err;
   ops->pairs = p.ldc % 2 == 0 && reinterpret_cast<uintptr_t>(p.C) % 4 == 0;
   ops->tma_store = host::tma_describable(p.C, uint64_t(p.ldc)) &&
-                   map(p.C, uint64_t(p.M), uint64_t(p.N), uint64_t(p.ldc), uint32_t(c_box_rows), uint32_t(c_box_cols), &ops->c) ==
-                       cudaSuccess;
+                   map(p.C, uint64_t(p.M), uint64_t(p.N), uint64_t(p.ldc), uint32_t(c_box_rows), uint32_t(c_box_cols),
+                       &ops->c) == cudaSuccess;
   return cudaSuccess;
 }
 
@@ -428,7 +429,7 @@ cudaError_t launch(dim3 grid, int threads, int tile_m, int tile_n, const GemmArg
 // never on skinny outputs: 3000 x 5000 in 256 x 152 is 396 tiles, exactly 3 rounds of 132 (cuBLAS's tile there),
 // where 128 x 256 needs 4 rounds of 120. Its score also counts the rows its 256-row tiles cover past M, against
 // the 128-row tiles' (the other candidates share those). kSpeedTall: its speed per output relative to 128 x 256,
-// measured (tune_wgmma, docs/ladders/hopper.md "A 256 x 152 tile"): 0.98-1.07 on the power-of-two shapes, 0.94 on
+// measured (tune_wgmma, docs/ladders/hopper.md "A 256 x 152 tile"): 0.98-1.07 on the other shapes measured, 0.94 on
 // 3000 x 5000 x 2000's 4,000-byte rows; the lower figure, so that it is taken only where its rounds are fuller.
 constexpr double kSpeedTall = 0.94;
 struct Plan {

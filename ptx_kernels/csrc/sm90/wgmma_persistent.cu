@@ -15,7 +15,8 @@
 //                 that read it has completed.
 // Epilogue: where C is TMA-describable, each consumer converts its slab to C's type in a swizzled staging buffer and
 // one thread stores it with TMA in 64 x 64 boxes (hopper::store_accumulators_tma), 128 columns at a time (the
-// 256 x 152 tile: unswizzled 32 x 152 boxes); the stores drain while the next tile's main loop runs. Otherwise the accumulators go straight to global memory.
+// 256 x 152 tile: unswizzled 32 x 152 boxes); the stores drain while the next tile's main loop runs. Otherwise the
+// accumulators go straight to global memory.
 // Edges: TMA reads zeros outside A and B (M, N and the K tail); TMA stores drop what falls outside C, and the
 // register-store fallback masks to M x N.
 // Skinny outputs and row-major B with rows not 32-byte aligned go to wgmma_splitk.cu / wgmma_cluster.cu instead:
