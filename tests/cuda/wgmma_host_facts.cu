@@ -1,6 +1,7 @@
 // Host-side facts of the Hopper blocks, printed for tests/test_hopper_cpu.py (built with nvcc for sm_90a, run on
-// the CPU): shared-memory matrix descriptors, the epilogue staging buffer's swizzled offsets, and the tile /
-// split-K plans of wgmma_persistent and wgmma_splitk on a 132-SM GPU where 30 clusters of 4 fit at once.
+// the CPU): shared-memory matrix descriptors, the epilogue staging buffer's swizzled offsets, the tile / split-K
+// plans of wgmma_persistent and wgmma_splitk on a 132-SM GPU where 30 clusters of 4 fit at once, and
+// wgmma_persistent's unsplit plans with its 256 x 152 tile offered (column-major B).
 #include <cstdio>
 
 #include "blocks/wgmma_tile.cuh"
@@ -26,14 +27,16 @@ int main() {
     }
   // wgmma_persistent's unsplit plans with B column-major (256 x 152 offered) and 128-byte rows (128 x 192 offered)
   const int more[][3] = {{3001, 4999, 2003}, {3072, 5120, 2048}, {16384, 16384, 16384}, {8192, 8192, 1024}};
-  for (auto& list : {&shapes[0], &more[0]})
-    for (int i = 0; i < (list == &shapes[0] ? int(sizeof shapes / sizeof shapes[0]) : 4); ++i) {
-      const int* s = list[i];
+  auto tall_plans = [](const int (*list)[3], int count) {
+    for (int i = 0; i < count; ++i)
       for (double speed192 : {0.0, 0.96}) {
+        const int* s = list[i];
         const hopper::Plan p = hopper::choose_plan(s[0], s[1], s[2], 132, 0, 0, 4, 132, 120, speed192,
                                                    hopper::kSpeedTall);
         std::printf("tall %d %d %d %d %d %d %d\n", s[0], s[1], s[2], speed192 > 0, p.bm, p.bn, p.split);
       }
-    }
+  };
+  tall_plans(shapes, int(sizeof shapes / sizeof shapes[0]));
+  tall_plans(more, int(sizeof more / sizeof more[0]));
   return 0;
 }
