@@ -8,6 +8,8 @@ from collections import OrderedDict
 
 import torch
 
+from .validation import max_element_offset
+
 
 def call_key(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None, *args) -> tuple:
     """(shapes, strides, dtypes, devices of A and B, their 16-byte alignment bits, the same facts of out or None,
@@ -21,6 +23,20 @@ def call_key(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None, *args) 
     pa, pb = a.data_ptr(), b.data_ptr()
     return (a.shape, b.shape, a.stride(), b.stride(), a.dtype, b.dtype, a.device, b.device,
             pa % 16 == 0 if pa else None, pb % 16 == 0 if pb else None, o, *args)
+
+
+def byte_extents(*tensors: torch.Tensor) -> tuple[int, ...]:
+    """Each tensor's bytes from its first element to past the last its strides reach: what a plan keeps of A, B and
+    out= for `out_overlaps` (its key fixes shapes and strides; only the addresses change from call to call)."""
+    return tuple((max_element_offset(t) + 1) * t.element_size() for t in tensors)
+
+
+def out_overlaps(extents: tuple[int, int, int], a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> bool:
+    """validate()'s overlap test of out= against A and B, from the `byte_extents` of (A, B, out) a plan keeps."""
+    ea, eb, eo = extents
+    o0 = out.data_ptr()
+    a0, b0 = a.data_ptr(), b.data_ptr()
+    return (o0 < a0 + ea and a0 < o0 + eo) or (o0 < b0 + eb and b0 < o0 + eo)
 
 
 class LRU:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import torch
 
 from hgemm_common.operands import is_col_major, is_row_major, resolved, rows_aligned16
-from hgemm_common.plans import LRU, call_key
+from hgemm_common.plans import LRU, byte_extents, call_key, out_overlaps
 from hgemm_common.validation import check_acc, check_dtype_offered, finish_empty, validate
 
 from .build import BuildError, load
@@ -16,7 +16,7 @@ __all__ = ["BuildError", "SparseA", "Variant", "check_variant", "hgemm", "last_l
 ACCUMULATIONS = ("fp32", "fp16")
 _last: list = [None]  # (variant, acc, the binding's report, b_col, copies) of the latest hgemm / sparse_hgemm call
 # hgemm's plans: call_key(a, b, out, variant, acc, tile, split) of a call that launched with no copies -> (extension,
-# b_col, byte extents of A, B and out). A later call with the same key (same shapes, strides, dtypes, devices and
+# b_col, byte_extents of A, B and out). A later call with the same key (same shapes, strides, dtypes, devices and
 # alignment bits, so validation and every layout decision would come out the same) launches at once; only the
 # overlap of out= with A and B, which depends on the addresses, is tested again.
 _PLANS = LRU(256)
@@ -148,13 +148,11 @@ def hgemm(a: torch.Tensor, b: torch.Tensor, *, variant: str = "wmma_multistage",
     except (AttributeError, TypeError):  # not tensors, or unhashable arguments: the checks below name the problem
         key = plan = None
     if plan is not None:
-        ext, b_col, ea, eb, eo = plan
+        ext, b_col, extents = plan
         if out is None:
             out = a.new_empty(a.shape[0], b.shape[1])  # A's dtype and device, contiguous
-        else:
-            o0, a0, b0 = out.data_ptr(), a.data_ptr(), b.data_ptr()
-            if (o0 < a0 + ea and a0 < o0 + eo) or (o0 < b0 + eb and b0 < o0 + eo):
-                validate(a, b, out, allow_cpu=False)  # raises the overlap error
+        elif out_overlaps(extents, a, b, out):
+            validate(a, b, out, allow_cpu=False)  # raises the overlap error
         _record_launch(variant, acc, ext.hgemm_launch(variant, a, b, out, b_col, acc == "fp16", TILES[tile],
                                                       split or 0), b_col, ())
         return out
@@ -198,14 +196,8 @@ def hgemm(a: torch.Tensor, b: torch.Tensor, *, variant: str = "wmma_multistage",
         p.out.copy_(c)
     _record_launch(variant, acc, report, b_col, copies)
     if key is not None and not copies:
-        _PLANS.put(key, (ext, b_col, _span(a), _span(b), _span(p.out)))
+        _PLANS.put(key, (ext, b_col, byte_extents(a, b, p.out)))
     return p.out
-
-
-def _span(t: torch.Tensor) -> int:
-    """The bytes from a 2-D tensor's first element to past its last one (its strides are non-negative)."""
-    (rows, cols), (sr, sc) = t.shape, t.stride()
-    return ((rows - 1) * sr + (cols - 1) * sc + 1) * t.element_size()
 
 
 def _record_launch(variant: str, acc: str, report, b_col: bool, copies) -> None:

@@ -38,9 +38,9 @@ import torch
 import triton
 
 from hgemm_common.operands import major, meets_alignment, tma_describable
-from hgemm_common.plans import LRU, call_key
+from hgemm_common.plans import LRU, byte_extents, call_key, out_overlaps
 from hgemm_common.timing import wall_us
-from hgemm_common.validation import DTYPE_NAMES, interpreter_active, max_element_offset
+from hgemm_common.validation import DTYPE_NAMES, interpreter_active
 
 from .common import Config, prune_for_problem, time_ms
 from .launch import Direct, Kept, direct_supported, hooks_idle, jit_launch
@@ -420,15 +420,10 @@ def runner_for(key: tuple, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, ou
     that call."""
     facts = key[:-2]
     r = Runner(choose(a, b, c, out, acc, kernel, config, facts), acc == "fp16")
-    esize = a.element_size()
-    r.extents = tuple((max_element_offset(t) + 1) * esize for t in (a, b, out)) if out is not None else None
+    r.extents = byte_extents(a, b, out) if out is not None else None
     return PLANS.put(key, r)
 
 
 def overlaps(r: Runner, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> bool:
-    """validate()'s overlap test of out= against A and B, from the extents the runner keeps (its key fixes shapes
-    and strides; only the addresses change from call to call)."""
-    ea, eb, eo = r.extents
-    o0 = out.data_ptr()
-    a0, b0 = a.data_ptr(), b.data_ptr()
-    return (o0 < a0 + ea and a0 < o0 + eo) or (o0 < b0 + eb and b0 < o0 + eo)
+    """validate()'s overlap test of out= against A and B, from the extents the runner keeps."""
+    return out_overlaps(r.extents, a, b, out)

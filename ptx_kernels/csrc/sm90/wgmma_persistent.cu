@@ -137,7 +137,6 @@ template <typename T, typename E>
 cudaError_t launch_tile(const GemmArgsOf<E>& p, Acc acc, cudaStream_t stream, LaunchInfo* info) {
   using Storage = typename T::template Storage<E>;
   constexpr bool kRowMajorB = T::BN % 64 == 0;  // a row-major B stage is whole 64-column boxes
-  if (!kRowMajorB && !p.b_col_major) return cudaErrorInvalidValue;
   hopper::Operands ops;
   using Staging = typename T::template Staging<E>;
   const cudaError_t err = hopper::make_operands(p, T::BM, T::BN, &ops, 0, Staging::kBoxCols, Staging::kRows);
