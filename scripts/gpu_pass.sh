@@ -10,7 +10,8 @@
 #   bash scripts/gpu_pass.sh hopper OUTDIR    # the Hopper ladder vs cuBLAS (scripts/tune_wgmma.cu; SHAPES=MxNxK,...,
 #                                             # TUNE_KERNELS=..., SANITIZE=1 for compute-sanitizer over forced tiles)
 #   bash scripts/gpu_pass.sh sustained OUTDIR # back to back under the power cap (scripts/sustained.py; SHAPES=...,
-#                                             # KIND=sparse for the 2:4 sparse kernels)
+#                                             # KIND=sparse for the 2:4 sparse kernels, CEILINGS="wgmma wgmma.random"
+#                                             # for the instruction loops beside them, LAYOUTS="NN" for one layout)
 #   bash scripts/gpu_pass.sh sparse OUTDIR    # the 2:4 sparse kernels: GPU tests, the ceilings by occupancy, the bench
 #                                             # (LAYOUTS="NN NT" for both B layouts; OCCUPANCY=0 skips the ceilings)
 #   bash scripts/gpu_pass.sh triton OUTDIR    # the Triton tests, then config sweeps beside torch.matmul
@@ -114,8 +115,9 @@ case "$PART" in
     # (KIND=sparse: the 2:4 sparse kernels beside cuSPARSELt and dense torch.matmul on the same pruned A)
     K=(torch.matmul wgmma_persistent wgmma_cluster triton)
     [ "${KIND:-dense}" = sparse ] && K=(torch.matmul torch.sparse_semi_structured "wgmma_sp*")
-    for L in NN NT; do
-      python scripts/sustained.py --kind "${KIND:-dense}" --layout $L --kernels "${K[@]}" \
+    [ -n "${KERNELS:-}" ] && read -ra K <<< "$KERNELS"  # KERNELS="torch.matmul wgmma_persistent": these instead
+    for L in ${LAYOUTS:-NN NT}; do
+      python scripts/sustained.py --kind "${KIND:-dense}" --layout $L --kernels "${K[@]}" ${CEILINGS:+--ceilings $CEILINGS} \
         --shapes "${SHAPES:-4096x4096x4096,8192x8192x8192,8192x28672x4096}" 2>&1 \
         | tee "$OUTDIR/sustained_${KIND:-dense}_$L.log"
     done

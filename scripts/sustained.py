@@ -3,6 +3,8 @@
     python scripts/sustained.py [--shapes 4096x4096x4096,8192x8192x8192] [--layout NN]
                                 [--kernels torch.matmul wgmma_persistent wgmma_cluster] [--seconds 3] [--rounds 2]
     python scripts/sustained.py --kind sparse [--kernels torch.matmul torch.sparse_semi_structured 'wgmma_sp*']
+    python scripts/sustained.py --shapes 8192x8192x8192 --kernels torch.matmul wgmma_persistent \
+                                --ceilings wgmma wgmma.random
 
 The harness (`python -m compare bench`) times short batches behind a GPU sleep with L2 flushed before every call:
 each call starts on a board that has just idled. A model's forward pass instead runs GEMMs back to back, and on a
@@ -17,6 +19,10 @@ timed. --kind sparse takes the 2:4 sparse problem of `compare bench --kind spars
 kernel (dense torch.matmul on the pruned A, torch's semi-structured sparse matmul, the sparse PTX kernels), FLOPs
 counted as the dense product's. --flush flushes L2 before every call as the harness does and times each call alone
 (the harness's timing without its GPU sleeps), to tell the flush's part in a difference from the clocks'.
+--ceilings NAME... also runs those instruction-ceiling loops (the extension's `hgemm_ceilings()`: "wgmma", its
+random-operand form "wgmma.random", ...) back to back in every round, after the kernels, fp32 accumulation: the
+tensor cores' work alone, with nothing loaded from memory, at the same power cap. Its TFLOPS per watt over a
+GEMM's bounds what any schedule of that GEMM could gain by moving operands more cheaply.
 """
 from __future__ import annotations
 
@@ -69,6 +75,8 @@ def main() -> int:
     ap.add_argument("--seconds", type=float, default=3.0)
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--kind", choices=("dense", "sparse"), default="dense")
+    ap.add_argument("--ceilings", nargs="*", default=[],
+                    help="instruction-ceiling loops to run back to back after the kernels in every round")
     ap.add_argument("--flush", action="store_true",
                     help="flush L2 before every call as the harness does (each call timed alone, no GPU sleep)")
     args = ap.parse_args()
@@ -77,6 +85,7 @@ def main() -> int:
         from compare.bench import L2_FLUSH_BYTES
         flush = torch.empty(L2_FLUSH_BYTES // 4, dtype=torch.int32, device="cuda").zero_
     kernels = registry.select(args.kernels, kind=args.kind)
+    ceilings = ceiling_runners(args.ceilings)
     print(f"{'shape':>18} {'layout':6} {'round':>5} {'kernel':28} {'TFLOPS':>8} {'x first':>8} "
           f"{'SM MHz':>7} {'W':>6} {'TFLOPS/W':>9}")
     for m, n, k in parse_shapes(args.shapes):
@@ -94,20 +103,42 @@ def main() -> int:
             if not verdict.ok:
                 raise SystemExit(f"{kern.name} is wrong on {m}x{n}x{k} {args.layout}: {verdict.detail}")
         flop = 2.0 * m * n * k
+        runs = [(kern.name, (lambda kern=kern: kern.run(a, b, outs[kern.name])), flop) for kern in kernels]
         for r in range(args.rounds):
             first = None
-            for kern in kernels:
-                out = outs[kern.name]
+            for name, fn, fn_flop in runs + ceilings:
                 with Sampler(period=0.1) as sampler:
-                    calls, ms = run_for(lambda: kern.run(a, b, out), args.seconds, flush)
-                tflops = flop * calls / (ms * 1e-3) / 1e12
+                    calls, ms = run_for(fn, args.seconds, None if name.startswith("ceiling:") else flush)
+                tflops = fn_flop * calls / (ms * 1e-3) / 1e12
                 first = first or tflops
                 s = sampler.summary()
                 clock = s.get("sm_clock_mhz_median", float("nan"))
                 watts = statistics.median([x[1] for x in sampler.samples]) if sampler.samples else float("nan")
-                print(f"{m:>6}x{n}x{k:<6} {args.layout:6} {r + 1:>5} {kern.name:28} {tflops:8.1f} "
+                print(f"{m:>6}x{n}x{k:<6} {args.layout:6} {r + 1:>5} {name:28} {tflops:8.1f} "
                       f"{tflops / first:8.3f} {clock:7.0f} {watts:6.0f} {tflops / watts:9.3f}", flush=True)
     return 0
+
+
+def ceiling_runners(names: list[str]) -> list[tuple[str, object, float]]:
+    """(row name, launch, FLOPs per launch) of each named instruction-ceiling loop at the harness's loop length
+    (`compare.frame.ITERS`), fp32 accumulation, on its own number of blocks per SM."""
+    if not names:
+        return []
+    import ptx_kernels
+    from compare.frame import ITERS
+
+    ext = ptx_kernels.load()
+    missing = sorted(set(names) - set(ext.hgemm_ceilings()))
+    if missing:
+        raise SystemExit(f"no instruction ceiling named {missing} in this build; it has {ext.hgemm_ceilings()}")
+    sink = torch.empty(32 * 2**20 // 4, dtype=torch.float32, device="cuda")
+    out = []
+    for name in names:
+        iters = ITERS.get(name, 4096)
+        flop = ext.hgemm_ceiling(name, sink, iters, False, 0)  # one launch, which also returns its FLOPs
+        out.append((f"ceiling:{name}", lambda name=name, iters=iters: ext.hgemm_ceiling(name, sink, iters, False, 0),
+                    flop))
+    return out
 
 
 if __name__ == "__main__":

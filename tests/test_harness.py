@@ -216,6 +216,13 @@ def test_parse_shapes():
         bench.parse_shapes("16x4096")
 
 
+def test_timer_names_its_flushes():
+    """The flush modes scripts/flush_effect.py compares; a wrong name fails before any CUDA work."""
+    assert bench.FLUSHES == ("write", "clean", "none")
+    with pytest.raises(ValueError, match="flush must be one of"):
+        bench.Timer(flush="dirty")
+
+
 def test_inspect_triton_keeps_its_promises(tmp_path):
     """Each Triton record's promised SASS instructions are in its sm_90 compile, its forbidden ones absent (no nvcc
     needed: Triton ships ptxas and cuobjdump)."""

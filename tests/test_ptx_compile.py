@@ -291,8 +291,8 @@ def test_lab_translation_units_compile_host_and_device(tmp_path):
     sources must build alone, host launchers included (-cubin above compiles device code only). The variants'
     host code: test_registration_builds_from_the_records."""
     syms = "".join(_host_objects([CSRC / f for f in LAB_SOURCES], tmp_path).values())
-    for launcher in ("launch_mma_ceiling", "launch_wgmma_ceiling", "launch_probe_ldmatrix", "launch_probe_stmatrix", "launch_probe_mma",
-                     "launch_probe_wmma", "launch_probe_asm"):
+    for launcher in ("launch_mma_ceiling", "launch_wgmma_ceiling", "launch_wgmma_random_ceiling", "launch_probe_ldmatrix",
+                     "launch_probe_stmatrix", "launch_probe_mma", "launch_probe_wmma", "launch_probe_asm"):
         assert f" T {launcher}(" in syms, launcher
 
 

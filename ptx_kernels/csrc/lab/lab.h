@@ -17,6 +17,8 @@ inline double mma_ceiling_flops(long long blocks, long long iters) {
 // chained m64n256k16, operands in shared memory.
 constexpr int kWgmmaCeilingWarpgroups = 2;
 cudaError_t launch_wgmma_ceiling(int blocks, int iters, Acc acc, float* sink, cudaStream_t stream);
+// The same loop on random operands ("wgmma.random"; the same FLOPs per launch).
+cudaError_t launch_wgmma_random_ceiling(int blocks, int iters, Acc acc, float* sink, cudaStream_t stream);
 inline double wgmma_ceiling_flops(long long blocks, long long iters) {
   return double(blocks) * kWgmmaCeilingWarpgroups * double(iters) * 4 * (2.0 * 64 * 256 * 16);
 }

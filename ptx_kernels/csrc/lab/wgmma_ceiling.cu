@@ -5,6 +5,9 @@
 // kernels do (the loop: lab/wgmma_loop.cuh). No TMA, no epilogue: the Hopper kernels are scored against this the
 // way the mma.sync ladder is scored against mma_ceiling.cu. FLOPs per launch: wgmma_ceiling_flops(blocks, iters)
 // (lab/lab.h).
+//
+// "wgmma.random" is the same loop on random operands (lab/wgmma_loop.cuh, LoopData): no record is scored against
+// it; scripts/sustained.py runs it back to back beside the GEMMs, where the power cap sets the clock.
 #include "host/registry.h"
 #include "lab/lab.h"
 #include "lab/wgmma_loop.cuh"
@@ -13,5 +16,11 @@ cudaError_t launch_wgmma_ceiling(int blocks, int iters, Acc acc, float* sink, cu
   return lab::launch_wgmma_loop<256, kWgmmaCeilingWarpgroups>(blocks, iters, acc, sink, stream);
 }
 
+cudaError_t launch_wgmma_random_ceiling(int blocks, int iters, Acc acc, float* sink, cudaStream_t stream) {
+  return lab::launch_wgmma_loop<256, kWgmmaCeilingWarpgroups, lab::LoopData::Random>(blocks, iters, acc, sink, stream);
+}
+
 HGEMM_CEILING(wgmma, "wgmma",
               {launch_wgmma_ceiling, wgmma_ceiling_flops, 1, kWgmmaCeilingWarpgroups * hopper::kWarpgroup});
+HGEMM_CEILING(wgmma_random, "wgmma.random",
+              {launch_wgmma_random_ceiling, wgmma_ceiling_flops, 1, kWgmmaCeilingWarpgroups * hopper::kWarpgroup});

@@ -1,8 +1,14 @@
 // lab/wgmma_loop.cuh — the wgmma instruction ceiling's kernel, at any tile width BN: each of the block's warpgroups
-// issues `iters` k-blocks of 4 chained m64nBNk16 wgmma on operands already in shared memory (small non-zero values,
-// written once; nothing is loaded in the loop), keeping one group in flight like the GEMM kernels do. No TMA, no
-// epilogue. lab/wgmma_ceiling.cu launches it at BN = 256 (the harness's wgmma ceiling); scripts/wgmma_widths.cu at
-// every width the kernels use.
+// issues `iters` k-blocks of 4 chained m64nBNk16 wgmma on operands already in shared memory (written once; nothing
+// is loaded in the loop), keeping one group in flight like the GEMM kernels do. No TMA, no epilogue.
+// lab/wgmma_ceiling.cu launches it at BN = 256 (the harness's wgmma ceiling, and the same loop on random operands);
+// scripts/wgmma_widths.cu at every width the kernels use.
+//
+// Operand values (LoopData): Pattern, small multiples of 1/64 (one or two mantissa bits set), what the harness's
+// ceiling has always used; Random, uniform in [-1, 1) with all ten mantissa bits random, like a GEMM's randn inputs.
+// The tensor cores' energy per FLOP depends on how many operand bits toggle, and at the board's power cap energy
+// per FLOP is the speed: scripts/sustained.py runs the Random loop beside the GEMMs, back to back, to bound what a
+// GEMM on such data could gain by moving its operands more cheaply.
 #pragma once
 #include "blocks/wgmma_tile.cuh"
 
@@ -11,15 +17,29 @@ namespace lab {
 template <int BN>
 using WgmmaLoopStorage = hopper::SharedStorage<half, 64, BN, 1>;
 
-template <int BN, Acc ACC, int WARPGROUPS>
+enum class LoopData { Pattern, Random };
+
+// The operand value at flat index i of the loop's shared-memory stage.
+template <LoopData DATA>
+__device__ __forceinline__ half loop_value(int i) {
+  if constexpr (DATA == LoopData::Random) {
+    uint32_t h = uint32_t(i) * 0x9E3779B1u;  // a multiplicative hash, then two xor-shift-multiply rounds
+    h ^= h >> 15, h *= 0x85EBCA77u, h ^= h >> 13, h *= 0xC2B2AE35u, h ^= h >> 16;
+    // uniform in [-1, 1); an fp16 sum over `iters` k-blocks (64 products each) has std sqrt(64 * iters / 9), 171 at
+    // the harness's 4096: far below 65504
+    return __float2half(float(int(h & 0xFFFFu) - 32768) / 32768.0f);
+  } else {
+    return __float2half(float((i * 37) % 7 - 3) / 64.0f);
+  }
+}
+
+template <int BN, Acc ACC, int WARPGROUPS, LoopData DATA = LoopData::Pattern>
 __global__ void __launch_bounds__(WARPGROUPS * hopper::kWarpgroup, 1)
     wgmma_loop_kernel(int iters, float* __restrict__ sink) {
   extern __shared__ __align__(1024) uint8_t smem_raw[];
   auto& ss = hopper::aligned_storage<WgmmaLoopStorage<BN>>(smem_raw);
-  for (int i = threadIdx.x; i < (64 + BN) * hopper::BK; i += blockDim.x) {
-    // small non-zero values: the tensor core draws the power of real data, and fp16 sums stay finite
-    (i < 64 * hopper::BK ? ss.A[0][i] : ss.B[0][i - 64 * hopper::BK]) = __float2half(float((i * 37) % 7 - 3) / 64.0f);
-  }
+  for (int i = threadIdx.x; i < (64 + BN) * hopper::BK; i += blockDim.x)
+    (i < 64 * hopper::BK ? ss.A[0][i] : ss.B[0][i - 64 * hopper::BK]) = loop_value<DATA>(i);
   ptx::fence_proxy_async_shared();  // generic stores above, read by wgmma (the async proxy) below
   __syncthreads();
   hopper::Accum<BN, ACC> acc;
@@ -36,11 +56,11 @@ __global__ void __launch_bounds__(WARPGROUPS * hopper::kWarpgroup, 1)
 }
 
 // Launches the loop on `blocks` blocks of WARPGROUPS warpgroups (shared memory opted in on each call).
-template <int BN, int WARPGROUPS>
+template <int BN, int WARPGROUPS, LoopData DATA = LoopData::Pattern>
 cudaError_t launch_wgmma_loop(int blocks, int iters, Acc acc, float* sink, cudaStream_t stream) {
   const int smem = hopper::smem_request<WgmmaLoopStorage<BN>>();
-  auto kernel = acc == Acc::F16 ? wgmma_loop_kernel<BN, Acc::F16, WARPGROUPS>
-                                : wgmma_loop_kernel<BN, Acc::F32, WARPGROUPS>;
+  auto kernel = acc == Acc::F16 ? wgmma_loop_kernel<BN, Acc::F16, WARPGROUPS, DATA>
+                                : wgmma_loop_kernel<BN, Acc::F32, WARPGROUPS, DATA>;
   cudaError_t err = tile::prepare_smem(kernel, smem, nullptr);
   if (err != cudaSuccess) return err;
   kernel<<<blocks, WARPGROUPS * hopper::kWarpgroup, smem, stream>>>(iters, sink);
