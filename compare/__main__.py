@@ -13,6 +13,8 @@ from pathlib import Path
 
 import torch
 
+from hgemm_common.timing import FLUSHES
+
 # Without a GPU the Triton kernels can only run in the interpreter, which must be chosen before they are imported.
 # `inspect` compiles instead of running, which the interpreter prevents: it is left alone.
 if not torch.cuda.is_available() and "inspect" not in sys.argv[1:2]:
@@ -107,10 +109,11 @@ def cmd_bench(args) -> int:
         return _user_error(str(e))
     from . import frame as frame_mod
 
-    timer = bench.Timer()
+    timer = bench.Timer(flush=args.flush)
     rows = []
     show = _progress("bench")
     env = environment()
+    env["l2_flush"] = args.flush
     with Sampler() as sampler:
         frame = frame_mod.measure(timer)
         ceilings = frame_mod.ceilings(frame)
@@ -232,6 +235,9 @@ def main(argv=None) -> int:
     b.add_argument("--layout", default="NN", choices=["NN", "NT", "TN", "TT"])
     b.add_argument("--rounds", type=int, default=3, help="interleaved timing rounds")
     b.add_argument("--budget-ms", type=float, default=300.0, help="timed GPU milliseconds per kernel and shape")
+    b.add_argument("--flush", default=FLUSHES[0], choices=FLUSHES,
+                   help="L2 flush before each timed call: clean (256 MB written and read back; default), write (the "
+                        "write alone, which leaves dirty lines for the timed call to write back), none")
     b.add_argument("--out", default="results", help="folder for bench.csv and bench.json")
     p = sub.add_parser("plot", help="PNG figures from a bench.json")
     p.add_argument("results", help="bench.json, or the folder holding it")

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import torch
 
-from hgemm_common.timing import wall_us
+from hgemm_common.timing import FLUSHES, L2Flush, wall_us  # noqa: F401  (FLUSHES: Timer's choices)
 
 from .reference import compare, error_bound, make_inputs, reference
 from .registry import BASELINE, Kernel
@@ -44,12 +44,6 @@ SUITES["bf16"] = [(4096, 4096, 4096), (8192, 8192, 8192), (16, 4096, 4096), (128
 # Layouts the sparse kind takes: A is the pruned weight, row-major (compressed along K); B either way.
 SPARSE_LAYOUTS = ("NN", "NT")
 
-L2_FLUSH_BYTES = 256 * 2**20  # > 5x the H100's 50 MB L2
-FLUSHES = ("write", "clean", "none")  # Timer(flush=...): scripts/flush_effect.py measures what each leaves behind
-
-
-def _nothing() -> None:
-    pass
 
 
 @dataclass
@@ -105,20 +99,13 @@ class Timer:
     # the queue drain at 1024^3.
     ENQUEUE_US_PER_CALL = 400.0
 
-    def __init__(self, flush: str = "write"):
-        """flush: how L2 is emptied before each call (FLUSHES): "write" (the harness's: 256 MB written, which
-        leaves L2 full of dirty lines for the timed call to write back), "clean" (the same, then the 256 MB read
-        back: L2 left holding clean lines), "none" (operands stay in L2 from call to call)."""
-        if flush not in FLUSHES:
-            raise ValueError(f"flush must be one of {FLUSHES}, got {flush!r}")
-        self.flush = torch.empty(L2_FLUSH_BYTES // 4, dtype=torch.int32, device="cuda")
-        self._flush = {"write": self.flush.zero_, "clean": self._write_then_read, "none": _nothing}[flush]
+    def __init__(self, flush: str = "clean"):
+        """flush: how L2 is emptied before each call, an `hgemm_common.timing.L2Flush` mode (FLUSHES): "clean"
+        (256 MB written and read back), "write" (the write alone: the harness's before the flush study, which
+        leaves the dirty lines for the timed call to write back), "none"."""
+        self.flush = L2Flush(flush)
         self.clock_hz = 2.0e9  # SM clock upper bound; only sizes the sleep
-        self.flush_us = statistics.median(self.time(self._flush, 5)) * 1e3  # GPU time of one flush
-
-    def _write_then_read(self) -> None:
-        self.flush.zero_()
-        self.flush.sum()
+        self.flush_us = statistics.median(self.time(self.flush, 5)) * 1e3  # GPU time of one flush
 
     def sleep_us(self, n: int, host_us: float | None, gpu_us: float | None) -> float:
         """GPU sleep ahead of n calls: long enough that the CPU, enqueueing a call every host_us while the GPU
@@ -133,7 +120,7 @@ class Timer:
         ends = [torch.cuda.Event(enable_timing=True) for _ in range(n)]
         torch.cuda._sleep(int(self.sleep_us(n, host_us, gpu_us) * 1e-6 * self.clock_hz))
         for i in range(n):
-            self._flush()
+            self.flush()
             starts[i].record()
             fn()
             ends[i].record()

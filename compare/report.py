@@ -171,7 +171,8 @@ def run(out: Path, *, gpu: bool, suite: str = "default", budget_ms: float = MAIN
         with phase("plot"):
             pngs = plot_all(out / "bench.json", out)
         md += ["## Speed", "",
-               f"Device time: medians of CUDA-event timings, L2 flushed before every call, kernels interleaved per "
+               f"Device time: medians of CUDA-event timings, L2 flushed before every call (256 MB written and read "
+               f"back, so no dirty lines are left for the timed call to write back), kernels interleaved per "
                f"shape, random inputs checked before timing; NN layout. Wall time: microseconds per call of "
                f"back-to-back calls from Python (host clock between two synchronizations, no GPU sleep ahead: "
                f"validation, dispatch, descriptors and launch count), in the same rounds. % HBM: A, B and C moved "

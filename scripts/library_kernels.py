@@ -29,7 +29,8 @@ import tempfile
 
 import torch
 
-from compare.bench import L2_FLUSH_BYTES, parse_shapes
+from compare.bench import parse_shapes
+from hgemm_common.timing import L2Flush
 
 DEFAULT_SHAPES = ("1024x1024x1024,2048x2048x2048,4096x4096x4096,8192x8192x8192,16x4096x4096,128x4096x4096,"
                   "1x4096x4096,64x8192x8192,128x8192x8192,3000x5000x2000,8192x28672x4096")
@@ -49,12 +50,12 @@ def kernel_events(fn, calls: int) -> list[dict]:
     profiler's trace records them: name, grid, block, registers, shared memory, duration (us)."""
     from torch.profiler import ProfilerActivity, profile
 
-    flush = torch.empty(L2_FLUSH_BYTES // 4, dtype=torch.int32, device="cuda")
+    flush = L2Flush()
     fn()
     torch.cuda.synchronize()
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         for _ in range(calls):
-            flush.zero_()
+            flush()
             fn()
         torch.cuda.synchronize()
     with tempfile.TemporaryDirectory() as d:
@@ -63,7 +64,12 @@ def kernel_events(fn, calls: int) -> list[dict]:
         with open(path) as f:
             trace = json.load(f)
     events = [e for e in trace.get("traceEvents", []) if e.get("cat") == "kernel"]
-    return [e for e in events if "elementwise_kernel" not in e["name"] or "FillFunctor" not in e["name"]]
+    return [e for e in events if not _flush_kernel(e["name"])]
+
+
+def _flush_kernel(name: str) -> bool:
+    """The L2 flush's own kernels (`L2Flush`: a fill of its buffer, then a sum over it)."""
+    return ("elementwise_kernel" in name and "FillFunctor" in name) or ("reduce_kernel" in name and "sum_functor" in name)
 
 
 def summarize(events: list[dict]) -> list[tuple[str, str, str, int, int, float, int]]:

@@ -35,6 +35,7 @@ from compare import registry
 from compare.bench import parse_shapes
 from compare.envinfo import Sampler
 from compare.reference import compare, error_bound, make_inputs, reference
+from hgemm_common.timing import L2Flush
 
 
 def run_for(fn, seconds: float, flush=None) -> tuple[int, float]:
@@ -80,10 +81,7 @@ def main() -> int:
     ap.add_argument("--flush", action="store_true",
                     help="flush L2 before every call as the harness does (each call timed alone, no GPU sleep)")
     args = ap.parse_args()
-    flush = None
-    if args.flush:
-        from compare.bench import L2_FLUSH_BYTES
-        flush = torch.empty(L2_FLUSH_BYTES // 4, dtype=torch.int32, device="cuda").zero_
+    flush = L2Flush() if args.flush else None
     kernels = registry.select(args.kernels, kind=args.kind)
     ceilings = ceiling_runners(args.ceilings)
     print(f"{'shape':>18} {'layout':6} {'round':>5} {'kernel':28} {'TFLOPS':>8} {'x first':>8} "

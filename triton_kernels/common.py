@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import triton
 import triton.language as tl
 
+from hgemm_common.timing import L2Flush, device_ms
 from hgemm_common.validation import interpreter_active
 
 # Triton 3.6's interpreter and bf16 (triton/runtime/interpreter.py; tests/test_triton_hgemm.py::
@@ -247,12 +248,13 @@ def prune_for_problem(configs: list[Config], m: int, n: int, k: int) -> list[Con
 
 
 def time_ms(call) -> float:
-    """How the dispatcher times each candidate (kernel, configuration) of a new problem: Triton's do_bench (L2
-    cleared between calls), median, with a 5 ms warm-up and 25 ms of repetitions instead of the default 25 / 100
-    ms. Every new (shape, strides, accumulation) key is tuned on first use, and the checks and benchmarks meet
-    dozens of keys; 25 ms is still a hundred calls of a 4096^3 GEMM, enough to rank the configurations."""
-    import triton.testing
-    return triton.testing.do_bench(call, warmup=5, rep=25, return_mode="median")
+    """How the dispatcher times each candidate (kernel, configuration) of a new problem: do_bench's procedure
+    (`hgemm_common.timing.device_ms`, median) with the harness's clean L2 flush, a 5 ms warm-up and 25 ms of
+    repetitions. do_bench's own flush only writes its buffer, and the dirty lines it leaves cost a memory-bound
+    call as much as its own reads (docs/results/h100-486995c-flush/), which drowned the differences between
+    decode-sized plans. Every new (shape, strides, accumulation) key is tuned on first use, and the checks and
+    benchmarks meet dozens of keys; 25 ms is still a hundred calls of a 4096^3 GEMM, enough to rank them."""
+    return device_ms(call, L2Flush(), warmup_ms=5.0, rep_ms=25.0)
 
 
 ACCUMULATIONS = ("fp32", "fp16")
