@@ -3,16 +3,16 @@
     python scripts/flush_effect.py [--shapes 1x4096x4096,16x4096x4096,128x4096x4096,128x8192x8192]
                                    [--kernels torch.matmul triton] [--layout NN] [--calls 100]
 
-Timing a call on cold operands needs L2 emptied first. Writing a 256 MB buffer (triton.testing.do_bench's flush,
-and this project's harness's until this study) does that, but L2 is a write-back cache: after such a flush it holds
-~50 MB of dirty lines, and a call that then reads its operands from DRAM must first write those lines back. A
-decode-sized GEMM that reads 32 MB of B would then move ~64 MB through HBM. This script times each kernel (CUDA
-events around each call, median of --calls calls) after each of `hgemm_common.timing.L2Flush`'s modes: "clean"
-(the write, then the 256 MB read back, so L2 holds clean lines and the call's misses cost reads only: the
-harness's flush since), "write" and "none" (operands left in L2 by the previous call). Per row: microseconds, the
-HBM bandwidth the call's own bytes imply (A, B and C once, as the harness's %HBM column counts them) as a % of the
-measured device copy, and the ratio to the first kernel's time under the same flush (> 1: faster). Every
-kernel's output is checked against the reference first.
+Timing a call on cold operands needs L2 emptied first. Writing a 256 MB buffer (triton.testing.do_bench's flush, and
+this project's harness's until this study) does that, but L2 is a write-back cache: after such a flush it holds ~50
+MB of dirty lines, and a call that then reads its operands from DRAM must first write those lines back: a
+decode-sized GEMM reading 32 MB of B then moves up to twice its own bytes through HBM. This script times each kernel
+(CUDA events around each call, median of --calls calls) after each of `hgemm_common.timing.L2Flush`'s modes: "clean"
+(the write, then the 256 MB read back, so L2 holds clean lines and the call's misses cost reads only: the harness's
+flush since), "write" and "none" (operands left in L2 by the previous call). Per row: microseconds, the HBM
+bandwidth the call's own bytes imply (A, B and C once, as the harness's %HBM column counts them) as a % of the
+measured device copy, and the ratio to the first kernel's time under the same flush (> 1: faster). Every kernel's
+output is checked against the reference first.
 """
 from __future__ import annotations
 
