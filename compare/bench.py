@@ -45,7 +45,6 @@ SUITES["bf16"] = [(4096, 4096, 4096), (8192, 8192, 8192), (16, 4096, 4096), (128
 SPARSE_LAYOUTS = ("NN", "NT")
 
 
-
 @dataclass
 class BenchRow:
     kernel: str

@@ -21,8 +21,9 @@ counted as the dense product's. --flush flushes L2 before every call as the harn
 (the harness's timing without its GPU sleeps), to tell the flush's part in a difference from the clocks'.
 --ceilings NAME... also runs those instruction-ceiling loops (the extension's `hgemm_ceilings()`: "wgmma", its
 random-operand form "wgmma.random", ...) back to back in every round, after the kernels, fp32 accumulation: the
-tensor cores' work alone, with nothing loaded from memory, at the same power cap. Its TFLOPS per watt over a
-GEMM's bounds what any schedule of that GEMM could gain by moving operands more cheaply.
+tensor cores' work alone, with nothing loaded from memory, under the same power and clock limits. Its TFLOPS over
+a GEMM's in the same round bounds what any schedule of that GEMM could gain by moving its operands more cheaply
+(docs/results/h100-486995c-power/).
 """
 from __future__ import annotations
 

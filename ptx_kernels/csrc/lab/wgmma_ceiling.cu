@@ -7,7 +7,7 @@
 // (lab/lab.h).
 //
 // "wgmma.random" is the same loop on random operands (lab/wgmma_loop.cuh, LoopData): no record is scored against
-// it; scripts/sustained.py runs it back to back beside the GEMMs, where the power cap sets the clock.
+// it; scripts/sustained.py runs it beside the GEMMs, where the board's power and clock limits set the speed.
 #include "host/registry.h"
 #include "lab/lab.h"
 #include "lab/wgmma_loop.cuh"

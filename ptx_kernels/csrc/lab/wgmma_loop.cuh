@@ -6,9 +6,9 @@
 //
 // Operand values (LoopData): Pattern, small multiples of 1/64 (one or two mantissa bits set), what the harness's
 // ceiling has always used; Random, uniform in [-1, 1) with all ten mantissa bits random, like a GEMM's randn inputs.
-// The tensor cores' energy per FLOP depends on how many operand bits toggle, and at the board's power cap energy
-// per FLOP is the speed: scripts/sustained.py runs the Random loop beside the GEMMs, back to back, to bound what a
-// GEMM on such data could gain by moving its operands more cheaply.
+// Operand bits that toggle cost the tensor cores energy and clock, so the Random loop runs slower than the Pattern
+// one (docs/results/h100-486995c-power/); scripts/sustained.py runs it beside the GEMMs, under the same power and
+// clock limits, to bound what a GEMM on such data could gain by moving its operands more cheaply.
 #pragma once
 #include "blocks/wgmma_tile.cuh"
 
