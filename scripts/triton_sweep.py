@@ -8,7 +8,7 @@ For each shape and kernel, every configuration of the kernel's list (`configs()`
 through the dispatcher's Runner (direct launches, as kernel="auto" runs its plan), checked against the float64
 product within the harness's bound, then timed (compare.bench.Timer: CUDA events, L2 flushed before every call,
 median of --calls); the --top fastest of each kernel are timed again beside torch.matmul over --rounds interleaved
-rounds, and printed with their ratio to it. Kernels: blocked, splitk (one launch: the last slice of a tile sums the
+rounds, and printed with their ratio to it. Kernels: blocked, gemv (M = 1 on CUDA cores), splitk (one launch: the last slice of a tile sums the
 partials), splitk2 (the two-pass split-K: partial kernel + reduction kernel), splitk_tma (split-K on TMA loads),
 tma, tma_full (the TMA kernel on one program per SM instead of the fewest that keep its rounds:
 tma_persistent.programs), tma_lined (TMA on copies of A and B whose rows start on 128-byte lines, the copies part of
@@ -41,6 +41,15 @@ def wide(kernel: str) -> list[Config]:
                     for split in (2, 3, 4, 6, 8, 12, 16):
                         out.append(Config(bm, bn, bk, group_m=1 if bm <= 32 else 8, num_warps=warps,
                                           num_stages=stages, split_k=split))
+    elif kernel == "gemv":  # one row per program: B tiles of 4096-16384 elements, 4 or 8 warps, 2-32 slices
+        for bn in (32, 64, 128, 256, 512):
+            for elems in (4096, 8192, 16384):
+                bk = elems // bn
+                if bk < 16:
+                    continue
+                for split in (2, 4, 8, 16, 32):
+                    out.append(Config(1, bn, bk, group_m=8, num_warps=8 if elems > 8192 else 4, num_stages=1,
+                                      split_k=split))
     elif kernel == "tma":
         for bm, bn in ((128, 256), (256, 128), (128, 128), (64, 256), (128, 64), (64, 128)):
             for stages in (3, 4, 5, 6):

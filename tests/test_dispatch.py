@@ -169,7 +169,8 @@ def test_candidates_follow_the_shape():
         return {kern: st for kern, st in dispatch.candidates(m, n, k, 90, 132, a, b, None)}
 
     decode = kernels(16, 4096, 4096)
-    assert {"splitk", "splitk_tma", "tma"} <= set(decode)
+    assert {"splitk", "splitk_tma", "tma"} <= set(decode) and "gemv" not in decode
+    assert {"gemv", "splitk", "splitk_tma"} <= set(kernels(1, 4096, 4096))  # M = 1: the CUDA-core kernel too
     square = kernels(4096, 4096, 4096)
     assert not {"splitk", "splitk_tma"} & set(square) and {"tma", "blocked"} <= set(square)
     assert not any(any(st) for st in square.values())
@@ -456,7 +457,7 @@ def test_splitk_counters_on_streams_threads_and_graphs(kernel):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", ["fp16", "bf16"])
-@pytest.mark.parametrize("kernel", ["blocked", "splitk", "tma", "splitk_tma"])
+@pytest.mark.parametrize("kernel", ["blocked", "splitk", "gemv", "tma", "splitk_tma"])
 def test_direct_launch_after_the_first_call(kernel, dtype):
     """The first call compiles through kernel[grid]; later ones launch the kept kernels directly, with results
     identical to the first call's (pinned config: the same compiled kernel either way), for `*fp16` and `*bf16`

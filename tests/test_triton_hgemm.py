@@ -38,13 +38,16 @@ ACCS = triton_kernels.ACCUMULATIONS
 DTYPE_ACCS = [pytest.param(d, acc, id=f"{d}-{acc}") for d, accs in ACCS_FOR.items() for acc in accs]
 # bf16 where the interpreter adds nothing to fp16's proof (determinism) or a GPU-sized problem: GPU only.
 GPU_BF16 = ["fp16", pytest.param("bf16", marks=pytest.mark.gpu)]
+# The gemv kernel on problems of many rows (one program per row: minutes in the interpreter): GPU only; its CPU
+# proof is test_gemv_every_config_exact and test_gemv_exact_any_shape.
+GPU_GEMV = pytest.param("gemv", marks=pytest.mark.gpu)
 
 
 # On a GPU `config=None` times every config for each new kind of call (compiling each): the small-shape tests pin
 # one instead (kernel="auto" with a pinned config takes the ladder's choice, untimed); the timed path has its own
 # tests below and in tests/test_dispatch.py.
 GPU_PIN = {"blocked": configs("blocked")[5], "tma": configs("tma")[5], "splitk": configs("splitk")[4],
-           "splitk_tma": configs("splitk_tma")[9]}
+           "splitk_tma": configs("splitk_tma")[9], "gemv": configs("gemv")[1]}
 
 
 def pinned(a, b, **kw) -> dict:
@@ -159,7 +162,7 @@ def test_negative_views_keep_their_sign(which, layout, dtype):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("kernel", ["auto", "blocked", "splitk"])
+@pytest.mark.parametrize("kernel", ["auto", "blocked", "splitk", GPU_GEMV])
 def test_broadcast_operands_with_zero_strides(kernel, dtype):
     """Expanded (broadcast) operands, a leading dimension of 0 (one row of A repeated, one column or row of B
     repeated), with shapes TMA could take otherwise: exact like torch.matmul."""
@@ -204,7 +207,7 @@ def test_overflow_gives_inf_like_reference(dtype, x):
 
 
 @pytest.mark.parametrize("dtype", GPU_BF16)
-@pytest.mark.parametrize("kernel", ["auto", "splitk", "splitk_tma"])
+@pytest.mark.parametrize("kernel", ["auto", "splitk", "splitk_tma", GPU_GEMV])
 def test_deterministic(kernel, dtype):
     """Bitwise-equal results on the same inputs: split-K sums its partials in a fixed order, no atomics."""
     k = 312 if kernel == "splitk_tma" else 311  # TMA: leading dimensions multiples of 8
@@ -327,6 +330,38 @@ def test_splitk_tma_every_config_exact(dtype, acc):
         run_exact(a, b, acc=acc, config=cfg, kernel="splitk_tma")
 
 
+@pytest.mark.parametrize("dtype,acc", DTYPE_ACCS)
+def test_gemv_every_config_exact(dtype, acc):
+    """Every tile and split of the CUDA-core kernel: one row, one tile plus one column, K cut into exactly split_k
+    slices of two K tiles, the last one 8 short (masked); B column-major for half of them (loads along K)."""
+    for i, cfg in enumerate(configs("gemv")):
+        m, n, k = 1, cfg.block_n + 1, 2 * cfg.split_k * cfg.block_k - 8
+        assert splitk.slices(k, cfg)[1] == cfg.split_k
+        a, b = make_inputs(m, n, k, "NT" if i % 2 else "NN", device=DEVICE, seed=cfg.split_k, dtype=dtype)
+        run_exact(a, b, acc=acc, config=cfg, kernel="gemv")
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("m,n,k", [(1, 1, 1), (1, 37, 100), (1, 130, 517), (3, 65, 250), (1, 8, 4096)])
+def test_gemv_exact_any_shape(m, n, k, layout, dtype):
+    """kernel="gemv" on odd shapes in every layout, several rows of A included (one program per row); 1x8x4096:
+    K of 4096 in three slices of whole 16-deep K tiles, |C| up to 4096 * 9 (fp32 accumulation)."""
+    a, b = make_inputs(m, n, k, layout, device=DEVICE, seed=m + n, dtype=dtype)
+    run_exact(a, b, kernel="gemv")
+
+
+def test_gemv_refuses_row_blocks():
+    """A pinned configuration with more than one row per program is refused by name (the tl.dot kernels' 16-row
+    floor does not apply to it; theirs still does)."""
+    a, b = make_inputs(2, 32, 64, "NN", device=DEVICE, seed=1)
+    with pytest.raises(ValueError, match=r"gemv kernel computes one row of A per program, so block_m must be 1"):
+        triton_kernels.hgemm(a, b, config=Config(16, 32, 32, split_k=2), kernel="gemv")
+    with pytest.raises(ValueError, match=r"block_m=1 must be a power of two >= 16 \(tl.dot\)"):
+        triton_kernels.hgemm(a, b, config=Config(1, 32, 32), kernel="splitk")
+    assert Config.from_name("1x64x128_w4_s1_g8_k8") == Config(1, 64, 128, 8, 4, 1, 8)
+
+
 @pytest.mark.parametrize("k", [1, 8, 31, 33, 97])
 def test_splitk_short_k_takes_fewer_slices(k):
     """K shorter than split_k tiles: the slices are whole K tiles, so fewer of them; none is empty."""
@@ -406,6 +441,7 @@ def compile_(fn, sig, consts, attrs, num_warps, num_stages):
 def facts(k):
     sass = k.asm["sass"]
     return dict(mma=sorted(set(re.findall(r"\\bH[G]?MMA\\.[\\w.]+", sass))),
+                ffma=len(re.findall(r"\\bFFMA\\b", sass)),
                 local=len(re.findall(r"\\b(?:LDL|STL)\\b", sass)), rn_bf16="cvt.rn.bf16" in k.asm["ptx"])
 
 failed, rows = [], []
@@ -482,6 +518,13 @@ def test_bf16_compiles_to_bf16_tensor_cores(sm90_compiles):
     bf16 = [r for r in rows if r["dtype"] == "bf16"]
     assert len(bf16) == sum(len(v.extra["module"].configs()) for v in BY_KERNEL.values() if "bf16" in v.dtypes)
     fp16_local = {r["record"]: r["local"] for r in rows if r["dtype"] == "fp16"}
+    cuda_cores = {v.name for v in BY_KERNEL.values() if v.isa == "fma"}  # gemv: FFMA on converted values, no MMA
+    assert cuda_cores == {"triton_gemv"}
+    for r in [r for r in rows if r["record"] in cuda_cores]:
+        assert r["mma"] == [] and r["ffma"] > 0 and r["local"] == 0, r
+        assert r["rn_bf16"] == (r["dtype"] == "bf16"), r
+    rows = [r for r in rows if r["record"] not in cuda_cores]
+    bf16 = [r for r in bf16 if r["record"] not in cuda_cores]
     for r in bf16:
         where = (r["record"], r["config"])
         assert r["mma"] and all(re.fullmatch(r"(HGMMA\.64x\d+x16|HMMA\.16816)\.F32\.BF16", f) for f in r["mma"]), \
@@ -583,10 +626,10 @@ def test_tma_rejects_unaligned_and_auto_falls_back():
 
 def test_kernel_argument_checked():
     a, b = make_inputs(8, 8, 8, "NN", device=DEVICE)
-    with pytest.raises(ValueError, match=r"kernel must be one of \('auto', 'blocked', 'splitk', 'tma', "
+    with pytest.raises(ValueError, match=r"kernel must be one of \('auto', 'blocked', 'splitk', 'gemv', 'tma', "
                        r"'splitk_tma'\), got 'cublas'"):
         triton_kernels.hgemm(a, b, kernel="cublas")
-    with pytest.raises(ValueError, match=r"configs: kernel must be one of \('blocked', 'splitk', 'tma', "
+    with pytest.raises(ValueError, match=r"configs: kernel must be one of \('blocked', 'splitk', 'gemv', 'tma', "
                        r"'splitk_tma'\), got 'wgmma'"):
         configs("wgmma")
 

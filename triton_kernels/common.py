@@ -54,18 +54,21 @@ class Config:
         if m is None:
             raise ValueError(f"config name {name!r} is not of the form BMxBNxBK_wW_sS_gG[_kK][_eE]")
         bm, bn, bk, w, s, g, k, e = (int(x) if x else 1 for x in m.groups())
-        return cls(bm, bn, bk, group_m=g, num_warps=w, num_stages=s, split_k=k, epilogue_split=e).check()
+        return cls(bm, bn, bk, group_m=g, num_warps=w, num_stages=s, split_k=k, epilogue_split=e).check(1)
 
     @property
     def smem_bytes(self) -> int:
         """Shared memory of the operand pipeline: one A and one B tile per stage, 2-byte elements (fp16, bf16)."""
         return (self.block_m + self.block_n) * self.block_k * 2 * self.num_stages
 
-    def check(self) -> "Config":
+    def check(self, min_block_m: int = 16) -> "Config":
+        """The fields' ranges; min_block_m: the row block's floor (16 for tl.dot; the CUDA-core kernel's is 1)."""
         for field in ("block_m", "block_n", "block_k"):
             v = getattr(self, field)
-            if v < 16 or v & (v - 1):
-                raise ValueError(f"hgemm config {self.name}: {field}={v} must be a power of two >= 16 (tl.dot)")
+            floor = min_block_m if field == "block_m" else 16
+            if v < floor or v & (v - 1):
+                raise ValueError(f"hgemm config {self.name}: {field}={v} must be a power of two >= {floor}"
+                                 + (" (tl.dot)" if floor == 16 else ""))
         if self.num_warps not in (1, 2, 4, 8, 16):
             raise ValueError(f"hgemm config {self.name}: num_warps={self.num_warps} must be 1, 2, 4, 8 or 16")
         if self.group_m < 1 or self.num_stages < 1 or self.split_k < 1:

@@ -404,8 +404,8 @@ def choose(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, out: torch.Tensor 
         raise ValueError(f"hgemm(kernel={kernel!r}): TMA needs unit inner strides, 16-byte aligned bases and "
                          "leading dimensions that are multiples of 8 for A, B"
                          + (" and a row-major out" if v.alignment == "tma" else "") + "; use kernel='auto'")
-    if config is not None:
-        return Plan(kernel, config.check())
+    if config is not None:  # the kernel's own ranges where its module has them (gemv: one row per program)
+        return Plan(kernel, getattr(v.extra["module"], "check_config", Config.check)(config))
     if arch is None:
         return Plan(kernel, v.extra["module"].INTERPRETER_CONFIG)
     with _TUNING:

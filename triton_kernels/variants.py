@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from hgemm_common.record import LAYOUTS, Variant
 
-from . import blocked, splitk, splitk_tma, tma_persistent
+from . import blocked, gemv, splitk, splitk_tma, tma_persistent
 
 DTYPES = ("fp16", "bf16")  # what every kernel below takes
 
@@ -31,6 +31,12 @@ VARIANTS: tuple[Variant, ...] = (
             # the 16x64x128 tile of a 16-row problem: mma.sync (wgmma needs 64 rows), operands by cp.async
             promises={"sm_90": ("HMMA", "LDGSTS")}, forbids={"sm_90": ("UTMALDG",)}, ceiling="wgmma",
             extra={"kernel": "splitk", "module": splitk}),
+    Variant("triton_gemv", "triton", "triton", "gemv.py", "timed over gemv.configs()",
+            "+ M = 1 without tensor cores: B's tiles into registers, FFMA, split-K summed in a fixed order",
+            "fma", native_layouts=LAYOUTS, alignment="none", dtypes=DTYPES,
+            # no tensor-core instruction: 16-byte loads of B straight into registers, CUDA-core multiply-adds
+            promises={"sm_90": ("FFMA", "LDG")}, forbids={"sm_90": ("HMMA", "HGMMA", "LDGSTS", "UTMALDG")},
+            extra={"kernel": "gemv", "module": gemv}),
     Variant("triton_tma", "triton", "triton", "tma_persistent.py", "timed over tma_persistent.configs()",
             "tl.dot persistent kernel, TMA loads/stores (tutorial 09), aligned operands", "tl.dot", min_arch=90,
             native_layouts=LAYOUTS, alignment="tma", misaligned="refuse", dtypes=DTYPES,
