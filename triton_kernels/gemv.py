@@ -37,12 +37,21 @@ MAX_M = 1  # timed by kernel="auto" up to this M: each row of A re-reads B (from
 
 
 def configs() -> list[Config]:
-    """One row of A per program; B tiles of 8192 elements (64 registers of accumulator a thread at 4 warps) or
-    16384 at 8 warps, 64-256 columns wide, split over K in 4-16 slices (1x4096x4096: 16-64 column blocks x 4-16
-    slices = 64-1024 programs of 256-1024 rows each)."""
-    tiles = [(64, 128, 4), (128, 64, 4), (256, 32, 4), (256, 64, 8), (128, 128, 8)]
-    return [Config(1, bn, bk, group_m=8, num_warps=w, num_stages=1, split_k=split)
-            for bn, bk, w in tiles for split in (4, 8, 16)]
+    """One row of A per program; B tiles of 4096-16384 elements (32-64 registers of accumulator a thread), 32-256
+    columns wide, K split in 2-16 slices. The winners of `scripts/triton_sweep.py --kernels gemv --wide` (70
+    configurations) at 1x4096x4096 NN and NT and of the list at 1x8192x8192 NN on the H100
+    (docs/results/h100-b7d6fd2-gemv/): narrow, deep tiles in few slices; the wide ones (512 columns, one 1 KB
+    row segment per row) and 32 slices lost."""
+    return [
+        Config(1, 32, 256, group_m=8, num_warps=4, num_stages=1, split_k=2),
+        Config(1, 32, 128, group_m=8, num_warps=4, num_stages=1, split_k=4),
+        Config(1, 64, 128, group_m=8, num_warps=4, num_stages=1, split_k=4),
+        Config(1, 64, 128, group_m=8, num_warps=4, num_stages=1, split_k=8),
+        Config(1, 64, 256, group_m=8, num_warps=8, num_stages=1, split_k=2),
+        Config(1, 128, 128, group_m=8, num_warps=8, num_stages=1, split_k=4),
+        Config(1, 128, 64, group_m=8, num_warps=4, num_stages=1, split_k=8),
+        Config(1, 256, 32, group_m=8, num_warps=4, num_stages=1, split_k=16),
+    ]
 
 
 INTERPRETER_CONFIG = Config(1, 32, 16, group_m=2, num_warps=4, num_stages=1, split_k=3)
