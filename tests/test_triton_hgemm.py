@@ -212,7 +212,8 @@ def test_deterministic(kernel, dtype):
     """Bitwise-equal results on the same inputs: split-K sums its partials in a fixed order, no atomics."""
     tma = kernel in ("splitk_tma", "streamk")
     k = 312 if tma else 311  # TMA: leading dimensions multiples of 8
-    a, b = make_inputs(100, 129, k, "NN", device=DEVICE, seed=11, kind="randn", dtype=dtype)
+    n = 136 if kernel == "streamk" else 129  # C by TMA store too
+    a, b = make_inputs(100, n, k, "NN", device=DEVICE, seed=11, kind="randn", dtype=dtype)
     b = b if not tma else b.t().contiguous().t()  # B column-major (ld 312)
     c1 = triton_kernels.hgemm(a, b, kernel=kernel)
     c2 = triton_kernels.hgemm(a, b, kernel=kernel)
@@ -331,35 +332,41 @@ def test_splitk_tma_every_config_exact(dtype, acc):
         run_exact(a, b, acc=acc, config=cfg, kernel="splitk_tma")
 
 
-def streamk_pieces(tiles: int, k_tiles: int, programs: int) -> list[int]:
-    """How many programs' ranges meet each tile (streamk.py's split of tiles x k_tiles iterations)."""
-    starts = [p * tiles * k_tiles // programs for p in range(programs + 1)]
-    return [sum(1 for p in range(programs) if starts[p] < (t + 1) * k_tiles and starts[p + 1] > t * k_tiles)
-            for t in range(tiles)]
+def streamk_pieces(tiles: int, k_tiles: int, sms: int) -> list[int]:
+    """How many programs' ranges meet each tile (streamk.py's split of tiles x k_tiles iterations over its
+    `programs`), checked against the bound the kernel unrolls its sum to."""
+    n, max_pieces = triton_kernels.streamk.programs(tiles, k_tiles, sms)
+    starts = [p * tiles * k_tiles // n for p in range(n + 1)]
+    pieces = [sum(1 for p in range(n) if starts[p] < (t + 1) * k_tiles and starts[p + 1] > t * k_tiles)
+              for t in range(tiles)]
+    assert max(pieces) <= max_pieces <= 4
+    return pieces
 
 
 @pytest.mark.parametrize("dtype,acc", DTYPE_ACCS)
 def test_streamk_every_config_exact(dtype, acc):
     """Every config of the stream-K kernel: 2 x 2 tiles (8 past the edges: TMA boxes clipped) of 4 K tiles, the last
-    8 short, on 3 programs under the interpreter (16 iterations: 5, 5, 6 a program, so tiles are shared) or the SMs
-    of a GPU; B column-major."""
+    8 short, on 3 programs under the interpreter (16 iterations: 5, 5, 6 a program, so tiles are shared) or a
+    GPU's; B column-major."""
     for cfg in configs("streamk"):
         m, n, k = cfg.block_m + 8, cfg.block_n + 8, 4 * cfg.block_k - 8
+        if not HAS_CUDA:
+            assert max(streamk_pieces(4, 4, 3)) == 2
         a, b = make_inputs(m, n, k, "NT", device=DEVICE, seed=3, dtype=dtype)
         run_exact(a, b, acc=acc, config=cfg, kernel="streamk")
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("layout", LAYOUTS)
-@pytest.mark.parametrize("m,n,k", [(104, 40, 200), (64, 64, 64), (40, 200, 96), (8, 8, 520)])
-def test_streamk_exact_shared_tiles(m, n, k, layout, dtype):
+@pytest.mark.parametrize("m,n,k,most", [(104, 40, 200, 2), (64, 64, 64, 2), (40, 200, 96, 2), (8, 8, 520, 2),
+                                        (8, 8, 1048, 3)])
+def test_streamk_exact_shared_tiles(m, n, k, most, layout, dtype):
     """kernel="streamk" where programs share tiles and hold others whole (the interpreter's 3 programs: pieces per
-    tile from the model above), down to a single tile cut in three (8x8x520); leading dimensions multiples of 8
-    (TMA). Under the interpreter only: a GPU's 132 programs cut these shapes otherwise."""
+    tile from the model above), down to a single tile cut in two or three (8x8x520, 8x8x1048: each program at least
+    a third of the tile: 33 K tiles, 11 each); leading dimensions multiples of 8 (TMA)."""
     cfg = triton_kernels.streamk.INTERPRETER_CONFIG
     tiles = triton.cdiv(m, cfg.block_m) * triton.cdiv(n, cfg.block_n)
-    pieces = streamk_pieces(tiles, triton.cdiv(k, cfg.block_k), min(3, tiles * triton.cdiv(k, cfg.block_k)))
-    assert max(pieces) >= 2 and min(pieces) >= 1 and (max(pieces) == 3) == ((m, n, k) == (8, 8, 520))
+    assert max(streamk_pieces(tiles, triton.cdiv(k, cfg.block_k), 3)) == most
     a, b = make_inputs(m, n, k, layout, device=DEVICE, seed=m + k, dtype=dtype)
     run_exact(a, b, kernel="streamk")
 

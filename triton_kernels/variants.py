@@ -49,8 +49,8 @@ VARIANTS: tuple[Variant, ...] = (
             promises={"sm_90": ("HMMA", "UTMALDG")}, forbids={"sm_90": ("LDGSTS",)}, ceiling="wgmma",
             extra={"kernel": "splitk_tma", "module": splitk_tma}),
     Variant("triton_streamk", "triton", "triton", "streamk.py", "timed over streamk.configs()",
-            "+ stream-K: equal ranges of K iterations per SM, shared tiles summed in program order", "tl.dot",
-            min_arch=90, native_layouts=LAYOUTS, alignment="tma_ab", misaligned="refuse", dtypes=DTYPES,
+            "+ stream-K: equal ranges of K iterations per SM in one loop, shared tiles summed in program order",
+            "tl.dot", min_arch=90, native_layouts=LAYOUTS, alignment="tma", misaligned="refuse", dtypes=DTYPES,
             promises={"sm_90": ("HGMMA", "UTMALDG")}, forbids={"sm_90": ("LDGSTS",)}, ceiling="wgmma",
             extra={"kernel": "streamk", "module": streamk}),
 )
