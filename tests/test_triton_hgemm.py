@@ -47,7 +47,7 @@ GPU_GEMV = pytest.param("gemv", marks=pytest.mark.gpu)
 # one instead (kernel="auto" with a pinned config takes the ladder's choice, untimed); the timed path has its own
 # tests below and in tests/test_dispatch.py.
 GPU_PIN = {"blocked": configs("blocked")[5], "tma": configs("tma")[5], "splitk": configs("splitk")[4],
-           "splitk_tma": configs("splitk_tma")[9], "gemv": configs("gemv")[1], "streamk": configs("streamk")[1]}
+           "splitk_tma": configs("splitk_tma")[9], "gemv": configs("gemv")[1]}
 
 
 def pinned(a, b, **kw) -> dict:
@@ -207,14 +207,12 @@ def test_overflow_gives_inf_like_reference(dtype, x):
 
 
 @pytest.mark.parametrize("dtype", GPU_BF16)
-@pytest.mark.parametrize("kernel", ["auto", "splitk", "splitk_tma", GPU_GEMV, "streamk"])
+@pytest.mark.parametrize("kernel", ["auto", "splitk", "splitk_tma", GPU_GEMV])
 def test_deterministic(kernel, dtype):
     """Bitwise-equal results on the same inputs: split-K sums its partials in a fixed order, no atomics."""
-    tma = kernel in ("splitk_tma", "streamk")
-    k = 312 if tma else 311  # TMA: leading dimensions multiples of 8
-    n = 136 if kernel == "streamk" else 129  # C by TMA store too
-    a, b = make_inputs(100, n, k, "NN", device=DEVICE, seed=11, kind="randn", dtype=dtype)
-    b = b if not tma else b.t().contiguous().t()  # B column-major (ld 312)
+    k = 312 if kernel == "splitk_tma" else 311  # TMA: leading dimensions multiples of 8
+    a, b = make_inputs(100, 129, k, "NN", device=DEVICE, seed=11, kind="randn", dtype=dtype)
+    b = b if kernel != "splitk_tma" else b.t().contiguous().t()  # B column-major (ld 312)
     c1 = triton_kernels.hgemm(a, b, kernel=kernel)
     c2 = triton_kernels.hgemm(a, b, kernel=kernel)
     c3 = triton_kernels.hgemm(a.clone(), b.clone(), kernel=kernel)  # other addresses, the same plan
@@ -330,45 +328,6 @@ def test_splitk_tma_every_config_exact(dtype, acc):
         assert splitk.slices(k, cfg)[1] == cfg.split_k
         a, b = make_inputs(m, n, k, "TN", device=DEVICE, seed=cfg.split_k, dtype=dtype)
         run_exact(a, b, acc=acc, config=cfg, kernel="splitk_tma")
-
-
-def streamk_pieces(tiles: int, k_tiles: int, sms: int) -> list[int]:
-    """How many programs' ranges meet each tile (streamk.py's split of tiles x k_tiles iterations over its
-    `programs`), checked against the bound the kernel unrolls its sum to."""
-    n, max_pieces = triton_kernels.streamk.programs(tiles, k_tiles, sms)
-    starts = [p * tiles * k_tiles // n for p in range(n + 1)]
-    pieces = [sum(1 for p in range(n) if starts[p] < (t + 1) * k_tiles and starts[p + 1] > t * k_tiles)
-              for t in range(tiles)]
-    assert max(pieces) <= max_pieces <= 4
-    return pieces
-
-
-@pytest.mark.parametrize("dtype,acc", DTYPE_ACCS)
-def test_streamk_every_config_exact(dtype, acc):
-    """Every config of the stream-K kernel: 2 x 2 tiles (8 past the edges: TMA boxes clipped) of 4 K tiles, the last
-    8 short, on 3 programs under the interpreter (16 iterations: 5, 5, 6 a program, so tiles are shared) or a
-    GPU's; B column-major."""
-    for cfg in configs("streamk"):
-        m, n, k = cfg.block_m + 8, cfg.block_n + 8, 4 * cfg.block_k - 8
-        if not HAS_CUDA:
-            assert max(streamk_pieces(4, 4, 3)) == 2
-        a, b = make_inputs(m, n, k, "NT", device=DEVICE, seed=3, dtype=dtype)
-        run_exact(a, b, acc=acc, config=cfg, kernel="streamk")
-
-
-@pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("layout", LAYOUTS)
-@pytest.mark.parametrize("m,n,k,most", [(104, 40, 200, 2), (64, 64, 64, 2), (40, 200, 96, 2), (8, 8, 520, 2),
-                                        (8, 8, 1048, 3)])
-def test_streamk_exact_shared_tiles(m, n, k, most, layout, dtype):
-    """kernel="streamk" where programs share tiles and hold others whole (the interpreter's 3 programs: pieces per
-    tile from the model above), down to a single tile cut in two or three (8x8x520, 8x8x1048: each program at least
-    a third of the tile: 33 K tiles, 11 each); leading dimensions multiples of 8 (TMA)."""
-    cfg = triton_kernels.streamk.INTERPRETER_CONFIG
-    tiles = triton.cdiv(m, cfg.block_m) * triton.cdiv(n, cfg.block_n)
-    assert max(streamk_pieces(tiles, triton.cdiv(k, cfg.block_k), 3)) == most
-    a, b = make_inputs(m, n, k, layout, device=DEVICE, seed=m + k, dtype=dtype)
-    run_exact(a, b, kernel="streamk")
 
 
 @pytest.mark.parametrize("dtype,acc", DTYPE_ACCS)
@@ -602,9 +561,9 @@ def test_tma_descriptors_carry_the_element_type(sm90_compiles):
     host = {"fp16": 6, "bf16": 9}
     tma = [r for r in sm90_compiles["rows"] if r["descs"]]
     assert {r["dtype"] for r in tma} == {"fp16", "bf16"}
-    assert {r["record"] for r in tma} == {"triton_tma", "triton_splitk_tma", "triton_streamk"}
+    assert {r["record"] for r in tma} == {"triton_tma", "triton_splitk_tma"}
     for r in tma:
-        descs = 3 if r["record"] == "triton_tma" else 2  # split-K and stream-K store C through pointers
+        descs = 2 if r["record"] == "triton_splitk_tma" else 3
         assert [(size, _TMA_DTYPE_DEVICE_TO_HOST[t]) for size, t in r["descs"]] == [(2, host[r["dtype"]])] * descs, r
 
 
@@ -668,10 +627,10 @@ def test_tma_rejects_unaligned_and_auto_falls_back():
 def test_kernel_argument_checked():
     a, b = make_inputs(8, 8, 8, "NN", device=DEVICE)
     with pytest.raises(ValueError, match=r"kernel must be one of \('auto', 'blocked', 'splitk', 'gemv', 'tma', "
-                       r"'splitk_tma', 'streamk'\), got 'cublas'"):
+                       r"'splitk_tma'\), got 'cublas'"):
         triton_kernels.hgemm(a, b, kernel="cublas")
     with pytest.raises(ValueError, match=r"configs: kernel must be one of \('blocked', 'splitk', 'gemv', 'tma', "
-                       r"'splitk_tma', 'streamk'\), got 'wgmma'"):
+                       r"'splitk_tma'\), got 'wgmma'"):
         configs("wgmma")
 
 

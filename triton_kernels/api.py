@@ -23,7 +23,7 @@ def _record(kernel: str, caller: str):
 
 
 def configs(kernel: str = "blocked") -> list[Config]:
-    """The tuning list of one kernel ("blocked", "splitk", "gemv", "tma", "splitk_tma", "streamk")."""
+    """The tuning list of one kernel ("blocked", "splitk", "gemv", "tma", "splitk_tma")."""
     return _record(kernel, "configs").extra["module"].configs()
 
 
@@ -37,8 +37,8 @@ def hgemm(a: torch.Tensor, b: torch.Tensor, *, out: torch.Tensor | None = None, 
     config: pin one `Config` instead of timing the kernel's list (the interpreter always uses a pinned one).
     kernel: "auto" (the fastest of the kernels that take the operands, timed on the first call of each kind of
         call: shapes, strides, dtype, alignment, accumulation; see `triton_kernels.dispatch`), or one kernel:
-        "blocked", "splitk", "gemv" (one row of A per program, CUDA cores: for M = 1), "tma", "splitk_tma",
-        "streamk" (the TMA ones raise if the operands are not TMA-compatible).
+        "blocked", "splitk", "gemv" (one row of A per program, CUDA cores: for M = 1), "tma", "splitk_tma" (the
+        TMA ones raise if the operands are not TMA-compatible).
     The first call of a kind validates, chooses and compiles; later ones reuse that plan and launch the compiled
     kernels directly (`plan(...)` shows it).
     With inputs that require grad (and no `out`), the call goes through the autograd-recording operator

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from hgemm_common.record import LAYOUTS, Variant
 
-from . import blocked, gemv, splitk, splitk_tma, streamk, tma_persistent
+from . import blocked, gemv, splitk, splitk_tma, tma_persistent
 
 DTYPES = ("fp16", "bf16")  # what every kernel below takes
 
@@ -48,11 +48,6 @@ VARIANTS: tuple[Variant, ...] = (
             # the 16x64x128 tile of a 16-row problem: mma.sync (wgmma needs 64 rows), operands by TMA
             promises={"sm_90": ("HMMA", "UTMALDG")}, forbids={"sm_90": ("LDGSTS",)}, ceiling="wgmma",
             extra={"kernel": "splitk_tma", "module": splitk_tma}),
-    Variant("triton_streamk", "triton", "triton", "streamk.py", "timed over streamk.configs()",
-            "+ stream-K: equal ranges of K iterations per SM in one loop, shared tiles summed in program order",
-            "tl.dot", min_arch=90, native_layouts=LAYOUTS, alignment="tma", misaligned="refuse", dtypes=DTYPES,
-            promises={"sm_90": ("HGMMA", "UTMALDG")}, forbids={"sm_90": ("LDGSTS",)}, ceiling="wgmma",
-            extra={"kernel": "streamk", "module": streamk}),
 )
 
 # `hgemm(kernel="auto")`: not a kernel of its own but the choice among the records above, listed by the harness
