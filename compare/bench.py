@@ -200,7 +200,8 @@ def bench_shape(kernels: list[Kernel], m: int, n: int, k: int, *, layout: str = 
         if not kern.accepts(a, b):
             row.status, row.detail = "skipped", f"operands not accepted (alignment {kern.record.alignment!r})"
             continue
-        why = kern.skip_reason(a, b) if kern.skip_reason else None
+        why = (kern.skip_reason(a, b) if kern.skip_reason else None) or (kern.bench_skip(a, b) if kern.bench_skip
+                                                                         else None)
         if why:
             row.status, row.detail = "skipped", why
             continue

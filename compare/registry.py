@@ -49,6 +49,10 @@ class Kernel:
     # shape rules); the harness skips the case with the reason instead of reporting an error.
     skip_reason: Callable[[torch.Tensor, torch.Tensor], "str | None"] | None = field(default=None, repr=False,
                                                                                     compare=False)
+    # Why the bench does not time these operands though the kernel runs them (the check does): a kernel made for
+    # skinny outputs on a large problem.
+    bench_skip: Callable[[torch.Tensor, torch.Tensor], "str | None"] | None = field(default=None, repr=False,
+                                                                                   compare=False)
 
     @property
     def family(self) -> str:
@@ -115,17 +119,27 @@ def _torch_entries(v: Variant) -> list[Kernel]:
     return [Kernel(v.name, v, acc, _torch_matmul, config=v.tile, note=v.adds) for acc in v.accs]
 
 
+def _max_m_skip(max_m: int | None):
+    """A kernel made for skinny outputs (its module's MAX_M: gemv's one row of A per program re-reads B for every
+    row, a second a call at 8192^3) is timed up to that M only; the check and the tests run it on every shape."""
+    if max_m is None:
+        return None
+    return lambda a, b: None if a.shape[0] <= max_m else f"made for M <= {max_m} (each row of A re-reads B)"
+
+
 def _triton_entries(v: Variant) -> list[Kernel]:
     """Autotuned, and one entry per pinned configuration (the auto choice times kernels listed already: in the
     default set once, with fp32 accumulation, and no configurations of its own)."""
     kernel, dispatch = v.extra["kernel"], v.extra.get("dispatch", False)
+    skip = None if dispatch else _max_m_skip(getattr(v.extra["module"], "MAX_M", None))
     out = []
     for acc in v.accs:
         out.append(Kernel(entry_name(v, acc), v, acc, _triton(acc, None, kernel), config="autotuned", note=v.adds,
-                          default=not dispatch or acc == "fp32"))
+                          default=not dispatch or acc == "fp32", bench_skip=skip))
         if not dispatch:
             out += [Kernel(entry_name(v, acc, cfg.name), v, acc, _triton(acc, cfg, kernel), config=cfg.name,
-                           default=False, note="one pinned configuration") for cfg in triton_kernels.configs(kernel)]
+                           default=False, note="one pinned configuration", bench_skip=skip)
+                    for cfg in triton_kernels.configs(kernel)]
     return out
 
 

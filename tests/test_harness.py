@@ -468,3 +468,18 @@ def test_library_kernels_summarize_groups_launches():
                          ev("reduce", [128, 1, 1], 1.9)])
     assert rows == [("nvjet_a", "2x64x1", "384x1x1", 168, 213268, 7.0, 3),
                     ("reduce", "128x1x1", "384x1x1", 168, 213268, 1.9, 1)]
+
+
+def test_bench_times_gemv_on_skinny_outputs_only():
+    """The CUDA-core gemv kernel (one row of A per program) is timed by the bench for M <= its MAX_M only (at
+    8192^3 each of 8192 rows would re-read B); the check still runs it on every shape; no other entry is limited."""
+    from triton_kernels import gemv
+
+    entries = {k.name: k for k in registry.kernels()}
+    limited = {n for n, k in entries.items() if k.bench_skip is not None}
+    assert limited and all(n.startswith("triton_gemv") for n in limited)
+    assert {n for n in entries if n.startswith("triton_gemv")} == limited
+    k = entries["triton_gemv"]
+    one, two = torch.empty((gemv.MAX_M, 8)), torch.empty((gemv.MAX_M + 1, 8))
+    assert k.bench_skip(one, None) is None and "M <= 1" in k.bench_skip(two, None)
+    assert k.skip_reason is None  # the check runs it

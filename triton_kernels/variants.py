@@ -6,8 +6,8 @@ A record's `extra` names its kernel module, which provides `configs()`, `launche
 it on that problem), `INTERPRETER_CONFIG` and `inspect_source(config)`; adding a Triton kernel = one module + one
 record here. `general`: a kernel kernel="auto" may take without timing (the interpreter, a pinned config).
 Every kernel takes fp16 and bf16 (`dtypes`; A, B and C of one dtype): the dtype comes from the pointers' and
-descriptors' element types, so one source compiles to `HGMMA....F32.BF16` / `HMMA.16816.F32.BF16` for bf16; bf16
-accumulates in fp32 only (`hgemm_common.record.ACCS_FOR`).
+descriptors' element types, so one source compiles to `HGMMA....F32.BF16` / `HMMA.16816.F32.BF16` for bf16 (the
+CUDA-core gemv: FFMA on the converted values); bf16 accumulates in fp32 only (`hgemm_common.record.ACCS_FOR`).
 """
 from __future__ import annotations
 
