@@ -67,7 +67,7 @@ case "$PART" in
       echo "$f rc=$? $(tail -1 "$OUTDIR/pytest_$(basename "$f" .py).log")" | tee -a "$OUTDIR/pytest.log"
     done
     python scripts/triton_sweep.py --shapes "${SHAPES:-1x4096x4096,16x4096x4096,128x4096x4096,1024x1024x1024}" \
-      --kernels "${KERNELS:-splitk,splitk2,blocked,tma}" ${WIDE:-} --budget-s "${BUDGET_S:-300}" 2>&1 \
+      --kernels "${KERNELS:-splitk,splitk2,blocked,tma,gemv}" ${WIDE:-} --budget-s "${BUDGET_S:-300}" 2>&1 \
       | tee "$OUTDIR/sweep.log"
     ;;
   triton-bench)
