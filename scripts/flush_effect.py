@@ -22,9 +22,10 @@ import statistics
 import torch
 
 from compare import registry
-from compare.bench import FLUSHES, Timer, parse_shapes
+from compare.bench import Timer, parse_shapes
 from compare.frame import copy_bandwidth
 from compare.reference import compare, error_bound, make_inputs, reference
+from hgemm_common.timing import FLUSHES
 
 
 def main() -> int:

@@ -35,12 +35,12 @@ def configs() -> list[Config]:
     3 stages (3 x 48 KB + 64 KB of C), or 4 when C is stored in two halves through a 32 KB buffer (epilogue_split=2:
     faster on 8192x8192x1024 in `scripts/triton_sweep.py --wide`, docs/tuning/triton_h100_sweeps_ecbd247.log);
     128x128x64 fits 4 to 6. 64x128 tiles 128 deep in K (4 x 48 KB) are for 1024^3-sized problems, where 128 tiles
-    cover C and half as many k-steps (8 at K = 1024) as 64-deep tiles take ran 0.99x torch.matmul against 0.92-0.94x
-    (`triton_sweep.py --configs`, docs/ladders/triton.md). The last, 64x64 tiles 128 deep in K and 6 stages (192 KB
-    of loads in flight per SM), is for memory-bound skinny problems such as 128x4096x4096, where 128 such tiles
-    cover C and each streams its whole K (cuBLAS runs 64x64 tiles there, `scripts/library_kernels.py`): 17.4 us
-    against torch.matmul's 18.0 on cold operands, where 64-deep tiles 12 stages deep (cuBLAS: 13) took 19.8 us
-    (`triton_sweep.py --configs`, docs/results/h100-4e615f9-triton/sweep128.log).
+    cover C and half as many k-steps (8 at K = 1024) as 64-deep tiles take, which ran faster there
+    (`triton_sweep.py --configs`, measured in docs/ladders/triton.md). The last, 64x64 tiles 128 deep in K and 6
+    stages (192 KB of loads in flight per SM), is for memory-bound skinny problems such as 128x4096x4096, where 128
+    such tiles cover C and each streams its whole K (cuBLAS runs 64x64 tiles there, `scripts/library_kernels.py`);
+    it replaced 64-deep tiles 12 stages deep (cuBLAS: 13), which were slower on cold operands (`triton_sweep.py
+    --configs`, measured in docs/results/h100-4e615f9-triton/).
     """
     return [
         Config(128, 256, 64, group_m=8, num_warps=8, num_stages=3),
