@@ -28,16 +28,6 @@ __device__ __forceinline__ void cp_async_16B(uint32_t dst_smem, const void* src_
                : "memory");
 }
 
-// @p cp.async.cg.shared.global [dst], [src], 16;  — the full 16-byte copy, issued only where p holds. A predicated
-// instruction rather than a branch around the copy: the caller's loop body stays one basic block, so ptxas may
-// spread the copies among the MMAs around them (a branch fences them off).
-__device__ __forceinline__ void cp_async_16B_if(bool p, uint32_t dst_smem, const void* src_gmem) {
-  asm volatile(
-      "{\n .reg .pred p;\n setp.ne.b32 p, %0, 0;\n @p cp.async.cg.shared.global [%1], [%2], 16;\n}\n" ::"r"(int(p)),
-      "r"(dst_smem), "l"(src_gmem)
-      : "memory");
-}
-
 // cp.async.commit_group;  — closes the group of cp.async issued since the last commit.
 // ISA: #data-movement-and-conversion-instructions-cp-async-commit-group
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }

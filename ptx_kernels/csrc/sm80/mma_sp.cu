@@ -37,7 +37,6 @@
 #include "ptx/cp_async.cuh"
 #include "ptx/cvta.cuh"
 #include "ptx/mma_sparse.cuh"
-#include <cstdlib>  // AB-EXPERIMENT
 
 namespace mma_sp {
 
@@ -52,18 +51,14 @@ __device__ __align__(16) const uint32_t kValidChunk[4] = {0x44444444u, 0x4444444
 // COPY_AT: where in a tile's first k32 step the copies of a later tile are issued: -1 before its MMAs, q >= 0 after
 // the MMAs of its pair of n8 tiles q. Only the SASS schedule changes: ptxas keeps the copies' address arithmetic
 // near that point and interleaves it with the MMAs around it. Chosen per tile by measurement (docs/ladders/sparse.md).
-template <int BM_, int BN_, int WARPS_M_, int WARPS_N_, int STAGES_, int COPY_NN_, int COPY_NT_, bool PRED_ = true>
+template <int BM_, int BN_, int WARPS_M_, int WARPS_N_, int STAGES_, int COPY_AT_>
 struct SpTile {
   static constexpr int BM = BM_, BN = BN_, WARPS_M = WARPS_M_, WARPS_N = WARPS_N_, STAGES = STAGES_;
-  static constexpr int COPY_NN = COPY_NN_, COPY_NT = COPY_NT_;
-  static constexpr bool PRED = PRED_;
-  template <bool B_COL>
-  static constexpr int COPY_AT = B_COL ? COPY_NT : COPY_NN;
+  static constexpr int COPY_AT = COPY_AT_;
   static constexpr int THREADS = 32 * WARPS_M * WARPS_N, MI = BM / WARPS_M / 16, NI = BN / WARPS_N / 8;
   static constexpr int E_WORDS = KSTEPS * (BM / 16) * 16;  // metadata words per stage: (k32 step, 16-row block, word)
   static_assert(NI % 2 == 0, "B fragments are loaded by pairs of n8 tiles");
-  static_assert(COPY_NN >= -1 && COPY_NN < NI / 2 && COPY_NT >= -1 && COPY_NT < NI / 2,
-                "copies before the first pair or after one of the pairs");
+  static_assert(COPY_AT >= -1 && COPY_AT < NI / 2, "copies before the first pair or after one of the pairs");
   static_assert(E_WORDS * 4 / 16 <= THREADS, "one 16-byte metadata chunk per thread at most");
   using Sync = tile::BlockSync<STAGES, WARPS_M * WARPS_N>;
 };
@@ -72,8 +67,8 @@ struct SpTile {
 // outputs), so each B fragment feeds 4 MMAs per A fragment's 16 instead of 8 (the dense ladder's fp16 tile did 8%
 // better than its fp32 one on the same instruction, docs/ladders/mma.md). 4 stages: 164 KB and 200 KB. The copies go
 // before the first pair's MMAs in the 128 x 256 tile and after pair 6 of 8 in the 256 x 256 one (both spill-free).
-using TileF32 = SpTile<128, 256, 2, 4, 4, -1, -1, false>;
-using TileF16 = SpTile<256, 256, 4, 2, 4, 6, 6, false>;
+using TileF32 = SpTile<128, 256, 2, 4, 4, -1>;
+using TileF16 = SpTile<256, 256, 4, 2, 4, 6>;
 
 template <class T, bool B_COL>
 struct Smem {
@@ -125,12 +120,7 @@ struct SparseLoads {
     a.copy_next(sA + s * S::A_STAGE * 2, p.sam, kp / 2 - kt * BKC, BKC);
     if (B_COL) b.copy_next(sB + s * S::B_STAGE * 2, p.sbn, p.K - kt * BK, BK);
     else b.copy_next(sB + s * S::B_STAGE * 2, p.sbk, p.K - kt * BK, BK * p.sbk);
-    if constexpr (T::PRED) {  // predicated, not branched: threads past E_WORDS / 4 issue nothing (their `e` is never read)
-      const int kb = kt * KSTEPS + int(threadIdx.x) / (BM / 4);
-      const bool inside = e_row_ok && kb * 32 < kp;
-      ptx::cp_async_16B_if(threadIdx.x < E_WORDS / 4, sE + s * S::E_STAGE + threadIdx.x * 16, inside ? e : kValidChunk);
-      e += KSTEPS * e_kstride(p);
-    } else if (threadIdx.x < E_WORDS / 4) {
+    if (threadIdx.x < E_WORDS / 4) {
       const int kb = kt * KSTEPS + int(threadIdx.x) / (BM / 4);
       const bool inside = e_row_ok && kb * 32 < kp;
       ptx::cp_async_16B(sE + s * S::E_STAGE + threadIdx.x * 16, inside ? e : kValidChunk);
@@ -204,7 +194,7 @@ __global__ void __launch_bounds__(T::THREADS, 1) kernel(GemmArgs p) {
 #pragma unroll
     for (int ks = 0; ks < KSTEPS; ++ks) {
       const int cur = ks % 2;  // KSTEPS is even: step ks of every tile uses A / metadata buffer ks % 2
-      if (ks == 0 && T::template COPY_AT<B_COL> < 0) {
+      if (ks == 0 && T::COPY_AT < 0) {
         sync.wait_consumed(kt + AHEAD);
         loads.copy_stage(p, kt + AHEAD);
         sync.filled(kt + AHEAD);
@@ -225,7 +215,7 @@ __global__ void __launch_bounds__(T::THREADS, 1) kernel(GemmArgs p) {
         for (int i = 0; i < MI; ++i)
 #pragma unroll
           for (int jj = 0; jj < 2; ++jj) mma_sp(c[i][2 * q + jj], a[cur][i], b[q % 2][jj], e[cur][i]);
-        if (ks == 0 && q == T::template COPY_AT<B_COL>) {
+        if (ks == 0 && q == T::COPY_AT) {
           sync.wait_consumed(kt + AHEAD);
           loads.copy_stage(p, kt + AHEAD);
           sync.filled(kt + AHEAD);
@@ -266,26 +256,10 @@ cudaError_t launch_mma_sp(const GemmArgs& p, Acc acc, cudaStream_t stream, Launc
       cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) == cudaSuccess &&
       optin < mma_sp::Smem<mma_sp::TileF16, false>::BYTES)
     q.tile = 2;
-  auto go = [&](auto t32, auto t16) {
-    using T32 = typename decltype(t32)::type;
-    using T16 = typename decltype(t16)::type;
-    return tile::dispatch_tiles<T32, T16>(q, acc, [&](auto tile_c, auto acc_c, auto b_col_c) {
-      using T = typename decltype(tile_c)::type;
-      return mma_sp::launch_tile<T, decltype(acc_c)::value, decltype(b_col_c)::value>(q, stream, info);
-    });
-  };
-  using namespace mma_sp;
-  const char* ab = getenv("HGEMM_MMA_SP_AB");
-  const int v = ab ? atoi(ab) : 0;
-  using tile::TileTag;
-  switch (v) {
-    case 1: return go(TileTag<SpTile<128, 256, 2, 4, 4, 2, 2>>{}, TileTag<SpTile<256, 256, 4, 2, 4, 5, 6>>{});
-    case 2: return go(TileTag<SpTile<128, 256, 2, 4, 4, 1, 1>>{}, TileTag<SpTile<256, 256, 4, 2, 4, 1, 1>>{});
-    case 3: return go(TileTag<SpTile<128, 256, 2, 4, 4, 2, 1>>{}, TileTag<SpTile<256, 256, 4, 2, 4, 2, 3>>{});
-    case 4: return go(TileTag<SpTile<128, 256, 2, 4, 4, -1, -1>>{}, TileTag<SpTile<256, 256, 4, 2, 4, 6, 6>>{});
-    case 5: return go(TileTag<SpTile<128, 256, 2, 4, 4, 0, 0>>{}, TileTag<SpTile<256, 256, 4, 2, 4, 5, -1>>{});
-    default: return go(TileTag<TileF32>{}, TileTag<TileF16>{});
-  }
+  return tile::dispatch_tiles<mma_sp::TileF32, mma_sp::TileF16>(q, acc, [&](auto tile_c, auto acc_c, auto b_col_c) {
+    using T = typename decltype(tile_c)::type;
+    return mma_sp::launch_tile<T, decltype(acc_c)::value, decltype(b_col_c)::value>(q, stream, info);
+  });
 }
 
 HGEMM_VARIANT(mma_sp, launch_mma_sp, RowMajorA);
