@@ -88,7 +88,6 @@ def gemv_kernel(
     EVEN_K: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
     SPLIT_P2: tl.constexpr,  # SPLIT's next power of two: the rows of the last program's load of the partials
-    PREFETCH: tl.constexpr,  # num_stages == 2: the next B tile's loads issued before this tile's multiply-adds
     DIV8: tl.constexpr = 0,  # multiples of 8 Triton cannot see: strides passed divided by 8, M, N (common.div8_args)
 ):
     """Program (tile, s): row pid_m of C, columns pid_n * BLOCK_N ..., over the s-th K slice by CUDA-core
@@ -108,35 +107,18 @@ def gemv_kernel(
     k_len = tl.minimum(K - k0, K_SLICE)
     dt = tl.float16 if ACC_FP16 else tl.float32
     acc = tl.zeros((BLOCK_K, BLOCK_N), dtype=dt)
-    n_kt = tl.cdiv(k_len, BLOCK_K)
     # MAIN LOOP: elementwise products, summed over k only after it
-    if PREFETCH:
-        # two B tiles in flight per program: tile kt + 1's loads are issued before tile kt's multiply-adds (Triton
-        # pipelines no load that feeds no tl.dot, so the double buffer is written out); past the slice they are
-        # masked off
-        a = tl.load(a_ptrs, mask=offs_k < k_len, other=0.0)
-        b = tl.load(b_ptrs, mask=offs_k[:, None] < k_len, other=0.0)
-        for kt in range(0, n_kt):
-            a_ptrs += BLOCK_K * stride_ak
-            b_ptrs += BLOCK_K * stride_bk
-            k_left = k_len - (kt + 1) * BLOCK_K
-            a_next = tl.load(a_ptrs, mask=offs_k < k_left, other=0.0)
-            b_next = tl.load(b_ptrs, mask=offs_k[:, None] < k_left, other=0.0)
-            acc += a.to(dt)[:, None] * b.to(dt)
-            a = a_next
-            b = b_next
-    else:
-        for kt in range(0, n_kt):
-            if EVEN_K:
-                a = tl.load(a_ptrs)
-                b = tl.load(b_ptrs)
-            else:
-                k_left = k_len - kt * BLOCK_K
-                a = tl.load(a_ptrs, mask=offs_k < k_left, other=0.0)
-                b = tl.load(b_ptrs, mask=offs_k[:, None] < k_left, other=0.0)
-            acc += a.to(dt)[:, None] * b.to(dt)
-            a_ptrs += BLOCK_K * stride_ak
-            b_ptrs += BLOCK_K * stride_bk
+    for kt in range(0, tl.cdiv(k_len, BLOCK_K)):
+        if EVEN_K:
+            a = tl.load(a_ptrs)
+            b = tl.load(b_ptrs)
+        else:
+            k_left = k_len - kt * BLOCK_K
+            a = tl.load(a_ptrs, mask=offs_k < k_left, other=0.0)
+            b = tl.load(b_ptrs, mask=offs_k[:, None] < k_left, other=0.0)
+        acc += a.to(dt)[:, None] * b.to(dt)
+        a_ptrs += BLOCK_K * stride_ak
+        b_ptrs += BLOCK_K * stride_bk
     part = tl.sum(acc.to(tl.float32), axis=0)
 
     # EPILOGUE: splitk.sum_slices' protocol, the last program reading every slice's row block in one load
@@ -174,8 +156,8 @@ def launches(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, acc_fp16: bool, 
     strides, div8 = div8_args((*a.stride(), *b.stride(), *c.stride()), m, n)
     args = (a, b, c, p, counts, m, n, k, k_slice, split, *strides, acc_fp16,
             needs_int64_indexing(a, b, c) or blocks > 2**31, k % config.block_k == 0, *config.meta.values(),
-            triton.next_power_of_2(split), config.num_stages == 2, div8)
-    return [Spec(gemv_kernel, (tiles, split), args, config.num_warps, 1)]
+            triton.next_power_of_2(split), div8)
+    return [Spec(gemv_kernel, (tiles, split), args, config.num_warps, config.num_stages)]
 
 
 def inspect_source(cfg: Config, dtype: str = "fp16") -> tuple:
@@ -187,6 +169,6 @@ def inspect_source(cfg: Config, dtype: str = "fp16") -> tuple:
            "stride_cm": "i32", "stride_cn": "constexpr"}
     consts = dict(M=1, stride_ak=1, stride_bn=1, stride_cn=1, ACC_FP16=False, INDEX_64=False, EVEN_K=True,
                   BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k, GROUP_M=cfg.group_m,
-                  SPLIT_P2=triton.next_power_of_2(cfg.split_k), PREFETCH=cfg.num_stages == 2, DIV8=1 << 7)
+                  SPLIT_P2=triton.next_power_of_2(cfg.split_k), DIV8=1 << 7)
     attrs = {(i,): [["tt.divisibility", 16]] for i in (0, 1, 2, 3, 4, 6, 7, 8, 10, 12, 14)}
     return gemv_kernel, sig, consts, attrs
