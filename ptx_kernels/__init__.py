@@ -229,8 +229,9 @@ def sparse_hgemm(values: torch.Tensor, meta: torch.Tensor, b: torch.Tensor, *, v
     chunks are not two ascending indices (a few small kernels per call; `SparseA` checks once).
     B: row- or column-major read in place, other strides copied (`last_launch()["copies"]`). Not differentiable: an
     argument that requires grad (with grad mode on) is refused rather than its gradient lost.
-    tile: 0 lets the kernel choose; wgmma_sp: 1 / 2 pin the tile order's bands of 8 / 16 tile rows; mma_sp with
-    acc="fp16": 1 / 2 pin its 256x256 / 128x256 tile (fp32 accumulation has one tile and ignores it).
+    tile: 0 lets the kernel choose; wgmma_sp: 1 / 2 pin the tile order's bands of 8 / 16 tile rows on single blocks,
+    3 clusters of two blocks that share B by TMA multicast (bands of 8; its choice from 8 rounds of tiles); mma_sp with acc="fp16": 1 / 2 pin its
+    256x256 / 128x256 tile (fp32 accumulation has one tile and ignores it; 3 is the kernel's choice).
     """
     from hgemm_common.validation import finish_empty, validate
 
@@ -252,8 +253,8 @@ def sparse_hgemm(values: torch.Tensor, meta: torch.Tensor, b: torch.Tensor, *, v
     m, k = values.shape[0], b.shape[0]
     # the dense A's facts (dtype, device, M x K) without its memory: torch.mm's checks and words for B and out
     proxy = values.new_zeros(()).expand(m, k) if values.dtype == torch.float16 else values
-    if tile not in (0, 1, 2):
-        raise ValueError(f"sparse_hgemm: tile must be 0 (the kernel's choice), 1 or 2, got {tile!r}")
+    if tile not in (0, 1, 2, 3):
+        raise ValueError(f"sparse_hgemm: tile must be 0 (the kernel's choice), 1, 2 or 3, got {tile!r}")
     S.check_compressed(values, meta, m, k)
     p = validate(proxy, b, out, allow_cpu=False)
     v = _sparse_variant(variant, acc, values.device)

@@ -186,16 +186,19 @@ SPARSE: tuple[Variant, ...] = (
             forbids=_each("STSM", *_LOCAL), static_smem=lambda acc, b_col: 0,
             extra={"sass_forms": ("HMMA.SP.16832.F32", "HMMA.SP.16832.F16"), "dense_peer": "mma_stmatrix"}),
     Variant("wgmma_sp", "ptx", "sparse", "sm90/wgmma_sp.cu",
-            "persistent, 128x256x64 (dense K) in 5 stages, producer + 2 consumer warpgroups",
+            "persistent, 128x256x64 (dense K) in 5 stages, producer + 2 consumer warpgroups, 2-block clusters "
+            "on large problems",
             "2:4 sparse A on the Hopper ladder: wgmma.mma_async.sp m64n256k32 on TMA-loaded compressed values "
-            "(64-byte swizzle) and metadata words, B as the dense kernels load it, TMA-store epilogue",
+            "(64-byte swizzle) and metadata words, B as the dense kernels load it (multicast to both blocks of a "
+            "cluster), TMA-store epilogue",
             isa="wgmma.sp", kind="sparse", ceiling="wgmma.sp", min_arch=90, block=(128, 256, 64), stages=5,
             alignment="tma", static_smem=lambda acc, b_col: 0,
             promises={"sm_90a": ("HGMMA", "UTMALDG", "UTMASTG", "SYNCS", "USETMAXREG")},
             forbids={"sm_90a": ("HMMA", "LDGSTS", "LDSM", *_LOCAL)},
-            # accumulations x B layouts x epilogues
-            extra={"sass_forms": ("HGMMA.SP.64x256x32.F32", "HGMMA.SP.64x256x32.F16"), "instantiations": 2 * 2 * 2,
-                   "inspect_instance": r"L3Acc{acc}ELb0ELb1E", "dense_peer": "wgmma_persistent"}),
+            # accumulations x B layouts x epilogues x cluster sizes (1, 2)
+            extra={"sass_forms": ("HGMMA.SP.64x256x32.F32", "HGMMA.SP.64x256x32.F16"),
+                   "instantiations": 2 * 2 * 2 * 2, "inspect_instance": r"L3Acc{acc}ELb0ELb1ELi1E",
+                   "dense_peer": "wgmma_persistent"}),
 )
 VARIANTS = VARIANTS + HOPPER + SPARSE
 

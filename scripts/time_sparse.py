@@ -4,8 +4,9 @@
 
 Rows: torch.matmul on the pruned dense A (the baseline), torch.sparse.to_sparse_semi_structured(A) @ B
 (cuSPARSELt), and `ptx_kernels.sparse_hgemm(..., tile=t)` for each (variant, tile, accumulation) in ENTRIES
-(wgmma_sp: tile 1 / 2 = bands of 8 / 16 tile rows; 0 = the launcher's default), for B row-major (NN) and/or
-column-major (NT: a transposed view of an N x K tensor, read in place). Device time, L2 flushed before every
+(wgmma_sp: tile 1 / 2 = bands of 8 / 16 tile rows, 3 = clusters of two sharing B by multicast; 0 = the
+launcher's default), for B row-major (NN) and/or column-major (NT: a transposed view of an N x K tensor, read in
+place). Device time, L2 flushed before every
 call (compare.bench.Timer), the rounds interleaved, medians; TFLOPS count the dense work (2 M N K). Every output is
 checked first against the float64 product within the harness's bound for its accumulation (compare.reference), and a
 wrong one is printed instead of a time. What to take for a default is decided here; `python -m compare bench --kind
@@ -23,8 +24,9 @@ from compare.bench import Timer, parse_shapes, tflops
 from compare.reference import compare, error_bound, reference
 from ptx_kernels import sparse
 
-ENTRIES = [("wgmma_sp", 1, "fp32"), ("wgmma_sp", 2, "fp32"), ("wgmma_sp", 0, "fp32"), ("wgmma_sp", 1, "fp16"),
-           ("wgmma_sp", 2, "fp16"), ("mma_sp", 0, "fp32"), ("mma_sp", 0, "fp16")]
+ENTRIES = [("wgmma_sp", 1, "fp32"), ("wgmma_sp", 2, "fp32"), ("wgmma_sp", 3, "fp32"), ("wgmma_sp", 0, "fp32"),
+           ("wgmma_sp", 1, "fp16"), ("wgmma_sp", 2, "fp16"), ("wgmma_sp", 3, "fp16"), ("mma_sp", 0, "fp32"),
+           ("mma_sp", 0, "fp16")]
 
 
 def main():

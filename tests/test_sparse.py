@@ -106,8 +106,8 @@ def test_sparse_hgemm_rejects_a_tile_it_does_not_have():
     import ptx_kernels
 
     values, meta = S.compress(S.prune_2to4(_ints(20, 40)))
-    with pytest.raises(ValueError, match=r"sparse_hgemm: tile must be 0 \(the kernel's choice\), 1 or 2, got 3"):
-        ptx_kernels.sparse_hgemm(values, meta, torch.zeros(40, 8, dtype=torch.float16), tile=3)
+    with pytest.raises(ValueError, match=r"sparse_hgemm: tile must be 0 \(the kernel's choice\), 1, 2 or 3, got 4"):
+        ptx_kernels.sparse_hgemm(values, meta, torch.zeros(40, 8, dtype=torch.float16), tile=4)
 
 
 # ---- the model against the ISA (9.7.14.6.2.2, Figures 120-122; 9.7.15.6.2.1, Figure 176) --------------------

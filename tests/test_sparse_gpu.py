@@ -75,6 +75,26 @@ def test_mma_sp_fp16_tiles_pinned_exact(tile, b_layout):
         assert verdict.ok, f"tile={tile} B={b_layout} {m}x{n}x{k}: {verdict.detail}"
 
 
+@pytest.mark.parametrize("b_layout", ["N", "T"])
+@pytest.mark.parametrize("acc", ["fp32", "fp16"])
+def test_wgmma_sp_clusters_exact(acc, b_layout):
+    """wgmma_sp with tile=3: clusters of two blocks on tile rows 2p, 2p + 1 of one tile column, each loading half of
+    B and multicasting it to both. Odd tile-row counts (the last cluster's second tile lies below M: it loads zeros,
+    shares its half of B and stores nothing), more clusters of work than fit at once (several rounds), K tails and
+    K < 32. K <= 227 keeps fp16 partial sums exact."""
+    v = next(v for v in ptx_kernels.variants("sparse") if v.name == "wgmma_sp")
+    _skip_unless_offered(v)
+    shapes = [(1, 7, 31), (129, 255, 200), (257, 257, 33), (2177, 2600, 227), (384, 1281, 96), (100, 300, 8)]
+    for i, (m, n, k) in enumerate(shapes):
+        a, b = sparse_inputs(m, n, k, b_layout, seed=200 + i)
+        values, meta = S.compress(a)
+        out = poisoned_out(m, n, "cuda")
+        ptx_kernels.sparse_hgemm(values, meta, b, variant="wgmma_sp", acc=acc, out=out, tile=3)
+        torch.cuda.synchronize()
+        verdict = compare(out, reference(a, b))
+        assert verdict.ok, f"tile=3 {acc} B={b_layout} {m}x{n}x{k}: {verdict.detail}"
+
+
 @pytest.mark.parametrize("v,acc", CASES, ids=IDS)
 def test_exact_every_mn_k(v, acc):
     """Every M and N of the list against a short and a long K, B row-major."""

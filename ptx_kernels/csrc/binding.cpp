@@ -136,7 +136,7 @@ LaunchReport sparse_launch(const std::string& variant, const torch::Tensor& valu
   p.sbn = b.stride(1);
   p.ldc = c.stride(0);
   p.b_col_major = b_col_major;
-  TORCH_CHECK(tile >= 0 && tile <= 2, "sparse_launch: tile must be 0 (auto), 1 or 2 (the variant's own choices)");
+  TORCH_CHECK(tile >= 0 && tile <= 3, "sparse_launch: tile must be 0 (auto), 1, 2 or 3 (the variant's own choices)");
   p.tile = static_cast<int>(tile);
   return launch_registered(variant, it->second.launch, p, values.device(), acc_fp16);
 }

@@ -5,7 +5,9 @@
 // producer warpgroup (setmaxnreg.dec to 40) has one thread issue the TMA loads of each k-block into a ring of
 // STAGES stages on full/empty mbarriers; two consumer warpgroups (setmaxnreg.inc to 232) each own 64 rows of the
 // tile, keep one wgmma group in flight and release a stage as soon as the group that read it has completed; the
-// epilogue stores through swizzled shared memory with TMA while the next tile's loads run.
+// epilogue stores through swizzled shared memory with TMA while the next tile's loads run. On large problems the
+// blocks run in clusters of two on tile rows 2p, 2p + 1 of one tile column, each loading half of B and multicasting
+// it to both (wgmma_cluster.cu's scheme): a third less L2 traffic per pair of tiles.
 //
 // What sparsity changes (blocks/wgmma_sp_tile.cuh has the stage's layouts): a stage of 64 dense K is two k32 steps;
 // its compressed A is one TMA box of 32 halves x BM rows with the 64-byte swizzle; its metadata, the words of the
@@ -22,9 +24,11 @@
 // spends shared memory on one more stage than wgmma_persistent (4 stages, 64 x 128 staging) and less on staging.
 // K: TMA reads zeros past Kp / 2 compressed columns and past K rows of B, so the K tail needs no other handling.
 #include <algorithm>
+#include <atomic>
 
 #include "blocks/wgmma_sp_tile.cuh"
 #include "host/registry.h"
+#include "ptx/cluster.cuh"
 
 namespace {
 
@@ -34,6 +38,7 @@ constexpr int BM = 128, BN = 256, STAGES = 5, EPI_COLS = 64;
 // kernel is bound by shared memory, not DRAM (measurements: docs/ladders/sparse.md). GemmArgs::tile 1 / 2 pin bands
 // of 8 / 16; 0 takes kGroupM.
 constexpr int kGroupM = 8;
+constexpr int kClusterRounds = 8;  // the default runs clusters of two from this many rounds of tiles per SM
 using hopper_sp::BKC;
 using hopper_sp::KSTEPS;
 constexpr int E_WORDS = KSTEPS * BM;  // metadata words per stage: (k32 step, 16-row block, 16 words)
@@ -55,25 +60,45 @@ static_assert(hopper::smem_request<Storage>() <= 227 * 1024, "5 stages and the s
 // ---- loads ----------------------------------------------------------------------------------------------------
 // One thread: the stage's bytes on full[s], then its boxes: compressed A (a_rows x 32 halves), the metadata (2 x BM
 // words), B as hopper::load_kblock loads it. kb counts stages of 64 dense K.
-template <bool B_COL>
+// In clusters of CLUSTER blocks (tiles in the same tile column, rows CLUSTER p .. CLUSTER p + CLUSTER - 1) each block
+// loads its own A and metadata and 1 / CLUSTER of B, multicast into every block of the cluster (as wgmma_cluster.cu):
+// full[s] still expects the whole stage, part of B's bytes counted down by the peers' copies.
+template <bool B_COL, int CLUSTER>
 __device__ __forceinline__ void load_stage(Storage& ss, int s, const CUtensorMap* tma_a, const CUtensorMap* tma_e,
-                                           const CUtensorMap* tma_b, int m0, int n0, int kb, int a_rows) {
+                                           const CUtensorMap* tma_b, int m0, int n0, int kb, int a_rows,
+                                           uint32_t rank) {
   const uint32_t bar = ptx::smem_u32(&ss.full[s]);
   ptx::mbarrier_arrive_expect_tx(bar, (a_rows * BKC + BN * hopper::BK) * int(sizeof(half)) + E_WORDS * 4);
   ptx::tma_load_2d(ptx::smem_u32(ss.A[s]), tma_a, kb * BKC, m0, bar);
   ptx::tma_load_2d(ptx::smem_u32(ss.E[s]), tma_e, m0, kb * KSTEPS, bar);  // words m0.. of K blocks 2 kb, 2 kb + 1
   const int k0 = kb * hopper::BK;
-  if constexpr (B_COL) {
-    ptx::tma_load_2d(ptx::smem_u32(ss.B[s]), tma_b, k0, n0, bar);
-  } else {
+  if constexpr (CLUSTER == 1) {
+    if constexpr (B_COL) {
+      ptx::tma_load_2d(ptx::smem_u32(ss.B[s]), tma_b, k0, n0, bar);
+    } else {
 #pragma unroll
-    for (int j = 0; j < BN / 64; ++j)
-      ptx::tma_load_2d(ptx::smem_u32(ss.B[s] + j * 64 * hopper::BK), tma_b, n0 + 64 * j, k0, bar);
+      for (int j = 0; j < BN / 64; ++j)
+        ptx::tma_load_2d(ptx::smem_u32(ss.B[s] + j * 64 * hopper::BK), tma_b, n0 + 64 * j, k0, bar);
+    }
+  } else {
+    constexpr uint16_t kAll = (1u << CLUSTER) - 1;
+    if constexpr (B_COL) {  // rows n0 + (BN / CLUSTER) rank .. of the K-major B tile: one box
+      constexpr int part = BN / CLUSTER;
+      ptx::tma_load_2d_multicast(ptx::smem_u32(ss.B[s] + rank * part * hopper::BK), tma_b, k0, n0 + rank * part,
+                                 bar, kAll);
+    } else {  // this rank's 64-column boxes of the N-major B tile
+#pragma unroll
+      for (int jj = 0; jj < BN / 64 / CLUSTER; ++jj) {
+        const int j = rank * (BN / 64 / CLUSTER) + jj;
+        ptx::tma_load_2d_multicast(ptx::smem_u32(ss.B[s] + j * 64 * hopper::BK), tma_b, n0 + 64 * j, k0, bar,
+                                   kAll);
+      }
+    }
   }
 }
 
 // ---- the kernel -----------------------------------------------------------------------------------------------
-template <Acc ACC, bool B_COL, bool TMA_STORE>
+template <Acc ACC, bool B_COL, bool TMA_STORE, int CLUSTER>
 __global__ void __launch_bounds__(kThreads, 1)
     wgmma_sp_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_constant__ CUtensorMap tma_e,
                     const __grid_constant__ CUtensorMap tma_b, const __grid_constant__ CUtensorMap tma_c,
@@ -81,18 +106,27 @@ __global__ void __launch_bounds__(kThreads, 1)
   extern __shared__ __align__(1024) uint8_t smem_raw[];
   Storage& ss = hopper::aligned_storage<Storage>(smem_raw);
   const int wg = threadIdx.x / hopper::kWarpgroup, tid = threadIdx.x % hopper::kWarpgroup;
-  const int tiles_m = hopper::cdiv(M, BM), tiles_n = hopper::cdiv(N, BN), tiles = tiles_m * tiles_n;
+  // Work units: CLUSTER tiles of one tile column (tile rows CLUSTER p + rank), one unit per cluster at a time; with
+  // CLUSTER = 1 a unit is a tile. When the tile rows do not divide, a last unit's tiles below M load zeros for A
+  // (and the always-valid metadata), still share their part of B, and store nothing.
+  const uint32_t rank = CLUSTER > 1 ? ptx::cluster_ctarank() : 0;
+  const int unit0 = blockIdx.x / CLUSTER, units_step = gridDim.x / CLUSTER;
+  const int tiles_m = hopper::cdiv(M, BM), tiles_n = hopper::cdiv(N, BN);
+  const int units_m = hopper::cdiv(tiles_m, CLUSTER), units = units_m * tiles_n;
+  const int group = group_m / CLUSTER > 1 ? group_m / CLUSTER : 1;  // bands of group_m tile rows
   const int ksteps = hopper::cdiv(K, 32), kblocks = hopper::cdiv(ksteps, KSTEPS);  // k32 steps to Kp; stages
   const int a_rows = hopper::a_box_rows(M, BM);
 
-  // ---- PROLOGUE: barriers ----
+  // ---- PROLOGUE: barriers (visible to the whole cluster before any peer copies or arrives into them) ----
   if (threadIdx.x == 0) {
     ptx::prefetch_tensormap(&tma_a);
     ptx::prefetch_tensormap(&tma_e);
     ptx::prefetch_tensormap(&tma_b);
-    hopper::init_ring(ss, kConsumers);
+    hopper::init_ring(ss, kConsumers * CLUSTER);  // empty[s]: every consumer warpgroup of the cluster
+    if constexpr (CLUSTER > 1) ptx::fence_mbarrier_init_cluster();
   }
-  __syncthreads();
+  if constexpr (CLUSTER > 1) ptx::cluster_sync();
+  else __syncthreads();
 
   if (wg == 0) {
     // ---- PRODUCER ----
@@ -100,12 +134,14 @@ __global__ void __launch_bounds__(kThreads, 1)
     if (tid == 0) {
       int s = 0;
       uint32_t phase = 0;
-      for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
-        int tm, tn;
-        tile::grouped_tile(t, tiles_m, tiles_n, group_m, tm, tn);
+      for (int t = unit0; t < units; t += units_step) {
+        int um, tn;
+        tile::grouped_tile(t, units_m, tiles_n, group, um, tn);
+        const int tm = um * CLUSTER + int(rank);
         for (int kb = 0; kb < kblocks; ++kb) {
-          ptx::mbarrier_wait_parity(ptx::smem_u32(&ss.empty[s]), phase ^ 1);  // a fresh barrier passes parity 1
-          load_stage<B_COL>(ss, s, &tma_a, &tma_e, &tma_b, tm * BM, tn * BN, kb, a_rows);
+          // a fresh barrier passes parity 1; with clusters, both blocks' consumers are done with the stage
+          ptx::mbarrier_wait_parity(ptx::smem_u32(&ss.empty[s]), phase ^ 1);
+          load_stage<B_COL, CLUSTER>(ss, s, &tma_a, &tma_e, &tma_b, tm * BM, tn * BN, kb, a_rows, rank);
           if (++s == STAGES) s = 0, phase ^= 1;
         }
       }
@@ -119,9 +155,19 @@ __global__ void __launch_bounds__(kThreads, 1)
     const int mblocks = hopper::cdiv(M, 16);
     int s = 0;
     uint32_t phase = 0;
-    for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
-      int tm, tn;
-      tile::grouped_tile(t, tiles_m, tiles_n, group_m, tm, tn);
+    // One arrival per warpgroup on empty[stage] of every block of the cluster (a stage is written in all of them):
+    // lane r signals block r, so the arrivals leave as one instruction (as wgmma_cluster.cu).
+    auto release = [&](int stage) {
+      if constexpr (CLUSTER == 1) {
+        if (tid == 0) ptx::mbarrier_arrive(ptx::smem_u32(&ss.empty[stage]));
+      } else {
+        if (tid < CLUSTER) ptx::mbarrier_arrive_cluster(ptx::mapa_shared(ptx::smem_u32(&ss.empty[stage]), tid));
+      }
+    };
+    for (int t = unit0; t < units; t += units_step) {
+      int um, tn;
+      tile::grouped_tile(t, units_m, tiles_n, group, um, tn);
+      const int tm = um * CLUSTER + int(rank);
       const bool rows_ok = (tm * BM + slab) / 16 + warp < mblocks;  // this warp's row block has metadata
       int prev = -1;
       for (int kb = 0; kb < kblocks; ++kb) {
@@ -136,13 +182,13 @@ __global__ void __launch_bounds__(kThreads, 1)
         hopper_sp::mma_stage<B_COL>(acc.d, ss.A[s] + slab * BKC, ss.B[s], e, kb == 0);
         ptx::wgmma_commit_group();
         ptx::wgmma_wait_group<1>();  // the previous stage's group is done: it may be refilled
-        if (prev >= 0 && tid == 0) ptx::mbarrier_arrive(ptx::smem_u32(&ss.empty[prev]));
+        if (prev >= 0) release(prev);
         prev = s;
         if (++s == STAGES) s = 0, phase ^= 1;
       }
       ptx::wgmma_wait_group<0>();
       ptx::fence_operands(acc.d);
-      if (tid == 0) ptx::mbarrier_arrive(ptx::smem_u32(&ss.empty[prev]));
+      release(prev);
       if constexpr (TMA_STORE) {
         hopper::store_accumulators_tma<BN, EPI_COLS>(acc.d, ss.out[wg - 1], &tma_c, tm * BM + slab, tn * BN,
                                                      /*bar_id=*/wg);
@@ -152,6 +198,8 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
     if (TMA_STORE && tid == 0) ptx::bulk_wait_group_read<0>();  // the staging buffer outlives the last stores
   }
+  // ---- END: no block leaves while a peer may still copy into it or arrive on its barriers ----
+  if constexpr (CLUSTER > 1) ptx::cluster_sync();
 }
 
 // The tensor maps: compressed A ((M, Kp / 2) halves, box 32 x a_rows, 64-byte swizzle), metadata ((Kp / 32) rows of
@@ -161,7 +209,7 @@ struct SparseOperands {
   bool pairs, tma_store;  // as hopper::Operands
 };
 
-cudaError_t make_sparse_operands(const GemmArgs& p, SparseOperands* ops) {
+cudaError_t make_sparse_operands(const GemmArgs& p, int cluster, SparseOperands* ops) {
   const uint64_t ksteps = uint64_t(hopper::cdiv(p.K, 32)), words = uint64_t(hopper::cdiv(p.M, 16)) * 16;
   host::TensorMapKey a{p.A, uint64_t(p.M), ksteps * 16, uint64_t(p.sam), uint32_t(hopper::a_box_rows(p.M, BM)),
                        BKC, false};
@@ -170,7 +218,8 @@ cudaError_t make_sparse_operands(const GemmArgs& p, SparseOperands* ops) {
   e.words = true;
   const uint64_t ldb = uint64_t(p.b_col_major ? p.sbn : p.sbk);
   const host::TensorMapKey b = p.b_col_major
-                                   ? host::TensorMapKey{p.B, uint64_t(p.N), uint64_t(p.K), ldb, BN, hopper::BK, true}
+                                   ? host::TensorMapKey{p.B, uint64_t(p.N), uint64_t(p.K), ldb,
+                                                        uint32_t(BN / cluster), hopper::BK, true}
                                    : host::TensorMapKey{p.B, uint64_t(p.K), uint64_t(p.N), ldb, hopper::BK, 64, true};
   cudaError_t err;
   if ((err = host::cached_tensor_map(a, &ops->a)) != cudaSuccess) return err;
@@ -183,19 +232,40 @@ cudaError_t make_sparse_operands(const GemmArgs& p, SparseOperands* ops) {
   return cudaSuccess;
 }
 
-template <Acc ACC, bool B_COL, bool TMA_STORE>
+template <Acc ACC, bool B_COL, bool TMA_STORE, int CLUSTER>
 cudaError_t launch_kernel(const GemmArgs& p, const SparseOperands& ops, cudaStream_t stream, LaunchInfo* info) {
-  auto kernel = wgmma_sp_kernel<ACC, B_COL, TMA_STORE>;
+  auto kernel = wgmma_sp_kernel<ACC, B_COL, TMA_STORE, CLUSTER>;
   const int smem = hopper::smem_request<Storage>();
-  const cudaError_t err = tile::prepare_smem(kernel, smem, info);  // opt-in above 48 KB, limit checked
+  cudaError_t err = tile::prepare_smem(kernel, smem, info);  // opt-in above 48 KB, limit checked
   if (err != cudaSuccess) return err;
-  const int tiles = hopper::cdiv(p.M, BM) * hopper::cdiv(p.N, BN);
-  const dim3 grid(hopper::persistent_blocks(tiles, hopper::sm_count(), p.grid));
-  if (info) *info = LaunchInfo{grid.x, grid.y, unsigned(kThreads), smem, info->smem_limit, BM, BN, 0};
-  const int group_m = p.tile == 1 ? 8 : p.tile == 2 ? 16 : kGroupM;
-  kernel<<<grid, kThreads, smem, stream>>>(ops.a, ops.e, ops.b, ops.c, p.C, p.ldc, p.M, p.N, p.K, ops.pairs,
-                                           group_m);
-  return cudaGetLastError();
+  const int group_m = p.tile == 2 ? 16 : kGroupM;
+  const int units = hopper::cdiv(hopper::cdiv(p.M, BM), CLUSTER) * hopper::cdiv(p.N, BN);
+  if constexpr (CLUSTER == 1) {
+    const dim3 grid(hopper::persistent_blocks(units, hopper::sm_count(), p.grid));
+    if (info) *info = LaunchInfo{grid.x, grid.y, unsigned(kThreads), smem, info->smem_limit, BM, BN, 0};
+    kernel<<<grid, kThreads, smem, stream>>>(ops.a, ops.e, ops.b, ops.c, p.C, p.ldc, p.M, p.N, p.K, ops.pairs,
+                                             group_m);
+    return cudaGetLastError();
+  } else {
+    // Clusters that fit at once (the GPCs decide, not SMs / CLUSTER), asked once per device.
+    static std::atomic<int> fits[64] = {};
+    int dev = 0;
+    if ((err = cudaGetDevice(&dev)) != cudaSuccess) return err;
+    int max_clusters = dev < 64 ? fits[dev].load(std::memory_order_relaxed) : 0;
+    cudaLaunchAttribute attr;
+    if (max_clusters == 0) {
+      const cudaLaunchConfig_t probe =
+          hopper::cluster_config(dim3(CLUSTER * hopper::sm_count()), kThreads, smem, CLUSTER, stream, &attr);
+      err = cudaOccupancyMaxActiveClusters(&max_clusters, kernel, &probe);
+      if (err != cudaSuccess || max_clusters <= 0) return err != cudaSuccess ? err : cudaErrorInvalidConfiguration;
+      if (dev < 64) fits[dev].store(max_clusters, std::memory_order_relaxed);
+    }
+    const dim3 grid(CLUSTER * hopper::persistent_blocks(units, max_clusters, p.grid));
+    if (info) *info = LaunchInfo{grid.x, grid.y, unsigned(kThreads), smem, info->smem_limit, BM, BN, 0};
+    const cudaLaunchConfig_t cfg = hopper::cluster_config(grid, kThreads, smem, CLUSTER, stream, &attr);
+    return cudaLaunchKernelEx(&cfg, kernel, ops.a, ops.e, ops.b, ops.c, p.C, p.ldc, p.M, p.N, p.K, ops.pairs,
+                              group_m);
+  }
 }
 
 }  // namespace
@@ -205,12 +275,21 @@ cudaError_t launch_kernel(const GemmArgs& p, const SparseOperands& ops, cudaStre
 // values to 16-byte aligned rows and the metadata to a 16-byte aligned contiguous tensor first).
 cudaError_t launch_wgmma_sp(const GemmArgs& p, Acc acc, cudaStream_t stream, LaunchInfo* info) {
   if (!p.E || p.K <= 0 || (p.sak != 1 && p.K > 1)) return cudaErrorInvalidValue;
+  // Clusters of two (B multicast) where the tiles make many rounds of the GPU: at 8192^3 and 8192 x 28672 x 4096
+  // (15.5 and 54 rounds) they ran 1-6% faster than single blocks, at 4096^3 (3.9 rounds) 2-3% slower
+  // (docs/ladders/sparse.md). GemmArgs::tile 3 pins them, 1 and 2 pin single blocks.
+  const int tiles = hopper::cdiv(p.M, BM) * hopper::cdiv(p.N, BN);
+  const int cluster = p.tile == 3 || (p.tile == 0 && tiles >= kClusterRounds * hopper::sm_count()) ? 2 : 1;
   SparseOperands ops;
-  const cudaError_t err = make_sparse_operands(p, &ops);
+  const cudaError_t err = make_sparse_operands(p, cluster, &ops);
   if (err != cudaSuccess) return err;
   return tile::dispatch(acc, p.b_col_major, [&](auto acc_c, auto b_col_c) {
-    if (ops.tma_store) return launch_kernel<acc_c.value, b_col_c.value, true>(p, ops, stream, info);
-    return launch_kernel<acc_c.value, b_col_c.value, false>(p, ops, stream, info);
+    if (cluster == 2) {
+      if (ops.tma_store) return launch_kernel<acc_c.value, b_col_c.value, true, 2>(p, ops, stream, info);
+      return launch_kernel<acc_c.value, b_col_c.value, false, 2>(p, ops, stream, info);
+    }
+    if (ops.tma_store) return launch_kernel<acc_c.value, b_col_c.value, true, 1>(p, ops, stream, info);
+    return launch_kernel<acc_c.value, b_col_c.value, false, 1>(p, ops, stream, info);
   });
 }
 
