@@ -36,6 +36,7 @@ def main(pattern: str = "*") -> int:
                        and v.offered_on(10 * major + minor)]
     for v in sparse_variants:  # 2:4 sparse A (pruned integers), B row- and column-major; every tile (tile=)
         runs = [(acc, 0) for acc in v.accs] + [("fp16", t) for t in (1, 2) if v.block_fp16 and major >= 9]
+        runs += [(acc, 3) for acc in v.accs] if v.name == "wgmma_sp" else []  # its clusters of two (multicast B)
         for acc, tile in runs:
             for layout in ("NN", "NT"):
                 for i, (m, n, k) in enumerate(SHAPES):
