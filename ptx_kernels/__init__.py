@@ -230,8 +230,9 @@ def sparse_hgemm(values: torch.Tensor, meta: torch.Tensor, b: torch.Tensor, *, v
     B: row- or column-major read in place, other strides copied (`last_launch()["copies"]`). Not differentiable: an
     argument that requires grad (with grad mode on) is refused rather than its gradient lost.
     tile: 0 lets the kernel choose; wgmma_sp: 1 / 2 pin the tile order's bands of 8 / 16 tile rows on single blocks,
-    3 clusters of two blocks that share B by TMA multicast (bands of 8; its choice from 8 rounds of tiles); mma_sp with acc="fp16": 1 / 2 pin its
-    256x256 / 128x256 tile (fp32 accumulation has one tile and ignores it; 3 is the kernel's choice).
+    3 clusters of two blocks that share B by TMA multicast (bands of 8; its own choice from 8 rounds of tiles);
+    mma_sp with acc="fp16": 1 / 2 pin its 256x256 / 128x256 tile (fp32 accumulation has one tile and ignores it;
+    3 leaves the choice to it).
     """
     from hgemm_common.validation import finish_empty, validate
 
