@@ -9,6 +9,7 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include <atomic>
 #include <cstdint>
 
 #include "blocks/common.cuh"
@@ -521,6 +522,24 @@ inline int sm_count() {
   cudaGetDevice(&dev);
   cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev);
   return n;
+}
+
+// Clusters of `cluster` blocks of KERNEL (threads, smem bytes each) that run at once: cudaOccupancyMaxActiveClusters,
+// since clusters stay inside a GPC and fewer fit than SMs / cluster. Asked once per device and kernel.
+template <auto KERNEL>
+inline cudaError_t max_active_clusters(int threads, int smem, int cluster, cudaStream_t stream, int* out) {
+  static std::atomic<int> fits[64] = {};
+  int dev = 0;
+  cudaError_t err = cudaGetDevice(&dev);
+  if (err != cudaSuccess) return err;
+  *out = dev < 64 ? fits[dev].load(std::memory_order_relaxed) : 0;
+  if (*out > 0) return cudaSuccess;
+  cudaLaunchAttribute attr;
+  const cudaLaunchConfig_t cfg = cluster_config(dim3(cluster * sm_count()), threads, smem, cluster, stream, &attr);
+  err = cudaOccupancyMaxActiveClusters(out, KERNEL, &cfg);
+  if (err != cudaSuccess || *out <= 0) return err != cudaSuccess ? err : cudaErrorInvalidConfiguration;
+  if (dev < 64) fits[dev].store(*out, std::memory_order_relaxed);
+  return cudaSuccess;
 }
 
 }  // namespace hopper

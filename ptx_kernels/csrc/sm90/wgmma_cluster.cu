@@ -22,7 +22,6 @@
 // shares its half of B, and its TMA stores are dropped (register stores masked).
 // Element types: fp16 (fp32 or fp16 accumulation) and bf16 (fp32), the template parameter E.
 #include <algorithm>
-#include <atomic>
 
 #include "blocks/wgmma_tile.cuh"
 #include "host/registry.h"
@@ -144,19 +143,9 @@ cudaError_t launch_tile(const GemmArgsOf<E>& p, const hopper::Operands& ops, cud
   const int smem = hopper::smem_request<Storage<E>>();
   cudaError_t err = tile::prepare_smem(kernel, smem, info);
   if (err != cudaSuccess) return err;
-  // Clusters that fit at once (the GPCs decide, not SMs / 2), asked once per device.
-  static std::atomic<int> fits[64] = {};
-  int dev = 0;
-  if ((err = cudaGetDevice(&dev)) != cudaSuccess) return err;
-  int max_clusters = dev < 64 ? fits[dev].load(std::memory_order_relaxed) : 0;
-  if (max_clusters == 0) {
-    cudaLaunchAttribute attr;
-    const cudaLaunchConfig_t cfg =
-        hopper::cluster_config(dim3(kCluster * hopper::sm_count()), kThreads, smem, kCluster, stream, &attr);
-    err = cudaOccupancyMaxActiveClusters(&max_clusters, kernel, &cfg);
-    if (err != cudaSuccess || max_clusters <= 0) return err != cudaSuccess ? err : cudaErrorInvalidConfiguration;
-    if (dev < 64) fits[dev].store(max_clusters, std::memory_order_relaxed);
-  }
+  int max_clusters = 0;  // clusters that fit at once (the GPCs decide, not SMs / 2)
+  if ((err = hopper::max_active_clusters<kernel>(kThreads, smem, kCluster, stream, &max_clusters)) != cudaSuccess)
+    return err;
   const int pair_tiles = hopper::cdiv(hopper::cdiv(p.M, BM), kCluster) * hopper::cdiv(p.N, BN);
   const dim3 grid(kCluster * hopper::persistent_blocks(pair_tiles, max_clusters, p.grid));
   return hopper::launch<kernel, Storage<E>>(grid, kThreads, BM, BN, p, ops, stream, info, kCluster);

@@ -24,7 +24,6 @@
 // spends shared memory on one more stage than wgmma_persistent (4 stages, 64 x 128 staging) and less on staging.
 // K: TMA reads zeros past Kp / 2 compressed columns and past K rows of B, so the K tail needs no other handling.
 #include <algorithm>
-#include <atomic>
 
 #include "blocks/wgmma_sp_tile.cuh"
 #include "host/registry.h"
@@ -234,7 +233,7 @@ cudaError_t make_sparse_operands(const GemmArgs& p, int cluster, SparseOperands*
 
 template <Acc ACC, bool B_COL, bool TMA_STORE, int CLUSTER>
 cudaError_t launch_kernel(const GemmArgs& p, const SparseOperands& ops, cudaStream_t stream, LaunchInfo* info) {
-  auto kernel = wgmma_sp_kernel<ACC, B_COL, TMA_STORE, CLUSTER>;
+  constexpr auto kernel = wgmma_sp_kernel<ACC, B_COL, TMA_STORE, CLUSTER>;
   const int smem = hopper::smem_request<Storage>();
   cudaError_t err = tile::prepare_smem(kernel, smem, info);  // opt-in above 48 KB, limit checked
   if (err != cudaSuccess) return err;
@@ -247,21 +246,12 @@ cudaError_t launch_kernel(const GemmArgs& p, const SparseOperands& ops, cudaStre
                                              group_m);
     return cudaGetLastError();
   } else {
-    // Clusters that fit at once (the GPCs decide, not SMs / CLUSTER), asked once per device.
-    static std::atomic<int> fits[64] = {};
-    int dev = 0;
-    if ((err = cudaGetDevice(&dev)) != cudaSuccess) return err;
-    int max_clusters = dev < 64 ? fits[dev].load(std::memory_order_relaxed) : 0;
-    cudaLaunchAttribute attr;
-    if (max_clusters == 0) {
-      const cudaLaunchConfig_t probe =
-          hopper::cluster_config(dim3(CLUSTER * hopper::sm_count()), kThreads, smem, CLUSTER, stream, &attr);
-      err = cudaOccupancyMaxActiveClusters(&max_clusters, kernel, &probe);
-      if (err != cudaSuccess || max_clusters <= 0) return err != cudaSuccess ? err : cudaErrorInvalidConfiguration;
-      if (dev < 64) fits[dev].store(max_clusters, std::memory_order_relaxed);
-    }
+    int max_clusters = 0;  // clusters that fit at once (the GPCs decide, not SMs / CLUSTER)
+    if ((err = hopper::max_active_clusters<kernel>(kThreads, smem, CLUSTER, stream, &max_clusters)) != cudaSuccess)
+      return err;
     const dim3 grid(CLUSTER * hopper::persistent_blocks(units, max_clusters, p.grid));
     if (info) *info = LaunchInfo{grid.x, grid.y, unsigned(kThreads), smem, info->smem_limit, BM, BN, 0};
+    cudaLaunchAttribute attr;
     const cudaLaunchConfig_t cfg = hopper::cluster_config(grid, kThreads, smem, CLUSTER, stream, &attr);
     return cudaLaunchKernelEx(&cfg, kernel, ops.a, ops.e, ops.b, ops.c, p.C, p.ldc, p.M, p.N, p.K, ops.pairs,
                               group_m);
@@ -275,9 +265,9 @@ cudaError_t launch_kernel(const GemmArgs& p, const SparseOperands& ops, cudaStre
 // values to 16-byte aligned rows and the metadata to a 16-byte aligned contiguous tensor first).
 cudaError_t launch_wgmma_sp(const GemmArgs& p, Acc acc, cudaStream_t stream, LaunchInfo* info) {
   if (!p.E || p.K <= 0 || (p.sak != 1 && p.K > 1)) return cudaErrorInvalidValue;
-  // Clusters of two (B multicast) where the tiles make many rounds of the GPU: at 8192^3 and 8192 x 28672 x 4096
-  // (15.5 and 54 rounds) they ran 1-6% faster than single blocks, at 4096^3 (3.9 rounds) 2-3% slower
-  // (docs/ladders/sparse.md). GemmArgs::tile 3 pins them, 1 and 2 pin single blocks.
+  // Clusters of two (B multicast) where the tiles make many rounds of the GPU, where they measured faster than single
+  // blocks; on fewer rounds they measured slower (docs/ladders/sparse.md). GemmArgs::tile 3 pins them, 1 and 2 pin
+  // single blocks.
   const int tiles = hopper::cdiv(p.M, BM) * hopper::cdiv(p.N, BN);
   const int cluster = p.tile == 3 || (p.tile == 0 && tiles >= kClusterRounds * hopper::sm_count()) ? 2 : 1;
   SparseOperands ops;
