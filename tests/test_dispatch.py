@@ -35,6 +35,19 @@ def fresh_cache():
     dispatch.clear()
 
 
+@pytest.fixture
+def exact(monkeypatch, tmp_path):
+    """tune="exact" on the CPU: a Hopper-sized device for the candidates, a temporary plan cache file, a fixed
+    context (no GPU to ask)."""
+    from triton_kernels import plan_table
+
+    monkeypatch.setattr(dispatch, "device_arch", lambda t: 90)
+    monkeypatch.setattr(dispatch, "sm_count", lambda t: 132)
+    monkeypatch.setenv(plan_table.CACHE_ENV, str(tmp_path / "plans.json"))
+    monkeypatch.setattr(plan_table, "context", lambda device: {"device": "test", "arch": 90, "sms": 132})
+    return tmp_path / "plans.json"
+
+
 @pytest.mark.parametrize("m,n,k,layout,kw", CALLS)
 def test_cached_plan_is_the_uncached_choice(m, n, k, layout, kw):
     """The second call of a kind finds the first call's plan, and that plan is what choosing afresh gives."""
@@ -42,11 +55,11 @@ def test_cached_plan_is_the_uncached_choice(m, n, k, layout, kw):
         kw = {**kw, **PIN}
     a, b = make_inputs(m, n, k, layout, device=DEVICE, seed=m + k)
     c1 = triton_kernels.hgemm(a, b, **kw)
-    key = dispatch.key_of(a, b, None, kw.get("acc", "fp32"), kw.get("kernel", "auto"), kw.get("config"))
+    key = dispatch.key_of(a, b, None, kw.get("acc", "fp32"), kw.get("kernel", "auto"), kw.get("config"), None)
     cached = dispatch.PLANS.get(key)
     assert cached is not None and len(dispatch.PLANS) == 1
     fresh = dispatch.choose(a, b, c1, None, kw.get("acc", "fp32"), kw.get("kernel", "auto"), kw.get("config"),
-                            key[:-2])
+                            key[:-3])
     assert (cached.plan.kernel, cached.plan.config, cached.plan.stage) == (fresh.kernel, fresh.config, fresh.stage)
     out = poisoned_out(m, n, DEVICE)
     assert triton_kernels.hgemm(a, b, out=out, **kw) is out
@@ -65,8 +78,8 @@ def test_a_plan_serves_only_its_own_dtype(kernel):
     shape = (40, 24, 24)  # K <= 28: the same integers in both dtypes (compare.reference.exact_window)
     a16, b16 = make_inputs(*shape, "NT", device=DEVICE, seed=2)
     a, b = make_inputs(*shape, "NT", device=DEVICE, seed=2, dtype="bf16")
-    k16 = dispatch.key_of(a16, b16, None, "fp32", kernel, kw.get("config"))
-    k = dispatch.key_of(a, b, None, "fp32", kernel, kw.get("config"))
+    k16 = dispatch.key_of(a16, b16, None, "fp32", kernel, kw.get("config"), None)
+    k = dispatch.key_of(a, b, None, "fp32", kernel, kw.get("config"), None)
     assert k != k16 and [x for x, y in zip(k, k16) if x != y] == [torch.bfloat16, torch.bfloat16]
     c16 = triton_kernels.hgemm(a16, b16, **kw)
     assert c16.dtype == torch.float16 and len(dispatch.PLANS) == 1
@@ -208,7 +221,7 @@ def test_staging_copies_exact_aligned_and_wide():
     assert torch.equal(out, src)
 
 
-def test_auto_keeps_the_fastest_candidate(monkeypatch):
+def test_auto_keeps_the_fastest_candidate(monkeypatch, exact):
     """The choice is the minimum of the candidates' timings, each candidate timed once per kind of call."""
     fake = {"blocked": 3.0, "splitk": 1.0, "tma": 2.0, "splitk_tma": 1.5}
     timed = []
@@ -218,16 +231,14 @@ def test_auto_keeps_the_fastest_candidate(monkeypatch):
         return configs(kernel)[0], fake[kernel]
 
     monkeypatch.setattr(dispatch, "_tune", tune)
-    monkeypatch.setattr(dispatch, "device_arch", lambda t: 90)
-    monkeypatch.setattr(dispatch, "sm_count", lambda t: 132)
     a, b = make_inputs(16, 256, 512, "NN", device=DEVICE)
-    p = triton_kernels.plan(a, b)
-    assert (p.kernel, p.config, p.ms) == ("splitk", configs("splitk")[0], 1.0)
+    p = triton_kernels.plan(a, b, tune="exact")
+    assert (p.kernel, p.config, p.ms) == ("splitk", configs("splitk")[0], 1.0), p
     assert sorted(timed) == ["blocked", "splitk", "splitk_tma", "tma"]
-    assert triton_kernels.plan(a, b) is p and len(timed) == 4  # cached: not timed again
+    assert triton_kernels.plan(a, b, tune="exact") is p and len(timed) == 4  # cached: not timed again
 
 
-def test_close_candidates_are_timed_again(monkeypatch):
+def test_close_candidates_are_timed_again(monkeypatch, exact):
     """Kernels whose first timings are within 10% of the fastest are timed again (interleaved rounds) and the
     medians choose: here split-K, 5% behind blocked in the first pass, wins the second; TMA, twice as slow, is not
     timed again."""
@@ -244,15 +255,13 @@ def test_close_candidates_are_timed_again(monkeypatch):
 
     monkeypatch.setattr(dispatch, "_tune", lambda kernel, *args: (configs(kernel)[0], first[kernel]))
     monkeypatch.setattr(dispatch, "refine", refine)
-    monkeypatch.setattr(dispatch, "device_arch", lambda t: 90)
-    monkeypatch.setattr(dispatch, "sm_count", lambda t: 132)
     a, b = make_inputs(16, 256, 512, "NN", device=DEVICE)
-    p = triton_kernels.plan(a, b)
+    p = triton_kernels.plan(a, b, tune="exact")
     assert (p.kernel, p.ms) == ("splitk", 1.0) and retimed == [["blocked", "splitk"]]
 
 
 @pytest.mark.parametrize("scale, winner", [(0.01, "splitk"), (1.0, "splitk_tma")])
-def test_small_problems_rank_close_kernels_by_per_call_time(monkeypatch, scale, winner):
+def test_small_problems_rank_close_kernels_by_per_call_time(monkeypatch, exact, scale, winner):
     """Where the close kernels' device times are below WALL_BELOW_MS, each is also timed back to back and ranked by
     the larger of its device and per-call times: splitk_tma, 2% faster on the device but twice as slow per call
     (host-bound), loses at 10-20 us; at 1-2 ms the per-call time is not measured and the device time decides. The
@@ -268,15 +277,13 @@ def test_small_problems_rank_close_kernels_by_per_call_time(monkeypatch, scale, 
     monkeypatch.setattr(dispatch, "_tune", lambda kernel, *args: (configs(kernel)[0], first[kernel] * scale))
     monkeypatch.setattr(dispatch, "refine", lambda runners, a, b, c: [first[r.plan.kernel] * scale for r in runners])
     monkeypatch.setattr(dispatch, "per_call_ms", per_call_ms)
-    monkeypatch.setattr(dispatch, "device_arch", lambda t: 90)
-    monkeypatch.setattr(dispatch, "sm_count", lambda t: 132)
     a, b = make_inputs(16, 256, 512, "NN", device=DEVICE)
-    p = triton_kernels.plan(a, b)
+    p = triton_kernels.plan(a, b, tune="exact")
     assert (p.kernel, p.ms) == (winner, first[winner] * scale)
     assert measured == ([["splitk", "splitk_tma"]] if scale * first["splitk_tma"] < dispatch.WALL_BELOW_MS else [])
 
 
-def test_small_square_problems_rank_by_device_time(monkeypatch):
+def test_small_square_problems_rank_by_device_time(monkeypatch, exact):
     """Per-call ranking is for skinny outputs only: on a small square problem (256 x 256, device times of 10-20 us)
     the device time decides even where the faster kernel costs more host time per call, and no per-call time is
     measured."""
@@ -284,10 +291,8 @@ def test_small_square_problems_rank_by_device_time(monkeypatch):
     monkeypatch.setattr(dispatch, "_tune", lambda kernel, *args: (configs(kernel)[0], first[kernel] * 0.01))
     monkeypatch.setattr(dispatch, "refine", lambda runners, a, b, c: [first[r.plan.kernel] * 0.01 for r in runners])
     monkeypatch.setattr(dispatch, "per_call_ms", lambda *args: pytest.fail("per-call time measured"))
-    monkeypatch.setattr(dispatch, "device_arch", lambda t: 90)
-    monkeypatch.setattr(dispatch, "sm_count", lambda t: 132)
     a, b = make_inputs(256, 256, 512, "NN", device=DEVICE)
-    assert triton_kernels.plan(a, b).kernel == "tma"
+    assert triton_kernels.plan(a, b, tune="exact").kernel == "tma"
 
 
 def test_per_call_time_is_not_measured_off_the_gpu():
@@ -296,7 +301,7 @@ def test_per_call_time_is_not_measured_off_the_gpu():
     assert dispatch.per_call_ms([lambda *args: pytest.fail("ran")] * 2, a, b, None) == [0.0, 0.0]
 
 
-def test_refine_round_runs_the_shortlisted_plans(monkeypatch):
+def test_refine_round_runs_the_shortlisted_plans(monkeypatch, exact):
     """The real re-timing round, under the interpreter: every candidate ties, so the round builds each shortlisted
     plan anew and runs it (the timer here just calls it once); the plan it keeps then gives the exact product."""
     runs = []
@@ -311,10 +316,8 @@ def test_refine_round_runs_the_shortlisted_plans(monkeypatch):
 
     monkeypatch.setattr(dispatch, "time_ms", time_ms)
     monkeypatch.setattr(dispatch, "_tune", tune)
-    monkeypatch.setattr(dispatch, "device_arch", lambda t: 90)
-    monkeypatch.setattr(dispatch, "sm_count", lambda t: 132)
     a, b = make_inputs(40, 24, 520, "NN", device=DEVICE, seed=4)
-    p = triton_kernels.plan(a, b)
+    p = triton_kernels.plan(a, b, tune="exact")
     assert len(runs) == dispatch.REFINE_ROUNDS * min(dispatch.REFINE_MAX, 4)  # blocked, both split-Ks, TMA: tied
     assert p.config == BY_KERNEL[p.kernel].extra["module"].INTERPRETER_CONFIG
     assert compare(triton_kernels.hgemm(a, b), reference(a, b)).ok
@@ -467,7 +470,7 @@ def test_direct_launch_after_the_first_call(kernel, dtype):
     cfg = triton_kernels.configs(kernel)[3]
     a, b = make_inputs(300, 264, 520, "NT", device="cuda", seed=5, dtype=dtype)
     c1 = triton_kernels.hgemm(a, b, kernel=kernel, config=cfg)
-    r = dispatch.PLANS.get(dispatch.key_of(a, b, None, "fp32", kernel, cfg))
+    r = dispatch.PLANS.get(dispatch.key_of(a, b, None, "fp32", kernel, cfg, None))
     assert r.direct, "the direct launcher was not set up (triton version, a launch hook?)"
     for _ in range(3):
         out = poisoned_out(300, 264, "cuda", dtype)

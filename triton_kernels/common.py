@@ -3,6 +3,7 @@ output rounding (fp16 and bf16), the pruning of tiles far larger than the proble
 from __future__ import annotations
 
 import re
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import triton
@@ -250,6 +251,20 @@ def prune_for_problem(configs: list[Config], m: int, n: int, k: int) -> list[Con
     return [min(configs, key=lambda c: (c.block_m * c.block_n, c.split_k))]
 
 
+_TIMING_MS = [5.0, 25.0]  # warm-up and repetitions of `time_ms`, milliseconds (`timing` changes them)
+
+
+@contextmanager
+def timing(warmup_ms: float, rep_ms: float):
+    """`time_ms` with other warm-up and repetition budgets inside the block (the plan tuner's shorter ones)."""
+    old = list(_TIMING_MS)
+    _TIMING_MS[:] = [warmup_ms, rep_ms]
+    try:
+        yield
+    finally:
+        _TIMING_MS[:] = old
+
+
 def time_ms(call) -> float:
     """How the dispatcher times each candidate (kernel, configuration) of a new problem: do_bench's procedure
     (`hgemm_common.timing.device_ms`, median) with the harness's clean L2 flush, a 5 ms warm-up and 25 ms of
@@ -257,7 +272,7 @@ def time_ms(call) -> float:
     call as much as its own reads (docs/results/h100-486995c-flush/), which drowned the differences between
     decode-sized plans. Every new (shape, strides, accumulation) key is tuned on first use, and the checks and
     benchmarks meet dozens of keys; 25 ms is still a hundred calls of a 4096^3 GEMM, enough to rank them."""
-    return device_ms(call, L2Flush(), warmup_ms=5.0, rep_ms=25.0)
+    return device_ms(call, L2Flush(), warmup_ms=_TIMING_MS[0], rep_ms=_TIMING_MS[1])
 
 
 ACCUMULATIONS = ("fp32", "fp16")

@@ -2,29 +2,33 @@
 
 A call's key holds everything that decides the kernel and everything Triton specializes the compiled kernel on:
 shapes, strides, dtypes, devices, whether each base address is 16-byte aligned, the accumulation, and what the
-caller pinned (kernel=, config=). The first call with a key validates, picks a plan and compiles; every later one
-looks the key up (`PLANS`), checks what the key cannot say (an `out=` overlapping an input) and launches the kept
-compiled kernels directly (triton_kernels/launch.py): a few microseconds of Python instead of Triton's autotuner,
-binder and descriptor encoding.
+caller pinned (kernel=, config=, tune=). The first call with a key validates, picks a plan and compiles the one
+configuration the plan names; every later one looks the key up (`PLANS`), checks what the key cannot say (an `out=`
+overlapping an input) and launches the kept compiled kernels directly (triton_kernels/launch.py): a few
+microseconds of Python instead of Triton's binder and descriptor encoding.
 
-Choosing a plan for kernel="auto" on a GPU:
-1. candidates: every record offered on the device whose kernel takes the operands (their dtype among the
-   record's `dtypes`), in place or staged (TMA
-   kernels: operands TMA cannot describe copied to 128-byte aligned rows first, the copy part of the call), and
-   that its module thinks worth timing for the shape (`worth_timing`: split-K only where a 128x128 grid leaves
-   SMs idle; staging only where the copies cost less than half the estimated GEMM). And, as one more candidate,
-   TMA on copies of the describable operands whose rows start off the 32-byte sectors (`rows_off_sectors`): each
-   128-byte row of a TMA box then spans five sectors;
-2. each candidate's configurations that fit the problem (`prune_for_problem`) are timed on the call's own
-   operands (`time_ms`: device time, L2 flushed, median), whole calls including copies and reductions;
-3. the configurations within 10% of a candidate's fastest (up to 3) are timed again in 3 interleaved rounds
-   and ranked by median (`refine`), and so are the candidates' winners within 10% of each other: one timing pass
-   ranks a list, but two entries a few percent apart swap places from pass to pass; where those winners run in
-   under 0.1 ms, each is also timed back to back (`per_call_ms`: the host's work per call included) and ranked by
-   the larger of its device and per-call times;
-4. the fastest (candidate, configuration) becomes the plan. Per-kernel results are kept (`TUNED`), so an
-   explicit kernel="tma" call of the same key reuses the timing instead of redoing it.
-Under the interpreter, or with config= pinned, nothing is timed: kernel="auto" takes the last "general" record
+Choosing a plan for kernel="auto" on a GPU (`choose`):
+- tune="table" (the default): the plan of the call's shape class, from the GPU's plan table, its nearest class or
+  a heuristic (`table_plan`, `triton_kernels.plan_table`). Nothing is timed, synchronized or allocated for it, so
+  a first call works inside CUDA-graph capture, on any stream and under torch.compile.
+- tune="exact": timed on the call's own operands (`time_auto`), once per kind of call and GPU, the result kept in
+  the user's plan cache file (`exact_plan`):
+  1. candidates: every record offered on the device whose kernel takes the operands (their dtype among the
+     record's `dtypes`), in place or staged (TMA kernels: operands TMA cannot describe copied to 128-byte aligned
+     rows first, the copy part of the call), and that its module thinks worth timing for the shape (`worth_timing`:
+     split-K only where a 128x128 grid leaves SMs idle; staging only where the copies cost less than half the
+     estimated GEMM). And, as one more candidate, TMA on copies of the describable operands whose rows start off
+     the 32-byte sectors (`rows_off_sectors`);
+  2. each candidate's configurations that fit the problem (`prune_for_problem`) are timed (`time_ms`: device
+     time, L2 flushed, median), whole calls including copies and reductions;
+  3. the configurations within 10% of a candidate's fastest (up to 3) are timed again in 3 interleaved rounds and
+     ranked by median (`refine`), and so are the candidates' winners within 10% of each other: one timing pass
+     ranks a list, but two entries a few percent apart swap places from pass to pass; where those winners run in
+     under 0.1 ms on a skinny output, each is also timed back to back (`per_call_ms`: the host's work per call
+     included) and ranked by the larger of its device and per-call times;
+  4. the fastest (candidate, configuration) becomes the plan. `python -m compare tune` runs the same timing over a
+     grid of shapes to make the plan tables.
+Under the interpreter, or with config= pinned, nothing is looked up: kernel="auto" takes the last "general" record
 of the ladder the operands fit in place (blocked, or TMA persistent on Hopper), with INTERPRETER_CONFIG or the
 pinned config.
 """
@@ -32,7 +36,7 @@ from __future__ import annotations
 
 import statistics
 import threading
-from dataclasses import dataclass
+from dataclasses import replace
 
 import torch
 import triton
@@ -42,8 +46,10 @@ from hgemm_common.plans import LRU, byte_extents, call_key, out_overlaps
 from hgemm_common.timing import wall_us
 from hgemm_common.validation import DTYPE_NAMES, interpreter_active
 
+from . import plan_table
 from .common import Config, prune_for_problem, time_ms
 from .launch import Direct, Kept, direct_supported, hooks_idle, jit_launch
+from .plan_table import Plan, rows_off_sectors
 from .variants import BY_KERNEL, VARIANTS
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -66,21 +72,6 @@ REFINE_MARGIN, REFINE_MAX, REFINE_ROUNDS = 1.10, 3, 3
 # the device against the blocked kernel's 0.90-0.95x, for ~4 us more host time per call (25.4 against 21.6 us;
 # docs/results/h100-610e27a-triton/): the kernel's speed is the device time, the host's share is the launch path's.
 WALL_BELOW_MS, WALL_CALLS, WALL_SKINNY = 0.1, 20, 128
-
-
-@dataclass(frozen=True)
-class Plan:
-    """What one kind of call runs: a kernel (hgemm's kernel= name), its configuration, and which of A, B, C go
-    through an aligned copy first (TMA kernels on operands TMA cannot describe)."""
-    kernel: str
-    config: Config
-    stage: tuple[bool, bool, bool] = (False, False, False)
-    ms: float | None = None  # measured device time when the plan was chosen by timing
-
-    @property
-    def name(self) -> str:
-        staged = [x for x, s in zip("ABC", self.stage) if s]
-        return f"{self.kernel} {self.config.name}" + (f" (staged {', '.join(staged)})" if staged else "")
 
 
 def _aligned_copy(t: torch.Tensor) -> torch.Tensor:
@@ -125,16 +116,6 @@ def row_copy_width(dst: torch.Tensor, src: torch.Tensor) -> int | None:
                (t.storage_offset() * t.element_size()) % w == 0 for t in (dst, src)):
             return w
     return None
-
-
-def rows_off_sectors(t: torch.Tensor) -> bool:
-    """Whether a TMA-describable operand's rows (as TMA reads it: a column-major one by columns) start off the
-    32-byte sectors. On the H100 B's 10,000-byte rows (N = 5000) cost the TMA kernel a fifth of its time and the
-    blocked kernel half of it, where 4,000-byte rows (32-byte aligned, off the 128-byte lines) cost nothing
-    (3072x5000x2048 against 3072x5120x2048 and 3072x5120x2000:
-    docs/results/h100-39a4216-triton/sweep_blocked.log)."""
-    ld = t.stride(0) if major(t) == "N" else t.stride(1)
-    return (ld * t.element_size()) % 32 != 0 or t.data_ptr() % 32 != 0
 
 
 def _aligned_empty(rows: int, cols: int, like: torch.Tensor) -> torch.Tensor:
@@ -374,52 +355,120 @@ def per_call_ms(runners: list, a, b, c) -> list[float]:
     return [statistics.median(ts) for ts in times]
 
 
-def choose(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, out: torch.Tensor | None, acc: str, kernel: str,
-           config: Config | None, facts: tuple) -> Plan:
-    """The plan of a new kind of call (validated; c is the output the call writes)."""
-    arch = device_arch(a)
+def time_auto(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, out: torch.Tensor | None, acc: str, facts: tuple,
+              arch: int) -> tuple[Plan, list[tuple[str, tuple, Config, float]]]:
+    """kernel="auto" by timing on these operands (tune="exact", and `python -m compare tune`): every candidate
+    (kernel, staging) tuned (`_tune`), close ones timed again (`refine`, `per_call_ms`); the fastest plan and every
+    candidate's (kernel, stage, best configuration, device ms)."""
     m, k = a.shape
     n = b.shape[1]
+    with _TUNING:
+        timed = [(kern, st, *_tune(kern, st, facts, a, b, c, acc == "fp16"))
+                 for kern, st in candidates(m, n, k, arch, sm_count(a), a, b, out)]
+        every = list(timed)
+        rank = [t[3] for t in timed]
+        close = shortlist(rank)
+        if len(close) > 1:  # kernels whose best configurations are close: timed again, interleaved
+            runners = [Runner(Plan(timed[i][0], timed[i][2], timed[i][1]), acc == "fp16") for i in close]
+            ms = refine(runners, a, b, c)
+            timed = [(*timed[i][:3], t) for i, t in zip(close, ms)]
+            rank = ms
+            if min(ms) < WALL_BELOW_MS and min(m, n) <= WALL_SKINNY:  # back to back, the host's time may rule
+                rank = [max(t, w) for t, w in zip(ms, per_call_ms(runners, a, b, c))]
+    best = min(range(len(timed)), key=rank.__getitem__)
+    kern, st, cfg, ms = timed[best]
+    return Plan(kern, cfg, st, ms, source="exact"), every
+
+
+def usable(plan: Plan, arch: int, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None) -> bool:
+    """Whether a stored plan can run these operands: its kernel offered on the GPU and taking the dtype, every
+    operand its kernel cannot read in place staged, and split-K slices at least one K tile deep."""
+    v = BY_KERNEL.get(plan.kernel)
+    if v is None or not v.offered_on(arch) or not takes_dtype(v, a):
+        return False
+    if any(need and not has for need, has in zip(staging(v.alignment, a, b, out), plan.stage)):
+        return False
+    return plan.config.split_k == 1 or triton.cdiv(a.shape[1], plan.config.split_k) >= plan.config.block_k
+
+
+def table_plan(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None, acc: str, kernel: str, arch: int,
+               sms: int) -> Plan:
+    """The plan of the call's shape class (`plan_table`): the GPU's table entry, its nearest neighbour, or the
+    heuristic; for an explicit kernel= the configuration the table's timing chose for that kernel, or the
+    heuristic's. Nothing is timed."""
+    m, k = a.shape
+    n = b.shape[1]
+    cls = plan_table.shape_class(a, b, out, DTYPE_NAMES[a.dtype], acc)
+    table = plan_table.table_for(arch, sms)
+    entry, distance = table.lookup(cls) if table is not None else (None, -1)
+    source = "table" if distance == 0 else "nearest"
+    if kernel == "auto":
+        if entry is not None and usable(entry.plan, arch, a, b, out):
+            return replace(entry.plan, ms=None, source=source)
+        plan = plan_table.heuristic(m, n, k, arch, sms, cls.align)
+        return plan if usable(plan, arch, a, b, out) else Plan(kernel_for(arch, a, b, out), Config(
+            128, 128, 64, num_warps=4, num_stages=4), source="heuristic")
+    cfg = entry.kernels.get(kernel) if entry is not None else None
+    if cfg is None or not usable(Plan(kernel, cfg), arch, a, b, out):
+        cfg, source = plan_table.heuristic_config(kernel, m, n, k, sms), "heuristic"
+    return Plan(kernel, cfg, source=source)
+
+
+def exact_plan(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, out: torch.Tensor | None, acc: str, kernel: str,
+               facts: tuple, arch: int) -> Plan:
+    """tune="exact": the plan timed for exactly this kind of call, from the user's cache file when a process of the
+    same GPU, versions and kernel sources timed it before, else timed now and stored there."""
+    ctx = plan_table.context(a.device)
+    key = plan_table.exact_key(a, b, out, acc, kernel)
+    cache = plan_table.exact_cache()
+    hit = cache.get(ctx, key)
+    if hit is not None and (kernel in ("auto", hit.kernel)) and usable(hit, arch, a, b, out):
+        return hit
+    if kernel == "auto":
+        plan = time_auto(a, b, c, out, acc, facts, arch)[0]
+    else:
+        with _TUNING:
+            cfg, ms = _tune(kernel, (False, False, False), facts, a, b, c, acc == "fp16")
+        plan = Plan(kernel, cfg, ms=ms, source="exact")
+    cache.put(ctx, key, plan)
+    return plan
+
+
+def choose(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, out: torch.Tensor | None, acc: str, kernel: str,
+           config: Config | None, facts: tuple, tune: str | None = None) -> Plan:
+    """The plan of a new kind of call (validated; c is the output the call writes, where exact timing may write).
+    tune: "table" (plan_table: the table, its nearest class or the heuristic; nothing timed), "exact" (timed on
+    these operands, cached in the user's plan cache), None: TENSORCORE_HGEMM_TUNE's value, else "table"."""
+    arch = device_arch(a)
     if kernel == "auto":
         if arch is None or config is not None:
             kernel = kernel_for(arch, a, b, out)
-            return Plan(kernel, config.check() if config else BY_KERNEL[kernel].extra["module"].INTERPRETER_CONFIG)
-        with _TUNING:
-            timed = [(kern, st, *_tune(kern, st, facts, a, b, c, acc == "fp16"))
-                     for kern, st in candidates(m, n, k, arch, sm_count(a), a, b, out)]
-            rank = [t[3] for t in timed]
-            close = shortlist(rank)
-            if len(close) > 1:  # kernels whose best configurations are close: timed again, interleaved
-                runners = [Runner(Plan(timed[i][0], timed[i][2], timed[i][1]), acc == "fp16") for i in close]
-                ms = refine(runners, a, b, c)
-                timed = [(*timed[i][:3], t) for i, t in zip(close, ms)]
-                rank = ms
-                if min(ms) < WALL_BELOW_MS and min(m, n) <= WALL_SKINNY:  # back to back, the host's time may rule
-                    rank = [max(t, w) for t, w in zip(ms, per_call_ms(runners, a, b, c))]
-        best = min(range(len(timed)), key=rank.__getitem__)
-        kern, st, cfg, ms = timed[best]
-        return Plan(kern, cfg, st, ms)
-    v = BY_KERNEL[kernel]
-    if not meets_alignment(v.alignment, a, b, out):
-        raise ValueError(f"hgemm(kernel={kernel!r}): TMA needs unit inner strides, 16-byte aligned bases and "
-                         "leading dimensions that are multiples of 8 for A, B"
-                         + (" and a row-major out" if v.alignment == "tma" else "") + "; use kernel='auto'")
-    if config is not None:  # the kernel's own ranges where its module has them (gemv: one row per program)
-        return Plan(kernel, getattr(v.extra["module"], "check_config", Config.check)(config))
-    if arch is None:
-        return Plan(kernel, v.extra["module"].INTERPRETER_CONFIG)
-    with _TUNING:
-        cfg, ms = _tune(kernel, (False, False, False), facts, a, b, c, acc == "fp16")
-    return Plan(kernel, cfg, ms=ms)
+            module = BY_KERNEL[kernel].extra["module"]
+            return Plan(kernel, config.check() if config else module.INTERPRETER_CONFIG,
+                        source="pinned" if config else "interpreter")
+    else:
+        v = BY_KERNEL[kernel]
+        if not meets_alignment(v.alignment, a, b, out):
+            raise ValueError(f"hgemm(kernel={kernel!r}): TMA needs unit inner strides, 16-byte aligned bases and "
+                             "leading dimensions that are multiples of 8 for A, B"
+                             + (" and a row-major out" if v.alignment == "tma" else "") + "; use kernel='auto'")
+        if config is not None:  # the kernel's own ranges where its module has them (gemv: one row per program)
+            return Plan(kernel, getattr(v.extra["module"], "check_config", Config.check)(config), source="pinned")
+        if arch is None:
+            return Plan(kernel, v.extra["module"].INTERPRETER_CONFIG, source="interpreter")
+    capturing = a.device.type == "cuda" and torch.cuda.is_current_stream_capturing()
+    if (tune or plan_table.default_tune()) == "exact" and not capturing:  # (capture: nothing may be timed)
+        return exact_plan(a, b, c, out, acc, kernel, facts, arch)
+    return table_plan(a, b, out, acc, kernel, arch, sm_count(a))
 
 
 def runner_for(key: tuple, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, out: torch.Tensor | None,
-               acc: str, kernel: str, config: Config | None) -> Runner:
+               acc: str, kernel: str, config: Config | None, tune: str | None = None) -> Runner:
     """The cached runner of a new key: choose its plan (the caller has validated; c is where timing may write: out,
     or a tensor of the output's shape) and keep it. The runner compiles on its first call, from the operands of
     that call."""
-    facts = key[:-2]
-    r = Runner(choose(a, b, c, out, acc, kernel, config, facts), acc == "fp16")
+    facts = key[:-3]  # the call's facts without (kernel, config, tune): what per-kernel timings are kept under
+    r = Runner(choose(a, b, c, out, acc, kernel, config, facts, tune), acc == "fp16")
     r.extents = byte_extents(a, b, out) if out is not None else None
     return PLANS.put(key, r)
 
