@@ -184,6 +184,22 @@ def cmd_layouts(args) -> int:
     return 0
 
 
+def cmd_tune(args) -> int:
+    from . import tune
+
+    if not _gpu():
+        return _user_error("tune times kernels on a CUDA GPU, and none is here")
+    for d in args.dtypes.split(","):
+        if d not in ("fp16", "bf16"):
+            return _user_error(f"--dtypes takes fp16, bf16 or both, got {args.dtypes!r}")
+    for acc in args.accs.split(","):
+        if acc not in ("fp32", "fp16"):
+            return _user_error(f"--accs takes fp32, fp16 or both, got {args.accs!r}")
+    tune.run_tune(args.grid, args.dtypes.split(","), args.accs.split(","), args.out, args.workers,
+                  merge=not args.replace)
+    return 0
+
+
 def cmd_main(args) -> int:
     from . import report
 
@@ -251,9 +267,18 @@ def main(argv=None) -> int:
                                          "element (no GPU)")
     lay.add_argument("--out", default="layouts", help="folder for the PNGs and layouts.md")
     lay.add_argument("--hardware", action="store_true", help="also run the GPU probes: hardware vs model, WMMA maps")
+    t = sub.add_parser("tune", help="make the plan table kernel='auto' uses on this GPU (times candidates; GPU)")
+    t.add_argument("--grid", default="default", choices=["default", "quick"], help="shapes to time (compare/tune.py)")
+    t.add_argument("--dtypes", default="fp16", help="comma list of fp16, bf16 (a dtype with no entries of its own "
+                                                    "borrows fp16's plans)")
+    t.add_argument("--accs", default="fp32,fp16", help="comma list of fp32, fp16 accumulation")
+    t.add_argument("--out", help="table file (default: the package's table for this GPU, which it replaces)")
+    t.add_argument("--workers", type=int, default=min(12, max(1, (os.cpu_count() or 2) - 2)),
+                   help="processes compiling the candidates before the timing")
+    t.add_argument("--replace", action="store_true", help="drop the file's classes this run did not time")
     args = ap.parse_args(argv)
     commands = {"check": cmd_check, "bench": cmd_bench, "plot": cmd_plot, "inspect": cmd_inspect,
-                "layouts": cmd_layouts, None: cmd_main}
+                "layouts": cmd_layouts, "tune": cmd_tune, None: cmd_main}
     return commands[args.cmd](args)
 
 

@@ -1,0 +1,284 @@
+"""`python -m compare tune`: make a plan table (`triton_kernels.plan_table`) for the GPU it runs on.
+
+For every case of the grid (dtype, accumulation, layout, shape) it times kernel="auto"'s candidates on random
+operands exactly as `tune="exact"` does (`triton_kernels.dispatch.time_auto`); then, per shape class, it keeps the
+plan that is fastest across the class's grid shapes: one shape's winner directly, several shapes' distinct winners
+each timed on every shape of the class and ranked by the geometric mean of their times over each shape's best.
+Each entry also keeps every candidate kernel's best configuration (what an explicit kernel= call runs).
+
+Compiles first, in parallel: worker processes run every candidate configuration of every case once (a correctness
+run, which compiles it into Triton's disk cache), so the timing that follows loads compiled kernels instead of
+compiling them one by one between timings.
+
+The table is written atomically as JSON, with the device, the versions, the commit, the date and the command.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from triton_kernels.common import timing
+
+# (shape, layouts): the default grid. The harness's mixed suite (square, LLM, skinny M, odd), every power-of-two M
+# at N = K = 4096 (decode to prefill batch sizes), LLM projections at a few M, the small-output / large-K class.
+_M_LADDER = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192)
+_PROJ = ((4096, 14336), (14336, 4096), (4096, 11008), (11008, 4096), (32000, 4096), (8192, 8192), (28672, 8192))
+
+
+def default_grid() -> list[tuple[tuple[int, int, int], tuple[str, ...]]]:
+    from .bench import SUITES
+
+    shapes = list(SUITES["mixed"])
+    shapes += [(m, 4096, 4096) for m in _M_LADDER]
+    shapes += [(m, n, k) for m in (16, 128, 1024, 4096) for n, k in _PROJ]
+    shapes += [(256, 256, 65536), (128, 128, 131072), (512, 512, 16384), (256, 1024, 32768)]
+    shapes = list(dict.fromkeys(shapes))
+    return [(s, ("NN", "NT")) for s in shapes]
+
+
+def quick_grid() -> list[tuple[tuple[int, int, int], tuple[str, ...]]]:
+    """A few cases for trying the tuner (or a CPU dry run of its logic)."""
+    return [((64, 64, 64), ("NN",)), ((16, 256, 512), ("NN", "NT"))]
+
+
+GRIDS = {"default": default_grid, "quick": quick_grid}
+
+
+@dataclass
+class CaseResult:
+    dtype: str
+    acc: str
+    layout: str
+    shape: tuple[int, int, int]
+    cls: str  # ShapeClass.key
+    best: dict  # Plan.as_json() of the winner
+    kernels: dict  # kernel -> (config name, ms) of each candidate's best configuration
+
+
+def _operands(dtype: str, layout: str, shape, seed: int):
+    """Random A (M, K) and B (K, N) in `layout`, made on the GPU (the grid's largest operands would take seconds
+    each from the CPU generator); the timing needs random values, not the exact ones the checks use."""
+    m, n, k = shape
+    dt = torch.float16 if dtype == "fp16" else torch.bfloat16
+    g = torch.Generator(device="cuda").manual_seed(seed)
+
+    def one(rows, cols, order):
+        t = torch.randn((rows, cols) if order == "N" else (cols, rows), generator=g, device="cuda", dtype=dt)
+        return t if order == "N" else t.t()
+    return one(m, k, layout[0]), one(k, n, layout[1])
+
+
+def cases(grid, dtypes, accs) -> list[tuple[str, str, str, tuple[int, int, int]]]:
+    from hgemm_common.record import ACCS_FOR
+
+    return [(d, acc, lay, shape) for d in dtypes for acc in accs if acc in ACCS_FOR[d]
+            for shape, lays in grid for lay in lays]
+
+
+def _jobs(todo: list) -> list[tuple[int, str, tuple, str]]:
+    """(case index, kernel, stage, configuration name) of every candidate configuration of every case: what the
+    timing will run."""
+    from triton_kernels import dispatch
+    from triton_kernels.common import prune_for_problem
+    from triton_kernels.variants import BY_KERNEL
+
+    jobs = []
+    for i, (dtype, acc, layout, shape) in enumerate(todo):
+        a, b = _operands(dtype, layout, shape, i)
+        m, n, k = shape
+        for kern, stage in dispatch.candidates(m, n, k, dispatch.device_arch(a), dispatch.sm_count(a), a, b, None):
+            for cfg in prune_for_problem(BY_KERNEL[kern].extra["module"].configs(), m, n, k):
+                jobs.append((i, kern, stage, cfg.name))
+        del a, b
+    return jobs
+
+
+def _warm_worker(todo: list, jobs: list, queue) -> None:
+    """Run each job once (a launch compiles its kernel into Triton's disk cache; configurations that do not fit
+    the device are skipped, as the timing skips them)."""
+    from triton.compiler.errors import CompilationError
+    from triton.runtime.errors import OutOfResources, PTXASError
+
+    from triton_kernels import dispatch
+    from triton_kernels.common import Config
+    from triton_kernels.plan_table import Plan
+
+    last = None
+    for i, kern, stage, cfg in jobs:
+        if last is None or last[0] != i:
+            dtype, acc, layout, shape = todo[i]
+            a, b = _operands(dtype, layout, shape, i)
+            last = (i, a, b, torch.empty((shape[0], shape[1]), dtype=a.dtype, device="cuda"), acc)
+        _, a, b, c, acc = last
+        try:
+            dispatch.Runner(Plan(kern, Config.from_name(cfg), tuple(stage)), acc == "fp16")(a, b, c)
+        except (OutOfResources, PTXASError, CompilationError):
+            pass
+        queue.put(1)
+    torch.cuda.synchronize()
+
+
+def warm(todo: list, workers: int, log=print) -> None:
+    """Compile every case's candidate configurations in `workers` processes (spawned: each its own CUDA
+    context). A configuration goes to one worker for all the cases that use it, so no two workers compile the same
+    kernel for the same specialization."""
+    import multiprocessing as mp
+    import zlib
+
+    if workers <= 1 or not todo:
+        return
+    jobs = _jobs(todo)
+    shares = [[] for _ in range(workers)]
+    for j in jobs:
+        shares[zlib.crc32(f"{j[1]}{j[2]}{j[3]}".encode()) % workers].append(j)
+    ctx = mp.get_context("spawn")
+    queue = ctx.Queue()
+    procs = [ctx.Process(target=_warm_worker, args=(todo, share, queue)) for share in shares if share]
+    for p in procs:
+        p.start()
+    t0, done, shown = time.time(), 0, 0.0
+    while done < len(jobs) and any(p.is_alive() for p in procs):
+        try:
+            done += queue.get(timeout=1.0)
+        except Exception:  # noqa: BLE001 - queue.Empty: poll the processes again
+            continue
+        if time.time() - shown > 10:
+            shown = time.time()
+            log(f"tune: compiled {done}/{len(jobs)} configurations ({shown - t0:.0f} s)")
+    for p in procs:
+        p.join()
+    log(f"tune: compiled {done}/{len(jobs)} configurations in {time.time() - t0:.0f} s")
+
+
+def time_case(dtype: str, acc: str, layout: str, shape, seed: int) -> CaseResult:
+    from hgemm_common.validation import DTYPE_NAMES
+    from triton_kernels import dispatch, plan_table
+
+    a, b = _operands(dtype, layout, shape, seed)
+    m, n, k = shape
+    c = torch.empty((m, n), dtype=a.dtype, device="cuda")
+    facts = dispatch.key_of(a, b, None, acc)
+    best, every = dispatch.time_auto(a, b, c, None, acc, facts, dispatch.device_arch(a))
+    kernels = {}
+    for kern, stage, cfg, ms in every:
+        if not any(stage) and (kern not in kernels or ms < kernels[kern][1]):
+            kernels[kern] = (cfg.name, ms)
+    cls = plan_table.shape_class(a, b, None, DTYPE_NAMES[a.dtype], acc)
+    return CaseResult(dtype, acc, layout, shape, cls.key, best.as_json(), kernels)
+
+
+# Warm-up and repetition milliseconds of each timing in the tuner: a grid of a hundred cases times some 4,000
+# (kernel, configuration) pairs, and 10 ms of repetitions (after a 2 ms warm-up) ranks them; the close ones are
+# timed again in interleaved rounds (dispatch.refine) either way.
+TUNE_TIMING_MS = (2.0, 10.0)
+
+
+def _geomean(xs: list[float]) -> float:
+    return math.exp(sum(math.log(x) for x in xs) / len(xs))
+
+
+def settle(results: list[CaseResult], log=print) -> dict[str, dict]:
+    """Per class, the entry: the single case's winner, or among several cases' winners the one with the best
+    geometric mean of (its time / the case's best time), each winner timed on each case of the class."""
+    from triton_kernels import dispatch
+    from triton_kernels.plan_table import Plan
+
+    by_cls: dict[str, list[CaseResult]] = {}
+    for r in results:
+        by_cls.setdefault(r.cls, []).append(r)
+    entries = {}
+    for key, rs in by_cls.items():
+        winners = list({json.dumps(r.best, sort_keys=True): r.best for r in rs}.values())
+        if len(winners) == 1:
+            chosen = winners[0]
+        else:
+            scores = []
+            for w in winners:
+                plan = Plan.from_json(w)
+                rel = []
+                for i, r in enumerate(rs):
+                    a, b = _operands(r.dtype, r.layout, r.shape, i)
+                    c = torch.empty((r.shape[0], r.shape[1]), dtype=a.dtype, device="cuda")
+                    run = dispatch.Runner(plan, r.acc == "fp16")
+                    rel.append(dispatch.time_ms(lambda: run(a, b, c)) / r.best["ms"])
+                scores.append(_geomean(rel))
+            chosen = winners[min(range(len(winners)), key=scores.__getitem__)]
+            log(f"tune: {key}: {len(winners)} winners over {len(rs)} shapes, kept {chosen['kernel']} "
+                f"{chosen['config']} (geomean {min(scores):.3f} of each shape's best)")
+        kernels = {}
+        for kern in {k for r in rs for k in r.kernels}:  # each kernel's configuration: its best on most shapes
+            names = [r.kernels[kern][0] for r in rs if kern in r.kernels]
+            kernels[kern] = max(set(names), key=names.count)
+        entries[key] = {"plan": chosen, "kernels": dict(sorted(kernels.items())),
+                        "shapes": sorted({f"{r.shape[0]}x{r.shape[1]}x{r.shape[2]}" for r in rs})}
+    return entries
+
+
+def write_table(path: Path, entries: dict, env: dict) -> None:
+    from triton_kernels.plan_table import FORMAT
+
+    p = torch.cuda.get_device_properties(0)
+    data = {"format": FORMAT, "kind": "tensorcore_hgemm plan table",
+            "about": "kernel='auto' plans per shape class for one GPU, made by `python -m compare tune`; remake it "
+                     "with the command below on the GPU it is for (see triton_kernels/plan_table.py)",
+            "device": {"name": p.name, "arch": p.major * 10 + p.minor, "sms": p.multi_processor_count},
+            "versions": {"torch": env["torch"], "triton": env["triton"], "cuda": env.get("cuda_runtime"),
+                         "driver": env.get("driver")},
+            "commit": env["git_commit"], "date": env["date"], "command": env["command"],
+            "entries": dict(sorted(entries.items()))}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
+    with os.fdopen(fd, "w") as f:
+        json.dump(data, f, indent=1)
+        f.write("\n")
+    os.replace(tmp, path)
+
+
+def default_out() -> Path:
+    from triton_kernels.plan_table import TABLE_DIR
+
+    p = torch.cuda.get_device_properties(0)
+    name = p.name.lower().replace("nvidia ", "").replace(" ", "-")
+    return TABLE_DIR / f"{name}-sm{p.major}{p.minor}-{p.multi_processor_count}.json"
+
+
+def run_tune(grid_name: str, dtypes: list[str], accs: list[str], out: Path | None, workers: int,
+             merge: bool = True, log=print) -> Path:
+    from triton_kernels import plan_table
+
+    from .envinfo import environment
+
+    env = environment()
+    grid = GRIDS[grid_name]()
+    todo = cases(grid, dtypes, accs)
+    out = Path(out) if out else default_out()
+    log(f"tune: {len(todo)} cases ({grid_name} grid, {','.join(dtypes)}, acc {','.join(accs)}) -> {out}")
+    t0 = time.time()
+    warm(todo, workers, log)
+    log(f"tune: compiled in {time.time() - t0:.0f} s; timing")
+    results, t1 = [], time.time()
+    for i, case in enumerate(todo):
+        with timing(*TUNE_TIMING_MS):
+            results.append(time_case(*case, seed=i))
+        r = results[-1]
+        eta = (time.time() - t1) / (i + 1) * (len(todo) - i - 1)
+        log(f"tune: [{i + 1}/{len(todo)}] {r.dtype} {r.acc} {r.layout} {r.shape[0]}x{r.shape[1]}x{r.shape[2]}: "
+            f"{r.best['kernel']} {r.best['config']} {r.best['ms'] * 1e3:.1f} us  (ETA {eta:.0f} s)")
+    entries = settle(results, log)
+    if merge and out.exists():  # classes this run did not time keep their entries
+        try:
+            old = json.loads(out.read_text())["entries"]
+            entries = {**old, **entries}
+        except (OSError, ValueError, KeyError) as e:
+            log(f"tune: not merging with {out}: {e}")
+    write_table(out, entries, env)
+    plan_table.clear_tables()
+    log(f"tune: wrote {len(entries)} classes to {out} in {time.time() - t0:.0f} s")
+    return out
