@@ -1,20 +1,27 @@
-"""Build the hand-written kernels into one extension with torch.utils.cpp_extension.load, once per process.
+"""Build the hand-written kernels into one extension, once per machine, with torch.utils.cpp_extension.load_inline.
 
-binding.cpp and each kernel file are separate translation units, compiled in parallel by ninja (MAX_JOBS, default
-the CPU count). The kernel files are the records' (`variants.VARIANTS`) offered on the running GPU
-(`min_arch`), plus the lab sources; each kernel file registers its own launcher (csrc/host/registry.h), so the
-binding knows no variant by name. The module name carries a hash of every file under csrc/, the flags and the
-torch version (`variants.csrc_hash`, the same rule as the offline cubin cache), so any edit rebuilds and an
-unchanged tree is reused from the build folder. A build killed mid-way leaves torch's `lock` file behind, which
-makes the next build wait forever: builds here are serialised with our own flock, under which a leftover
-`lock` can only be stale, and is removed.
+Two steps, the first in parallel:
+1. every kernel file (the records' offered on the running GPU, `min_arch`, plus the lab sources) compiles to its
+   own object with plain nvcc (`compile_objects`: no Torch headers, as the sources promise; one process per file,
+   as many at once as there are CPUs);
+2. `load_inline` compiles the Torch glue (csrc/binding.cpp, read from its file) and links it with those objects into
+   the Python module. Each kernel file registers its own launcher (csrc/host/registry.h), so the binding knows no
+   variant by name.
+The module name carries a hash of every file under csrc/, the flags and the torch version (`variants.csrc_hash`,
+the same rule as the offline cubin cache), and so do the objects' names: any edit rebuilds, and an unchanged tree is
+loaded from the build folder at once, in any later process. A build killed mid-way leaves torch's `lock` file
+behind, which makes the next build wait forever: builds here are serialised with our own flock, under which a
+leftover `lock` can only be stale, and is removed.
 """
 from __future__ import annotations
 
 import fcntl
 import os
 import shutil
+import subprocess
+import sys
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import torch
@@ -45,7 +52,7 @@ def arch_flags(capability: tuple[int, int]) -> list[str]:
     return [f"-gencode=arch=compute_{arch},code=sm_{arch}"]
 
 
-BINDING = CSRC / "binding.cpp"  # the only Torch-aware C++
+BINDING = CSRC / "binding.cpp"  # the only Torch-aware C++: load_inline's source
 
 
 def kernel_sources(arch: int | None = None, variants=VARIANTS) -> list[Path]:
@@ -64,9 +71,7 @@ def _check_toolchain() -> None:
                          f"(torch {torch.__version__}, built with CUDA {torch.version.cuda})")
     if torch.version.cuda is None:
         raise BuildError(f"ptx_kernels needs a CUDA build of torch; this one is {torch.__version__}")
-    from torch.utils.cpp_extension import CUDA_HOME
-    nvcc = shutil.which("nvcc") or (CUDA_HOME and os.path.join(CUDA_HOME, "bin", "nvcc"))
-    if not nvcc or not os.path.exists(nvcc):
+    if nvcc_path() is None:
         raise BuildError("ptx_kernels needs nvcc (the CUDA toolkit) to build its kernels: none on PATH or CUDA_HOME")
 
 
@@ -74,8 +79,47 @@ def build_dir_root() -> Path:
     return Path(os.environ.get("TENSORCORE_HGEMM_BUILD_DIR", Path.home() / ".cache" / "tensorcore_hgemm"))
 
 
+def nvcc_path() -> str | None:
+    from torch.utils.cpp_extension import CUDA_HOME
+
+    nvcc = shutil.which("nvcc") or (CUDA_HOME and os.path.join(CUDA_HOME, "bin", "nvcc"))
+    return nvcc if nvcc and os.path.exists(nvcc) else None
+
+
+def object_flags(cuda_flags: list[str]) -> list[str]:
+    """nvcc flags of a kernel object: the build's, position-independent host code for the shared library, and the
+    C++ ABI torch was built with (the registry's std::string keys cross from the kernel objects to the binding)."""
+    abi = int(getattr(torch._C, "_GLIBCXX_USE_CXX11_ABI", True))
+    return [*cuda_flags, "-Xcompiler", "-fPIC", f"-D_GLIBCXX_USE_CXX11_ABI={abi}", f"-I{CSRC}"]
+
+
+def compile_objects(sources: list[Path], cuda_flags: list[str], out_dir: Path, nvcc: str,
+                    jobs: int | None = None) -> list[Path]:
+    """Each source compiled to out_dir/<stem>-<hash>.o (hash: every csrc/ file and the flags), in parallel; objects
+    already there are kept. Writes go to a temporary name first, so a killed build leaves no half object."""
+    flags = object_flags(cuda_flags)
+    key = csrc_hash(" ".join(flags), torch.__version__)
+    out_dir.mkdir(parents=True, exist_ok=True)
+
+    def one(src: Path) -> Path:
+        obj = out_dir / f"{src.stem}-{key}.o"
+        if obj.exists():
+            return obj
+        tmp = obj.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
+        res = subprocess.run([nvcc, *flags, "-c", "-o", str(tmp), str(src)], capture_output=True, text=True)
+        if res.returncode != 0:
+            name = src.relative_to(CSRC) if src.is_relative_to(CSRC) else src
+            raise BuildError(f"nvcc failed on {name}:\n{res.stderr[-4000:]}")
+        os.replace(tmp, obj)
+        return obj
+
+    with ThreadPoolExecutor(max_workers=jobs or os.cpu_count() or 1) as pool:
+        return list(pool.map(one, sources))
+
+
 def load(verbose: bool = False):
-    """The compiled extension for the current GPU, built on first use (about a minute), then cached."""
+    """The compiled extension for the current GPU, built on first use (about half a minute with a core per kernel
+    file), then loaded from the build folder."""
     global _module
     if _module is not None:  # every hgemm call asks: no lock once built
         return _module
@@ -83,25 +127,30 @@ def load(verbose: bool = False):
         if _module is not None:
             return _module
         _check_toolchain()
-        from torch.utils.cpp_extension import load as load_extension
+        from torch.utils.cpp_extension import load_inline
 
         cap = torch.cuda.get_device_capability()
         cuda_flags = BASE_CUDA_FLAGS + arch_flags(cap)
         name = module_name(cuda_flags)
         build_dir = build_dir_root() / name
         build_dir.mkdir(parents=True, exist_ok=True)
-        sources = [BINDING, *kernel_sources(cap[0] * 10 + cap[1])]
-        os.environ.setdefault("MAX_JOBS", str(os.cpu_count() or 1))  # ninja: the kernel files in parallel
+        sources = kernel_sources(cap[0] * 10 + cap[1])
         with open(build_dir.parent / f"{name}.flock", "w") as flock:
             fcntl.flock(flock, fcntl.LOCK_EX)
             stale = build_dir / "lock"
             if stale.exists():
                 stale.unlink()
+            if not (build_dir / f"{name}.so").exists():
+                print(f"ptx_kernels: building the extension ({len(sources)} kernel files and the binding, about half "
+                      f"a minute) in {build_dir}", file=sys.stderr, flush=True)
             try:
-                _module = load_extension(
-                    name=name, sources=[str(p) for p in sources], extra_cuda_cflags=cuda_flags,
-                    extra_cflags=["-O2", "-std=c++17"], extra_include_paths=[str(CSRC)],
+                objects = compile_objects(sources, cuda_flags, build_dir / "objects", nvcc_path())
+                _module = load_inline(
+                    name=name, cpp_sources=[BINDING.read_text()], extra_cflags=["-O2", "-std=c++17"],
+                    extra_include_paths=[str(CSRC)], extra_ldflags=[str(o) for o in objects],
                     build_directory=str(build_dir), verbose=verbose, with_cuda=True)
             except Exception as e:  # noqa: BLE001 - re-raised with the build folder named
+                if isinstance(e, BuildError):
+                    raise
                 raise BuildError(f"building {name} in {build_dir} failed: {e}") from e
         return _module

@@ -511,3 +511,56 @@ int main() { dump<2>(); dump<4>(); dump<16>(); }
             for r0 in range(0, 32, 8):
                 banks = {(offs[(r, c)] // 8) % 8 for r in range(r0, r0 + 8)}
                 assert len(banks) == 8, (ch, c, r0, banks)
+
+
+def test_the_extension_is_built_by_load_inline(monkeypatch, tmp_path):
+    """build.load() hands the Torch glue (csrc/binding.cpp, as text) to torch.utils.cpp_extension.load_inline,
+    with every kernel file of the GPU compiled to its own object (`compile_objects`) and linked in; the file-based
+    `load` is not used."""
+    import torch
+    import torch.utils.cpp_extension as cpp
+
+    seen = {}
+    monkeypatch.setattr(build, "_module", None)
+    monkeypatch.setattr(build, "_check_toolchain", lambda: None)
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda *a: (9, 0))
+    monkeypatch.setenv("TENSORCORE_HGEMM_BUILD_DIR", str(tmp_path))
+    monkeypatch.setattr(build, "nvcc_path", lambda: "nvcc")
+
+    def objects(sources, flags, out_dir, nvcc, jobs=None):
+        seen["sources"], seen["flags"] = sources, flags
+        return [out_dir / f"{s.stem}.o" for s in sources]
+
+    def load_inline(**kwargs):
+        seen["kwargs"] = kwargs
+        return "the module"
+
+    monkeypatch.setattr(build, "compile_objects", objects)
+    monkeypatch.setattr(cpp, "load_inline", load_inline)
+    monkeypatch.setattr(cpp, "load", lambda **kw: pytest.fail("file-based load used"))
+    try:
+        assert build.load() == "the module"
+    finally:
+        build._module = None
+    kw = seen["kwargs"]
+    assert kw["cpp_sources"] == [build.BINDING.read_text()] and kw["with_cuda"]
+    assert kw["extra_ldflags"] == [str(tmp_path / kw["name"] / "objects" / f"{s.stem}.o") for s in seen["sources"]]
+    assert seen["sources"] == build.kernel_sources(90) and "-gencode=arch=compute_90a,code=sm_90a" in seen["flags"]
+    assert kw["name"] == build.module_name(seen["flags"]) and kw["build_directory"] == str(tmp_path / kw["name"])
+
+
+def test_kernel_objects_compile_in_parallel_and_are_kept(tmp_path, monkeypatch):
+    """compile_objects: one object per kernel file, named by the csrc/ hash and flags, reused when present; an
+    nvcc error names the file."""
+    flags = [*build.BASE_CUDA_FLAGS, "-gencode=arch=compute_80,code=sm_80"]
+    srcs = [CSRC / "sm80/simt_naive.cu", CSRC / "lab/mma_ceiling.cu"]
+    objs = build.compile_objects(srcs, flags, tmp_path, toolchain.find_nvcc(), jobs=2)
+    assert [o.name.split("-")[0] for o in objs] == ["simt_naive", "mma_ceiling"] and all(o.stat().st_size for o in objs)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(o.name for o in objs)  # no temporary left
+    monkeypatch.setattr(build.subprocess, "run", lambda *a, **k: pytest.fail("compiled again"))
+    assert build.compile_objects(srcs, flags, tmp_path, toolchain.find_nvcc()) == objs
+    monkeypatch.undo()
+    bad = tmp_path / "bad.cu"
+    bad.write_text("this is not C++")
+    with pytest.raises(build.BuildError, match="nvcc failed on .*bad.cu"):
+        build.compile_objects([bad], flags, tmp_path / "b", toolchain.find_nvcc())
