@@ -23,6 +23,10 @@
 #                                             # plan and wgmma_persistent at 1024^3 and 128x4096x4096
 #   bash scripts/gpu_pass.sh tune OUTDIR [NT] # the tile sweeps against cuBLAS (scripts/tune_*.cu), fp32 and fp16,
 #                                             # NN (or NT: B column-major)
+#   bash scripts/gpu_pass.sh plans OUTDIR    # a fresh build (timed), the plan-table and dispatch tests, first calls of
+#                                             # new shapes in two fresh processes (python -m compare.first_call)
+#   bash scripts/gpu_pass.sh plan-table OUTDIR  # python -m compare tune: the plan table of this GPU, into OUTDIR
+#                                             # (GRID=quick for a short try; ACCS=fp32 to skip fp16 accumulation)
 # Set HGEMM_GIT_COMMIT to the commit being run when the tree is a copy without .git.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -42,6 +46,20 @@ case "$PART" in
       rc=$?
       echo "$f rc=$rc $(tail -1 "$OUTDIR/pytest_$(basename "$f" .py).log")" | tee -a "$OUTDIR/pytest.log"
     done
+    ;;
+  plans)
+    rm -rf "$TENSORCORE_HGEMM_BUILD_DIR" "${TRITON_CACHE_DIR:-$HOME/.triton/cache}"
+    /usr/bin/time -f "fresh build %e s" python -c "import ptx_kernels; ptx_kernels.load()" 2>&1 | tee "$OUTDIR/build.log"
+    /usr/bin/time -f "cached build %e s" python -c "import ptx_kernels; ptx_kernels.load()" 2>&1 | tee -a "$OUTDIR/build.log"
+    for f in ${TEST_FILES:-tests/test_plan_table.py tests/test_dispatch.py}; do
+      timeout "${TEST_TIMEOUT:-300}" python -m pytest -q -p no:cacheprovider "$f" > "$OUTDIR/pytest_$(basename "$f" .py).log" 2>&1
+      echo "$f rc=$? $(tail -1 "$OUTDIR/pytest_$(basename "$f" .py).log")" | tee -a "$OUTDIR/pytest.log"
+    done
+    python -m compare.first_call --out "$OUTDIR" 2>&1 | tee "$OUTDIR/first_call.log"
+    ;;
+  plan-table)
+    python -m compare tune --grid "${GRID:-default}" --accs "${ACCS:-fp32,fp16}" --out "$OUTDIR/plan_table.json" 2>&1 \
+      | tee "$OUTDIR/tune.log" | grep -v "^tune: \[" | tail -20
     ;;
   report)
     /usr/bin/time -f "main job %e s" python -m compare --out "$OUTDIR/report" 2>&1 | tee "$OUTDIR/main.log" | tail -30
