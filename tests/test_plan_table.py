@@ -276,3 +276,64 @@ def test_tune_argument_and_environment_are_checked(monkeypatch):
     monkeypatch.setenv(plan_table.TUNE_ENV, "sometimes")
     with pytest.raises(ValueError, match="TENSORCORE_HGEMM_TUNE='sometimes'"):
         plan_table.default_tune()
+
+
+# ---- GPU: a first call anywhere ------------------------------------------------------------------------------
+FIRST_CALLS = [(16, 4096, 4096, "NN"), (300, 2048, 1024, "NT"), (1, 4096, 2048, "NT"), (333, 517, 211, "TT")]
+
+
+def _exact_gpu(m, n, k, layout, seed):
+    a, b = make_inputs(m, n, k, layout, device="cuda", seed=seed)
+    return a, b, reference(a, b).half()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("m,n,k,layout", FIRST_CALLS)
+def test_first_call_of_a_new_shape_inside_graph_capture(m, n, k, layout):
+    """The first call of a kind (plan lookup, compile, launch) happens inside torch.cuda.graph capture: the graph
+    replays the right product (split-K scratch, staging copies and TMA descriptors included)."""
+    a, b, ref = _exact_gpu(m, n, k, layout, seed=m)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        out = triton_kernels.hgemm(a, b)
+    out.fill_(float("nan"))
+    g.replay()
+    torch.cuda.synchronize()
+    assert torch.equal(out, ref), triton_kernels.plan(a, b)
+
+
+@pytest.mark.gpu
+def test_first_call_on_a_side_stream():
+    a, b, ref = _exact_gpu(77, 4096, 4096, "NT", seed=5)
+    s = torch.cuda.Stream()
+    with torch.cuda.stream(s):
+        out = triton_kernels.hgemm(a, b)
+    s.synchronize()
+    assert torch.equal(out, ref)
+
+
+@pytest.mark.gpu
+def test_first_calls_under_torch_compile_dynamic():
+    """torch.compile(dynamic=True) around the operator, three batch sizes: each a new kind of call at run time,
+    none recompiling the graph's shapes, all exact."""
+    torch._dynamo.reset()
+    f = torch.compile(lambda x, w: torch.ops.tensorcore_hgemm.triton_hgemm(x, w, "fp32") * 2, dynamic=True)
+    for m in (24, 40, 300):
+        a, b, ref = _exact_gpu(m, 1024, 512, "NT", seed=m)
+        assert torch.equal(f(a, b), ref * 2)
+
+
+@pytest.mark.gpu
+def test_ptx_first_call_inside_graph_capture():
+    """The hand-written kernels' first call of a shape (extension already loaded) inside capture."""
+    import ptx_kernels
+
+    ptx_kernels.load()
+    a, b, ref = _exact_gpu(130, 4096, 4096, "NT", seed=9)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        out = ptx_kernels.hgemm(a, b, variant="wgmma_persistent")
+    out.fill_(float("nan"))
+    g.replay()
+    torch.cuda.synchronize()
+    assert torch.equal(out, ref)
