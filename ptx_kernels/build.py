@@ -117,6 +117,29 @@ def compile_objects(sources: list[Path], cuda_flags: list[str], out_dir: Path, n
         return list(pool.map(one, sources))
 
 
+def _glue_args(build_dir: Path) -> dict:
+    """load_inline's arguments for the Torch glue, other than the name and the kernel objects."""
+    return dict(cpp_sources=[BINDING.read_text()], extra_cflags=["-O2", "-std=c++17"],
+                extra_include_paths=[str(CSRC)], build_directory=str(build_dir), with_cuda=True)
+
+
+def _start_glue(name: str, build_dir: Path) -> subprocess.Popen:
+    """Compile the Torch glue while the kernel objects compile: a child process runs the same load_inline without
+    the objects, which compiles binding.cpp to main.o (its link leaves the kernels' symbols undefined, and its
+    import fails; only main.o is wanted). The parent's load_inline then finds main.o up to date (the same source,
+    flags and extension name: ninja compares the commands) and only links."""
+    code = ("import sys; from pathlib import Path; from ptx_kernels import build\n"
+            "from torch.utils.cpp_extension import load_inline\n"
+            "try:\n"
+            f"    load_inline(name={name!r}, **build._glue_args(Path({str(build_dir)!r})))\n"
+            "except Exception:\n"
+            "    pass\n")
+    root = str(Path(__file__).resolve().parent.parent)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
+    return subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+
+
 def load(verbose: bool = False):
     """The compiled extension for the current GPU, built on first use (about half a minute with a core per kernel
     file), then loaded from the build folder."""
@@ -144,11 +167,14 @@ def load(verbose: bool = False):
                 print(f"ptx_kernels: building the extension ({len(sources)} kernel files and the binding, about half "
                       f"a minute) in {build_dir}", file=sys.stderr, flush=True)
             try:
+                glue = None if (build_dir / "main.o").exists() else _start_glue(name, build_dir)
                 objects = compile_objects(sources, cuda_flags, build_dir / "objects", nvcc_path())
-                _module = load_inline(
-                    name=name, cpp_sources=[BINDING.read_text()], extra_cflags=["-O2", "-std=c++17"],
-                    extra_include_paths=[str(CSRC)], extra_ldflags=[str(o) for o in objects],
-                    build_directory=str(build_dir), verbose=verbose, with_cuda=True)
+                if glue is not None:
+                    glue.wait()
+                    if stale.exists():  # the child ended without releasing torch's lock (killed): stale
+                        stale.unlink()
+                _module = load_inline(name=name, extra_ldflags=[str(o) for o in objects], verbose=verbose,
+                                      **_glue_args(build_dir))
             except Exception as e:  # noqa: BLE001 - re-raised with the build folder named
                 if isinstance(e, BuildError):
                     raise

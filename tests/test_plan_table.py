@@ -112,7 +112,7 @@ def test_heuristic_rules(m, n, k, arch, align, kernel):
 def test_table_plan_takes_the_table_else_the_heuristic(monkeypatch):
     monkeypatch.setattr(dispatch, "device_arch", lambda t: 90)
     monkeypatch.setattr(dispatch, "sm_count", lambda t: 132)
-    a, b = make_inputs(40, 32, 64, "NN")
+    a, b = make_inputs(40, 32, 64, "NN", device=DEVICE)
     monkeypatch.setattr(plan_table, "table_for", lambda arch, sms: None)
     assert triton_kernels.plan(a, b).source == "heuristic"
     dispatch.clear()
@@ -121,7 +121,7 @@ def test_table_plan_takes_the_table_else_the_heuristic(monkeypatch):
     p = triton_kernels.plan(a, b)
     assert (p.kernel, p.config.name, p.source) == ("blocked", "64x64x64_w4_s4_g8", "table")
     assert triton_kernels.plan(a, b, kernel="blocked").config.name == "64x64x64_w4_s4_g8"  # the kernel's own
-    b2 = make_inputs(40, 32, 64, "NT")[1]
+    b2 = make_inputs(40, 32, 64, "NT", device=DEVICE)[1]
     assert triton_kernels.plan(a, b2).source == "heuristic"  # no NT entry
 
 
@@ -130,7 +130,7 @@ def test_a_plan_that_cannot_run_the_operands_is_not_taken(monkeypatch):
     table, or one from another version): the heuristic instead, never a launch that raises."""
     monkeypatch.setattr(dispatch, "device_arch", lambda t: 90)
     monkeypatch.setattr(dispatch, "sm_count", lambda t: 132)
-    a, b = make_inputs(40, 33, 72, "NN")
+    a, b = make_inputs(40, 33, 72, "NN", device=DEVICE)
     t = _table({"fp16/fp32/NN/t--/64x64x128": _entry("tma", "128x128x64_w8_s4_g8")})
     monkeypatch.setattr(plan_table, "table_for", lambda arch, sms: t)
     p = triton_kernels.plan(a, b)
@@ -316,6 +316,8 @@ def test_first_call_on_a_side_stream():
 def test_first_calls_under_torch_compile_dynamic():
     """torch.compile(dynamic=True) around the operator, three batch sizes: each a new kind of call at run time,
     none recompiling the graph's shapes, all exact."""
+    import triton_kernels.ops  # noqa: F401  (registers the operator)
+
     torch._dynamo.reset()
     f = torch.compile(lambda x, w: torch.ops.tensorcore_hgemm.triton_hgemm(x, w, "fp32") * 2, dynamic=True)
     for m in (24, 40, 300):

@@ -535,7 +535,16 @@ def test_the_extension_is_built_by_load_inline(monkeypatch, tmp_path):
         seen["kwargs"] = kwargs
         return "the module"
 
+    class Glue:
+        def wait(self):
+            seen["glue waited"] = True
+
+    def start_glue(name, build_dir):
+        seen["glue"] = (name, build_dir)
+        return Glue()
+
     monkeypatch.setattr(build, "compile_objects", objects)
+    monkeypatch.setattr(build, "_start_glue", start_glue)
     monkeypatch.setattr(cpp, "load_inline", load_inline)
     monkeypatch.setattr(cpp, "load", lambda **kw: pytest.fail("file-based load used"))
     try:
@@ -547,6 +556,10 @@ def test_the_extension_is_built_by_load_inline(monkeypatch, tmp_path):
     assert kw["extra_ldflags"] == [str(tmp_path / kw["name"] / "objects" / f"{s.stem}.o") for s in seen["sources"]]
     assert seen["sources"] == build.kernel_sources(90) and "-gencode=arch=compute_90a,code=sm_90a" in seen["flags"]
     assert kw["name"] == build.module_name(seen["flags"]) and kw["build_directory"] == str(tmp_path / kw["name"])
+    # the glue compiled beside the objects, by the same load_inline call without them, in a child process
+    assert seen["glue"] == (kw["name"], tmp_path / kw["name"]) and seen["glue waited"]
+    assert {k: v for k, v in kw.items() if k not in ("name", "extra_ldflags", "verbose")} == \
+        build._glue_args(tmp_path / kw["name"])
 
 
 def test_kernel_objects_compile_in_parallel_and_are_kept(tmp_path, monkeypatch):
