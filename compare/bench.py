@@ -153,11 +153,13 @@ def host_us(fn, reps: int = 5) -> float:
     return worst
 
 
-def _autotuned_choice(kern: Kernel, a, b, out) -> str:
-    """Which Triton kernel and configuration a timed entry runs (its cached plan), for the record."""
+def _plan_choice(kern: Kernel, a, b, out) -> str:
+    """Which Triton kernel and configuration an entry runs (its cached plan) and where the plan came from."""
     import triton_kernels
 
-    return f"timed: {triton_kernels.plan(a, b, out=out, acc=kern.acc, kernel=kern.record.extra['kernel']).name}"
+    p = triton_kernels.plan(a, b, out=out, acc=kern.acc, kernel=kern.record.extra["kernel"],
+                            tune="exact" if kern.config == "exact" else None)
+    return f"{p.source}: {p.name}"
 
 
 def tflops(m: int, n: int, k: int, ms: float) -> float:
@@ -211,7 +213,7 @@ def bench_shape(kernels: list[Kernel], m: int, n: int, k: int, *, layout: str = 
             continue
         out = torch.full((m, n), float("nan"), dtype=a.dtype, device="cuda")
         try:
-            c = kern.run(a, b, out)  # also warms up: builds, autotunes
+            c = kern.run(a, b, out)  # also warms up: builds, compiles the plan (tune='exact': times it)
             torch.cuda.synchronize()
         except Exception as e:  # noqa: BLE001
             row.status, row.detail = "error", f"{type(e).__name__}: {e}"
@@ -222,8 +224,8 @@ def bench_shape(kernels: list[Kernel], m: int, n: int, k: int, *, layout: str = 
         if not v.ok:
             row.status, row.detail = "failed check", v.detail
             continue
-        if kern.config == "autotuned":
-            row.config = _autotuned_choice(kern, a, b, out)
+        if kern.config in ("plan", "exact"):
+            row.config = _plan_choice(kern, a, b, out)
         est = statistics.median(timer.time(lambda: kern.run(a, b, out), 2))
         host = host_us(lambda: kern.run(a, b, out), reps=5 if est < 1.0 else 2)  # a slow call: its host cost is small
         live.append((kern, row, out, max(1, int(budget_ms / rounds / max(est, 1e-3))), host, est * 1e3))

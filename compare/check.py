@@ -32,52 +32,8 @@ class CheckRow:
         return asdict(self)
 
 
-def size_bucket(m: int, n: int, k: int) -> str:
-    """Check cases that share one autotuning result: the small problems (up to ALL_LAYOUTS_UP_TO MACs, a tile or
-    two) and the large ones. On the H100 at 9400c92 the check took 239 s, 162 s of it in the ten large cases,
-    each tuning every Triton entry for its (shape, layout) anew."""
-    return "small" if m * n * k <= ALL_LAYOUTS_UP_TO else "large"
-
-
-class TunedConfigs:
-    """Autotune each Triton kernel once per (kernel, accumulation, size bucket), on the bucket's first case, and
-    run the bucket's other cases (other shapes and layouts) on the configuration it chose, pinned. The check asks
-    whether the kernels are right, not which tile is fastest (`bench` tunes per shape). The pinned launch is the
-    autotuner's kernel with that configuration (the same @triton.jit function); every configuration is still
-    checked on its own by its `[config]` entry (`check --all`, the GPU tests). The auto entry's first case runs
-    the dispatcher's timed choice; its bucket's other cases pin the ladder's kernel for their operands."""
-
-    def __init__(self):
-        self.best: dict = {}
-
-    def runner(self, kern: Kernel, a, b, out, m: int, n: int, k: int):
-        if kern.config != "autotuned":
-            return kern.run
-        import triton_kernels
-
-        from triton_kernels import dispatch
-
-        kernel = kern.record.extra["kernel"]
-        if kern.record.extra.get("dispatch"):
-            # auto: its first case times every candidate; the bucket's other cases pin the ladder's kernel for their
-            # operands with the configuration that timing chose for it
-            kernel = dispatch.kernel_for(dispatch.device_arch(a), a, b, out)
-        key = (kernel, kern.acc, size_bucket(m, n, k))
-        cfg = self.best.get(key)
-        if cfg is not None:
-            return lambda a, b, out=None: triton_kernels.hgemm(a, b, out=out, acc=kern.acc, config=cfg, kernel=kernel)
-
-        def tune(a, b, out=None):
-            c = kern.run(a, b, out)
-            chosen = triton_kernels.best_config(kernel)  # None under the interpreter (a pinned config there)
-            if chosen is not None:
-                self.best[key] = chosen
-            return c
-        return tune
-
-
 def _run_case(kernels: list[Kernel], m: int, n: int, k: int, layout: str, kind: str, device, seed: int,
-              tuned: TunedConfigs | None = None, sparse: bool = False, dtype: str = "fp16"):
+              sparse: bool = False, dtype: str = "fp16"):
     a, b = make_inputs(m, n, k, layout, device=device, seed=seed, kind=kind, dtype=dtype)
     if sparse:  # the sparse kind: every kernel gets the same 2:4-pruned A, the reference is the pruned product
         from ptx_kernels.sparse import prune_2to4
@@ -96,9 +52,8 @@ def _run_case(kernels: list[Kernel], m: int, n: int, k: int, layout: str, kind: 
             if bound is None:
                 bound = bounds[kern.acc] = error_bound(a, b, ref, kern.acc)
         out = poisoned_out(m, n, device, dtype)
-        run = tuned.runner(kern, a, b, out, m, n, k) if tuned else kern.run
         try:
-            c = run(a, b, out)
+            c = kern.run(a, b, out)
             if device != "cpu":
                 torch.cuda.synchronize()
         except Exception as e:  # noqa: BLE001 - a failure of one kernel is a row, not the end of the check
@@ -124,8 +79,8 @@ def pairwise(outs: dict[str, torch.Tensor]) -> tuple[list[str], list[list[float]
 
 
 # Problems of more than this many MACs (136x264x520 and up) run in NN and TT only (column-major A and B both
-# covered; the GPU tests cover every layout of every kernel): on a fresh GPU
-# machine each new (shape, layout) autotunes every Triton entry, and that dominated the main job's time.
+# covered; the GPU tests cover every layout of every kernel): each new (shape, layout) compiles every Triton
+# entry's plan anew, and compiling dominates the check's time on a fresh machine.
 ALL_LAYOUTS_UP_TO = 2**24
 
 
@@ -147,9 +102,9 @@ def run_check(kernels: list[Kernel], *, gpu: bool, layouts=LAYOUTS, progress=Non
     if sparse:
         layouts = [x for x in layouts if x in ("NN", "NT")]
     cases = cases_for(gpu, layouts)
-    rows, pair, tuned = [], ([], []), TunedConfigs()
+    rows, pair = [], ([], [])
     for i, ((m, n, k), lay, kind) in enumerate(cases):
-        r, outs = _run_case(kernels, m, n, k, lay, kind, device, seed=i, tuned=tuned, sparse=sparse, dtype=dtype)
+        r, outs = _run_case(kernels, m, n, k, lay, kind, device, seed=i, sparse=sparse, dtype=dtype)
         rows += r
         if kind == "randn" and not pair[0]:
             pair = pairwise(outs)

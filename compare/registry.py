@@ -42,7 +42,7 @@ class Kernel:
     record: Variant = field(repr=False, compare=False)
     acc: str  # "fp32" | "fp16": accumulation inside the kernel
     run: Runner = field(repr=False, compare=False)
-    config: str = ""  # tile configuration, or "autotuned"
+    config: str = ""  # tile configuration, "plan" (the plan table's) or "exact" (tune="exact")
     default: bool = True  # in the default bench set (per-config entries are checked, not timed, by default)
     note: str = ""  # what the entry adds, for the ladder
     # Why these operands cannot run here (a reason, or None): for entries whose limits no record states (cuSPARSELt's
@@ -102,9 +102,9 @@ def _torch_matmul(a, b, out=None):
     return torch.matmul(a, b, out=out) if out is not None else torch.matmul(a, b)
 
 
-def _triton(acc: str, config, kernel: str) -> Runner:
+def _triton(acc: str, config, kernel: str, tune: str | None = None) -> Runner:
     def run(a, b, out=None):
-        return triton_kernels.hgemm(a, b, out=out, acc=acc, config=config, kernel=kernel)
+        return triton_kernels.hgemm(a, b, out=out, acc=acc, config=config, kernel=kernel, tune=tune)
     return run
 
 
@@ -128,18 +128,21 @@ def _max_m_skip(max_m: int | None):
 
 
 def _triton_entries(v: Variant) -> list[Kernel]:
-    """Autotuned, and one entry per pinned configuration (the auto choice times kernels listed already: in the
+    """The plan table's choice, and one entry per pinned configuration (the auto choice runs kernels listed already: in the
     default set once, with fp32 accumulation, and no configurations of its own)."""
     kernel, dispatch = v.extra["kernel"], v.extra.get("dispatch", False)
     skip = None if dispatch else _max_m_skip(getattr(v.extra["module"], "MAX_M", None))
     out = []
     for acc in v.accs:
-        out.append(Kernel(entry_name(v, acc), v, acc, _triton(acc, None, kernel), config="autotuned", note=v.adds,
+        out.append(Kernel(entry_name(v, acc), v, acc, _triton(acc, None, kernel), config="plan", note=v.adds,
                           default=not dispatch or acc == "fp32", bench_skip=skip))
         if not dispatch:
             out += [Kernel(entry_name(v, acc, cfg.name), v, acc, _triton(acc, cfg, kernel), config=cfg.name,
                            default=False, note="one pinned configuration", bench_skip=skip)
                     for cfg in triton_kernels.configs(kernel)]
+        else:  # the per-shape timing the plan tables replace, for comparing the two (`triton_exact`)
+            out.append(Kernel(entry_name(v, acc) + "_exact", v, acc, _triton(acc, None, kernel, "exact"),
+                              config="exact", default=False, note="kernel='auto' with tune='exact'"))
     return out
 
 

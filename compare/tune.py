@@ -40,7 +40,11 @@ def default_grid() -> list[tuple[tuple[int, int, int], tuple[str, ...]]]:
     shapes += [(m, n, k) for m in (16, 128, 1024, 4096) for n, k in _PROJ]
     shapes += [(256, 256, 65536), (128, 128, 131072), (512, 512, 16384), (256, 1024, 32768)]
     shapes = list(dict.fromkeys(shapes))
-    return [(s, ("NN", "NT")) for s in shapes]
+    grid = [(s, ("NN", "NT")) for s in shapes]
+    # an nn.Linear's backward at a few token counts T: dX = dY W (NN, in the grid's layouts already) and the
+    # weight gradients dW = dY^T X, whose A is a transposed view (TN) and whose K is the token count
+    grid += [((n, h, t), ("TN",)) for t in (2048, 8192) for n, h in ((14336, 4096), (4096, 4096), (4096, 14336))]
+    return grid
 
 
 def quick_grid() -> list[tuple[tuple[int, int, int], tuple[str, ...]]]:
@@ -120,7 +124,9 @@ def _warm_worker(todo: list, jobs: list, queue) -> None:
         try:
             dispatch.Runner(Plan(kern, Config.from_name(cfg), tuple(stage)), acc == "fp16")(a, b, c)
         except (OutOfResources, PTXASError, CompilationError):
-            pass
+            pass  # does not fit the device: the timing skips it too
+        except Exception as e:  # noqa: BLE001 - the timing meets it again and reports it; warming goes on
+            print(f"tune: warming {kern} {cfg} on case {i}: {type(e).__name__}: {e}", flush=True)
         queue.put(1)
     torch.cuda.synchronize()
 

@@ -56,7 +56,7 @@ def main():
         for name, f in entries.items():
             print(f"{m}x{n}x{k} {name:18s} host {host_us(f):6.1f} us  wall {wall_us(f, 300):6.1f} us")
         for o in (None, out):
-            r = dispatch.PLANS.get(dispatch.key_of(a, b, o, "fp32", "auto", None))
+            r = dispatch.PLANS.get(dispatch.key_of(a, b, o, "fp32", "auto", None, None))
             print("   plan", "out" if o is not None else "none", r.plan.name, "direct", bool(r.direct))
 
 

@@ -123,11 +123,11 @@ def triton_breakdown(shape: tuple[int, int, int], calls: int) -> None:
     out = torch.empty(m, n, dtype=torch.float16, device="cuda")
     op = torch.ops.tensorcore_hgemm.triton_hgemm
     triton_kernels.hgemm(a, b, out=out), triton_kernels.hgemm(a, b)  # the plans of both kinds of call
-    key = dispatch.key_of(a, b, None, "fp32", "auto", None)
+    key = dispatch.key_of(a, b, None, "fp32", "auto", None, None)
     runner = dispatch.PLANS.get(key)
     pieces = {
         "a.new_empty(m, n)": lambda: a.new_empty(m, n),
-        "dispatch.key_of(a, b, None, ...)": lambda: dispatch.key_of(a, b, None, "fp32", "auto", None),
+        "dispatch.key_of(a, b, None, ...)": lambda: dispatch.key_of(a, b, None, "fp32", "auto", None, None),
         "dispatch.PLANS.get(key)": lambda: dispatch.PLANS.get(key),
         "runner(a, b, out) (the cached plan's launches)": lambda: runner(a, b, out),
         "api.run(a, b) (allocates)": lambda: api.run(a, b),

@@ -305,21 +305,6 @@ def test_bench_refuses_to_time_a_wrong_kernel():
     assert rows[0].wall_us > 0 and rows[0].wall_ratio_to_torch == 1.0 and wrong.wall_us is None
 
 
-@pytest.mark.skipif(HAS_CUDA, reason="the CPU path of the check")
-def test_check_tunes_once_per_size_bucket(monkeypatch):
-    """An autotuned Triton entry is tuned on its bucket's first case; the other cases run the chosen config."""
-    calls = []
-    real = triton_kernels.hgemm
-    chosen = triton_kernels.configs("blocked")[-1]
-    monkeypatch.setattr(triton_kernels, "hgemm", lambda a, b, **kw: (calls.append(kw["config"]), real(a, b, **kw))[1])
-    monkeypatch.setattr(triton_kernels, "best_config", lambda kernel="blocked": chosen)
-    rows, _, _ = check.run_check(registry.select(["triton_blocked"], gpu=False), gpu=False)
-    assert all(r.ok for r in rows) and len(calls) == len(rows) == len(check.cases_for(False))
-    assert calls[0] is None and all(c == chosen for c in calls[1:])
-    assert {check.size_bucket(*s) for s, _, _ in check.cases_for(False)} == {"small"}
-    assert check.size_bucket(496, 233, 4099) == check.size_bucket(3000, 5000, 2000) == "large"
-
-
 def _imports(package: str) -> set[str]:
     import ast
 

@@ -235,7 +235,7 @@ def test_random_large_within_bound(m, n, k, dtype, acc):
     a, b = make_inputs(m, n, k, "NN", device="cuda", seed=13, kind="randn", dtype=dtype)
     ref = reference(a, b)
     out = poisoned_out(m, n, "cuda", dtype)
-    # Autotune once (4096^3, fp32); pinned elsewhere: each autotuning compiles and times every config.
+    # The table's plan once (4096^3, fp32); pinned elsewhere.
     cfg = None if (m, acc) == (4096, "fp32") else configs("blocked")[0]
     v = compare(triton_kernels.hgemm(a, b, acc=acc, out=out, config=cfg, kernel="blocked"), ref,
                 error_bound(a, b, ref, acc))
@@ -248,9 +248,9 @@ def test_random_large_within_bound(m, n, k, dtype, acc):
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("layout", LAYOUTS)
-def test_exact_large_odd_autotuned(layout, dtype):
+def test_exact_large_odd_planned(layout, dtype):
     a, b = make_inputs(1000, 1500, 1337, layout, device="cuda", seed=14, dtype=dtype)
-    run_exact(a, b, config=None if layout == "NN" else configs("blocked")[3])  # NN autotunes
+    run_exact(a, b, config=None if layout == "NN" else configs("blocked")[3])  # NN: the table's plan
 
 
 @pytest.mark.gpu
@@ -646,7 +646,7 @@ def test_bf16_with_fp16_accumulation_is_refused(kernel):
             triton_kernels.hgemm(x, b, acc="fp16", kernel=kernel)
     with pytest.raises(ValueError, match=msg):
         triton_kernels.plan(a, b, acc="fp16", kernel=kernel)
-    assert dispatch.PLANS.get(dispatch.key_of(a, b, None, "fp16", kernel, None)) is None
+    assert dispatch.PLANS.get(dispatch.key_of(a, b, None, "fp16", kernel, None, None)) is None
 
 
 def test_records_decide_the_dtypes(monkeypatch):
@@ -723,16 +723,20 @@ def test_interpreter_bf16_findings():
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_auto_times_the_candidates_and_keeps_the_fastest(dtype):
-    """kernel="auto" on a new kind of call times each candidate kernel's configurations and keeps the fastest; on
-    Hopper aligned operands make the TMA kernels candidates. The plan is the fastest candidate's best configuration,
-    or, when several candidates come within the refine margin, one of those (timed again, so its ms is new)."""
+def test_auto_times_the_candidates_and_keeps_the_fastest(dtype, monkeypatch, tmp_path):
+    """kernel="auto" with tune="exact" on a new kind of call times each candidate kernel's configurations and keeps
+    the fastest; on Hopper aligned operands make the TMA kernels candidates. The plan is the fastest candidate's best
+    configuration, or, when several candidates come within the refine margin, one of those (timed again, so its ms
+    is new)."""
+    from triton_kernels import plan_table
+
+    monkeypatch.setenv(plan_table.CACHE_ENV, str(tmp_path / "plans.json"))
     a, b = make_inputs(256, 256, 256, "NT", device="cuda", seed=4, dtype=dtype)
-    p = triton_kernels.plan(a, b)
+    p = triton_kernels.plan(a, b, tune="exact")
     hopper = torch.cuda.get_device_capability() >= (9, 0)
     cands = dispatch.candidates(256, 256, 256, dispatch.device_arch(a), dispatch.sm_count(a), a, b, None)
     assert ("tma", (False, False, False)) in cands if hopper else all(k in ("blocked", "splitk") for k, _ in cands)
-    facts = dispatch.key_of(a, b, None, "fp32", "auto", None)[:-2]
+    facts = dispatch.key_of(a, b, None, "fp32")  # a runner key without (kernel, config, tune)
     tuned = [dispatch.TUNED.get((facts, k, st)) for k, st in cands]
     close = dispatch.shortlist([ms for _, ms in tuned])
     assert (p.kernel, p.stage) in [cands[i] for i in close]
