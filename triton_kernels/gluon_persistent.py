@@ -316,10 +316,11 @@ def launches(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, acc_fp16: bool, 
     return [Spec(GluonLaunch(hgemm_gluon_kernel), grid, args, config.num_warps, config.num_stages)]
 
 
-def inspect_source(cfg: Config, dtype: str = "fp16") -> tuple:
-    """What `triton.compile(GluonASTSource(...))` needs to build the kernel as a 4096^3 NN problem on an H100
-    specializes it: (kernel, signature, constexprs, attrs) for inputs of `dtype` ("fp16", "bf16"), for
-    `python -m compare inspect` and tests/test_gluon.py. Compile options: `compile_options(cfg)`."""
+def inspect_source(cfg: Config, dtype: str = "fp16", a_t: bool = False, b_t: bool = False) -> tuple:
+    """What `triton.compile(GluonASTSource(...))` needs to build the kernel as a 4096^3 problem on an H100
+    specializes it: (kernel, signature, constexprs, attrs) for inputs of `dtype` ("fp16", "bf16"), A (a_t) and B
+    (b_t) column-major or not, for `python -m compare inspect` and tests/test_gluon.py. Compile options:
+    `compile_options(cfg)`."""
     bm, bn, bk = cfg.block_m, cfg.block_n, cfg.block_k
     gdt = getattr(gl, _GL_DTYPES[{"fp16": torch.float16, "bf16": torch.bfloat16}[dtype]])
 
@@ -327,9 +328,9 @@ def inspect_source(cfg: Config, dtype: str = "fp16") -> tuple:
         layout = gl.NVMMASharedLayout.get_default_for(list(block), gdt)
         return f"tensordesc<{dtype}[{block[0]}, {block[1]}],{layout!r}>"
 
-    sig = {"a_desc": desc((bm, bk)), "b_desc": desc((bk, bn)), "c_desc": desc((64, bn // cfg.epilogue_split)),
-           "M": "i32", "N": "i32", "K": "i32"}
-    consts = dict(A_T=False, B_T=False, ACC_FP16=False, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=cfg.group_m,
+    sig = {"a_desc": desc((bk, bm) if a_t else (bm, bk)), "b_desc": desc((bn, bk) if b_t else (bk, bn)),
+           "c_desc": desc((64, bn // cfg.epilogue_split)), "M": "i32", "N": "i32", "K": "i32"}
+    consts = dict(A_T=a_t, B_T=b_t, ACC_FP16=False, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=cfg.group_m,
                   NUM_STAGES=cfg.num_stages, EPI_SPLIT=cfg.epilogue_split)
     attrs = {(i,): [["tt.divisibility", 16]] for i in (3, 4, 5)}
     return hgemm_gluon_kernel, sig, consts, attrs
