@@ -106,9 +106,12 @@ def _triton_compile(t: Target):
     consts = dict(consts, ACC_FP16=t.acc == "fp16")
     for name in consts:
         sig.setdefault(name, "constexpr")
+    if fn.is_gluon():  # a @gluon.jit kernel (triton_kernels/gluon_persistent.py) compiles from its own source type
+        from triton.experimental.gluon._runtime import GluonASTSource as ASTSource
     src = ASTSource(fn=fn, signature=sig, constexprs=consts, attrs=attrs)
-    compiled = triton.compile(src, target=GPUTarget("cuda", ARCH, 32),
-                              options=dict(num_warps=cfg.num_warps, num_stages=cfg.num_stages))
+    # a module's own launch options where it has them (the Gluon kernel's register budget, maxnreg)
+    options = getattr(mod, "compile_options", lambda c: dict(num_warps=c.num_warps, num_stages=c.num_stages))(cfg)
+    compiled = triton.compile(src, target=GPUTarget("cuda", ARCH, 32), options=options)
     return compiled, cfg, v
 
 
@@ -125,7 +128,8 @@ def inspect_triton(t: Target, out: Path) -> InspectRow:
     mix = toolchain.instruction_mix(sass)
     return InspectRow(t.label, f"triton_kernels/{v.file} ({cfg.name})", f"sm_{ARCH}", usage.registers,
                       usage.smem_bytes, compiled.metadata.shared, usage.stack_bytes,
-                      {c: mix.get(c, 0) for c in COLUMNS}, f"{stem}.ptx", f"{stem}.sass")
+                      {c: mix.get(c, 0) for c in COLUMNS}, f"{stem}.ptx", f"{stem}.sass",
+                      toolchain.setmaxnreg_targets(sass))
 
 
 def _instance(names: list[str], acc: str, prefer: str = "", dtype: str = "fp16") -> str:

@@ -2,7 +2,8 @@
 pruned inputs too), both accumulations
 (fp16 on both of its tiles where it has two), B row- and column-major (A column-major goes through the wrapper's
 copy), at small odd shapes that leave partial tiles in M, N and K; then the Triton kernels with pinned small
-configurations (autotuning under the sanitizer would only time instrumented code). Each result is also checked
+configurations (autotuning under the sanitizer would only time instrumented code), the Gluon kernel on Hopper
+(pattern "triton" or "gluon_persistent"). Each result is also checked
 exactly, so a wrong answer fails the run too."""
 import fnmatch
 import sys
@@ -48,15 +49,20 @@ def main(pattern: str = "*") -> int:
                         bad.append(f"{v.name} {acc} tile={tile} {layout} {m}x{n}x{k}")
     variants = variants + sparse_variants
     small = triton_kernels.Config(32, 32, 32, group_m=4, num_warps=4, num_stages=2)
-    tritons = (("blocked", SHAPES), ("tma", [(40, 72, 48), (136, 264, 88)]))
+    tritons = (("blocked", SHAPES, small), ("tma", [(40, 72, 48), (136, 264, 88)], small))
     tritons = tritons if fnmatch.fnmatch("triton", pattern) else ()
-    for kernel, shapes in tritons:
+    if major == 9 and (fnmatch.fnmatch("triton", pattern) or fnmatch.fnmatch("gluon_persistent", pattern)):
+        # the Gluon kernel's smallest ring (128x128, 4 stages): partial tiles, K past the ring's depth, NN and NT
+        gluon = triton_kernels.configs("gluon")[-1]
+        tritons += (("gluon", [(40, 72, 48), (136, 264, 88), (136, 264, 328)], gluon),)
+    for kernel, shapes, cfg in tritons:
         for acc in ("fp32", "fp16"):
             for i, (m, n, k) in enumerate(shapes):
-                a, b = make_inputs(m, n, k, "NN", device="cuda", seed=10 + i)
-                c = triton_kernels.hgemm(a, b, acc=acc, config=small, kernel=kernel)
-                if not torch.equal(c, reference(a, b).half()):
-                    bad.append(f"triton {kernel} {acc} {m}x{n}x{k}")
+                for layout in ("NN", "NT") if kernel == "gluon" else ("NN",):
+                    a, b = make_inputs(m, n, k, layout, device="cuda", seed=10 + i)
+                    c = triton_kernels.hgemm(a, b, acc=acc, config=cfg, kernel=kernel)
+                    if not torch.equal(c, reference(a, b).half()):
+                        bad.append(f"triton {kernel} {acc} {layout} {m}x{n}x{k}")
     torch.cuda.synchronize()
     print(f"sanitize_cases: {len(variants)} variants and {len(tritons)} Triton kernels run; "
           f"{len(bad)} wrong results" + (": " + ", ".join(bad) if bad else ""))

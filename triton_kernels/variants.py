@@ -12,8 +12,9 @@ CUDA-core gemv: FFMA on the converted values); bf16 accumulates in fp32 only (`h
 from __future__ import annotations
 
 from hgemm_common.record import LAYOUTS, Variant
+from hgemm_common.validation import interpreter_active
 
-from . import blocked, gemv, splitk, splitk_tma, tma_persistent
+from . import blocked, gemv, gluon_persistent, splitk, splitk_tma, tma_persistent
 
 DTYPES = ("fp16", "bf16")  # what every kernel below takes
 
@@ -49,6 +50,27 @@ VARIANTS: tuple[Variant, ...] = (
             promises={"sm_90": ("HMMA", "UTMALDG")}, forbids={"sm_90": ("LDGSTS",)}, ceiling="wgmma",
             extra={"kernel": "splitk_tma", "module": splitk_tma}),
 )
+
+# The Gluon level (triton.experimental.gluon): the same persistent warp-specialized design as the hand-written
+# wgmma_persistent, written in Python. Offered only where it can run: its Gluon API's Triton versions
+# (`triton_versions`), compiled (the interpreter cannot run Gluon). kernel="auto" does not time it
+# (`worth_timing`); kernel="gluon" runs it.
+GLUON = Variant("gluon_persistent", "triton", "triton", "gluon_persistent.py", "timed over gluon_persistent.configs()",
+                "Gluon: TMA ring + mbarriers, a TMA producer warp and two wgmma consumer warpgroups "
+                "(warp_specialize, setmaxnreg), persistent grouped tiles, TMA-store epilogue", "wgmma", min_arch=90,
+                native_layouts=LAYOUTS, alignment="tma", misaligned="refuse", dtypes=DTYPES,
+                promises={"sm_90": ("HGMMA", "UTMALDG", "SYNCS", "USETMAXREG")},
+                forbids={"sm_90": ("LDGSTS", "LDL", "STL")}, ceiling="wgmma", block=(128, 256, 64), stages=4,
+                extra={"kernel": "gluon", "module": gluon_persistent,
+                       "triton_versions": gluon_persistent.GLUON_TRITON_VERSIONS})
+# Records left out here, and why (one line each): `python -m compare` and the tests read this.
+NOT_OFFERED: dict[str, str] = {}
+if gluon_persistent.UNAVAILABLE is not None:
+    NOT_OFFERED[GLUON.name] = gluon_persistent.UNAVAILABLE
+elif interpreter_active():
+    NOT_OFFERED[GLUON.name] = "Triton's interpreter (TRITON_INTERPRET=1) cannot run Gluon kernels"
+else:
+    VARIANTS += (GLUON,)
 
 # `hgemm(kernel="auto")`: not a kernel of its own but the choice among the records above, listed by the harness
 # as `triton`.

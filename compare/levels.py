@@ -1,0 +1,122 @@
+"""`python -m compare.levels`: the three levels of one Hopper GEMM side by side, from their sources and their
+sm_90 compiles (no GPU): Triton (triton_kernels/tma_persistent.py: the compiler decides layouts, pipeline and warp
+roles), Gluon (triton_kernels/gluon_persistent.py: we decide them, in Python) and inline PTX
+(ptx_kernels/csrc/sm90/wgmma_persistent.cu: we decide everything). For each: lines of kernel source, the SASS
+counts that tell the designs apart (`compare inspect`'s rows: HGMMA, UTMALDG, SYNCS, BAR), registers per
+partition (setmaxnreg) and shared memory. Measured speed is not here: it comes from `python -m compare bench` on
+the GPU. The hand-written kernel needs nvcc.
+"""
+from __future__ import annotations
+
+import argparse
+import re
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CSRC = ROOT / "ptx_kernels" / "csrc"
+LEVELS = (("Triton", "triton_tma"), ("Gluon", "gluon_persistent"), ("inline PTX", "wgmma_persistent"))
+
+
+def code_lines(text: str, language: str) -> int:
+    """Lines of code in a source text: not blank, not comments, and (Python) not docstrings. `language`: "python"
+    or "cuda". Python docstrings are the string statements that open a module, class or function body (a string
+    expression standing alone on its lines); CUDA comments are `//` lines and `/* ... */` blocks."""
+    count = 0
+    if language == "python":
+        in_doc = None  # the closing quotes of the docstring being skipped
+        for line in text.splitlines():
+            s = line.strip()
+            if in_doc:
+                if in_doc in s:
+                    in_doc = None
+                continue
+            if not s or s.startswith("#"):
+                continue
+            m = re.match(r'^[rRbBuU]?("""|\'\'\')', s)
+            if m:
+                q = m.group(1)
+                if s.count(q) == 1:  # opens here, closes on a later line
+                    in_doc = q
+                continue
+            count += 1
+        return count
+    if language == "cuda":
+        text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
+        return sum(1 for line in text.splitlines() if line.strip() and not line.strip().startswith("//"))
+    raise ValueError(f"language must be 'python' or 'cuda', got {language!r}")
+
+
+def cuda_includes(path: Path, seen: set[Path] | None = None) -> list[Path]:
+    """The project headers (under ptx_kernels/csrc) a CUDA source includes, transitively, in first-seen order."""
+    seen = set() if seen is None else seen
+    out = []
+    for name in re.findall(r'^\s*#include\s+"([^"]+)"', path.read_text(), flags=re.M):
+        p = (CSRC / name).resolve()
+        if p.exists() and p not in seen:
+            seen.add(p)
+            out += [p, *cuda_includes(p, seen)]
+    return out
+
+
+def source_lines(record) -> tuple[int, int]:
+    """(lines of the kernel's own file, lines of the project headers it includes) for a Triton or PTX record.
+    Python kernels import their shared @jit helpers (common.py's grouped_pid, ...) and launch plumbing from the
+    package: those are not counted, as the CUDA kernel's binding layer is not."""
+    if record.package == "triton":
+        return code_lines((ROOT / "triton_kernels" / record.file).read_text(), "python"), 0
+    path = CSRC / record.file
+    headers = [p for p in cuda_includes(path) if "host" not in p.parts]  # the launch plumbing left out
+    return code_lines(path.read_text(), "cuda"), sum(code_lines(p.read_text(), "cuda") for p in headers)
+
+
+def rows(out: Path) -> list[dict]:
+    """One row per level: source lines and the compile's facts (via `compare inspect`)."""
+    from .disasm import run_inspect
+    from .registry import records
+
+    by_name = {v.name: v for v in records()}
+    inspected, skipped = run_inspect([name for _, name in LEVELS], out)
+    facts = {r.kernel: r for r in inspected}
+    table = []
+    for level, name in LEVELS:
+        own, headers = source_lines(by_name[name])
+        r = facts.get(name)
+        table.append(dict(level=level, kernel=name, lines=own, header_lines=headers,
+                          skipped=skipped.get(name),
+                          **({} if r is None else dict(
+                              hgmma=r.mix["HGMMA"], utmaldg=r.mix["UTMALDG"], utmastg=r.mix["UTMASTG"],
+                              syncs=r.mix["SYNCS"], bar=r.mix["BAR"], regs=r.registers, setmaxnreg=r.setmaxnreg,
+                              smem=r.smem_static if r.smem_dynamic is None else r.smem_static + r.smem_dynamic,
+                              smem_at_launch=r.smem_dynamic is None, local=r.local_bytes))))
+    return table
+
+
+def markdown(table: list[dict]) -> str:
+    head = ("| level | kernel | source lines (+ headers) | HGMMA | UTMALDG | UTMASTG | SYNCS | BAR | registers "
+            "(launch; setmaxnreg) | shared memory | local |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
+    body = []
+    for r in table:
+        src = f"{r['lines']}" + (f" (+ {r['header_lines']})" if r["header_lines"] else "")
+        if r.get("skipped") or "hgmma" not in r:
+            body.append(f"| {r['level']} | `{r['kernel']}` | {src} | {r.get('skipped') or 'not compiled'} |"
+                        " | | | | | | |")
+            continue
+        regs = f"{r['regs']}" + (f"; {' / '.join(map(str, r['setmaxnreg']))}" if r["setmaxnreg"] else "")
+        smem = f"{r['smem']}" + (" static (the rest sized at launch)" if r["smem_at_launch"] else "")
+        body.append(f"| {r['level']} | `{r['kernel']}` | {src} | {r['hgmma']} | {r['utmaldg']} | {r['utmastg']} | "
+                    f"{r['syncs']} | {r['bar']} | {regs} | {smem} | {r['local']} |")
+    return head + "\n".join(body) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m compare.levels", description=__doc__.splitlines()[0])
+    ap.add_argument("--out", default=None, help="folder for the PTX/SASS files (default: a temporary one)")
+    args = ap.parse_args(argv)
+    with tempfile.TemporaryDirectory() as tmp:
+        print(markdown(rows(Path(args.out or tmp))), end="")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
