@@ -1,4 +1,4 @@
-"""python -m compare [check|bench|plot|inspect|layouts] ... — see README.md.
+"""python -m compare [check|bench|plot|inspect|layouts|model] ... — see README.md.
 
 With no subcommand: the main job — check, bench (GPU), plots (GPU), inspect, fragment maps — into one report
 folder (--out). Without a GPU (or without nvcc) it does what can be done here and says which sections need what."""
@@ -202,6 +202,11 @@ def cmd_main(args) -> int:
     return 0 if result.ok else 1
 
 
+def cmd_model(args) -> int:
+    from .model import cli
+    return cli(args, gpu=_gpu())
+
+
 def main(argv=None) -> int:
     from .bench import SUITES
     from .registry import DTYPES
@@ -255,9 +260,12 @@ def main(argv=None) -> int:
                                          "element (no GPU)")
     lay.add_argument("--out", default="layouts", help="folder for the PNGs and layouts.md")
     lay.add_argument("--hardware", action="store_true", help="also run the GPU probes: hardware vs model, WMMA maps")
+    from .model import add_arguments as model_arguments
+    model_arguments(sub.add_parser("model", help="a Llama-style model end to end, every nn.Linear routed, vs torch: "
+                                                 "logits checked, then prefill/decode/graph/train timed (GPU)"))
     args = ap.parse_args(argv)
     commands = {"check": cmd_check, "bench": cmd_bench, "plot": cmd_plot, "inspect": cmd_inspect,
-                "layouts": cmd_layouts, None: cmd_main}
+                "layouts": cmd_layouts, "model": cmd_model, None: cmd_main}
     return commands[args.cmd](args)
 
 
