@@ -604,10 +604,10 @@ def run_dtype(base: nn.Module, size: ModelSize, dtype: str, entries: list[Entry]
 
 def run(size: ModelSize, *, impl: str = "auto", dtypes=("fp16", "bf16"), entries: list[str] | None = None,
         modes=DEFAULT_MODES, gpu: bool, rounds: int = 5, budget_ms: float = 300.0, seed: int = 0,
-        log=lambda line: None) -> tuple[list[ModelRow], dict]:
+        device=None, log=lambda line: None) -> tuple[list[ModelRow], dict]:
     """Every (dtype, mode, entry) row and the run's facts ({"model", "size", "entries", ...}). impl "auto": HF
     transformers' Llama when it is importable, else the built-in one. Without a GPU: checks only (the Triton
-    kernels under the interpreter)."""
+    kernels under the interpreter). device: where the models live (default: cuda with a GPU, else the CPU)."""
     if impl == "auto":
         impl = "hf" if hf_available() else "builtin"
     if impl == "hf" and not hf_available():
@@ -618,7 +618,7 @@ def run(size: ModelSize, *, impl: str = "auto", dtypes=("fp16", "bf16"), entries
     arch = _arch() if gpu else None
     names = entries or default_entries(arch)
     resolved = {d: resolve_entries(names, d, arch) for d in dtypes}
-    device = "cuda" if gpu else "cpu"
+    device = device or ("cuda" if gpu else "cpu")
     base = build(size, impl, device, seed)
     gen = torch.Generator().manual_seed(seed + 1)
     tokens = torch.randint(0, size.vocab, (size.batch, size.prefill), generator=gen).to(device)

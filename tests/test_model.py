@@ -209,6 +209,37 @@ def test_table_markdown_and_plot_of_timed_rows(tmp_path):
     assert (tmp_path / "model.png").read_bytes()[:4] == b"\x89PNG"
 
 
+def test_timing_path_bookkeeping_with_fake_clocks(monkeypatch):
+    """The timing path on the CPU, its clocks replaced (torch's forward 2 ms on the device clock, 4 ms on the host's;
+    the routed one 1 ms on both) and the graph capture by the eager step: ratios, tokens/s and samples follow,
+    and a mode that fails to capture is marked with its reason while the others are timed."""
+    from itertools import cycle
+
+    device_ms, host_us = cycle([2.0, 1.0]), cycle([4000.0, 1000.0])  # the candidates' calls alternate: torch first
+    monkeypatch.setattr(M, "event_ms", lambda fn, calls: [next(device_ms)] * calls)
+    monkeypatch.setattr(M, "wall_us", lambda fn, calls: next(host_us))
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
+
+    def capture(run, token, pos):
+        if isinstance(run.model.lm_head, nn.Linear):
+            raise RuntimeError("operation not permitted when stream is capturing\nsecond line")
+        return (lambda: run.decode(token, pos)), run.decode(token, pos)
+
+    monkeypatch.setattr(M, "_graph_call", capture)
+    rows, _ = M.run(TINY, impl="builtin", dtypes=("fp16",), modes=("prefill", "decode_graph"), gpu=True,
+                    entries=["triton"], rounds=2, budget_ms=1.0, device="cpu")
+    prefill = {r.entry: r for r in rows if r.mode == "prefill"}
+    assert prefill["torch"].status == prefill["triton"].status == "ok"
+    assert prefill["torch"].ratio_to_torch == 1.0 and prefill["triton"].ratio_to_torch == 2.0
+    assert prefill["triton"].wall_ratio_to_torch == 4.0 and prefill["triton"].ms == 1.0
+    assert prefill["triton"].tokens == TINY.batch * TINY.prefill and prefill["triton"].samples == 4
+    assert prefill["triton"].tokens_per_s == pytest.approx(TINY.batch * TINY.prefill / 1e-3)
+    graph = {r.entry: r for r in rows if r.mode == "decode_graph"}
+    assert graph["torch"].status == "error" and graph["torch"].detail == ("RuntimeError: operation not permitted when "
+                                                                          "stream is capturing")
+    assert graph["triton"].status == "skipped" and "torch's own run of this mode failed" in graph["triton"].detail
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # GPU
 # ---------------------------------------------------------------------------------------------------------------
