@@ -248,8 +248,9 @@ def test_timing_path_bookkeeping_with_fake_clocks(monkeypatch):
 @pytest.mark.gpu
 @pytest.mark.parametrize("impl", IMPLS)
 def test_cuda_graph_decode_replays_the_eager_step(impl):
-    """The decode step captured on static buffers and replayed gives the eager step's logits bit for bit (the
-    kernels are deterministic), for the torch model and a routed one."""
+    """The decode step captured on static buffers and replayed gives the eager step's logits: bit for bit on the
+    routed model (the project's kernels are deterministic and launch the same plan), within fp16 rounding on
+    torch's (cuBLAS may pick another algorithm under capture)."""
     size = M.SIZES["small"]
     base = M.build(size, impl, "cuda")
     tokens = torch.randint(0, size.vocab, (size.batch, size.prefill), device="cuda")
@@ -265,7 +266,10 @@ def test_cuda_graph_decode_replays_the_eager_step(impl):
             logits.zero_()
             replay()
             torch.cuda.synchronize()
-        assert torch.equal(logits, eager), entry
+        if entry == "torch":
+            torch.testing.assert_close(logits, eager, rtol=2e-3, atol=2e-3)
+        else:
+            assert torch.equal(logits, eager), entry
 
 
 @pytest.mark.gpu
