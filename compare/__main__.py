@@ -1,4 +1,4 @@
-"""python -m compare [check|bench|plot|inspect|layouts] ... — see README.md.
+"""python -m compare [check|bench|plot|inspect|layouts|model] ... — see README.md.
 
 With no subcommand: the main job — check, bench (GPU), plots (GPU), inspect, fragment maps — into one report
 folder (--out). Without a GPU (or without nvcc) it does what can be done here and says which sections need what."""
@@ -98,15 +98,17 @@ def cmd_bench(args) -> int:
     if not _gpu():
         print("bench needs a CUDA GPU (timing under the interpreter would measure numpy); nothing timed.")
         return 2
-    if args.kind == "sparse" and args.layout not in bench.SPARSE_LAYOUTS:
-        return _user_error(f"--kind sparse takes --layout {' or '.join(bench.SPARSE_LAYOUTS)} (A is the pruned "
-                           f"row-major weight), got {args.layout}")
     suite = args.suite or ("sparse" if args.kind == "sparse" else "default")
     try:
-        shapes = bench.parse_shapes(args.shapes) if args.shapes else bench.SUITES[suite]
+        shapes = bench.with_layouts(bench.parse_shapes(args.shapes) if args.shapes else bench.SUITES[suite],
+                                    args.layout)
         kernels = {d: registry.select(args.kernels, include_all=args.all, kind=args.kind, dtype=d) for d in dtypes}
     except ValueError as e:  # UnknownKernel, or a shape not of the form MxNxK
         return _user_error(str(e))
+    bad = sorted({lay for *_, lay in shapes} - set(bench.SPARSE_LAYOUTS)) if args.kind == "sparse" else []
+    if bad:
+        return _user_error(f"--kind sparse takes layouts {' or '.join(bench.SPARSE_LAYOUTS)} (A is the pruned "
+                           f"row-major weight), got {', '.join(bad)}")
     from . import frame as frame_mod
 
     timer = bench.Timer(flush=args.flush)
@@ -117,9 +119,9 @@ def cmd_bench(args) -> int:
     with Sampler() as sampler:
         frame = frame_mod.measure(timer)
         ceilings = frame_mod.ceilings(frame)
-        for i, (m, n, k) in enumerate(shapes):
+        for i, (m, n, k, layout) in enumerate(shapes):
             for d in dtypes:  # the dtypes of one shape back to back: their ratios are compared
-                rows += bench.bench_shape(kernels[d], m, n, k, layout=args.layout, rounds=args.rounds,
+                rows += bench.bench_shape(kernels[d], m, n, k, layout=layout, rounds=args.rounds,
                                           budget_ms=args.budget_ms, timer=timer, seed=i, ceilings=ceilings,
                                           copy_gb_s=frame.get("copy_gb_s"), kind=args.kind, dtype=d)
             show(i + 1, len(shapes))
@@ -216,6 +218,11 @@ def cmd_main(args) -> int:
     return 0 if result.ok else 1
 
 
+def cmd_model(args) -> int:
+    from .model import cli
+    return cli(args, gpu=_gpu())
+
+
 def main(argv=None) -> int:
     from .bench import SUITES
     from .registry import DTYPES
@@ -245,10 +252,12 @@ def main(argv=None) -> int:
     b.add_argument("--dtype", default="fp16",
                    help="dtype of A, B and C for every kernel and torch.matmul: fp16, bf16 (the kernels that take it), "
                         "or fp16,bf16 (both, per shape back to back, with a table of each kernel's two ratios)")
-    b.add_argument("--shapes", help="comma-separated MxNxK list, instead of --suite")
+    b.add_argument("--shapes", help="comma-separated MxNxK list (MxNxK:LAYOUT for a layout of its own), instead of "
+                                    "--suite")
     b.add_argument("--kernels", nargs="*", help="fnmatch patterns of kernel names")
     b.add_argument("--all", action="store_true", help="also every pinned Triton configuration")
-    b.add_argument("--layout", default="NN", choices=["NN", "NT", "TN", "TT"])
+    b.add_argument("--layout", default=None, choices=["NN", "NT", "TN", "TT"],
+                   help="layout of every shape (default: a suite entry's own layout, else NN)")
     b.add_argument("--rounds", type=int, default=3, help="interleaved timing rounds")
     b.add_argument("--budget-ms", type=float, default=300.0, help="timed GPU milliseconds per kernel and shape")
     b.add_argument("--flush", default=FLUSHES[0], choices=FLUSHES,
@@ -276,9 +285,12 @@ def main(argv=None) -> int:
     t.add_argument("--workers", type=int, default=min(12, max(1, (os.cpu_count() or 2) - 2)),
                    help="processes compiling the candidates before the timing")
     t.add_argument("--replace", action="store_true", help="drop the file's classes this run did not time")
+    from .model import add_arguments as model_arguments
+    model_arguments(sub.add_parser("model", help="a Llama-style model end to end, every nn.Linear routed, vs torch: "
+                                                 "logits checked, then prefill/decode/graph/train timed (GPU)"))
     args = ap.parse_args(argv)
     commands = {"check": cmd_check, "bench": cmd_bench, "plot": cmd_plot, "inspect": cmd_inspect,
-                "layouts": cmd_layouts, "tune": cmd_tune, None: cmd_main}
+                "layouts": cmd_layouts, "tune": cmd_tune, "model": cmd_model, None: cmd_main}
     return commands[args.cmd](args)
 
 

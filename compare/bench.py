@@ -18,7 +18,7 @@ import torch
 
 from hgemm_common.timing import L2Flush, wall_us
 
-from .reference import compare, error_bound, make_inputs, reference
+from .reference import LAYOUTS, compare, error_bound, make_inputs, reference
 from .registry import BASELINE, Kernel
 
 SUITES = {
@@ -41,6 +41,25 @@ SUITES["sparse"] = [(4096, 4096, 4096), (8192, 8192, 8192), (8192, 28672, 4096),
 # decode and projection shape, both odd shapes.
 SUITES["bf16"] = [(4096, 4096, 4096), (8192, 8192, 8192), (16, 4096, 4096), (128, 8192, 8192), (3000, 5000, 2000),
                   (3001, 4999, 2003)]
+# Issue 39's suites. An entry is (M, N, K), timed in `bench --layout` (NN unless given), or (M, N, K, layout) for a
+# shape whose layout is part of what it measures, kept unless `--layout` is given (`with_layouts`).
+# The three GEMMs of an nn.Linear (T tokens, I in-features, O out-features) as autograd runs them: forward
+# Y = X W^T is T x O x I in NT (W^T is a view of the row-major weight), dX = dY W is T x I x O in NN, and
+# dW = dY^T X is O x I x T in TN (K is the token count). Linears of a 4096-wide and an 8192-wide model: attention
+# projections, the MLP's up and down, at prefill-chunk to full-batch token counts.
+TRAINING_LINEARS = [(512, 4096, 4096), (4096, 4096, 14336), (4096, 14336, 4096), (16384, 8192, 8192)]  # (T, I, O)
+
+
+def linear_gemms(t: int, i: int, o: int) -> list[tuple[int, int, int, str]]:
+    """The forward, dX and dW GEMMs of nn.Linear(i, o) over t tokens, as (M, N, K, layout)."""
+    return [(t, o, i, "NT"), (t, i, o, "NN"), (o, i, t, "TN")]
+
+
+SUITES["training"] = [g for lin in TRAINING_LINEARS for g in linear_gemms(*lin)]
+# Small outputs over very long reductions: a narrow layer's or a LoRA adapter's weight gradient over many tokens.
+SUITES["small_out_large_k"] = [(256, 256, 65536), (128, 128, 131072), (512, 512, 16384), (256, 1024, 32768)]
+# Prefill-chunk and small-batch M at the N, K of a 4096-wide model with a 14336-wide MLP.
+SUITES["m_sweep"] = [(m, n, k) for m in (64, 128, 256) for n, k in ((4096, 4096), (14336, 4096), (4096, 14336))]
 # Layouts the sparse kind takes: A is the pruned weight, row-major (compressed along K); B either way.
 SPARSE_LAYOUTS = ("NN", "NT")
 
@@ -75,14 +94,25 @@ class BenchRow:
         return asdict(self)
 
 
-def parse_shapes(text: str) -> list[tuple[int, int, int]]:
+def parse_shapes(text: str) -> list[tuple]:
+    """"16x4096x4096,512x512x16384:TN" -> [(16, 4096, 4096), (512, 512, 16384, "TN")]: a layout after a colon
+    travels with its shape, as in the suites."""
     shapes = []
     for part in text.split(","):
-        dims = part.lower().strip().split("x")
+        dims_text, _, layout = part.strip().partition(":")
+        dims = dims_text.lower().split("x")
         if len(dims) != 3 or not all(d.isdigit() for d in dims):
-            raise ValueError(f"shape {part!r} is not of the form MxNxK")
-        shapes.append(tuple(int(d) for d in dims))
+            raise ValueError(f"shape {part!r} is not of the form MxNxK or MxNxK:LAYOUT")
+        if layout and layout.upper() not in LAYOUTS:
+            raise ValueError(f"shape {part!r}: layout must be one of {', '.join(LAYOUTS)}, got {layout!r}")
+        shapes.append(tuple(int(d) for d in dims) + ((layout.upper(),) if layout else ()))
     return shapes
+
+
+def with_layouts(shapes: list[tuple], layout: str | None = None) -> list[tuple[int, int, int, str]]:
+    """Suite or --shapes entries as (M, N, K, layout): `layout` (bench --layout) for every entry when given, else
+    an entry's own layout, else NN."""
+    return [(m, n, k, layout or (rest[0] if rest else "NN")) for m, n, k, *rest in shapes]
 
 
 class Timer:
