@@ -344,7 +344,7 @@ def test_package_boundaries():
 
 def test_timer_sleep_covers_the_host_deficit():
     """The GPU sleep ahead of a timed batch covers what the CPU falls behind: none when the GPU's flush + kernel
-    outlast 1.5x the host's enqueue cost, n x the difference when not, the generous default before it is known."""
+    outlast one and a half times the host's enqueue cost, n x the difference when not, the generous default before it is known."""
     from compare.bench import Timer
 
     t = Timer.__new__(Timer)  # no GPU: only the sizing rule
