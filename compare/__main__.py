@@ -142,12 +142,26 @@ def cmd_bench(args) -> int:
     out.mkdir(parents=True, exist_ok=True)
     bench.write_bench(out, env, rows)
     print(f"wrote {out / 'bench.csv'} and {out / 'bench.json'}")
+    if args.history:
+        from . import history
+        n = history.append(Path(args.history), json.loads((out / "bench.json").read_text()))
+        print(f"appended {n} rows to {args.history}")
     return 1 if any(r.status in ("failed check", "error") for r in rows) else 0
 
 
 def cmd_plot(args) -> int:
     from .plot import plot_all
 
+    if args.history or not args.results:
+        from . import history
+        if not args.history:
+            return _user_error("plot takes a bench.json (or its folder), or --history FILE")
+        try:
+            print(f"wrote {history.plot(Path(args.history), Path(args.out or Path(args.history).parent))}")
+        except (OSError, ValueError) as e:  # no such file, not a history CSV, nothing to draw
+            return _user_error(str(e))
+        if not args.results:
+            return 0
     try:
         pngs = plot_all(Path(args.results), Path(args.out or (Path(args.results).parent if Path(args.results).is_file()
                                                               else args.results)))
@@ -175,14 +189,22 @@ def cmd_inspect(args) -> int:
 
 
 def cmd_layouts(args) -> int:
-    from .layouts import draw_all
+    from .layouts import default_out, draw_all
 
     if args.hardware and not _gpu():
         return _user_error("layouts --hardware runs the probes on a CUDA GPU, and none is here; without "
                            "--hardware it draws the fragment maps of the model")
-    for p in draw_all(Path(args.out), hardware=args.hardware):
+    out = Path(args.out) if args.out else default_out()
+    for p in draw_all(out, hardware=args.hardware):
         print(f"wrote {p}")
-    print(f"wrote {Path(args.out) / 'layouts.md'}")
+    print(f"wrote {out / 'layouts.md'}")
+    return 0
+
+
+def cmd_kernels(args) -> int:
+    from .matrix import block, markdown
+
+    print(block() if args.markers else markdown())
     return 0
 
 
@@ -264,9 +286,12 @@ def main(argv=None) -> int:
                    help="L2 flush before each timed call: clean (256 MB written and read back; default), write (the "
                         "write alone, which leaves dirty lines for the timed call to write back), none")
     b.add_argument("--out", default="results", help="folder for bench.csv and bench.json")
+    b.add_argument("--history", metavar="FILE", help="also append the timed rows to this history CSV "
+                                                     "(compare/history.py; the project's: docs/results/history.csv)")
     p = sub.add_parser("plot", help="PNG figures from a bench.json")
-    p.add_argument("results", help="bench.json, or the folder holding it")
+    p.add_argument("results", nargs="?", help="bench.json, or the folder holding it")
     p.add_argument("--out", help="folder for the PNGs (default: beside the results)")
+    p.add_argument("--history", metavar="FILE", help="draw a history CSV's ratios over time (history.png)")
     i = sub.add_parser("inspect", help="PTX, SASS and an instruction-mix table per kernel (no GPU needed)")
     i.add_argument("kernels", nargs="*", help="kernel names as check and bench print them (default: every kernel)")
     i.add_argument("--out", help="folder for the files (default: a new temporary folder)")
@@ -274,7 +299,7 @@ def main(argv=None) -> int:
                    help="inspect the instantiations for these inputs (bf16: the kernels that take it)")
     lay = sub.add_parser("layouts", help="PNG fragment maps of mma/ldmatrix/stmatrix: which lane holds which "
                                          "element (no GPU)")
-    lay.add_argument("--out", default="layouts", help="folder for the PNGs and layouts.md")
+    lay.add_argument("--out", help="folder for the PNGs and layouts.md (default: a new temporary folder)")
     lay.add_argument("--hardware", action="store_true", help="also run the GPU probes: hardware vs model, WMMA maps")
     t = sub.add_parser("tune", help="make the plan table kernel='auto' uses on this GPU (times candidates; GPU)")
     t.add_argument("--grid", default="default", choices=["default", "quick"], help="shapes to time (compare/tune.py)")
@@ -288,9 +313,12 @@ def main(argv=None) -> int:
     from .model import add_arguments as model_arguments
     model_arguments(sub.add_parser("model", help="a Llama-style model end to end, every nn.Linear routed, vs torch: "
                                                  "logits checked, then prefill/decode/graph/train timed (GPU)"))
+    kn = sub.add_parser("kernels", help="the support matrix from the records: kernel, min arch, dtypes, acc, layouts")
+    kn.add_argument("--markers", action="store_true", help="with the marker lines docs/kernels.md embeds it between")
     args = ap.parse_args(argv)
     commands = {"check": cmd_check, "bench": cmd_bench, "plot": cmd_plot, "inspect": cmd_inspect,
-                "layouts": cmd_layouts, "tune": cmd_tune, "model": cmd_model, None: cmd_main}
+                "layouts": cmd_layouts, "tune": cmd_tune, "model": cmd_model, "kernels": cmd_kernels,
+                None: cmd_main}
     return commands[args.cmd](args)
 
 

@@ -4,6 +4,7 @@ as PNG grids — one cell per matrix element, labelled with the lane and registe
 hold it, coloured by lane — and a Markdown page that explains each."""
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 
 import matplotlib
@@ -113,6 +114,11 @@ def draw_sparse(out: Path) -> Path:
           "per 4-wide chunk", regs_per_elem=1, label="n", lanes=lanes)
     axes[1].set_xlabel("chunk (dense columns 4c..4c+3)")
     return _save(fig, out / "mma_sp_m16n8k32.png")
+
+
+def default_out() -> Path:
+    """Where `compare layouts` writes without --out: a new temporary folder, never the checkout."""
+    return Path(tempfile.mkdtemp(prefix="hgemm-layouts-"))
 
 
 def draw_all(out: Path, hardware: bool = False) -> list[Path]:

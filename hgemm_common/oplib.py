@@ -6,8 +6,8 @@ Both kernel packages define their operators here, so they share one namespace an
 kernel that records the autograd formula when grad is needed and otherwise runs the implementation directly.
 
 Why not `torch.library.custom_op`: it wraps every call in a Python layer of its own on top of the dispatcher's, and
-per-call host time is what a model's forward pass pays (the eager operator's wall time before and after this
-change: docs/results/h100-28d9a73-bf16/, `scripts/wall_time.py --ops`). The operators behave the same: opcheck,
+per-call host time is what a model's forward pass pays (the eager operator's wall time with each:
+`scripts/wall_time.py --ops`). The operators behave the same: opcheck,
 torch.compile (one opaque node), autograd, fake tensors.
 """
 from __future__ import annotations
@@ -33,8 +33,8 @@ def _route(args: tuple) -> int:
     meta, not a FakeTensor or another subclass, not a functionalization wrapper) and no dispatch mode (fake,
     functional, proxy, schema check) or functorch transform active), or BELOW (the dispatcher's way down to the
     keys below Autograd, which those modes and wrappers live on). One pass over the arguments with the checks
-    bound to module names: this runs on every eager call of an operator (its cost on the H100's host: the
-    operator's per-call time against hgemm's, docs/results/h100-834de34-triton/wall.log)."""
+    bound to module names: this runs on every eager call of an operator (its cost shows as the operator's per-call
+    time against hgemm's in `scripts/wall_time.py --ops`)."""
     grad = plain = False
     modes = _dispatch_modes() or _functorch_active()
     plain = not modes
@@ -60,8 +60,8 @@ def define(name: str, schema: str, impl: Callable, fake: Callable, backward: Cal
     The Autograd key's kernel is this module's own (what `register_autograd` builds, minus a layer): with grad
     needed it records the call through an autograd.Function whose forward redispatches below Autograd; without,
     on plain tensors (`_route`) it runs the implementation at once instead of a second trip through the
-    dispatcher into the CompositeExplicitAutograd kernel (the H100's eager operator paid that trip per call:
-    docs/results/h100-185045e-triton/wall_profile.log)."""
+    dispatcher into the CompositeExplicitAutograd kernel (the eager operator paid that trip per call, as a profile
+    of its calls showed: `scripts/wall_time.py --profile`)."""
     _LIB.define(name + schema)
     _LIB.impl(name, impl, "CompositeExplicitAutograd")
     torch.library.register_fake(f"{NAMESPACE}::{name}", fake, lib=_LIB)

@@ -17,9 +17,9 @@ class L2Flush:
 
     "clean" (the default): 256 MB written, then read back; L2 is left holding clean lines of that buffer, and the
     timed call's misses cost DRAM reads only. "write": the 256 MB write alone, as triton.testing.do_bench flushes
-    (and this project did until the flush study in docs/results/h100-486995c-flush/): L2 is left full of dirty
-    lines, which the timed call's misses must write back first. On the H100 that added 4-5 us to a call reading
-    32 MB (torch.matmul at 1x4096x4096: 21.6 us under "write", 16.4 us under "clean") and pressed every
+    (and this project did until a flush study, docs/design/triton.md): L2 is left full of dirty lines, which the
+    timed call's misses must write back first. On the H100 that added microseconds to a decode-sized call reading
+    32 MB (torch.matmul at 1x4096x4096) and pressed every
     memory-bound kernel towards the same time, hiding their differences. "none": nothing (operands stay in
     L2 from one call to the next)."""
 

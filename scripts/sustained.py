@@ -23,7 +23,7 @@ counted as the dense product's. --flush flushes L2 before every call as the harn
 random-operand form "wgmma.random", ...) back to back in every round, after the kernels, fp32 accumulation: the
 tensor cores' work alone, with nothing loaded from memory, under the same power and clock limits. Its TFLOPS over
 a GEMM's in the same round bounds what any schedule of that GEMM could gain by moving its operands more cheaply
-(docs/results/h100-486995c-power/).
+(what it showed on the H100: docs/design/hopper.md).
 """
 from __future__ import annotations
 

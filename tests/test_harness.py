@@ -217,8 +217,8 @@ def test_parse_shapes():
 
 
 def test_timer_names_its_flushes():
-    """The flush modes scripts/flush_effect.py compares, the clean one by default; a wrong name fails before any
-    CUDA work."""
+    """The flush modes `bench --flush` offers, the clean one by default; a wrong name fails before any CUDA
+    work."""
     from hgemm_common.timing import FLUSHES
 
     assert FLUSHES == ("clean", "write", "none")
@@ -329,7 +329,7 @@ def test_package_boundaries():
 
 def test_timer_sleep_covers_the_host_deficit():
     """The GPU sleep ahead of a timed batch covers what the CPU falls behind: none when the GPU's flush + kernel
-    outlast 1.5x the host's enqueue cost, n x the difference when not, the generous default before it is known."""
+    outlast one and a half times the host's enqueue cost, n x the difference when not, the generous default before it is known."""
     from compare.bench import Timer
 
     t = Timer.__new__(Timer)  # no GPU: only the sizing rule
@@ -383,29 +383,6 @@ def test_bf16_check_and_bench_cli_refuse_what_they_cannot_run(capsys):
         assert "the 2:4 sparse kernels take fp16 only" in capsys.readouterr().err
     assert main(["bench", "--dtype", "fp16,fp8"]) == 2
     assert "--dtype takes fp16 or bf16 or a comma list of them, got 'fp16,fp8'" in capsys.readouterr().err
-
-
-def test_dtype_gaps_script_means_over_runs(tmp_path):
-    """scripts/dtype_gaps.py: per run the bf16 ratio minus the fp16 ratio of each kernel and shape, their mean over
-    the runs, and the fp16 ratio's range across runs (the board's run-to-run noise)."""
-    fields = ["kernel", "m", "n", "k", "layout", "status", "ratio_to_torch", "dtype"]
-    runs = [{"fp16": 1.00, "bf16": 1.04}, {"fp16": 0.90, "bf16": 0.88}]  # differences +0.04 and -0.02
-    paths = []
-    for i, r in enumerate(runs):
-        p = tmp_path / f"run{i}.csv"
-        with open(p, "w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=fields)
-            w.writeheader()
-            for dt, x in r.items():
-                w.writerow(dict(kernel="torch.matmul", m=64, n=64, k=64, layout="NN", status="ok", ratio_to_torch=1.0,
-                                dtype=dt))
-                w.writerow(dict(kernel="k1", m=64, n=64, k=64, layout="NN", status="ok", ratio_to_torch=x, dtype=dt))
-        paths.append(str(p))
-    out = subprocess.run([sys.executable, str(ROOT / "scripts" / "dtype_gaps.py"), *paths], capture_output=True,
-                         text=True, check=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}).stdout
-    line = next(ln for ln in out.splitlines() if ln.startswith("k1"))
-    assert line.split()[1:] == ["64x64x64", "+0.040", "-0.020", "+0.010", "0.100"]
-    assert "largest |mean difference|: 0.010" in out and "torch.matmul" not in out
 
 
 def test_wall_calls_stay_within_the_round_budget():

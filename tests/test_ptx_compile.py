@@ -355,7 +355,7 @@ def test_extension_holds_the_records_offered_here():
 
 
 def test_no_measured_figures_in_sources():
-    """Measured numbers live in docs/ (docs/ladders/); kernel sources keep the design and the reasons, so a results
+    """Measured numbers live in docs/ (docs/design/); kernel sources keep the design and the reasons, so a results
     commit touches no source."""
     patterns = [re.compile(r"\d+(\.\d+)?\s*TFLOPS"), re.compile(r"\d\.\d+x\s*(of\s*)?(cuBLAS|torch)"),
                 re.compile(r"\d+(\.\d+)?\s*%\s*of the (mma\.sync )?ceiling")]

@@ -547,7 +547,7 @@ def test_bf16_compiles_to_bf16_tensor_cores(sm90_compiles):
 def test_leading_dimension_multiple_of_8_loads_16_bytes(sm90_compiles):
     """3000x5000x2000 NN (M, N and B's and C's leading dimensions multiples of 8 but not 16): compiled as Triton
     alone specializes it, the blocked kernel loads two bytes at a time (synchronous LDG.E.U16, not cp.async: it ran
-    at 0.18x torch.matmul); told what `common.div8_args` finds (strides divided by 8 and multiplied back, edge
+    at a fraction of torch.matmul's speed); told what `common.div8_args` finds (strides divided by 8 and multiplied back, edge
     rows clamped in groups of 8), every operand load is a 16-byte cp.async (LDGSTS.E.BYPASS.128)."""
     loads = sm90_compiles["x8_loads"]
     assert "LDG.E.U16" in loads["plain"]

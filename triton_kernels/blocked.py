@@ -29,8 +29,7 @@ def configs() -> list[Config]:
 
     Big tiles first: 128x256 and 256x128 with 8 warps keep two warpgroups busy on wgmma and need
     3 x 48 KB of pipeline; 128x128, 64x128 and 128x64 cover small and skinny problems where big tiles leave SMs
-    idle, with 5 stages (faster than 4 at 1024^3 in `scripts/triton_sweep.py --wide` on the H100:
-    docs/tuning/triton_h100_sweeps_ecbd247.log).
+    idle, with 5 stages (faster than 4 at 1024^3 in the wide configuration sweeps on the H100: docs/design/triton.md).
     """
     return [
         Config(128, 256, 64, group_m=8, num_warps=8, num_stages=3),
@@ -49,8 +48,8 @@ INTERPRETER_CONFIG = Config(32, 32, 32, group_m=4, num_warps=4, num_stages=2)
 
 
 def worth_timing(m: int, n: int, k: int, sms: int, tma_in_place: bool) -> bool:
-    """Timed on every problem: even where TMA reads the operands in place the blocked kernel can win (H100 report at
-    1b2823a: 0.905x cuBLAS at 1024^3 against TMA's 0.853x, 0.897x against 0.888x at 128x8192x8192)."""
+    """Timed on every problem: even where TMA reads the operands in place the blocked kernel can win (it did at 1024^3
+    and 128x8192x8192 in an H100 report; plans per shape: docs/design/triton.md)."""
     return True
 
 

@@ -38,9 +38,9 @@ MAX_M = 1  # timed by kernel="auto" up to this M: each row of A re-reads B (from
 
 def configs() -> list[Config]:
     """One row of A per program; B tiles of 4096-16384 elements (32-64 registers of accumulator a thread), 32-256
-    columns wide, K split in 2-16 slices. The first six are the top entries of `scripts/triton_sweep.py --kernels
-    gemv --wide` (70 configurations) at 1x4096x4096 NN and NT and of the list at 1x4096x4096 and 1x8192x8192 NN on
-    the H100 (docs/results/h100-b7d6fd2-gemv/: narrow, deep tiles in few slices); the last two, wider tiles in more
+    columns wide, K split in 2-16 slices. The first six are the top entries of a wide sweep of gemv's space
+    at 1x4096x4096 NN and NT and of the list at 1x4096x4096 and 1x8192x8192 NN on the H100 (narrow, deep
+    tiles in few slices; docs/design/triton.md); the last two, wider tiles in more
     slices, are kept for other N and K (not among the top entries on those shapes)."""
     return [
         Config(1, 32, 256, group_m=8, num_warps=4, num_stages=1, split_k=2),

@@ -9,7 +9,7 @@ bf16, as A and B) in the same launch. The atomic only elects the summing program
 the same inputs give the same bits on every run (for a given configuration), the bits of the two-pass form
 (partials, then a reduction kernel: `FUSED = False`, kept for comparison) too. One launch instead of two
 won with two slices on 1-128 x 4096 x 4096 problems on the H100 and lost with four slices of 64x128 tiles on
-128x4096x4096, its last program reading four blocks in a row (docs/tuning/triton_h100_sweeps_ecbd247.log).
+128x4096x4096, its last program reading four blocks in a row (the configuration sweeps: docs/design/triton.md).
 Small-M tiles (16 and 32 rows; tl.dot then lowers to mma.sync rather than wgmma, which needs 64) keep the padding
 a 16-row problem computes small.
 
@@ -43,7 +43,7 @@ def configs() -> list[Config]:
     """Tiles from 16 rows (decode-like M) to 128 (M = 128-512), each with every split of SPLITS; the dispatcher
     times those that fit the problem (`prune_for_problem`). BLOCK_K 128-256 on the 16- and 32-row tiles: a short
     tile row streams too few bytes of B per stage at BLOCK_K 64 to cover the memory latency. The list is the
-    winners of `scripts/triton_sweep.py --wide` on the H100 (docs/tuning/triton_h100_sweeps_ecbd247.log): deep
+    winners of the wide configuration sweeps on the H100 (docs/design/triton.md): deep
     pipelines (6 stages of 64x64x64) for M = 128, 256-deep K tiles for M = 1."""
     tiles = [
         Config(16, 64, 128, group_m=1, num_warps=4, num_stages=4),

@@ -6,7 +6,7 @@ mbarriers, as in triton_kernels/tma_persistent.py: one thread issues a whole til
 bytes in flight for the same registers, and no address arithmetic or masks sit in the K loop (the hardware
 zero-fills past M, N and K). On skinny problems, which only read B once, the time is the memory system's: the
 TMA kernel without a split already beat the pointer kernels on 64-128 x 8192 x 8192 on the H100
-(docs/results/h100-b31a9d3-triton/), and the split gives a 128 x 4096 x 4096 problem's few output tiles enough
+(docs/design/triton.md), and the split gives a 128 x 4096 x 4096 problem's few output tiles enough
 programs to cover the SMs. The reduction is splitk.py's (`sum_slices`): fp32 blocks per (tile, slice), summed in
 slice order by the tile's last program, in the same launch; the same bits on every run.
 

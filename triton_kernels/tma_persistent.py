@@ -33,14 +33,14 @@ def configs() -> list[Config]:
 
     The C tile is staged in shared memory for the TMA store, so the pipeline gets what that leaves: 128x256x64 fits
     3 stages (3 x 48 KB + 64 KB of C), or 4 when C is stored in two halves through a 32 KB buffer (epilogue_split=2:
-    faster on 8192x8192x1024 in `scripts/triton_sweep.py --wide`, docs/tuning/triton_h100_sweeps_ecbd247.log);
+    faster on 8192x8192x1024 in the wide configuration sweeps, docs/design/triton.md);
     128x128x64 fits 4 to 6. 64x128 tiles 128 deep in K (4 x 48 KB) are for 1024^3-sized problems, where 128 tiles
     cover C and half as many k-steps (8 at K = 1024) as 64-deep tiles take, which ran faster there
-    (`triton_sweep.py --configs`, measured in docs/ladders/triton.md). The last, 64x64 tiles 128 deep in K and 6
+    (measured: docs/design/triton.md). The last, 64x64 tiles 128 deep in K and 6
     stages (192 KB of loads in flight per SM), is for memory-bound skinny problems such as 128x4096x4096, where 128
     such tiles cover C and each streams its whole K (cuBLAS runs 64x64 tiles there, `scripts/library_kernels.py`);
-    it replaced 64-deep tiles 12 stages deep (cuBLAS: 13), which were slower on cold operands (`triton_sweep.py
-    --configs`, measured in docs/results/h100-4e615f9-triton/).
+    it replaced 64-deep tiles 12 stages deep (cuBLAS: 13), which were slower on cold operands (measured:
+    docs/design/triton.md).
     """
     return [
         Config(128, 256, 64, group_m=8, num_warps=8, num_stages=3),
@@ -138,15 +138,15 @@ def num_sms(device: torch.device) -> int:
     return INTERPRETER_SMS if interpreter_active() else _num_sms(device.index or 0)
 
 
-BALANCED = True  # False: one program per SM (min(tiles, SMs)); scripts/triton_sweep.py's tma_full times that
+BALANCED = True  # False: one program per SM (min(tiles, SMs)), the grid the balanced one is measured against
 
 
 def programs(tiles: int, slots: int) -> int:
     """Programs of the persistent grid over `tiles` with at most `slots` (SMs): the fewest that need as many rounds
     as `slots` programs would, cdiv(tiles, cdiv(tiles, slots)), so every round is full (4096^3 in 128 x 256 tiles:
     512 tiles in 4 rounds of 128 rather than 3.9 of 132). The Hopper ladder's launchers size their grids the same
-    way (hopper::persistent_blocks); the measured gains of both are in docs/ladders/hopper.md, "A balanced
-    persistent grid"."""
+    way (hopper::persistent_blocks); the measured gains of both are in docs/design/hopper.md and
+    docs/design/triton.md."""
     if tiles <= slots:
         return tiles
     if not BALANCED:

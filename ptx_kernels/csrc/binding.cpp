@@ -151,7 +151,7 @@ std::vector<std::string> hgemm_ceilings() {
 // One launch of ceiling `name` on `blocks_per_sm` x SMs blocks; returns the FLOPs it performs so Python can turn a
 // time into TFLOPS.
 // blocks_per_sm: 0 takes the ceiling's own (as many warps as saturate the pipe); fewer ask what the pipe gives at a
-// GEMM kernel's occupancy (scripts/ceiling_occupancy.py).
+// GEMM kernel's occupancy.
 double hgemm_ceiling(const std::string& name, const torch::Tensor& sink, int64_t iters, bool acc_fp16,
                      int64_t blocks_per_sm) {
   const auto it = hgemm::ceilings().find(name);

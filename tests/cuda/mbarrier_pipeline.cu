@@ -1,5 +1,5 @@
 // The pipelined kernels with the stage ring kept by mbarriers (Tile<..., MBARRIERS = true>; tile::StageBarriers)
-// instead of a block barrier per tile: an alternative the tile sweeps time (scripts/tune_*.cu) but no shipped
+// instead of a block barrier per tile: an alternative the tile sweeps timed (docs/design/mma.md) but no shipped
 // variant uses. Compiled by the CPU tests, which check its SASS: no block barrier in the main loop, the
 // mbarrier waits and the cp.async arrivals instead. Not a kernel anyone runs from here.
 #include "sm80/mma_pipeline.cuh"

@@ -163,7 +163,7 @@ __device__ __forceinline__ void wgmma_ss(uint32_t (&d)[BN / 4], uint64_t da, uin
 // moves the start 32 bytes along the swizzled row. N-major B: 64 n per 128-byte row, k rows 128 bytes apart, atoms
 // of 8 k-rows 1024 bytes apart (SBO), 64-column boxes BK * 128 bytes apart (LBO); a k16 step is 2 atoms.
 // (The N-major roles are CuTe's canonical ((T,8,m),(8,k)):((1,T,LBO),(8T,SBO)); with LBO and SBO swapped the row-major
-// B results were wrong on the H100, the exact checks of scripts/tune_wgmma.cu caught it.)
+// B results were wrong on the H100, and the exact checks caught it.)
 constexpr uint32_t kKMajorSBO = 1024, kNMajorLBO = BK * 128, kNMajorSBO = 1024;
 
 // The four k16 steps of one k-block for a warpgroup: D(64 x BN) (+)= A_slab(64 x 64) * B(64 x BN). a_slab points
@@ -414,10 +414,10 @@ cudaError_t launch(dim3 grid, int threads, int tile_m, int tile_n, const GemmArg
 // ---- tile and split-K choice (wgmma_persistent, wgmma_splitk) ---------------------------------------------------
 // 128 x bn tiles, K split into `split` parts (1: none). The estimate: the fraction of SM-rounds the work units
 // (tiles x split) fill, times the fraction of the tiles' columns inside N, times the tile's own speed relative to
-// 128 x 256 (128 x 128: 0.95, 128 x 64: 0.6; measured on large shapes, docs/ladders/hopper.md), times 0.97 per
+// 128 x 256 (128 x 128: 0.95, 128 x 64: 0.6; measured on large shapes, docs/design/hopper.md), times 0.97 per
 // halving of K (the partial tiles' exchange). On skinny outputs (M or N <= 128) the GEMM streams one operand from
 // memory and tile width costs no efficiency there: every width scores speed 1.
-// Splitting is considered only where it can pay (measured, docs/ladders/hopper.md): skinny outputs, or outputs
+// Splitting is considered only where it can pay (measured, docs/design/hopper.md): skinny outputs, or outputs
 // whose best unsplit tile leaves half the SMs idle; at 1024^3 or 512 x 4096 x 14336 the unsplit tiles fill the GPU
 // and splitting lost 18-60%. A split launch is one wave (the split kernel is not persistent): tiles x split <= the
 // blocks that run at once in clusters of that size (wave2, wave4: cudaOccupancyMaxActiveClusters x size; clusters
@@ -430,7 +430,7 @@ cudaError_t launch(dim3 grid, int threads, int tile_m, int tile_n, const GemmArg
 // never on skinny outputs: 3000 x 5000 in 256 x 152 is 396 tiles, exactly 3 rounds of 132 (cuBLAS's tile there),
 // where 128 x 256 needs 4 rounds of 120. Its score also counts the rows its 256-row tiles cover past M, against
 // the 128-row tiles' (the other candidates share those). kSpeedTall: its speed per output relative to 128 x 256,
-// measured (tune_wgmma, docs/ladders/hopper.md "A 256 x 152 tile"): 0.98-1.07 on the other shapes measured, 0.94 on
+// measured (docs/design/hopper.md): 0.98-1.07 on the other shapes measured, 0.94 on
 // 3000 x 5000 x 2000's 4,000-byte rows; the lower figure, so that it is taken only where its rounds are fuller.
 constexpr double kSpeedTall = 0.94;
 struct Plan {
@@ -507,7 +507,7 @@ static_assert(choose_plan(4096, 4096, 4096, 132).bn == 256 && choose_plan(4096, 
 // are resident at once. By default (policy 0 or 2) the fewest blocks that need the same number of rounds,
 // cdiv(units, cdiv(units, slots)): the same makespan in whole tiles with every round full (4096^3 in 128 x 256
 // tiles: 512 tiles in 4 rounds on 128 blocks rather than 132); what it gained where, measured against one block
-// per slot: docs/ladders/hopper.md, "A balanced persistent grid". Policy 1: min(units, slots), one block per slot.
+// per slot: docs/design/hopper.md. Policy 1: min(units, slots), one block per slot.
 constexpr int persistent_blocks(int units, int slots, int policy) {
   return units <= slots ? units : policy == 1 ? slots : cdiv(units, cdiv(units, slots));
 }

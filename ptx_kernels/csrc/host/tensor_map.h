@@ -2,7 +2,7 @@
 //
 // The driver function is reached through cudaGetDriverEntryPointByVersion, so the extension needs no -lcuda.
 // L2 promotion 128 bytes, not 256: with a row pitch that is not a multiple of 128 bytes (B row-major at
-// 3000x5000x2000) 256-byte promotion fetched twice the lines each box row needs (docs/ladders/hopper.md).
+// 3000x5000x2000) 256-byte promotion fetched twice the lines each box row needs (docs/design/hopper.md).
 // A map encodes the global address, so it is cached by everything it encodes: (address, shape, leading
 // dimension, box, swizzle). A repeated call with the same tensor reuses it; a new allocation at the same address
 // with the same shape describes the same bytes, so reusing its map is correct too.

@@ -2,12 +2,12 @@
 // issues `iters` k-blocks of 4 chained m64nBNk16 wgmma on operands already in shared memory (written once; nothing
 // is loaded in the loop), keeping one group in flight like the GEMM kernels do. No TMA, no epilogue.
 // lab/wgmma_ceiling.cu launches it at BN = 256 (the harness's wgmma ceiling, and the same loop on random operands);
-// scripts/wgmma_widths.cu at every width the kernels use.
+// an instantiation per width measures the ceiling at each width the kernels use (docs/design/hopper.md).
 //
 // Operand values (LoopData): Pattern, small multiples of 1/64 (one or two mantissa bits set), what the harness's
 // ceiling has always used; Random, uniform in [-1, 1) with all ten mantissa bits random, like a GEMM's randn inputs.
 // Operand bits that toggle cost the tensor cores energy and clock, so the Random loop runs slower than the Pattern
-// one (docs/results/h100-486995c-power/); scripts/sustained.py runs it beside the GEMMs, under the same power and
+// one (measured: docs/design/hopper.md); scripts/sustained.py runs it beside the GEMMs, under the same power and
 // clock limits, to bound what a GEMM on such data could gain by moving its operands more cheaply.
 #pragma once
 #include "blocks/wgmma_tile.cuh"

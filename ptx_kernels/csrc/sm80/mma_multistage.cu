@@ -10,7 +10,7 @@
 // grouped block order. Shared memory stays plain and unpadded: A rows of 64 halves are 128 bytes, so the 8 rows an
 // ldmatrix reads sit in one bank group (8-way conflicts), and so do row-major B's 512-byte rows — the conflicts
 // mma_swizzle removes. Needs 16-byte aligned rows.
-// Measured: docs/ladders/mma.md.
+// Measured: docs/design/mma.md.
 #include "hgemm.cuh"
 #include "sm80/mma_pipeline.cuh"
 

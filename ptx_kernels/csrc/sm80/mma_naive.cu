@@ -5,7 +5,7 @@
 // Adds over wmma_naive: the instruction level under WMMA — fragment registers the program owns, whose layouts
 // (ptx_kernels/layouts.py, tests/test_layouts.py) it addresses itself. Beyond the seed: any M, N, K (zero-filled
 // staging, guarded stores), B in either layout, fp32 or fp16 accumulation.
-// Measured: docs/ladders/mma.md.
+// Measured: docs/design/mma.md.
 #include "blocks/common.cuh"
 #include "blocks/fragments.cuh"
 #include "hgemm.cuh"

@@ -46,8 +46,8 @@ struct Tile {
 constexpr int GROUP_M = 8;
 
 // The tiles the ladder's pipelined steps share (mma_multistage, mma_swizzle, mma_stmatrix), one per accumulation,
-// chosen by scripts/tune_mma.cu on the H100 (swizzled, stmatrix epilogue, against cuBLAS in the same process;
-// `bash scripts/gpu_pass.sh tune OUT`):
+// chosen by a tile sweep on the H100 (swizzled, stmatrix epilogue, against cuBLAS in the same process; the sweep
+// and its logs: docs/design/mma.md, "Old logs"):
 // - fp32: 128x256x64, 2 x 4 warps of 64x64 (4 x 8 m16n8 accumulators, 128 registers: every A fragment feeds 8
 //   MMAs, every B fragment 4), 3 stages (144 KB), fragments double-buffered, one block per SM.
 // - fp16: 256x256x32, 4 x 2 warps of 64x128 (4 x 16 m16n8 accumulators in 128 registers — half of fp32's per
@@ -55,7 +55,7 @@ constexpr int GROUP_M = 8;
 //   4 stages (128 KB), one fragment buffer (two do not fit in 255 registers).
 // The alternatives the sweep timed (other warp and block tiles, one fragment buffer, per-stage mbarriers instead
 // of the block barrier: Tile<..., MBARRIERS = true>, tile::StageBarriers; a main loop unrolled over the stages),
-// their figures and the Nsight Compute profile of the tensor pipe: docs/ladders/mma.md.
+// their figures and the Nsight Compute profile of the tensor pipe: docs/design/mma.md.
 using LadderTileF32 = Tile<128, 256, 64, 2, 4, 3>;
 using LadderTileF16 = Tile<256, 256, 32, 4, 2, 4, 1, 1>;
 

@@ -20,7 +20,7 @@
 // buffers (which, at A 16 + B 32 + metadata 4 registers a buffer beside 128 fp32 accumulators, do not fit): B one
 // pair of n8 tiles ahead (2 x 8 registers), A and the metadata one k32 step ahead (2 x 20), no spills. With the
 // whole step's fragments loaded after its MMAs the warps waited on their own ldmatrix (the profiles:
-// docs/ladders/sparse.md).
+// docs/design/sparse.md).
 // K: the values and metadata are padded to Kp = K rounded up to 32 by compress. Where no metadata exists (a
 // stage's second k32 step past Kp, row blocks past M) the copy reads kValidChunk instead of zero-filling (a zero
 // nibble is no valid index pair), so those steps' MMAs multiply zeros (A and B zero-fill there) and the main loop
@@ -50,7 +50,7 @@ __device__ __align__(16) const uint32_t kValidChunk[4] = {0x44444444u, 0x4444444
 // Block tile BM x BN x BK (dense K), WARPS_M x WARPS_N warps of (BM / WARPS_M) x (BN / WARPS_N), STAGES stages.
 // COPY_AT: where in a tile's first k32 step the copies of a later tile are issued: -1 before its MMAs, q >= 0 after
 // the MMAs of its pair of n8 tiles q. Only the SASS schedule changes: ptxas keeps the copies' address arithmetic
-// near that point and interleaves it with the MMAs around it. Chosen per tile by measurement (docs/ladders/sparse.md).
+// near that point and interleaves it with the MMAs around it. Chosen per tile by measurement (docs/design/sparse.md).
 template <int BM_, int BN_, int WARPS_M_, int WARPS_N_, int STAGES_, int COPY_AT_>
 struct SpTile {
   static constexpr int BM = BM_, BN = BN_, WARPS_M = WARPS_M_, WARPS_N = WARPS_N_, STAGES = STAGES_;
@@ -65,7 +65,7 @@ struct SpTile {
 // fp32 accumulation: 128 x 256, 2 x 4 warps of 64 x 64 (128 fp32 accumulator registers). fp16 accumulation, where it
 // fills the GPU (tile::dispatch_tiles): 256 x 256, 4 x 2 warps of 64 x 128 (the same 128 registers hold twice the
 // outputs), so each B fragment feeds 4 MMAs per A fragment's 16 instead of 8 (the dense ladder's fp16 tile did 8%
-// better than its fp32 one on the same instruction, docs/ladders/mma.md). 4 stages: 164 KB and 200 KB. The copies go
+// better than its fp32 one on the same instruction, docs/design/mma.md). 4 stages: 164 KB and 200 KB. The copies go
 // before the first pair's MMAs in the 128 x 256 tile and after pair 6 of 8 in the 256 x 256 one (both spill-free).
 using TileF32 = SpTile<128, 256, 2, 4, 4, -1>;
 using TileF16 = SpTile<256, 256, 4, 2, 4, 6>;

@@ -6,7 +6,7 @@
 // Adds over mma_swizzle: a coalesced epilogue (STSM + STG.128 in SASS instead of 2-byte/4-byte STG). On GPUs
 // before sm_90 (no stmatrix) it compiles to mma_swizzle's direct stores. Grouped block order (L2 reuse) has
 // been on since mma_multistage.
-// Measured: docs/ladders/mma.md.
+// Measured: docs/design/mma.md.
 #include "blocks/epilogue.cuh"
 #include "blocks/fragments.cuh"
 #include "hgemm.cuh"

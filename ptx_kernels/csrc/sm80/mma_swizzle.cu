@@ -4,7 +4,7 @@
 //
 // Adds over mma_multistage: bank-conflict-free ldmatrix (A, and B read with ldmatrix.trans when row-major) and
 // cp.async. Measure it with Nsight Compute's l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld/st counters
-// (scripts/bank_conflicts.sh) before and after. Measured (bank conflicts and time): docs/ladders/mma.md.
+// (scripts/bank_conflicts.sh) before and after. Measured (bank conflicts and time): docs/design/mma.md.
 #include "hgemm.cuh"
 #include "sm80/mma_pipeline.cuh"
 

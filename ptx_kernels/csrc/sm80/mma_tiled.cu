@@ -5,7 +5,7 @@
 //
 // Adds over mma_naive: reuse. Loads stay synchronous and shared memory unpadded (the bank conflicts this leaves
 // are what mma_swizzle removes); the pipeline comes in mma_multistage.
-// Measured: docs/ladders/mma.md.
+// Measured: docs/design/mma.md.
 #include "blocks/copy.cuh"
 #include "blocks/epilogue.cuh"
 #include "blocks/fragments.cuh"

@@ -2,7 +2,7 @@
 //
 // Adds: nothing; it is the floor the ladder climbs from. Any strides (no copies), any shape.
 // Expect ~1-2% of torch.matmul: every thread reads a row of A and a column of B straight from global memory.
-// Measured: docs/ladders/wmma.md.
+// Measured: docs/design/wmma.md.
 #include "blocks/common.cuh"
 #include "hgemm.cuh"
 #include "host/launch.h"

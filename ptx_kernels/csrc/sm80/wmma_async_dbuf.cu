@@ -5,7 +5,7 @@
 // by 8 halves (16 bytes) so the eight 16-byte row segments a fragment load touches fall in different banks.
 // Edges: cp.async's src-size operand zero-fills what lies past M, N or K. Needs 16-byte aligned rows
 // (the Python wrapper makes an aligned copy otherwise, and says so).
-// Measured: docs/ladders/wmma.md.
+// Measured: docs/design/wmma.md.
 #include <mma.h>
 
 #include "blocks/common.cuh"

@@ -11,18 +11,18 @@
 // load_matrix_sync (ptx::wmma_load_*: the same wmma.load instruction, addressed [base + immediate]), so no
 // integer instruction forms a fragment's address beyond one base per tile (see the main loop for its two shapes).
 //
-// Tiles chosen by measurement (scripts/tune_wmma_multistage.cu on the H100, NN and NT, against cuBLAS in the
-// same process; `bash scripts/gpu_pass.sh tune OUT [NT]`):
+// Tiles chosen by measurement (a tile sweep on the H100, NN and NT, against cuBLAS in the same process; the
+// sweep and its logs: docs/design/wmma.md, "Old logs"):
 // - fp32: 128x256x64, 2x4 warps, 3 stages, two fragment buffers, the main loop unrolled over the stages.
 // - fp16: 256x256x32, 4x2 warps of 64x128, 4 stages, FRAGS_A2B1, rolled loop; the stage copies issued after
 //   column FN / 2 of a tile's first k-step.
 // The alternatives the sweep timed (other tiles, stage counts, fragment buffers, per-stage mbarriers instead of
 // a block barrier per tile: tile::StageBarriers), their figures and the Nsight Compute profile of the tensor pipe:
-// docs/ladders/wmma.md.
+// docs/design/wmma.md.
 // WMMA compiles to the same HMMA.16816 and LDSM as the mma.sync ladder; what it cannot do is choose the
 // shared-memory layout wmma.load reads (rows are padded instead of swizzled) or shape the fragments' registers.
 // Edges: cp.async zero-fill as in wmma_async_dbuf; needs 16-byte aligned rows.
-// Measured: docs/ladders/wmma.md.
+// Measured: docs/design/wmma.md.
 #include <mma.h>
 
 #include "blocks/common.cuh"
@@ -54,7 +54,7 @@ using namespace nvcuda;
 // The next stage's copies go in the middle of a tile's first k-step, after column FN / 2: issued before the
 // MMAs (as the other loops do) they kept ptxas from hoisting the B loads behind them when B is column-major
 // (an MMA 5 instructions behind its LDSM; 30 now, toolchain.operand_lead), and NT ran slower than this
-// (docs/ladders/wmma.md).
+// (docs/design/wmma.md).
 constexpr int FRAGS_A2B1 = 3;
 template <int BM_, int BN_, int BK_, int WARPS_M_, int WARPS_N_, int STAGES_, int MIN_BLOCKS_ = 1, int FRAG_BUFS_ = 2,
           bool MBARRIERS_ = false, bool ROLLED_ = false>
@@ -77,7 +77,7 @@ struct Tile {
 };
 
 // The configurations the variant ships, one per accumulation (chosen by the sweep in
-// scripts/tune_wmma_multistage.cu, see the header).
+// docs/design/wmma.md, see the header).
 using ShippedF32 = Tile<128, 256, 64, 2, 4, 3, 1, 2>;
 using ShippedF16 = Tile<256, 256, 32, 4, 2, 4, 1, FRAGS_A2B1, false, true>;
 constexpr int GROUP_M = 8;
@@ -151,7 +151,7 @@ __global__ void __launch_bounds__(T::THREADS, T::MIN_BLOCKS) kernel(GemmArgs p) 
   // constant; else unrolled over the STAGES stages of the ring too, so the stage's offset is a constant as well
   // (no adds, but a loop body STAGES times larger: 977 instructions instead of 256 for the fp16 tile).
   // With one buffer the fp16 tile measured faster per clock rolled, the fp32 tile no different
-  // (docs/ladders/wmma.md). FRAGS_A2B1 (the shipped fp16 tile) comes with the rolled loop only.
+  // (docs/design/wmma.md). FRAGS_A2B1 (the shipped fp16 tile) comes with the rolled loop only.
   if constexpr (T::ROLLED) {
     for (int kt = 0; kt < kt_count; ++kt) {
       const int stage = kt % STAGES, next = (kt + 1) % STAGES;

@@ -4,7 +4,7 @@
 // Adds over simt_naive: the tensor cores. Loads stay uncoalesced-ish and nothing is reused across warps.
 // Beyond the seed: edge tiles (and misaligned operands) go through a per-warp 16x16 shared-memory staging
 // buffer with zero fill, so any M, N, K works; interior tiles load from global as in the seed.
-// Measured: docs/ladders/wmma.md.
+// Measured: docs/design/wmma.md.
 #include <mma.h>
 
 #include "blocks/common.cuh"

@@ -4,7 +4,7 @@
 // Adds over wmma_smem: register tiling. Each A fragment loaded from shared memory feeds 2 MMAs and each B
 // fragment 4, and a block reuses each global element across 128 rows/columns instead of 64/32. Still
 // synchronous loads with BK = 16 (the seed's), so the tensor cores wait on global memory every step.
-// Measured: docs/ladders/wmma.md.
+// Measured: docs/design/wmma.md.
 #include <mma.h>
 
 #include "blocks/copy.cuh"

@@ -4,7 +4,7 @@
 //
 // Adds over wmma_naive: reuse through shared memory (each A element is read from global once per block instead
 // of once per warp) and coalesced 16-byte loads. Still synchronous: load, barrier, compute, barrier.
-// Measured: docs/ladders/wmma.md.
+// Measured: docs/design/wmma.md.
 #include <mma.h>
 
 #include "blocks/common.cuh"

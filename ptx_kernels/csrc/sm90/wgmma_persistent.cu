@@ -62,7 +62,7 @@ using Tall3 = Tile<152, 3, 2, 152>;     // the same in 3 stages, 64-row rounds (
 constexpr int GROUP_M = 8;
 // 128 x 192's speed relative to 128 x 256 at equal fill, for hopper::choose_plan: at 0.96 it is taken only where its
 // rounds are >= 4% fuller. Offered only when A's and B's rows are 128-byte aligned: misaligned rows cost this tile
-// far more than 128 x 256 (the H100 sweep behind both choices: docs/ladders/hopper.md, "A 128 x 192 tile").
+// far more than 128 x 256 (the H100 sweep behind both choices: docs/design/hopper.md).
 constexpr double kSpeed192 = 0.96;
 // 40 + 2 x 232 registers x 128 threads = 64,512 <= 65,536: a consumer's 128 fp32 accumulators plus addressing.
 constexpr int kProducerRegs = 40, kConsumerRegs = 232;
@@ -166,9 +166,9 @@ cudaError_t launch_tile(const GemmArgsOf<E>& p, Acc acc, cudaStream_t stream, La
 //   - outputs that even narrow tiles cannot spread over the SMs, with K long enough to share (skinny M or N; the
 //     plan's split > 1): wgmma_splitk.cu splits K over a cluster;
 //   - 128 x 256 tiles of a row-major B whose rows are not 32-byte aligned (3000 x 5000 x 2000: rows 10,000 bytes
-//     apart): every 128-byte box row then straddles five 32-byte sectors, not four, and the B boxes were 0.77x of
-//     cuBLAS, 0.97x with the same B 128-byte aligned (TUNE_LD_ALIGN=64, docs/ladders/hopper.md); wgmma_cluster.cu
-//     multicasts each B box to two blocks, halving those reads (0.96x).
+//     apart): every 128-byte box row then straddles five 32-byte sectors, not four, which cost the kernel about a
+//     quarter of its speed against the same B on 128-byte aligned rows (measured: docs/design/hopper.md);
+//     wgmma_cluster.cu multicasts each B box to two blocks, halving those reads, which recovers most of it.
 // GemmArgs::tile (1/2/3/4: 128 x 256/128/64/192; 5/6: 256 x 152 in 4/3 stages) and ::split (1 = never) pin the plan.
 template <typename E>
 cudaError_t launch_wgmma_persistent(const GemmArgsOf<E>& p, Acc acc, cudaStream_t stream, LaunchInfo* info) {

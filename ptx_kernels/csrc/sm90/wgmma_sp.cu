@@ -34,7 +34,7 @@ namespace {
 constexpr int BM = 128, BN = 256, STAGES = 5, EPI_COLS = 64;
 // Bands of tile rows (tile::grouped_tile): the blocks resident at once cover group_m tile rows x 132 / group_m tile
 // columns, and each band streams all of B from DRAM. Taller bands read B from DRAM less often but did not pay: the
-// kernel is bound by shared memory, not DRAM (measurements: docs/ladders/sparse.md). GemmArgs::tile 1 / 2 pin bands
+// kernel is bound by shared memory, not DRAM (measurements: docs/design/sparse.md). GemmArgs::tile 1 / 2 pin bands
 // of 8 / 16; 0 takes kGroupM.
 constexpr int kGroupM = 8;
 constexpr int kClusterRounds = 8;  // the default runs clusters of two from this many rounds of tiles per SM
@@ -266,7 +266,7 @@ cudaError_t launch_kernel(const GemmArgs& p, const SparseOperands& ops, cudaStre
 cudaError_t launch_wgmma_sp(const GemmArgs& p, Acc acc, cudaStream_t stream, LaunchInfo* info) {
   if (!p.E || p.K <= 0 || (p.sak != 1 && p.K > 1)) return cudaErrorInvalidValue;
   // Clusters of two (B multicast) where the tiles make many rounds of the GPU, where they measured faster than single
-  // blocks; on fewer rounds they measured slower (docs/ladders/sparse.md). GemmArgs::tile 3 pins them, 1 and 2 pin
+  // blocks; on fewer rounds they measured slower (docs/design/sparse.md). GemmArgs::tile 3 pins them, 1 and 2 pin
   // single blocks.
   const int tiles = hopper::cdiv(p.M, BM) * hopper::cdiv(p.N, BN);
   const int cluster = p.tile == 3 || (p.tile == 0 && tiles >= kClusterRounds * hopper::sm_count()) ? 2 : 1;

@@ -178,7 +178,7 @@ cudaError_t launch_tile(const GemmArgsOf<E>& p, Acc acc, int split, cudaStream_t
 
 // Blocks of one split launch that run at once in clusters of `split`: cudaOccupancyMaxActiveClusters x split.
 // Clusters are placed inside a GPC, so fewer run than SMs / split (a 4-block cluster launch of 128 blocks took two
-// waves on the 132-SM H100, docs/ladders/hopper.md). Asked once per device and size; every instantiation has the
+// waves on the 132-SM H100, docs/design/hopper.md). Asked once per device and size; every instantiation has the
 // same shared memory and block (bf16's too), so one stands for all.
 int wave_blocks(int split) {
   static std::atomic<int> cache[64][3] = {};
