@@ -106,6 +106,7 @@ def test_decode_step_equals_the_full_forward(impl):
     assert torch.equal(step, again)
 
 
+@pytest.mark.skipif(HAS_CUDA, reason="the CPU path (the interpreter; a GPU runs the GPU tests below)")
 @pytest.mark.parametrize("impl", IMPLS)
 @pytest.mark.parametrize("dtype", ["fp16", "bf16"])
 def test_routed_model_matches_torch_under_the_interpreter(impl, dtype):
@@ -123,6 +124,7 @@ def test_routed_model_matches_torch_under_the_interpreter(impl, dtype):
             assert r.err <= r.bound
 
 
+@pytest.mark.skipif(HAS_CUDA, reason="the CPU path (the interpreter; a GPU runs the GPU tests below)")
 def test_a_wrong_kernel_fails_the_check_and_is_not_timed(monkeypatch, tmp_path, capsys):
     """A routed layer that loses its last output column (a missed tile) fails the logits check: the row says so,
     nothing is timed, the command exits 1."""
@@ -209,6 +211,7 @@ def test_table_markdown_and_plot_of_timed_rows(tmp_path):
     assert (tmp_path / "model.png").read_bytes()[:4] == b"\x89PNG"
 
 
+@pytest.mark.skipif(HAS_CUDA, reason="the CPU path (the interpreter; a GPU runs the GPU tests below)")
 def test_timing_path_bookkeeping_with_fake_clocks(monkeypatch):
     """The timing path on the CPU, its clocks replaced (torch's forward 2 ms on the device clock, 4 ms on the host's;
     the routed one 1 ms on both) and the graph capture by the eager step: ratios, tokens/s and samples follow,
