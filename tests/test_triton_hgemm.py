@@ -554,9 +554,10 @@ def test_leading_dimension_multiple_of_8_loads_16_bytes(sm90_compiles):
 def test_tma_descriptors_carry_the_element_type(sm90_compiles):
     """The compiled TMA kernel's descriptor metadata, which the direct launcher encodes CUtensorMaps from
     (triton_kernels/launch.py `_DescArg`, cached by it too), names 2-byte elements of the inputs' type: CUDA's
-    CU_TENSOR_MAP_DATA_TYPE_FLOAT16 (6) or _BFLOAT16 (9) once mapped to the host's enum, for A, B and C (the TMA
-    split-K kernel stores C through pointers: A and B)."""
-    from triton_kernels.launch import _TMA_DTYPE_DEVICE_TO_HOST
+    CU_TENSOR_MAP_DATA_TYPE_FLOAT16 (6) or _BFLOAT16 (9) once mapped to the host's enum
+    (triton_internals.TMA_DTYPE_DEVICE_TO_HOST), for A, B and C (the TMA split-K kernel stores C through
+    pointers: A and B)."""
+    from triton_kernels.triton_internals import TMA_DTYPE_DEVICE_TO_HOST as _TMA_DTYPE_DEVICE_TO_HOST
 
     host = {"fp16": 6, "bf16": 9}
     tma = [r for r in sm90_compiles["rows"] if r["descs"]]
