@@ -94,6 +94,7 @@ def _triton_compile(t: Target):
     from triton.compiler import ASTSource
 
     import triton_kernels
+    from triton_kernels.triton_internals import COMPILE_OPTIONS
     from triton_kernels.variants import BY_KERNEL
 
     v = t.record
@@ -108,7 +109,7 @@ def _triton_compile(t: Target):
         sig.setdefault(name, "constexpr")
     src = ASTSource(fn=fn, signature=sig, constexprs=consts, attrs=attrs)
     compiled = triton.compile(src, target=GPUTarget("cuda", ARCH, 32),
-                              options=dict(num_warps=cfg.num_warps, num_stages=cfg.num_stages))
+                              options=dict(num_warps=cfg.num_warps, num_stages=cfg.num_stages, **COMPILE_OPTIONS))
     return compiled, cfg, v
 
 

@@ -211,7 +211,8 @@ rows = []
 for case in CASES:
     rows += run_case(*case)
 name, mod, m, n, k, layout, dtype, config = CASES[-1]
-a, b, c = torch.randn(m, k, dtype=torch.float16), torch.randn(k, n, dtype=torch.float16), torch.empty(m, n, dtype=torch.float16)
+a, b = torch.randn(m, k, dtype=torch.float16), torch.randn(k, n, dtype=torch.float16)
+c = torch.empty(m, n, dtype=torch.float16)
 spec = mod.launches(a, b, c, False, config)[-1]
 compiled = jit_launch(spec)
 jit = norm(FAKE.calls[-1])
