@@ -207,15 +207,16 @@ def wrong_layouts_differ(compiled, spec, ops, jit) -> dict:
     return out
 
 
-rows = []
-for case in CASES:
-    rows += run_case(*case)
-name, mod, m, n, k, layout, dtype, config = CASES[-1]
-a, b = torch.randn(m, k, dtype=torch.float16), torch.randn(k, n, dtype=torch.float16)
-c = torch.empty(m, n, dtype=torch.float16)
-spec = mod.launches(a, b, c, False, config)[-1]
-compiled = jit_launch(spec)
-jit = norm(FAKE.calls[-1])
-print(json.dumps(dict(triton=triton.__version__, capability=CAPABILITY, hooks_idle=triton_internals.hooks_idle(),
-                      default_fp_fusion=knobs.language.default_fp_fusion, rows=rows, internals=internals(compiled),
-                      wrong_layouts_differ=wrong_layouts_differ(compiled, spec, operands_of(a, b, c, [spec]), jit))))
+if __name__ == "__main__":
+    rows = []
+    for case in CASES:
+        rows += run_case(*case)
+    name, mod, m, n, k, layout, dtype, config = CASES[-1]
+    a, b = torch.randn(m, k, dtype=torch.float16), torch.randn(k, n, dtype=torch.float16)
+    c = torch.empty(m, n, dtype=torch.float16)
+    spec = mod.launches(a, b, c, False, config)[-1]
+    compiled = jit_launch(spec)
+    wrong = wrong_layouts_differ(compiled, spec, operands_of(a, b, c, [spec]), norm(FAKE.calls[-1]))
+    print(json.dumps(dict(triton=triton.__version__, capability=CAPABILITY, hooks_idle=triton_internals.hooks_idle(),
+                          default_fp_fusion=knobs.language.default_fp_fusion, rows=rows, internals=internals(compiled),
+                          wrong_layouts_differ=wrong)))

@@ -148,7 +148,7 @@ class _DescArg:
 
 class Direct:
     """Launches one CompiledKernel as its launcher does after `kernel[grid]` has bound the arguments, minus the
-    binding, the key and the descriptor encoding (`triton_internals.bind_launch`). Built from the first call's
+    binding, the key and the descriptor encoding (`triton_internals.launch_head`). Built from the first call's
     `Spec` and the call's tensors (`operands`: A, B, C as the kernels saw them, then the call's scratch tensors); a
     plan's key fixes every argument but the addresses, so later calls pass only those (`ptrs`, in the order of
     `operands`)."""
@@ -156,7 +156,7 @@ class Direct:
     def __init__(self, compiled, spec: Spec, operands: list[torch.Tensor]):
         if not triton_internals.launcher_usable(compiled.run):
             raise NotImplementedError("kernels with global or profile scratch, or GSan, take the JIT path")
-        self._launch = triton_internals.bind_launch(compiled, spec.grid)
+        self._launch, head = triton_internals.launch_head(compiled, spec.grid)
         metas = iter(getattr(compiled.metadata, "tensordesc_meta", None) or [])
 
         def index(t):
@@ -175,10 +175,19 @@ class Direct:
                 args += [None, *d.tail()]
             else:
                 args.append(a)
-        self._args, self._fill = args, tuple(fill)
+        if triton_internals.LAYOUT.generic:  # the kernel's arguments as one sequence, the launch's last
+            self._args, self._kernel_args = [*head, None], args
+        else:  # flat after the head
+            self._args, self._kernel_args = head + args, None
+            fill = [(pos + len(head), src, d) for pos, src, d in fill]
+        self._fill = tuple(fill)
 
     def __call__(self, ptrs: list[int], stream: int) -> None:
         args = self._args.copy()
+        args[triton_internals.STREAM_AT] = stream
+        kernel_args = args if self._kernel_args is None else self._kernel_args.copy()
         for pos, src, desc in self._fill:
-            args[pos] = ptrs[src] if desc is None else desc.head(ptrs[src])
-        self._launch(stream, args)
+            kernel_args[pos] = ptrs[src] if desc is None else desc.head(ptrs[src])
+        if kernel_args is not args:
+            args[-1] = kernel_args
+        self._launch(*args)

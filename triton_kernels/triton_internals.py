@@ -133,22 +133,21 @@ def _raw_launch(launcher):
     return cells["launcher"].cell_contents
 
 
-def bind_launch(compiled, grid: tuple):
-    """`launch(stream, kernel_args)` for one compiled kernel and grid: calls its launcher's C entry as
-    `CudaLauncher.__call__` does, with no scratch, no launch metadata and no hooks (`hooks_idle`). `kernel_args`:
-    every kernel parameter in order, constexprs included, descriptors expanded as `make_tensordesc_arg` does."""
-    launcher = compiled.run  # loads the module and the function on the current device
-    raw = _raw_launch(launcher)
-    gx, gy, gz = tuple(grid) + (1,) * (3 - len(grid))
-    fn, coop, pdl, meta = compiled.function, launcher.launch_cooperative_grid, launcher.launch_pdl, \
-        compiled.packed_metadata
-    if LAYOUT.generic:
-        annotations, signature = launcher.arg_annotations, launcher.kernel_signature
+STREAM_AT = 3  # the stream's position in every layout's launch arguments (after grid x, y, z)
 
-        def launch(stream, kernel_args):
-            raw(gx, gy, gz, stream, fn, coop, pdl, meta, None, None, None, None, None, annotations, signature,
-                kernel_args)
-    else:
-        def launch(stream, kernel_args):
-            raw(gx, gy, gz, stream, fn, coop, pdl, None, None, meta, None, None, None, *kernel_args)
-    return launch
+
+def launch_head(compiled, grid: tuple) -> tuple:
+    """(raw, head): the C launch entry of one compiled kernel (`CudaLauncher.__call__`'s last call) and the
+    arguments before the kernel's own, for `grid`, with no scratch, no launch metadata and no hooks (`hooks_idle`),
+    the stream left None (`STREAM_AT`). A caller passes `*head, *kernel_args` to a per-kernel launcher (3.6) and
+    `*head, kernel_args` to the generic one (`LAYOUT.generic`). `kernel_args`: every kernel parameter in order,
+    constexprs included, descriptors expanded as `make_tensordesc_arg` does."""
+    launcher = compiled.run  # loads the module and the function on the current device
+    grid = [*grid, *[1] * (3 - len(grid))]
+    flags = [compiled.function, launcher.launch_cooperative_grid, launcher.launch_pdl]
+    if LAYOUT.generic:  # ... meta, launch metadata, enter/exit hooks, global/profile scratch, annotations, signature
+        head = [*grid, None, *flags, compiled.packed_metadata, None, None, None, None, None,
+                launcher.arg_annotations, launcher.kernel_signature]
+    else:  # ... global/profile scratch, meta, launch metadata, enter/exit hooks
+        head = [*grid, None, *flags, None, None, compiled.packed_metadata, None, None, None]
+    return _raw_launch(launcher), head
