@@ -94,6 +94,7 @@ def _triton_compile(t: Target):
     from triton.compiler import ASTSource
 
     import triton_kernels
+    from triton_kernels.triton_internals import COMPILE_OPTIONS
     from triton_kernels.variants import BY_KERNEL
 
     v = t.record
@@ -111,7 +112,7 @@ def _triton_compile(t: Target):
     src = ASTSource(fn=fn, signature=sig, constexprs=consts, attrs=attrs)
     # a module's own launch options where it has them (the Gluon kernel's register budget, maxnreg)
     options = getattr(mod, "compile_options", lambda c: dict(num_warps=c.num_warps, num_stages=c.num_stages))(cfg)
-    compiled = triton.compile(src, target=GPUTarget("cuda", ARCH, 32), options=options)
+    compiled = triton.compile(src, target=GPUTarget("cuda", ARCH, 32), options={**COMPILE_OPTIONS, **options})
     return compiled, cfg, v
 
 

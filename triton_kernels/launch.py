@@ -8,9 +8,9 @@ compiled launcher directly (`Direct`): positional arguments in the kernel's para
 TMA descriptors from a cache. A plan's key fixes everything Triton specializes on (integer values, pointer
 alignment), so the compiled kernel it keeps is the one `kernel[grid]` would find.
 
-This is the one file that knows Triton's launcher internals (checked against triton 3.6: `CudaLauncher`,
-`wrap_handle_tensordesc`, `make_tensordesc_arg`); on another Triton version, with a launch hook set (a
-profiler), or under the interpreter, plans launch through `jit_launch` every time.
+Triton's launcher internals (each release's launcher argument layout) live in
+triton_kernels/triton_internals.py; on a Triton release it does not know, with a launch hook set (a profiler), or
+under the interpreter, plans launch through `jit_launch` every time.
 """
 from __future__ import annotations
 
@@ -19,12 +19,10 @@ from collections import OrderedDict
 from typing import NamedTuple
 
 import torch
-import triton
-from triton import knobs
 from triton.tools.tensor_descriptor import TensorDescriptor
 
-# Direct launches are written against this Triton's launcher; anything else takes the JIT path.
-DIRECT_TRITON_VERSIONS = ("3.6.",)
+from . import triton_internals
+from .triton_internals import COMPILE_OPTIONS, hooks_idle  # noqa: F401 - hooks_idle: dispatch.py's per-call check
 
 
 class Desc(NamedTuple):
@@ -64,36 +62,23 @@ _INTERPRETER_LOCK = threading.Lock()
 
 
 def jit_launch(spec: Spec):
-    """Launch through `kernel[grid]` (compiling on first use); returns the CompiledKernel (None in the
-    interpreter)."""
+    """Launch through `kernel[grid]` (compiling on first use, FP fusion set explicitly); returns the CompiledKernel
+    (None in the interpreter)."""
     from hgemm_common.validation import interpreter_active
 
     args = [a.descriptor() if isinstance(a, Desc) else a.tensor if isinstance(a, Kept) else a for a in spec.args]
     if interpreter_active():
         with _INTERPRETER_LOCK:
             return spec.fn[spec.grid](*args, num_warps=spec.num_warps, num_stages=spec.num_stages)
-    return spec.fn[spec.grid](*args, num_warps=spec.num_warps, num_stages=spec.num_stages)
-
-
-def _hook_idle(hook) -> bool:
-    """No launch hook: None, or triton 3.6's default, an empty `knobs.HookChain` (it is never None there: the
-    first GPU run of this file found `is None` false and every plan on the JIT path)."""
-    return hook is None or not getattr(hook, "calls", True)
-
-
-def hooks_idle() -> bool:
-    """No launch enter/exit hook is set (a profiler's): checked on every direct launch, so one set later still
-    gets its calls through the JIT path."""
-    runtime = knobs.runtime
-    return _hook_idle(runtime.launch_enter_hook) and _hook_idle(runtime.launch_exit_hook)
+    return spec.fn[spec.grid](*args, num_warps=spec.num_warps, num_stages=spec.num_stages, **COMPILE_OPTIONS)
 
 
 def direct_supported() -> bool:
-    """Whether `Direct` may be used now: a Triton whose launcher it was written for, a CUDA driver, no
+    """Whether `Direct` may be used now: a Triton whose launcher layout triton_internals knows, a CUDA driver, no
     launch hooks (profilers get the JIT path, which calls them)."""
     from hgemm_common.validation import interpreter_active
 
-    return triton.__version__.startswith(DIRECT_TRITON_VERSIONS) and not interpreter_active() and hooks_idle()
+    return triton_internals.LAYOUT is not None and not interpreter_active() and hooks_idle()
 
 
 class DescriptorCache:
@@ -131,30 +116,22 @@ class DescriptorCache:
 
 DESCRIPTORS = DescriptorCache()
 
-# triton 3.6 backends/nvidia/driver.py: the host's TMA element-type enum differs from the device's here.
-_TMA_DTYPE_DEVICE_TO_HOST = {**{i: i for i in range(16)}, 8: 10, 9: 8, 10: 9}
-
-
 class _DescArg:
-    """How one descriptor parameter is passed, as triton 3.6's `make_tensordesc_arg` does it: a CUtensorMap (from
-    the cache) followed by shape and strides; or, for a descriptor the compiler did not lower to a CUtensorMap,
-    pointer, shape and strides twice. A plan's key fixes the operand's shape and strides, so only the base address
-    changes from call to call."""
+    """How one descriptor parameter is passed, as Triton's `make_tensordesc_arg` does it: a CUtensorMap (from the
+    cache) followed by shape and strides; or, for a descriptor the compiler did not lower to a CUtensorMap,
+    pointer, shape and strides twice (`triton_internals.unlowered_descriptor_tail`). A plan's key fixes the
+    operand's shape and strides, so only the base address changes from call to call."""
 
     def __init__(self, d: Desc, meta: dict | None):
         t = d.tensor
         self.shape, self.strides = list(t.shape), list(t.stride())
         self.meta = meta
         if meta is not None:
-            assert self.strides[-1] == 1 and not meta["fp4_padded"]
             self.static = (tuple(self.shape), tuple(self.strides), tuple(meta["block_size"]), meta["swizzle"],
                            meta["elem_size"], meta["elem_type"], t.device.index)
 
     def encode(self, ptr: int):
-        m = self.meta
-        return triton.runtime.driver.active.utils.fill_tma_descriptor(
-            ptr, m["swizzle"], m["elem_size"], _TMA_DTYPE_DEVICE_TO_HOST[m["elem_type"]], m["block_size"],
-            self.shape, self.strides, 0)
+        return triton_internals.encode_tma(ptr, self.meta, self.shape, self.strides)
 
     def head(self, ptr: int):
         """The argument that depends on the address: the CUtensorMap (cached), or the pointer itself."""
@@ -165,42 +142,29 @@ class _DescArg:
     def tail(self) -> list:
         """The arguments that follow `head` and are the same on every call of a plan: shape and strides."""
         if self.meta is None:
-            return [*self.shape, *self.strides, False, *self.shape, *self.strides]
+            return triton_internals.unlowered_descriptor_tail(self.shape, self.strides)
         return [*self.shape, *self.strides]
 
 
-def _raw_launch(launcher):
-    """The compiled C launch function under triton 3.6's `CudaLauncher.launch` (which, for kernels with tensor
-    descriptors, wraps it in a closure that encodes every descriptor on every call)."""
-    fn = launcher.launch
-    if getattr(fn, "__closure__", None) is None:  # the C function itself: no descriptors to encode
-        return fn
-    cells = dict(zip(fn.__code__.co_freevars, fn.__closure__))
-    return cells["launcher"].cell_contents
-
-
 class Direct:
-    """Launches one CompiledKernel as triton 3.6's `CudaLauncher.__call__` does after `kernel[grid]` has bound the
-    arguments, minus the binding, the key and the descriptor encoding. Built from the first call's `Spec` and the
-    call's tensors (`operands`: A, B, C as the kernels saw them, then the call's scratch tensors); a plan's key
-    fixes every argument but the addresses, so later calls pass only those (`ptrs`, in the order of `operands`)."""
+    """Launches one CompiledKernel as its launcher does after `kernel[grid]` has bound the arguments, minus the
+    binding, the key and the descriptor encoding (`triton_internals.launch_head`). Built from the first call's
+    `Spec` and the call's tensors (`operands`: A, B, C as the kernels saw them, then the call's scratch tensors); a
+    plan's key fixes every argument but the addresses, so later calls pass only those (`ptrs`, in the order of
+    `operands`)."""
 
     def __init__(self, compiled, spec: Spec, operands: list[torch.Tensor]):
-        launcher = compiled.run  # loads the module and the function on the current device
-        if launcher.global_scratch_size or launcher.profile_scratch_size:
-            raise NotImplementedError("kernels with global scratch take the JIT path")
-        self._launch = _raw_launch(launcher)
-        head = (compiled.function, launcher.launch_cooperative_grid, launcher.launch_pdl, None, None,
-                compiled.packed_metadata, None, None, None)
-        grid = tuple(spec.grid) + (1,) * (3 - len(spec.grid))
+        if not triton_internals.launcher_usable(compiled.run):
+            raise NotImplementedError("kernels with global or profile scratch, or GSan, take the JIT path")
+        self._launch, head = triton_internals.launch_head(compiled, spec.grid)
         metas = iter(getattr(compiled.metadata, "tensordesc_meta", None) or [])
 
         def index(t):
             return next(i for i, o in enumerate(operands) if o is t)
 
-        # Every launch argument in order, those fixed by the plan filled in; `_fill` says which positions take the
+        # Every kernel argument in order, those fixed by the plan filled in; `_fill` says which positions take the
         # call's addresses: (position, operand index, None for a pointer or the _DescArg of a descriptor).
-        args, fill = [*grid, None, *head], []  # grid x, y, z, stream, then the launcher's fixed head
+        args, fill = [], []
         for a in spec.args:
             if isinstance(a, (torch.Tensor, Kept)):
                 fill.append((len(args), index(a if isinstance(a, torch.Tensor) else a.tensor), None))
@@ -211,11 +175,19 @@ class Direct:
                 args += [None, *d.tail()]
             else:
                 args.append(a)
-        self._args, self._fill = args, tuple(fill)
+        if triton_internals.LAYOUT.generic:  # the kernel's arguments as one sequence, the launch's last
+            self._args, self._kernel_args = [*head, None], args
+        else:  # flat after the head
+            self._args, self._kernel_args = head + args, None
+            fill = [(pos + len(head), src, d) for pos, src, d in fill]
+        self._fill = tuple(fill)
 
     def __call__(self, ptrs: list[int], stream: int) -> None:
         args = self._args.copy()
-        args[3] = stream
+        args[triton_internals.STREAM_AT] = stream
+        kernel_args = args if self._kernel_args is None else self._kernel_args.copy()
         for pos, src, desc in self._fill:
-            args[pos] = ptrs[src] if desc is None else desc.head(ptrs[src])
+            kernel_args[pos] = ptrs[src] if desc is None else desc.head(ptrs[src])
+        if kernel_args is not args:
+            args[-1] = kernel_args
         self._launch(*args)

@@ -1,5 +1,9 @@
 """Persistent Triton HGEMM with TMA loads and a warp-specialized K loop (Hopper), storing C through pointers.
 
+Written for and checked on triton 3.6 only (`WS_TRITON_VERSIONS`). Triton 3.7 to 3.9's warp-specialization pass
+rejects this kernel for sm_90 ("descriptor block and tensor must have the same number of elements"); on those
+releases the study's test checks that the rejection still happens, so a release that compiles it shows up.
+
 What it adds over triton_kernels/tma_persistent.py: `tl.range(..., warp_specialize=True)` on the K loop. Triton
 3.6's Hopper pass (`nvgpu-warp-specialization`) then splits the loop into a producer warpgroup that only issues
 TMA loads and two consumer warpgroups that only issue wgmma, synchronized by mbarriers, with `setmaxnreg`
@@ -35,6 +39,9 @@ from hgemm_common.validation import needs_int64_indexing
 from .common import Config, grouped_pid, out_offsets, to_output
 from .launch import Spec
 from .tma_persistent import num_sms, operand_descs, tma_dot_step
+
+# Triton releases whose Hopper warp-specialization pass compiles this kernel (header).
+WS_TRITON_VERSIONS = ("3.6.",)
 
 
 def configs() -> list[Config]:
