@@ -44,6 +44,7 @@ class InspectRow:
     ptx_file: str = ""
     sass_file: str = ""
     setmaxnreg: list = field(default_factory=list)  # registers per thread the warpgroups move to (producer, consumers)
+    function: str = ""  # the inspected function's (mangled) name: its .entry in the PTX file, which may hold several
 
 
 @dataclass(frozen=True)
@@ -125,7 +126,8 @@ def inspect_triton(t: Target, out: Path) -> InspectRow:
     mix = toolchain.instruction_mix(sass)
     return InspectRow(t.label, f"triton_kernels/{v.file} ({cfg.name})", f"sm_{ARCH}", usage.registers,
                       usage.smem_bytes, compiled.metadata.shared, usage.stack_bytes,
-                      {c: mix.get(c, 0) for c in COLUMNS}, f"{stem}.ptx", f"{stem}.sass")
+                      {c: mix.get(c, 0) for c in COLUMNS}, f"{stem}.ptx", f"{stem}.sass",
+                      function=compiled.metadata.name)
 
 
 def _instance(names: list[str], acc: str, prefer: str = "", dtype: str = "fp16") -> str:
@@ -166,7 +168,7 @@ def inspect_cuda(t: Target, out: Path, arch: str = "sm_90a") -> InspectRow:
     u = usage[fn]
     return InspectRow(t.label, f"ptx_kernels/csrc/{t.record.file}", arch, u.registers, u.smem_bytes, None,
                       u.stack_bytes, {col: mix.get(col, 0) for col in COLUMNS}, f"{stem}.ptx", f"{stem}.sass",
-                      toolchain.setmaxnreg_targets(sass))
+                      toolchain.setmaxnreg_targets(sass), fn)
 
 
 def _child_env() -> dict:
