@@ -17,7 +17,7 @@ from hgemm_common.timing import FLUSHES
 
 # Without a GPU the Triton kernels can only run in the interpreter, which must be chosen before they are imported.
 # `inspect` compiles instead of running, which the interpreter prevents: it is left alone.
-if not torch.cuda.is_available() and "inspect" not in sys.argv[1:2]:
+if not torch.cuda.is_available() and not {"inspect", "study"} & set(sys.argv[1:2]):
     os.environ.setdefault("TRITON_INTERPRET", "1")
 
 
@@ -184,6 +184,21 @@ def cmd_layouts(args) -> int:
     return 0
 
 
+def cmd_study(args) -> int:
+    from . import study
+    from .registry import UnknownKernel
+
+    try:
+        index = study.build(Path(args.out), args.kernels or None, bench=args.bench, inspect_dir=args.inspect,
+                            layouts_dir=args.layouts, log=print)
+    except (UnknownKernel, study.MissingExtra) as e:
+        return _user_error(str(e))
+    print(f"wrote {index} (open it in a browser; the folder is self-contained)")
+    if args.screenshot:
+        print(f"wrote {study.screenshot(index, Path(args.screenshot))} (the side-by-side view, headless chromium)")
+    return 0
+
+
 def cmd_main(args) -> int:
     from . import report
 
@@ -251,9 +266,17 @@ def main(argv=None) -> int:
                                          "element (no GPU)")
     lay.add_argument("--out", default="layouts", help="folder for the PNGs and layouts.md")
     lay.add_argument("--hardware", action="store_true", help="also run the GPU probes: hardware vs model, WMMA maps")
+    st = sub.add_parser("study", help="the study as an offline page: ladders, source/PTX/SASS side by side, fragment "
+                                      "maps (no GPU needed; measured parts from --bench)")
+    st.add_argument("kernels", nargs="*", help="kernels on the page (default: every kernel inspect takes)")
+    st.add_argument("--out", default="study", help="folder for index.html and its files (default: study)")
+    st.add_argument("--bench", help="bench.json (or its folder) with the measured ladders, from a GPU run")
+    st.add_argument("--inspect", help="a `compare inspect --out` folder to reuse instead of compiling again")
+    st.add_argument("--layouts", help="a `compare layouts --out` folder to reuse (with --hardware: the probe verdict)")
+    st.add_argument("--screenshot", help="also a PNG of the side-by-side view, drawn by headless chromium")
     args = ap.parse_args(argv)
     commands = {"check": cmd_check, "bench": cmd_bench, "plot": cmd_plot, "inspect": cmd_inspect,
-                "layouts": cmd_layouts, None: cmd_main}
+                "layouts": cmd_layouts, "study": cmd_study, None: cmd_main}
     return commands[args.cmd](args)
 
 
