@@ -186,8 +186,8 @@ def stats_of(k: KernelStudy) -> dict:
 
 
 # ---------------------------------------------------------------------------------------------------- rendering --
-_SASS_TOKEN = re.compile(r"(?P<reg>\bU?R(?:\d+|Z)\b|\bU?P(?:\d|T)\b|\bSR_\w+)|(?P<imm>-?\b0x[0-9a-f]+\b|-?\b\d+(?:\.\d+)?\b)"
-                         r"|(?P<const>\bc\[[^\]]*\]\[[^\]]*\])")
+_SASS_TOKEN = re.compile(r"(?P<reg>\bU?R(?:\d+|Z)\b|\bU?P(?:\d|T)\b|\bSR_\w+)"
+                         r"|(?P<imm>-?\b0x[0-9a-f]+\b|-?\b\d+(?:\.\d+)?\b)|(?P<const>\bc\[[^\]]*\]\[[^\]]*\])")
 _PTX_TOKEN = re.compile(r"(?P<reg>%\w+(?:\.\w)?)|(?P<imm>-?\b0[xX][0-9a-fA-F]+\b|-?\b\d+(?:\.\d+)?\b)"
                         r"|(?P<lbl>\$L\w+)")
 
@@ -303,7 +303,8 @@ def source_pane(k: KernelStudy) -> str:
     if k.helper:  # the loop's body lives in a helper the kernel calls (Triton's dot_k_loop, the ladder's blocks/)
         path, ns = k.helper
         head += f"; and in <code>{_rel(path)}</code> lines {ns[0]}–{ns[-1]}"
-        main += f'\n<span class="line lbl">{html.escape(_rel(path))}</span>\n' + _excerpt(_highlight_lines(path), set(ns))
+        main += (f'\n<span class="line lbl">{html.escape(_rel(path))}</span>\n'
+                 + _excerpt(_highlight_lines(path), set(ns)))
     return _pane("src", "source", head, main, _render_source(lines, 1, len(lines), marked),
                  f"whole file ({len(lines)} lines)", k.name)
 
@@ -539,7 +540,8 @@ def fragments_html(out: Path, layouts_dir: Path | None) -> str:
     if probes:
         gpu = re.search(r"## On the hardware \(([^)]*)\)", md)
         bad = [p for p in probes if p[1] == "NO"]
-        verdict = (f'<p class="verdict {"bad" if bad else "ok"}">Probes on {html.escape(gpu.group(1) if gpu else "the GPU")}: '
+        where = html.escape(gpu.group(1) if gpu else "the GPU")
+        verdict = (f'<p class="verdict {"bad" if bad else "ok"}">Probes on {where}: '
                    + (f"{len(bad)} of {len(probes)} differ from the model: {', '.join(p[0] for p in bad)}" if bad else
                       f"all {len(probes)} forms agree with the model") + "</p>")
     else:
@@ -588,10 +590,12 @@ def inspect_table(rows: list[disasm.InspectRow], skipped: dict[str, str], dumps:
                  *(str(r.mix.get(c, 0)) for c in disasm.COLUMNS)]
         body.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
     th = "".join(f'<th class="k-{toolchain.instruction_class(h, "sass") or "none"}">{h}</th>' for h in head)
-    note = "".join(f"<p>Not inspected here, {html.escape(why)}: {html.escape(name)}.</p>" for name, why in skipped.items())
+    note = "".join(f"<p>Not inspected here, {html.escape(why)}: {html.escape(name)}.</p>"
+                   for name, why in skipped.items())
     return (f'<section id="inspect"><h2>Instruction mix of every kernel</h2><p>The table <code>python -m compare '
             f'inspect</code> prints (static SASS counts; its PTX and SASS in <code>{html.escape(dumps)}/</code>).</p>'
-            f'<table class="inspect"><thead><tr>{th}</tr></thead><tbody>{"".join(body)}</tbody></table>{note}</section>')
+            f'<table class="inspect"><thead><tr>{th}</tr></thead><tbody>{"".join(body)}</tbody></table>{note}'
+            "</section>")
 
 
 def legend() -> str:
@@ -677,7 +681,8 @@ colours mark the same instruction classes in every column:</p>{legend()}
 {ncu_html(bench)}
 {inspect_table(rows, skipped, os.path.relpath(idir, out))}
 </main>
-<script>const STUDY_KERNELS = {json.dumps(stems)}; const STUDY_PAIR = {json.dumps(list(pairs[-1]) if pairs else [])};</script>
+<script>const STUDY_KERNELS = {json.dumps(stems)};
+const STUDY_PAIR = {json.dumps(list(pairs[-1]) if pairs else [])};</script>
 <script src="study.js"></script>
 </body></html>
 """

@@ -117,10 +117,17 @@ def compile_cubin(source: Path, arch: str, extra_flags: list[str] | None = None,
     key = f"{source.stem}-{arch}-{csrc_hash(h.hexdigest(), ' '.join(flags))}"
     cubin, logf = _cache_dir() / f"{key}.cubin", _cache_dir() / f"{key}.log"
     if not (cubin.exists() and logf.exists()):
-        cmd = [nvcc, *flags, *(f"-I{d}" for d in includes), "-cubin", "-o", str(cubin) + ".tmp", str(source)]
-        res = subprocess.run(cmd, capture_output=True, text=True)
-        if res.returncode != 0:
-            raise subprocess.CalledProcessError(res.returncode, cmd, res.stdout, res.stderr)
+        import tempfile
+
+        with tempfile.TemporaryDirectory() as keep:  # the PTX this compile makes on the way, kept for compile_ptx
+            cmd = [nvcc, *flags, *(f"-I{d}" for d in includes), "-keep", f"-keep-dir={keep}", "-cubin", "-o",
+                   str(cubin) + ".tmp", str(source)]
+            res = subprocess.run(cmd, capture_output=True, text=True)
+            if res.returncode != 0:
+                raise subprocess.CalledProcessError(res.returncode, cmd, res.stdout, res.stderr)
+            ptx = Path(keep) / f"{source.stem}.ptx"
+            if not extra_flags and not include_dirs and ptx.exists():
+                os.replace(ptx, _ptx_cache(source, arch))
         logf.write_text(res.stdout + res.stderr)
         os.replace(str(cubin) + ".tmp", cubin)
     log = logf.read_text()
@@ -150,18 +157,22 @@ def cubin_resource_usage(cubin: Path) -> dict[str, FunctionUsage]:
     return out
 
 
+def _ptx_cache(source: Path, arch: str) -> Path:
+    """Where compile_ptx keeps a source's PTX: keyed like the cubins (every csrc/ file, the source, the flags);
+    compile_cubin's plain compiles leave it there on the way (nvcc -keep), so inspect runs the front end once."""
+    key = csrc_hash(hashlib.sha256(Path(source).read_bytes()).hexdigest(), " ".join([*NVCC_FLAGS, ARCHS[arch]]))
+    return _cache_dir() / f"{Path(source).stem}-{arch}-{key}.ptx"
+
+
 def compile_ptx(source: Path, arch: str) -> str:
-    """The PTX nvcc generates for one source (all its template instantiations), cached by content beside the
-    cubins (the same key: every csrc/ file, the source and the flags)."""
+    """The PTX nvcc generates for one source (all its template instantiations), cached (_ptx_cache)."""
     nvcc = find_nvcc()
     if nvcc is None:
         raise ToolMissing("nvcc not found (PATH, CUDA_HOME)")
     source = Path(source)
-    flags = [*NVCC_FLAGS, ARCHS[arch]]
-    key = f"{source.stem}-{arch}-{csrc_hash(hashlib.sha256(source.read_bytes()).hexdigest(), ' '.join(flags))}"
-    cached = _cache_dir() / f"{key}.ptx"
+    cached = _ptx_cache(source, arch)
     if not cached.exists():
-        res = subprocess.run([nvcc, *flags, f"-I{CSRC}", "-ptx", "-o", "-", str(source)],
+        res = subprocess.run([nvcc, *NVCC_FLAGS, ARCHS[arch], f"-I{CSRC}", "-ptx", "-o", "-", str(source)],
                              capture_output=True, text=True, check=True)
         cached.with_suffix(".tmp").write_text(res.stdout)
         os.replace(cached.with_suffix(".tmp"), cached)
@@ -288,7 +299,8 @@ def ptx_locations(ptx: str, files: dict[int, str]) -> list[tuple[int, list[tuple
         places = [(files.get(int(m.group(1)), ""), int(m.group(2)))]
         places += [(files.get(int(f), ""), int(n)) for f, n in re.findall(r"inlined_at\s+(\d+)\s+(\d+)", line)]
         if "@[" in line:
-            places += [(by_name.get(f, f), int(n)) for f, n in re.findall(r"([\w.-]+):(\d+):\d+", line.split("@[", 1)[1])]
+            chain = line.split("@[", 1)[1]
+            places += [(by_name.get(f, f), int(n)) for f, n in re.findall(r"([\w.-]+):(\d+):\d+", chain)]
         out.append((i, places))
     return out
 

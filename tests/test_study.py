@@ -66,7 +66,8 @@ def test_main_loop_skips_out_of_line_code_and_takes_the_inner_loop():
 def test_instruction_classes_agree_between_ptx_and_sass():
     pairs = [("HGMMA", "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16"), ("HMMA", "mma.sync.aligned.m16n8k16"),
              ("UTMALDG", "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"),
-             ("SYNCS", "mbarrier.try_wait.parity.shared::cta.b64"), ("LDSM", "ldmatrix.sync.aligned.m8n8.x4.shared.b16"),
+             ("SYNCS", "mbarrier.try_wait.parity.shared::cta.b64"),
+             ("LDSM", "ldmatrix.sync.aligned.m8n8.x4.shared.b16"),
              ("STSM", "stmatrix.sync.aligned.m8n8.x4.shared.b16"), ("LDS", "ld.shared.v4.u32"),
              ("LDGSTS", "cp.async.cg.shared.global"), ("STG", "st.global.v4.b32"), ("BAR", "bar.sync"),
              ("LDL", "ld.local.u32"), ("IMAD", "mad.lo.s32")]
@@ -172,7 +173,9 @@ CHECK_JS = """
     pre.textContent = JSON.stringify(out);
     document.body.appendChild(pre);
   }
-  function wait(n) { if (document.querySelector("#custom .pane") || n > 200) run(); else setTimeout(() => wait(n + 1), 50); }
+  function wait(n) {
+    if (document.querySelector("#custom .pane") || n > 200) run(); else setTimeout(() => wait(n + 1), 50);
+  }
   addEventListener("load", () => wait(0));
 })();
 """
