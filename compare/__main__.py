@@ -188,6 +188,9 @@ def cmd_study(args) -> int:
     from . import study
     from .registry import UnknownKernel
 
+    for flag, path in (("--bench", args.bench), ("--inspect", args.inspect), ("--layouts", args.layouts)):
+        if path and not Path(path).exists():
+            return _user_error(f"{flag} {path}: no such file or folder")
     try:
         index = study.build(Path(args.out), args.kernels or None, bench=args.bench, inspect_dir=args.inspect,
                             layouts_dir=args.layouts, log=print)

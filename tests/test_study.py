@@ -89,6 +89,23 @@ def test_ladder_numbers_from_a_bench_json():
     assert study.measured(bench["fp16"], "no_such_kernel", None) is None
 
 
+def test_missing_pygments_is_one_clear_line(monkeypatch):
+    monkeypatch.setitem(__import__("sys").modules, "pygments", None)
+    with pytest.raises(study.MissingExtra, match=r"pip install 'tensorcore-hgemm\[study\]'"):
+        study.build(Path("unused"), ["triton_tma"])
+
+
+@pytest.mark.parametrize("args, says", [(["nope"], "unknown kernel 'nope'"),
+                                        (["--bench", "no/such.json"], "--bench no/such.json: no such file")])
+def test_study_command_refuses_in_one_line(args, says, tmp_path):
+    import subprocess
+    import sys
+
+    res = subprocess.run([sys.executable, "-m", "compare", "study", "--out", str(tmp_path), *args],
+                         cwd=Path(__file__).parent.parent, capture_output=True, text=True, timeout=300)
+    assert res.returncode == 2 and says in res.stderr and len(res.stderr.strip().splitlines()) == 1, res.stderr
+
+
 def test_occupancy_limits():
     assert study.occupancy(255, 256, 1024) == (1, "registers")  # 255 x 256 threads: half the register file each
     assert study.occupancy(16, 256, 1024) == (8, "threads")
@@ -159,7 +176,7 @@ CHECK_JS = """
   function run() {
     const out = {
       panes: q(".pair .pane").map((p) => ({pair: p.closest(".pair").id, pane: p.dataset.pane,
-        kernel: p.dataset.kernel, visible: vis(p.querySelector(".listing.main")),
+        kernel: p.dataset.kernel, side: p.closest(".cell").dataset.side, visible: vis(p.querySelector(".listing.main")),
         text: p.querySelector(".listing.main").textContent.trim().length})),
       tables: q("table").map((t) => ({cls: t.className, visible: vis(t), rows: t.rows.length})),
       plots: q(".plot svg, .bars").map((p) => ({cls: p.getAttribute("class") || "svg", visible: vis(p),
@@ -173,10 +190,18 @@ CHECK_JS = """
     pre.textContent = JSON.stringify(out);
     document.body.appendChild(pre);
   }
-  function wait(n) {
-    if (document.querySelector("#custom .pane") || n > 200) run(); else setTimeout(() => wait(n + 1), 50);
+  function until(ready, then, n = 0) {
+    if (ready() || n > 200) then(); else setTimeout(() => until(ready, then, n + 1), 50);
   }
-  addEventListener("load", () => wait(0));
+  // like a reader: wait for the script's pair, then pick the first default pair the other way round
+  function pick() {
+    const [left, right] = [document.getElementById("pick-left"), document.getElementById("pick-right")];
+    left.value = %(right)s;
+    right.value = %(left)s;
+    right.dispatchEvent(new Event("change"));
+    until(() => document.getElementById("custom").dataset.pair === left.value + "|" + right.value, run);
+  }
+  addEventListener("load", () => until(() => document.querySelector("#custom .pane"), pick));
 })();
 """
 
@@ -185,17 +210,19 @@ CHECK_JS = """
 @pytest.mark.skipif(study.find_chromium() is None, reason="no chromium here (.ci/run installs Debian's chromium)")
 def test_page_in_headless_chromium(page, tmp_path):
     index = page[0]
-    dom = study.headless(index, CHECK_JS)
+    left, right = study.DEFAULT_PAIRS[0]
+    dom = study.headless(index, CHECK_JS % {"left": json.dumps(left), "right": json.dumps(right)})
     m = re.search(r'<pre id="study-check">(.*?)</pre>', dom, re.S)
     assert m, "the check script did not run: " + dom[-300:]
     seen = json.loads(html.unescape(m.group(1)))
     expected = {(f"pair{i}", pane, k) for i, pair in enumerate(study.DEFAULT_PAIRS) for k in pair
                 for pane in ("src", "ptx", "sass")}
-    expected |= {("custom", pane, k) for k in study.DEFAULT_PAIRS[-1] for pane in ("src", "ptx", "sass")}
+    expected |= {("custom", pane, k) for k in (left, right) for pane in ("src", "ptx", "sass")}  # picked
     panes = {(p["pair"], p["pane"], p["kernel"]): p for p in seen["panes"]}
     assert set(panes) == expected
     for key, p in panes.items():
         assert p["visible"] and p["text"] > 100, key
+    assert {p["kernel"] for p in panes.values() if p["pair"] == "custom" and p["side"] == "left"} == {right}
     tables = Counter(t["cls"] for t in seen["tables"] if t["visible"] and t["rows"] > 1)
     assert tables["ladder"] == 3 and tables["stats-table"] == 6 and tables["inspect"] == 1, tables
     assert all(p["visible"] and p["marks"] > 0 for p in seen["plots"]) and len(seen["plots"]) == 3 + 6
