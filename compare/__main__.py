@@ -191,7 +191,16 @@ def cmd_study(args) -> int:
     for flag, path in (("--bench", args.bench), ("--inspect", args.inspect), ("--layouts", args.layouts)):
         if path and not Path(path).exists():
             return _user_error(f"{flag} {path}: no such file or folder")
+    from shutil import which
+
+    if args.ncu and not (_gpu() and which("ncu")):
+        return _user_error("study --ncu profiles each kernel with Nsight Compute: it needs a CUDA GPU and ncu on PATH")
     try:
+        if args.ncu:
+            from .disasm import targets
+
+            Path(args.out).mkdir(parents=True, exist_ok=True)
+            study.collect_ncu([t.label for t in targets(args.kernels or None)], Path(args.out), log=print)
         index = study.build(Path(args.out), args.kernels or None, bench=args.bench, inspect_dir=args.inspect,
                             layouts_dir=args.layouts, log=print)
     except (UnknownKernel, study.MissingExtra) as e:
@@ -277,6 +286,8 @@ def main(argv=None) -> int:
     st.add_argument("--inspect", help="a `compare inspect --out` folder to reuse instead of compiling again")
     st.add_argument("--layouts", help="a `compare layouts --out` folder to reuse (with --hardware: the probe verdict)")
     st.add_argument("--screenshot", help="also a PNG of the side-by-side view, drawn by headless chromium")
+    st.add_argument("--ncu", action="store_true", help="also profile one call of each kernel with Nsight Compute "
+                                                       "(GPU and ncu) into ncu.json, shown on the page")
     args = ap.parse_args(argv)
     commands = {"check": cmd_check, "bench": cmd_bench, "plot": cmd_plot, "inspect": cmd_inspect,
                 "layouts": cmd_layouts, "study": cmd_study, None: cmd_main}

@@ -561,22 +561,90 @@ NCU_METRICS = {"sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_
                "lts__t_sectors.avg.pct_of_peak_sustained_elapsed": "L2 throughput %"}
 
 
-def ncu_html(bench_path: Path | None) -> str:
-    """ncu.json beside the bench.json ({kernel: {metric: value}}), when a GPU run wrote one."""
-    f = None
+NCU_DURATION = "gpu__time_duration.sum"
+NCU_SHAPE = (4096, 4096, 4096)  # the problem each kernel is profiled on: the inspect specialization's
+
+
+def ncu_target(name: str, m: int, n: int, k: int) -> None:
+    """What `ncu` runs for one kernel (`python -c`): a warm-up call (compile, plan), then one call inside the NVTX
+    range "study" that collect_ncu profiles."""
+    import torch
+
+    from . import registry
+    from .bench import make_inputs
+
+    (kern,) = [x for x in registry.select([name]) if x.name == name]
+    a, b = make_inputs(m, n, k, "NN", device="cuda", seed=0, kind="randn")
+    kern.run(a, b, None)
+    torch.cuda.synchronize()
+    torch.cuda.nvtx.range_push("study")
+    kern.run(a, b, None)
+    torch.cuda.nvtx.range_pop()
+    torch.cuda.synchronize()
+
+
+def parse_ncu_csv(text: str) -> dict[str, float]:
+    """`ncu --csv --page details` output of one profiled call: metric -> value of the NCU_METRICS (thousands
+    separators dropped) for the longest kernel the call launched (a split-K call launches a reduction too)."""
+    import csv
+    import io
+
+    lines = text[text.index('"ID"'):] if '"ID"' in text else ""
+    launches: dict[str, dict[str, float]] = {}
+    for row in csv.DictReader(io.StringIO(lines)):
+        name, value = row.get("Metric Name"), (row.get("Metric Value") or "").replace(",", "")
+        if (name in NCU_METRICS or name == NCU_DURATION) and re.fullmatch(r"-?\d+(\.\d+)?", value):
+            launches.setdefault(row["ID"], {})[name] = float(value)
+    longest = max(launches.values(), key=lambda m: m.get(NCU_DURATION, 0.0), default={})
+    return {m: v for m, v in longest.items() if m in NCU_METRICS}
+
+
+def collect_ncu(kernels: list[str], out: Path, shape=NCU_SHAPE, log=lambda line: None) -> Path:
+    """Profile one call of each kernel with Nsight Compute (needs a CUDA GPU and `ncu` on PATH, and permission to
+    read the GPU's counters) into out/ncu.json, which the page's profiler section shows."""
+    import subprocess
+    import sys
+
+    ncu = shutil.which("ncu")
+    if ncu is None:
+        raise FileNotFoundError("ncu (Nsight Compute) is not on PATH")
+    data = {}
+    for name in kernels:
+        code = f"from compare.study import ncu_target; ncu_target({name!r}, {', '.join(map(str, shape))})"
+        cmd = [ncu, "--csv", "--page", "details", "--nvtx", "--nvtx-include", "study/", "--metrics",
+               ",".join([*NCU_METRICS, NCU_DURATION]), sys.executable, "-c", code]
+        res = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=disasm._child_env())
+        data[name] = parse_ncu_csv(res.stdout) if res.returncode == 0 else {
+            "error": (res.stderr.strip().splitlines() or [f"exit status {res.returncode}"])[-1]}
+        log(f"ncu {name}: {data[name]}")
+    f = Path(out) / "ncu.json"
+    f.write_text(json.dumps({"shape": list(shape), "kernels": data}, indent=1))
+    return f
+
+
+def ncu_html(bench_path: Path | None, out: Path) -> str:
+    """ncu.json (collect_ncu) in the page's folder or beside the bench.json, when a GPU run wrote one."""
+    places = [Path(out) / "ncu.json"]
     if bench_path:
         p = Path(bench_path)
-        f = (p if p.is_dir() else p.parent) / "ncu.json"
-    if f is None or not f.exists():
-        return ('<section id="ncu"><h2>Profiler metrics</h2><p class="needs-gpu">Needs a CUDA GPU and Nsight Compute '
-                "(<code>ncu</code>): an <code>ncu.json</code> beside the bench.json, <code>{kernel: {metric: value}}"
-                "</code> over the metrics " + ", ".join(f"<code>{m}</code>" for m in NCU_METRICS) +
-                ", is shown here.</p></section>")
-    data = json.loads(f.read_text())
+        places.append((p if p.is_dir() else p.parent) / "ncu.json")
+    f = next((p for p in places if p.exists()), None)
+    if f is None:
+        return ('<section id="ncu"><h2>Profiler metrics</h2><p class="needs-gpu">Need a CUDA GPU and Nsight Compute '
+                "(<code>ncu</code> on PATH): <code>python -m compare study --ncu</code> profiles one "
+                f"{'x'.join(map(str, NCU_SHAPE))} call of each kernel on the page for "
+                + ", ".join(f"<code>{m}</code>" for m in NCU_METRICS) + ".</p></section>")
+    raw = json.loads(f.read_text())
+    data = raw.get("kernels", raw)
     head = "".join(f"<th>{v}</th>" for v in NCU_METRICS.values())
     body = "".join(f"<tr><td><code>{html.escape(k)}</code></td>"
-                   + "".join(f"<td>{v.get(m, '-')}</td>" for m in NCU_METRICS) + "</tr>" for k, v in data.items())
-    return (f'<section id="ncu"><h2>Profiler metrics</h2><p>From <code>{html.escape(str(f))}</code>.</p>'
+                   + (f'<td colspan="{len(NCU_METRICS)}">{html.escape(v["error"])}</td>' if "error" in v else
+                      "".join(f"<td>{v[m]:.4g}</td>" if m in v else "<td>-</td>" for m in NCU_METRICS))
+                   + "</tr>" for k, v in data.items())
+    shape = "x".join(map(str, raw.get("shape", ()))) or "one"
+    return (f'<section id="ncu"><h2>Profiler metrics</h2><p>Nsight Compute on one {shape} call of each kernel (its '
+            f"longest launch), from <code>{html.escape(f.name)}</code> (<code>python -m compare study --ncu</code>)."
+            "</p>"
             f'<table class="ncu"><thead><tr><th>kernel</th>{head}</tr></thead><tbody>{body}</tbody></table></section>')
 
 
@@ -678,7 +746,7 @@ source lines are those the PTX loop's <code>.loc</code> directives name), the wh
 colours mark the same instruction classes in every column:</p>{legend()}
 <div class="src">{pair_sections}{custom}</div></section>
 {fragments_html(out, layouts_dir)}
-{ncu_html(bench)}
+{ncu_html(bench, out)}
 {inspect_table(rows, skipped, os.path.relpath(idir, out))}
 </main>
 <script>const STUDY_KERNELS = {json.dumps(stems)};

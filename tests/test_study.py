@@ -106,6 +106,19 @@ def test_study_command_refuses_in_one_line(args, says, tmp_path):
     assert res.returncode == 2 and says in res.stderr and len(res.stderr.strip().splitlines()) == 1, res.stderr
 
 
+def test_ncu_csv_keeps_the_longest_launch():
+    """A constructed sample in the layout of `ncu --csv --page details` (one row per launch and metric): a split-K
+    call's GEMM and its shorter reduction; values with thousands separators."""
+    tensor, conflicts = list(study.NCU_METRICS)[1], list(study.NCU_METRICS)[2]
+    head = '"ID","Process ID","Kernel Name","Section Name","Metric Name","Metric Unit","Metric Value"'
+    rows = [(0, "gemm", study.NCU_DURATION, "1,250,000"), (0, "gemm", tensor, "71.5"), (0, "gemm", conflicts, "1,024"),
+            (1, "reduce", study.NCU_DURATION, "40,000"), (1, "reduce", tensor, "0")]
+    text = "==PROF== Connected to process\n" + "\n".join(
+        [head] + [f'"{i}","7","{k}","Command line profiler metrics","{m}","","{v}"' for i, k, m, v in rows])
+    assert study.parse_ncu_csv(text) == {tensor: 71.5, conflicts: 1024.0}
+    assert study.parse_ncu_csv("==ERROR== no kernels were profiled") == {}
+
+
 def test_occupancy_limits():
     assert study.occupancy(255, 256, 1024) == (1, "registers")  # 255 x 256 threads: half the register file each
     assert study.occupancy(16, 256, 1024) == (8, "threads")
