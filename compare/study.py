@@ -39,7 +39,7 @@ LADDERS = (("mma.sync ladder (sm_80 and up): CUDA cores, WMMA, mma.sync", ("simt
 CLASS_NAMES = {"tensor": "tensor core", "tma": "TMA", "mbarrier": "mbarrier", "shared": "shared load/store",
                "global": "global load/store", "local": "local (spills)", "control": "barriers / control"}
 # What one H100 SM offers (CUDA occupancy calculator's sm_90 numbers): the occupancy estimate below.
-SM90 = dict(regs=65536, reg_unit=256, smem=233472, smem_reserved=1024, threads=2048, blocks=32)
+SM90 = dict(regs=65536, reg_unit=256, smem=233472, threads=2048, blocks=32)
 EXCERPT_LINES = 160  # the most source lines shown around the main loop before the whole file
 
 
