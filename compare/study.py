@@ -250,11 +250,20 @@ def _highlight_lines(path: Path) -> list[str]:
     return out[:len(text.splitlines())]
 
 
-def _excerpt(lines: list[str], marked: set[int]) -> str:
-    """The marked lines with two around them (at most EXCERPT_LINES), or the file's head if none is marked."""
-    lo = max(1, min(marked) - 2) if marked else 1
-    hi = min(len(lines), max(marked) + 2 if marked else EXCERPT_LINES, lo + EXCERPT_LINES - 1)
-    return _render_source(lines, lo, hi, marked)
+def _excerpt(lines: list[str], marked: set[int], around: int = 2) -> str:
+    """The marked lines with `around` lines either side, the runs between them folded to a '⋯' line (at most
+    EXCERPT_LINES shown), or the file's head if none is marked."""
+    if not marked:
+        return _render_source(lines, 1, min(len(lines), EXCERPT_LINES), marked)
+    shown = sorted({n for m in marked for n in range(m - around, m + around + 1) if 1 <= n <= len(lines)})
+    shown = shown[:EXCERPT_LINES]
+    out, prev = [], None
+    for n in shown:
+        if prev is not None and n > prev + 1:
+            out.append(f'<span class="line fold">{"⋯":>6} {n - prev - 1} lines</span>')
+        out.append(_render_source(lines, n, n, marked))
+        prev = n
+    return "\n".join(out)
 
 
 def _render_source(lines: list[str], lo: int, hi: int, marked: set[int]) -> str:
