@@ -17,7 +17,7 @@ from hgemm_common.timing import FLUSHES
 
 # Without a GPU the Triton kernels can only run in the interpreter, which must be chosen before they are imported.
 # `inspect` compiles instead of running, which the interpreter prevents: it is left alone.
-if not torch.cuda.is_available() and "inspect" not in sys.argv[1:2]:
+if not torch.cuda.is_available() and not {"inspect", "study"} & set(sys.argv[1:2]):
     os.environ.setdefault("TRITON_INTERPRET", "1")
 
 
@@ -224,6 +224,33 @@ def cmd_tune(args) -> int:
     return 0
 
 
+def cmd_study(args) -> int:
+    from . import study
+    from .registry import UnknownKernel
+
+    for flag, path in (("--bench", args.bench), ("--inspect", args.inspect), ("--layouts", args.layouts)):
+        if path and not Path(path).exists():
+            return _user_error(f"{flag} {path}: no such file or folder")
+    from shutil import which
+
+    if args.ncu and not (_gpu() and which("ncu")):
+        return _user_error("study --ncu profiles each kernel with Nsight Compute: it needs a CUDA GPU and ncu on PATH")
+    try:
+        if args.ncu:
+            from .disasm import targets
+
+            Path(args.out).mkdir(parents=True, exist_ok=True)
+            study.collect_ncu([t.label for t in targets(args.kernels or None)], Path(args.out), log=print)
+        index = study.build(Path(args.out), args.kernels or None, bench=args.bench, inspect_dir=args.inspect,
+                            layouts_dir=args.layouts, log=print)
+    except (UnknownKernel, study.MissingExtra) as e:
+        return _user_error(str(e))
+    print(f"wrote {index} (open it in a browser; the folder is self-contained)")
+    if args.screenshot:
+        print(f"wrote {study.screenshot(index, Path(args.screenshot))} (the side-by-side view, headless chromium)")
+    return 0
+
+
 def cmd_main(args) -> int:
     from . import report
 
@@ -315,10 +342,20 @@ def main(argv=None) -> int:
                                                  "logits checked, then prefill/decode/graph/train timed (GPU)"))
     kn = sub.add_parser("kernels", help="the support matrix from the records: kernel, min arch, dtypes, acc, layouts")
     kn.add_argument("--markers", action="store_true", help="with the marker lines docs/kernels.md embeds it between")
+    st = sub.add_parser("study", help="the study as an offline page: ladders, source/PTX/SASS side by side, fragment "
+                                      "maps (no GPU needed; measured parts from --bench)")
+    st.add_argument("kernels", nargs="*", help="kernels on the page (default: every kernel inspect takes)")
+    st.add_argument("--out", default="study", help="folder for index.html and its files (default: study)")
+    st.add_argument("--bench", help="bench.json (or its folder) with the measured ladders, from a GPU run")
+    st.add_argument("--inspect", help="a `compare inspect --out` folder to reuse instead of compiling again")
+    st.add_argument("--layouts", help="a `compare layouts --out` folder to reuse (with --hardware: the probe verdict)")
+    st.add_argument("--screenshot", help="also a PNG of the side-by-side view, drawn by headless chromium")
+    st.add_argument("--ncu", action="store_true", help="also profile one call of each kernel with Nsight Compute "
+                                                       "(GPU and ncu) into ncu.json, shown on the page")
     args = ap.parse_args(argv)
     commands = {"check": cmd_check, "bench": cmd_bench, "plot": cmd_plot, "inspect": cmd_inspect,
                 "layouts": cmd_layouts, "tune": cmd_tune, "model": cmd_model, "kernels": cmd_kernels,
-                None: cmd_main}
+                "study": cmd_study, None: cmd_main}
     return commands[args.cmd](args)
 
 

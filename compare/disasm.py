@@ -44,6 +44,7 @@ class InspectRow:
     ptx_file: str = ""
     sass_file: str = ""
     setmaxnreg: list = field(default_factory=list)  # registers per thread the warpgroups move to (producer, consumers)
+    function: str = ""  # the inspected function's (mangled) name: its .entry in the PTX file, which may hold several
 
 
 @dataclass(frozen=True)
@@ -107,9 +108,10 @@ def _triton_compile(t: Target):
     consts = dict(consts, ACC_FP16=t.acc == "fp16")
     for name in consts:
         sig.setdefault(name, "constexpr")
+    source_type = ASTSource
     if fn.is_gluon():  # a @gluon.jit kernel (triton_kernels/gluon_persistent.py) compiles from its own source type
-        from triton.experimental.gluon._runtime import GluonASTSource as ASTSource
-    src = ASTSource(fn=fn, signature=sig, constexprs=consts, attrs=attrs)
+        from triton.experimental.gluon._runtime import GluonASTSource as source_type
+    src = source_type(fn=fn, signature=sig, constexprs=consts, attrs=attrs)
     # a module's own launch options where it has them (the Gluon kernel's register budget, maxnreg)
     options = getattr(mod, "compile_options", lambda c: dict(num_warps=c.num_warps, num_stages=c.num_stages))(cfg)
     compiled = triton.compile(src, target=GPUTarget("cuda", ARCH, 32), options={**COMPILE_OPTIONS, **options})
@@ -130,7 +132,7 @@ def inspect_triton(t: Target, out: Path) -> InspectRow:
     return InspectRow(t.label, f"triton_kernels/{v.file} ({cfg.name})", f"sm_{ARCH}", usage.registers,
                       usage.smem_bytes, compiled.metadata.shared, usage.stack_bytes,
                       {c: mix.get(c, 0) for c in COLUMNS}, f"{stem}.ptx", f"{stem}.sass",
-                      toolchain.setmaxnreg_targets(sass))
+                      toolchain.setmaxnreg_targets(sass), function=compiled.metadata.name)
 
 
 def _instance(names: list[str], acc: str, prefer: str = "", dtype: str = "fp16") -> str:
@@ -171,7 +173,7 @@ def inspect_cuda(t: Target, out: Path, arch: str = "sm_90a") -> InspectRow:
     u = usage[fn]
     return InspectRow(t.label, f"ptx_kernels/csrc/{t.record.file}", arch, u.registers, u.smem_bytes, None,
                       u.stack_bytes, {col: mix.get(col, 0) for col in COLUMNS}, f"{stem}.ptx", f"{stem}.sass",
-                      toolchain.setmaxnreg_targets(sass))
+                      toolchain.setmaxnreg_targets(sass), fn)
 
 
 def _child_env() -> dict:

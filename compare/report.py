@@ -272,6 +272,18 @@ def run(out: Path, *, gpu: bool, suite: str = "default", budget_ms: float = MAIN
             md += ["## What each kernel compiles to", "", f"Inspect failed: {e}", ""]
             result.failures.append(f"inspect failed: {e}")
     md += fragment_md
+
+    # STUDY PAGE (compare/study.py): from the inspect dumps and fragment maps above, and the bench when a GPU ran
+    if not any(f.startswith("inspect failed") for f in result.failures):
+        from . import study
+        with phase("study page"):
+            try:
+                study.build(out / "study", inspect_dir=out / "inspect", layouts_dir=out / "layouts",
+                            bench=out / "bench.json" if gpu else None)
+                md += ["## The study page", "", "[study/index.html](study/index.html): the ladders, source, PTX and "
+                       "SASS side by side with the main loops first, the fragment maps; offline, one folder.", ""]
+            except study.MissingExtra as e:
+                result.not_run.append(f"the study page: {e}")
     result.phases["total"] = time.perf_counter() - t_start
     log(f"phase total: {result.phases['total']:.1f} s")
     if result.not_run:

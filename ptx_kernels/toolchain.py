@@ -117,10 +117,17 @@ def compile_cubin(source: Path, arch: str, extra_flags: list[str] | None = None,
     key = f"{source.stem}-{arch}-{csrc_hash(h.hexdigest(), ' '.join(flags))}"
     cubin, logf = _cache_dir() / f"{key}.cubin", _cache_dir() / f"{key}.log"
     if not (cubin.exists() and logf.exists()):
-        cmd = [nvcc, *flags, *(f"-I{d}" for d in includes), "-cubin", "-o", str(cubin) + ".tmp", str(source)]
-        res = subprocess.run(cmd, capture_output=True, text=True)
-        if res.returncode != 0:
-            raise subprocess.CalledProcessError(res.returncode, cmd, res.stdout, res.stderr)
+        import tempfile
+
+        with tempfile.TemporaryDirectory() as keep:  # the PTX this compile makes on the way, kept for compile_ptx
+            cmd = [nvcc, *flags, *(f"-I{d}" for d in includes), "-keep", f"-keep-dir={keep}", "-cubin", "-o",
+                   str(cubin) + ".tmp", str(source)]
+            res = subprocess.run(cmd, capture_output=True, text=True)
+            if res.returncode != 0:
+                raise subprocess.CalledProcessError(res.returncode, cmd, res.stdout, res.stderr)
+            ptx = Path(keep) / f"{source.stem}.ptx"
+            if not extra_flags and not include_dirs and ptx.exists():
+                os.replace(ptx, _ptx_cache(source, arch))
         logf.write_text(res.stdout + res.stderr)
         os.replace(str(cubin) + ".tmp", cubin)
     log = logf.read_text()
@@ -150,19 +157,76 @@ def cubin_resource_usage(cubin: Path) -> dict[str, FunctionUsage]:
     return out
 
 
+def _ptx_cache(source: Path, arch: str) -> Path:
+    """Where compile_ptx keeps a source's PTX: keyed like the cubins (every csrc/ file, the source, the flags);
+    compile_cubin's plain compiles leave it there on the way (nvcc -keep), so inspect runs the front end once."""
+    key = csrc_hash(hashlib.sha256(Path(source).read_bytes()).hexdigest(), " ".join([*NVCC_FLAGS, ARCHS[arch]]))
+    return _cache_dir() / f"{Path(source).stem}-{arch}-{key}.ptx"
+
+
 def compile_ptx(source: Path, arch: str) -> str:
-    """The PTX nvcc generates for one source (all its template instantiations)."""
+    """The PTX nvcc generates for one source (all its template instantiations), cached (_ptx_cache)."""
     nvcc = find_nvcc()
     if nvcc is None:
         raise ToolMissing("nvcc not found (PATH, CUDA_HOME)")
-    res = subprocess.run([nvcc, *NVCC_FLAGS, ARCHS[arch], f"-I{CSRC}", "-ptx", "-o", "-", str(source)],
-                         capture_output=True, text=True, check=True)
-    return res.stdout
+    source = Path(source)
+    cached = _ptx_cache(source, arch)
+    if not cached.exists():
+        res = subprocess.run([nvcc, *NVCC_FLAGS, ARCHS[arch], f"-I{CSRC}", "-ptx", "-o", "-", str(source)],
+                             capture_output=True, text=True, check=True)
+        cached.with_suffix(".tmp").write_text(res.stdout)
+        os.replace(cached.with_suffix(".tmp"), cached)
+    return cached.read_text()
 
 
 # SASS opcodes the harness counts, grouped by what they mean for a GEMM.
 SASS_OPS = ("HGMMA", "HMMA", "LDSM", "STSM", "LDGSTS", "UTMALDG", "UBLKCP", "BAR", "LDG", "STG", "LDS", "STS",
             "LDL", "STL", "FFMA", "HFMA2")
+
+
+@dataclass(frozen=True)
+class Instruction:
+    """One instruction of a SASS or PTX listing, as the parsers below read it."""
+    line: int  # index of its text line in the listing
+    op: str  # the whole mnemonic: "HMMA.16816.F32", "ld.shared.v4.u32"
+    pred: str  # guard predicate, "" if none: "@!P0", "@%p3"
+    args: str  # operands, up to the ';'
+    text: str  # as matched (cuobjdump: from its /*offset*/ to the ';'), what loop_bodies returns
+    offset: int | None = None  # cuobjdump's byte offset
+    target: str | None = None  # a branch's target: a label, or a cuobjdump offset in hex
+
+    @property
+    def base(self) -> str:
+        """The mnemonic before the first '.': what the instruction mix counts (HMMA.16816.F32 -> HMMA)."""
+        return self.op.split(".")[0]
+
+
+# cuobjdump's lines (`/*0040*/  @!P0 HMMA...`) and Triton's nvdisasm lines with control codes
+# (`--:-:-:-:1\tHMMA...`); labels (`LBB6:`, `.L_x_3:`) on lines of their own
+_SASS_LINE = re.compile(r"(?:/\*([0-9a-f]{4,})\*/|^[-\w]+:[-\w]+:[-\w]+:[-\w]+:\w+)\s+(@!?U?P\w+\s+)?"
+                        r"([A-Z][A-Z0-9_]*(?:\.[\w]+)*)\s*([^;]*);?")
+_SASS_LABEL = re.compile(r"^\s*([.\w]+):\s*$")
+_SASS_BRANCH = re.compile(r"^(?:0x([0-9a-f]+)|`?\(?([.\w]+)\)?)")
+_PTX_LINE = re.compile(r"^\s*(@!?%?\w+\s+)?([a-z][\w.:]*)\s*([^;]*);")
+_PTX_LABEL = re.compile(r"^\s*(\$?[\w$]+):\s*(?://.*)?$")
+
+
+def sass_instructions(sass: str) -> list[Instruction]:
+    """Every instruction of a SASS listing, in order. The one SASS parser: the instruction mix, the loops and the
+    study page's listings all read it."""
+    out = []
+    for i, line in enumerate(sass.splitlines()):
+        m = _SASS_LINE.search(line)
+        if not m:
+            continue
+        op, args = m.group(3), m.group(4).strip()
+        target = None
+        if op.split(".")[0] in ("BRA", "BRX", "JMP"):
+            b = _SASS_BRANCH.search(args.split(",")[-1].strip())
+            target = b and (b.group(1) or b.group(2))
+        out.append(Instruction(i, op, (m.group(2) or "").strip(), args, line[m.start():m.end()].strip(),
+                               int(m.group(1), 16) if m.group(1) else None, target))
+    return out
 
 
 def instruction_mix(sass: str) -> Counter:
@@ -171,31 +235,181 @@ def instruction_mix(sass: str) -> Counter:
     Reads both cuobjdump's lines (`/*0040*/  @!P0 HMMA...`) and Triton's nvdisasm lines with control codes
     (`--:-:-:-:1\tHMMA...`).
     """
-    counts: Counter = Counter()
-    pattern = r"(?:/\*[0-9a-f]{4,}\*/|^[-\w]+:[-\w]+:[-\w]+:[-\w]+:\w+)\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_]*)"
-    for m in re.finditer(pattern, sass, flags=re.MULTILINE):
-        counts[m.group(1)] += 1
-    return counts
+    return Counter(i.base for i in sass_instructions(sass))
+
+
+def ptx_instructions(ptx: str) -> list[Instruction]:
+    """Every instruction of a PTX listing (one function's body is enough), in order; directives (.reg, .loc),
+    labels, braces and comments are not instructions."""
+    out = []
+    for i, line in enumerate(ptx.splitlines()):
+        code = line.split("//")[0]
+        m = _PTX_LINE.match(code)
+        if not m:
+            continue
+        op, args = m.group(2), m.group(3).strip()
+        target = args.split(",")[-1].strip() if op.split(".")[0] == "bra" else None
+        out.append(Instruction(i, op, (m.group(1) or "").strip(), args, code.strip(), None, target))
+    return out
+
+
+def _anonymous(mangled: str) -> str:
+    """A regex of a mangled name in which an anonymous namespace (`57_GLOBAL__N__8cea7706_19_x_cu_d5970f7b_7930`,
+    its tail different in every nvcc run: the cubin's and the PTX's compiles differ) matches any other."""
+    m = re.search(r"(\d+)_GLOBAL__N__", mangled)
+    if not m:
+        return re.escape(mangled) + r"\b"
+    end = m.start(1) + len(m.group(1)) + int(m.group(1))
+    return re.escape(mangled[:m.start()]) + r"\d+_GLOBAL__N__\w+?" + re.escape(mangled[end:]) + r"\b"
+
+
+def ptx_function(ptx: str, name: str | None = None) -> str:
+    """One entry function of a PTX module (the first one if no name is given), from its `.entry` line to its
+    closing brace: nvcc's PTX of a source holds every template instantiation."""
+    lines = ptx.splitlines()
+    pattern = re.compile(rf"\.entry\s+{_anonymous(name) if name else ''}")
+    start = next((i for i, line in enumerate(lines) if pattern.search(line)), None)
+    if start is None:
+        raise KeyError(f"no .entry {name} in the PTX")
+    depth, end = 0, len(lines) - 1
+    for i in range(start, len(lines)):  # braces balance: the body's, inline asm's scopes, vector operands'
+        code = lines[i].split("//")[0]
+        depth += code.count("{") - code.count("}")
+        if depth == 0 and "}" in code:
+            end = i
+            break
+    return "\n".join(lines[start:end + 1])
+
+
+def ptx_files(ptx: str) -> dict[int, str]:
+    """The module's `.file N "path"` table: N -> path (what `.loc N line col` points at)."""
+    return {int(m.group(1)): m.group(2) for m in re.finditer(r'^\s*\.file\s+(\d+)\s+"([^"]+)"', ptx, re.MULTILINE)}
+
+
+def ptx_locations(ptx: str, files: dict[int, str]) -> list[tuple[int, list[tuple[str, int]]]]:
+    """Each `.loc` of a PTX listing: (its text line, [(path, line), ...]), its own place first, then the call
+    sites it is inlined at: nvcc's `inlined_at F L C`, Triton's comment `// common.py:139:19 @[ blocked.py:80:71 ]`
+    (file names, resolved through `files`, ptx_files)."""
+    by_name = {Path(path).name: path for path in files.values()}
+    out = []
+    for i, line in enumerate(ptx.splitlines()):
+        m = re.match(r"\s*\.loc\s+(\d+)\s+(\d+)", line)
+        if not m:
+            continue
+        places = [(files.get(int(m.group(1)), ""), int(m.group(2)))]
+        places += [(files.get(int(f), ""), int(n)) for f, n in re.findall(r"inlined_at\s+(\d+)\s+(\d+)", line)]
+        if "@[" in line:
+            chain = line.split("@[", 1)[1]
+            places += [(by_name.get(f, f), int(n)) for f, n in re.findall(r"([\w.-]+):(\d+):\d+", chain)]
+        out.append((i, places))
+    return out
+
+
+def _labels(text: str, pattern: re.Pattern) -> dict[str, list[int]]:
+    """Label -> the indices of the text lines it stands on (inline asm blocks in PTX reuse their local labels)."""
+    out: dict[str, list[int]] = {}
+    for i, line in enumerate(text.splitlines()):
+        if m := pattern.match(line):
+            out.setdefault(m.group(1), []).append(i)
+    return out
+
+
+def sass_labels(sass: str) -> dict[str, list[int]]:
+    return _labels(sass, _SASS_LABEL)
+
+
+def ptx_labels(ptx: str) -> dict[str, list[int]]:
+    return _labels(ptx, _PTX_LABEL)
+
+
+def loops(instrs: list[Instruction], labels: dict[str, list[int]] | None = None) -> list[list[Instruction]]:
+    """The loops of one function: for each backward branch, the instructions from its target to the branch, in
+    order. Targets are cuobjdump offsets or labels (Triton's nvdisasm `LBB6`, PTX `$L__BB0_2`), whose lines are
+    looked up in `labels` (sass_labels, ptx_labels); of a label's several lines, the last one before the branch."""
+    labels = labels or {}
+    out = []
+    for k, ins in enumerate(instrs):
+        if ins.target is None:
+            continue
+        if ins.offset is not None and re.fullmatch(r"[0-9a-f]+", ins.target):
+            first = next((j for j, x in enumerate(instrs) if x.offset == int(ins.target, 16)), None)
+        elif any(line < ins.line for line in labels.get(ins.target, ())):
+            at = max(line for line in labels[ins.target] if line < ins.line)
+            first = next((j for j, x in enumerate(instrs) if x.line > at), None)
+        else:
+            continue
+        if first is not None and first <= k:
+            out.append(instrs[first:k + 1])
+    return out
+
+
+def loop_bodies(sass: str) -> list[list[str]]:
+    """The loops of one function's SASS (cuobjdump lines): for each backward branch, the instruction lines from its
+    target to the branch, in order. A pipelined GEMM's main loop is the one holding the HMMAs."""
+    return [[i.text for i in body] for body in loops(sass_instructions(sass), sass_labels(sass))]
+
+
+# What each instruction does for a GEMM, in classes the study page colours the same in the PTX and SASS columns:
+# SASS: the mnemonic before the first dot, by name; PTX: the first prefix of the dotted mnemonic that matches.
+CLASSES = ("tensor", "tma", "mbarrier", "shared", "global", "local", "control")
+_SASS_CLASS = (("tensor", ("HGMMA", "HMMA", "IMMA", "WARPGROUP")),
+               ("tma", ("UTMALDG", "UTMASTG", "UTMAPF", "UTMACCTL", "UTMACMDFLUSH", "UTMAREDG", "UBLKCP", "UBLKRED",
+                        "UBLKPF")),
+               ("mbarrier", ("SYNCS",)),
+               ("shared", ("LDSM", "STSM", "LDS", "STS", "ATOMS", "REDS")),
+               ("global", ("LDGSTS", "LDGDEPBAR", "LDG", "STG", "RED", "ATOMG", "ATOM")),
+               ("local", ("LDL", "STL")),
+               ("control", ("BAR", "BRA", "BRX", "EXIT", "RET", "CALL", "BSSY", "BSYNC", "WARPSYNC", "DEPBAR",
+                            "MEMBAR", "FENCE", "ERRBAR", "USETMAXREG", "ELECT", "NANOSLEEP", "YIELD")))
+_PTX_CLASS = (("tensor", ("mma.", "wmma.", "wgmma.")),
+              ("tma", ("cp.async.bulk", "cp.reduce.async.bulk", "prefetch.tensormap", "fence.proxy.tensormap")),
+              ("mbarrier", ("mbarrier.",)),
+              ("shared", ("ldmatrix.", "stmatrix.", "ld.shared", "st.shared", "atom.shared", "red.shared")),
+              ("global", ("cp.async.", "ld.global", "st.global", "atom.global", "red.global", "atom.", "red.")),
+              ("local", ("ld.local", "st.local")),
+              ("control", ("bar.", "barrier.", "bra", "ret", "exit", "call", "fence.", "membar.",
+                           "setmaxnreg.", "elect.", "nanosleep.")))
+
+
+def instruction_class(op: str, isa: str = "sass") -> str:
+    """The class of a mnemonic (one of CLASSES), or "" for arithmetic, moves and the rest. isa: "sass" or "ptx"."""
+    table = _SASS_CLASS if isa == "sass" else _PTX_CLASS
+    name = op if isa == "ptx" else op.split(".")[0]
+    for cls, prefixes in table:
+        if isa == "sass" and name in prefixes or isa == "ptx" and any(
+                op == p.rstrip(".") or op.startswith(p) for p in prefixes):
+            return cls
+    return ""
+
+
+def main_loop(instrs: list[Instruction], labels: dict[str, list[int]] | None = None,
+              isa: str = "sass") -> list[Instruction]:
+    """The main loop of a GEMM, [] if it has no loop. Of its loops (leaving out the spans of out-of-line code
+    that jumps back into the body: those pass an unconditional EXIT or ret), the one with the most tensor-core
+    instructions (for a kernel without any, such as simt_naive or triton_gemv, the most multiply-adds), the
+    shortest of equals; then, while a loop inside it holds at least half of that work, the inner one: a K loop
+    unrolled twice inside the persistent tile loop that holds its peeled iterations too."""
+    def work(body):
+        tensor = sum(instruction_class(i.op, isa) == "tensor" for i in body)
+        return tensor or sum(i.base in ("FFMA", "HFMA2") or i.op.startswith(("fma.", "mad.")) for i in body)
+
+    found = [b for b in loops(instrs, labels)
+             if not any(i.base in ("EXIT", "RET", "ret", "exit") and not i.pred for i in b) and work(b)]
+    if not found:
+        return []
+    best = max(found, key=lambda b: (work(b), -len(b)))
+    while True:
+        inner = [b for b in found if len(b) < len(best) and best[0].line <= b[0].line and b[-1].line <= best[-1].line
+                 and 2 * work(b) >= work(best)]
+        if not inner:
+            return best
+        best = max(inner, key=lambda b: (work(b), -len(b)))
 
 
 def setmaxnreg_targets(sass: str) -> list[int]:
     """The register counts a kernel's warpgroups move to with setmaxnreg (SASS USETMAXREG ... 0xNN), ascending:
     [40, 232] is a producer giving registers away and consumers taking them."""
     return sorted({int(m.group(1), 16) for m in re.finditer(r"USETMAXREG\.[A-Z_.]+\s+(?:UP\d+,\s*)?0x([0-9a-f]+)", sass)})
-
-
-def loop_bodies(sass: str) -> list[list[str]]:
-    """The loops of one function's SASS (cuobjdump lines): for each backward branch, the instruction lines from its
-    target to the branch, in order. A pipelined GEMM's main loop is the one holding the HMMAs."""
-    lines = [(int(m.group(1), 16), m.group(0)) for m in re.finditer(r"/\*([0-9a-f]{4,})\*/\s+[^;]*;", sass)]
-    loops = []
-    for off, line in lines:
-        m = re.search(r"\bBRA\s+(?:`\(\.L_x_\d+\)|0x([0-9a-f]+))", line)
-        if m and m.group(1) and int(m.group(1), 16) <= off:
-            target = int(m.group(1), 16)
-            loops.append([text for o, text in lines if target <= o <= off])
-    return loops
-
 
 
 def operand_lead(body: list[str]) -> int | None:
