@@ -22,16 +22,21 @@ if not torch.cuda.is_available() and not {"inspect", "study"} & set(sys.argv[1:2
 
 
 def _progress(label: str):
-    """A progress bar on a terminal; nothing when stderr is a file or a pipe (no \\r frames in logs)."""
-    t0 = time.time()
+    """show(i, n): on a terminal one line, rewritten in place, with elapsed time and ETA; in a log (stderr a file or
+    a pipe) a plain line every 10 s and at the end, no \\r frames."""
+    t0, last = time.time(), [time.time()]
     tty = sys.stderr.isatty()
 
     def show(i: int, n: int):
-        if not tty:
-            return
-        bar = "#" * int(30 * i / n)
-        end = "" if i < n else "\n"
-        print(f"\r{label} [{bar:<30}] {i}/{n} {time.time() - t0:5.0f}s", end=end, file=sys.stderr, flush=True)
+        now = time.time()
+        elapsed = now - t0
+        eta = elapsed / i * (n - i) if i else float("nan")
+        line = f"{label}: {i}/{n}, {elapsed:.0f} s elapsed, ETA {eta:.0f} s"
+        if tty:
+            print(f"\r{line:<72}", end="" if i < n else "\n", file=sys.stderr, flush=True)
+        elif i == n or now - last[0] >= 10:
+            last[0] = now
+            print(line, file=sys.stderr, flush=True)
     return show
 
 
@@ -258,8 +263,9 @@ def cmd_main(args) -> int:
     if not gpu:
         print("no CUDA GPU here: the report will hold the interpreter check and the inspect tables; timing, the "
               "PTX kernels' runs and the plots need a GPU.")
-    result = report.run(Path(args.out), gpu=gpu, suite=args.suite, budget_ms=args.budget_ms, progress=_progress,
-                        log=print)
+    suite = args.suite or ("default" if args.full else report.SUITE)
+    result = report.run(Path(args.out), gpu=gpu, suite=suite, budget_ms=args.budget_ms, progress=_progress,
+                        log=lambda line: print(line, flush=True), full=args.full)
     for line in result.not_run:
         print(f"not run here: {line}")
     verdict = "all checks passed" if result.ok else f"FAILED: {'; '.join(result.failures)}"
@@ -280,7 +286,10 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m compare", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default="report", help="report folder of the main job (default: report)")
-    ap.add_argument("--suite", default="default", help="bench suite of the main job")
+    ap.add_argument("--suite", default=None, choices=sorted(SUITES),
+                    help="bench suite of the main job (default: main; with --full: default)")
+    ap.add_argument("--full", action="store_true", help="time every kernel over the whole suite, bf16 and sparse "
+                                                        "suites (the ETA is printed first)")
     ap.add_argument("--budget-ms", type=float, default=MAIN_JOB_BUDGET_MS,
                     help="timed GPU ms per kernel and shape (main job)")
     sub = ap.add_subparsers(dest="cmd")

@@ -31,6 +31,11 @@ SUITES = {
     "odd": [(3000, 5000, 2000), (3001, 4999, 2003)],
 }
 SUITES["default"] = SUITES["square"] + SUITES["llm"] + SUITES["odd"]
+# The main job's suite (python -m compare, for the recommended entries): squares, a decode and a prefill-sized
+# projection, LLM shapes, both odd shapes, M = 1, and a small output with a long K.
+SUITES["main"] = [(1024, 1024, 1024), (4096, 4096, 4096), (8192, 8192, 8192), (1, 4096, 4096), (16, 4096, 4096),
+                  (128, 8192, 8192), (4096, 4096, 1024), (8192, 28672, 4096), (3000, 5000, 2000), (3001, 4999, 2003),
+                  (256, 256, 65536)]
 # The suite issue 17 is judged on: square + LLM + skinny M in {1, 16, 64, 128, 512} + odd.
 SUITES["mixed"] = SUITES["default"] + [s for s in SUITES["skinny"][:5] if s not in SUITES["default"]]
 SUITES["all"] = SUITES["default"] + [s for s in SUITES["skinny"] if s not in SUITES["default"]]

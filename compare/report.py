@@ -85,24 +85,95 @@ class _Phases:
             self.log(f"phase {name}: {dt:.1f} s")
 
 
-# Timed GPU milliseconds per kernel and shape in the main job: 100 keeps the whole job (about 50 kernels x 11
-# shapes, build and checks included) near 4 minutes on an H100; 3 interleaved rounds still give each 1 ms kernel
-# about 100 samples. `python -m compare bench` defaults to 300 for closer looks. The wall-time calls beside them
-# (bench.WALL_BUDGET_FRACTION) add about a quarter of that, and the dispatcher's first-call timing of each new
-# (shape, kernel) adds its candidates' tuning. Measured at 36db6ee on a fresh H100: build 45 s, check 118 s, and the
-# bench phase unfinished after 400 s (docs/hardening/h100-36db6ee); bench.wall_calls has bounded the slow steps'
-# wall-time calls since, not yet timed on a GPU.
+# Timed GPU milliseconds per kernel and shape in the main job: 3 interleaved rounds still give each 1 ms kernel about
+# 100 samples. `python -m compare bench` defaults to 300 for closer looks.
 MAIN_JOB_BUDGET_MS = 100.0
+LADDER_SHAPE = (4096, 4096, 4096)  # every step of every ladder is timed here (the ladder plot)
+# What the main job times: torch.matmul and the recommended entries (Triton's choice and each family's best) over
+# SUITE, every default entry at LADDER_SHAPE, and short bf16 and 2:4 sparse sections. --full: every default entry over
+# the whole --suite, the whole bf16 and sparse suites.
+SUITE = "main"
+BF16_SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192), (16, 4096, 4096), (3000, 5000, 2000)]
+SPARSE_SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192)]
+SECONDS_PER_TIMED = 0.35  # per (entry, shape) at the default budget: check, estimate, rounds, wall-time calls
 
 
-def run(out: Path, *, gpu: bool, suite: str = "default", budget_ms: float = MAIN_JOB_BUDGET_MS, progress=None,
-        log=lambda line: None) -> Result:
+@dataclass
+class BenchPlan:
+    """The main job's timing: (entries, shapes) groups per section, and an estimate of how long they take."""
+    suite: list
+    ladder: list
+    bf16: list
+    sparse: list
+
+    def count(self) -> int:
+        return sum(len(e) * len(s) for e, s in (*self.suite, *self.ladder, *self.bf16, *self.sparse))
+
+    def eta_s(self, budget_ms: float) -> float:
+        return self.count() * (SECONDS_PER_TIMED + 1.25 * budget_ms / 1e3 - 0.125)
+
+
+def bench_plan(full: bool, suite: str, nvcc: bool) -> BenchPlan:
+    from . import registry
+
+    def usable(kernels):
+        return [k for k in kernels if nvcc or k.package != "ptx"]
+
+    every = usable(registry.select(None))
+    every_b = usable(registry.select(None, dtype="bf16"))
+    sparse = registry.select(None, kind="sparse") if nvcc else []
+    if full:
+        return BenchPlan([(every, bench_mod.SUITES[suite])], [], [(every_b, bench_mod.SUITES["bf16"])],
+                         [(sparse, bench_mod.SUITES["sparse"])] if sparse else [])
+
+    def picked(kernels):
+        return [k for k in kernels if k.package == "torch" or (k.record.recommended and k.acc == "fp32")]
+    ladder = [k for k in every if k.package != "torch" and not picked([k])]
+    return BenchPlan([(picked(every), bench_mod.SUITES[suite])],
+                     [(every[:1] + ladder, [LADDER_SHAPE])] if ladder else [],
+                     [(picked(every_b), BF16_SHAPES)], [(sparse, SPARSE_SHAPES)] if sparse else [])
+
+
+def _warm_jobs(plan: BenchPlan, gpu_check_cases) -> list[tuple]:
+    """(entry, kind, M, N, K, layout, dtype) of every Triton entry the check and the bench will run: what the
+    compile-ahead phase runs once in worker processes."""
+    from . import registry
+
+    jobs = []
+    for dtype in ("fp16", "bf16"):
+        for k in registry.select(None, dtype=dtype):
+            if k.package == "triton":
+                jobs += [(k.name, "dense", m, n, kk, lay, dtype) for (m, n, kk), lay, _ in gpu_check_cases]
+    for kind, groups, dtype in (("dense", plan.suite + plan.ladder, "fp16"), ("dense", plan.bf16, "bf16")):
+        for entries, shapes in groups:
+            for k in entries:
+                if k.package == "triton":
+                    jobs += [(k.name, kind, *s[:3], s[3] if len(s) > 3 else "NN", dtype) for s in shapes]
+    return jobs
+
+
+def _timed(groups, progress, label: str, **kw) -> list:
+    """bench_shape over each (entries, shapes) group, a progress line per shape."""
+    rows, shapes = [], [(entries, s) for entries, ss in groups for s in ss]
+    show = progress(label) if progress else None
+    seed0 = kw.pop("seed0", 0)
+    for i, (entries, s) in enumerate(shapes):
+        m, n, k, *lay = s
+        rows += bench_mod.bench_shape(entries, m, n, k, layout=lay[0] if lay else "NN", seed=seed0 + i, **kw)
+        if show:
+            show(i + 1, len(shapes))
+    return rows
+
+
+def run(out: Path, *, gpu: bool, suite: str = SUITE, budget_ms: float = MAIN_JOB_BUDGET_MS, progress=None,
+        log=lambda line: None, full: bool = False, workers: int | None = None) -> Result:
     from ptx_kernels import toolchain
 
     from . import disasm
     from . import frame as frame_mod
     from . import registry
     from .envinfo import Sampler
+    from .parallel import default_workers, warm_entries
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -118,7 +189,7 @@ def run(out: Path, *, gpu: bool, suite: str = "default", budget_ms: float = MAIN
           f", {env['date']}, commit `{env['git_commit']}` (torch {env['torch']}, triton {env['triton']}"
           + (f", driver {env.get('driver')}, CUDA {env.get('cuda_runtime')}" if gpu else "") + ").", ""]
 
-    # CHECK
+    # BUILD, then COMPILE AHEAD: every Triton kernel the check and the bench will run, once, in worker processes
     kernels = registry.select(None)
     if gpu and not nvcc:
         kernels = [k for k in kernels if k.package != "ptx"]
@@ -126,6 +197,10 @@ def run(out: Path, *, gpu: bool, suite: str = "default", budget_ms: float = MAIN
                               "build them")
     elif not gpu:
         result.not_run.append("the hand-written PTX kernels' checks, all timing and the plots need a CUDA GPU")
+    plan = bench_plan(full, suite, nvcc) if gpu else None
+    if gpu:
+        log(f"main job: {plan.count()} timed (kernel, shape) pairs, about {plan.eta_s(budget_ms):.0f} s of timing"
+            + ("" if full else "; --full times every kernel over the whole suites"))
     if gpu and nvcc:
         import ptx_kernels
         with phase("build"):
@@ -133,6 +208,11 @@ def run(out: Path, *, gpu: bool, suite: str = "default", budget_ms: float = MAIN
                 ptx_kernels.load()
             except ptx_kernels.BuildError as e:
                 result.failures.append(f"the PTX extension did not build: {str(e).splitlines()[0]}")
+    if gpu:
+        with phase("compile ahead"):
+            warm_entries(_warm_jobs(plan, check_mod.cases_for(True)), workers or default_workers(), log)
+
+    # CHECK
     with phase("check"):
         rows, names, mat = check_mod.run_check(kernels, gpu=gpu, progress=progress and progress("check"))
     failed = [r for r in rows if not r.ok]
@@ -147,29 +227,51 @@ def run(out: Path, *, gpu: bool, suite: str = "default", budget_ms: float = MAIN
             + ", ".join(f"{m}x{n}x{k} {lay} {kind}" for (m, n, k), lay, kind in check_mod.cases_for(gpu)) + "."
             + ("" if gpu else " Triton ran under the interpreter (TRITON_INTERPRET=1).")),
            "", check_markdown(rows), "", f"{len(rows) - len(failed)} of {len(rows)} checks passed.", ""]
+    bkernels = [k for k in registry.select(None, dtype="bf16") if gpu and (nvcc or k.package != "ptx")
+                or k.package == "triton"]
+    with phase("check (bf16)"):
+        crows_b, _, _ = check_mod.run_check(bkernels, gpu=gpu, dtype="bf16")
+    bad = [r for r in crows_b if not r.ok]
+    if bad:
+        result.failures.append(f"{len(bad)} of {len(crows_b)} bf16 checks failed")
+    (out / "bf16").mkdir(exist_ok=True)
+    (out / "bf16" / "check.json").write_text(json.dumps({"environment": env,
+                                                         "rows": [r.as_dict() for r in crows_b]}, indent=1))
+    md += ["## bf16 checks", "", "The kernels that take bf16 (A, B and C bf16, fp32 accumulation), checked like the "
+           "fp16 ones (integers are exact in bf16 too)" + ("" if gpu else ", Triton under the interpreter") + ".", "",
+           check_markdown(crows_b), "", f"{len(crows_b) - len(bad)} of {len(crows_b)} bf16 checks passed.", ""]
 
     # BENCH + FRAME + PLOTS
     if gpu:
-        timer = bench_mod.Timer()
-        brows = []
-        shapes = bench_mod.SUITES[suite]
-        show = progress and progress("bench")
-        with phase("bench"), Sampler() as sampler:
-            frame = frame_mod.measure(timer)
-            ceilings = frame_mod.ceilings(frame)
-            for i, (m, n, k) in enumerate(shapes):
-                brows += bench_mod.bench_shape(kernels, m, n, k, budget_ms=budget_ms, timer=timer, seed=i,
-                                               ceilings=ceilings, copy_gb_s=frame.get("copy_gb_s"))
-                if show:
-                    show(i + 1, len(shapes))
-        env["during_run"], env["frame"] = sampler.summary(), frame
-        bench_mod.write_bench(out, env, brows)
-        bad = [r for r in brows if r.status in ("failed check", "error")]
-        if bad:
-            result.failures.append(f"{len(bad)} timing runs failed their check or raised")
         from .plot import plot_all
+
+        timer = bench_mod.Timer()
+        with Sampler() as sampler:
+            with phase("frame"):
+                frame = frame_mod.measure(timer)
+                ceilings = frame_mod.ceilings(frame)
+            common = dict(budget_ms=budget_ms, timer=timer, ceilings=ceilings, copy_gb_s=frame.get("copy_gb_s"))
+            with phase("bench"):
+                brows = _timed(plan.suite, progress, "bench", **common)
+            with phase("ladder"):
+                lrows = _timed(plan.ladder, progress, "ladder", seed0=50, **common)
+            with phase("bench (bf16)"):
+                brows_b = _timed(plan.bf16, progress, "bench (bf16)", seed0=200, dtype="bf16", **common)
+            with phase("bench (2:4 sparse)"):
+                srows = _timed(plan.sparse, progress, "bench (2:4 sparse)", seed0=100, kind="sparse", **common)
+        env["during_run"], env["frame"] = sampler.summary(), frame
+        bench_mod.write_bench(out, env, brows + lrows)
+        for sub, rs in (("bf16", brows_b), ("sparse", srows)):
+            (out / sub).mkdir(exist_ok=True)
+            bench_mod.write_bench(out / sub, env, rs)
+        for what, rs in (("", brows + lrows), ("bf16 ", brows_b), ("sparse ", srows)):
+            bad = [r for r in rs if r.status in ("failed check", "error")]
+            if bad:
+                result.failures.append(f"{len(bad)} {what}timing runs failed their check or raised")
         with phase("plot"):
             pngs = plot_all(out / "bench.json", out)
+            pngs_b = plot_all(out / "bf16" / "bench.json", out / "bf16")
+        suite_names = f"the `{suite}` suite" + ("" if full else " (recommended entries: each family's best)")
         md += ["## Speed", "",
                f"Device time: medians of CUDA-event timings, L2 flushed before every call (256 MB written and read "
                f"back, so no dirty lines are left for the timed call to write back), kernels interleaved per "
@@ -177,55 +279,24 @@ def run(out: Path, *, gpu: bool, suite: str = "default", budget_ms: float = MAIN
                f"back-to-back calls from Python (host clock between two synchronizations, no GPU sleep ahead: "
                f"validation, dispatch, descriptors and launch count), in the same rounds. % HBM: A, B and C moved "
                f"once over the device time, against the measured copy bandwidth. Physical frame measured in the "
-               f"same run: "
-               f"{frame_mod.describe(frame)}, device copy {frame['copy_gb_s']:.0f} GB/s. Clocks and power during the run: {env['during_run']}.", "",
-               "### Geometric mean over the suite", "", summary_markdown(brows), "",
+               f"same run: {frame_mod.describe(frame)}, device copy {frame['copy_gb_s']:.0f} GB/s. Clocks and power "
+               f"during the run: {env['during_run']}.", "",
+               f"### Geometric mean over {suite_names}", "", summary_markdown(brows), "",
                *(f"![{p.stem}]({p.name})\n" for p in pngs), "### Every measurement", "", bench_markdown(brows), "",
+               *(["### Every ladder step at " + "x".join(map(str, LADDER_SHAPE)), "", bench_markdown(lrows), ""]
+                 if lrows else []),
                "Raw numbers: `bench.csv`, `bench.json` (with the environment).", ""]
-        # bf16 beside fp16: the kernels that take bf16, checked and timed in bf16 against torch.matmul in bf16
-        bkernels = [k for k in registry.select(None, dtype="bf16") if nvcc or k.package != "ptx"]
-        with phase("check (bf16)"):
-            crows_b, _, _ = check_mod.run_check(bkernels, gpu=gpu, dtype="bf16")
-        bad = [r for r in crows_b if not r.ok]
-        if bad:
-            result.failures.append(f"{len(bad)} of {len(crows_b)} bf16 checks failed")
-        brows_b = []
-        with phase("bench (bf16)"):
-            for i, (m, n, k) in enumerate(bench_mod.SUITES["bf16"]):
-                brows_b += bench_mod.bench_shape(bkernels, m, n, k, budget_ms=budget_ms, timer=timer, seed=200 + i,
-                                                 ceilings=ceilings, copy_gb_s=frame.get("copy_gb_s"), dtype="bf16")
-        (out / "bf16").mkdir(exist_ok=True)
-        (out / "bf16" / "check.json").write_text(json.dumps({"environment": env,
-                                                             "rows": [r.as_dict() for r in crows_b]}, indent=1))
-        bench_mod.write_bench(out / "bf16", env, brows_b)
-        bad = [r for r in brows_b if r.status in ("failed check", "error")]
-        if bad:
-            result.failures.append(f"{len(bad)} bf16 timing runs failed their check or raised")
-        with phase("plot (bf16)"):
-            pngs_b = plot_all(out / "bf16" / "bench.json", out / "bf16")
-        gaps = bench_mod.dtype_gaps(brows, brows_b)
+        gaps = bench_mod.dtype_gaps(brows + lrows, brows_b)
         md += ["## bf16 beside fp16", "",
-               "The kernels that take bf16 (A, B and C bf16, fp32 accumulation), checked like the fp16 ones "
-               "(integers are exact in bf16 too) and timed against torch.matmul in bf16, same timing. "
-               "% of ceiling is against the fp16 instruction ceilings of the frame (the frame measures fp16 "
-               "operands).", "", check_markdown(crows_b), "", summary_markdown(brows_b), "",
+               "Timed against torch.matmul in bf16, same timing. % of ceiling is against the fp16 instruction "
+               "ceilings of the frame (the frame measures fp16 operands).", "", summary_markdown(brows_b), "",
                *(f"![{p.stem}](bf16/{p.name})\n" for p in pngs_b),
                "### Ratio to torch.matmul: fp16 vs bf16 (each against torch in its own dtype)", "",
                _md_table(["kernel", "shape", "fp16 x torch", "bf16 x torch", "bf16 - fp16"],
                          [[f"`{kn}`", sh, f"{x:.3f}", f"{y:.3f}", f"{y - x:+.3f}"] for kn, sh, x, y in gaps]), "",
                bench_markdown(brows_b), "", "Raw numbers: `bf16/bench.csv`, `bf16/bench.json`, `bf16/check.json`.",
                ""]
-        if nvcc:  # the 2:4 sparse kind: its kernels beside dense torch.matmul, the dense peers and torch's sparse
-            skernels, srows = registry.select(None, kind="sparse"), []
-            with phase("bench (2:4 sparse)"):
-                for i, (m, n, k) in enumerate(bench_mod.SUITES["sparse"]):
-                    srows += bench_mod.bench_shape(skernels, m, n, k, budget_ms=budget_ms, timer=timer, seed=100 + i,
-                                                   ceilings=ceilings, copy_gb_s=frame.get("copy_gb_s"), kind="sparse")
-            (out / "sparse").mkdir(exist_ok=True)
-            bench_mod.write_bench(out / "sparse", env, srows)
-            bad = [r for r in srows if r.status in ("failed check", "error")]
-            if bad:
-                result.failures.append(f"{len(bad)} sparse timing runs failed their check or raised")
+        if srows:
             md += ["## 2:4 sparse", "",
                    "A pruned 2:4 along K (the two largest magnitudes of every 4), the same pruned A for every kernel: "
                    "dense torch.matmul on it (the ratios' base), the dense PTX kernel of each sparse kernel's ladder, "
@@ -235,13 +306,25 @@ def run(out: Path, *, gpu: bool, suite: str = "default", budget_ms: float = MAIN
                    "Same timing as the dense bench.", "", summary_markdown(srows), "", bench_markdown(srows), "",
                    "Raw numbers: `sparse/bench.csv`, `sparse/bench.json`.", ""]
     else:
-        result.not_run.append("bf16: its checks and timings need a CUDA GPU (the Triton interpreter's bf16 dot is "
-                              "not exact on the CPU)")
+        result.not_run.append("bf16 timings need a CUDA GPU (its checks ran under the Triton interpreter)")
         md += ["## Speed", "", "Not measured: timing needs a CUDA GPU. On a GPU machine the same command checks "
-               "every kernel there, times them against torch.matmul (the default suite: square 1024-16384, the "
-               "LLM shapes, 3000x5000x2000), measures the instruction ceilings (mma.sync, and wgmma on Hopper) and copy bandwidth, and plots the "
-               "results. The hand-written PTX kernels also need a GPU to run"
-               + (" (they are compiled and inspected below without one)." if nvcc else "."), ""]
+               "every kernel there, times torch.matmul, Triton's choice and each family's best over the `main` "
+               "suite and every ladder step at 4096^3, measures the instruction ceilings (mma.sync, and wgmma on "
+               "Hopper) and copy bandwidth, and plots the results. The hand-written PTX kernels also need a GPU to "
+               "run" + (" (they are compiled and inspected below without one)." if nvcc else "."), ""]
+
+    # MODEL: a Llama-style decoder with every nn.Linear routed (compare/model.py), the short version
+    from .model import run_model
+    with phase("model"):
+        try:
+            mrows, mmd = run_model(out / "model", gpu=gpu, quick=True, log=log)
+            bad = [r for r in mrows if r.status == "failed check"]
+            if bad:
+                result.failures.append(f"{len(bad)} model checks failed")
+            md += ["## A model end to end", "", mmd, "", "Files: `model/` (`python -m compare model` for the whole "
+                   "run: fp16 and bf16, a training step, torch.compile).", ""]
+        except Exception as e:  # noqa: BLE001 - a section of the report, not the end of the job
+            result.failures.append(f"the model section raised {type(e).__name__}: {str(e).splitlines()[0][:200]}")
 
     # LAYOUTS: the model; on a GPU also the probes, compared with it (a mismatch fails the job)
     from .layouts import draw_all

@@ -67,16 +67,9 @@ class CaseResult:
 
 
 def _operands(dtype: str, layout: str, shape, seed: int):
-    """Random A (M, K) and B (K, N) in `layout`, made on the GPU (the grid's largest operands would take seconds
-    each from the CPU generator); the timing needs random values, not the exact ones the checks use."""
-    m, n, k = shape
-    dt = torch.float16 if dtype == "fp16" else torch.bfloat16
-    g = torch.Generator(device="cuda").manual_seed(seed)
+    from .parallel import gpu_operands
 
-    def one(rows, cols, order):
-        t = torch.randn((rows, cols) if order == "N" else (cols, rows), generator=g, device="cuda", dtype=dt)
-        return t if order == "N" else t.t()
-    return one(m, k, layout[0]), one(k, n, layout[1])
+    return gpu_operands(*shape, layout, dtype, seed)
 
 
 def cases(grid, dtypes, accs) -> list[tuple[str, str, str, tuple[int, int, int]]]:
@@ -104,7 +97,7 @@ def _jobs(todo: list) -> list[tuple[int, str, tuple, str]]:
     return jobs
 
 
-def _warm_worker(todo: list, jobs: list, queue) -> None:
+def _warm_worker(job_share: list, queue) -> None:
     """Run each job once (a launch compiles its kernel into Triton's disk cache; configurations that do not fit
     the device are skipped, as the timing skips them)."""
     from triton.compiler.errors import CompilationError
@@ -115,12 +108,11 @@ def _warm_worker(todo: list, jobs: list, queue) -> None:
     from triton_kernels.plan_table import Plan
 
     last = None
-    for i, kern, stage, cfg in jobs:
+    for (dtype, acc, layout, shape), i, kern, stage, cfg in job_share:
         if last is None or last[0] != i:
-            dtype, acc, layout, shape = todo[i]
             a, b = _operands(dtype, layout, shape, i)
-            last = (i, a, b, torch.empty((shape[0], shape[1]), dtype=a.dtype, device="cuda"), acc)
-        _, a, b, c, acc = last
+            last = (i, a, b, torch.empty((shape[0], shape[1]), dtype=a.dtype, device="cuda"))
+        _, a, b, c = last
         try:
             dispatch.Runner(Plan(kern, Config.from_name(cfg), tuple(stage)), acc == "fp16")(a, b, c)
         except (OutOfResources, PTXASError, CompilationError):
@@ -132,35 +124,15 @@ def _warm_worker(todo: list, jobs: list, queue) -> None:
 
 
 def warm(todo: list, workers: int, log=print) -> None:
-    """Compile every case's candidate configurations in `workers` processes (spawned: each its own CUDA
-    context). A configuration goes to one worker for all the cases that use it, so no two workers compile the same
-    kernel for the same specialization."""
-    import multiprocessing as mp
-    import zlib
+    """Compile every case's candidate configurations in `workers` processes (compare/parallel.py). A
+    configuration goes to one worker for all the cases that use it, so no two workers compile the same kernel for
+    the same specialization."""
+    from .parallel import run_shares, shares_by
 
     if workers <= 1 or not todo:
         return
-    jobs = _jobs(todo)
-    shares = [[] for _ in range(workers)]
-    for j in jobs:
-        shares[zlib.crc32(f"{j[1]}{j[2]}{j[3]}".encode()) % workers].append(j)
-    ctx = mp.get_context("spawn")
-    queue = ctx.Queue()
-    procs = [ctx.Process(target=_warm_worker, args=(todo, share, queue)) for share in shares if share]
-    for p in procs:
-        p.start()
-    t0, done, shown = time.time(), 0, 0.0
-    while done < len(jobs) and any(p.is_alive() for p in procs):
-        try:
-            done += queue.get(timeout=1.0)
-        except Exception:  # noqa: BLE001 - queue.Empty: poll the processes again
-            continue
-        if time.time() - shown > 10:
-            shown = time.time()
-            log(f"tune: compiled {done}/{len(jobs)} configurations ({shown - t0:.0f} s)")
-    for p in procs:
-        p.join()
-    log(f"tune: compiled {done}/{len(jobs)} configurations in {time.time() - t0:.0f} s")
+    jobs = [(todo[i], i, kern, stage, cfg) for i, kern, stage, cfg in _jobs(todo)]
+    run_shares(_warm_worker, shares_by(jobs, lambda j: j[2:], workers), "tune: compiled", log)
 
 
 def time_case(dtype: str, acc: str, layout: str, shape, seed: int) -> CaseResult:

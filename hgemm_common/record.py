@@ -48,6 +48,9 @@ class Variant:
     block_fp16: tuple[int, int, int] | None = None  # a second tile for fp16 accumulation, where there is one
     stages_fp16: int | None = None
     slow: bool = False  # naive teaching kernel: the harness skips it on very large problems
+    # the entry to use from its family (the last step of a ladder that is general and fast): the main job times the
+    # recommended entries over its suite, and every step of every ladder at one shape
+    recommended: bool = False
     # Static shared memory (bytes) each instantiation's design implies, for the compile test: f(acc, b_col_major).
     static_smem: Callable[[str, bool], int] | None = field(default=None, hash=False, compare=False, repr=False)
     extra: dict = field(default_factory=dict, hash=False, compare=False)  # package-specific facts

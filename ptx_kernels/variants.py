@@ -89,7 +89,7 @@ VARIANTS: tuple[Variant, ...] = (
             "3-4 stage cp.async pipeline, 64x64 (fp16: 64x128) warp tiles, fragments loaded a k-step ahead",
             isa="wmma", ceiling="mma.sync", promises=_each("HMMA", "LDSM", "LDGSTS"), forbids=_each("STSM", *_LOCAL),
             # the fp32 tile's main loop is unrolled over the ring's stages (tests count its MMAs)
-            extra={"unrolled_stages": True}, **_PIPELINED),
+            extra={"unrolled_stages": True}, recommended=True, **_PIPELINED),
     Variant("mma_naive", "ptx", "mma", "sm80/mma_naive.cu", "1 warp, 16x8",
             "mma.sync.m16n8k16 fed by ldmatrix: fragment registers the program addresses itself", isa="mma.sync",
             ceiling="mma.sync", block=(16, 8, 16), slow=True,
@@ -116,7 +116,7 @@ VARIANTS: tuple[Variant, ...] = (
             isa="mma.sync", ceiling="mma.sync",
             promises={"sm_80": ("HMMA", "LDSM", "LDGSTS"), "sm_90a": ("HMMA", "LDSM", "LDGSTS", "STSM")},
             forbids={"sm_80": ("STSM", *_LOCAL), "sm_90a": _LOCAL}, dtypes=BF16, extra={"mma_forms": _HMMA_FORMS},
-            **_PIPELINED),
+            recommended=True, **_PIPELINED),
 )
 
 # The Hopper ladder (sm90/, sm_90a only): TMA loads on mbarriers, wgmma from shared memory, 128-byte swizzle. All
@@ -153,7 +153,8 @@ HOPPER: tuple[Variant, ...] = (
             # inspect shows fp16's 128x256 tile with the TMA-store epilogue
             extra={"instantiations": (4 * 2 + 2) * 3 * 2,
                    "inspect_instance": r"I{elem}N\w*TileILi256ELi4ELi1ELi128ELi64EEEL3Acc{acc}ELb0ELb1E",
-                   "splits": _SPLITS, "mma_forms": _hgmma_forms(256, 192, 152, 128, 64)}, **_HOPPER),
+                   "splits": _SPLITS, "mma_forms": _hgmma_forms(256, 192, 152, 128, 64)}, recommended=True,
+            **_HOPPER),
     Variant("wgmma_splitk", "ptx", "wgmma", "sm90/wgmma_splitk.cu",
             "clusters of 1, 2 or 4 blocks share a 128x256/128x128/128x64 tile, each taking a part of K; one wave",
             "split-K over a thread block cluster: the partial tiles are added in rank order through distributed "

@@ -1,28 +1,23 @@
 #!/usr/bin/env bash
-# The whole GPU pass (for a lent GPU machine with no network), in parts run one per command (the main job
-# alone no longer fits a 10-minute command on a fresh machine: docs/hardening/h100-36db6ee):
+# The whole GPU pass (for a lent GPU machine with no network), in parts run one per command:
 #   bash scripts/gpu_pass.sh tests  OUTDIR   # build the extension, run the test suite file by file (timeouts)
 #   bash scripts/gpu_pass.sh report OUTDIR   # the main job: python -m compare --out OUTDIR/report
 #   bash scripts/gpu_pass.sh lab OUTDIR      # layout probes (hardware vs model) and ncu bank conflicts
 #   bash scripts/gpu_pass.sh sanitize OUTDIR # compute-sanitizer memcheck + racecheck over every kernel
 #   bash scripts/gpu_pass.sh wall OUTDIR     # per-call wall time (operators too), the PTX call's host pieces, and
 #                                             # where the host time goes (cProfile) for the small shapes
-#   bash scripts/gpu_pass.sh hopper OUTDIR    # the Hopper ladder vs cuBLAS (scripts/tune_wgmma.cu; SHAPES=MxNxK,...,
-#                                             # TUNE_KERNELS=..., SANITIZE=1 for compute-sanitizer over forced tiles)
 #   bash scripts/gpu_pass.sh sustained OUTDIR # back to back under the power cap (scripts/sustained.py; SHAPES=...,
 #                                             # KIND=sparse for the 2:4 sparse kernels, CEILINGS="wgmma wgmma.random"
 #                                             # for the instruction loops beside them, LAYOUTS="NN" for one layout)
-#   bash scripts/gpu_pass.sh sparse OUTDIR    # the 2:4 sparse kernels: GPU tests, the ceilings by occupancy, the bench
-#                                             # (LAYOUTS="NN NT" for both B layouts; OCCUPANCY=0 skips the ceilings)
-#   bash scripts/gpu_pass.sh triton OUTDIR    # the Triton tests, then config sweeps beside torch.matmul
-#                                             # (scripts/triton_sweep.py; SHAPES=..., KERNELS=..., WIDE=--wide)
+#   bash scripts/gpu_pass.sh sparse OUTDIR    # the 2:4 sparse kernels: GPU tests, the bench
+#                                             # (LAYOUTS="NN NT" for both B layouts)
+#   bash scripts/gpu_pass.sh triton OUTDIR    # the Triton tests, then every pinned configuration beside torch.matmul
+#                                             # (python -m compare bench --all; SHAPES=...)
 #   bash scripts/gpu_pass.sh triton-bench OUTDIR  # kernel="auto" on the mixed suite, NN and NT, and the
 #                                             # per-call wall times of hgemm and the operator
 #   bash scripts/gpu_pass.sh yardsticks OUTDIR    # what cuBLAS and cuSPARSELt launch per shape, how they accumulate
 #                                             # (scripts/library_kernels.py), and ncu of torch.matmul, the Triton
 #                                             # plan and wgmma_persistent at 1024^3 and 128x4096x4096
-#   bash scripts/gpu_pass.sh tune OUTDIR [NT] # the tile sweeps against cuBLAS (scripts/tune_*.cu), fp32 and fp16,
-#                                             # NN (or NT: B column-major)
 #   bash scripts/gpu_pass.sh plans OUTDIR    # a fresh build (timed), the plan-table and dispatch tests, first calls of
 #                                             # new shapes in two fresh processes (python -m compare.first_call)
 #   bash scripts/gpu_pass.sh plan-table OUTDIR  # python -m compare tune: the plan table of this GPU, into OUTDIR
@@ -62,7 +57,11 @@ case "$PART" in
       | tee "$OUTDIR/tune.log" | grep -v "^tune: \[" | tail -20
     ;;
   report)
-    /usr/bin/time -f "main job %e s" python -m compare --out "$OUTDIR/report" 2>&1 | tee "$OUTDIR/main.log" | tail -30
+    # FRESH=1: empty build, Triton and plan caches first (what a new user's first run meets)
+    [ "${FRESH:-0}" = 1 ] && rm -rf "$TENSORCORE_HGEMM_BUILD_DIR" "${TRITON_CACHE_DIR:-$HOME/.triton/cache}" \
+      "$HOME/.cache/tensorcore_hgemm"
+    /usr/bin/time -f "main job %e s" python -m compare --out "$OUTDIR/report" ${FULL:+--full} 2>&1 \
+      | tee "$OUTDIR/main.log" | grep -E "^(phase|main job|report|FAILED|not run)"
     ;;
   lab)
     python -m compare layouts --hardware --out "$OUTDIR/layouts" 2>&1 | tee "$OUTDIR/layouts.log" | tail -5
@@ -84,13 +83,13 @@ case "$PART" in
       timeout 300 python -m pytest -q -p no:cacheprovider "$f" > "$OUTDIR/pytest_$(basename "$f" .py).log" 2>&1
       echo "$f rc=$? $(tail -1 "$OUTDIR/pytest_$(basename "$f" .py).log")" | tee -a "$OUTDIR/pytest.log"
     done
-    python scripts/triton_sweep.py --shapes "${SHAPES:-1x4096x4096,16x4096x4096,128x4096x4096,1024x1024x1024}" \
-      --kernels "${KERNELS:-splitk,splitk2,blocked,tma,gemv}" ${WIDE:-} --budget-s "${BUDGET_S:-300}" 2>&1 \
-      | tee "$OUTDIR/sweep.log"
+    python -m compare bench --all --kernels 'triton_*' --shapes "${SHAPES:-1x4096x4096,16x4096x4096,128x4096x4096,1024x1024x1024}" \
+      --out "$OUTDIR/configs" 2>&1 | tee "$OUTDIR/configs.log" | tail -5
     ;;
   triton-bench)
+    # the plan tables beside per-shape timing (triton_exact) on the mixed suite, NN and NT
     for L in NN NT; do
-      python -m compare bench --suite mixed --layout $L --kernels torch.matmul triton --rounds 3 \
+      python -m compare bench --suite mixed --layout $L --kernels torch.matmul triton ${EXACT:-triton_exact} --rounds 3 \
         --out "$OUTDIR/$L" 2>&1 | tail -40 > "$OUTDIR/bench_$L.log"
       grep -A3 geomean "$OUTDIR/bench_$L.log"
     done
@@ -102,31 +101,9 @@ case "$PART" in
     python scripts/library_kernels.py 2>&1 | tee "$OUTDIR/library_kernels.log"
     for c in small1024 small128; do
       timeout 300 ncu --profile-from-start off --section SpeedOfLight --section LaunchStats --section Occupancy \
-        --section MemoryWorkloadAnalysis python scripts/ncu_ext.py $c > "$OUTDIR/ncu_$c.txt" 2>&1
+        --section MemoryWorkloadAnalysis python -m compare bench --shapes "$( [ $c = small1024 ] && echo 1024x1024x1024 || echo 128x4096x4096 )" --kernels torch.matmul triton wgmma_persistent --rounds 1 --out /tmp/ncu_$c > "$OUTDIR/ncu_$c.txt" 2>&1
       echo "ncu $c rc=$?"
     done
-    ;;
-  tune)
-    bash scripts/build_tune.sh /tmp || exit 1
-    for t in tune_mma_f32 tune_mma_f16 tune_wmma_f32 tune_wmma_f16; do
-      "/tmp/$t" "$LAYOUT" 2>&1 | tee "$OUTDIR/${t}_$LAYOUT.log"
-    done
-    ;;
-  hopper)
-    # the Hopper ladder alone: exact checks against cuBLAS, then timings beside cuBLAS and the wgmma ceiling
-    # (SANITIZE=1: also compute-sanitizer over the check with the forced tiles the Python cases never plan, such as
-    # the 256 x 152 tile on small shapes)
-    bash scripts/build_tune.sh /tmp wgmma || exit 1
-    /tmp/tune_wgmma check 2>&1 | tee "$OUTDIR/tune_wgmma_check.log" | tail -12
-    if [ "${SANITIZE:-0}" = 1 ]; then
-      for tool in memcheck racecheck synccheck; do
-        TUNE_KERNELS=${TUNE_KERNELS:-persistent_tall,persistent_tall3,persistent_192,wgmma_persistent} \
-          TUNE_CHECK_MAX_MNK=3e8 compute-sanitizer --tool $tool --error-exitcode 3 --print-limit 30 \
-          /tmp/tune_wgmma check > "$OUTDIR/sanitize_tune_$tool.txt" 2>&1
-        echo "$tool rc=$? $(grep -E '^check:|SUMMARY' "$OUTDIR/sanitize_tune_$tool.txt" | tr '\n' ' ')"
-      done
-    fi
-    /tmp/tune_wgmma bench ${SHAPES:-} 2>&1 | tee "$OUTDIR/tune_wgmma_bench.log"
     ;;
   sustained)
     # back to back under the power cap: throughput, SM clock, power and TFLOPS per watt per kernel, NN and NT
@@ -143,12 +120,11 @@ case "$PART" in
   sparse)
     python -c "import ptx_kernels; ptx_kernels.load()" 2>&1 | tail -3
     timeout 300 python -m pytest -q -p no:cacheprovider tests/test_sparse_gpu.py 2>&1 | tee "$OUTDIR/pytest_sparse.log" | tail -2
-    [ "${OCCUPANCY:-1}" = 1 ] && python scripts/ceiling_occupancy.py 2>&1 | tee "$OUTDIR/occupancy.log"
     for L in ${LAYOUTS:-NN}; do  # LAYOUTS="NN NT": B row-major, then column-major
       python -m compare bench --kind sparse --layout "$L" \
         --shapes ${SHAPES:-4096x4096x4096,8192x8192x8192,8192x28672x4096} --rounds 3 --out "$OUTDIR/sparse_$L" 2>&1 \
         | tee "$OUTDIR/sparse_$L.log" | tail -14
     done
     ;;
-  *) echo "unknown part $PART (tests, report, lab, sanitize, wall, triton, triton-bench, yardsticks, tune, hopper or sparse)"; exit 2 ;;
+  *) echo "unknown part $PART (tests, report, lab, sanitize, wall, triton, triton-bench, yardsticks, sustained, sparse, plans, plan-table)"; exit 2 ;;
 esac

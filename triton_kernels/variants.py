@@ -76,7 +76,8 @@ else:
 # as `triton`.
 AUTO = Variant("triton", "triton", "triton", "api.py", "timed per kind of call; the kernel chosen per call",
                "tl.dot; the fastest of the records above that take the operands, timed on first use", "tl.dot",
-               native_layouts=LAYOUTS, ceiling="wgmma", dtypes=DTYPES, extra={"kernel": "auto", "dispatch": True})
+               native_layouts=LAYOUTS, ceiling="wgmma", dtypes=DTYPES, recommended=True,
+               extra={"kernel": "auto", "dispatch": True})
 
 BY_NAME = {v.name: v for v in (AUTO, *VARIANTS)}
 BY_KERNEL = {v.extra["kernel"]: v for v in VARIANTS}  # hgemm's kernel= argument -> its record
