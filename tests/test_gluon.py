@@ -263,3 +263,20 @@ def test_gpu_exact_poisoned_deterministic_under_a_timeout():
     res = _child(_GPU_CASES, timeout=900)
     assert res["bad"] == [], "\n".join(res["bad"][:40])
     assert res["ran"] >= 400
+
+
+def test_launch_takes_the_compile_options_every_launch_passes():
+    """launch.py's jit_launch hands every Spec.fn the project's compile options (FP fusion set explicitly); the
+    Gluon kernel's launcher passes them on with its register budget (on the H100 a launcher that refused them made
+    every Gluon call raise)."""
+    from triton_kernels import gluon_persistent as G
+    from triton_kernels.triton_internals import COMPILE_OPTIONS
+
+    seen = {}
+
+    class Kernel:
+        def __getitem__(self, grid):
+            return lambda *args, **kw: seen.update(grid=grid, args=args, **kw)
+
+    assert G.GluonLaunch(Kernel())[(3,)](1, 2, num_warps=4, num_stages=3, **COMPILE_OPTIONS) is None
+    assert seen == dict(grid=(3,), args=(1, 2), num_warps=4, num_stages=3, maxnreg=G.MAXNREG, **COMPILE_OPTIONS)

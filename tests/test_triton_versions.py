@@ -139,11 +139,14 @@ def sass(v, extra):
     consts = dict(consts, ACC_FP16=False)
     for name in consts:
         sig.setdefault(name, "constexpr")
+    source_type = ASTSource
+    if fn.is_gluon():  # the Gluon record compiles from its own source type, with its own launch options
+        from triton.experimental.gluon._runtime import GluonASTSource as source_type
+    options = getattr(mod, "compile_options", lambda c: dict(num_warps=c.num_warps, num_stages=c.num_stages))(cfg)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        k = triton.compile(ASTSource(fn=fn, signature=sig, constexprs=consts, attrs=attrs),
-                           target=GPUTarget("cuda", 90, 32),
-                           options=dict(num_warps=cfg.num_warps, num_stages=cfg.num_stages, **extra))
+        k = triton.compile(source_type(fn=fn, signature=sig, constexprs=consts, attrs=attrs),
+                           target=GPUTarget("cuda", 90, 32), options={**options, **extra})
     fusion_warned = any("FP_FUSION" in str(w.message) for w in caught)
     return k.asm["sass"], fusion_warned
 

@@ -285,9 +285,9 @@ class GluonLaunch(NamedTuple):
     kernel: object
 
     def __getitem__(self, grid):
-        def launch(*args, num_warps, num_stages):
+        def launch(*args, num_warps, num_stages, **options):  # options: launch.py's compile options (FP fusion)
             args = [a.descriptor() if isinstance(a, GluonDesc) else a for a in args]
-            self.kernel[grid](*args, num_warps=num_warps, num_stages=num_stages, maxnreg=MAXNREG)
+            self.kernel[grid](*args, num_warps=num_warps, num_stages=num_stages, maxnreg=MAXNREG, **options)
             return None
         return launch
 
