@@ -113,6 +113,83 @@ def run_check(kernels: list[Kernel], *, gpu: bool, layouts=LAYOUTS, progress=Non
     return rows, pair[0], pair[1]
 
 
+def _check_worker(share: list, queue) -> None:
+    """One worker of `run_check_parallel`: each job is ("case", index, case, names, sparse, dtype) -> its rows (and
+    the pairwise matrix of the first random case), or ("warm", entry name, kind, M, N, K, layout, dtype) -> nothing
+    (a bench entry run once, so that its compiles are done). Triton's work first, then the hand-written kernels,
+    whose extension the parent may still be building (ptx_kernels.load waits on its lock)."""
+    from .parallel import warm_one
+    from .registry import select
+
+    kept = {}  # a random case's outputs from the first pass, for its pairwise matrix after the second
+    for pass_ in ("triton", "ptx"):
+        for job in share:
+            if job[0] == "warm":
+                if pass_ == "triton":
+                    warm_one(job[1:])
+                    queue.put(("warm", None))
+                continue
+            _, i, ((m, n, k), lay, kind), names, sparse, dtype = job
+            every = select(None, include_all=True, kind="sparse" if sparse else "dense", dtype=dtype)
+            kernels = [e for e in every if e.name in names and (e.package == "ptx") == (pass_ == "ptx")]
+            rows, outs = (_run_case(kernels, m, n, k, lay, kind, "cuda", seed=i, sparse=sparse, dtype=dtype)
+                          if kernels else ([], {}))
+            pair = None
+            if kind == "randn":
+                if pass_ == "triton":
+                    kept[i] = outs
+                else:
+                    pair = pairwise({**kept.pop(i, {}), **outs})
+            queue.put(("case", (i, rows, pair, pass_)))
+
+
+def run_check_parallel(kernels: list[Kernel], *, workers: int, dtypes=("fp16",), warm: list | None = None,
+                       layouts=LAYOUTS, progress=None, log=print, during=None):
+    """run_check on the GPU for each dtype in `dtypes` (kernels: {dtype: list}), the cases spread over `workers`
+    processes (each case whole in one process; each process its own CUDA context), plus `warm` jobs (compare.parallel:
+    bench entries run once) in the same processes. `during()`, when given, runs in this process meanwhile (the
+    extension's build). Returns {dtype: (rows, pairwise names, pairwise matrix)}, rows in case order."""
+    from .parallel import spawn_shares
+
+    cases = cases_for(True, layouts)
+    jobs = [("case", i + 1000 * d, case, [k.name for k in kernels[dtype]], False, dtype)
+            for d, dtype in enumerate(dtypes) for i, case in enumerate(cases)]
+    shares = [jobs[w::workers] for w in range(workers)]
+    for j, w in enumerate(warm or []):
+        shares[j % workers].append(("warm", *w))
+    results = {}  # (index, pass) -> (rows, outs)
+    show = progress and progress("check")
+    total = len(jobs) * 2
+
+    def collect(kind, payload):
+        if kind == "case":
+            i, rows, outs, pass_ = payload
+            results[i, pass_] = (rows, outs)
+            if show:
+                show(len(results), total)
+
+    spawn_shares(_check_worker, [s for s in shares if s], collect, during=during)
+    out = {}
+    for d, dtype in enumerate(dtypes):
+        rows, pair = [], ([], [])
+        for i, ((m, n, k), lay, kind) in enumerate(cases):
+            r1, _ = results.get((i + 1000 * d, "triton"), ([], None))
+            r2, pair2 = results.get((i + 1000 * d, "ptx"), ([], None))
+            if (i + 1000 * d, "triton") not in results or (i + 1000 * d, "ptx") not in results:
+                rows.append(CheckRow("(worker)", f"{m}x{n}x{k}", lay, kind, False, float("nan"), None,
+                                     "a check worker died before reporting this case", dtype))
+            case_rows = r1 + r2
+            if kind == "randn":
+                base = next((r.max_abs_err for r in case_rows if r.kernel == BASELINE.name), 0.0)
+                for r in case_rows:
+                    r.err_vs_torch = r.max_abs_err / base if base > 0 else None
+                if not pair[0] and pair2:
+                    pair = pair2
+            rows += case_rows
+        out[dtype] = (rows, pair[0], pair[1])
+    return out
+
+
 def format_table(rows: list[CheckRow]) -> str:
     """One line per kernel: cases passed, worst error ratio, first failure."""
     by = {}

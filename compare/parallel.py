@@ -37,53 +37,73 @@ def shares_by(jobs: list, key, workers: int) -> list[list]:
     return [s for s in shares if s]
 
 
-def run_shares(target, shares: list[list], label: str, log=print, every_s: float = 10.0) -> None:
-    """target(share, queue) in one process per share; each job puts 1 on the queue when done. Logs progress."""
+def spawn_shares(target, shares: list[list], collect, during=None) -> None:
+    """target(share, queue) in one process per share; each puts (kind, payload) messages, which `collect(kind,
+    payload)` gets here in arrival order. `during()`, when given, runs in this process meanwhile."""
+    import queue as queue_mod
+
     ctx = mp.get_context("spawn")
-    queue = ctx.Queue()
-    procs = [ctx.Process(target=target, args=(share, queue)) for share in shares]
+    q = ctx.Queue()
+    procs = [ctx.Process(target=target, args=(share, q)) for share in shares]
     for p in procs:
         p.start()
-    total, done = sum(len(s) for s in shares), 0
-    t0 = shown = time.time()
-    while done < total and any(p.is_alive() for p in procs):
+    if during is not None:
+        during()
+    while True:
         try:
-            done += queue.get(timeout=1.0)
-        except Exception:  # noqa: BLE001 - queue.Empty: poll the processes again
-            continue
-        if time.time() - shown > every_s:
-            shown = time.time()
-            log(f"{label}: {done}/{total} ({shown - t0:.0f} s)")
+            collect(*q.get(timeout=0.5))
+        except queue_mod.Empty:
+            if not any(p.is_alive() for p in procs):
+                break
     for p in procs:
         p.join()
-    log(f"{label}: {done}/{total} in {time.time() - t0:.0f} s ({len(procs)} processes)")
 
 
-def _warm_entries(jobs: list, queue) -> None:
-    """Run each (entry name, kind, M, N, K, layout, dtype) once: its first call compiles what it runs."""
+def run_shares(target, shares: list[list], label: str, log=print, every_s: float = 10.0) -> None:
+    """spawn_shares for jobs that report nothing but their end (each puts 1): logs progress every `every_s`."""
+    total, t0, state = sum(len(s) for s in shares), time.time(), {"done": 0, "shown": time.time()}
+
+    def collect(*msg):
+        state["done"] += 1
+        if time.time() - state["shown"] > every_s:
+            state["shown"] = time.time()
+            log(f"{label}: {state['done']}/{total} ({state['shown'] - t0:.0f} s)")
+
+    spawn_shares(lambda_target(target), shares, collect)
+    log(f"{label}: {state['done']}/{total} in {time.time() - t0:.0f} s ({len(shares)} processes)")
+
+
+class lambda_target:
+    """target(share, queue) whose jobs put a bare 1, as spawn_shares's (kind, payload) messages."""
+
+    def __init__(self, target):
+        self.target = target
+
+    def __call__(self, share, q):
+        self.target(share, _Tagging(q))
+
+
+class _Tagging:
+    def __init__(self, q):
+        self.q = q
+
+    def put(self, item):
+        self.q.put(("done", item))
+
+
+def warm_one(job: tuple) -> None:
+    """Run one (entry name, kind, M, N, K, layout, dtype) once: its first call compiles what it runs. Errors are
+    left to the check and the bench, which meet them again and report them."""
     from .registry import select
 
-    by_name: dict = {}
-    for name, kind, m, n, k, layout, dtype in jobs:
-        if (name, kind, dtype) not in by_name:
-            found = [e for e in select(None, include_all=True, kind=kind, dtype=dtype) if e.name == name]
-            by_name[name, kind, dtype] = found[0] if found else None
-        entry = by_name[name, kind, dtype]
-        try:
-            if entry is not None:
-                a, b = gpu_operands(m, n, k, layout, dtype)
-                if kind == "sparse":
-                    from ptx_kernels.sparse import prune_2to4
-                    a = prune_2to4(a)
-                entry.run(a, b, torch.empty((m, n), dtype=a.dtype, device="cuda"))
-        except Exception:  # noqa: BLE001 - the check and the bench meet it again and report it
-            pass
-        queue.put(1)
-    torch.cuda.synchronize()
-
-
-def warm_entries(jobs: list, workers: int, log=print) -> None:
-    """Compile ahead: every job (entry name, kind, M, N, K, layout, dtype) run once in `workers` processes."""
-    jobs = list(dict.fromkeys(jobs))
-    if workers > 1 and jobs:
-        run_shares(_warm_entries, shares_by(jobs, lambda j: j[0], workers), "compile ahead", log)
+    name, kind, m, n, k, layout, dtype = job
+    found = [e for e in select(None, include_all=True, kind=kind, dtype=dtype) if e.name == name]
+    try:
+        if found:
+            a, b = gpu_operands(m, n, k, layout, dtype)
+            if kind == "sparse":
+                from ptx_kernels.sparse import prune_2to4
+                a = prune_2to4(a)
+            found[0].run(a, b, torch.empty((m, n), dtype=a.dtype, device="cuda"))
+    except Exception:  # noqa: BLE001 - the check and the bench meet it again and report it
+        pass

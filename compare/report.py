@@ -134,22 +134,16 @@ def bench_plan(full: bool, suite: str, nvcc: bool) -> BenchPlan:
                      [(picked(every_b), BF16_SHAPES)], [(sparse, SPARSE_SHAPES)] if sparse else [])
 
 
-def _warm_jobs(plan: BenchPlan, gpu_check_cases) -> list[tuple]:
-    """(entry, kind, M, N, K, layout, dtype) of every Triton entry the check and the bench will run: what the
-    compile-ahead phase runs once in worker processes."""
-    from . import registry
-
+def _warm_jobs(plan: BenchPlan) -> list[tuple]:
+    """(entry, kind, M, N, K, layout, dtype) of every Triton entry the bench will time: run once beside the check
+    (compare.parallel.warm_one), so that the timing loads compiled kernels."""
     jobs = []
-    for dtype in ("fp16", "bf16"):
-        for k in registry.select(None, dtype=dtype):
-            if k.package == "triton":
-                jobs += [(k.name, "dense", m, n, kk, lay, dtype) for (m, n, kk), lay, _ in gpu_check_cases]
-    for kind, groups, dtype in (("dense", plan.suite + plan.ladder, "fp16"), ("dense", plan.bf16, "bf16")):
+    for groups, dtype in ((plan.suite + plan.ladder, "fp16"), (plan.bf16, "bf16")):
         for entries, shapes in groups:
             for k in entries:
                 if k.package == "triton":
-                    jobs += [(k.name, kind, *s[:3], s[3] if len(s) > 3 else "NN", dtype) for s in shapes]
-    return jobs
+                    jobs += [(k.name, "dense", *s[:3], s[3] if len(s) > 3 else "NN", dtype) for s in shapes]
+    return list(dict.fromkeys(jobs))
 
 
 def _timed(groups, progress, label: str, **kw) -> list:
@@ -173,7 +167,7 @@ def run(out: Path, *, gpu: bool, suite: str = SUITE, budget_ms: float = MAIN_JOB
     from . import frame as frame_mod
     from . import registry
     from .envinfo import Sampler
-    from .parallel import default_workers, warm_entries
+    from .parallel import default_workers
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -201,20 +195,33 @@ def run(out: Path, *, gpu: bool, suite: str = SUITE, budget_ms: float = MAIN_JOB
     if gpu:
         log(f"main job: {plan.count()} timed (kernel, shape) pairs, about {plan.eta_s(budget_ms):.0f} s of timing"
             + ("" if full else "; --full times every kernel over the whole suites"))
-    if gpu and nvcc:
-        import ptx_kernels
-        with phase("build"):
-            try:
-                ptx_kernels.load()
-            except ptx_kernels.BuildError as e:
-                result.failures.append(f"the PTX extension did not build: {str(e).splitlines()[0]}")
+    bkernels = [k for k in registry.select(None, dtype="bf16") if gpu and (nvcc or k.package != "ptx")
+                or k.package == "triton"]
     if gpu:
-        with phase("compile ahead"):
-            warm_entries(_warm_jobs(plan, check_mod.cases_for(True)), workers or default_workers(), log)
-
-    # CHECK
-    with phase("check"):
-        rows, names, mat = check_mod.run_check(kernels, gpu=gpu, progress=progress and progress("check"))
+        # The check's cases spread over worker processes (compiles side by side), with the bench's Triton entries
+        # run once there too; meanwhile this process builds the hand-written kernels (the workers' PTX pass waits
+        # for the build's lock).
+        def build():
+            t0 = time.perf_counter()
+            if nvcc:
+                import ptx_kernels
+                try:
+                    ptx_kernels.load()
+                except ptx_kernels.BuildError as e:
+                    result.failures.append(f"the PTX extension did not build: {str(e).splitlines()[0]}")
+            result.phases["build (beside the check)"] = time.perf_counter() - t0
+            log(f"phase build (beside the check): {result.phases['build (beside the check)']:.1f} s")
+        with phase("build + check"):
+            checked = check_mod.run_check_parallel({"fp16": kernels, "bf16": bkernels}, dtypes=("fp16", "bf16"),
+                                                   workers=workers or default_workers(), warm=_warm_jobs(plan),
+                                                   progress=progress, during=build)
+        rows, names, mat = checked["fp16"]
+        crows_b = checked["bf16"][0]
+    else:
+        with phase("check"):
+            rows, names, mat = check_mod.run_check(kernels, gpu=gpu, progress=progress and progress("check"))
+        with phase("check (bf16)"):
+            crows_b, _, _ = check_mod.run_check(bkernels, gpu=gpu, dtype="bf16")
     failed = [r for r in rows if not r.ok]
     if failed:
         result.failures.append(f"{len(failed)} of {len(rows)} checks failed")
@@ -227,10 +234,6 @@ def run(out: Path, *, gpu: bool, suite: str = SUITE, budget_ms: float = MAIN_JOB
             + ", ".join(f"{m}x{n}x{k} {lay} {kind}" for (m, n, k), lay, kind in check_mod.cases_for(gpu)) + "."
             + ("" if gpu else " Triton ran under the interpreter (TRITON_INTERPRET=1).")),
            "", check_markdown(rows), "", f"{len(rows) - len(failed)} of {len(rows)} checks passed.", ""]
-    bkernels = [k for k in registry.select(None, dtype="bf16") if gpu and (nvcc or k.package != "ptx")
-                or k.package == "triton"]
-    with phase("check (bf16)"):
-        crows_b, _, _ = check_mod.run_check(bkernels, gpu=gpu, dtype="bf16")
     bad = [r for r in crows_b if not r.ok]
     if bad:
         result.failures.append(f"{len(bad)} of {len(crows_b)} bf16 checks failed")

@@ -447,3 +447,15 @@ def test_bench_times_gemv_on_skinny_outputs_only():
     one, two = torch.empty((gemv.MAX_M, 8)), torch.empty((gemv.MAX_M + 1, 8))
     assert k.bench_skip(one, None) is None and "M <= 1" in k.bench_skip(two, None)
     assert k.skip_reason is None  # the check runs it
+
+
+@pytest.mark.gpu
+def test_parallel_check_equals_the_serial_one():
+    """The main job's check spread over worker processes (a case whole in one process, Triton's pass then the
+    hand-written kernels') reports what the serial check reports, case for case, pairwise matrix included."""
+    kernels = registry.select(["torch.matmul", "triton", "triton_blocked", "mma_stmatrix"])
+    serial = check.run_check(kernels, gpu=True)
+    parallel = check.run_check_parallel({"fp16": kernels}, workers=3)["fp16"]
+    key = lambda r: (r.kernel, r.shape, r.layout, r.inputs, r.ok, r.max_abs_err)  # noqa: E731
+    assert [key(r) for r in parallel[0]] == [key(r) for r in serial[0]]
+    assert parallel[1] == serial[1] and parallel[2] == serial[2]
