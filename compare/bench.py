@@ -128,9 +128,9 @@ class Timer:
     the CPU to enqueue the whole batch, and the events measure GPU time only.
     """
 
-    # Generous, for calls whose host cost is not known yet: a Triton launch through the autotuner costs ~40-80 us of
-    # CPU, a TMA launch more (it builds its descriptors on the host); at 150 us the H100 run of 2026-11-22 still saw
-    # the queue drain at 1024^3.
+    # Generous, for calls whose host cost is not known yet: a launch through Triton's own path costs tens of
+    # microseconds of CPU, a TMA launch more (it builds its descriptors on the host); a sleep sized at a third of
+    # this still let the queue drain at 1024^3 on the H100.
     ENQUEUE_US_PER_CALL = 400.0
 
     def __init__(self, flush: str = "clean"):

@@ -66,8 +66,8 @@ def _aligned_copy(t: torch.Tensor) -> torch.Tensor:
     """A row-major copy of t (its dtype) whose rows start on 128-byte boundaries (leading dimension rounded up to 64
     elements of 2 bytes).
     16 bytes would do for cp.async and TMA, but a TMA box row that straddles five 32-byte sectors instead of four
-    cost the Hopper kernels up to a quarter of their speed (4095 x 4097 x 4099: 318 -> 422 TFLOPS,
-    docs/ladders/hopper.md); the copy is made anyway, so it is made aligned."""
+    cost the Hopper kernels up to a quarter of their speed on odd shapes (measured: docs/design/hopper.md); the copy
+    is made anyway, so it is made aligned."""
     rows, cols = t.shape
     ld = (cols + 63) // 64 * 64
     buf = torch.empty((rows, ld), dtype=t.dtype, device=t.device)

@@ -101,9 +101,8 @@ def grouped_pid(tile_id, num_pid_m, num_pid_n, GROUP_M: tl.constexpr):
 def div8_args(strides: tuple[int, ...], m: int, n: int) -> tuple[list[int], int]:
     """Strides as the pointer kernels take them, and their DIV8 bitmask: multiples of 8 that Triton cannot see.
     Triton specializes an integer argument on divisibility by 16 only, so with N = 5000 (B's rows 10000 bytes
-    apart, 16-byte aligned) the blocked kernel compiled to 2-byte loads (its 3000x5000x2000 timings before and
-    after: docs/tuning/triton_h100_sweeps_ecbd247.log, docs/results/h100-185045e-triton/). Bits 0-5: a stride that is a multiple of 8 but not
-    16 is passed divided by 8 and multiplied back in the kernel (`unscale`), where the compiler then knows the
+    apart, 16-byte aligned) the blocked kernel compiled to 2-byte loads (docs/design/triton.md has the timings
+    before and after). Bits 0-5: a stride that is a multiple of 8 but not 16 is passed divided by 8 and multiplied back in the kernel (`unscale`), where the compiler then knows the
     multiple of 8. Bits 6, 7: M, N multiples of 8, so `operand_ptrs` may clamp edge rows/columns in whole groups of
     8 and say so (the `% M` wrap hides contiguity unless M is a multiple of 16)."""
     out, mask = [], 0
@@ -266,12 +265,11 @@ def timing(warmup_ms: float, rep_ms: float):
 
 
 def time_ms(call) -> float:
-    """How the dispatcher times each candidate (kernel, configuration) of a new problem: do_bench's procedure
-    (`hgemm_common.timing.device_ms`, median) with the harness's clean L2 flush, a 5 ms warm-up and 25 ms of
-    repetitions. do_bench's own flush only writes its buffer, and the dirty lines it leaves cost a memory-bound
-    call as much as its own reads (docs/results/h100-486995c-flush/), which drowned the differences between
-    decode-sized plans. Every new (shape, strides, accumulation) key is tuned on first use, and the checks and
-    benchmarks meet dozens of keys; 25 ms is still a hundred calls of a 4096^3 GEMM, enough to rank them."""
+    """How exact tuning (tune="exact", the plan tuner) times each candidate (kernel, configuration): do_bench's
+    procedure (`hgemm_common.timing.device_ms`, median) with the harness's clean L2 flush, a 5 ms warm-up and 25 ms
+    of repetitions (the tuner: shorter, `timing`). do_bench's own flush only writes its buffer, and the dirty lines
+    it leaves cost a memory-bound call as much as its own reads (hgemm_common.timing.L2Flush), which drowned the
+    differences between decode-sized plans. 25 ms is still a hundred calls of a 4096^3 GEMM, enough to rank them."""
     return device_ms(call, L2Flush(), warmup_ms=_TIMING_MS[0], rep_ms=_TIMING_MS[1])
 
 

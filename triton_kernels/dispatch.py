@@ -56,9 +56,9 @@ from .variants import BY_KERNEL, VARIANTS
 # Tuning constants
 # ----------------------------------------------------------------------------------------------------------------
 PLAN_CAPACITY = 512  # distinct kinds of call kept; a model has a few dozen GEMM shapes, a sweep a few hundred
-# Staging is timed only when its copies would cost less than this fraction of the GEMM's estimated time (H100,
-# report at 1b2823a: cuBLAS 707 TFLOPS at 4096^3, device copy 3003 GB/s); past it the blocked kernel, reading the
-# operands in place, wins on memory traffic alone.
+# Staging is timed only when its copies would cost less than this fraction of the GEMM's estimated time (EST_*: an
+# H100's cuBLAS rate at 4096^3 and device copy bandwidth, rounded); past it the blocked kernel, reading the operands
+# in place, wins on memory traffic alone.
 STAGE_MAX_FRACTION = 0.5
 EST_TFLOPS, EST_COPY_GBPS = 700.0, 3000.0
 # The choice among close candidates: those within REFINE_MARGIN of the fastest (at most REFINE_MAX) are timed again
@@ -68,9 +68,9 @@ REFINE_MARGIN, REFINE_MAX, REFINE_ROUNDS = 1.10, 3, 3
 # the device's) whose device time is below WALL_BELOW_MS are also timed back to back (WALL_CALLS calls between two
 # synchronizations, `per_call_ms`) and ranked by the larger of the two times: there the host's work per call
 # (descriptors, buffers, launches) can exceed the device time, and back-to-back calls then pay the host's. Other
-# small problems rank by device time: at 1024^3 the TMA kernel's 64x128x128 tiles ran 1.03-1.04x torch.matmul on
-# the device against the blocked kernel's 0.90-0.95x, for ~4 us more host time per call (25.4 against 21.6 us;
-# docs/results/h100-610e27a-triton/): the kernel's speed is the device time, the host's share is the launch path's.
+# small problems rank by device time: at 1024^3 the TMA kernel beat the blocked kernel on the device for a few
+# microseconds more host time per call (docs/design/triton.md): the kernel's speed is the device time, the host's
+# share is the launch path's.
 WALL_BELOW_MS, WALL_CALLS, WALL_SKINNY = 0.1, 20, 128
 
 
@@ -96,8 +96,7 @@ def copy_rows(dst: torch.Tensor, src: torch.Tensor) -> None:
     """dst.copy_(src) for two matrices of one 2-byte dtype, moved as 8- or 4-byte integers where both have unit
     inner stride and rows, row pitches and bases that allow it: PyTorch copies a strided 2-D matrix element by
     element, and 2-byte elements left the staging copy of 3000x5000x2000's B at a fraction of the bandwidth (the
-    TMA kernel on the copy of B, copy included, ran 129 us against 124 in place on the H100:
-    docs/results/h100-3902403-triton/sweep3000.log)."""
+    TMA kernel on the copy of B, copy included, then ran slower than in place)."""
     w = row_copy_width(dst, src)
     if w:
         wide = dict(_WIDE)[w]
@@ -331,8 +330,7 @@ def shortlist(ms: list[float]) -> list[int]:
 def refine(runners: list, a, b, c) -> list[float]:
     """Median device times of a few close candidates, timed again in REFINE_ROUNDS interleaved rounds: one pass of
     `time_ms` each ranks a list, but two candidates a few percent apart swap places from pass to pass (auto's
-    plans for 1024^3 and 8192x8192x1024 differ between the H100 runs in docs/results/h100-185045e-triton/ and
-    docs/results/h100-b31a9d3-triton/)."""
+    plans for 1024^3 and 8192x8192x1024 differed between two H100 runs when one pass decided)."""
     times = [[] for _ in runners]
     for _ in range(REFINE_ROUNDS):
         for ts, run in zip(times, runners):
@@ -345,7 +343,7 @@ def per_call_ms(runners: list, a, b, c) -> list[float]:
     the harness measures it: host work included, L2 warm), median of REFINE_ROUNDS interleaved rounds; zeros off the
     GPU (the interpreter's host time says nothing about a GPU's). The second half of the ranking of close kernels
     on small problems: at 128x4096x4096 the TMA split-K kernel and the pointer one were within the device-time
-    margin, but an operator call on the TMA one cost 30 us against 19 (docs/results/h100-106f81d-triton/wall.log)."""
+    margin, but an operator call on the TMA one cost half as much again."""
     if a.device.type != "cuda":
         return [0.0] * len(runners)
     times = [[] for _ in runners]

@@ -20,7 +20,7 @@ checks the first three on every config):
   too. The pointer store takes C with any strides, so only A and B need to be TMA-describable here.
 
 Not a variant (no record; `hgemm` never runs it): on the H100 (triton 3.6.0, driver 580) the compiled kernel did
-not finish. In the GPU suite at f177e8d a 300x264x520 NT call with configs()[3] hung the run for eight minutes;
+not finish. In the GPU suite a 300x264x520 NT call with configs()[3] hung the run for eight minutes;
 a probe launching configs()[3] and configs()[0], NN and NT, through `kernel[grid]` (`launches` below, no direct
 launcher) timed out after 45 s in every case, while the TMA kernel's tests (tma_persistent.py) passed in the same GPU
 runs. Triton 3.6's own `tl.range` docstring agrees: "warp specialization is only supported on Blackwell GPUs and
