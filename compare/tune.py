@@ -199,7 +199,9 @@ def settle(results: list[CaseResult], log=print) -> dict[str, dict]:
     return entries
 
 
-def write_table(path: Path, entries: dict, env: dict) -> None:
+def write_table(path: Path, entries: dict, env: dict, earlier_runs: list | None = None) -> None:
+    """The table as JSON, written atomically. Its header names this run (device, versions, commit, date,
+    command); `runs` lists every run whose entries the file holds, oldest first (a merge keeps the older runs')."""
     from triton_kernels.plan_table import FORMAT
 
     p = torch.cuda.get_device_properties(0)
@@ -210,6 +212,7 @@ def write_table(path: Path, entries: dict, env: dict) -> None:
             "versions": {"torch": env["torch"], "triton": env["triton"], "cuda": env.get("cuda_runtime"),
                          "driver": env.get("driver")},
             "commit": env["git_commit"], "date": env["date"], "command": env["command"],
+            "runs": [*(earlier_runs or []), {k: env[k] for k in ("git_commit", "date", "command")}],
             "entries": dict(sorted(entries.items()))}
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
@@ -250,13 +253,15 @@ def run_tune(grid_name: str, dtypes: list[str], accs: list[str], out: Path | Non
         log(f"tune: [{i + 1}/{len(todo)}] {r.dtype} {r.acc} {r.layout} {r.shape[0]}x{r.shape[1]}x{r.shape[2]}: "
             f"{r.best['kernel']} {r.best['config']} {r.best['ms'] * 1e3:.1f} us  (ETA {eta:.0f} s)")
     entries = settle(results, log)
+    earlier = []
     if merge and out.exists():  # classes this run did not time keep their entries
         try:
-            old = json.loads(out.read_text())["entries"]
-            entries = {**old, **entries}
+            old = json.loads(out.read_text())
+            entries = {**old["entries"], **entries}
+            earlier = old.get("runs") or [{"git_commit": old["commit"], "date": old["date"], "command": old["command"]}]
         except (OSError, ValueError, KeyError) as e:
             log(f"tune: not merging with {out}: {e}")
-    write_table(out, entries, env)
+    write_table(out, entries, env, earlier)
     plan_table.clear_tables()
     log(f"tune: wrote {len(entries)} classes to {out} in {time.time() - t0:.0f} s")
     return out

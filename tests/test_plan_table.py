@@ -144,6 +144,8 @@ def test_shipped_tables_are_valid_and_say_how_they_were_made():
         t = Table.load(path)
         assert t.entries and t.arch >= 80 and t.sms > 0
         assert t.meta["command"].startswith("python -m compare tune") and t.meta["commit"] and t.meta["versions"]
+        runs = json.loads(path.read_text())["runs"]  # every run whose entries the file holds
+        assert runs and all(r["command"].startswith("python -m compare tune") and r["git_commit"] for r in runs)
         for e in t.entries.values():
             assert e.plan.kernel in triton_kernels.KERNELS and set(e.kernels) <= set(triton_kernels.KERNELS)
 
