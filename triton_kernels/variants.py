@@ -20,30 +20,30 @@ DTYPES = ("fp16", "bf16")  # what every kernel below takes
 
 # Ladder order: each record adds one idea to one before it.
 VARIANTS: tuple[Variant, ...] = (
-    Variant("triton_blocked", "triton", "triton", "blocked.py", "timed over blocked.configs()",
+    Variant("triton_blocked", "triton", "triton", "blocked.py", "one of blocked.configs()",
             "tl.dot blocked kernel (tutorial 03), cp.async pipeline, any strides", "tl.dot",
             native_layouts=LAYOUTS, alignment="none", dtypes=DTYPES,
             # sm_90: tl.dot lowers to wgmma, operands arrive by cp.async (checked by `compare inspect`'s test)
             promises={"sm_90": ("HGMMA", "LDGSTS")}, forbids={"sm_90": ("UTMALDG",)}, ceiling="wgmma",
             extra={"kernel": "blocked", "module": blocked, "general": True}),
-    Variant("triton_splitk", "triton", "triton", "splitk.py", "timed over splitk.configs()",
+    Variant("triton_splitk", "triton", "triton", "splitk.py", "one of splitk.configs()",
             "+ split-K for skinny M: fp32 partials summed in slice order by each tile's last slice, 16-row tiles",
             "tl.dot", native_layouts=LAYOUTS, alignment="none", dtypes=DTYPES,
             # the 16x64x128 tile of a 16-row problem: mma.sync (wgmma needs 64 rows), operands by cp.async
             promises={"sm_90": ("HMMA", "LDGSTS")}, forbids={"sm_90": ("UTMALDG",)}, ceiling="wgmma",
             extra={"kernel": "splitk", "module": splitk}),
-    Variant("triton_gemv", "triton", "triton", "gemv.py", "timed over gemv.configs()",
+    Variant("triton_gemv", "triton", "triton", "gemv.py", "one of gemv.configs()",
             "+ M = 1 without tensor cores: B's tiles into registers, FFMA, split-K summed in a fixed order",
             "fma", native_layouts=LAYOUTS, alignment="none", dtypes=DTYPES,
             # no tensor-core instruction: 16-byte loads of B straight into registers, CUDA-core multiply-adds
             promises={"sm_90": ("FFMA", "LDG")}, forbids={"sm_90": ("HMMA", "HGMMA", "LDGSTS", "UTMALDG")},
             extra={"kernel": "gemv", "module": gemv}),
-    Variant("triton_tma", "triton", "triton", "tma_persistent.py", "timed over tma_persistent.configs()",
+    Variant("triton_tma", "triton", "triton", "tma_persistent.py", "one of tma_persistent.configs()",
             "tl.dot persistent kernel, TMA loads/stores (tutorial 09), aligned operands", "tl.dot", min_arch=90,
             native_layouts=LAYOUTS, alignment="tma", misaligned="refuse", dtypes=DTYPES,
             promises={"sm_90": ("HGMMA", "UTMALDG")}, forbids={"sm_90": ("LDGSTS",)}, ceiling="wgmma",
             extra={"kernel": "tma", "module": tma_persistent, "general": True}),
-    Variant("triton_splitk_tma", "triton", "triton", "splitk_tma.py", "timed over splitk_tma.configs()",
+    Variant("triton_splitk_tma", "triton", "triton", "splitk_tma.py", "one of splitk_tma.configs()",
             "+ split-K on TMA loads for skinny M: splitk's slices and reduction, tiles by descriptor", "tl.dot",
             min_arch=90, native_layouts=LAYOUTS, alignment="tma_ab", misaligned="refuse", dtypes=DTYPES,
             # the 16x64x128 tile of a 16-row problem: mma.sync (wgmma needs 64 rows), operands by TMA
@@ -55,7 +55,7 @@ VARIANTS: tuple[Variant, ...] = (
 # wgmma_persistent, written in Python. Offered only where it can run: its Gluon API's Triton versions
 # (`triton_versions`), compiled (the interpreter cannot run Gluon). kernel="auto" does not time it
 # (`worth_timing`); kernel="gluon" runs it.
-GLUON = Variant("gluon_persistent", "triton", "triton", "gluon_persistent.py", "timed over gluon_persistent.configs()",
+GLUON = Variant("gluon_persistent", "triton", "triton", "gluon_persistent.py", "one of gluon_persistent.configs()",
                 "Gluon: TMA ring + mbarriers, a TMA producer warp and two wgmma consumer warpgroups "
                 "(warp_specialize, setmaxnreg), persistent grouped tiles, TMA-store epilogue", "wgmma", min_arch=90,
                 native_layouts=LAYOUTS, alignment="tma", misaligned="refuse", dtypes=DTYPES,
@@ -74,8 +74,8 @@ else:
 
 # `hgemm(kernel="auto")`: not a kernel of its own but the choice among the records above, listed by the harness
 # as `triton`.
-AUTO = Variant("triton", "triton", "triton", "api.py", "timed per kind of call; the kernel chosen per call",
-               "tl.dot; the fastest of the records above that take the operands, timed on first use", "tl.dot",
+AUTO = Variant("triton", "triton", "triton", "api.py", "the plan of the call's shape class (plan table)",
+               "tl.dot; the plan table's choice among the records above for the call's shape class", "tl.dot",
                native_layouts=LAYOUTS, ceiling="wgmma", dtypes=DTYPES, recommended=True,
                extra={"kernel": "auto", "dispatch": True})
 
