@@ -69,12 +69,13 @@ def run_shares(target, shares: list[list], label: str, log=print, every_s: float
             state["shown"] = time.time()
             log(f"{label}: {state['done']}/{total} ({state['shown'] - t0:.0f} s)")
 
-    spawn_shares(lambda_target(target), shares, collect)
+    spawn_shares(_Counted(target), shares, collect)
     log(f"{label}: {state['done']}/{total} in {time.time() - t0:.0f} s ({len(shares)} processes)")
 
 
-class lambda_target:
-    """target(share, queue) whose jobs put a bare 1, as spawn_shares's (kind, payload) messages."""
+class _Counted:
+    """target(share, queue) whose jobs put a bare 1, as spawn_shares's (kind, payload) messages (a class, not a
+    closure: spawned processes get it by pickling)."""
 
     def __init__(self, target):
         self.target = target

@@ -404,8 +404,10 @@ def table_plan(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None, acc: 
         if entry is not None and usable(entry.plan, arch, a, b, out):
             return replace(entry.plan, ms=None, source=source)
         plan = plan_table.heuristic(m, n, k, arch, sms, cls.align)
-        return plan if usable(plan, arch, a, b, out) else Plan(kernel_for(arch, a, b, out), Config(
-            128, 128, 64, num_warps=4, num_stages=4), source="heuristic")
+        if usable(plan, arch, a, b, out):
+            return plan
+        kernel = kernel_for(arch, a, b, out)  # a general kernel the operands fit in place
+        return Plan(kernel, plan_table.heuristic_config(kernel, m, n, k, sms), source="heuristic")
     cfg = entry.kernels.get(kernel) if entry is not None else None
     if cfg is None or not usable(Plan(kernel, cfg), arch, a, b, out):
         cfg, source = plan_table.heuristic_config(kernel, m, n, k, sms), "heuristic"
