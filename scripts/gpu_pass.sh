@@ -21,6 +21,9 @@
 #   bash scripts/gpu_pass.sh plans OUTDIR    # a fresh build (timed), the plan-table and dispatch tests, first calls of
 #                                             # new shapes in two fresh processes (python -m compare.first_call)
 #   bash scripts/gpu_pass.sh plan-table OUTDIR  # python -m compare tune: the plan table of this GPU, into OUTDIR
+#   bash scripts/gpu_pass.sh classes OUTDIR  # the recommended entries on every shape class the floor of 0.95x is
+#                                             # judged on (mixed, small_out_large_k, m_sweep in NN and NT; training in
+#                                             # its own layouts), fp16 and bf16 per shape back to back (SUITES=..., KERNELS=...)
 #                                             # (GRID=quick for a short try; ACCS=fp32 to skip fp16 accumulation)
 # Set HGEMM_GIT_COMMIT to the commit being run when the tree is a copy without .git.
 set -uo pipefail
@@ -126,5 +129,16 @@ case "$PART" in
         | tee "$OUTDIR/sparse_$L.log" | tail -14
     done
     ;;
-  *) echo "unknown part $PART (tests, report, lab, sanitize, wall, triton, triton-bench, yardsticks, sustained, sparse, plans, plan-table)"; exit 2 ;;
+  classes)
+    python -c "import ptx_kernels; ptx_kernels.load()" 2>&1 | tail -3
+    KS=${KERNELS:-torch.matmul triton wgmma_persistent}
+    for S in ${SUITES:-mixed small_out_large_k m_sweep training}; do
+      for L in $( [ "$S" = training ] && echo own || echo ${LAYOUTS:-NN NT} ); do
+        python -m compare bench --suite "$S" $( [ "$L" = own ] || echo --layout "$L" ) --dtype fp16,bf16 \
+          --kernels $KS --rounds "${ROUNDS:-3}" --out "$OUTDIR/${S}_$L" > "$OUTDIR/${S}_$L.log" 2>&1
+        echo "$S $L rc=$?"; grep -A4 -i "geomean\|worst" "$OUTDIR/${S}_$L.log" | head -20
+      done
+    done
+    ;;
+  *) echo "unknown part $PART (tests, report, lab, sanitize, wall, triton, triton-bench, yardsticks, sustained, sparse, plans, plan-table, classes)"; exit 2 ;;
 esac
