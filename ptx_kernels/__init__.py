@@ -10,8 +10,8 @@ from hgemm_common.validation import check_acc, check_dtype_offered, finish_empty
 from .build import BuildError, load
 from .variants import BY_NAME, VARIANTS, Variant, any_strides
 
-__all__ = ["BuildError", "SparseA", "Variant", "check_variant", "hgemm", "last_launch", "load", "sparse_hgemm",
-           "variants"]
+__all__ = ["BuildError", "SparseA", "Variant", "check_variant", "hgemm", "last_launch", "load", "planned",
+           "sparse_hgemm", "variants"]
 
 ACCUMULATIONS = ("fp32", "fp16")
 _last: list = [None]  # (variant, acc, the binding's report, b_col, copies) of the latest hgemm / sparse_hgemm call
@@ -198,6 +198,30 @@ def hgemm(a: torch.Tensor, b: torch.Tensor, *, variant: str = "wmma_multistage",
     if key is not None and not copies:
         _PLANS.put(key, (ext, b_col, byte_extents(a, b, p.out)))
     return p.out
+
+
+def planned(a: torch.Tensor, b: torch.Tensor, *, variant: str, acc: str = "fp32"):
+    """The launch `hgemm(a, b, variant=variant, acc=acc)` (no out=, tile or split) keeps for this kind of call, once
+    a call of this kind has run without copies: a function (a, b, out) -> None that launches the kernel on operands
+    of the same kind (shapes, strides, dtypes, devices and 16-byte alignment as a and b; out a fresh row-major
+    (M, N)) with no validation in Python (the binding's own checks remain), recorded for `last_launch()`. None
+    before such a call, and for operands that carry the neg bit or are not tensors. For a caller that keeps one
+    plan per kind of call of its own (`compare.nn.HGEMMLinear`)."""
+    try:
+        if a.is_neg() or b.is_neg():
+            return None
+        plan = _PLANS.get(call_key(a, b, None, variant, acc, "auto", None))
+    except (AttributeError, TypeError):
+        return None
+    if plan is None:
+        return None
+    ext, b_col, _ = plan
+    hgemm_launch, acc_fp16 = ext.hgemm_launch, acc == "fp16"
+
+    def launch(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> None:
+        _last[0] = (variant, acc, hgemm_launch(variant, a, b, out, b_col, acc_fp16, 0, 0), b_col, ())
+
+    return launch
 
 
 def _record_launch(variant: str, acc: str, report, b_col: bool, copies) -> None:

@@ -1,8 +1,10 @@
-"""Per-call wall time, back to back from Python, as a model's forward pass pays it (GPU only).
+"""Per-call wall time, back to back from Python, as a model's forward pass pays it (GPU only, but --linears).
 
     python scripts/wall_time.py [--shapes 16x4096x4096,128x4096x4096] [--kernels 'torch*' 'wgmma_persistent']
                                 [--ops] [--host] [--rounds 5] [--calls 200]
     python scripts/wall_time.py --breakdown wgmma_persistent [--breakdown-shape 128x128x128]
+    python scripts/wall_time.py --linears [--size issue] [--tokens 1] [--entries triton,wgmma_persistent]
+                                [--dtype fp16] [--profile]
 
 For each shape and kernel (names as in the harness's tables): warm up, then time `calls` back-to-back calls with
 the host clock between two synchronizations (`hgemm_common.timing.wall_us`, the same measurement the bench reports),
@@ -23,6 +25,15 @@ eager operator.
 
 --profile runs the chosen kernels' back-to-back calls under cProfile instead of timing them, and prints, per shape
 and kernel, the Python functions (and the C functions they call) that take the most host time per call.
+
+--linears calls the nn.Linear layers of `python -m compare model`'s Llama (`compare.model.SIZES[--size]`: per
+decoder layer q, k, v, o, gate, up, down, then the LM head) one after another under no_grad, as a forward pass
+does, on inputs of (batch, --tokens, in_features): torch's nn.Linear, then each entry's `compare.nn.HGEMMLinear`
+(triton or a hand-written variant). It prints wall and enqueue microseconds per Linear call, the mean over the
+layers (median of --rounds interleaved rounds), against nn.Linear's; with --profile, the routed layers' Python
+functions per call instead. Without a GPU the launches are stubbed (each layer's package plan made up-front with a
+launch that does nothing, on CPU tensors; nn.Linear, which would compute, is left out): the host path of a routed
+call above its kernel launch, measurable on any machine.
 
 --host adds each runner's enqueue time per call: the host loop's own time before the closing synchronization. Where
 it is close to the wall time the calls are host-bound; where the wall time is the larger, the GPU is the bound, or
@@ -163,6 +174,135 @@ def profile(name: str, run, a, b, out, calls: int, top: int = 12) -> None:
         print(f"    {tottime / calls * 1e6:8.2f} {cumtime / calls * 1e6:8.2f}  x{ncalls / calls:<4.1f} {where}")
 
 
+class _StubExt:
+    """The PTX extension's launch, doing nothing (--linears without a GPU)."""
+
+    def hgemm_launch(self, *args):
+        return [1, 1, 128, 0, 0, 0, 0, 0], ""
+
+
+def _stub_plans(layer, x: torch.Tensor) -> None:
+    """A routed layer's package plan for input x, made up-front with a launch that does nothing: the kinds of call
+    the layer's first call makes then find it, on CPU tensors, without a GPU or the interpreter."""
+    from hgemm_common.plans import byte_extents, call_key
+
+    x2, wt = x.reshape(-1, layer.in_features), layer.weight.t()
+    if layer.package == "ptx":
+        import ptx_kernels
+
+        out = x2.new_empty(x2.shape[0], wt.shape[1])
+        ptx_kernels._PLANS.put(call_key(x2, wt, None, layer.variant, layer.acc, "auto", None),
+                               (_StubExt(), True, byte_extents(x2, wt, out)))
+    else:
+        from triton_kernels import dispatch
+        from triton_kernels.plan_table import Plan
+
+        runner = dispatch.Runner(Plan("tma", None, (False, False, False)), layer.acc == "fp16")
+        runner.direct = [lambda ptrs, stream: None]
+        dispatch.PLANS.put(dispatch.key_of(x2, wt, None, layer.acc, "auto", None, None), runner)
+
+
+def model_linears(size, entry: str, dtype: torch.dtype, device: str) -> list:
+    """The Llama's nn.Linear layers in forward order (`compare.model`): torch's ("torch") or routed."""
+    from torch import nn
+
+    from compare.nn import HGEMMLinear
+
+    shapes = [(size.hidden, size.heads * size.head_dim), (size.hidden, size.kv_heads * size.head_dim),
+              (size.hidden, size.kv_heads * size.head_dim), (size.heads * size.head_dim, size.hidden),
+              (size.hidden, size.intermediate), (size.hidden, size.intermediate), (size.intermediate, size.hidden)]
+    layers = []
+    for in_f, out_f in shapes * size.layers + [(size.hidden, size.vocab)]:
+        lin = nn.Linear(in_f, out_f, bias=False, device=device, dtype=dtype)
+        if entry != "torch":
+            kw = {"package": "triton"} if entry == "triton" else {"package": "ptx", "variant": entry}
+            lin = HGEMMLinear.from_linear(lin, dtype=dtype, **kw)
+        layers.append(lin)
+    return layers
+
+
+def linears(args) -> int:
+    """--linears: wall (and enqueue) microseconds per routed Linear call in the model's order (module docstring)."""
+    import cProfile
+    import pstats
+    import time
+
+    from compare.model import SIZES
+
+    gpu = torch.cuda.is_available()
+    device = "cuda" if gpu else "cpu"
+    if not gpu:  # the direct launch asks the current device and stream: the CPU build has neither
+        torch._C._cuda_getDevice = lambda: None
+        torch._C._cuda_getCurrentRawStream = lambda index: 0
+    size = SIZES[args.size]
+    dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}[args.dtype]
+    entries = (["torch"] if gpu else []) + args.entries.split(",")
+    inputs = {}
+    runs = {}
+
+    def forward(layers):
+        return lambda: [lin(inputs[lin.in_features]) for lin in layers]
+
+    for entry in entries:
+        layers = model_linears(size, entry, dtype, device)
+        for lin in layers:
+            if lin.in_features not in inputs:
+                inputs[lin.in_features] = torch.randn(size.batch, args.tokens, lin.in_features, device=device,
+                                                      dtype=dtype)
+            if not gpu:
+                _stub_plans(lin, inputs[lin.in_features])
+        runs[entry] = forward(layers)
+    n = len(layers)
+    print(f"{n} Linear layers of {size.label()} at {args.tokens} token(s) per sequence, {args.dtype}, "
+          f"{'on ' + torch.cuda.get_device_name() if gpu else 'CPU, launches stubbed'}, no_grad")
+    with torch.no_grad():
+        for run in runs.values():
+            for _ in range(3):
+                run()
+        if args.profile:
+            for entry, run in runs.items():
+                if entry == "torch":
+                    continue
+                passes = max(1, args.calls // n)
+                prof = cProfile.Profile()
+                prof.enable()
+                for _ in range(passes):
+                    run()
+                prof.disable()
+                stats = pstats.Stats(prof).stats
+                calls = passes * n
+                frames = sum(v[1] for v in stats.values()) / calls
+                print(f"  {entry}: {frames:.0f} profiled calls (Python functions and C functions) per Linear call; "
+                      "own / cumulative us per Linear call, top 14 by own time")
+                for (file, line, fn), (_, ncalls, tottime, cumtime, _) in sorted(
+                        stats.items(), key=lambda kv: kv[1][2], reverse=True)[:14]:
+                    where = fn if file == "~" else f"{file.rsplit('/', 1)[-1]}:{line}({fn})"
+                    print(f"    {tottime / calls * 1e6:8.2f} {cumtime / calls * 1e6:8.2f}  x{ncalls / calls:<4.1f} "
+                          f"{where}")
+            return 0
+        passes = max(2, args.calls // n)
+        walls = {e: [] for e in runs}
+        hosts = {e: [] for e in runs}
+        for _ in range(args.rounds):
+            for entry, run in runs.items():
+                if gpu:
+                    wall, host = wall_and_enqueue_us(run, passes)
+                else:
+                    t0 = time.perf_counter()
+                    for _ in range(passes):
+                        run()
+                    wall = host = (time.perf_counter() - t0) / passes * 1e6
+                walls[entry].append(wall / n)
+                hosts[entry].append(host / n)
+    base = statistics.median(walls["torch"]) if gpu else None
+    for entry in runs:
+        wall, host = statistics.median(walls[entry]), statistics.median(hosts[entry])
+        ratio = f"  {wall / base:5.2f}x nn.Linear's" if base else ""
+        print(f"  {entry:20s} wall {wall:7.2f} us/Linear ({min(walls[entry]):.2f}-{max(walls[entry]):.2f}), "
+              f"enqueue {host:7.2f}{ratio}")
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--shapes", default="16x4096x4096,128x4096x4096,4096x4096x4096")
@@ -177,7 +317,16 @@ def main() -> int:
     ap.add_argument("--profile", action="store_true", help="cProfile the calls instead of timing them")
     ap.add_argument("--host", action="store_true",
                     help="also print each runner's enqueue time per call (the host loop before the closing sync)")
+    ap.add_argument("--linears", action="store_true",
+                    help="the model's nn.Linear layers back to back, torch's and routed (CPU: launches stubbed)")
+    ap.add_argument("--size", default="issue", help="--linears: compare.model's size (issue, small, tiny)")
+    ap.add_argument("--tokens", type=int, default=1, help="--linears: tokens per sequence (1: a decode step)")
+    ap.add_argument("--entries", default="triton,wgmma_persistent",
+                    help="--linears: routed entries, comma list: triton and hand-written variants")
+    ap.add_argument("--dtype", default="fp16", choices=["fp16", "bf16"], help="--linears: the layers' dtype")
     args = ap.parse_args()
+    if args.linears:
+        return linears(args)
     if args.breakdown == "triton":
         triton_breakdown(parse_shapes(args.breakdown_shape)[0], max(args.calls, 1000))
         return 0

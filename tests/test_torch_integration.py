@@ -168,6 +168,228 @@ def test_hgemm_linear_rejects_unknown_package():
         HGEMMLinear(4, 4, package="cuda")
 
 
+# ---- HGEMMLinear's kept plans: the eager call that records nothing launches its plan directly --------------------
+
+# (package, variant) of the layers under test: the Triton family everywhere, the Hopper kernel and an mma.sync one
+# (a binding with copies avoided, another without) on a GPU
+LINEAR_PACKAGES = [("triton", None)] + ([("ptx", "wgmma_persistent"), ("ptx", "mma_stmatrix")] if HAS_CUDA else [])
+
+
+def _linear(package, variant, bias=True, in_features=40, out_features=24, dtype=torch.float16, seed=20):
+    """An HGEMMLinear with small-integer weights and bias (every product exact), counting its operator calls."""
+    kw = {"variant": variant} if variant else {}
+    if variant and variant not in {v.name for v in ptx_kernels.variants() if v.offered_on(_arch())}:
+        pytest.skip(f"{variant} does not run on this GPU")
+    m = HGEMMLinear(in_features, out_features, bias=bias, package=package, device=DEVICE, dtype=dtype, **kw)
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        m.weight.copy_(torch.randint(-3, 4, m.weight.shape, generator=g).to(dtype))
+        if bias:
+            m.bias.copy_(torch.randint(-3, 4, m.bias.shape, generator=g).to(dtype))
+    m.operator_calls = 0
+    forward = m._forward
+
+    def counted(x):
+        m.operator_calls += 1
+        return forward(x)
+
+    m._forward = counted
+    return m
+
+
+def _arch():
+    major, minor = torch.cuda.get_device_capability()
+    return major * 10 + minor
+
+
+def _ints(*shape, seed=21, dtype=torch.float16):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randint(-3, 4, shape, generator=g).to(dtype).to(DEVICE)
+
+
+def _expected(m, x):
+    y = x.double() @ m.weight.detach().double().t()
+    return (y + m.bias.detach().double() if m.bias is not None else y).to(x.dtype)
+
+
+@pytest.mark.parametrize("package,variant", LINEAR_PACKAGES)
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_hgemm_linear_launches_its_kept_plan(package, variant, dtype):
+    """Under no_grad the first call of a kind of input goes through the operator, the next ones launch the kept
+    plan: bit-exact results, a fresh output each time, the input's leading shape; a new kind of input (here M = 1
+    and a 1-D input) gets its own plan; the bias is added in place."""
+    if variant == "mma_stmatrix" and dtype == torch.bfloat16:
+        pytest.skip("mma_stmatrix takes fp16 only")
+    m = _linear(package, variant, dtype=dtype)
+    with torch.no_grad():
+        for i, shape in enumerate([(3, 5, 40), (3, 5, 40), (3, 5, 40), (1, 40), (40,), (40,)]):
+            x = _ints(*shape, seed=30 + i, dtype=dtype)
+            y = m(x)
+            assert y.shape == (*shape[:-1], 24) and y.dtype == dtype and not y.requires_grad
+            assert torch.equal(y, _expected(m, x)), shape
+        assert m.operator_calls == 3  # (3, 5, 40), (1, 40), (40,): one first call each
+        y1, y2 = m(x), m(x)
+        assert y1.data_ptr() != y2.data_ptr()  # an output of its own each time, not a shared buffer
+        assert torch.equal(y1, _expected(m, x)) and torch.equal(y2, y1)
+
+
+@pytest.mark.parametrize("package,variant", LINEAR_PACKAGES)
+def test_hgemm_linear_plans_follow_the_weight(package, variant):
+    """In-place updates of the weight are read by the kept plan (same memory); a weight replaced by .data (other
+    memory, other strides), a new Parameter, or moved by .to() is never launched through an old plan."""
+    m = _linear(package, variant)
+    x = _ints(4, 40)
+    with torch.no_grad():
+        m(x), m(x)
+        m.weight.add_(1)
+        assert torch.equal(m(x), _expected(m, x))
+        calls = m.operator_calls
+        m.weight.data = _ints(40, 24, seed=40).t()  # column-major now: other address and strides
+        assert torch.equal(m(x), _expected(m, x)) and m.operator_calls == calls + 1
+        assert torch.equal(m(x), _expected(m, x)) and m.operator_calls == calls + 1
+        m.weight = torch.nn.Parameter(_ints(24, 40, seed=41))
+        assert torch.equal(m(x), _expected(m, x)) and m.operator_calls == calls + 2
+        assert len(m._plans) == 1  # the plan of the replaced weight was dropped with it
+        m.to(torch.bfloat16) if package == "triton" else m.float().half()
+        xb = x.to(m.weight.dtype)
+        assert not m._plans
+        assert torch.equal(m(xb), _expected(m, xb)) and m.operator_calls == calls + 3
+
+
+@pytest.mark.parametrize("package,variant", LINEAR_PACKAGES)
+def test_hgemm_linear_inputs_without_a_plan(package, variant):
+    """Inputs the kept plans cannot serve take the operator every time and stay right: a strided input whose rows
+    are no view of a matrix, a negative view (neg bit); an input off 16-byte alignment is right either way; errors
+    of a new kind of input are raised as before, one line each, after plans exist."""
+    m = _linear(package, variant)
+    with torch.no_grad():
+        x = _ints(6, 4, 40).transpose(0, 1)  # (4, 6, 40) whose 24 rows are no (24, 40) view: reshape copies
+        for _ in range(2):
+            assert torch.equal(m(x), _expected(m, x.contiguous()))
+        neg = torch._neg_view(_ints(5, 40))
+        for _ in range(2):
+            assert torch.equal(m(neg), _expected(m, neg.resolve_neg()))
+        assert m.operator_calls == 4 and not m._plans
+        # right either way, planned or not: PTX copies these (no plan), Triton reads them in place
+        odd = _ints(5 * 40 + 1)[1:].view(5, 40)  # rows off 16 bytes
+        strided = _ints(4, 6, 80)[:, :, ::2]  # element stride 2, rows a (24, 40) view
+        for t in (odd, odd, strided, strided):
+            assert torch.equal(m(t), _expected(m, t.contiguous()))
+        calls = m.operator_calls
+        with pytest.raises(ValueError, match=r"^HGEMMLinear: expected inputs \(\.\.\., 40\), got \(4, 39\)$"):
+            m(_ints(4, 39))
+        with pytest.raises(TypeError, match=r"^HGEMMLinear: inputs are torch.float32, the weights torch.float16"):
+            m(_ints(4, 40, dtype=torch.float32))
+        with pytest.raises(ValueError, match=r"^HGEMMLinear: expected inputs \(\.\.\., 40\), got \(\)$"):
+            m(_ints(1)[0])
+        with pytest.raises(TypeError, match=r"^HGEMMLinear: inputs must be a torch.Tensor, got list$"):
+            m([1.0] * 40)
+        assert m.operator_calls == calls + 4
+
+
+@pytest.mark.parametrize("package,variant", LINEAR_PACKAGES)
+def test_hgemm_linear_records_autograd_after_plans_exist(package, variant):
+    """With plans kept, a call that needs grad still goes through the operator and records it (dX, dW, db exact);
+    a frozen weight with a bias that needs grad: the plan runs and the in-place bias add records db."""
+    m = _linear(package, variant)
+    x = _ints(6, 40)
+    with torch.no_grad():
+        m(x), m(x)
+    calls = m.operator_calls
+    xg = x.clone().requires_grad_()
+    y = m(xg)
+    assert m.operator_calls == calls + 1 and y.grad_fn is not None
+    g = _ints(6, 24, seed=50)
+    y.backward(g)
+    assert torch.equal(xg.grad, reference(g, m.weight.detach()).half())
+    assert torch.equal(m.weight.grad, reference(g.t(), x).half())
+    assert torch.equal(m.bias.grad, g.double().sum(0).half())
+    m.weight.requires_grad_(False)
+    m.bias.grad = None
+    y = m(x)  # the GEMM records nothing now: the plan kept under no_grad serves it
+    assert m.operator_calls == calls + 1 and y.requires_grad
+    y.backward(g)
+    assert torch.equal(m.bias.grad, g.double().sum(0).half()) and torch.equal(y, _expected(m, x))
+
+
+@gpu
+@pytest.mark.parametrize("package,variant", LINEAR_PACKAGES)
+def test_hgemm_linear_plans_in_graphs_and_on_side_streams(package, variant):
+    """The kept plan launches on the current stream: captured in a CUDA graph it replays on new inputs, and on a
+    busy side stream it waits for the input's producer."""
+    m = _linear(package, variant, in_features=520, out_features=136)
+    x = _ints(8, 520)
+    with torch.no_grad():
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s):
+            m(x), m(x)
+        torch.cuda.current_stream().wait_stream(s)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            y = m(x)
+        x.copy_(_ints(8, 520, seed=60))
+        y.fill_(float("nan"))
+        graph.replay()
+        torch.cuda.synchronize()
+        assert torch.equal(y, _expected(m, x))
+        x0 = _ints(8, 520, seed=61)
+        with torch.cuda.stream(s):
+            torch.cuda._sleep(2_000_000)
+            x1 = x0 * 1  # produced on s
+            y1 = m(x1)
+        s.synchronize()
+        assert torch.equal(y1, _expected(m, x0))
+    assert m.operator_calls == 1
+
+
+def test_hgemm_linear_copies_and_modes_start_without_plans():
+    """A deep copy or a pickle of a layer carries no plans (compiled kernels, views of the weight); under a dispatch
+    mode the operator is called, so the mode sees it."""
+    import copy
+    import io
+
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    m = _linear("triton", None)
+    x = _ints(3, 40)
+    with torch.no_grad():
+        m(x), m(x)
+    assert len(m._plans) == 1
+    m2 = copy.deepcopy(m)
+    assert not m2._plans and torch.equal(m2(x), _expected(m, x))
+    buf = io.BytesIO()
+    torch.save(HGEMMLinear.from_linear(torch.nn.Linear(40, 24)), buf)
+    buf.seek(0)
+    assert not torch.load(buf, weights_only=False)._plans
+
+    class Seen(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.ops = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            self.ops.append(str(func))
+            return func(*args, **(kwargs or {}))
+
+    with torch.no_grad(), Seen() as seen:
+        assert torch.equal(m(x), _expected(m, x))
+    assert any("tensorcore_hgemm.triton_hgemm" in op for op in seen.ops), seen.ops
+
+
+@pytest.mark.skipif(HAS_CUDA, reason="the interpreter path; the model's compile modes cover CUDA")
+def test_hgemm_linear_compiles_fullgraph_after_eager_plans():
+    """torch.compile traces the operator, not the kept plans (which dynamo could not trace): fullgraph holds after
+    eager calls made plans."""
+    m = _linear("triton", None)
+    x = _ints(3, 40)
+    with torch.no_grad():
+        m(x), m(x)
+        torch._dynamo.reset()
+        f = torch.compile(m, fullgraph=True, backend="aot_eager")
+        assert torch.equal(f(x), _expected(m, x))
+
+
 # ---- GPU: opcheck, torch.compile (inductor), autograd vs fp32 autograd, streams, graphs, big inputs ----------
 
 @gpu

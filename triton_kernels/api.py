@@ -145,6 +145,21 @@ def plan(a: torch.Tensor, b: torch.Tensor, *, out: torch.Tensor | None = None, a
     return r.plan
 
 
+def planned(a: torch.Tensor, b: torch.Tensor, acc: str = "fp32") -> dispatch.Runner | None:
+    """The plan `hgemm(a, b, acc=acc)` (kernel="auto", no out=, config or tune) keeps for this kind of call, bound to
+    its kernels, once a call of this kind has run (None before, and for operands that are not tensors or carry the
+    neg bit, which `run` resolves into copies). For a caller that keeps one plan per kind of call of its own
+    (`compare.nn.HGEMMLinear`): `runner(a, b, out)` on operands of the same kind (shapes, strides, dtypes, devices,
+    16-byte alignment, out a fresh row-major (M, N)), or, where `runner.launchable()`, `runner.launch(device,
+    [a_ptr, b_ptr, out_ptr])`: no validation on either."""
+    try:
+        if a.is_neg() or b.is_neg():
+            return None
+        return dispatch.PLANS.get(dispatch.key_of(a, b, None, acc, "auto", None, None))
+    except (AttributeError, TypeError):
+        return None
+
+
 def choose_kernel(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None, acc: str = "fp32") -> str:
     """The kernel hgemm(kernel="auto") runs for these operands."""
     return plan(a, b, out=out, acc=acc).kernel

@@ -140,20 +140,7 @@ class Runner:
         b2 = _aligned_copy(b) if stage_b else b
         c2 = _aligned_empty(c.shape[0], c.shape[1], c) if stage_c else c
         if self.direct and hooks_idle():
-            device = a.device
-            dev = device.index
-            if torch._C._cuda_getDevice() != dev:
-                with torch.cuda.device(dev):
-                    return self(a, b, c)
-            stream = torch._C._cuda_getCurrentRawStream(dev)
-            ptrs = [a2.data_ptr(), b2.data_ptr(), c2.data_ptr()]
-            if self.scratch:  # stays referenced until the kernels are queued (freed after: stream-ordered reuse)
-                kept = None if torch._C._cuda_isCurrentStreamCapturing() else stream  # Kept buffers' stream
-                scratch = [torch.empty(x, dtype=y, device=device) if isinstance(y, torch.dtype)
-                           else x(device, y, kept) for x, y in self.scratch]
-                ptrs += [t.data_ptr() for t in scratch]
-            for launch in self.direct:
-                launch(ptrs, stream)
+            self.launch(a.device, [a2.data_ptr(), b2.data_ptr(), c2.data_ptr()])
         else:
             specs = self.module.launches(a2, b2, c2, self.acc_fp16, self.plan.config)
             with torch.cuda.device(a.device) if a.device.type == "cuda" else _nothing():
@@ -162,6 +149,28 @@ class Runner:
                 self._keep(compiled, specs, [a2, b2, c2])
         if stage_c:
             copy_rows(c, c2)
+
+    def launchable(self) -> bool:
+        """Whether `launch` may run this plan now on the caller's own operands: its compiled kernels kept (from the
+        first call on), nothing staged, no launch hook set."""
+        return bool(self.direct) and not any(self.plan.stage) and hooks_idle()
+
+    def launch(self, device: torch.device, ptrs: list[int]) -> None:
+        """The kept kernels on operands at these addresses (A, B, C of the kind of call the plan was made for) on
+        the current stream of `device`, with the call's scratch allocated. No checks: `__call__`, and callers that
+        keep a plan per kind of call (`compare.nn.HGEMMLinear`), test `launchable()` first."""
+        dev = device.index
+        if torch._C._cuda_getDevice() != dev:
+            with torch.cuda.device(dev):
+                return self.launch(device, ptrs)
+        stream = torch._C._cuda_getCurrentRawStream(dev)
+        if self.scratch:  # stays referenced until the kernels are queued (freed after: stream-ordered reuse)
+            kept = None if torch._C._cuda_isCurrentStreamCapturing() else stream  # Kept buffers' stream
+            scratch = [torch.empty(x, dtype=y, device=device) if isinstance(y, torch.dtype)
+                       else x(device, y, kept) for x, y in self.scratch]
+            ptrs = ptrs + [t.data_ptr() for t in scratch]
+        for launch in self.direct:
+            launch(ptrs, stream)
 
     def _keep(self, compiled: list, specs: list, operands: list) -> None:
         """Set up the direct launches from the first call, or stay on the JIT path for good where they cannot be
