@@ -679,7 +679,7 @@ def markdown(rows: list[ModelRow], facts: dict) -> str:
 
 
 def plot(rows: list[ModelRow], facts: dict, path: Path) -> Path | None:
-    """Bars of each entry's ratio to torch per mode, a panel per dtype, a line at 1."""
+    """Bars of each entry's ratio to torch per mode, each labelled with its value, a panel per dtype, a line at 1."""
     timed = [r for r in rows if r.ratio_to_torch and r.entry != "torch"]
     if not timed:
         return None
@@ -697,12 +697,14 @@ def plot(rows: list[ModelRow], facts: dict, path: Path) -> Path | None:
         for j, e in enumerate(entries):
             got = {r.mode: r.ratio_to_torch for r in timed if r.dtype == d and r.entry == e}
             xs = [i + (j - (len(entries) - 1) / 2) * width for i, m in enumerate(modes) if m in got]
-            ax.bar(xs, [got[m] for m in modes if m in got], width, label=e)
+            bars = ax.bar(xs, [got[m] for m in modes if m in got], width, label=e)
+            # the value on each bar: the gaps that matter are percents, which bar heights alone hide
+            ax.bar_label(bars, fmt="%.3f", label_type="center", rotation=90, fontsize=8, color="white")
         ax.axhline(1.0, color="black", linestyle=":", linewidth=1)
         ax.set_xticks(range(len(modes)), modes, rotation=20)
         ax.set_ylabel("x torch (ms per forward, > 1 faster)")
         ax.set_title(f"{facts['model']} {facts['size_label']}\n{d}", fontsize=9)
-        ax.legend(fontsize=8)
+        ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=len(entries))
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
