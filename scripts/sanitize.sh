@@ -3,8 +3,9 @@
 #   bash scripts/sanitize.sh OUTDIR [PATTERN]
 # Runs scripts/sanitize_cases.py under each tool with PYTORCH_NO_CUDA_MEMORY_CACHING=1 (so the caching allocator
 # cannot hide an out-of-bounds access inside a cached block); exits non-zero on any sanitizer report or wrong
-# result. PATTERN (fnmatch, default *) limits the run to matching variants ("triton" for the Triton kernels).
-# Logs: OUTDIR/sanitize_memcheck.txt, OUTDIR/sanitize_racecheck.txt.
+# result. PATTERN (fnmatch, default *) limits the run to matching variants ("triton" for the Triton kernels,
+# "gluon_persistent" for the Gluon kernel alone).
+# Logs: OUTDIR/sanitize_memcheck.txt, OUTDIR/sanitize_racecheck.txt, OUTDIR/sanitize_synccheck.txt.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUTDIR=${1:-gpu_out}; PATTERN=${2:-*}; mkdir -p "$OUTDIR"

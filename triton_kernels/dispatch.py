@@ -390,10 +390,10 @@ def usable(plan: Plan, arch: int, a: torch.Tensor, b: torch.Tensor, out: torch.T
 
 
 def table_plan(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None, acc: str, kernel: str, arch: int,
-               sms: int) -> Plan:
+               sms: int, stage: tuple[bool, bool, bool] = (False, False, False)) -> Plan:
     """The plan of the call's shape class (`plan_table`): the GPU's table entry, its nearest neighbour, or the
     heuristic; for an explicit kernel= the configuration the table's timing chose for that kernel, or the
-    heuristic's. Nothing is timed."""
+    heuristic's, with `stage` (the operands it copies first). Nothing is timed."""
     m, k = a.shape
     n = b.shape[1]
     cls = plan_table.shape_class(a, b, out, DTYPE_NAMES[a.dtype], acc)
@@ -409,13 +409,13 @@ def table_plan(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None, acc: 
         kernel = kernel_for(arch, a, b, out)  # a general kernel the operands fit in place
         return Plan(kernel, plan_table.heuristic_config(kernel, m, n, k, sms), source="heuristic")
     cfg = entry.kernels.get(kernel) if entry is not None else None
-    if cfg is None or not usable(Plan(kernel, cfg), arch, a, b, out):
+    if cfg is None or not usable(Plan(kernel, cfg, stage), arch, a, b, out):
         cfg, source = plan_table.heuristic_config(kernel, m, n, k, sms), "heuristic"
-    return Plan(kernel, cfg, source=source)
+    return Plan(kernel, cfg, stage, source=source)
 
 
 def exact_plan(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, out: torch.Tensor | None, acc: str, kernel: str,
-               facts: tuple, arch: int) -> Plan:
+               facts: tuple, arch: int, stage: tuple[bool, bool, bool] = (False, False, False)) -> Plan:
     """tune="exact": the plan timed for exactly this kind of call, from the user's cache file when a process of the
     same GPU, versions and kernel sources timed it before, else timed now and stored there."""
     ctx = plan_table.context(a.device)
@@ -428,8 +428,8 @@ def exact_plan(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, out: torch.Ten
         plan = time_auto(a, b, c, out, acc, facts, arch)[0]
     else:
         with _TUNING:
-            cfg, ms = _tune(kernel, (False, False, False), facts, a, b, c, acc == "fp16")
-        plan = Plan(kernel, cfg, ms=ms, source="exact")
+            cfg, ms = _tune(kernel, stage, facts, a, b, c, acc == "fp16")
+        plan = Plan(kernel, cfg, stage, ms=ms, source="exact")
     cache.put(ctx, key, plan)
     return plan
 
@@ -440,6 +440,7 @@ def choose(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, out: torch.Tensor 
     tune: "table" (plan_table: the table, its nearest class or the heuristic; nothing timed), "exact" (timed on
     these operands, cached in the user's plan cache), None: TENSORCORE_HGEMM_TUNE's value, else "table"."""
     arch = device_arch(a)
+    stage = (False, False, False)  # an explicit kernel's staged operands (kernel="auto" plans its own)
     if kernel == "auto":
         if arch is None or config is not None:
             kernel = kernel_for(arch, a, b, out)
@@ -449,17 +450,22 @@ def choose(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, out: torch.Tensor 
     else:
         v = BY_KERNEL[kernel]
         if not meets_alignment(v.alignment, a, b, out):
-            raise ValueError(f"hgemm(kernel={kernel!r}): TMA needs unit inner strides, 16-byte aligned bases and "
-                             "leading dimensions that are multiples of 8 for A, B"
-                             + (" and a row-major out" if v.alignment == "tma" else "") + "; use kernel='auto'")
+            if v.misaligned != "copy":
+                raise ValueError(f"hgemm(kernel={kernel!r}): TMA needs unit inner strides, 16-byte aligned bases "
+                                 "and leading dimensions that are multiples of 8 for A, B"
+                                 + (" and a row-major out" if v.alignment == "tma" else "") + "; use kernel='auto'")
+            # a record that copies what it cannot read in place (misaligned="copy", the Gluon kernel): its plan
+            # stages those operands, as kernel="auto" stages them for the TMA kernels
+            stage = staging(v.alignment, a, b, out)
         if config is not None:  # the kernel's own ranges where its module has them (gemv: one row per program)
-            return Plan(kernel, getattr(v.extra["module"], "check_config", Config.check)(config), source="pinned")
+            return Plan(kernel, getattr(v.extra["module"], "check_config", Config.check)(config), stage,
+                        source="pinned")
         if arch is None:
-            return Plan(kernel, v.extra["module"].INTERPRETER_CONFIG, source="interpreter")
+            return Plan(kernel, v.extra["module"].INTERPRETER_CONFIG, stage, source="interpreter")
     capturing = a.device.type == "cuda" and torch.cuda.is_current_stream_capturing()
     if (tune or plan_table.default_tune()) == "exact" and not capturing:  # (capture: nothing may be timed)
-        return exact_plan(a, b, c, out, acc, kernel, facts, arch)
-    return table_plan(a, b, out, acc, kernel, arch, sm_count(a))
+        return exact_plan(a, b, c, out, acc, kernel, facts, arch, stage)
+    return table_plan(a, b, out, acc, kernel, arch, sm_count(a), stage)
 
 
 def runner_for(key: tuple, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, out: torch.Tensor | None,
