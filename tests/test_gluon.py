@@ -163,14 +163,15 @@ def test_tile_rule_worked_cases():
     """`choose_config` (kernel="gluon" where no plan table names a configuration), wgmma_persistent's rule: large
     outputs keep 128 x 256; 1024^3 takes 128 x 64 (128 tiles fill a round of 132 SMs; 128 x 128's 64 leave half
     idle); skinny outputs take the tile that fills a round, 64 rows where M <= 64 (or where 128-row tiles leave SMs
-    idle at M = 128); split-K only where even the best tile leaves more than half of the SMs idle and K is long,
-    its units (tiles x slices) within one round; every choice is a valid configuration of the list's tiles."""
+    idle at M = 128), 64 columns split in two K slices over 32 columns whole (decode-sized M); other outputs split
+    K only where even the best tile leaves more than half of the SMs idle; K long enough for every slice, the units
+    (tiles x slices) within one round; every choice is a valid configuration of the list's tiles."""
     from triton_kernels.gluon_persistent import check_config, choose_config, configs, split_slices
 
     tiles = {(c.block_m, c.block_n, c.num_stages, c.epilogue_split) for c in configs()}
     cases = {(4096, 4096, 4096): "128x256x64_w4_s4_g8_e2", (8192, 28672, 4096): "128x256x64_w4_s4_g8_e2",
              (1024, 1024, 1024): "128x64x64_w4_s8_g8", (2048, 2048, 2048): "128x256x64_w4_s4_g8_e2",
-             (16, 4096, 4096): "64x32x64_w4_s16_g8", (1, 4096, 4096): "64x32x64_w4_s16_g8",
+             (16, 4096, 4096): "64x64x64_w4_s12_g8_k2", (1, 4096, 4096): "64x64x64_w4_s12_g8_k2",
              (64, 8192, 8192): "64x64x64_w4_s12_g8", (128, 8192, 8192): "128x64x64_w4_s8_g8",
              (128, 4096, 4096): "64x64x64_w4_s12_g8", (512, 4096, 14336): "128x128x64_w4_s6_g8",
              (256, 256, 65536): "128x64x64_w4_s8_g8_k16", (128, 128, 131072): "64x32x64_w4_s16_g8_k16",
@@ -191,12 +192,16 @@ import json, sys
 sys.argv = ["launch_probe", "90"]
 sys.path.insert(0, "tests")
 import launch_probe as lp
+from types import SimpleNamespace
 from triton_kernels import gluon_persistent as g
 
 cfgs = g.configs()
+split = next(c for c in cfgs if c.split_k > 1)
+two_pass = SimpleNamespace(launches=lambda a, b, c, acc_fp16, cfg: g.launches(a, b, c, acc_fp16, cfg, fused=False))
 cases = [("gluon NN fp16 128x256", g, 200, 264, 520, "NN", "fp16", cfgs[0]),
          ("gluon TT bf16 64x32", g, 40, 72, 136, "TT", "bf16", next(c for c in cfgs if c.block_m == 64)),
-         ("gluon NT fp16 split-K", g, 16, 256, 4096, "NT", "fp16", next(c for c in cfgs if c.split_k > 1))]
+         ("gluon NT fp16 split-K", g, 16, 256, 4096, "NT", "fp16", split),
+         ("gluon NN bf16 split-K two-pass", two_pass, 16, 256, 4096, "NN", "bf16", split)]
 rows = []
 for case in cases:
     rows += lp.run_case(*case)
@@ -208,12 +213,14 @@ print(json.dumps(rows))
 def test_direct_launch_hands_the_launcher_what_kernel_grid_does():
     """The dispatcher launches a Gluon plan's later calls directly (launch.py `Direct`), as it does the Triton
     kernels: tests/launch_probe.py's comparison (the installed Triton's own `kernel[grid]` path, only its C layer
-    stood in for) on the Gluon kernel's three kinds of launch (two consumers, one consumer, split-K's partial kernel
-    and the reduction after it): element by element the same arguments, the same CUtensorMaps asked of the encoder
-    on new addresses, none on repeated ones (the descriptor cache)."""
+    stood in for) on the Gluon kernel's kinds of launch (two consumers, one consumer, fused split-K with the
+    stream's workspace and counts, two-pass split-K's partial kernel and the reduction after it): element by element
+    the same arguments, the same CUtensorMaps asked of the encoder on new addresses, none on repeated ones (the
+    descriptor cache)."""
     rows = _child(_LAUNCH_PROBE, timeout=900)
-    assert {r["case"] for r in rows} == {"gluon NN fp16 128x256", "gluon TT bf16 64x32", "gluon NT fp16 split-K"}
-    assert any(r["launch"] == 1 for r in rows)  # the split-K reduction
+    assert {r["case"] for r in rows} == {"gluon NN fp16 128x256", "gluon TT bf16 64x32", "gluon NT fp16 split-K",
+                                         "gluon NN bf16 split-K two-pass"}
+    assert [r["case"] for r in rows if r["launch"] == 1] == ["gluon NN bf16 split-K two-pass"] * 3  # the reduction
     for r in rows:
         where = (r["case"], r["call"], r["launch"])
         assert r["direct"] == r["jit"] and r["jit"][3] == 0x5EED, where
@@ -323,6 +330,23 @@ for cfg in g.configs():
         for s, (m, n, k) in enumerate(MANY_TILES):
             exact(m, n, k, "NT" if s else "NN", dtype, acc, cfg, seed=20 + s)
 
+# split-K's element counts are back at zero after every call (the next call on the stream starts from them)
+from triton_kernels.splitk import COUNTERS
+torch.cuda.synchronize()
+if any(bool(buf.any()) for buf in COUNTERS._bufs.values()):
+    bad.append("split-K left element counts that are not zero")
+
+# split-K's two-pass form (FUSED = False: the partials, then splitk.py's reduction kernel)
+dispatch.clear()
+g.FUSED = False
+for cfg in [c for c in g.configs() if c.split_k > 1]:
+    for dtype, acc, layouts in RUNS:
+        for s, (m, n, k) in enumerate([(17, 40, 1100), (136, 264, 520)]):
+            for layout in layouts:
+                exact(m, n, k, layout, dtype, acc, cfg, seed=50 + s)
+g.FUSED = True
+dispatch.clear()
+
 # config=None: the tile rule's choice (choose_config: 128-row, 64-row, split-K), twice: the first call compiles
 # through kernel[grid], the second launches directly (launch.py Direct), both exact
 RULED = [(1024, 1032, 520, "NT"), (16, 1024, 2048, "NN"), (256, 256, 8192, "TN"), (3001, 499, 203, "NN")]
@@ -357,8 +381,8 @@ print(json.dumps(dict(bad=bad, ran=ran)))
 @pytest.mark.gpu
 def test_gpu_exact_poisoned_deterministic_under_a_timeout():
     """Exact integer checks (C == (A.double() @ B.double()) rounded, bit for bit; NaN-poisoned out= so every
-    element must be written) on odd shapes in every layout and dtype, both accumulations and every configuration;
-    operands TMA cannot describe staged; the rule's choices (config=None), on the direct launch path from the second
+    element must be written) on odd shapes in every layout and dtype, both accumulations and every configuration
+    (split-K fused and two-pass; its element counts left at zero); operands TMA cannot describe staged; the rule's choices (config=None), on the direct launch path from the second
     call; determinism on random inputs. One child, 15 minutes at most: a hang fails this test instead of stalling
     the suite."""
     import torch

@@ -265,6 +265,22 @@ def staging(alignment: str, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor 
     return (not tma_describable(a), not tma_describable(b), alignment == "tma" and not c_ok)
 
 
+def copy_stage(alignment: str, a: torch.Tensor, b: torch.Tensor,
+               out: torch.Tensor | None) -> tuple[bool, bool, bool]:
+    """What an explicit kernel= call copies first when its record copies what it cannot read in place
+    (misaligned="copy"): the operands `staging` names, and A or B whose rows lie off the 32-byte sectors
+    (`rows_off_sectors`) where those copies cost little (`staging_worth_timing`), the staging kernel="auto" weighs
+    as a candidate: on the H100 the Gluon kernel ran 3000x5000x2000 NN faster on a copy of B (rows 10,000 bytes
+    apart) than in place (docs/design/levels.md)."""
+    stage = staging(alignment, a, b, out)
+    if alignment == "none":
+        return stage
+    sectored = (stage[0] or rows_off_sectors(a), stage[1] or rows_off_sectors(b), stage[2])
+    if sectored != stage and staging_worth_timing(a.shape[0], b.shape[1], a.shape[1], sectored):
+        return sectored
+    return stage
+
+
 def staging_worth_timing(m: int, n: int, k: int, stage: tuple[bool, bool, bool]) -> bool:
     """Whether the copies of a staged call (read + write of each staged matrix) cost less than STAGE_MAX_FRACTION
     of the GEMM's estimated time."""
@@ -449,14 +465,12 @@ def choose(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, out: torch.Tensor 
                         source="pinned" if config else "interpreter")
     else:
         v = BY_KERNEL[kernel]
-        if not meets_alignment(v.alignment, a, b, out):
-            if v.misaligned != "copy":
-                raise ValueError(f"hgemm(kernel={kernel!r}): TMA needs unit inner strides, 16-byte aligned bases "
-                                 "and leading dimensions that are multiples of 8 for A, B"
-                                 + (" and a row-major out" if v.alignment == "tma" else "") + "; use kernel='auto'")
-            # a record that copies what it cannot read in place (misaligned="copy", the Gluon kernel): its plan
-            # stages those operands, as kernel="auto" stages them for the TMA kernels
-            stage = staging(v.alignment, a, b, out)
+        if v.misaligned == "copy":  # a record that copies what it cannot read in place (alignment "none": nothing)
+            stage = copy_stage(v.alignment, a, b, out)
+        elif not meets_alignment(v.alignment, a, b, out):
+            raise ValueError(f"hgemm(kernel={kernel!r}): TMA needs unit inner strides, 16-byte aligned bases and "
+                             "leading dimensions that are multiples of 8 for A, B"
+                             + (" and a row-major out" if v.alignment == "tma" else "") + "; use kernel='auto'")
         if config is not None:  # the kernel's own ranges where its module has them (gemv: one row per program)
             return Plan(kernel, getattr(v.extra["module"], "check_config", Config.check)(config), stage,
                         source="pinned")

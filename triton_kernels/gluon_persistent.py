@@ -20,8 +20,11 @@ Here the kernel says, in Python, what tl.dot leaves to the compiler:
   staging buffer and stores it by TMA (`tma.async_copy_shared_to_global`); only the staging buffer's next reuse
   waits for the store (`tma.store_wait`), so the last store drains while the next tile's main loop runs;
 - split-K for outputs too small to occupy the SMs even in the narrowest tiles (a config's `split_k`): the loop's
-  units are (tile, K slice) pairs, each consumer stores its fp32 partial into a (split, M, N) workspace, and
-  triton_kernels/splitk.py's reduction kernel sums the slices in slice order (the same bits on every run).
+  units are (tile, K slice) pairs, each consumer stores its fp32 partial into a (split, M, N) workspace and counts
+  each element in (an acq_rel atomic per element on the stream's counters: no barrier, no thread waits on
+  another); the unit that arrives last at an element sums its slices in slice order and writes C (the same bits
+  on every run, whichever unit is last). `FUSED = False`: the partials only, then triton_kernels/splitk.py's
+  reduction kernel (a second launch).
 Which configuration: `choose_config`, wgmma_persistent's rule (the tile whose rounds of the persistent grid are
 fullest, weighted by its speed; 64-row tiles for M <= 64; split-K only where even the best tile leaves more than
 half of the SMs idle), where no plan table names one.
@@ -57,8 +60,8 @@ from hgemm_common.operands import major as _major
 from hgemm_common.validation import interpreter_active, needs_int64_indexing
 
 from .common import Config, grouped_pid
-from .launch import Desc, Spec
-from .splitk import REDUCE_BLOCK, splitk_reduce_kernel
+from .launch import Desc, Kept, Spec
+from .splitk import COUNTERS, REDUCE_BLOCK, WORKSPACES, splitk_reduce_kernel
 from .tma_persistent import num_sms, operand_descs, programs
 
 GLUON_TRITON_VERSIONS = ("3.6.",)  # the Gluon API this module is written for
@@ -106,11 +109,18 @@ SMEM_LIMIT = 227 * 1024  # an H100 block's opt-in shared memory (sharedMemPerBlo
 # kernel's measured factors; narrow tiles reload A once per 64 columns); skinny outputs (M or N <= 128) are bound
 # by memory, where every tile streams at one speed.
 TILE_SPEED = {256: 1.0, 128: 0.95, 64: 0.6, 32: 0.5}
-# Split-K (K cut into SPLITS slices computed by separate programs, fp32 partials summed in slice order by a second
-# kernel): only where the best unsplit tiling leaves more than half of the SMs idle and every slice keeps at least
-# MIN_SLICE_TILES k-blocks; each split multiplies the score by SPLIT_COST (the partials' round trip).
+# Skinny outputs: every tile streams at one speed but 32 columns, whose row-major B boxes are 64-byte rows (half a
+# 128-byte line per row of B; 64 x 8192 x 8192 in 64 x 32 tiles ran slower than in 64 x 64 tiles at equal fill).
+SKINNY_SPEED = {32: 0.9}
+# Split-K (K cut into SPLITS slices computed by separate programs, fp32 partials summed in slice order): where
+# every slice keeps at least MIN_SLICE_TILES k-blocks, the units (tiles x slices) fit one round, and, on outputs
+# that are not skinny, the best unsplit tiling leaves more than half of the SMs idle; each split multiplies the
+# score by SPLIT_COST (the partials' round trip).
 SPLITS = (2, 4, 8, 16)
 MIN_SLICE_TILES, SPLIT_COST = 4, 0.97
+FUSED = True  # split-K sums the partials in the GEMM's own launch; False: a second (reduction) kernel
+# the kernel's split-K modes (its SPLIT_MODE)
+NO_SPLIT, TWO_PASS, FUSED_SPLIT = 0, 1, 2
 
 
 def configs() -> list[Config]:
@@ -137,7 +147,7 @@ def configs() -> list[Config]:
         Config(64, 64, 64, group_m=8, num_warps=NUM_WARPS, num_stages=12),
         Config(64, 32, 64, group_m=8, num_warps=NUM_WARPS, num_stages=16),
     ]
-    return tiles + [replace(tiles[4], split_k=2), replace(tiles[8], split_k=4)]
+    return tiles + [replace(tiles[4], split_k=2), replace(tiles[7], split_k=2)]
 
 
 INTERPRETER_CONFIG = configs()[0]  # never interpreted (launches() refuses): the record's config-free default
@@ -184,10 +194,10 @@ def split_slices(k: int, split: int) -> tuple[int, int]:
 
 def choose_config(m: int, n: int, k: int, sms: int) -> Config:
     """The configuration kernel="gluon" runs where no plan table names one: among `configs()`' tiles (the first of
-    each shape, the deepest ring), the best score (see TILE_SPEED) over the SMs' rounds; 64-row tiles for M <= 64
-    and, on skinny outputs, beside the 128-row ones; then split-K (SPLITS) where even the best tile fills less than
-    half a round and K is long: the split whose units (tiles x slices) fill the SMs best, the tile re-scored with
-    it."""
+    each shape, the deepest ring) and their K splits, the best score (TILE_SPEED, SKINNY_SPEED, SPLIT_COST) over
+    the SMs' rounds; 64-row tiles for M <= 64 and, on skinny outputs, beside the 128-row ones; K splits where K is
+    long enough, their units within one round, and on outputs that are not skinny only where no unsplit tile fills
+    half a round."""
     skinny = m <= 128 or n <= 128
     tiles = {}
     for c in configs():
@@ -197,7 +207,7 @@ def choose_config(m: int, n: int, k: int, sms: int) -> Config:
     k_tiles = triton.cdiv(k, 64)
     best, best_score, unsplit_fill = None, -1.0, 0.0
     for split in (1, *SPLITS):
-        if split > 1 and (unsplit_fill >= 0.5 or k_tiles < MIN_SLICE_TILES * split):
+        if split > 1 and (k_tiles < MIN_SLICE_TILES * split or (not skinny and unsplit_fill >= 0.5)):
             continue
         for (bm, bn), cfg in tiles.items():
             if bm not in rows:
@@ -208,7 +218,8 @@ def choose_config(m: int, n: int, k: int, sms: int) -> Config:
             fill = units / (triton.cdiv(units, sms) * sms)
             if split == 1:
                 unsplit_fill = max(unsplit_fill, fill)
-            score = (1.0 if skinny else TILE_SPEED[bn]) * fill * n / (triton.cdiv(n, bn) * bn)
+            speed = SKINNY_SPEED.get(bn, 1.0) if skinny else TILE_SPEED[bn]
+            score = speed * fill * n / (triton.cdiv(n, bn) * bn)
             score *= SPLIT_COST ** (split.bit_length() - 1)
             if score > best_score + 1e-9:
                 best, best_score = replace(cfg, split_k=split), score
@@ -278,25 +289,41 @@ if gluon is not None:
         tma.async_copy_shared_to_global(c_desc, [off_m, off_n], c_stage)
 
     @gluon.jit
-    def store_partial(p_ptr, acc, s, off_m, off_n, M, N):
+    def store_partial(c_ptr, p_ptr, count_ptr, acc, s, SPLIT, off_m, off_n, M, N, stride_cm,
+                      FUSED_SUM: gl.constexpr):
         """Split-K: the slab's fp32 product over slice s into P[s] (a row-major (SPLIT, M, N) workspace), masked to
-        M and N, from the accumulator's own layout (no staging: the partials are few and small)."""
+        M and N, from the accumulator's own layout (no staging: the partials are few and small). FUSED_SUM: then
+        count each element in (count_ptr: an (M, N) int32 array, zero between calls); where this unit is the
+        element's last, sum P[0], P[1], ... in slice order into C and zero the count. Each thread counts and sums
+        only the elements it stored: the atomic's release orders a thread's partial before its count, its acquire
+        another unit's partials before the sum, so no thread waits on another."""
         layout: gl.constexpr = acc.type.layout
         rows = off_m + gl.arange(0, acc.shape[0], layout=gl.SliceLayout(1, layout))
         cols = off_n + gl.arange(0, acc.shape[1], layout=gl.SliceLayout(0, layout))
-        ptrs = (p_ptr + s.to(gl.int64) * M * N + gl.expand_dims(rows.to(gl.int64) * N, 1)
-                + gl.expand_dims(cols, 0))
-        mask = gl.expand_dims(rows < M, 1) & gl.expand_dims(cols < N, 0)
-        gl.store(ptrs, acc.to(gl.float32), mask=mask)
+        inside = gl.expand_dims(rows < M, 1) & gl.expand_dims(cols < N, 0)
+        offs = gl.expand_dims(rows.to(gl.int64) * N, 1) + gl.expand_dims(cols, 0)
+        slice_elems = M.to(gl.int64) * N
+        gl.store(p_ptr + s * slice_elems + offs, acc.to(gl.float32), mask=inside)
+        if FUSED_SUM:
+            one = gl.full(acc.shape, 1, gl.int32, layout)
+            arrived = gl.atomic_add(count_ptr + offs, one, mask=inside, sem="acq_rel", scope="gpu")
+            last = inside & (arrived == SPLIT - 1)
+            total = gl.zeros(acc.shape, gl.float32, layout)
+            for t in range(SPLIT):  # read past L1 (.cg): the other SMs' writes
+                total += gl.load(p_ptr + t * slice_elems + offs, mask=last, other=0.0, cache_modifier=".cg")
+            c_offs = gl.expand_dims(rows.to(gl.int64) * stride_cm, 1) + gl.expand_dims(cols, 0)
+            gl.store(c_ptr + c_offs, total.to(c_ptr.dtype.element_ty), mask=last)
+            gl.store(count_ptr + offs, gl.zeros_like(arrived), mask=last)  # for the next call on the stream
 
     @gluon.jit
-    def consumer_partition(c_desc, p_ptr, a_ring, b_ring, ready, empty, c_stage, M, N, K, SPLIT, SLICE_TILES,
-                           SLAB: gl.constexpr, A_T: gl.constexpr, B_T: gl.constexpr, ACC_FP16: gl.constexpr,
-                           GROUP_M: gl.constexpr, PARTIAL: gl.constexpr):
+    def consumer_partition(c_desc, c_ptr, p_ptr, count_ptr, a_ring, b_ring, ready, empty, c_stage, M, N, K, SPLIT,
+                           SLICE_TILES, stride_cm, SLAB: gl.constexpr, A_T: gl.constexpr, B_T: gl.constexpr,
+                           ACC_FP16: gl.constexpr, GROUP_M: gl.constexpr, SPLIT_MODE: gl.constexpr):
         """One warpgroup: rows [64 SLAB, 64 SLAB + 64) of every unit this program owns. MAIN LOOP: wgmma on the
         stage's slab of A and its whole B tile, one group in flight, the stage before released to the producer once
         its wgmma has retired. EPILOGUE: the slab in C's dtype through `c_stage` (64 x EPI_N) by TMA stores, or
-        (PARTIAL, split-K) its fp32 partial into the workspace."""
+        (split-K) its fp32 partial into the workspace, summed into C by the last unit of each element (FUSED_SPLIT)
+        or by the reduction kernel after this launch (TWO_PASS)."""
         BLOCK_M: gl.constexpr = a_ring.shape[2] if A_T else a_ring.shape[1]
         BLOCK_N: gl.constexpr = b_ring.shape[1] if B_T else b_ring.shape[2]
         BLOCK_K: gl.constexpr = a_ring.shape[1] if A_T else a_ring.shape[2]
@@ -338,8 +365,9 @@ if gluon is not None:
             off_n = pid_n * BLOCK_N
             # EPILOGUE: EPI_N columns a round; each round's store drains while the next is written or, after the
             # last, while the next unit's main loop runs
-            if PARTIAL:
-                store_partial(p_ptr, acc, unit % SPLIT, off_m, off_n, M, N)
+            if SPLIT_MODE != 0:
+                store_partial(c_ptr, p_ptr, count_ptr, acc, unit % SPLIT, SPLIT, off_m, off_n, M, N, stride_cm,
+                              SPLIT_MODE == 2)
             else:
                 out = acc.to(c_desc.dtype)
                 if EPI_N == BLOCK_N:
@@ -352,13 +380,15 @@ if gluon is not None:
 
     # Sizes are not specialized (Triton would compile a kernel per "== 1" and "% 16 == 0" of each): TMA handles the
     # edges and nothing on the per-k-block path computes with them, so one compile serves every shape.
-    @gluon.jit(do_not_specialize=["M", "N", "K", "SPLIT", "SLICE_TILES"])
+    @gluon.jit(do_not_specialize=["M", "N", "K", "SPLIT", "SLICE_TILES", "stride_cm"])
     def hgemm_gluon_kernel(
-        # descriptors (gluon TensorDescriptors: they carry the shared-memory layouts), the split-K workspace
-        a_desc, b_desc, c_desc, p_ptr,
+        # descriptors (gluon TensorDescriptors: they carry the shared-memory layouts); split-K: C, the workspace
+        # and the element counts (C where unused)
+        a_desc, b_desc, c_desc, c_ptr, p_ptr, count_ptr,
         # sizes
         M, N, K,
         SPLIT, SLICE_TILES,  # K slices (1: none) and k-blocks per slice (`split_slices`)
+        stride_cm,  # C's row stride (split-K's stores from registers)
         # meta-parameters
         A_T: gl.constexpr,  # a_desc describes A^T (A is column-major)
         B_T: gl.constexpr,  # b_desc describes B^T (B is column-major)
@@ -366,7 +396,7 @@ if gluon is not None:
         BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, BLOCK_K: gl.constexpr, GROUP_M: gl.constexpr,
         NUM_STAGES: gl.constexpr,
         EPI_SPLIT: gl.constexpr,  # C stored in BLOCK_N / EPI_SPLIT column rounds (c_desc's box: 64 x that)
-        PARTIAL: gl.constexpr,  # split-K: fp32 partials to p_ptr (c_desc unused), summed by a second kernel
+        SPLIT_MODE: gl.constexpr,  # 0: C by TMA stores; split-K (c_desc unused): 1 partials only, 2 summed here
     ):
         gl.static_assert(BLOCK_M == 64 or BLOCK_M == 128, "one or two consumer warpgroups of 64 rows")
         dtype: gl.constexpr = a_desc.dtype
@@ -384,17 +414,20 @@ if gluon is not None:
         if BLOCK_M == 128:  # two consumers (the default partition and a worker) and the producer
             c_stage1 = gl.allocate_shared_memory(dtype, c_desc.block_type.shape, c_desc.layout)
             gl.warp_specialize([
-                (consumer_partition, (c_desc, p_ptr, a_ring, b_ring, ready, empty, c_stage0, M, N, K, SPLIT,
-                                      SLICE_TILES, 0, A_T, B_T, ACC_FP16, GROUP_M, PARTIAL)),
-                (consumer_partition, (c_desc, p_ptr, a_ring, b_ring, ready, empty, c_stage1, M, N, K, SPLIT,
-                                      SLICE_TILES, 1, A_T, B_T, ACC_FP16, GROUP_M, PARTIAL)),
+                (consumer_partition, (c_desc, c_ptr, p_ptr, count_ptr, a_ring, b_ring, ready, empty, c_stage0, M,
+                                      N, K, SPLIT, SLICE_TILES, stride_cm, 0, A_T, B_T, ACC_FP16, GROUP_M,
+                                      SPLIT_MODE)),
+                (consumer_partition, (c_desc, c_ptr, p_ptr, count_ptr, a_ring, b_ring, ready, empty, c_stage1, M,
+                                      N, K, SPLIT, SLICE_TILES, stride_cm, 1, A_T, B_T, ACC_FP16, GROUP_M,
+                                      SPLIT_MODE)),
                 (producer_partition, (a_desc, b_desc, a_ring, b_ring, ready, empty, M, N, K, SPLIT, SLICE_TILES,
                                       A_T, B_T, GROUP_M)),
             ], [4, _PRODUCER_WARPS], [_CONSUMER_REGS, _PRODUCER_REGS])
         else:  # 64 rows: one consumer (the default partition) and the producer
             gl.warp_specialize([
-                (consumer_partition, (c_desc, p_ptr, a_ring, b_ring, ready, empty, c_stage0, M, N, K, SPLIT,
-                                      SLICE_TILES, 0, A_T, B_T, ACC_FP16, GROUP_M, PARTIAL)),
+                (consumer_partition, (c_desc, c_ptr, p_ptr, count_ptr, a_ring, b_ring, ready, empty, c_stage0, M,
+                                      N, K, SPLIT, SLICE_TILES, stride_cm, 0, A_T, B_T, ACC_FP16, GROUP_M,
+                                      SPLIT_MODE)),
                 (producer_partition, (a_desc, b_desc, a_ring, b_ring, ready, empty, M, N, K, SPLIT, SLICE_TILES,
                                       A_T, B_T, GROUP_M)),
             ], [_PRODUCER_WARPS], [_PRODUCER_REGS])
@@ -445,10 +478,13 @@ def _refuse_here() -> None:
                            "Hopper GPU without TRITON_INTERPRET")
 
 
-def launches(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, acc_fp16: bool, config: Config) -> list[Spec]:
-    """C = A @ B as one persistent launch, or (split_k > 1) a persistent launch writing fp32 partials to a (split,
-    M, N) workspace and triton_kernels/splitk.py's reduction kernel summing them in slice order into C; the caller
-    has validated and checked that A, B and a row-major C are TMA-describable (`meets_alignment("tma", ...)`)."""
+def launches(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, acc_fp16: bool, config: Config,
+             fused: bool | None = None) -> list[Spec]:
+    """C = A @ B as one persistent launch; the caller has validated and checked that A, B and a row-major C are
+    TMA-describable (`meets_alignment("tma", ...)`). Split-K (split_k > 1, K long enough): fused (default,
+    `FUSED`), one launch with the stream's (split, M, N) fp32 workspace and (M, N) element counts (splitk.py's
+    `WORKSPACES`, `COUNTERS`: no allocation per call; a pinned split-K config on a large output holds that much);
+    two-pass, the partials into a new workspace and splitk.py's reduction kernel after them."""
     _refuse_here()
     check_config(config)
     m, k = a.shape
@@ -457,15 +493,21 @@ def launches(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, acc_fp16: bool, 
         raise ValueError("hgemm(kernel='gluon'): the output must be row-major for the TMA store")
     a_desc, b_desc, a_t, b_t = operand_descs(a, b, config)
     slice_tiles, split = split_slices(k, config.split_k)
-    partial = split > 1
-    p = torch.empty((split, m, n), dtype=torch.float32, device=a.device) if partial else c
+    fused = FUSED if fused is None else fused
+    mode = NO_SPLIT if split == 1 else FUSED_SPLIT if fused else TWO_PASS
+    p = counts = c
+    if mode == FUSED_SPLIT:
+        p = Kept(WORKSPACES.get(a.device, split * m * n), WORKSPACES.get, split * m * n)
+        counts = Kept(COUNTERS.get(a.device, m * n), COUNTERS.get, m * n)
+    elif mode == TWO_PASS:
+        p = torch.empty((split, m, n), dtype=torch.float32, device=a.device)
     units = triton.cdiv(m, config.block_m) * triton.cdiv(n, config.block_n) * split
     grid = (programs(units, num_sms(a.device)),)
-    args = (GluonDesc(*a_desc), GluonDesc(*b_desc), GluonDesc(c, c_box(config)), p, m, n, k, split, slice_tiles,
-            a_t, b_t, acc_fp16, *config.meta.values(), config.num_stages, config.epilogue_split, partial)
-    fn = GluonLaunch(hgemm_gluon_kernel)
-    specs = [Spec(fn, grid, args, config.num_warps, config.num_stages)]
-    if partial:
+    args = (GluonDesc(*a_desc), GluonDesc(*b_desc), GluonDesc(c, c_box(config)), c, p, counts, m, n, k, split,
+            slice_tiles, c.stride(0), a_t, b_t, acc_fp16, *config.meta.values(), config.num_stages,
+            config.epilogue_split, mode)
+    specs = [Spec(GluonLaunch(hgemm_gluon_kernel), grid, args, config.num_warps, config.num_stages)]
+    if mode == TWO_PASS:
         reduce = (p, c, n, split, m * n, c.stride(0), c.stride(1), needs_int64_indexing(c, p), REDUCE_BLOCK)
         specs.append(Spec(splitk_reduce_kernel, (triton.cdiv(m * n, REDUCE_BLOCK),), reduce, 4, 1))
     return specs
@@ -475,7 +517,7 @@ def inspect_source(cfg: Config, dtype: str = "fp16", a_t: bool = False, b_t: boo
     """What `triton.compile(GluonASTSource(...))` needs to build the kernel as every launch compiles it (sizes are
     not specialized): (kernel, signature, constexprs, attrs) for inputs of `dtype` ("fp16", "bf16"), A (a_t) and B
     (b_t) column-major or not, for `python -m compare inspect` and tests/test_gluon.py. Compile options:
-    `compile_options(cfg)`. A split-K config compiles its partial-product kernel."""
+    `compile_options(cfg)`. A split-K config compiles its split-K kernel (`FUSED`'s mode)."""
     bm, bn, bk = cfg.block_m, cfg.block_n, cfg.block_k
     gdt = getattr(gl, _GL_DTYPES[{"fp16": torch.float16, "bf16": torch.bfloat16}[dtype]])
 
@@ -483,13 +525,14 @@ def inspect_source(cfg: Config, dtype: str = "fp16", a_t: bool = False, b_t: boo
         layout = gl.NVMMASharedLayout.get_default_for(list(block), gdt)
         return f"tensordesc<{dtype}[{block[0]}, {block[1]}],{layout!r}>"
 
-    partial = cfg.split_k > 1
+    mode = NO_SPLIT if cfg.split_k == 1 else FUSED_SPLIT if FUSED else TWO_PASS
     sig = {"a_desc": desc((bk, bm) if a_t else (bm, bk)), "b_desc": desc((bn, bk) if b_t else (bk, bn)),
-           "c_desc": desc(c_box(cfg)), "p_ptr": "*fp32" if partial else f"*{dtype}", "M": "i32", "N": "i32",
-           "K": "i32", "SPLIT": "i32", "SLICE_TILES": "i32"}
+           "c_desc": desc(c_box(cfg)), "c_ptr": f"*{dtype}", "p_ptr": "*fp32" if mode else f"*{dtype}",
+           "count_ptr": "*i32" if mode == FUSED_SPLIT else f"*{dtype}", "M": "i32", "N": "i32", "K": "i32",
+           "SPLIT": "i32", "SLICE_TILES": "i32", "stride_cm": "i32"}
     consts = dict(A_T=a_t, B_T=b_t, ACC_FP16=False, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=cfg.group_m,
-                  NUM_STAGES=cfg.num_stages, EPI_SPLIT=cfg.epilogue_split, PARTIAL=partial)
-    attrs = {(3,): [["tt.divisibility", 16]]}  # p_ptr (C or the workspace); the sizes are never specialized
+                  NUM_STAGES=cfg.num_stages, EPI_SPLIT=cfg.epilogue_split, SPLIT_MODE=mode)
+    attrs = {(i,): [["tt.divisibility", 16]] for i in (3, 4, 5)}  # the pointers; sizes are never specialized
     return hgemm_gluon_kernel, sig, consts, attrs
 
 
