@@ -46,11 +46,12 @@ from ptx_kernels import toolchain
 from triton_kernels import gluon_persistent as g
 
 rows, failed = [], []
-for i, cfg in enumerate(g.configs()):
+cases = [(i, c, f) for i, c in enumerate(g.configs()) for f in ((False, True) if c.split_k > 1 else (None,))]
+for i, cfg, fused in cases:
     for dtype, acc in (("fp16", "fp32"), ("fp16", "fp16"), ("bf16", "fp32")):
         for a_t in (False, True):
             for b_t in (False, True):
-                fn, sig, consts, attrs = g.inspect_source(cfg, dtype, a_t, b_t)
+                fn, sig, consts, attrs = g.inspect_source(cfg, dtype, a_t, b_t, fused)
                 consts["ACC_FP16"] = acc == "fp16"
                 for name in consts:
                     sig.setdefault(name, "constexpr")
@@ -67,7 +68,8 @@ for i, cfg in enumerate(g.configs()):
                 Path(f.name).unlink()
                 mix = toolchain.instruction_mix(sass)
                 rows.append(dict(config=i, dtype=dtype, acc=acc, a_t=a_t, b_t=b_t, block_m=cfg.block_m,
-                                 split=cfg.split_k,
+                                 split=cfg.split_k, fused=fused,
+                                 atoms=len(re.findall(r"atom\\.global\\.gpu\\.acq_rel", k.asm["ptx"])),
                                  mix={op: mix.get(op, 0) for op in ("HGMMA", "UTMALDG", "UTMASTG", "SYNCS",
                                                                     "USETMAXREG", "BAR", "LDL", "STL", "LDGSTS",
                                                                     "STG")},
@@ -103,16 +105,17 @@ def test_every_config_compiles_in_every_dtype_and_layout(compiles):
     from triton_kernels import gluon_persistent as g
 
     assert compiles["failed"] == []
-    assert len(compiles["rows"]) == len(g.configs()) * 3 * 4
+    splits = sum(c.split_k > 1 for c in g.configs())
+    assert splits and len(compiles["rows"]) == (len(g.configs()) + splits) * 3 * 4  # split-K: fused and two-pass
 
 
 @needs_api
 def test_sass_holds_the_design(compiles):
     """wgmma (HGMMA), TMA loads (UTMALDG), mbarriers (SYNCS), the register split (USETMAXREG: the producer down to
     40; two consumers up to 232 on 128-row tiles, in 12 warps (consumer, consumer, producer warpgroups); one
-    consumer up to 256 on 64-row tiles, in 8); the epilogue by TMA stores (UTMASTG, no STG), or, split-K's partial
-    kernel, fp32 partials by plain stores (STG, no UTMASTG); no cp.async, no local memory (LDL/STL, stack,
-    spills)."""
+    consumer up to 256 on 64-row tiles, in 8); the epilogue by TMA stores (UTMASTG, no STG), or, split-K, fp32
+    partials by plain stores (STG, no UTMASTG), counted in by acq_rel atomics where the sum is fused (none in the
+    two-pass form's partial kernel); no cp.async, no local memory (LDL/STL, stack, spills)."""
     assert {r["block_m"] for r in compiles["rows"]} == {64, 128}
     assert {r["split"] > 1 for r in compiles["rows"]} == {False, True}
     for r in compiles["rows"]:
@@ -120,9 +123,9 @@ def test_sass_holds_the_design(compiles):
         assert all(mix[op] > 0 for op in ("HGMMA", "UTMALDG", "SYNCS", "USETMAXREG")), r
         assert mix["LDL"] == mix["STL"] == mix["LDGSTS"] == 0 and r["stack"] == 0 and r["spills"] == 0, r
         if r["split"] > 1:
-            assert mix["STG"] > 0 and mix["UTMASTG"] == 0, r
+            assert mix["STG"] > 0 and mix["UTMASTG"] == 0 and (r["atoms"] > 0) == r["fused"], r
         else:
-            assert mix["UTMASTG"] > 0 and mix["STG"] == 0, r
+            assert mix["UTMASTG"] > 0 and mix["STG"] == 0 and r["atoms"] == 0, r
         if r["block_m"] == 128:
             assert {40, 232} <= set(r["setmaxnreg"]) and r["warps"] == 12, r
         else:
@@ -159,19 +162,25 @@ def test_shared_memory_within_the_device_limit(compiles):
         check_config(Config(256, 128, 64, num_stages=2))
 
 
-def test_tile_rule_worked_cases():
+@pytest.mark.parametrize("fused", [False, True], ids=["two-pass", "fused"])
+def test_tile_rule_worked_cases(fused, monkeypatch):
     """`choose_config` (kernel="gluon" where no plan table names a configuration), wgmma_persistent's rule: large
     outputs keep 128 x 256; 1024^3 takes 128 x 64 (128 tiles fill a round of 132 SMs; 128 x 128's 64 leave half
     idle); skinny outputs take the tile that fills a round, 64 rows where M <= 64 (or where 128-row tiles leave SMs
-    idle at M = 128), 64 columns split in two K slices over 32 columns whole (decode-sized M); other outputs split
-    K only where even the best tile leaves more than half of the SMs idle; K long enough for every slice, the units
-    (tiles x slices) within one round; every choice is a valid configuration of the list's tiles."""
+    idle at M = 128); with the fused split-K sum, 64 columns split in two K slices over 32 columns whole
+    (decode-sized M); otherwise K splits only where even the best tile leaves more than half of the SMs idle; K
+    long enough for every slice, the units (tiles x slices) within one round; every choice is a valid configuration
+    of the list's tiles."""
+    from triton_kernels import gluon_persistent
     from triton_kernels.gluon_persistent import check_config, choose_config, configs, split_slices
+
+    monkeypatch.setattr(gluon_persistent, "FUSED", fused)
+    decode = "64x64x64_w4_s12_g8_k2" if fused else "64x32x64_w4_s16_g8"
 
     tiles = {(c.block_m, c.block_n, c.num_stages, c.epilogue_split) for c in configs()}
     cases = {(4096, 4096, 4096): "128x256x64_w4_s4_g8_e2", (8192, 28672, 4096): "128x256x64_w4_s4_g8_e2",
              (1024, 1024, 1024): "128x64x64_w4_s8_g8", (2048, 2048, 2048): "128x256x64_w4_s4_g8_e2",
-             (16, 4096, 4096): "64x64x64_w4_s12_g8_k2", (1, 4096, 4096): "64x64x64_w4_s12_g8_k2",
+             (16, 4096, 4096): decode, (1, 4096, 4096): decode,
              (64, 8192, 8192): "64x64x64_w4_s12_g8", (128, 8192, 8192): "128x64x64_w4_s8_g8",
              (128, 4096, 4096): "64x64x64_w4_s12_g8", (512, 4096, 14336): "128x128x64_w4_s6_g8",
              (256, 256, 65536): "128x64x64_w4_s8_g8_k16", (128, 128, 131072): "64x32x64_w4_s16_g8_k16",
@@ -197,11 +206,13 @@ from triton_kernels import gluon_persistent as g
 
 cfgs = g.configs()
 split = next(c for c in cfgs if c.split_k > 1)
-two_pass = SimpleNamespace(launches=lambda a, b, c, acc_fp16, cfg: g.launches(a, b, c, acc_fp16, cfg, fused=False))
+def split_form(fused):
+    return SimpleNamespace(launches=lambda a, b, c, acc_fp16, cfg: g.launches(a, b, c, acc_fp16, cfg, fused=fused))
+
 cases = [("gluon NN fp16 128x256", g, 200, 264, 520, "NN", "fp16", cfgs[0]),
          ("gluon TT bf16 64x32", g, 40, 72, 136, "TT", "bf16", next(c for c in cfgs if c.block_m == 64)),
-         ("gluon NT fp16 split-K", g, 16, 256, 4096, "NT", "fp16", split),
-         ("gluon NN bf16 split-K two-pass", two_pass, 16, 256, 4096, "NN", "bf16", split)]
+         ("gluon NT fp16 split-K", split_form(True), 16, 256, 4096, "NT", "fp16", split),
+         ("gluon NN bf16 split-K two-pass", split_form(False), 16, 256, 4096, "NN", "bf16", split)]
 rows = []
 for case in cases:
     rows += lp.run_case(*case)
@@ -336,15 +347,19 @@ torch.cuda.synchronize()
 if any(bool(buf.any()) for buf in COUNTERS._bufs.values()):
     bad.append("split-K left element counts that are not zero")
 
-# split-K's two-pass form (FUSED = False: the partials, then splitk.py's reduction kernel)
+# split-K's other form (the loop above ran FUSED's): fused (the partials summed by each element's last unit) or
+# two-pass (the partials, then splitk.py's reduction kernel)
 dispatch.clear()
-g.FUSED = False
+g.FUSED = not g.FUSED
 for cfg in [c for c in g.configs() if c.split_k > 1]:
     for dtype, acc, layouts in RUNS:
-        for s, (m, n, k) in enumerate([(17, 40, 1100), (136, 264, 520)]):
+        for s, (m, n, k) in enumerate([(17, 40, 1100), (136, 264, 520), (2048, 2048, 4096)]):
             for layout in layouts:
                 exact(m, n, k, layout, dtype, acc, cfg, seed=50 + s)
-g.FUSED = True
+torch.cuda.synchronize()
+if any(bool(buf.any()) for buf in COUNTERS._bufs.values()):
+    bad.append("fused split-K left element counts that are not zero")
+g.FUSED = not g.FUSED
 dispatch.clear()
 
 # config=None: the tile rule's choice (choose_config: 128-row, 64-row, split-K), twice: the first call compiles
@@ -382,9 +397,9 @@ print(json.dumps(dict(bad=bad, ran=ran)))
 def test_gpu_exact_poisoned_deterministic_under_a_timeout():
     """Exact integer checks (C == (A.double() @ B.double()) rounded, bit for bit; NaN-poisoned out= so every
     element must be written) on odd shapes in every layout and dtype, both accumulations and every configuration
-    (split-K fused and two-pass; its element counts left at zero); operands TMA cannot describe staged; the rule's choices (config=None), on the direct launch path from the second
-    call; determinism on random inputs. One child, 15 minutes at most: a hang fails this test instead of stalling
-    the suite."""
+    (split-K fused and two-pass; its element counts left at zero); operands TMA cannot describe staged; the rule's
+    choices (config=None), on the direct launch path from the second call; determinism on random inputs. One
+    child, 15 minutes at most: a hang fails this test instead of stalling the suite."""
     import torch
 
     major, _ = torch.cuda.get_device_capability()

@@ -23,8 +23,8 @@ Here the kernel says, in Python, what tl.dot leaves to the compiler:
   units are (tile, K slice) pairs, each consumer stores its fp32 partial into a (split, M, N) workspace and counts
   each element in (an acq_rel atomic per element on the stream's counters: no barrier, no thread waits on
   another); the unit that arrives last at an element sums its slices in slice order and writes C (the same bits
-  on every run, whichever unit is last). `FUSED = False`: the partials only, then triton_kernels/splitk.py's
-  reduction kernel (a second launch).
+  on every run, whichever unit is last) (`FUSED`); or (the default until the fused form has run on a GPU) the
+  partials only, then triton_kernels/splitk.py's reduction kernel in a second launch.
 Which configuration: `choose_config`, wgmma_persistent's rule (the tile whose rounds of the persistent grid are
 fullest, weighted by its speed; 64-row tiles for M <= 64; split-K only where even the best tile leaves more than
 half of the SMs idle), where no plan table names one.
@@ -113,12 +113,16 @@ TILE_SPEED = {256: 1.0, 128: 0.95, 64: 0.6, 32: 0.5}
 # 128-byte line per row of B; 64 x 8192 x 8192 in 64 x 32 tiles ran slower than in 64 x 64 tiles at equal fill).
 SKINNY_SPEED = {32: 0.9}
 # Split-K (K cut into SPLITS slices computed by separate programs, fp32 partials summed in slice order): where
-# every slice keeps at least MIN_SLICE_TILES k-blocks, the units (tiles x slices) fit one round, and, on outputs
-# that are not skinny, the best unsplit tiling leaves more than half of the SMs idle; each split multiplies the
-# score by SPLIT_COST (the partials' round trip).
+# every slice keeps at least MIN_SLICE_TILES k-blocks, the units (tiles x slices) fit one round, and the best
+# unsplit tiling leaves more than half of the SMs idle (skinny outputs with FUSED: wherever it scores better; the
+# two-pass form's second launch lost 16 x 4096 x 4096 in 64 x 64 tiles split in two to 64 x 32 whole); each split
+# multiplies the score by SPLIT_COST (the partials' round trip).
 SPLITS = (2, 4, 8, 16)
 MIN_SLICE_TILES, SPLIT_COST = 4, 0.97
-FUSED = True  # split-K sums the partials in the GEMM's own launch; False: a second (reduction) kernel
+# Split-K sums the partials in the GEMM's own launch (True) or in a second, reduction kernel (False). False until
+# the fused form has passed tests/test_gluon.py's GPU cases on an H100 (its code compiles and its launch matches
+# kernel[grid]'s on the CPU; the two-pass form has run there).
+FUSED = False
 # the kernel's split-K modes (its SPLIT_MODE)
 NO_SPLIT, TWO_PASS, FUSED_SPLIT = 0, 1, 2
 
@@ -196,8 +200,8 @@ def choose_config(m: int, n: int, k: int, sms: int) -> Config:
     """The configuration kernel="gluon" runs where no plan table names one: among `configs()`' tiles (the first of
     each shape, the deepest ring) and their K splits, the best score (TILE_SPEED, SKINNY_SPEED, SPLIT_COST) over
     the SMs' rounds; 64-row tiles for M <= 64 and, on skinny outputs, beside the 128-row ones; K splits where K is
-    long enough, their units within one round, and on outputs that are not skinny only where no unsplit tile fills
-    half a round."""
+    long enough, their units within one round, and (bar skinny outputs with FUSED) only where no unsplit tile
+    fills half a round."""
     skinny = m <= 128 or n <= 128
     tiles = {}
     for c in configs():
@@ -207,7 +211,8 @@ def choose_config(m: int, n: int, k: int, sms: int) -> Config:
     k_tiles = triton.cdiv(k, 64)
     best, best_score, unsplit_fill = None, -1.0, 0.0
     for split in (1, *SPLITS):
-        if split > 1 and (k_tiles < MIN_SLICE_TILES * split or (not skinny and unsplit_fill >= 0.5)):
+        if split > 1 and (k_tiles < MIN_SLICE_TILES * split or
+                          ((not skinny or not FUSED) and unsplit_fill >= 0.5)):
             continue
         for (bm, bn), cfg in tiles.items():
             if bm not in rows:
@@ -513,11 +518,12 @@ def launches(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, acc_fp16: bool, 
     return specs
 
 
-def inspect_source(cfg: Config, dtype: str = "fp16", a_t: bool = False, b_t: bool = False) -> tuple:
+def inspect_source(cfg: Config, dtype: str = "fp16", a_t: bool = False, b_t: bool = False,
+                   fused: bool | None = None) -> tuple:
     """What `triton.compile(GluonASTSource(...))` needs to build the kernel as every launch compiles it (sizes are
     not specialized): (kernel, signature, constexprs, attrs) for inputs of `dtype` ("fp16", "bf16"), A (a_t) and B
     (b_t) column-major or not, for `python -m compare inspect` and tests/test_gluon.py. Compile options:
-    `compile_options(cfg)`. A split-K config compiles its split-K kernel (`FUSED`'s mode)."""
+    `compile_options(cfg)`. A split-K config compiles its split-K kernel, fused or not (default: `FUSED`)."""
     bm, bn, bk = cfg.block_m, cfg.block_n, cfg.block_k
     gdt = getattr(gl, _GL_DTYPES[{"fp16": torch.float16, "bf16": torch.bfloat16}[dtype]])
 
@@ -525,7 +531,7 @@ def inspect_source(cfg: Config, dtype: str = "fp16", a_t: bool = False, b_t: boo
         layout = gl.NVMMASharedLayout.get_default_for(list(block), gdt)
         return f"tensordesc<{dtype}[{block[0]}, {block[1]}],{layout!r}>"
 
-    mode = NO_SPLIT if cfg.split_k == 1 else FUSED_SPLIT if FUSED else TWO_PASS
+    mode = NO_SPLIT if cfg.split_k == 1 else FUSED_SPLIT if (FUSED if fused is None else fused) else TWO_PASS
     sig = {"a_desc": desc((bk, bm) if a_t else (bm, bk)), "b_desc": desc((bn, bk) if b_t else (bk, bn)),
            "c_desc": desc(c_box(cfg)), "c_ptr": f"*{dtype}", "p_ptr": "*fp32" if mode else f"*{dtype}",
            "count_ptr": "*i32" if mode == FUSED_SPLIT else f"*{dtype}", "M": "i32", "N": "i32", "K": "i32",
