@@ -279,6 +279,26 @@ def test_code_lines_skips_blanks_comments_and_docstrings():
         code_lines("", "rust")
 
 
+def test_measured_table_from_bench_csvs(tmp_path):
+    """`python -m compare.levels --bench`: the three levels' rows of bench.csv files (fp32 accumulation), one line
+    per shape, layout and dtype, a kernel that did not pass or was not timed shown as "-"."""
+    from compare.levels import measured, measured_markdown
+
+    head = "kernel,acc,m,n,k,layout,status,tflops,ratio_to_torch,dtype\n"
+    rows = ["torch.matmul,fp32,16,4096,4096,NN,ok,30.0,1.0,fp16",
+            "gluon_persistent,fp32,16,4096,4096,NN,ok,24.0,0.8,fp16",
+            "wgmma_persistent,fp32,16,4096,4096,NN,ok,30.0,1.0,fp16",
+            "gluon_persistent,fp16,16,4096,4096,NN,ok,9,9,fp16",  # fp16 accumulation: not a level's row
+            "triton_tma,fp32,16,4096,4096,NN,error,,,fp16", "torch.matmul,fp32,8,8,8,NT,ok,0.1,1.0,bf16"]
+    (tmp_path / "bench.csv").write_text(head + "\n".join(rows) + "\n")
+    table = measured([tmp_path / "bench.csv"])
+    assert [(r["m"], r["layout"], r["dtype"]) for r in table] == [(16, "NN", "fp16"), (8, "NT", "bf16")]
+    assert table[0]["gluon_persistent"] == (24.0, 0.8) and table[0]["triton_tma"] is None
+    lines = measured_markdown(table).splitlines()
+    assert lines[2] == "| 16 x 4096 x 4096 | NN | fp16 | 30.0 | - | 24.0 (0.800) | 30.0 (1.000) | 0.800 |"
+    assert lines[3] == "| 8 x 8 x 8 | NT | bf16 | 0.1 | - | - | - | - |"
+
+
 def test_source_lines_of_the_three_levels():
     from compare.registry import records
 
