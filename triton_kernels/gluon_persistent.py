@@ -106,9 +106,9 @@ SMEM_LIMIT = 227 * 1024  # an H100 block's opt-in shared memory (sharedMemPerBlo
 # The tile choice (`choose_config`), wgmma_persistent's rule (ptx_kernels/csrc/blocks/wgmma_tile.cuh, choose_plan):
 # a tile's score is its speed at equal fill times the fill of its last round of the persistent grid times the share
 # of its columns inside N. TILE_SPEED: 128 x BN relative to 128 x 256 on a problem both fill (the hand-written
-# kernel's measured factors; narrow tiles reload A once per 64 columns); skinny outputs (M or N <= 128) are bound
-# by memory, where every tile streams at one speed.
-TILE_SPEED = {256: 1.0, 128: 0.95, 64: 0.6, 32: 0.5}
+# kernel's measured factors; narrow tiles reload A once per 64 columns; outputs that are not skinny take 128-row
+# tiles only); skinny outputs (M or N <= 128) are bound by memory, where every tile streams at one speed.
+TILE_SPEED = {256: 1.0, 128: 0.95, 64: 0.6}
 # Skinny outputs: every tile streams at one speed but 32 columns, whose row-major B boxes are 64-byte rows (half a
 # 128-byte line per row of B; 64 x 8192 x 8192 in 64 x 32 tiles ran slower than in 64 x 64 tiles at equal fill).
 SKINNY_SPEED = {32: 0.9}
