@@ -3,12 +3,13 @@ sm_90 compiles (no GPU): Triton (triton_kernels/tma_persistent.py: the compiler 
 roles), Gluon (triton_kernels/gluon_persistent.py: we decide them, in Python) and inline PTX
 (ptx_kernels/csrc/sm90/wgmma_persistent.cu: we decide everything). For each: lines of kernel source, the SASS
 counts that tell the designs apart (`compare inspect`'s rows: HGMMA, UTMALDG, SYNCS, BAR), registers per
-partition (setmaxnreg) and shared memory. Measured speed is not here: it comes from `python -m compare bench` on
-the GPU. The hand-written kernel needs nvcc.
+partition (setmaxnreg) and shared memory. Measured speed comes from `python -m compare bench` on the GPU: given its
+bench.csv files (`--bench`), the table of TFLOPS and ratios per shape follows. The hand-written kernel needs nvcc.
 """
 from __future__ import annotations
 
 import argparse
+import csv
 import re
 import tempfile
 from pathlib import Path
@@ -109,12 +110,55 @@ def markdown(table: list[dict]) -> str:
     return head + "\n".join(body) + "\n"
 
 
+def measured(paths: list[Path]) -> list[dict]:
+    """The three levels' timed rows of `python -m compare bench` CSVs (fp32 accumulation), one dict per (shape,
+    layout, dtype) in the files' order: torch.matmul's TFLOPS and each level's TFLOPS and ratio to it (None where
+    that kernel was not timed or did not pass)."""
+    names = {name for _, name in LEVELS}
+    table: dict[tuple, dict] = {}
+    for path in paths:
+        with open(path, newline="") as f:
+            for r in csv.DictReader(f):
+                if r["acc"] != "fp32" or (r["kernel"] != "torch.matmul" and r["kernel"] not in names):
+                    continue
+                key = (int(r["m"]), int(r["n"]), int(r["k"]), r["layout"], r.get("dtype") or "fp16")
+                row = table.setdefault(key, dict(zip(("m", "n", "k", "layout", "dtype"), key)))
+                ok = r["status"] == "ok" and r["tflops"]
+                row[r["kernel"]] = (float(r["tflops"]), float(r["ratio_to_torch"])) if ok else None
+    return list(table.values())
+
+
+def measured_markdown(table: list[dict]) -> str:
+    """One line per shape: torch.matmul's TFLOPS, each level's TFLOPS and ratio to torch.matmul, Gluon over PTX."""
+    head = ("| shape (M x N x K) | layout | dtype | torch.matmul TFLOPS | "
+            + " | ".join(f"{level} `{name}` TFLOPS (x torch)" for level, name in LEVELS)
+            + " | Gluon / inline PTX |\n|" + "---|" * (5 + len(LEVELS)) + "\n")
+    body = []
+    for r in table:
+        torch_ = r.get("torch.matmul")
+        cells = [f"{torch_[0]:.1f}" if torch_ else "-"]
+        cells += [f"{t:.1f} ({x:.3f})" if t is not None else "-"
+                  for t, x in (r.get(name) or (None, None) for _, name in LEVELS)]
+        g, w = r.get("gluon_persistent"), r.get("wgmma_persistent")
+        cells.append(f"{g[1] / w[1]:.3f}" if g and w else "-")
+        body.append(f"| {r['m']} x {r['n']} x {r['k']} | {r['layout']} | {r['dtype']} | " + " | ".join(cells) + " |")
+    return head + "\n".join(body) + "\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m compare.levels", description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=None, help="folder for the PTX/SASS files (default: a temporary one)")
+    ap.add_argument("--bench", nargs="*", default=[], metavar="CSV",
+                    help="bench.csv files of `python -m compare bench` runs with the three levels' kernels: "
+                         "their measured table follows the compiled one")
+    ap.add_argument("--measured-only", action="store_true", help="only the measured table (no compile, no GPU)")
     args = ap.parse_args(argv)
-    with tempfile.TemporaryDirectory() as tmp:
-        print(markdown(rows(Path(args.out or tmp))), end="")
+    if not args.measured_only:
+        with tempfile.TemporaryDirectory() as tmp:
+            print(markdown(rows(Path(args.out or tmp))), end="")
+    if args.bench:
+        print(("\n" if not args.measured_only else "") + measured_markdown(measured([Path(p) for p in args.bench])),
+              end="")
     return 0
 
 

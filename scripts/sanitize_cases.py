@@ -3,7 +3,7 @@ pruned inputs too), both accumulations
 (fp16 on both of its tiles where it has two), B row- and column-major (A column-major goes through the wrapper's
 copy), at small odd shapes that leave partial tiles in M, N and K; then the Triton kernels with pinned small
 configurations (autotuning under the sanitizer would only time instrumented code), the Gluon kernel on Hopper
-(pattern "triton" or "gluon_persistent"). Each result is also checked
+in each kind of configuration (pattern "triton" or "gluon_persistent": `gluon_cases`). Each result is also checked
 exactly, so a wrong answer fails the run too."""
 import fnmatch
 import sys
@@ -16,6 +16,24 @@ from ptx_kernels import sparse
 from compare.reference import make_inputs, reference
 
 SHAPES = [(7, 9, 15), (33, 17, 100), (129, 257, 72)]
+
+
+def gluon_cases() -> tuple:
+    """The Gluon kernel (triton_kernels/gluon_persistent.py), one configuration of each kind, as (kernel, shapes,
+    config, accumulations, layouts): two consumers on the smallest ring (128x128, 4 stages: partial tiles, K past
+    the ring's depth, both accumulations, B both ways, operands with no dimension a multiple of 8, which the
+    dispatcher stages), the 128x256 tile's two-round epilogue, one consumer (64x32, 16 stages, K past them) and
+    split-K (the partial kernel's plain stores, then the reduction)."""
+    cfgs = triton_kernels.configs("gluon")
+    ring4 = next(c for c in cfgs if c.block_n == 128 and c.num_stages == 4)
+    wide = next(c for c in cfgs if c.block_n == 256 and c.epilogue_split == 2)
+    one = next(c for c in cfgs if c.block_m == 64 and c.block_n == 32 and c.split_k == 1)
+    split = next(c for c in cfgs if c.split_k > 1 and c.block_m == 64)
+    return (("gluon", [(40, 72, 48), (136, 264, 88), (136, 264, 328), (33, 61, 70)], ring4, ("fp32", "fp16"),
+             ("NN", "NT")),
+            ("gluon", [(136, 264, 88)], wide, ("fp32",), ("NN",)),
+            ("gluon", [(17, 40, 1100)], one, ("fp32",), ("NN", "NT")),
+            ("gluon", [(17, 40, 1100)], split, ("fp32",), ("NN",)))
 
 
 def main(pattern: str = "*") -> int:
@@ -49,20 +67,19 @@ def main(pattern: str = "*") -> int:
                         bad.append(f"{v.name} {acc} tile={tile} {layout} {m}x{n}x{k}")
     variants = variants + sparse_variants
     small = triton_kernels.Config(32, 32, 32, group_m=4, num_warps=4, num_stages=2)
-    tritons = (("blocked", SHAPES, small), ("tma", [(40, 72, 48), (136, 264, 88)], small))
+    both = ("fp32", "fp16")
+    tritons = (("blocked", SHAPES, small, both, ("NN",)), ("tma", [(40, 72, 48), (136, 264, 88)], small, both, ("NN",)))
     tritons = tritons if fnmatch.fnmatch("triton", pattern) else ()
     if major == 9 and (fnmatch.fnmatch("triton", pattern) or fnmatch.fnmatch("gluon_persistent", pattern)):
-        # the Gluon kernel's smallest ring (128x128, 4 stages): partial tiles, K past the ring's depth, NN and NT
-        gluon = triton_kernels.configs("gluon")[-1]
-        tritons += (("gluon", [(40, 72, 48), (136, 264, 88), (136, 264, 328)], gluon),)
-    for kernel, shapes, cfg in tritons:
-        for acc in ("fp32", "fp16"):
+        tritons += gluon_cases()
+    for kernel, shapes, cfg, accs, layouts in tritons:
+        for acc in accs:
             for i, (m, n, k) in enumerate(shapes):
-                for layout in ("NN", "NT") if kernel == "gluon" else ("NN",):
+                for layout in layouts:
                     a, b = make_inputs(m, n, k, layout, device="cuda", seed=10 + i)
                     c = triton_kernels.hgemm(a, b, acc=acc, config=cfg, kernel=kernel)
                     if not torch.equal(c, reference(a, b).half()):
-                        bad.append(f"triton {kernel} {acc} {layout} {m}x{n}x{k}")
+                        bad.append(f"triton {kernel} {cfg.name} {acc} {layout} {m}x{n}x{k}")
     torch.cuda.synchronize()
     print(f"sanitize_cases: {len(variants)} variants and {len(tritons)} Triton kernels run; "
           f"{len(bad)} wrong results" + (": " + ", ".join(bad) if bad else ""))

@@ -274,6 +274,22 @@ def staging(alignment: str, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor 
     return (not tma_describable(a), not tma_describable(b), alignment == "tma" and not c_ok)
 
 
+def copy_stage(alignment: str, a: torch.Tensor, b: torch.Tensor,
+               out: torch.Tensor | None) -> tuple[bool, bool, bool]:
+    """What an explicit kernel= call copies first when its record copies what it cannot read in place
+    (misaligned="copy"): the operands `staging` names, and A or B whose rows lie off the 32-byte sectors
+    (`rows_off_sectors`) where those copies cost little (`staging_worth_timing`), the staging kernel="auto" weighs
+    as a candidate: on the H100 the Gluon kernel ran 3000x5000x2000 NN faster on a copy of B (rows 10,000 bytes
+    apart) than in place (docs/design/levels.md)."""
+    stage = staging(alignment, a, b, out)
+    if alignment == "none":
+        return stage
+    sectored = (stage[0] or rows_off_sectors(a), stage[1] or rows_off_sectors(b), stage[2])
+    if sectored != stage and staging_worth_timing(a.shape[0], b.shape[1], a.shape[1], sectored):
+        return sectored
+    return stage
+
+
 def staging_worth_timing(m: int, n: int, k: int, stage: tuple[bool, bool, bool]) -> bool:
     """Whether the copies of a staged call (read + write of each staged matrix) cost less than STAGE_MAX_FRACTION
     of the GEMM's estimated time."""
@@ -399,10 +415,10 @@ def usable(plan: Plan, arch: int, a: torch.Tensor, b: torch.Tensor, out: torch.T
 
 
 def table_plan(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None, acc: str, kernel: str, arch: int,
-               sms: int) -> Plan:
+               sms: int, stage: tuple[bool, bool, bool] = (False, False, False)) -> Plan:
     """The plan of the call's shape class (`plan_table`): the GPU's table entry, its nearest neighbour, or the
     heuristic; for an explicit kernel= the configuration the table's timing chose for that kernel, or the
-    heuristic's. Nothing is timed."""
+    heuristic's, with `stage` (the operands it copies first). Nothing is timed."""
     m, k = a.shape
     n = b.shape[1]
     cls = plan_table.shape_class(a, b, out, DTYPE_NAMES[a.dtype], acc)
@@ -418,13 +434,13 @@ def table_plan(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None, acc: 
         kernel = kernel_for(arch, a, b, out)  # a general kernel the operands fit in place
         return Plan(kernel, plan_table.heuristic_config(kernel, m, n, k, sms), source="heuristic")
     cfg = entry.kernels.get(kernel) if entry is not None else None
-    if cfg is None or not usable(Plan(kernel, cfg), arch, a, b, out):
+    if cfg is None or not usable(Plan(kernel, cfg, stage), arch, a, b, out):
         cfg, source = plan_table.heuristic_config(kernel, m, n, k, sms), "heuristic"
-    return Plan(kernel, cfg, source=source)
+    return Plan(kernel, cfg, stage, source=source)
 
 
 def exact_plan(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, out: torch.Tensor | None, acc: str, kernel: str,
-               facts: tuple, arch: int) -> Plan:
+               facts: tuple, arch: int, stage: tuple[bool, bool, bool] = (False, False, False)) -> Plan:
     """tune="exact": the plan timed for exactly this kind of call, from the user's cache file when a process of the
     same GPU, versions and kernel sources timed it before, else timed now and stored there."""
     ctx = plan_table.context(a.device)
@@ -437,8 +453,8 @@ def exact_plan(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, out: torch.Ten
         plan = time_auto(a, b, c, out, acc, facts, arch)[0]
     else:
         with _TUNING:
-            cfg, ms = _tune(kernel, (False, False, False), facts, a, b, c, acc == "fp16")
-        plan = Plan(kernel, cfg, ms=ms, source="exact")
+            cfg, ms = _tune(kernel, stage, facts, a, b, c, acc == "fp16")
+        plan = Plan(kernel, cfg, stage, ms=ms, source="exact")
     cache.put(ctx, key, plan)
     return plan
 
@@ -449,6 +465,7 @@ def choose(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, out: torch.Tensor 
     tune: "table" (plan_table: the table, its nearest class or the heuristic; nothing timed), "exact" (timed on
     these operands, cached in the user's plan cache), None: TENSORCORE_HGEMM_TUNE's value, else "table"."""
     arch = device_arch(a)
+    stage = (False, False, False)  # an explicit kernel's staged operands (kernel="auto" plans its own)
     if kernel == "auto":
         if arch is None or config is not None:
             kernel = kernel_for(arch, a, b, out)
@@ -457,18 +474,21 @@ def choose(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, out: torch.Tensor 
                         source="pinned" if config else "interpreter")
     else:
         v = BY_KERNEL[kernel]
-        if not meets_alignment(v.alignment, a, b, out):
+        if v.misaligned == "copy":  # a record that copies what it cannot read in place (alignment "none": nothing)
+            stage = copy_stage(v.alignment, a, b, out)
+        elif not meets_alignment(v.alignment, a, b, out):
             raise ValueError(f"hgemm(kernel={kernel!r}): TMA needs unit inner strides, 16-byte aligned bases and "
                              "leading dimensions that are multiples of 8 for A, B"
                              + (" and a row-major out" if v.alignment == "tma" else "") + "; use kernel='auto'")
         if config is not None:  # the kernel's own ranges where its module has them (gemv: one row per program)
-            return Plan(kernel, getattr(v.extra["module"], "check_config", Config.check)(config), source="pinned")
+            return Plan(kernel, getattr(v.extra["module"], "check_config", Config.check)(config), stage,
+                        source="pinned")
         if arch is None:
-            return Plan(kernel, v.extra["module"].INTERPRETER_CONFIG, source="interpreter")
+            return Plan(kernel, v.extra["module"].INTERPRETER_CONFIG, stage, source="interpreter")
     capturing = a.device.type == "cuda" and torch.cuda.is_current_stream_capturing()
     if (tune or plan_table.default_tune()) == "exact" and not capturing:  # (capture: nothing may be timed)
-        return exact_plan(a, b, c, out, acc, kernel, facts, arch)
-    return table_plan(a, b, out, acc, kernel, arch, sm_count(a))
+        return exact_plan(a, b, c, out, acc, kernel, facts, arch, stage)
+    return table_plan(a, b, out, acc, kernel, arch, sm_count(a), stage)
 
 
 def runner_for(key: tuple, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, out: torch.Tensor | None,

@@ -5,29 +5,42 @@ ptx_kernels/csrc/sm90/wgmma_persistent.cu, where we decide everything.
 Here the kernel says, in Python, what tl.dot leaves to the compiler:
 - shared memory: a NUM_STAGES-deep ring of A and B tiles in NVMMA-swizzled layouts (the ones wgmma reads), filled
   by TMA (`tma.async_copy_global_to_shared`, UTMALDG in SASS) and guarded by two mbarriers per stage: `ready`
-  (the copies' bytes have landed: `mbarrier.expect` + the TMA transaction count) and `empty` (both consumers are
+  (the copies' bytes have landed: `mbarrier.expect` + the TMA transaction count) and `empty` (every consumer is
   done reading it);
-- warp roles (`gl.warp_specialize`): a producer warp that only issues TMA loads, and two consumer warpgroups, each
-  owning 64 rows of the 128-row tile and issuing asynchronous `warpgroup_mma` on its slab (one group in flight,
-  `warpgroup_mma_wait(1)`), releasing a stage as soon as the wgmma that read it has retired; registers move from
-  the producer's warpgroup to the consumers (`setmaxnreg`, USETMAXREG in SASS): the design of wgmma_persistent.cu;
+- warp roles (`gl.warp_specialize`): a producer warp that only issues TMA loads, and one consumer warpgroup per 64
+  rows of the tile (two on 128-row tiles, one on the 64-row tiles of decode-sized M), each issuing asynchronous
+  `warpgroup_mma` (m64nBNk16) on its slab (one group in flight, `warpgroup_mma_wait(1)`), releasing a stage as
+  soon as the wgmma that read it has retired; registers move from the producer's warpgroup to the consumers
+  (`setmaxnreg`, USETMAXREG in SASS): the design of wgmma_persistent.cu;
 - a persistent tile loop: each program walks tiles pid, pid + programs, ... in grouped order (GROUP_M tile-rows
   down one tile-column: programs running together share B tiles in L2; common.py's `grouped_pid`, a @triton.jit
   function, which Gluon code may call), the producer running ahead across tile
   boundaries, so the next tile's loads overlap this tile's epilogue;
 - the epilogue: each consumer rounds its 64 x BLOCK_N slab to C's dtype, EPI_N columns at a time, into its own
   staging buffer and stores it by TMA (`tma.async_copy_shared_to_global`); only the staging buffer's next reuse
-  waits for the store (`tma.store_wait`), so the last store drains while the next tile's main loop runs.
+  waits for the store (`tma.store_wait`), so the last store drains while the next tile's main loop runs;
+- split-K for outputs too small to occupy the SMs even in the narrowest tiles (a config's `split_k`): the loop's
+  units are (tile, K slice) pairs, each consumer stores its fp32 partial into a (split, M, N) workspace and counts
+  each element in (an acq_rel atomic per element on the stream's counters: no barrier, no thread waits on
+  another); the unit that arrives last at an element sums its slices in slice order and writes C (the same bits
+  on every run, whichever unit is last) (`FUSED`); or (the default until the fused form has run on a GPU) the
+  partials only, then triton_kernels/splitk.py's reduction kernel in a second launch.
+Which configuration: `choose_config`, wgmma_persistent's rule (the tile whose rounds of the persistent grid are
+fullest, weighted by its speed; 64-row tiles for M <= 64; split-K only where even the best tile leaves more than
+half of the SMs idle), where no plan table names one.
 Edges: TMA reads zeros outside A and B (M, N and the K tail) and drops what falls outside C, so any M, N, K runs
 with no masks. Layouts: a column-major operand is described by its row-major transpose (the descriptor of A^T or
 B^T) and its tile transposed in shared memory by a view (`permute`), which wgmma reads directly (tnspA / tnspB).
 
-Launch: the module's own path. A Gluon kernel's TMA operands are `triton.experimental.gluon.nvidia.hopper.
+Launch: the project's. A Gluon kernel's TMA operands are `triton.experimental.gluon.nvidia.hopper.
 TensorDescriptor`s, which carry their shared-memory layout; `GluonDesc` builds them where launch.py's `Desc` builds
-Triton's. The launch needs `maxnreg` (a warp-specialized kernel's register budget: `MAXNREG`), which
-`launch.jit_launch` does not pass, so `launches()` returns `Spec`s whose `fn` is `GluonLaunch`: `fn[grid](...)`
-launches the kernel with it and returns None, which keeps the dispatcher on the `kernel[grid]` path on every call
-(triton_kernels/dispatch.py `Runner._keep`: no `Direct` launcher for it).
+Triton's. The first launch of a plan needs `maxnreg` (a warp-specialized kernel's register budget: `MAXNREG`),
+which `launch.jit_launch` does not pass, so `launches()` returns `Spec`s whose `fn` is `GluonLaunch`: `fn[grid]
+(...)` compiles and launches the kernel with it through `kernel[grid]` and returns the CompiledKernel. From then on
+the dispatcher launches it directly, as it does the Triton kernels (launch.py `Direct`: the budget is compiled in,
+the CUtensorMaps are encoded from the compiled kernel's descriptor metadata and cached; tests/test_gluon.py proves
+on the CPU that both paths hand Triton's launcher the same arguments). Operands TMA cannot describe are copied to
+aligned buffers first (the record's misaligned="copy": triton_kernels/dispatch.py stages them).
 
 Written against triton 3.6's Gluon API (`GLUON_TRITON_VERSIONS`): Gluon is experimental and its names and
 signatures change between releases (`warp_specialize`'s arguments did between 3.5 and 3.6), so on other versions
@@ -36,6 +49,7 @@ the GPU only (tests/test_gluon.py).
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import NamedTuple
 
 import torch
@@ -43,10 +57,11 @@ import triton
 import triton.language as tl
 
 from hgemm_common.operands import major as _major
-from hgemm_common.validation import interpreter_active
+from hgemm_common.validation import interpreter_active, needs_int64_indexing
 
 from .common import Config, grouped_pid
-from .launch import Desc, Spec
+from .launch import Desc, Kept, Spec
+from .splitk import COUNTERS, REDUCE_BLOCK, WORKSPACES, splitk_reduce_kernel
 from .tma_persistent import num_sms, operand_descs, programs
 
 GLUON_TRITON_VERSIONS = ("3.6.",)  # the Gluon API this module is written for
@@ -74,42 +89,146 @@ else:  # the module still imports (the record is left out of VARIANTS); nothing 
 # ----------------------------------------------------------------------------------------------------------------
 # Tuning constants
 # ----------------------------------------------------------------------------------------------------------------
-CONSUMERS = 2  # consumer warpgroups, 64 rows of the tile each (BLOCK_M = 64 x CONSUMERS)
 PRODUCER_WARPS = 1  # one warp issues every TMA load; the compiler pads its partition to a warpgroup
 # Registers per thread after setmaxnreg, as in wgmma_persistent.cu: the producer gives its registers away (40), a
 # consumer's worker partition takes 232 (128 fp32 accumulators of its 64 x 256 slab, addressing, the epilogue).
-# The default partition (the other consumer) gets what is left of MAXNREG x 12 warps: (168 x 384 - 40 x 128
-# - 232 x 128) / 128 = 232. MAXNREG is the launch's budget: 12 warps x 32 threads x 168 <= 65,536.
+# 128-row tiles: the default partition (the other consumer) gets what is left of MAXNREG x 12 warps: (168 x 384
+# - 40 x 128 - 232 x 128) / 128 = 232. MAXNREG is the launch's budget: 12 warps x 32 threads x 168 <= 65,536.
+# 64-row tiles run 8 warps (one consumer, the producer's warpgroup) with the same MAXNREG: the consumer, the
+# default partition, gets the most setmaxnreg allows (256). ptxas sizes the code by MAXNREG: at 136, a budget that
+# would leave the consumer exactly 232, the 64 x 256 tile failed to compile ("Insufficient registers").
 PRODUCER_REGS, CONSUMER_REGS, MAXNREG = 40, 232, 168
 NUM_WARPS = 4  # the default partition: consumer warpgroup 0
 # the same, as the kernel reads them (a @jit function sees module globals only as constexprs)
 _PRODUCER_WARPS, _PRODUCER_REGS, _CONSUMER_REGS = (tl.constexpr(x) for x in (PRODUCER_WARPS, PRODUCER_REGS,
                                                                              CONSUMER_REGS))
 SMEM_LIMIT = 227 * 1024  # an H100 block's opt-in shared memory (sharedMemPerBlockOptin: 232,448 bytes)
+# The tile choice (`choose_config`), wgmma_persistent's rule (ptx_kernels/csrc/blocks/wgmma_tile.cuh, choose_plan):
+# a tile's score is its speed at equal fill times the fill of its last round of the persistent grid times the share
+# of its columns inside N. TILE_SPEED: 128 x BN relative to 128 x 256 on a problem both fill (the hand-written
+# kernel's measured factors; narrow tiles reload A once per 64 columns; outputs that are not skinny take 128-row
+# tiles only); skinny outputs (M or N <= 128) are bound by memory, where every tile streams at one speed.
+TILE_SPEED = {256: 1.0, 128: 0.95, 64: 0.6}
+# Skinny outputs: every tile streams at one speed but 32 columns, whose row-major B boxes are 64-byte rows (half a
+# 128-byte line per row of B; 64 x 8192 x 8192 in 64 x 32 tiles ran slower than in 64 x 64 tiles at equal fill).
+SKINNY_SPEED = {32: 0.9}
+# Split-K (K cut into SPLITS slices computed by separate programs, fp32 partials summed in slice order): where
+# every slice keeps at least MIN_SLICE_TILES k-blocks, the units (tiles x slices) fit one round, and the best
+# unsplit tiling leaves more than half of the SMs idle (skinny outputs with FUSED: wherever it scores better; the
+# two-pass form's second launch lost 16 x 4096 x 4096 in 64 x 64 tiles split in two to 64 x 32 whole); each split
+# multiplies the score by SPLIT_COST (the partials' round trip).
+SPLITS = (2, 4, 8, 16)
+MIN_SLICE_TILES, SPLIT_COST = 4, 0.97
+# Split-K sums the partials in the GEMM's own launch (True) or in a second, reduction kernel (False). False until
+# the fused form has passed tests/test_gluon.py's GPU cases on an H100 (its code compiles and its launch matches
+# kernel[grid]'s on the CPU; the two-pass form has run there).
+FUSED = False
+# the kernel's split-K modes (its SPLIT_MODE)
+NO_SPLIT, TWO_PASS, FUSED_SPLIT = 0, 1, 2
 
 
 def configs() -> list[Config]:
-    """128-row tiles (two consumer warpgroups of 64 rows), 64-wide K (128-byte TMA rows, the widest swizzle).
+    """Tiles of 128 rows (two consumer warpgroups of 64 rows) or 64 rows (one), 64-wide K (128-byte TMA rows, the
+    widest swizzle), each with the deepest ring that fits 227 KB beside its C staging.
 
-    Shared memory: each stage holds (128 + BN) x 64 x 2 bytes, and each consumer a 64 x EPI_N staging buffer for C
-    (`epilogue_split` = BN / EPI_N rounds per tile). 128x256: 4 stages (192 KB) beside 2 x 16 KB of staging (C stored
-    128 columns a round, as wgmma_persistent.cu's Wide tile), or 3 stages (144 KB) beside the whole slab staged
-    (2 x 32 KB, one store per tile); 128x128 for problems with few 128x256 tiles: 6 stages (192 KB) + 2 x 16 KB.
-    `num_warps` is the default partition's (one consumer warpgroup); the kernel runs 12 warps."""
-    return [
+    Shared memory: each stage holds (BM + BN) x 64 x 2 bytes, and each consumer a 64 x EPI_N staging buffer for C
+    (`epilogue_split` = BN / EPI_N rounds per tile). 128x256: 4 stages (192 KB) beside 2 x 16 KB of staging (C
+    stored 128 columns a round, as wgmma_persistent.cu's Wide tile), or 3 stages (144 KB) beside the whole slab
+    staged (2 x 32 KB, one store per tile); 128x128 in 6 or 4 stages, 128x64 in 8 (wgmma_persistent's Medium and
+    Narrow); 64-row tiles for outputs of at most 64 rows (decode-sized M: a 128-row tile would fill half of every
+    stage with TMA's zeros), 64 x 256 down to 64 x 32 with 4 to 16 stages (the narrower the tile, the more stages
+    keep B's bytes in flight). Last, two split-K configurations (the rule makes any tile's; these are the ones
+    the tests pin). `num_warps` is the default partition's (one consumer warpgroup); the kernel runs 12 warps
+    (128-row tiles) or 8."""
+    tiles = [
         Config(128, 256, 64, group_m=8, num_warps=NUM_WARPS, num_stages=4, epilogue_split=2),
         Config(128, 256, 64, group_m=8, num_warps=NUM_WARPS, num_stages=3),
         Config(128, 128, 64, group_m=8, num_warps=NUM_WARPS, num_stages=6),
         Config(128, 128, 64, group_m=8, num_warps=NUM_WARPS, num_stages=4),
+        Config(128, 64, 64, group_m=8, num_warps=NUM_WARPS, num_stages=8),
+        Config(64, 256, 64, group_m=8, num_warps=NUM_WARPS, num_stages=4),
+        Config(64, 128, 64, group_m=8, num_warps=NUM_WARPS, num_stages=8),
+        Config(64, 64, 64, group_m=8, num_warps=NUM_WARPS, num_stages=12),
+        Config(64, 32, 64, group_m=8, num_warps=NUM_WARPS, num_stages=16),
     ]
+    return tiles + [replace(tiles[4], split_k=2), replace(tiles[7], split_k=2)]
 
 
 INTERPRETER_CONFIG = configs()[0]  # never interpreted (launches() refuses): the record's config-free default
 
 
-def smem_bytes(cfg: Config) -> int:
-    """Shared memory a config's kernel allocates, bar the mbarriers: the operand ring and the C staging buffers."""
-    return cfg.smem_bytes + CONSUMERS * 64 * (cfg.block_n // cfg.epilogue_split) * 2
+def check_config(cfg: Config) -> Config:
+    """A pinned or stored configuration's ranges: the generic ones, 64 or 128 rows (one or two consumer
+    warpgroups), 64-wide K, 32 to 256 columns, and shared memory within the device limit."""
+    cfg.check()
+    if cfg.block_m not in (64, 128) or cfg.block_k != 64 or not 32 <= cfg.block_n <= 256:
+        raise ValueError(f"hgemm(kernel='gluon') config {cfg.name}: tiles are 64 or 128 rows x 32-256 columns x "
+                         "64 of K")
+    if smem_bytes(cfg) > SMEM_LIMIT - 1024:
+        raise ValueError(f"hgemm(kernel='gluon') config {cfg.name}: {smem_bytes(cfg)} bytes of shared memory "
+                         f"(ring and C staging) do not fit the {SMEM_LIMIT}-byte limit with the mbarriers")
+    return cfg
+
+
+def consumers(cfg: Config) -> int:
+    """Consumer warpgroups of a config: one per 64 rows of its tile."""
+    return cfg.block_m // 64
+
+
+def c_box(cfg: Config) -> tuple[int, int]:
+    """The TMA box of one epilogue store (a consumer's 64 rows x EPI_N columns)."""
+    return 64, cfg.block_n // cfg.epilogue_split
+
+
+def smem_bytes(cfg: Config, partial: bool = False) -> int:
+    """Shared memory a config's kernel allocates, bar the mbarriers: the operand ring and the C staging buffers;
+    `partial`: the split-K kernel, which stores its partials from registers and has no staging buffers (a split
+    config runs the plain kernel where K is too short to split)."""
+    rows, cols = c_box(cfg)
+    return cfg.smem_bytes + (0 if partial else consumers(cfg) * rows * cols * 2)
+
+
+def split_slices(k: int, split: int) -> tuple[int, int]:
+    """(k-blocks per slice, slices): `split` slices of whole 64-deep k-blocks, fewer where K is too short to give
+    every slice one (no slice is empty)."""
+    k_tiles = triton.cdiv(k, 64)
+    per = triton.cdiv(k_tiles, max(split, 1))
+    return per, max(triton.cdiv(k_tiles, per), 1)
+
+
+def choose_config(m: int, n: int, k: int, sms: int) -> Config:
+    """The configuration kernel="gluon" runs where no plan table names one: among `configs()`' tiles (the first of
+    each shape, the deepest ring) and their K splits, the best score (TILE_SPEED, SKINNY_SPEED, SPLIT_COST) over
+    the SMs' rounds; 64-row tiles for M <= 64 and, on skinny outputs, beside the 128-row ones; K splits where K is
+    long enough, their units within one round, and (bar skinny outputs with FUSED) only where no unsplit tile
+    fills half a round."""
+    skinny = m <= 128 or n <= 128
+    tiles = {}
+    for c in configs():
+        if c.split_k == 1:
+            tiles.setdefault((c.block_m, c.block_n), c)
+    rows = (64,) if m <= 64 else (128, 64) if skinny else (128,)
+    k_tiles = triton.cdiv(k, 64)
+    best, best_score, unsplit_fill = None, -1.0, 0.0
+    for split in (1, *SPLITS):
+        if split > 1 and (k_tiles < MIN_SLICE_TILES * split or
+                          ((not skinny or not FUSED) and unsplit_fill >= 0.5)):
+            continue
+        for (bm, bn), cfg in tiles.items():
+            if bm not in rows:
+                continue
+            units = triton.cdiv(m, bm) * triton.cdiv(n, bn) * split
+            if split > 1 and units > sms:
+                continue
+            fill = units / (triton.cdiv(units, sms) * sms)
+            if split == 1:
+                unsplit_fill = max(unsplit_fill, fill)
+            speed = SKINNY_SPEED.get(bn, 1.0) if skinny else TILE_SPEED[bn]
+            score = speed * fill * n / (triton.cdiv(n, bn) * bn)
+            score *= SPLIT_COST ** (split.bit_length() - 1)
+            if score > best_score + 1e-9:
+                best, best_score = replace(cfg, split_k=split), score
+    return best
 
 
 def worth_timing(m: int, n: int, k: int, sms: int, tma_in_place: bool) -> bool:
@@ -123,9 +242,18 @@ def worth_timing(m: int, n: int, k: int, sms: int, tma_in_place: bool) -> bool:
 if gluon is not None:
 
     @gluon.jit
-    def producer_partition(a_desc, b_desc, a_ring, b_ring, ready, empty, M, N, K,
+    def unit_work(unit, num_pid_m, num_pid_n, k_tiles, SPLIT, SLICE_TILES, GROUP_M: gl.constexpr):
+        """One work unit of the persistent loop: output tile unit // SPLIT (grouped order) over slice unit % SPLIT of
+        K, k-blocks [k_lo, k_hi). Without split-K (SPLIT = 1) a unit is a tile and its whole K."""
+        pid_m, pid_n = grouped_pid(unit // SPLIT, num_pid_m, num_pid_n, GROUP_M)
+        k_lo = (unit % SPLIT) * SLICE_TILES
+        k_hi = gl.minimum(k_lo + SLICE_TILES, k_tiles)
+        return pid_m, pid_n, k_lo, k_hi
+
+    @gluon.jit
+    def producer_partition(a_desc, b_desc, a_ring, b_ring, ready, empty, M, N, K, SPLIT, SLICE_TILES,
                            A_T: gl.constexpr, B_T: gl.constexpr, GROUP_M: gl.constexpr):
-        """One warp: for every k-block of every tile this program owns, wait until the stage is free, then TMA A's
+        """One warp: for every k-block of every unit this program owns, wait until the stage is free, then TMA A's
         and B's tiles into it; the copies complete `ready[s]` with their byte count."""
         BLOCK_M: gl.constexpr = a_ring.shape[2] if A_T else a_ring.shape[1]
         BLOCK_N: gl.constexpr = b_ring.shape[1] if B_T else b_ring.shape[2]
@@ -134,12 +262,12 @@ if gluon is not None:
         num_pid_m = gl.cdiv(M, BLOCK_M)
         num_pid_n = gl.cdiv(N, BLOCK_N)
         k_tiles = gl.cdiv(K, BLOCK_K)
-        it = 0  # k-blocks issued so far, across tiles: stage it % STAGES, its use number it // STAGES
-        for tile_id in range(gl.program_id(0), num_pid_m * num_pid_n, gl.num_programs(0)):
-            pid_m, pid_n = grouped_pid(tile_id, num_pid_m, num_pid_n, GROUP_M)
+        it = 0  # k-blocks issued so far, across units: stage it % STAGES, its use number it // STAGES
+        for unit in range(gl.program_id(0), num_pid_m * num_pid_n * SPLIT, gl.num_programs(0)):
+            pid_m, pid_n, k_lo, k_hi = unit_work(unit, num_pid_m, num_pid_n, k_tiles, SPLIT, SLICE_TILES, GROUP_M)
             off_m = pid_m * BLOCK_M
             off_n = pid_n * BLOCK_N
-            for ki in range(k_tiles):
+            for ki in range(k_lo, k_hi):
                 s = it % STAGES
                 # a stage's first use waits on phase 1, which a fresh mbarrier counts as complete
                 mbarrier.wait(empty.index(s), ((it // STAGES) & 1) ^ 1)
@@ -166,12 +294,41 @@ if gluon is not None:
         tma.async_copy_shared_to_global(c_desc, [off_m, off_n], c_stage)
 
     @gluon.jit
-    def consumer_partition(c_desc, a_ring, b_ring, ready, empty, c_stage, M, N, K,
-                           SLAB: gl.constexpr, A_T: gl.constexpr, B_T: gl.constexpr, ACC_FP16: gl.constexpr,
-                           GROUP_M: gl.constexpr):
-        """One warpgroup: rows [64 SLAB, 64 SLAB + 64) of every tile this program owns. MAIN LOOP: wgmma on the
+    def store_partial(c_ptr, p_ptr, count_ptr, acc, s, SPLIT, off_m, off_n, M, N, stride_cm,
+                      FUSED_SUM: gl.constexpr):
+        """Split-K: the slab's fp32 product over slice s into P[s] (a row-major (SPLIT, M, N) workspace), masked to
+        M and N, from the accumulator's own layout (no staging: the partials are few and small). FUSED_SUM: then
+        count each element in (count_ptr: an (M, N) int32 array, zero between calls); where this unit is the
+        element's last, sum P[0], P[1], ... in slice order into C and zero the count. Each thread counts and sums
+        only the elements it stored: the atomic's release orders a thread's partial before its count, its acquire
+        another unit's partials before the sum, so no thread waits on another."""
+        layout: gl.constexpr = acc.type.layout
+        rows = off_m + gl.arange(0, acc.shape[0], layout=gl.SliceLayout(1, layout))
+        cols = off_n + gl.arange(0, acc.shape[1], layout=gl.SliceLayout(0, layout))
+        inside = gl.expand_dims(rows < M, 1) & gl.expand_dims(cols < N, 0)
+        offs = gl.expand_dims(rows.to(gl.int64) * N, 1) + gl.expand_dims(cols, 0)
+        slice_elems = M.to(gl.int64) * N
+        gl.store(p_ptr + s * slice_elems + offs, acc.to(gl.float32), mask=inside)
+        if FUSED_SUM:
+            one = gl.full(acc.shape, 1, gl.int32, layout)
+            arrived = gl.atomic_add(count_ptr + offs, one, mask=inside, sem="acq_rel", scope="gpu")
+            last = inside & (arrived == SPLIT - 1)
+            total = gl.zeros(acc.shape, gl.float32, layout)
+            for t in range(SPLIT):  # read past L1 (.cg): the other SMs' writes
+                total += gl.load(p_ptr + t * slice_elems + offs, mask=last, other=0.0, cache_modifier=".cg")
+            c_offs = gl.expand_dims(rows.to(gl.int64) * stride_cm, 1) + gl.expand_dims(cols, 0)
+            gl.store(c_ptr + c_offs, total.to(c_ptr.dtype.element_ty), mask=last)
+            gl.store(count_ptr + offs, gl.zeros_like(arrived), mask=last)  # for the next call on the stream
+
+    @gluon.jit
+    def consumer_partition(c_desc, c_ptr, p_ptr, count_ptr, a_ring, b_ring, ready, empty, c_stage, M, N, K, SPLIT,
+                           SLICE_TILES, stride_cm, SLAB: gl.constexpr, A_T: gl.constexpr, B_T: gl.constexpr,
+                           ACC_FP16: gl.constexpr, GROUP_M: gl.constexpr, SPLIT_MODE: gl.constexpr):
+        """One warpgroup: rows [64 SLAB, 64 SLAB + 64) of every unit this program owns. MAIN LOOP: wgmma on the
         stage's slab of A and its whole B tile, one group in flight, the stage before released to the producer once
-        its wgmma has retired. EPILOGUE: the slab in C's dtype through `c_stage` (64 x EPI_N) by TMA stores."""
+        its wgmma has retired. EPILOGUE: the slab in C's dtype through `c_stage` (64 x EPI_N) by TMA stores, or
+        (split-K) its fp32 partial into the workspace, summed into C by the last unit of each element (FUSED_SPLIT)
+        or by the reduction kernel after this launch (TWO_PASS)."""
         BLOCK_M: gl.constexpr = a_ring.shape[2] if A_T else a_ring.shape[1]
         BLOCK_N: gl.constexpr = b_ring.shape[1] if B_T else b_ring.shape[2]
         BLOCK_K: gl.constexpr = a_ring.shape[1] if A_T else a_ring.shape[2]
@@ -184,15 +341,17 @@ if gluon is not None:
         num_pid_m = gl.cdiv(M, BLOCK_M)
         num_pid_n = gl.cdiv(N, BLOCK_N)
         k_tiles = gl.cdiv(K, BLOCK_K)
-        it = 0  # k-blocks consumed so far, across tiles (the producer's count)
-        for tile_id in range(gl.program_id(0), num_pid_m * num_pid_n, gl.num_programs(0)):
-            pid_m, pid_n = grouped_pid(tile_id, num_pid_m, num_pid_n, GROUP_M)
+        it = 0  # k-blocks consumed so far, across units (the producer's count)
+        for unit in range(gl.program_id(0), num_pid_m * num_pid_n * SPLIT, gl.num_programs(0)):
+            pid_m, pid_n, k_lo, k_hi = unit_work(unit, num_pid_m, num_pid_n, k_tiles, SPLIT, SLICE_TILES, GROUP_M)
             acc = gl.zeros((64, BLOCK_N), dtype=ACC_DTYPE, layout=acc_layout)
             # MAIN LOOP
-            for ki in range(k_tiles):
+            for ki in range(k_lo, k_hi):
                 s = it % STAGES
                 mbarrier.wait(ready.index(s), (it // STAGES) & 1)
-                if A_T:  # (BK, BM) tile of A^T: this slab's 64 columns, viewed as (64, BK)
+                if BLOCK_M == 64:  # one consumer: the whole A tile
+                    a = a_ring.index(s).permute((1, 0)) if A_T else a_ring.index(s)
+                elif A_T:  # (BK, BM) tile of A^T: this slab's 64 columns, viewed as (64, BK)
                     a = a_ring.index(s).slice(64 * SLAB, 64, dim=1).permute((1, 0))
                 else:
                     a = a_ring.index(s).slice(64 * SLAB, 64, dim=0)  # (64, BK)
@@ -203,29 +362,38 @@ if gluon is not None:
                 acc = warpgroup_mma(a, b, acc, is_async=True)
                 # the wgmma of the k-block before has retired: its stage goes back to the producer
                 acc = warpgroup_mma_wait(num_outstanding=1, deps=(acc, ))
-                mbarrier.arrive(empty.index((it + STAGES - 1) % STAGES), pred=ki > 0)
+                mbarrier.arrive(empty.index((it + STAGES - 1) % STAGES), pred=ki > k_lo)
                 it += 1
             acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc, ))
-            mbarrier.arrive(empty.index((it + STAGES - 1) % STAGES), pred=k_tiles > 0)
-            # EPILOGUE: EPI_N columns a round; each round's store drains while the next is written or, after the
-            # last, while the next tile's main loop runs
-            out = acc.to(c_desc.dtype)
+            mbarrier.arrive(empty.index((it + STAGES - 1) % STAGES), pred=k_hi > k_lo)
             off_m = pid_m * BLOCK_M + 64 * SLAB
             off_n = pid_n * BLOCK_N
-            if EPI_N == BLOCK_N:
-                store_round(c_desc, c_stage, out, off_m, off_n)
-            else:  # two halves: (64, 2, BN/2) -> (64, BN/2, 2), split on the register dimension
-                lo, hi = out.reshape([64, 2, EPI_N]).permute((0, 2, 1)).split()
-                store_round(c_desc, c_stage, lo, off_m, off_n)
-                store_round(c_desc, c_stage, hi, off_m, off_n + EPI_N)
+            # EPILOGUE: EPI_N columns a round; each round's store drains while the next is written or, after the
+            # last, while the next unit's main loop runs
+            if SPLIT_MODE != 0:
+                store_partial(c_ptr, p_ptr, count_ptr, acc, unit % SPLIT, SPLIT, off_m, off_n, M, N, stride_cm,
+                              SPLIT_MODE == 2)
+            else:
+                out = acc.to(c_desc.dtype)
+                if EPI_N == BLOCK_N:
+                    store_round(c_desc, c_stage, out, off_m, off_n)
+                else:  # two halves: (64, 2, BN/2) -> (64, BN/2, 2), split on the register dimension
+                    lo, hi = out.reshape([64, 2, EPI_N]).permute((0, 2, 1)).split()
+                    store_round(c_desc, c_stage, lo, off_m, off_n)
+                    store_round(c_desc, c_stage, hi, off_m, off_n + EPI_N)
         tma.store_wait(pendings=0)
 
-    @gluon.jit
+    # Sizes are not specialized (Triton would compile a kernel per "== 1" and "% 16 == 0" of each): TMA handles the
+    # edges and nothing on the per-k-block path computes with them, so one compile serves every shape.
+    @gluon.jit(do_not_specialize=["M", "N", "K", "SPLIT", "SLICE_TILES", "stride_cm"])
     def hgemm_gluon_kernel(
-        # descriptors (gluon TensorDescriptors: they carry the shared-memory layouts)
-        a_desc, b_desc, c_desc,
+        # descriptors (gluon TensorDescriptors: they carry the shared-memory layouts); split-K: C, the workspace
+        # and the element counts (C where unused)
+        a_desc, b_desc, c_desc, c_ptr, p_ptr, count_ptr,
         # sizes
         M, N, K,
+        SPLIT, SLICE_TILES,  # K slices (1: none) and k-blocks per slice (`split_slices`)
+        stride_cm,  # C's row stride (split-K's stores from registers)
         # meta-parameters
         A_T: gl.constexpr,  # a_desc describes A^T (A is column-major)
         B_T: gl.constexpr,  # b_desc describes B^T (B is column-major)
@@ -233,28 +401,41 @@ if gluon is not None:
         BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, BLOCK_K: gl.constexpr, GROUP_M: gl.constexpr,
         NUM_STAGES: gl.constexpr,
         EPI_SPLIT: gl.constexpr,  # C stored in BLOCK_N / EPI_SPLIT column rounds (c_desc's box: 64 x that)
+        SPLIT_MODE: gl.constexpr,  # 0: C by TMA stores; split-K (c_desc unused): 1 partials only, 2 summed here
     ):
-        gl.static_assert(BLOCK_M == 64 * 2, "two consumer warpgroups of 64 rows")
+        gl.static_assert(BLOCK_M == 64 or BLOCK_M == 128, "one or two consumer warpgroups of 64 rows")
         dtype: gl.constexpr = a_desc.dtype
         # shared memory: the operand ring (stage, tile), one C staging buffer per consumer, the ring's mbarriers
         a_ring = gl.allocate_shared_memory(dtype, [NUM_STAGES] + a_desc.block_type.shape, a_desc.layout)
         b_ring = gl.allocate_shared_memory(dtype, [NUM_STAGES] + b_desc.block_type.shape, b_desc.layout)
         c_stage0 = gl.allocate_shared_memory(dtype, c_desc.block_type.shape, c_desc.layout)  # (64, EPI_N)
-        c_stage1 = gl.allocate_shared_memory(dtype, c_desc.block_type.shape, c_desc.layout)
         ready = gl.allocate_shared_memory(gl.int64, [NUM_STAGES, 1], mbarrier.MBarrierLayout())
         empty = gl.allocate_shared_memory(gl.int64, [NUM_STAGES, 1], mbarrier.MBarrierLayout())
         for i in gl.static_range(NUM_STAGES):
             mbarrier.init(ready.index(i), count=1)  # the producer's expect; the bytes complete it
-            mbarrier.init(empty.index(i), count=2)  # one arrival per consumer warpgroup
+            mbarrier.init(empty.index(i), count=BLOCK_M // 64)  # one arrival per consumer warpgroup
         fence_async_shared()  # the inits are visible to TMA (the async proxy) before the first copy
 
-        gl.warp_specialize([
-            (consumer_partition, (c_desc, a_ring, b_ring, ready, empty, c_stage0, M, N, K, 0, A_T, B_T, ACC_FP16,
-                                  GROUP_M)),
-            (consumer_partition, (c_desc, a_ring, b_ring, ready, empty, c_stage1, M, N, K, 1, A_T, B_T, ACC_FP16,
-                                  GROUP_M)),
-            (producer_partition, (a_desc, b_desc, a_ring, b_ring, ready, empty, M, N, K, A_T, B_T, GROUP_M)),
-        ], [4, _PRODUCER_WARPS], [_CONSUMER_REGS, _PRODUCER_REGS])
+        if BLOCK_M == 128:  # two consumers (the default partition and a worker) and the producer
+            c_stage1 = gl.allocate_shared_memory(dtype, c_desc.block_type.shape, c_desc.layout)
+            gl.warp_specialize([
+                (consumer_partition, (c_desc, c_ptr, p_ptr, count_ptr, a_ring, b_ring, ready, empty, c_stage0, M,
+                                      N, K, SPLIT, SLICE_TILES, stride_cm, 0, A_T, B_T, ACC_FP16, GROUP_M,
+                                      SPLIT_MODE)),
+                (consumer_partition, (c_desc, c_ptr, p_ptr, count_ptr, a_ring, b_ring, ready, empty, c_stage1, M,
+                                      N, K, SPLIT, SLICE_TILES, stride_cm, 1, A_T, B_T, ACC_FP16, GROUP_M,
+                                      SPLIT_MODE)),
+                (producer_partition, (a_desc, b_desc, a_ring, b_ring, ready, empty, M, N, K, SPLIT, SLICE_TILES,
+                                      A_T, B_T, GROUP_M)),
+            ], [4, _PRODUCER_WARPS], [_CONSUMER_REGS, _PRODUCER_REGS])
+        else:  # 64 rows: one consumer (the default partition) and the producer
+            gl.warp_specialize([
+                (consumer_partition, (c_desc, c_ptr, p_ptr, count_ptr, a_ring, b_ring, ready, empty, c_stage0, M,
+                                      N, K, SPLIT, SLICE_TILES, stride_cm, 0, A_T, B_T, ACC_FP16, GROUP_M,
+                                      SPLIT_MODE)),
+                (producer_partition, (a_desc, b_desc, a_ring, b_ring, ready, empty, M, N, K, SPLIT, SLICE_TILES,
+                                      A_T, B_T, GROUP_M)),
+            ], [_PRODUCER_WARPS], [_PRODUCER_REGS])
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -269,7 +450,9 @@ def nvmma_layout(block: tuple[int, int], dtype: torch.dtype):
 
 
 class GluonDesc(Desc):
-    """launch.py's `Desc`, built as the Gluon descriptor, which carries its shared-memory layout."""
+    """launch.py's `Desc`, built as the Gluon descriptor, which carries its shared-memory layout. The direct launch
+    (launch.py `Direct`) reads the compiled kernel's descriptor metadata as for a Triton kernel, so a plan's later
+    calls encode their CUtensorMaps there, from the same layout."""
     __slots__ = ()
 
     def descriptor(self):
@@ -279,16 +462,16 @@ class GluonDesc(Desc):
 
 
 class GluonLaunch(NamedTuple):
-    """A `Spec.fn` for the Gluon kernel: `fn[grid](*args, num_warps=, num_stages=)` launches it with the register
-    budget of its partitions (`MAXNREG`) and returns None, so that the dispatcher keeps it on this path (see the
-    header)."""
+    """A `Spec.fn` for the Gluon kernel: `fn[grid](*args, num_warps=, num_stages=, **options)` launches it through
+    `kernel[grid]` with the register budget of its partitions (`MAXNREG`, a compile option `launch.jit_launch` does
+    not pass) and returns the CompiledKernel, as `kernel[grid]` does: the dispatcher then launches a plan's later
+    calls directly (launch.py `Direct`: the budget is compiled into the kernel)."""
     kernel: object
 
     def __getitem__(self, grid):
         def launch(*args, num_warps, num_stages, **options):  # options: launch.py's compile options (FP fusion)
             args = [a.descriptor() if isinstance(a, GluonDesc) else a for a in args]
-            self.kernel[grid](*args, num_warps=num_warps, num_stages=num_stages, maxnreg=MAXNREG, **options)
-            return None
+            return self.kernel[grid](*args, num_warps=num_warps, num_stages=num_stages, maxnreg=MAXNREG, **options)
         return launch
 
 
@@ -300,27 +483,47 @@ def _refuse_here() -> None:
                            "Hopper GPU without TRITON_INTERPRET")
 
 
-def launches(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, acc_fp16: bool, config: Config) -> list[Spec]:
+def launches(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, acc_fp16: bool, config: Config,
+             fused: bool | None = None) -> list[Spec]:
     """C = A @ B as one persistent launch; the caller has validated and checked that A, B and a row-major C are
-    TMA-describable (`meets_alignment("tma", ...)`)."""
+    TMA-describable (`meets_alignment("tma", ...)`). Split-K (split_k > 1, K long enough): fused (default,
+    `FUSED`), one launch with the stream's (split, M, N) fp32 workspace and (M, N) element counts (splitk.py's
+    `WORKSPACES`, `COUNTERS`: no allocation per call; a pinned split-K config on a large output holds that much);
+    two-pass, the partials into a new workspace and splitk.py's reduction kernel after them."""
     _refuse_here()
+    check_config(config)
     m, k = a.shape
     n = b.shape[1]
     if _major(c) != "N":
         raise ValueError("hgemm(kernel='gluon'): the output must be row-major for the TMA store")
     a_desc, b_desc, a_t, b_t = operand_descs(a, b, config)
-    grid = (programs(triton.cdiv(m, config.block_m) * triton.cdiv(n, config.block_n), num_sms(a.device)),)
-    c_box = (64, config.block_n // config.epilogue_split)
-    args = (GluonDesc(*a_desc), GluonDesc(*b_desc), GluonDesc(c, c_box), m, n, k, a_t, b_t, acc_fp16,
-            *config.meta.values(), config.num_stages, config.epilogue_split)
-    return [Spec(GluonLaunch(hgemm_gluon_kernel), grid, args, config.num_warps, config.num_stages)]
+    slice_tiles, split = split_slices(k, config.split_k)
+    fused = FUSED if fused is None else fused
+    mode = NO_SPLIT if split == 1 else FUSED_SPLIT if fused else TWO_PASS
+    p = counts = c
+    if mode == FUSED_SPLIT:
+        p = Kept(WORKSPACES.get(a.device, split * m * n), WORKSPACES.get, split * m * n)
+        counts = Kept(COUNTERS.get(a.device, m * n), COUNTERS.get, m * n)
+    elif mode == TWO_PASS:
+        p = torch.empty((split, m, n), dtype=torch.float32, device=a.device)
+    units = triton.cdiv(m, config.block_m) * triton.cdiv(n, config.block_n) * split
+    grid = (programs(units, num_sms(a.device)),)
+    args = (GluonDesc(*a_desc), GluonDesc(*b_desc), GluonDesc(c, c_box(config)), c, p, counts, m, n, k, split,
+            slice_tiles, c.stride(0), a_t, b_t, acc_fp16, *config.meta.values(), config.num_stages,
+            config.epilogue_split, mode)
+    specs = [Spec(GluonLaunch(hgemm_gluon_kernel), grid, args, config.num_warps, config.num_stages)]
+    if mode == TWO_PASS:
+        reduce = (p, c, n, split, m * n, c.stride(0), c.stride(1), needs_int64_indexing(c, p), REDUCE_BLOCK)
+        specs.append(Spec(splitk_reduce_kernel, (triton.cdiv(m * n, REDUCE_BLOCK),), reduce, 4, 1))
+    return specs
 
 
-def inspect_source(cfg: Config, dtype: str = "fp16", a_t: bool = False, b_t: bool = False) -> tuple:
-    """What `triton.compile(GluonASTSource(...))` needs to build the kernel as a 4096^3 problem on an H100
-    specializes it: (kernel, signature, constexprs, attrs) for inputs of `dtype` ("fp16", "bf16"), A (a_t) and B
+def inspect_source(cfg: Config, dtype: str = "fp16", a_t: bool = False, b_t: bool = False,
+                   fused: bool | None = None) -> tuple:
+    """What `triton.compile(GluonASTSource(...))` needs to build the kernel as every launch compiles it (sizes are
+    not specialized): (kernel, signature, constexprs, attrs) for inputs of `dtype` ("fp16", "bf16"), A (a_t) and B
     (b_t) column-major or not, for `python -m compare inspect` and tests/test_gluon.py. Compile options:
-    `compile_options(cfg)`."""
+    `compile_options(cfg)`. A split-K config compiles its split-K kernel, fused or not (default: `FUSED`)."""
     bm, bn, bk = cfg.block_m, cfg.block_n, cfg.block_k
     gdt = getattr(gl, _GL_DTYPES[{"fp16": torch.float16, "bf16": torch.bfloat16}[dtype]])
 
@@ -328,11 +531,14 @@ def inspect_source(cfg: Config, dtype: str = "fp16", a_t: bool = False, b_t: boo
         layout = gl.NVMMASharedLayout.get_default_for(list(block), gdt)
         return f"tensordesc<{dtype}[{block[0]}, {block[1]}],{layout!r}>"
 
+    mode = NO_SPLIT if cfg.split_k == 1 else FUSED_SPLIT if (FUSED if fused is None else fused) else TWO_PASS
     sig = {"a_desc": desc((bk, bm) if a_t else (bm, bk)), "b_desc": desc((bn, bk) if b_t else (bk, bn)),
-           "c_desc": desc((64, bn // cfg.epilogue_split)), "M": "i32", "N": "i32", "K": "i32"}
+           "c_desc": desc(c_box(cfg)), "c_ptr": f"*{dtype}", "p_ptr": "*fp32" if mode else f"*{dtype}",
+           "count_ptr": "*i32" if mode == FUSED_SPLIT else f"*{dtype}", "M": "i32", "N": "i32", "K": "i32",
+           "SPLIT": "i32", "SLICE_TILES": "i32", "stride_cm": "i32"}
     consts = dict(A_T=a_t, B_T=b_t, ACC_FP16=False, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=cfg.group_m,
-                  NUM_STAGES=cfg.num_stages, EPI_SPLIT=cfg.epilogue_split)
-    attrs = {(i,): [["tt.divisibility", 16]] for i in (3, 4, 5)}
+                  NUM_STAGES=cfg.num_stages, EPI_SPLIT=cfg.epilogue_split, SPLIT_MODE=mode)
+    attrs = {(i,): [["tt.divisibility", 16]] for i in (3, 4, 5)}  # the pointers; sizes are never specialized
     return hgemm_gluon_kernel, sig, consts, attrs
 
 

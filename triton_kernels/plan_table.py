@@ -346,7 +346,10 @@ def heuristic_config(kernel: str, m: int, n: int, k: int, sms: int) -> Config:
     from .common import prune_for_problem
     from .variants import BY_KERNEL
 
-    return prune_for_problem(BY_KERNEL[kernel].extra["module"].configs(), m, n, k)[0]
+    module = BY_KERNEL[kernel].extra["module"]
+    if hasattr(module, "choose_config"):  # a module with a rule of its own (gluon_persistent: tiles, split-K)
+        return module.choose_config(m, n, k, sms)
+    return prune_for_problem(module.configs(), m, n, k)[0]
 
 
 # ----------------------------------------------------------------------------------------------------------------

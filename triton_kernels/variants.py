@@ -54,11 +54,13 @@ VARIANTS: tuple[Variant, ...] = (
 # The Gluon level (triton.experimental.gluon): the same persistent warp-specialized design as the hand-written
 # wgmma_persistent, written in Python. Offered only where it can run: its Gluon API's Triton versions
 # (`triton_versions`), compiled (the interpreter cannot run Gluon). kernel="auto" does not time it
-# (`worth_timing`); kernel="gluon" runs it.
-GLUON = Variant("gluon_persistent", "triton", "triton", "gluon_persistent.py", "one of gluon_persistent.configs()",
-                "Gluon: TMA ring + mbarriers, a TMA producer warp and two wgmma consumer warpgroups "
+# (`worth_timing`); kernel="gluon" runs it, with its own tile rule (`choose_config`), and copies operands TMA cannot
+# describe first (misaligned="copy": the dispatcher stages them, as kernel="auto" does for the TMA kernels).
+GLUON = Variant("gluon_persistent", "triton", "triton", "gluon_persistent.py",
+                "one of gluon_persistent.configs() by its rule (128x256 down to 64x32, split-K on small outputs)",
+                "Gluon: TMA ring + mbarriers, a TMA producer warp and one wgmma consumer warpgroup per 64 rows "
                 "(warp_specialize, setmaxnreg), persistent grouped tiles, TMA-store epilogue", "wgmma", min_arch=90,
-                native_layouts=LAYOUTS, alignment="tma", misaligned="refuse", dtypes=DTYPES,
+                native_layouts=LAYOUTS, alignment="tma", misaligned="copy", dtypes=DTYPES,
                 promises={"sm_90": ("HGMMA", "UTMALDG", "SYNCS", "USETMAXREG")},
                 forbids={"sm_90": ("LDGSTS", "LDL", "STL")}, ceiling="wgmma", block=(128, 256, 64), stages=4,
                 extra={"kernel": "gluon", "module": gluon_persistent,
