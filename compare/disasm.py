@@ -15,7 +15,6 @@ library's `inspect`.)
 from __future__ import annotations
 
 import json
-import re
 import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -75,7 +74,7 @@ def targets(names: list[str] | None, dtype: str = "fp16") -> list[Target]:
     entries = {k.name: k for k in registry.kernels() if k.record.package != "torch"}
     if not names:
         return [Target(k.name, k.record, k.acc, dtype=dtype) for k in entries.values()
-                if k.acc == "fp32" and "[" not in k.name and not k.record.extra.get("dispatch") and k.takes(dtype)]
+                if k.acc == "fp32" and "[" not in k.name and not k.record.dispatch and k.takes(dtype)]
     bad = [n for n in names if n not in entries]
     if bad:
         plain = [n for n in entries if "[" not in n]
@@ -96,12 +95,13 @@ def _triton_compile(t: Target):
 
     import triton_kernels
     from triton_kernels.triton_internals import COMPILE_OPTIONS
-    from triton_kernels.variants import BY_KERNEL
+    from triton_kernels.contract import optional
+    from triton_kernels.variants import BY_KERNEL, kernel_module
 
     v = t.record
-    if v.extra.get("dispatch"):
+    if v.dispatch:
         v = BY_KERNEL[triton_kernels.api.kernel_for(ARCH)]
-    mod = v.extra["module"]
+    mod = kernel_module(v)
     cfgs = mod.configs()
     cfg = next((c for c in cfgs if c.name == t.config), cfgs[0])
     fn, sig, consts, attrs = mod.inspect_source(cfg, t.dtype)
@@ -113,7 +113,7 @@ def _triton_compile(t: Target):
         from triton.experimental.gluon._runtime import GluonASTSource as source_type
     src = source_type(fn=fn, signature=sig, constexprs=consts, attrs=attrs)
     # a module's own launch options where it has them (the Gluon kernel's register budget, maxnreg)
-    options = getattr(mod, "compile_options", lambda c: dict(num_warps=c.num_warps, num_stages=c.num_stages))(cfg)
+    options = optional(mod, "compile_options")(cfg)
     compiled = triton.compile(src, target=GPUTarget("cuda", ARCH, 32), options={**COMPILE_OPTIONS, **options})
     return compiled, cfg, v
 
@@ -135,21 +135,15 @@ def inspect_triton(t: Target, out: Path) -> InspectRow:
                       toolchain.setmaxnreg_targets(sass), function=compiled.metadata.name)
 
 
-def _instance(names: list[str], acc: str, prefer: str = "", dtype: str = "fp16") -> str:
-    """The accumulation's B row-major instantiation (mangled ...L3Acc0E / L3Acc1E ...Lb0E...; simt has no B
-    flag); among several (tiles, epilogues), the one the record's extra["inspect_instance"] regex names, with
-    {acc} standing for the accumulation's 0 or 1 and {elem} for the element type's mangled name. Of the element types
-    where a kernel takes bf16 too (fp16 mangles as 6__half, bf16 as 13__nv_bfloat16), the one of `dtype`."""
-    bf16 = "13__nv_bfloat16"
-    elem = bf16 if dtype == "bf16" else "6__half"
-    names = [n for n in names if (bf16 in n) == (dtype == "bf16")] or names
-    tag = "L3Acc1E" if acc == "fp16" else "L3Acc0E"
-    if prefer:
-        pattern = re.compile(prefer.format(acc=1 if acc == "fp16" else 0, elem=elem))
-        hit = next((n for n in names if pattern.search(n)), None)
-        if hit:
-            return hit
-    return next((n for n in names if tag in n and ("Lb0E" in n or "Lb" not in n)), names[0])
+def instance(instances: list[toolchain.Instance], dtype: str, acc: str, want: dict[str, str]) -> toolchain.Instance:
+    """The instance inspect shows: of `dtype` and accumulation `acc`, B row-major (or a kernel with no B layout
+    parameter), and the template arguments the record's `inspect` names (first in the cubin's order); a record whose
+    `inspect` matches none raises ValueError."""
+    fit = [i for i in instances if i.dtype == dtype and i.acc == acc and not i.b_col_major and i.matches(want)]
+    if not fit:
+        raise ValueError(f"no {dtype} instance with {acc} accumulation and row-major B matches {want} among "
+                         f"{[i.template for i in instances]}")
+    return fit[0]
 
 
 def cuda_source(v: Variant) -> Path:
@@ -163,7 +157,7 @@ def inspect_cuda(t: Target, out: Path, arch: str = "sm_90a") -> InspectRow:
     source = cuda_source(t.record)
     c = toolchain.compile_cubin(source, arch)
     usage = toolchain.cubin_resource_usage(c.cubin)
-    fn = _instance([n for n in usage if "kernel" in n], t.acc, t.record.extra.get("inspect_instance", ""), t.dtype)
+    fn = instance(c.instances(), t.dtype, t.acc, t.record.inspect).name
     sass = toolchain.disassemble(c.cubin, fn)
     ptx = toolchain.compile_ptx(source, arch)
     stem = t.stem

@@ -16,19 +16,17 @@ HEADER = ("kernel", "package", "instruction", "min arch", "dtypes", "acc", "layo
 
 
 def records() -> tuple[Variant, ...]:
-    """The records of every kernel a user can call, in ladder order: Triton's auto choice and kernels (those this
-    process does not offer too: the Gluon kernel under the interpreter), the hand-written dense ladder, then the
-    2:4 sparse kernels (torch.matmul, the harness's baseline, is left out). The same table everywhere."""
+    """The records of every kernel a user can call, in ladder order: Triton's auto choice and every Triton record
+    (those this process does not offer too, `NOT_OFFERED`: the Gluon kernel under the interpreter), the
+    hand-written dense ladder, then the 2:4 sparse kernels (torch.matmul, the harness's baseline, is left out).
+    The same table everywhere."""
     import ptx_kernels
     from triton_kernels import variants as tv
 
     from .registry import records as dense_records
 
-    dense = [v for v in dense_records() if v.package != "torch"]
-    missing = [v for v in (tv.GLUON,) if v not in dense]
-    last_triton = max(i for i, v in enumerate(dense) if v.package == "triton")
-    dense[last_triton + 1:last_triton + 1] = missing
-    return tuple(dense) + tuple(ptx_kernels.variants("sparse"))
+    ptx = [v for v in dense_records() if v.package == "ptx"]
+    return (tv.AUTO, *tv.RECORDS, *ptx, *ptx_kernels.variants("sparse"))
 
 
 def _layouts(v: Variant) -> str:
@@ -47,7 +45,7 @@ def rows(recs=None) -> list[tuple[str, ...]]:
     """One row of strings per record (HEADER's columns)."""
     out = []
     for v in recs if recs is not None else records():
-        versions = v.extra.get("triton_versions")
+        versions = v.triton_versions
         arch = f"sm_{v.min_arch}" + (f", triton {'/'.join(x.rstrip('.') for x in versions)}" if versions else "")
         out.append((f"`{v.name}`", v.package, v.isa, arch, ", ".join(v.dtypes), ", ".join(v.accs),
                     _layouts(v), v.adds.removeprefix("+ ")))

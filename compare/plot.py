@@ -25,7 +25,7 @@ def ladder() -> list:
     it times a kernel already on the ladder."""
     from .registry import records
 
-    recs = [v for v in records() if not v.extra.get("dispatch")]
+    recs = [v for v in records() if not v.dispatch]
     return sorted(recs, key=lambda v: list(PACKAGE_COLOURS).index(v.package))
 
 

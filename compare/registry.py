@@ -130,8 +130,11 @@ def _max_m_skip(max_m: int | None):
 def _triton_entries(v: Variant) -> list[Kernel]:
     """The plan table's choice, and one entry per pinned configuration (the auto choice runs kernels listed already: in the
     default set once, with fp32 accumulation, and no configurations of its own)."""
-    kernel, dispatch = v.extra["kernel"], v.extra.get("dispatch", False)
-    skip = None if dispatch else _max_m_skip(getattr(v.extra["module"], "MAX_M", None))
+    from triton_kernels.contract import optional
+    from triton_kernels.variants import kernel_module
+
+    kernel, dispatch = v.selector, v.dispatch
+    skip = None if dispatch else _max_m_skip(optional(kernel_module(v), "MAX_M"))
     out = []
     for acc in v.accs:
         out.append(Kernel(entry_name(v, acc), v, acc, _triton(acc, None, kernel), config="plan", note=v.adds,
@@ -160,7 +163,7 @@ def kernels() -> list[Kernel]:
 
 # ---- the sparse problem kind: C = A @ B with A 2:4 sparse along K (`bench --kind sparse`, `check --kind sparse`) ----
 # Every entry takes the same pruned dense A: torch.matmul on it (the baseline), the dense PTX kernel each sparse
-# record names as its peer (`extra["dense_peer"]`), torch's semi-structured sparse tensor (cuSPARSELt where torch
+# record names as its peer (`Variant.dense_peer`), torch's semi-structured sparse tensor (cuSPARSELt where torch
 # has it, else its CUTLASS kernels), and the sparse PTX variants. The compressed forms are made once per A (the
 # first, untimed call) and reused: the timed calls run the kernel, as a pruned weight would.
 SEMI_STRUCTURED = Variant("torch.sparse_semi_structured", "torch", "sparse", "", "cuSPARSELt",
@@ -216,7 +219,7 @@ def sparse_kernels() -> list[Kernel]:
 
     sparse = ptx_kernels.variants("sparse")
     peers = [ptx_kernels.check_variant(name, "fp32") for name in dict.fromkeys(
-        v.extra["dense_peer"] for v in sparse if "dense_peer" in v.extra)]
+        v.dense_peer for v in sparse if v.dense_peer)]
     compressed = _sparse_a()
     return [*_torch_entries(BASELINE), *(Kernel(entry_name(v, "fp32"), v, "fp32", _ptx(v.name, "fp32"),
                                                 config=v.tile, note=v.adds) for v in peers),

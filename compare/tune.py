@@ -84,14 +84,14 @@ def _jobs(todo: list) -> list[tuple[int, str, tuple, str]]:
     timing will run."""
     from triton_kernels import dispatch
     from triton_kernels.common import prune_for_problem
-    from triton_kernels.variants import BY_KERNEL
+    from triton_kernels.variants import BY_KERNEL, kernel_module
 
     jobs = []
     for i, (dtype, acc, layout, shape) in enumerate(todo):
         a, b = _operands(dtype, layout, shape, i)
         m, n, k = shape
         for kern, stage in dispatch.candidates(m, n, k, dispatch.device_arch(a), dispatch.sm_count(a), a, b, None):
-            for cfg in prune_for_problem(BY_KERNEL[kern].extra["module"].configs(), m, n, k):
+            for cfg in prune_for_problem(kernel_module(BY_KERNEL[kern]).configs(), m, n, k):
                 jobs.append((i, kern, stage, cfg.name))
         del a, b
     return jobs

@@ -53,7 +53,29 @@ class Variant:
     recommended: bool = False
     # Static shared memory (bytes) each instantiation's design implies, for the compile test: f(acc, b_col_major).
     static_smem: Callable[[str, bool], int] | None = field(default=None, hash=False, compare=False, repr=False)
-    extra: dict = field(default_factory=dict, hash=False, compare=False)  # package-specific facts
+
+    # ---- Triton records (package "triton"); the kernel module is the package's `file` (triton_kernels/<file>),
+    # which provides what triton_kernels.contract.KernelModule declares ----
+    selector: str = ""  # the name hgemm(kernel=...) takes for it: "blocked", "tma" (PTX records: `name`)
+    # kernel="auto" may run it without timing (the interpreter, a pinned config): it takes any problem its alignment
+    # allows (triton_kernels.dispatch.kernel_for takes the last general record the operands fit)
+    general: bool = False
+    dispatch: bool = False  # not a kernel but the package's choice among its records (Triton's kernel="auto")
+    interpretable: bool = True  # TRITON_INTERPRET=1 can run it (a Gluon kernel cannot: not offered there)
+    triton_versions: tuple[str, ...] = ()  # Triton releases (version prefixes) its API is written for; () = any
+
+    # ---- PTX records (package "ptx") ----
+    splits: tuple[int, ...] = ()  # the K splits its launcher takes (hgemm(split=...)); () = it never splits K
+    # Per dtype, the tensor-core SASS forms its instances hold, each whole ("HMMA.16816.F32" is fp16 operands,
+    # ".F32.BF16" bf16; sparse: "HMMA.SP.16832.F32"), and no other form (tests/test_ptx_compile.py); {} = unchecked.
+    mma_forms: dict[str, tuple[str, ...]] = field(default_factory=dict, hash=False, compare=False)
+    unrolled_stages: bool = False  # the fp32 tile's main loop is unrolled over the ring's stages (MMA counts)
+    # Which of its instances `compare inspect` shows, beyond the call's dtype and accumulation and row-major B: the
+    # kernel template's arguments by parameter name, as the compiler spells them ({"T": "Tile<256, 4, 1, 128, 64>",
+    # "TMA_STORE": "true"}); the instances themselves are listed from the compiled kernel (toolchain.instances).
+    # {} = the first such instance.
+    inspect: dict[str, str] = field(default_factory=dict, hash=False, compare=False)
+    dense_peer: str | None = None  # a sparse record's dense kernel of the same ladder, timed beside it
 
     def block_for(self, acc: str) -> tuple[int, int, int]:
         """The block tile (BM, BN, BK) the kernel runs with accumulation acc."""

@@ -129,7 +129,7 @@ def hgemm(a: torch.Tensor, b: torch.Tensor, *, variant: str = "wmma_multistage",
     accumulation), "auto" picks by wave count, "large" forces `block_fp16`, "base" forces `block`.
     Layouts the variant cannot read in place (column-major A; strided views; unaligned rows for cp.async
     variants) are copied first; `last_launch()["copies"]` lists them.
-    split: for the variants that split K over a cluster (`Variant.extra["splits"]`: wgmma_persistent, wgmma_splitk),
+    split: for the variants that split K over a cluster (`Variant.splits`: wgmma_persistent, wgmma_splitk),
     None lets the launcher choose, 1 never splits, 2 or 4 pin the parts; `last_launch()["split"]` says which ran.
     Inputs that require grad go through the autograd-recording operator `torch.ops.tensorcore_hgemm.ptx_hgemm`.
     """
@@ -162,10 +162,10 @@ def hgemm(a: torch.Tensor, b: torch.Tensor, *, variant: str = "wmma_multistage",
     if tile != "auto" and not (acc == "fp16" and v.block_fp16):
         raise ValueError(f"hgemm: variant {variant!r} has one tile for acc={acc!r}; tile={tile!r} needs a variant "
                          "with two (fp16 accumulation on the pipelined variants)")
-    if split is not None and split not in v.extra.get("splits", ()):
-        splitting = [x.name for x in VARIANTS if x.extra.get("splits")]
+    if split is not None and split not in v.splits:
+        splitting = [x.name for x in VARIANTS if x.splits]
         raise ValueError(f"hgemm: split={split!r} needs a variant that splits K ({splitting}) and one of its splits; "
-                         f"variant {variant!r} takes {v.extra.get('splits', ())}")
+                         f"variant {variant!r} takes {v.splits}")
     p = validate(a, b, out, allow_cpu=False)
     check_dtype(v, p.dtype, acc)
     if p.empty:

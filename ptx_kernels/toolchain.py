@@ -63,9 +63,14 @@ class Compiled:
     cubin: Path
     log: str
     functions: list[FunctionUsage] = field(default_factory=list)
+    includes: tuple[Path, ...] = ()  # the include folders it was compiled with
 
     def sass(self) -> str:
         return disassemble(self.cubin)
+
+    def instances(self) -> list["Instance"]:
+        """The kernel instances the source compiled to (`instances`)."""
+        return instances(self)
 
 
 def parse_resource_usage(log: str) -> list[FunctionUsage]:
@@ -131,7 +136,7 @@ def compile_cubin(source: Path, arch: str, extra_flags: list[str] | None = None,
         logf.write_text(res.stdout + res.stderr)
         os.replace(str(cubin) + ".tmp", cubin)
     log = logf.read_text()
-    return Compiled(source, arch, cubin, log, parse_resource_usage(log))
+    return Compiled(source, arch, cubin, log, parse_resource_usage(log), tuple(includes))
 
 
 def _cuobjdump(*args: str) -> str:
@@ -154,6 +159,130 @@ def cubin_resource_usage(cubin: Path) -> dict[str, FunctionUsage]:
                          _cuobjdump("-res-usage", str(cubin))):
         name, reg, stack, shared, local = m.group(1), *map(int, m.groups()[1:])
         out[name] = FunctionUsage(name, registers=reg, smem_bytes=shared, stack_bytes=stack + local)
+    return out
+
+
+# ---- the kernel instances of a compiled source, from the compiler's own listing ----------------------------------
+# A kernel file's instances are the entry functions its cubin holds (whatever its launchers instantiate: tiles,
+# epilogues, element types); each is named by its template arguments, read from the mangled name (demangled by
+# c++filt) and matched with the parameter names of the `template <...> __global__` declaration in the source or
+# the headers it includes. Nothing about them is written in the records.
+ACC_VALUES = {"0": "fp32", "1": "fp16"}  # hgemm.cuh: enum class Acc : int { F32 = 0, F16 = 1 }
+DTYPE_OF_ELEMENT = {"__half": "fp16", "half": "fp16", "__nv_bfloat16": "bf16"}
+
+
+@dataclass(frozen=True)
+class Instance:
+    """One compiled instance of a kernel template."""
+    name: str  # mangled, as the cubin names the function (`disassemble(cubin, name)`)
+    kernel: str  # the template's name: "kernel", "wgmma_persistent_kernel"
+    # template arguments by parameter name, as the compiler spells them, namespaces dropped:
+    # {"E": "__half", "T": "Tile<256, 4, 1, 128, 64>", "ACC": "(Acc)0", "B_COL": "false", "TMA_STORE": "true"}
+    args: dict = field(hash=False, compare=False)
+    signature: str = ""  # the demangled name, parameters included
+
+    @property
+    def dtype(self) -> str:
+        """"fp16" or "bf16": the element type E where the template has one, else the one its parameters name."""
+        if "E" in self.args:
+            return DTYPE_OF_ELEMENT[self.args["E"]]
+        return "bf16" if "__nv_bfloat16" in self.signature else "fp16"
+
+    @property
+    def acc(self) -> str:
+        return ACC_VALUES[self.args["ACC"].rpartition(")")[2]]
+
+    @property
+    def b_col_major(self) -> bool | None:
+        """The B_COL argument (None: a kernel with no B layout parameter reads any strides)."""
+        return {"true": True, "false": False}[self.args["B_COL"]] if "B_COL" in self.args else None
+
+    @property
+    def template(self) -> str:
+        """"wgmma_persistent_kernel<__half, Tile<256, 4, 1, 128, 64>, (Acc)0, false, true>"."""
+        return f"{self.kernel}<{', '.join(self.args.values())}>" if self.args else self.kernel
+
+    def matches(self, want: dict[str, str]) -> bool:
+        return all(self.args.get(k) == v for k, v in want.items())
+
+
+_INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.MULTILINE)
+# `template <...> __global__ void [__launch_bounds__(...)] name(`: the parameter list holds no braces or semicolons,
+# so a match cannot run from an earlier struct template into a kernel's declaration
+_KERNEL_TEMPLATE = re.compile(r"template\s*<([^;{}]*?)>\s*__global__\s+void\s+"
+                              r"(?:__launch_bounds__\s*\((?:[^()]|\([^()]*\))*\)\s*)?(\w+)\s*\(")
+_QUALIFIER = re.compile(r"(?:\(anonymous namespace\)|[A-Za-z_]\w*)::")
+
+
+def _split_top(text: str) -> list[str]:
+    """A comma-separated list split at its top level (commas inside <...> or (...) stay)."""
+    out, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        depth += ch in "<("
+        depth -= ch in ">)"
+        if ch == "," and depth == 0:
+            out.append(text[start:i].strip())
+            start = i + 1
+    return out + ([text[start:].strip()] if text.strip() else [])
+
+
+def kernel_templates(source: Path, includes: tuple[Path, ...] = ()) -> dict[str, list[str]]:
+    """{kernel template name: its parameter names} of every `template <...> __global__` declared in `source` or the
+    project headers it includes (resolved against its folder and `includes`)."""
+    seen: set[Path] = set()
+    found: dict[str, list[str]] = {}
+
+    def read(path: Path) -> None:
+        if path in seen:
+            return
+        seen.add(path)
+        text = path.read_text()
+        for params, name in _KERNEL_TEMPLATE.findall(text):
+            found[name] = [p.split("=")[0].split()[-1] for p in _split_top(params)]
+        for inc in _INCLUDE.findall(text):
+            for d in (path.parent, *includes):
+                if (d / inc).is_file():
+                    read((d / inc).resolve())
+                    break
+
+    read(Path(source).resolve())
+    return found
+
+
+def find_demangler() -> str | None:
+    """cu++filt (the CUDA toolkit's) or binutils' c++filt."""
+    nvcc = find_nvcc()
+    cands = [shutil.which("cu++filt"), nvcc and str(Path(nvcc).parent / "cu++filt"), shutil.which("c++filt")]
+    return next((c for c in cands if c and os.path.exists(c)), None)
+
+
+def demangle(names: list[str]) -> list[str]:
+    tool = find_demangler()
+    if tool is None:
+        raise ToolMissing("neither cu++filt nor c++filt found (the CUDA toolkit, binutils)")
+    out = subprocess.run([tool], input="\n".join(names) + "\n", capture_output=True, text=True, check=True).stdout
+    return out.splitlines()[:len(names)]
+
+
+def instances(c: Compiled) -> list[Instance]:
+    """The instances of the source's kernel templates in a compiled cubin, in the cubin's order (cuobjdump's
+    listing), each with its template arguments by name."""
+    templates = kernel_templates(c.source, c.includes)
+    names = list(cubin_resource_usage(c.cubin))
+    out = []
+    for mangled, plain in zip(names, demangle(names)):
+        plain = _QUALIFIER.sub("", plain)
+        m = re.match(r"(?:void\s+)?(\w+)(<?)", plain)
+        if m is None or m.group(1) not in templates:
+            continue  # not a kernel template of this source (a device function, a lab kernel)
+        args = []
+        if m.group(2):
+            depth, i = 1, m.end()
+            while depth:
+                depth += (plain[i] == "<") - (plain[i] == ">")
+                i += 1
+            args = _split_top(plain[m.end():i - 1])
+        out.append(Instance(mangled, m.group(1), dict(zip(templates[m.group(1)], args)), plain))
     return out
 
 

@@ -3,7 +3,10 @@ binding check, the tests and the harness.
 
 Each record is a `hgemm_common.record.Variant` with package "ptx"; `file` is the kernel file relative to csrc/
 (sm80/ holds the kernels for any arch >= 80, sm90/ the sm_90a-only ones). Adding a variant = one kernel file that
-ends with `HGEMM_VARIANT(name, launcher, operands);` (csrc/host/registry.h) + one record here.
+ends with `HGEMM_VARIANT(name, launcher, operands);` (csrc/host/registry.h: the file registers its own launcher,
+and the build compiles every record's file) + one record here. Nothing else lists variants: the build, the
+binding, the harness and the tests read these records, and the kernel instances a file compiles to are listed
+from its compiled code (`ptx_kernels.toolchain.instances`), not written here.
 """
 from __future__ import annotations
 
@@ -36,7 +39,7 @@ def _each(*ops: str) -> dict[str, tuple[str, ...]]:
 
 
 # bf16 beside fp16: the kernels whose element type is a template parameter (fp16: fp32 and fp16 accumulation; bf16:
-# fp32 only, the only instantiations made for it). extra["mma_forms"]: per dtype, the tensor-core SASS forms its
+# fp32 only, the only instantiations made for it). `mma_forms`: per dtype, the tensor-core SASS forms its
 # instantiations hold (each whole, followed by its operands: "HMMA.16816.F32" is fp16 operands, ".F32.BF16" bf16);
 # tests/test_ptx_compile.py checks them against every target's SASS.
 BF16 = ("fp16", "bf16")
@@ -89,7 +92,7 @@ VARIANTS: tuple[Variant, ...] = (
             "3-4 stage cp.async pipeline, 64x64 (fp16: 64x128) warp tiles, fragments loaded a k-step ahead",
             isa="wmma", ceiling="mma.sync", promises=_each("HMMA", "LDSM", "LDGSTS"), forbids=_each("STSM", *_LOCAL),
             # the fp32 tile's main loop is unrolled over the ring's stages (tests count its MMAs)
-            extra={"unrolled_stages": True}, recommended=True, **_PIPELINED),
+            unrolled_stages=True, recommended=True, **_PIPELINED),
     Variant("mma_naive", "ptx", "mma", "sm80/mma_naive.cu", "1 warp, 16x8",
             "mma.sync.m16n8k16 fed by ldmatrix: fragment registers the program addresses itself", isa="mma.sync",
             ceiling="mma.sync", block=(16, 8, 16), slow=True,
@@ -106,16 +109,16 @@ VARIANTS: tuple[Variant, ...] = (
             "fp16 on large problems: 256x256x32, 4 stages, 8 warps x 64x128",
             "3-4 stage cp.async pipeline, large warp tiles, fragments double-buffered in registers (fp32)",
             isa="mma.sync", ceiling="mma.sync", promises=_each("HMMA", "LDSM", "LDGSTS"),
-            forbids=_each("STSM", *_LOCAL), dtypes=BF16, extra={"mma_forms": _HMMA_FORMS}, **_PIPELINED),
+            forbids=_each("STSM", *_LOCAL), dtypes=BF16, mma_forms=_HMMA_FORMS, **_PIPELINED),
     Variant("mma_swizzle", "ptx", "mma", "sm80/mma_swizzle.cu", "mma_multistage's tiles, XOR-swizzled shared memory",
             "XOR-swizzled shared memory: conflict-free ldmatrix and cp.async", isa="mma.sync", ceiling="mma.sync",
             promises=_each("HMMA", "LDSM", "LDGSTS"), forbids=_each("STSM", *_LOCAL), dtypes=BF16,
-            extra={"mma_forms": _HMMA_FORMS}, **_PIPELINED),
+            mma_forms=_HMMA_FORMS, **_PIPELINED),
     Variant("mma_stmatrix", "ptx", "mma", "sm80/mma_stmatrix.cu", "mma_multistage's tiles, swizzled, stmatrix epilogue",
             "stmatrix epilogue through shared memory, 16-byte coalesced stores (sm_90; plain stores before)",
             isa="mma.sync", ceiling="mma.sync",
             promises={"sm_80": ("HMMA", "LDSM", "LDGSTS"), "sm_90a": ("HMMA", "LDSM", "LDGSTS", "STSM")},
-            forbids={"sm_80": ("STSM", *_LOCAL), "sm_90a": _LOCAL}, dtypes=BF16, extra={"mma_forms": _HMMA_FORMS},
+            forbids={"sm_80": ("STSM", *_LOCAL), "sm_90a": _LOCAL}, dtypes=BF16, mma_forms=_HMMA_FORMS,
             recommended=True, **_PIPELINED),
 )
 
@@ -135,13 +138,13 @@ HOPPER: tuple[Variant, ...] = (
     Variant("wgmma_tma", "ptx", "wgmma", "sm90/wgmma_tma.cu", "128x128x64, 4 stages, 1 warpgroup",
             "TMA loads completing on per-stage mbarriers, wgmma m64n128k16 reading shared memory through descriptors",
             block=(128, 128, 64), stages=4, promises={"sm_90a": ("HGMMA", "UTMALDG", "SYNCS")},
-            extra={"mma_forms": _hgmma_forms(128)}, **_HOPPER),
+            mma_forms=_hgmma_forms(128), **_HOPPER),
     Variant("wgmma_ws", "ptx", "wgmma", "sm90/wgmma_ws.cu",
             "128x256x64, 4 stages, producer warpgroup + 2 consumer warpgroups",
             "warp specialization: a TMA producer warpgroup (setmaxnreg.dec) feeds two wgmma consumers "
             "(setmaxnreg.inc) through full/empty mbarriers", block=(128, 256, 64), stages=4,
             promises={"sm_90a": ("HGMMA", "UTMALDG", "SYNCS", "USETMAXREG")},
-            extra={"mma_forms": _hgmma_forms(256)}, **_HOPPER),
+            mma_forms=_hgmma_forms(256), **_HOPPER),
     Variant("wgmma_persistent", "ptx", "wgmma", "sm90/wgmma_persistent.cu",
             "persistent, 128x256x64 in 4 stages (128x192 in 5 or, B column-major, 256x152 in 4 where they fill the "
             "rounds better, 128x128 in 6, 128x64 in 8 on skinny outputs)",
@@ -149,34 +152,29 @@ HOPPER: tuple[Variant, ...] = (
             "TMA-store epilogue through swizzled shared memory, overlapped with the next tile",
             block=(128, 256, 64), stages=4,
             promises={"sm_90a": ("HGMMA", "UTMALDG", "UTMASTG", "SYNCS", "USETMAXREG")},
-            # (4 tiles x 2 B layouts + 2 256x152 tiles x column-major B) x (dtype, accumulation) pairs x epilogues;
-            # inspect shows fp16's 128x256 tile with the TMA-store epilogue
-            extra={"instantiations": (4 * 2 + 2) * 3 * 2,
-                   "inspect_instance": r"I{elem}N\w*TileILi256ELi4ELi1ELi128ELi64EEEL3Acc{acc}ELb0ELb1E",
-                   "splits": _SPLITS, "mma_forms": _hgmma_forms(256, 192, 152, 128, 64)}, recommended=True,
-            **_HOPPER),
+            # inspect shows the 128x256 tile with the TMA-store epilogue
+            inspect={"T": "Tile<256, 4, 1, 128, 64>", "TMA_STORE": "true"}, splits=_SPLITS,
+            mma_forms=_hgmma_forms(256, 192, 152, 128, 64), recommended=True, **_HOPPER),
     Variant("wgmma_splitk", "ptx", "wgmma", "sm90/wgmma_splitk.cu",
             "clusters of 1, 2 or 4 blocks share a 128x256/128x128/128x64 tile, each taking a part of K; one wave",
             "split-K over a thread block cluster: the partial tiles are added in rank order through distributed "
             "shared memory (no workspace, no atomics, deterministic); wgmma_persistent hands it skinny outputs",
             block=(128, 128, 64), stages=6,
             promises={"sm_90a": ("HGMMA", "UTMALDG", "SYNCS", "USETMAXREG")},
-            # tiles x (dtype, accumulation) pairs x B layouts; inspect shows fp16's 128x128 tile
-            extra={"instantiations": 3 * 3 * 2, "inspect_instance": r"I{elem}N\w*TileILi128ELi6EEEL3Acc{acc}ELb0E",
-                   "splits": _SPLITS, "mma_forms": _hgmma_forms(256, 128, 64)}, **_HOPPER),
+            # inspect shows the 128x128 tile
+            inspect={"T": "Tile<128, 6>"}, splits=_SPLITS, mma_forms=_hgmma_forms(256, 128, 64), **_HOPPER),
     Variant("wgmma_cluster", "ptx", "wgmma", "sm90/wgmma_cluster.cu",
             "persistent 2-CTA clusters, 128x256x64 tiles in 4 stages, B multicast",
             "thread block clusters: two blocks share each B tile through TMA multicast (a third less L2 traffic)",
             block=(128, 256, 64), stages=4,
             promises={"sm_90a": ("HGMMA", "UTMALDG", "UTMASTG", "SYNCS", "USETMAXREG")},
-            # (dtype, accumulation) pairs x B layouts x epilogues; inspect shows fp16's TMA-store epilogue
-            extra={"instantiations": 3 * 2 * 2, "inspect_instance": r"I{elem}L3Acc{acc}ELb0ELb1E",
-                   "mma_forms": _hgmma_forms(256)}, **_HOPPER),
+            # inspect shows the TMA-store epilogue
+            inspect={"TMA_STORE": "true"}, mma_forms=_hgmma_forms(256), **_HOPPER),
 )
 # 2:4 structured sparsity (problem kind "sparse": A arrives compressed, ptx_kernels/sparse.py; called through
 # ptx_kernels.sparse_hgemm). Each is scored against the sparse form of its instruction's ceiling, which counts the
-# dense work (2 M N K) the instruction does. extra["dense_peer"]: the dense kernel of the same ladder the harness
-# times beside it on the pruned A (`python -m compare bench --kind sparse`).
+# dense work (2 M N K) the instruction does. `dense_peer`: the dense kernel of the same ladder the harness times
+# beside it on the pruned A (`python -m compare bench --kind sparse`). `mma_forms`: the sparse instruction forms.
 SPARSE: tuple[Variant, ...] = (
     Variant("mma_sp", "ptx", "sparse", "sm80/mma_sp.cu",
             "128x256x64 (dense K), 4 stages, 8 warps x 64x64 (fp16 acc: 256x256x64, 8 warps x 64x128)",
@@ -185,7 +183,7 @@ SPARSE: tuple[Variant, ...] = (
             block=(128, 256, 64), stages=4, block_fp16=(256, 256, 64), stages_fp16=4, alignment="rows16",
             promises=_each("HMMA", "LDSM", "LDGSTS"),
             forbids=_each("STSM", *_LOCAL), static_smem=lambda acc, b_col: 0,
-            extra={"sass_forms": ("HMMA.SP.16832.F32", "HMMA.SP.16832.F16"), "dense_peer": "mma_stmatrix"}),
+            mma_forms={"fp16": ("HMMA.SP.16832.F32", "HMMA.SP.16832.F16")}, dense_peer="mma_stmatrix"),
     Variant("wgmma_sp", "ptx", "sparse", "sm90/wgmma_sp.cu",
             "persistent, 128x256x64 (dense K) in 5 stages, producer + 2 consumer warpgroups, 2-block clusters "
             "on large problems",
@@ -196,10 +194,9 @@ SPARSE: tuple[Variant, ...] = (
             alignment="tma", static_smem=lambda acc, b_col: 0,
             promises={"sm_90a": ("HGMMA", "UTMALDG", "UTMASTG", "SYNCS", "USETMAXREG")},
             forbids={"sm_90a": ("HMMA", "LDGSTS", "LDSM", *_LOCAL)},
-            # accumulations x B layouts x epilogues x cluster sizes (1, 2)
-            extra={"sass_forms": ("HGMMA.SP.64x256x32.F32", "HGMMA.SP.64x256x32.F16"),
-                   "instantiations": 2 * 2 * 2 * 2, "inspect_instance": r"L3Acc{acc}ELb0ELb1ELi1E",
-                   "dense_peer": "wgmma_persistent"}),
+            # inspect shows the TMA-store epilogue on single blocks
+            mma_forms={"fp16": ("HGMMA.SP.64x256x32.F32", "HGMMA.SP.64x256x32.F16")},
+            inspect={"TMA_STORE": "true", "CLUSTER": "1"}, dense_peer="wgmma_persistent"),
 )
 VARIANTS = VARIANTS + HOPPER + SPARSE
 

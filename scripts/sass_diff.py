@@ -3,12 +3,16 @@
 A refactor that moves code (files, headers, comments) must not change what runs: dump before, dump after, compare.
 
     python scripts/sass_diff.py dump /tmp/sass_before     # every .cu under ptx_kernels/csrc and tests/cuda
+    python scripts/sass_diff.py dump --triton 2 /tmp/sass_before   # and every Triton record's first 2 configs
     python scripts/sass_diff.py compare /tmp/sass_before /tmp/sass_after
 
 `dump` compiles each source with the project's flags (ptx_kernels.toolchain: -std=c++17 -O3 -lineinfo) for sm_80 and
 sm_90a, includes csrc/ and every folder under it, and writes one file per (arch, function): cuobjdump -sass with
 the lines that legitimately move with file paths (line info, comments, headers) stripped, keeping each instruction
 and its encoding. Functions are keyed by mangled name and arch, not by file, so a kernel may move between files.
+`--triton N` also compiles every Triton record's first N configurations (`triton.compile` for sm_90 and, the
+records offered there, sm_80; fp16 with fp32 and fp16 accumulation, bf16 with fp32; Triton's cache bypassed) and
+writes their SASS the same way, one file per (arch, record, config, dtype, accumulation).
 `compare` prints a verdict per function and exits 1 on any difference or any function missing on either side.
 """
 from __future__ import annotations
@@ -167,17 +171,62 @@ def compare(before: Path, after: Path) -> int:
     return 1 if bad else 0
 
 
+def dump_triton(out: Path, n_configs: int) -> int:
+    """SASS of the Triton records' first n_configs configurations (see the module's header), without comment lines
+    (they carry file paths). Run outside TRITON_INTERPRET (the interpreter replaces the kernels)."""
+    import importlib
+    import os
+
+    os.environ["TRITON_ALWAYS_COMPILE"] = "1"
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    from triton_kernels.triton_internals import COMPILE_OPTIONS
+    from triton_kernels.variants import VARIANTS
+
+    out.mkdir(parents=True, exist_ok=True)
+    count = 0
+    for v in VARIANTS:
+        mod = importlib.import_module(f"triton_kernels.{Path(v.file).stem}")  # the record's kernel module
+        for arch in (90, 80):
+            if arch < v.min_arch:
+                continue
+            for cfg in mod.configs()[:n_configs]:
+                for dtype, acc in (("fp16", "fp32"), ("fp16", "fp16"), ("bf16", "fp32")):
+                    fn, sig, consts, attrs = mod.inspect_source(cfg, dtype)
+                    consts = dict(consts, ACC_FP16=acc == "fp16")
+                    for name in consts:
+                        sig.setdefault(name, "constexpr")
+                    source_type = ASTSource
+                    if fn.is_gluon():
+                        from triton.experimental.gluon._runtime import GluonASTSource as source_type
+                    options = getattr(mod, "compile_options",
+                                      lambda c: dict(num_warps=c.num_warps, num_stages=c.num_stages))(cfg)
+                    k = triton.compile(source_type(fn=fn, signature=sig, constexprs=consts, attrs=attrs),
+                                       target=GPUTarget("cuda", arch, 32), options={**COMPILE_OPTIONS, **options})
+                    sass = "".join(line + "\n" for line in k.asm["sass"].splitlines()
+                                   if not line.lstrip().startswith("//"))
+                    (out / f"triton_sm_{arch}__{v.name}__{cfg.name}__{dtype}_{acc}.sass").write_text(sass)
+                    count += 1
+    print(f"dumped {count} Triton compiles")
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
     d = sub.add_parser("dump")
     d.add_argument("out", type=Path)
     d.add_argument("-j", "--jobs", type=int, default=2)
+    d.add_argument("--triton", type=int, default=0, metavar="N", help="also the Triton records' first N configs")
     c = sub.add_parser("compare")
     c.add_argument("before", type=Path)
     c.add_argument("after", type=Path)
     args = ap.parse_args()
-    return dump(args.out, args.jobs) if args.cmd == "dump" else compare(args.before, args.after)
+    if args.cmd == "compare":
+        return compare(args.before, args.after)
+    return dump(args.out, args.jobs) | (dump_triton(args.out, args.triton) if args.triton else 0)
 
 
 if __name__ == "__main__":

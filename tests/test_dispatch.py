@@ -12,7 +12,7 @@ from hgemm_common.operands import major
 from compare.reference import compare, make_inputs, poisoned_out, reference
 from triton_kernels import Config, api, configs, dispatch
 from triton_kernels.launch import DescriptorCache
-from triton_kernels.variants import BY_KERNEL
+from triton_kernels.variants import BY_KERNEL, kernel_module
 
 from conftest import DEVICE, HAS_CUDA
 
@@ -312,14 +312,14 @@ def test_refine_round_runs_the_shortlisted_plans(monkeypatch, exact):
         return 1.0
 
     def tune(kernel, stage, facts, a, b, c, acc_fp16):
-        return BY_KERNEL[kernel].extra["module"].INTERPRETER_CONFIG, 1.0
+        return kernel_module(BY_KERNEL[kernel]).INTERPRETER_CONFIG, 1.0
 
     monkeypatch.setattr(dispatch, "time_ms", time_ms)
     monkeypatch.setattr(dispatch, "_tune", tune)
     a, b = make_inputs(40, 24, 520, "NN", device=DEVICE, seed=4)
     p = triton_kernels.plan(a, b, tune="exact")
     assert len(runs) == dispatch.REFINE_ROUNDS * min(dispatch.REFINE_MAX, 4)  # blocked, both split-Ks, TMA: tied
-    assert p.config == BY_KERNEL[p.kernel].extra["module"].INTERPRETER_CONFIG
+    assert p.config == kernel_module(BY_KERNEL[p.kernel]).INTERPRETER_CONFIG
     assert compare(triton_kernels.hgemm(a, b), reference(a, b)).ok
 
 
@@ -460,7 +460,8 @@ def test_splitk_counters_on_streams_threads_and_graphs(kernel):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", ["fp16", "bf16"])
-@pytest.mark.parametrize("kernel", ["blocked", "splitk", "gemv", "tma", "splitk_tma"])
+# every kernel but Gluon, which launches through its own GluonLaunch (never directly)
+@pytest.mark.parametrize("kernel", [k for k in BY_KERNEL if k != "gluon"])
 def test_direct_launch_after_the_first_call(kernel, dtype):
     """The first call compiles through kernel[grid]; later ones launch the kept kernels directly, with results
     identical to the first call's (pinned config: the same compiled kernel either way), for `*fp16` and `*bf16`

@@ -261,7 +261,7 @@ def test_record_offered_only_where_it_runs():
     from triton_kernels import gluon_persistent as g
     from triton_kernels.variants import GLUON, NOT_OFFERED, VARIANTS
 
-    assert GLUON.extra["kernel"] == "gluon" and GLUON.min_arch == 90 and set(GLUON.dtypes) == {"fp16", "bf16"}
+    assert GLUON.selector == "gluon" and GLUON.min_arch == 90 and set(GLUON.dtypes) == {"fp16", "bf16"}
     assert GLUON.alignment == "tma" and GLUON.misaligned == "copy"  # staged by the dispatcher
     offered = GLUON in VARIANTS
     assert offered == (triton.__version__.startswith(g.GLUON_TRITON_VERSIONS) and not interpreter_active())

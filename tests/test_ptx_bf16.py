@@ -4,7 +4,7 @@ and the dense Hopper ladder), fp32 accumulation, bf16 out.
 What runs where: the CPU tests check the Python side's errors (a variant that does not list bf16, bf16 with fp16
 accumulation, the 2:4 sparse kernels) through the operator's fake kernel on meta tensors; that each bf16
 instantiation compiles to the bf16 tensor-core forms without spills is tests/test_ptx_compile.py's (records'
-`extra["mma_forms"]`). The GPU tests (`-m gpu`, skipped without CUDA) run the kernels.
+`Variant.mma_forms`). The GPU tests (`-m gpu`, skipped without CUDA) run the kernels.
 
 Exact checks in bf16: bf16 holds every integer up to 256 exactly (8 significant bits) and fp32 accumulates integer
 products exactly, so C equals the float64 reference rounded to bf16 bit for bit at any size; but past 256 that
@@ -110,7 +110,7 @@ def test_bf16_exact_edges(v, layout):
         exact_check(run(v, a, b), a, b, f"{v.name} bf16 {layout} {m}x{n}x{k}")
 
 
-SPLIT_CASES = [(v, s) for v in BF16 for s in v.extra.get("splits", ())]
+SPLIT_CASES = [(v, s) for v in BF16 for s in v.splits]
 
 
 @pytest.mark.gpu

@@ -46,31 +46,48 @@ def dtype_accs(v) -> list[tuple[str, str]]:
     return [(d, a) for d in v.dtypes for a in v.accs if a in ACCS_FOR[d]]
 
 
-def _template_args(mangled: str):
-    """(accumulation, B column-major) of a kernel instantiation from its mangled name: ...IL3Acc0ELb1E..."""
-    acc = int(re.search(r"L3Acc(\d)E", mangled).group(1))
-    bcol = re.search(r"L3Acc\dELb(\d)E", mangled)  # the bool after the accumulation (a Tile may hold bools too)
-    return ("fp32" if acc == 0 else "fp16"), (bcol is not None and bcol.group(1) == "1")
-
-
 @pytest.mark.parametrize("variant, arch", TARGETS)
 def test_compiles_without_spills(compiled, variant, arch):
-    """Every instantiation without spills, with the static shared memory its record's design implies
-    (`Variant.static_smem`, worked out from the tiles, not read from ptxas)."""
+    """Every instance the kernel file compiles to (listed from the cubin, `toolchain.instances`: tiles, epilogues
+    and element types as its launchers instantiate them) without spills, with the static shared memory its record's
+    design implies (`Variant.static_smem`, worked out from the tiles, not read from ptxas); and the instances are
+    exactly the record's (dtype, accumulation) pairs x B layouts (one kernel reads any strides: no B-layout
+    parameter), each with at least one instance and none beyond them (bf16: fp32 accumulation only)."""
     c = compiled[(variant, arch)]
     v = BY_NAME[variant]
-    kernels = [f for f in c.functions if "kernel" in f.name]
-    # every (dtype, accumulation) pair x B layout (one kernel reads any strides: no B-layout parameter); a variant
-    # with a second fp16 tile instantiates its fp32 tile for fp16 accumulation too, and the large tile for both B
-    # layouts; bf16 gets the fp32 tile with fp32 accumulation only
-    layouts = 1 if any_strides(v) else 2
-    expected = v.extra.get("instantiations", len(dtype_accs(v)) * layouts + (2 if v.block_fp16 else 0))
-    assert len(kernels) == expected, [f.name for f in c.functions]
-    for f in kernels:
+    usage = {f.name: f for f in c.functions}
+    instances = c.instances()
+    b_layouts = (None,) if any_strides(v) else (False, True)
+    assert {(i.dtype, i.acc, i.b_col_major) for i in instances} == \
+        {(d, a, b) for d, a in dtype_accs(v) for b in b_layouts}, [i.template for i in instances]
+    for i in instances:
+        f = usage[i.name]
         assert f.spill_stores == 0 and f.spill_loads == 0 and f.stack_bytes == 0, f
         assert 0 < f.registers <= 255, f
-        acc, b_col = _template_args(f.name)
-        assert f.smem_bytes == v.static_smem(acc, b_col), (f.name, f.smem_bytes)
+        assert f.smem_bytes == v.static_smem(i.acc, bool(i.b_col_major)), (i.template, f.smem_bytes)
+
+
+def test_instances_are_named_by_their_template_arguments(compiled):
+    """toolchain.instances reads each instance's template arguments from the cubin and names them after the
+    kernel's declaration (`template <typename E, typename T, Acc ACC, bool B_COL, bool TMA_STORE>`)."""
+    got = {i.template: i.args for i in compiled[("wgmma_persistent", "sm_90a")].instances()}
+    assert got["wgmma_persistent_kernel<__half, Tile<256, 4, 1, 128, 64>, (Acc)1, true, false>"] == \
+        {"E": "__half", "T": "Tile<256, 4, 1, 128, 64>", "ACC": "(Acc)1", "B_COL": "true", "TMA_STORE": "false"}
+    (simt,) = [i for i in compiled[("simt_naive", "sm_80")].instances() if i.acc == "fp16"]
+    assert (simt.kernel, simt.args, simt.dtype, simt.b_col_major) == ("kernel", {"ACC": "(Acc)1"}, "fp16", None)
+
+
+@pytest.mark.parametrize("variant", [v.name for v in VARIANTS])
+def test_inspect_names_one_instance_per_dtype_and_accumulation(compiled, variant):
+    """The record's `inspect` (template arguments by name) picks an instance for every (dtype, accumulation) it
+    offers: `compare inspect` never falls back to a guess."""
+    from compare.disasm import instance
+
+    v = BY_NAME[variant]
+    arch = "sm_90a"
+    for d, a in dtype_accs(v):
+        i = instance(compiled[(variant, arch)].instances(), d, a, v.inspect)
+        assert (i.dtype, i.acc, i.b_col_major) == (d, a, None if any_strides(v) else False) and i.matches(v.inspect)
 
 
 @pytest.mark.parametrize("variant, arch", TARGETS)
@@ -104,7 +121,7 @@ def test_record_facts_agree(variant):
 
 def pipelined_hmma(variant: str) -> int:
     """HMMA.16816 (HMMA.SP.16832 for mma_sp, a k32 step each) a pipelined kernel's SASS should hold: the main loop
-    unrolled over a tile's k16-steps (and, where the record says `extra["unrolled_stages"]` (wmma_multistage), the
+    unrolled over a tile's k16-steps (and, where the record says `unrolled_stages` (wmma_multistage), the
     fp32 tile's loop over the ring's stages too; its fp16 tile's loop is rolled), emitted once per instantiation; each
     k16-step of a warp is (warp tile) / (16 x 8) MMAs (a 16x16x16 WMMA is two), for 8 warps; two B layouts per
     accumulation."""
@@ -115,7 +132,7 @@ def pipelined_hmma(variant: str) -> int:
     runs += [(v.block, v.stages, False)] * ("bf16" in v.dtypes)
     kstep = 32 if v.kind == "sparse" else 16  # mma.sp m16n8k32 does a dense k32 step
     for (bm, bn, bk), stages, large in runs:
-        copies = stages if v.extra.get("unrolled_stages") and not large else 1
+        copies = stages if v.unrolled_stages and not large else 1
         total += 2 * copies * (bk // kstep) * (bm * bn) // (8 * 16 * 8)
     return total
 
@@ -131,17 +148,17 @@ def sass_forms(sass: str, prefix: str) -> set[str]:
     return set(re.findall(rf"\b({re.escape(prefix)}\.[\w.]+)\s", sass))
 
 
-@pytest.mark.parametrize("variant, arch", [(n, a) for n, a in TARGETS if BY_NAME[n].extra.get("mma_forms")])
+@pytest.mark.parametrize("variant, arch", [(n, a) for n, a in TARGETS if BY_NAME[n].mma_forms])
 def test_tensor_core_forms_per_dtype(compiled, variant, arch):
-    """Each dtype a record lists compiles to its tensor-core forms (`extra["mma_forms"]`: bf16 is HMMA.16816.F32.BF16
+    """Each dtype a record lists compiles to its tensor-core forms (`Variant.mma_forms`: bf16 is HMMA.16816.F32.BF16
     / HGMMA.64xNx16.F32.BF16, fp32 accumulation only), and the SASS holds no other form: no bf16 form with fp16
     accumulation, none of a dtype the record does not list. For the bf16 share: as many bf16 MMAs as fp16's fp32
     ones (one fp32-accumulation instantiation of the same tiles per B layout)."""
     v = BY_NAME[variant]
-    forms = v.extra["mma_forms"]
+    forms = v.mma_forms
     assert set(forms) == set(v.dtypes), (forms, v.dtypes)
     sass = compiled[(variant, arch)].sass()
-    prefix = "HGMMA" if v.isa == "wgmma" else "HMMA"
+    prefix = "HGMMA" if v.isa.startswith("wgmma") else "HMMA"
     expected = {f for d in v.dtypes for f in forms[d]}
     assert sass_forms(sass, prefix) == expected, sass_forms(sass, prefix) ^ expected
     if "bf16" in v.dtypes:
@@ -150,12 +167,13 @@ def test_tensor_core_forms_per_dtype(compiled, variant, arch):
             assert count(bf16) == count(f16) > 0, (bf16, count(bf16), f16, count(f16))
 
 
-@pytest.mark.parametrize("variant, arch", [(n, a) for n, a in TARGETS if BY_NAME[n].extra.get("sass_forms")])
+@pytest.mark.parametrize("variant, arch", [(n, a) for n, a in TARGETS if BY_NAME[n].kind == "sparse"])
 def test_sparse_instruction_forms(compiled, variant, arch):
-    """The sparse kernels' tensor-core instruction is the sparse form (HMMA.SP.16832, HGMMA...SP), in each
-    accumulation, and no dense form of it (a kernel that fell back to dense MMAs would pass the HMMA promise)."""
+    """The sparse kernels' tensor-core instruction is the sparse form (HMMA.SP.16832, HGMMA.SP..., their
+    `mma_forms`), in each accumulation, and no dense form of it (a kernel that fell back to dense MMAs would pass
+    the HMMA promise)."""
     sass = compiled[(variant, arch)].sass()
-    forms = BY_NAME[variant].extra["sass_forms"]
+    forms = BY_NAME[variant].mma_forms["fp16"]
     assert all(f in sass for f in forms), [f for f in forms if f not in sass]
     assert not re.search(r"HMMA\.16816|HGMMA\.64x\d+x16\b", sass)
 
@@ -366,60 +384,6 @@ def test_no_measured_figures_in_sources():
         for i, line in enumerate(path.read_text().splitlines(), 1):
             for pat in patterns:
                 assert not pat.search(line), f"{path.relative_to(root)}:{i}: {line.strip()}"
-
-
-THROWAWAY = "simt_throwaway"
-
-
-def test_a_new_kernel_file_and_record_build_with_no_other_edit(tmp_path, monkeypatch):
-    """Adding a variant = one kernel file + one record: in a temporary copy of csrc/, a throwaway kernel file (a
-    copy of simt_naive under another name) and a record for it are picked up by the build's source list and its
-    cache key, nvcc compiles the file with its registration, the registration check above accepts it, and the
-    harness's check/bench selection and inspect take it."""
-    import dataclasses
-    import importlib
-    import shutil
-
-    variants_mod = importlib.import_module("ptx_kernels.variants")  # (ptx_kernels.variants is also a function)
-
-    csrc = tmp_path / "csrc"
-    shutil.copytree(CSRC, csrc)
-    text = (CSRC / BY_NAME["simt_naive"].file).read_text()
-    text = text.replace("namespace simt_naive", f"namespace {THROWAWAY}").replace("simt_naive", THROWAWAY)
-    (csrc / "sm80" / f"{THROWAWAY}.cu").write_text(text)
-    record = dataclasses.replace(BY_NAME["simt_naive"], name=THROWAWAY, file=f"sm80/{THROWAWAY}.cu")
-    records = (*VARIANTS, record)
-
-    key_before = build.module_name(["-O3"])
-    monkeypatch.setattr(variants_mod, "CSRC", csrc)
-    monkeypatch.setattr(build, "CSRC", csrc)
-    assert build.module_name(["-O3"]) != key_before  # a new file under csrc/ changes the cache key
-    sources = build.kernel_sources(80, variants=records)
-    offered = [r for r in records if r.offered_on(80)]
-    assert csrc / record.file in sources and len(sources) == len(offered) + len(variants_mod.lab_sources(80))
-
-    (name, launcher, operands, dtypes), = registrations((csrc / record.file).read_text())
-    assert (name, operands, dtypes) == (THROWAWAY, "AnyStrides", ("fp16",))
-    cubin = toolchain.compile_cubin(csrc / record.file, "sm_90a", include_dirs=[csrc])
-    assert len([f for f in cubin.functions if THROWAWAY in f.name]) == len(record.accs)
-    # host code too: linked with another kernel file and a main that prints the registry, as the extension links
-    # its translation units into one library, both registrations reach the one registry
-    assert registry_of([csrc / record.file, csrc / BY_NAME["mma_naive"].file], tmp_path, csrc) == \
-        {THROWAWAY: ("AnyStrides", ("fp16",)), "mma_naive": ("RowMajorA", ("fp16",))}
-
-    # the harness, with no other edit: check and bench select it by name (one entry per accumulation, as they
-    # select every record; running them needs a GPU), and inspect compiles it from its file and tabulates it
-    import ptx_kernels
-    from compare import disasm, registry
-
-    monkeypatch.setattr(ptx_kernels, "VARIANTS", records)  # what ptx_kernels.variants() returns
-    monkeypatch.setitem(ptx_kernels.BY_NAME, THROWAWAY, record)
-    picked = registry.select([f"{THROWAWAY}*"], gpu=True, arch=90)
-    assert [(k.name, k.acc) for k in picked] == [(THROWAWAY, "fp32"), (f"{THROWAWAY}_fp16acc", "fp16")]
-    assert ptx_kernels.check_variant(THROWAWAY, "fp16") is record
-    (target,) = disasm.targets([THROWAWAY])
-    row = disasm.inspect_cuda(target, tmp_path)
-    assert row.kernel == THROWAWAY and row.source.endswith(record.file) and row.mix["HMMA"] == 0 and row.sass_file
 
 
 def registry_of(kernel_files, out_dir, csrc=CSRC) -> dict[str, tuple[str, tuple[str, ...]]]:

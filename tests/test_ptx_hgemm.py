@@ -130,7 +130,7 @@ def test_deterministic_and_nan_rows(v):
 
 
 SPLIT_CASES = [(v, acc, split) for v in ptx_kernels.variants() for acc in v.accs
-               for split in v.extra.get("splits", ())]
+               for split in v.splits]
 
 
 @pytest.mark.parametrize("layout", ("NN", "NT"))

@@ -20,7 +20,7 @@ def test_sparse_kind_entries_are_the_baseline_the_peers_torch_sparse_and_every_s
     names = [k.name for k in ks]
     assert names[0] == registry.BASELINE.name
     sparse = ptx_kernels.variants("sparse")
-    peers = {v.extra["dense_peer"] for v in sparse}
+    peers = {v.dense_peer for v in sparse}
     assert peers and all(ptx_kernels.check_variant(p, "fp32").kind == "dense" for p in peers)
     assert peers <= set(names) and registry.SEMI_STRUCTURED.name in names
     assert [k for k in names if k.split("_fp16acc")[0] in {v.name for v in sparse}] == \

@@ -84,7 +84,7 @@ def test_ptx_split_choice_is_validated_before_any_device_work():
     splits; the error names the variants that split."""
     import ptx_kernels
     a = torch.ones(4, 4, dtype=torch.float16)
-    splitting = [v.name for v in ptx_kernels.variants() if v.extra.get("splits")]
+    splitting = [v.name for v in ptx_kernels.variants() if v.splits]
     assert splitting == ["wgmma_persistent", "wgmma_splitk"]
     with pytest.raises(ValueError, match=r"split=2 needs a variant that splits K \(\['wgmma_persistent'"):
         ptx_kernels.hgemm(a, a, variant="mma_stmatrix", split=2)

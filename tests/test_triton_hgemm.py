@@ -27,7 +27,7 @@ from hgemm_common.record import ACCS_FOR
 from hgemm_common.validation import DTYPES, dtype_name
 from triton_kernels import Config, configs, dispatch, splitk
 from triton_kernels.common import to_output
-from triton_kernels.variants import BY_KERNEL
+from triton_kernels.variants import BY_KERNEL, kernel_module
 
 from conftest import DEVICE, HAS_CUDA
 from shapes import small_triples
@@ -268,7 +268,7 @@ def test_non_default_stream():
 @pytest.mark.parametrize("kernel", list(BY_KERNEL))
 def test_interpreter_launches_the_pinned_config(kernel, monkeypatch):
     """Autotuning needs a driver: under the interpreter config=None must launch each kernel's pinned config."""
-    module = BY_KERNEL[kernel].extra["module"]
+    module = kernel_module(BY_KERNEL[kernel])
     seen = []
     real = module.launches
     monkeypatch.setattr(module, "launches", lambda *args: (seen.append(args[4]), real(*args))[1])
@@ -412,7 +412,7 @@ def test_staged_operands_exact(layout, dtype):
     stage = dispatch.staging(BY_KERNEL[kernel].alignment, a, b, out)
     assert stage[:2] == (True, True) and stage[2] == (kernel == "tma")
     run = dispatch.Runner(dispatch.Plan(kernel, configs(kernel)[3] if HAS_CUDA else
-                                        BY_KERNEL[kernel].extra["module"].INTERPRETER_CONFIG, stage), False)
+                                        kernel_module(BY_KERNEL[kernel]).INTERPRETER_CONFIG, stage), False)
     run(a, b, out)
     v = compare(out, reference(a, b))
     assert v.ok, v.detail
@@ -431,7 +431,7 @@ from triton.compiler import ASTSource
 from hgemm_common.record import ACCS_FOR
 from triton_kernels import splitk
 from triton_kernels.triton_internals import COMPILE_OPTIONS
-from triton_kernels.variants import VARIANTS
+from triton_kernels.variants import VARIANTS, kernel_module
 
 def compile_(fn, sig, consts, attrs, num_warps, num_stages):
     for name in consts:
@@ -448,9 +448,9 @@ def facts(k):
 
 failed, rows = [], []
 for v in VARIANTS:
-    if v.extra["kernel"] == "gluon":  # a Gluon kernel: its own source type and options, tests/test_gluon.py
+    if v.selector == "gluon":  # a Gluon kernel: its own source type and options, tests/test_gluon.py
         continue
-    mod = v.extra["module"]
+    mod = kernel_module(v)
     for i, cfg in enumerate(mod.configs()):
         for dtype in v.dtypes:
             for acc in ACCS_FOR[dtype]:
@@ -520,7 +520,7 @@ def test_bf16_compiles_to_bf16_tensor_cores(sm90_compiles):
 
     rows = sm90_compiles["rows"]
     bf16 = [r for r in rows if r["dtype"] == "bf16"]
-    assert len(bf16) == sum(len(v.extra["module"].configs()) for k, v in BY_KERNEL.items()
+    assert len(bf16) == sum(len(kernel_module(v).configs()) for k, v in BY_KERNEL.items()
                             if "bf16" in v.dtypes and k != "gluon")
     fp16_local = {r["record"]: r["local"] for r in rows if r["dtype"] == "fp16"}
     cuda_cores = {v.name for v in BY_KERNEL.values() if v.isa == "fma"}  # gemv: FFMA on converted values, no MMA

@@ -129,11 +129,12 @@ _FUSION_CHILD = """
 import json, warnings, triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
+from triton_kernels.contract import optional
 from triton_kernels.triton_internals import COMPILE_OPTIONS
-from triton_kernels.variants import VARIANTS
+from triton_kernels.variants import VARIANTS, kernel_module
 
 def sass(v, extra):
-    mod = v.extra["module"]
+    mod = kernel_module(v)
     cfg = mod.configs()[0]
     fn, sig, consts, attrs = mod.inspect_source(cfg, "fp16")
     consts = dict(consts, ACC_FP16=False)
@@ -142,7 +143,7 @@ def sass(v, extra):
     source_type = ASTSource
     if fn.is_gluon():  # the Gluon record compiles from its own source type, with its own launch options
         from triton.experimental.gluon._runtime import GluonASTSource as source_type
-    options = getattr(mod, "compile_options", lambda c: dict(num_warps=c.num_warps, num_stages=c.num_stages))(cfg)
+    options = optional(mod, "compile_options")(cfg)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         k = triton.compile(source_type(fn=fn, signature=sig, constexprs=consts, attrs=attrs),

@@ -11,9 +11,9 @@ from . import dispatch
 from .common import ACCUMULATIONS, Config
 from .dispatch import Plan, kernel_for  # noqa: F401  (kernel_for: `compare inspect` asks what auto runs)
 from .plan_table import TUNES
-from .variants import AUTO, BY_KERNEL
+from .variants import AUTO, BY_KERNEL, kernel_module
 
-KERNELS = (AUTO.extra["kernel"], *BY_KERNEL)  # "auto", then each record's kernel= name
+KERNELS = (AUTO.selector, *BY_KERNEL)  # "auto", then each record's kernel= name (`Variant.selector`)
 
 
 def _record(kernel: str, caller: str):
@@ -24,8 +24,8 @@ def _record(kernel: str, caller: str):
 
 
 def configs(kernel: str = "blocked") -> list[Config]:
-    """The tuning list of one kernel ("blocked", "splitk", "gemv", "tma", "splitk_tma")."""
-    return _record(kernel, "configs").extra["module"].configs()
+    """The tuning list of one kernel (a kernel= name other than "auto": `KERNELS[1:]`)."""
+    return kernel_module(_record(kernel, "configs")).configs()
 
 
 def hgemm(a: torch.Tensor, b: torch.Tensor, *, out: torch.Tensor | None = None, acc: str = "fp32",
@@ -37,8 +37,9 @@ def hgemm(a: torch.Tensor, b: torch.Tensor, *, out: torch.Tensor | None = None, 
     out: a preallocated (M, N) tensor of the inputs' dtype to write into (any strides); returned.
     config: pin one `Config` (the interpreter always uses a pinned one).
     kernel: "auto" (the plan of the call's shape class from the GPU's plan table, `triton_kernels.plan_table`), or
-        one kernel: "blocked", "splitk", "gemv" (one row of A per program, CUDA cores: for M = 1), "tma",
-        "splitk_tma" (the TMA ones raise if the operands are not TMA-compatible).
+        one kernel of `KERNELS` (each record's `selector`, docs/kernels.md): "blocked", "splitk", "gemv" (one row
+        of A per program, CUDA cores: for M = 1), "tma", "splitk_tma", "gluon" (the TMA ones raise if the operands
+        are not TMA-compatible).
     tune: "table" (the default: table, nearest class or heuristic; nothing is timed on the call path) or "exact"
         (the candidates timed on this kind of call's own operands once, the result kept in the user's plan cache
         file for later processes); None takes TENSORCORE_HGEMM_TUNE, else "table".
@@ -101,7 +102,7 @@ def _check_dtype(dtype: str, acc: str, kernel: str) -> None:
     """The record's dtypes (`Variant.dtypes`; kernel="auto": those of AUTO) and the dtype's accumulations
     (bf16: fp32 only): one-line errors naming what is offered."""
     check_acc(dtype, acc)
-    record = AUTO if kernel == AUTO.extra["kernel"] else BY_KERNEL[kernel]
+    record = AUTO if kernel == AUTO.selector else BY_KERNEL[kernel]
     check_dtype_offered(dtype, record.dtypes, f"hgemm(kernel={kernel!r})")
 
 

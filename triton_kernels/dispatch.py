@@ -48,9 +48,10 @@ from hgemm_common.validation import DTYPE_NAMES, interpreter_active
 
 from . import plan_table
 from .common import Config, prune_for_problem, time_ms
+from .contract import optional
 from .launch import Direct, Kept, direct_supported, hooks_idle, jit_launch
 from .plan_table import Plan, rows_off_sectors
-from .variants import BY_KERNEL, VARIANTS
+from .variants import BY_KERNEL, VARIANTS, kernel_module
 
 # ----------------------------------------------------------------------------------------------------------------
 # Tuning constants
@@ -129,7 +130,7 @@ class Runner:
     def __init__(self, plan: Plan, acc_fp16: bool):
         self.plan = plan
         self.acc_fp16 = acc_fp16
-        self.module = BY_KERNEL[plan.kernel].extra["module"]
+        self.module = kernel_module(BY_KERNEL[plan.kernel])
         self.direct: list | None = None  # Direct launchers once compiled; [] = always the JIT path
         self.scratch: list = []  # per scratch tensor, in launch order: (shape, dtype) to allocate, or (get, size)
         self.extents: tuple | None = None  # byte extents of (A, B, out) for the overlap check of out=
@@ -256,13 +257,13 @@ def kernel_for(arch: int | None, a: torch.Tensor | None = None, b: torch.Tensor 
     """kernel="auto" without timing (the interpreter, a pinned config): the last "general" record of the ladder
     taking the operands' dtype, offered on `arch` (None: the interpreter, which takes the first) whose alignment
     the operands meet in place (None operands: aligned ones, as `compare inspect` assumes)."""
-    general = [v for v in VARIANTS if v.extra.get("general") and takes_dtype(v, a)]
+    general = [v for v in VARIANTS if v.general and takes_dtype(v, a)]
     if arch is None:
-        return general[0].extra["kernel"]
+        return general[0].selector
     for v in reversed(general):
         if v.offered_on(arch) and (a is None or meets_alignment(v.alignment, a, b, out)):
-            return v.extra["kernel"]
-    return general[0].extra["kernel"]
+            return v.selector
+    return general[0].selector
 
 
 def staging(alignment: str, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None) -> tuple[bool, bool, bool]:
@@ -303,12 +304,12 @@ def candidates(m: int, n: int, k: int, arch: int, sms: int, a: torch.Tensor, b: 
                out: torch.Tensor | None) -> list[tuple[str, tuple[bool, bool, bool]]]:
     """(kernel, staging) pairs kernel="auto" times for this problem (see the module's header)."""
     offered = [v for v in VARIANTS if v.offered_on(arch) and takes_dtype(v, a)]
-    stages = {v.extra["kernel"]: staging(v.alignment, a, b, out) for v in offered}
-    tma_in_place = any(v.alignment != "none" and not any(stages[v.extra["kernel"]]) for v in offered)
+    stages = {v.selector: staging(v.alignment, a, b, out) for v in offered}
+    tma_in_place = any(v.alignment != "none" and not any(stages[v.selector]) for v in offered)
     out_ = []
     for v in offered:
-        kernel, stage = v.extra["kernel"], stages[v.extra["kernel"]]
-        if not v.extra["module"].worth_timing(m, n, k, sms, tma_in_place):
+        kernel, stage = v.selector, stages[v.selector]
+        if not kernel_module(v).worth_timing(m, n, k, sms, tma_in_place):
             continue
         if not any(stage) or staging_worth_timing(m, n, k, stage):
             out_.append((kernel, stage))
@@ -331,7 +332,7 @@ def _tune(kernel: str, stage: tuple, facts: tuple, a, b, c, acc_fp16: bool) -> t
     m, k = a.shape
     n = b.shape[1]
     timed = []  # (ms, cfg, runner)
-    for cfg in prune_for_problem(BY_KERNEL[kernel].extra["module"].configs(), m, n, k):
+    for cfg in prune_for_problem(kernel_module(BY_KERNEL[kernel]).configs(), m, n, k):
         run = Runner(Plan(kernel, cfg, stage), acc_fp16)
         try:
             timed.append((time_ms(lambda: run(a, b, c)), cfg, run))
@@ -469,7 +470,7 @@ def choose(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, out: torch.Tensor 
     if kernel == "auto":
         if arch is None or config is not None:
             kernel = kernel_for(arch, a, b, out)
-            module = BY_KERNEL[kernel].extra["module"]
+            module = kernel_module(BY_KERNEL[kernel])
             return Plan(kernel, config.check() if config else module.INTERPRETER_CONFIG,
                         source="pinned" if config else "interpreter")
     else:
@@ -481,10 +482,9 @@ def choose(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, out: torch.Tensor 
                              "leading dimensions that are multiples of 8 for A, B"
                              + (" and a row-major out" if v.alignment == "tma" else "") + "; use kernel='auto'")
         if config is not None:  # the kernel's own ranges where its module has them (gemv: one row per program)
-            return Plan(kernel, getattr(v.extra["module"], "check_config", Config.check)(config), stage,
-                        source="pinned")
+            return Plan(kernel, optional(kernel_module(v), "check_config")(config), stage, source="pinned")
         if arch is None:
-            return Plan(kernel, v.extra["module"].INTERPRETER_CONFIG, stage, source="interpreter")
+            return Plan(kernel, kernel_module(v).INTERPRETER_CONFIG, stage, source="interpreter")
     capturing = a.device.type == "cuda" and torch.cuda.is_current_stream_capturing()
     if (tune or plan_table.default_tune()) == "exact" and not capturing:  # (capture: nothing may be timed)
         return exact_plan(a, b, c, out, acc, kernel, facts, arch, stage)

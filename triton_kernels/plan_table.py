@@ -155,13 +155,13 @@ class Plan:
     @classmethod
     def from_json(cls, d: dict, source: str = "table") -> "Plan":
         """Raises ValueError/KeyError/TypeError on anything but a well-formed plan of a known kernel."""
-        from .variants import BY_KERNEL
+        from .contract import optional
+        from .variants import BY_KERNEL, kernel_module
 
         if d["kernel"] not in BY_KERNEL:
             raise ValueError(f"unknown kernel {d['kernel']!r}")
-        module = BY_KERNEL[d["kernel"]].extra["module"]
         cfg = Config.from_name(str(d["config"]))
-        getattr(module, "check_config", Config.check)(cfg)
+        optional(kernel_module(BY_KERNEL[d["kernel"]]), "check_config")(cfg)
         ms = d.get("ms")
         return cls(d["kernel"], cfg, stage_of(str(d.get("stage", ""))), float(ms) if ms is not None else None,
                    source)
@@ -344,9 +344,9 @@ def heuristic_config(kernel: str, m: int, n: int, k: int, sms: int) -> Config:
     if kernel in ("blocked", "tma"):
         return _tiled_config(kernel, m, n, sms)
     from .common import prune_for_problem
-    from .variants import BY_KERNEL
+    from .variants import BY_KERNEL, kernel_module
 
-    module = BY_KERNEL[kernel].extra["module"]
+    module = kernel_module(BY_KERNEL[kernel])
     if hasattr(module, "choose_config"):  # a module with a rule of its own (gluon_persistent: tiles, split-K)
         return module.choose_config(m, n, k, sms)
     return prune_for_problem(module.configs(), m, n, k)[0]

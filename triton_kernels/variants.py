@@ -1,85 +1,110 @@
 """What each Triton kernel is and supports, as the shared record (`hgemm_common.record.Variant`): the single
 source of truth for `triton_kernels.hgemm`, the tests and the harness.
 
-A record's `extra` names its kernel module, which provides `configs()`, `launches(a, b, c, acc_fp16, config)`
-(the kernel launches of one call), `worth_timing(m, n, k, sms, tma_in_place)` (whether kernel="auto" should time
-it on that problem), `INTERPRETER_CONFIG` and `inspect_source(config)`; adding a Triton kernel = one module + one
-record here. `general`: a kernel kernel="auto" may take without timing (the interpreter, a pinned config).
+Adding a Triton kernel = one module (a file of this package providing what `triton_kernels.contract.KernelModule`
+declares: `configs()`, `launches(a, b, c, acc_fp16, config)`, `worth_timing(...)`, `INTERPRETER_CONFIG`,
+`inspect_source(config)`) + one record in `RECORDS` naming it (`file`) and the name hgemm's kernel= takes for it
+(`selector`). Nothing else lists kernels: the dispatcher, the API, the plan tables and the harness read these
+records, and `kernel_module(record)` is the module. `general`: a kernel kernel="auto" may take without timing
+(the interpreter, a pinned config).
 Every kernel takes fp16 and bf16 (`dtypes`; A, B and C of one dtype): the dtype comes from the pointers' and
 descriptors' element types, so one source compiles to `HGMMA....F32.BF16` / `HMMA.16816.F32.BF16` for bf16 (the
 CUDA-core gemv: FFMA on the converted values); bf16 accumulates in fp32 only (`hgemm_common.record.ACCS_FOR`).
 """
 from __future__ import annotations
 
+import importlib
+from pathlib import Path
+
 from hgemm_common.record import LAYOUTS, Variant
 from hgemm_common.validation import interpreter_active
 
-from . import blocked, gemv, gluon_persistent, splitk, splitk_tma, tma_persistent
+from . import gluon_persistent
+from .contract import KernelModule, optional
 
 DTYPES = ("fp16", "bf16")  # what every kernel below takes
 
-# Ladder order: each record adds one idea to one before it.
-VARIANTS: tuple[Variant, ...] = (
+# Every Triton kernel, in ladder order: each record adds one idea to one before it. A record whose module cannot
+# run here (`UNAVAILABLE`, or the interpreter for a record that is not `interpretable`) is listed in NOT_OFFERED
+# instead of VARIANTS.
+RECORDS: tuple[Variant, ...] = (
     Variant("triton_blocked", "triton", "triton", "blocked.py", "one of blocked.configs()",
             "tl.dot blocked kernel (tutorial 03), cp.async pipeline, any strides", "tl.dot",
             native_layouts=LAYOUTS, alignment="none", dtypes=DTYPES,
             # sm_90: tl.dot lowers to wgmma, operands arrive by cp.async (checked by `compare inspect`'s test)
             promises={"sm_90": ("HGMMA", "LDGSTS")}, forbids={"sm_90": ("UTMALDG",)}, ceiling="wgmma",
-            extra={"kernel": "blocked", "module": blocked, "general": True}),
+            selector="blocked", general=True),
     Variant("triton_splitk", "triton", "triton", "splitk.py", "one of splitk.configs()",
             "+ split-K for skinny M: fp32 partials summed in slice order by each tile's last slice, 16-row tiles",
             "tl.dot", native_layouts=LAYOUTS, alignment="none", dtypes=DTYPES,
             # the 16x64x128 tile of a 16-row problem: mma.sync (wgmma needs 64 rows), operands by cp.async
             promises={"sm_90": ("HMMA", "LDGSTS")}, forbids={"sm_90": ("UTMALDG",)}, ceiling="wgmma",
-            extra={"kernel": "splitk", "module": splitk}),
+            selector="splitk"),
     Variant("triton_gemv", "triton", "triton", "gemv.py", "one of gemv.configs()",
             "+ M = 1 without tensor cores: B's tiles into registers, FFMA, split-K summed in a fixed order",
             "fma", native_layouts=LAYOUTS, alignment="none", dtypes=DTYPES,
             # no tensor-core instruction: 16-byte loads of B straight into registers, CUDA-core multiply-adds
             promises={"sm_90": ("FFMA", "LDG")}, forbids={"sm_90": ("HMMA", "HGMMA", "LDGSTS", "UTMALDG")},
-            extra={"kernel": "gemv", "module": gemv}),
+            selector="gemv"),
     Variant("triton_tma", "triton", "triton", "tma_persistent.py", "one of tma_persistent.configs()",
             "tl.dot persistent kernel, TMA loads/stores (tutorial 09), aligned operands", "tl.dot", min_arch=90,
             native_layouts=LAYOUTS, alignment="tma", misaligned="refuse", dtypes=DTYPES,
             promises={"sm_90": ("HGMMA", "UTMALDG")}, forbids={"sm_90": ("LDGSTS",)}, ceiling="wgmma",
-            extra={"kernel": "tma", "module": tma_persistent, "general": True}),
+            selector="tma", general=True),
     Variant("triton_splitk_tma", "triton", "triton", "splitk_tma.py", "one of splitk_tma.configs()",
             "+ split-K on TMA loads for skinny M: splitk's slices and reduction, tiles by descriptor", "tl.dot",
             min_arch=90, native_layouts=LAYOUTS, alignment="tma_ab", misaligned="refuse", dtypes=DTYPES,
             # the 16x64x128 tile of a 16-row problem: mma.sync (wgmma needs 64 rows), operands by TMA
             promises={"sm_90": ("HMMA", "UTMALDG")}, forbids={"sm_90": ("LDGSTS",)}, ceiling="wgmma",
-            extra={"kernel": "splitk_tma", "module": splitk_tma}),
+            selector="splitk_tma"),
+    # The Gluon level (triton.experimental.gluon): the same persistent warp-specialized design as the hand-written
+    # wgmma_persistent, written in Python. Offered only where it can run: its Gluon API's Triton versions
+    # (`triton_versions`), compiled (the interpreter cannot run Gluon). kernel="auto" does not time it
+    # (`worth_timing`); kernel="gluon" runs it, with its own tile rule (`choose_config`), and copies operands TMA
+    # cannot describe first (misaligned="copy": the dispatcher stages them, as kernel="auto" does for the TMA kernels).
+    Variant("gluon_persistent", "triton", "triton", "gluon_persistent.py",
+            "one of gluon_persistent.configs() by its rule (128x256 down to 64x32, split-K on small outputs)",
+            "Gluon: TMA ring + mbarriers, a TMA producer warp and one wgmma consumer warpgroup per 64 rows "
+            "(warp_specialize, setmaxnreg), persistent grouped tiles, TMA-store epilogue", "wgmma", min_arch=90,
+            native_layouts=LAYOUTS, alignment="tma", misaligned="copy", dtypes=DTYPES,
+            promises={"sm_90": ("HGMMA", "UTMALDG", "SYNCS", "USETMAXREG")},
+            forbids={"sm_90": ("LDGSTS", "LDL", "STL")}, ceiling="wgmma", block=(128, 256, 64), stages=4,
+            selector="gluon", interpretable=False, triton_versions=gluon_persistent.GLUON_TRITON_VERSIONS),
 )
 
-# The Gluon level (triton.experimental.gluon): the same persistent warp-specialized design as the hand-written
-# wgmma_persistent, written in Python. Offered only where it can run: its Gluon API's Triton versions
-# (`triton_versions`), compiled (the interpreter cannot run Gluon). kernel="auto" does not time it
-# (`worth_timing`); kernel="gluon" runs it, with its own tile rule (`choose_config`), and copies operands TMA cannot
-# describe first (misaligned="copy": the dispatcher stages them, as kernel="auto" does for the TMA kernels).
-GLUON = Variant("gluon_persistent", "triton", "triton", "gluon_persistent.py",
-                "one of gluon_persistent.configs() by its rule (128x256 down to 64x32, split-K on small outputs)",
-                "Gluon: TMA ring + mbarriers, a TMA producer warp and one wgmma consumer warpgroup per 64 rows "
-                "(warp_specialize, setmaxnreg), persistent grouped tiles, TMA-store epilogue", "wgmma", min_arch=90,
-                native_layouts=LAYOUTS, alignment="tma", misaligned="copy", dtypes=DTYPES,
-                promises={"sm_90": ("HGMMA", "UTMALDG", "SYNCS", "USETMAXREG")},
-                forbids={"sm_90": ("LDGSTS", "LDL", "STL")}, ceiling="wgmma", block=(128, 256, 64), stages=4,
-                extra={"kernel": "gluon", "module": gluon_persistent,
-                       "triton_versions": gluon_persistent.GLUON_TRITON_VERSIONS})
+
+_MODULES: dict = {}  # file -> its module, imported once
+
+
+def kernel_module(v: Variant) -> KernelModule:
+    """The kernel module of a Triton record: triton_kernels/<v.file> (`triton_kernels.contract`)."""
+    if v.dispatch or v.package != "triton":
+        raise ValueError(f"{v.name!r} is not a Triton kernel record: it has no kernel module")
+    mod = _MODULES.get(v.file)
+    if mod is None:
+        mod = _MODULES[v.file] = importlib.import_module(f"{__package__}.{Path(v.file).stem}")
+    return mod
+
+
+def _not_offered(v: Variant) -> str | None:
+    """Why record v cannot run in this process (None: it can)."""
+    why = optional(kernel_module(v), "UNAVAILABLE")
+    if why is None and not v.interpretable and interpreter_active():
+        why = f"Triton's interpreter (TRITON_INTERPRET=1) cannot run {v.name}"
+    return why
+
+
 # Records left out here, and why (one line each): `python -m compare` and the tests read this.
-NOT_OFFERED: dict[str, str] = {}
-if gluon_persistent.UNAVAILABLE is not None:
-    NOT_OFFERED[GLUON.name] = gluon_persistent.UNAVAILABLE
-elif interpreter_active():
-    NOT_OFFERED[GLUON.name] = "Triton's interpreter (TRITON_INTERPRET=1) cannot run Gluon kernels"
-else:
-    VARIANTS += (GLUON,)
+NOT_OFFERED: dict[str, str] = {v.name: why for v in RECORDS if (why := _not_offered(v)) is not None}
+VARIANTS: tuple[Variant, ...] = tuple(v for v in RECORDS if v.name not in NOT_OFFERED)
+GLUON = next(v for v in RECORDS if v.file == "gluon_persistent.py")  # the Gluon level (tests/test_gluon.py)
 
 # `hgemm(kernel="auto")`: not a kernel of its own but the choice among the records above, listed by the harness
 # as `triton`.
 AUTO = Variant("triton", "triton", "triton", "api.py", "the plan of the call's shape class (plan table)",
                "tl.dot; the plan table's choice among the records above for the call's shape class", "tl.dot",
                native_layouts=LAYOUTS, ceiling="wgmma", dtypes=DTYPES, recommended=True,
-               extra={"kernel": "auto", "dispatch": True})
+               selector="auto", dispatch=True)
 
 BY_NAME = {v.name: v for v in (AUTO, *VARIANTS)}
-BY_KERNEL = {v.extra["kernel"]: v for v in VARIANTS}  # hgemm's kernel= argument -> its record
+BY_KERNEL = {v.selector: v for v in VARIANTS}  # hgemm's kernel= argument -> its record
