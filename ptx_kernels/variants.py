@@ -129,8 +129,10 @@ _HOPPER = dict(isa="wgmma", ceiling="wgmma", min_arch=90, alignment="tma", stati
                dtypes=BF16,
                forbids={"sm_90a": ("HMMA", "LDGSTS", "LDSM", *_LOCAL)})
 # The K splits a variant's launcher takes (GemmArgs::split; hgemm(split=...)): 1 never splits, 2 and 4 split K over
-# a cluster of that many blocks (sm90/wgmma_splitk.cu); 0 ("auto") lets the launcher choose.
+# a cluster of that many blocks (sm90/wgmma_splitk.cu), other counts up to extra["max_split"] over the grid
+# (sm90/wgmma_splitk_grid.cu); 0 ("auto") lets the launcher choose. extra["splits"]: the counts the tests force.
 _SPLITS = (1, 2, 4)
+_GRID_SPLITS = (3, 8, 64)
 HOPPER: tuple[Variant, ...] = (
     Variant("wgmma_tma", "ptx", "wgmma", "sm90/wgmma_tma.cu", "128x128x64, 4 stages, 1 warpgroup",
             "TMA loads completing on per-stage mbarriers, wgmma m64n128k16 reading shared memory through descriptors",
@@ -149,11 +151,12 @@ HOPPER: tuple[Variant, ...] = (
             "TMA-store epilogue through swizzled shared memory, overlapped with the next tile",
             block=(128, 256, 64), stages=4,
             promises={"sm_90a": ("HGMMA", "UTMALDG", "UTMASTG", "SYNCS", "USETMAXREG")},
-            # (4 tiles x 2 B layouts + 2 256x152 tiles x column-major B) x (dtype, accumulation) pairs x epilogues;
-            # inspect shows fp16's 128x256 tile with the TMA-store epilogue
-            extra={"instantiations": (4 * 2 + 2) * 3 * 2,
-                   "inspect_instance": r"I{elem}N\w*TileILi256ELi4ELi1ELi128ELi64EEEL3Acc{acc}ELb0ELb1E",
-                   "splits": _SPLITS, "mma_forms": _hgmma_forms(256, 192, 152, 128, 64)}, recommended=True,
+            # (7 tiles (4 of 128 rows, 3 of 64) x 2 B layouts + 2 256x152 tiles x column-major B) x (dtype,
+            # accumulation) pairs x epilogues; inspect shows fp16's 128x256 tile with the TMA-store epilogue
+            extra={"instantiations": (7 * 2 + 2) * 3 * 2,
+                   "inspect_instance": r"I{elem}N\w*TileILi256ELi4ELi1ELi128ELi64ELi2EEEL3Acc{acc}ELb0ELb1E",
+                   "splits": _SPLITS + _GRID_SPLITS, "max_split": 256,
+                   "mma_forms": _hgmma_forms(256, 192, 152, 128, 64)}, recommended=True,
             **_HOPPER),
     Variant("wgmma_splitk", "ptx", "wgmma", "sm90/wgmma_splitk.cu",
             "clusters of 1, 2 or 4 blocks share a 128x256/128x128/128x64 tile, each taking a part of K; one wave",
@@ -164,6 +167,18 @@ HOPPER: tuple[Variant, ...] = (
             # tiles x (dtype, accumulation) pairs x B layouts; inspect shows fp16's 128x128 tile
             extra={"instantiations": 3 * 3 * 2, "inspect_instance": r"I{elem}N\w*TileILi128ELi6EEEL3Acc{acc}ELb0E",
                    "splits": _SPLITS, "mma_forms": _hgmma_forms(256, 128, 64)}, **_HOPPER),
+    Variant("wgmma_splitk_grid", "ptx", "wgmma", "sm90/wgmma_splitk_grid.cu",
+            "any number of blocks share a 128x256/128x128/128x64 tile, each taking a slice of K; one wave, then a "
+            "reduce kernel",
+            "split-K over the whole grid: fp32 partial tiles in a global workspace (Torch's caching allocator), added "
+            "in a fixed order by a second kernel launched as a programmatic dependent; wgmma_persistent hands it "
+            "small outputs with a long K",
+            block=(128, 128, 64), stages=6,
+            promises={"sm_90a": ("HGMMA", "UTMALDG", "SYNCS", "USETMAXREG")},
+            # product: tiles x (dtype, accumulation) pairs x B layouts, + the reduce kernel per dtype; inspect shows
+            # fp16's 128x128 tile
+            extra={"instantiations": 3 * 3 * 2 + 2, "inspect_instance": r"I{elem}N\w*TileILi128ELi6EEEL3Acc{acc}ELb0E",
+                   "splits": (1, 2, 3, 8, 64), "max_split": 256, "mma_forms": _hgmma_forms(256, 128, 64)}, **_HOPPER),
     Variant("wgmma_cluster", "ptx", "wgmma", "sm90/wgmma_cluster.cu",
             "persistent 2-CTA clusters, 128x256x64 tiles in 4 stages, B multicast",
             "thread block clusters: two blocks share each B tile through TMA multicast (a third less L2 traffic)",

@@ -47,8 +47,10 @@ def dtype_accs(v) -> list[tuple[str, str]]:
 
 
 def _template_args(mangled: str):
-    """(accumulation, B column-major) of a kernel instantiation from its mangled name: ...IL3Acc0ELb1E..."""
-    acc = int(re.search(r"L3Acc(\d)E", mangled).group(1))
+    """(accumulation, B column-major) of a kernel instantiation from its mangled name: ...IL3Acc0ELb1E... (a kernel
+    with neither, like wgmma_splitk_grid's reduction: fp32, row-major)"""
+    found = re.search(r"L3Acc(\d)E", mangled)
+    acc = int(found.group(1)) if found else 0
     bcol = re.search(r"L3Acc\dELb(\d)E", mangled)  # the bool after the accumulation (a Tile may hold bools too)
     return ("fp32" if acc == 0 else "fp16"), (bcol is not None and bcol.group(1) == "1")
 
