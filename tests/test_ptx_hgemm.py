@@ -280,7 +280,7 @@ def test_inputs_that_require_grad_record_autograd():
         ptx_kernels.hgemm(a, b, variant="mma_tiled", out=torch.empty_like(c.detach()))
 
 
-# ---- split-K over the grid (sm90/wgmma_splitk_grid.cu) and wgmma_persistent's 64-row tiles ---------------------
+# ---- split-K over the grid (sm90/wgmma_splitk_grid.cu) ------------------------------------------------------
 DTYPE_ACCS = (("fp16", "fp32"), ("fp16", "fp16"), ("bf16", "fp32"))
 
 
@@ -291,8 +291,8 @@ def needs_hopper():
 
 def launch_pinned(variant, a, b, acc, tile, split, out=None):
     """One launch with GemmArgs::tile and ::split codes that hgemm's tile= does not name (the Hopper launchers'
-    tiles 1-9, sm90/handoff.h), on operands prepared as hgemm prepares them: A row-major and B row- or column-major,
-    on 16-byte rows (copied where not). Returns C (NaN-poisoned before the launch) and last_launch()'s report."""
+    tiles 1-6, sm90/handoff.h), on operands prepared as hgemm prepares them: A row-major and B row- or column-major,
+    on 16-byte rows (copied where not). Returns C (NaN-poisoned before the launch) and the launch's report."""
     from hgemm_common.operands import is_row_major, rows_aligned16
 
     if not is_row_major(a):
@@ -399,21 +399,3 @@ def test_grid_split_on_side_streams_and_in_cuda_graphs():
         torch.cuda.synchronize()
         assert compare(out, refs[i]).ok, i
 
-
-ROW64_SHAPES = [(1, 1, 1), (7, 9, 13), (64, 1000, 300), (65, 250, 777), (128, 300, 4099), (129, 257, 200)]
-
-
-@pytest.mark.parametrize("layout", LAYOUTS)
-@pytest.mark.parametrize("dtype,acc", DTYPE_ACCS)
-def test_persistent_64_row_tiles_exact(dtype, acc, layout):
-    """wgmma_persistent's 64-row tiles (one consumer warpgroup; GemmArgs::tile 7/8/9: 64 x 64/128/256) pinned:
-    exact on odd shapes, outputs shorter and taller than a tile, K tails, every element written."""
-    needs_hopper()
-    for i, (m, n, k) in enumerate(ROW64_SHAPES):
-        a, b = make_inputs(m, n, k, layout, device="cuda", seed=50 + i, dtype=dtype)
-        ref = reference(a, b)
-        for tile, bn in ((7, 64), (8, 128), (9, 256)):
-            c, info = launch_pinned("wgmma_persistent", a, b, acc, tile, 1)
-            assert info["tile"] == (64, bn), info
-            verdict = compare(c, ref)
-            assert verdict.ok, f"{dtype} {acc} {layout} {m}x{n}x{k} 64x{bn}: {verdict.detail}"

@@ -47,7 +47,7 @@ GemmArgsOf<E> gemm_args(const torch::Tensor& a, const torch::Tensor& b, const to
 
 // GemmArgs::tile and ::split as the launchers read them: 1 and 2 the large and base tile of the variants with two;
 // the Hopper launchers' tiles and K splits (sm90/handoff.h) go further.
-constexpr int64_t kMaxTile = 8, kMaxSplit = 256;
+constexpr int64_t kMaxTile = 6, kMaxSplit = 256;
 
 // Launch `variant` on the current stream: C = A @ B. Python has validated shapes, dtypes and devices and chosen
 // the layouts; these checks guard the contract again. tile, split: GemmArgs::tile, ::split. float16 runs the

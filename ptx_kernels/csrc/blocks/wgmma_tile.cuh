@@ -442,11 +442,6 @@ cudaError_t launch(dim3 grid, int threads, int tile_m, int tile_n, const GemmArg
 // the 128-row tiles' (the other candidates share those). kSpeedTall: its speed per output relative to 128 x 256,
 // measured (docs/design/hopper.md): 0.98-1.07 on the other shapes measured, 0.94 on
 // 3000 x 5000 x 2000's 4,000-byte rows; the lower figure, so that it is taken only where its rounds are fuller.
-// 64 x bn tiles (one consumer warpgroup: the persistent kernel's 64-row tiles) are candidates where speed64 > 0,
-// unsplit and only on outputs of at most 128 rows: there they double the tiles of a 128-row output (128 x 4096: 128
-// tiles of 64 x 64 against 64 of 128 x 64), so that more SMs stream B without splitting K. Skinny outputs score
-// every width alike (above), and ties go to the 128-row tiles, so at M <= 64 (as many tiles either way) they win
-// nothing; force_bm = 64 pins them.
 constexpr double kSpeedTall = 0.94;
 struct Plan {
   int bn, split;
@@ -456,15 +451,14 @@ struct Plan {
 };
 __host__ __device__ constexpr Plan choose_plan(int M, int N, int K, int sms, int force_bn = 0, int force_split = 0,
                                                int max_split = 4, int wave2 = 0, int wave4 = 0,
-                                               double speed192 = 0.0, double speed_tall = 0.0,
-                                               double speed64 = 0.0, int force_bm = 0) {
+                                               double speed192 = 0.0, double speed_tall = 0.0) {
   const int tiles_m = cdiv(M, 128), kblocks = cdiv(K, BK);
   const bool skinny = M <= 128 || N <= 128;
   const int bns[4] = {256, 192, 128, 64};
   const double speeds[4] = {1.0, speed192, 0.95, 0.6};
   Plan best{force_bn ? force_bn : 256, 1};
   double best_score = -1.0, unsplit_fill = 0.0;
-  for (int split = 1; split <= max_split && force_bm != 64; split *= 2) {
+  for (int split = 1; split <= max_split; split *= 2) {
     if (force_split && split != force_split) continue;
     const long wave = split == 1 ? sms : split == 2 ? (wave2 ? wave2 : sms) : (wave4 ? wave4 : sms);
     if (split > 1 && !force_split && (kblocks < 4 * split || (!skinny && unsplit_fill >= 0.5))) continue;
@@ -481,24 +475,13 @@ __host__ __device__ constexpr Plan choose_plan(int M, int N, int K, int sms, int
       if (score > best_score + 1e-9) best = Plan{bns[i], split}, best_score = score;
     }
   }
-  if ((force_bn == 152 || (!force_bn && speed_tall > 0.0 && !skinny)) && (!force_split || force_split == 1) &&
-      force_bm != 64) {
+  if ((force_bn == 152 || (!force_bn && speed_tall > 0.0 && !skinny)) && (!force_split || force_split == 1)) {
     const long tall_m = cdiv(M, 256), tiles_n = cdiv(N, 152), units = tall_m * tiles_n;
     const long rounds = (units + sms - 1) / sms;
     const double fill = double(units) / double(rounds * sms);
     const double score = speed_tall * fill * double(N) / double(tiles_n * 152) * double(tiles_m * 128) /
                          double(tall_m * 256);
     if (force_bn == 152 || score > best_score + 1e-9) best = Plan{152, 1, 256}, best_score = score;
-  }
-  if ((force_bm == 64 || (!force_bm && !force_bn && speed64 > 0.0 && M <= 128)) &&
-      (!force_split || force_split == 1)) {
-    for (int i = 0; i < 4; ++i) {
-      if (bns[i] == 192 || (force_bn && bns[i] != force_bn)) continue;
-      const long tiles_n = cdiv(N, bns[i]), units = long(cdiv(M, 64)) * tiles_n;
-      const long rounds = (units + sms - 1) / sms;
-      const double score = speed64 * double(units) / double(rounds * sms) * double(N) / double(tiles_n * bns[i]);
-      if (score > best_score + 1e-9) best = Plan{bns[i], 1, 64}, best_score = score;
-    }
   }
   while (best.split > 1 && best.split > kblocks) best.split /= 2;
   best.score = best_score;
@@ -534,15 +517,15 @@ static_assert(choose_plan(4096, 4096, 4096, 132).bn == 256 && choose_plan(4096, 
               "3000 x 5000 (3 full rounds) but not on the large squares; GemmArgs::tile forces it");
 
 // ---- split-K over the grid (wgmma_splitk_grid) -----------------------------------------------------------------
-// Where even a cluster's split leaves most SMs idle (a 128 x 128 output is one tile, 4 blocks in a cluster of 4;
-// 512 x 512 is 16 tiles of 128 x 128) and K is long (weight gradients and adapters, whose K is the token count),
-// any number of blocks share a tile: S slices of its k-blocks, one block each, the partial tiles added in a fixed
-// order through a global fp32 workspace. The plan: 128 x bn tiles, bn the widest of 256 / 128 / 64 that covers N
-// with fewer than 64 columns to spare (fewer tiles read A fewer times; the columns past N would be wasted work), and
-// S the most slices that keep tiles x S blocks within one wave of `sms` with every slice >= kGridSliceKblocks
-// k-blocks (its pipeline fills and drains once per slice). force_bn / force_split pin them; S is cut to the k-blocks
-// there are (a slice without k-blocks would only add zeros) and to kGridMaxSplit.
-// wgmma_persistent takes it where its own best plan (choose_plan's score) keeps fewer than kGridBelow of the SMs busy.
+// Where even a cluster's split leaves most SMs idle (a 128 x 128 output is two 128 x 64 tiles, 8 blocks in clusters of
+// 4; 512 x 512 is 16 tiles of 128 x 128, 64 blocks) and K is long (weight gradients and adapters, whose K is the token
+// count), any number of blocks share a tile: S slices of its k-blocks, one block each, the partial tiles added in a
+// fixed order through a global fp32 workspace. The plan: 128 x bn tiles, bn the widest of 256 / 128 / 64 that covers N
+// with fewer than 64 columns to spare (fewer tiles read A fewer times; the columns past N would be wasted work), and S
+// the most slices that keep tiles x S blocks within one wave of `sms` with every slice >= kGridSliceKblocks k-blocks
+// (its pipeline fills and drains once per slice). force_bn / force_split pin them; S is cut to the k-blocks there are
+// (a slice without k-blocks would only add zeros) and to kGridMaxSplit. wgmma_persistent takes it where its own best
+// plan (choose_plan's score) keeps fewer than kGridBelow of the SMs busy (prefer_grid_split).
 constexpr int kGridSliceKblocks = 8, kGridMaxSplit = 256;
 constexpr double kGridBelow = 0.5;
 __host__ __device__ constexpr Plan choose_grid_split(int M, int N, int K, int sms, int force_bn = 0,
@@ -572,10 +555,32 @@ static_assert(choose_grid_split(128, 128, 131072, 132).bn == 128 &&
                   choose_grid_split(512, 512, 16384, 132).split == 16 &&
                   choose_grid_split(256, 1024, 32768, 132).split == 16 &&
                   choose_grid_split(100, 16, 400, 132).bn == 64 && choose_grid_split(100, 16, 400, 132).split == 1 &&
-                  choose_grid_split(7, 9, 13, 132, 0, 8).split == 1 && choose_grid_split(7, 9, 200, 132, 0, 8).split == 4,
+                  choose_grid_split(7, 9, 13, 132, 0, 8).split == 1 &&
+                  choose_grid_split(7, 9, 200, 132, 0, 8).split == 4,
               "worked cases: 128 x 128 x 131072 in 132 slices of one tile; 256 x 256 x 65536 in 66 slices of two "
               "128 x 256 tiles; 512 x 512 (8 tiles) and 256 x 1024 (8) in 16; 16 columns take 128 x 64 tiles, and 7 "
               "k-blocks no split; forced splits are cut to the k-blocks");
+
+// wgmma_persistent's choice: its own plan (choose_plan, unsplit or split over a cluster), or the grid's where that plan
+// keeps fewer than kGridBelow of the SMs busy and the grid's split fills more.
+__host__ __device__ constexpr Plan prefer_grid_split(Plan plan, int M, int N, int K, int sms, int force_bn = 0) {
+  if (plan.score >= kGridBelow) return plan;
+  const Plan across = choose_grid_split(M, N, K, sms, force_bn);
+  return across.split > 1 && across.score > plan.score ? across : plan;
+}
+static_assert(prefer_grid_split(choose_plan(128, 128, 131072, 132, 0, 0, 4, 132, 120), 128, 128, 131072, 132).grid &&
+                  prefer_grid_split(choose_plan(256, 256, 65536, 132, 0, 0, 4, 132, 120), 256, 256, 65536, 132).grid &&
+                  prefer_grid_split(choose_plan(512, 512, 16384, 132, 0, 0, 4, 132, 120), 512, 512, 16384, 132).grid &&
+                  prefer_grid_split(choose_plan(256, 1024, 32768, 132, 0, 0, 4, 132, 120), 256, 1024, 32768, 132)
+                      .grid &&
+                  !prefer_grid_split(choose_plan(128, 4096, 4096, 132, 0, 0, 4, 132, 120), 128, 4096, 4096, 132)
+                       .grid &&
+                  !prefer_grid_split(choose_plan(1, 4096, 4096, 132, 0, 0, 4, 132, 120), 1, 4096, 4096, 132).grid &&
+                  !prefer_grid_split(choose_plan(1024, 1024, 1024, 132, 0, 0, 4, 132, 120), 1024, 1024, 1024, 132)
+                       .grid,
+              "worked cases: the small outputs with a long K (128 x 128 fills 8 SMs in clusters of 4, 512 x 512 64) "
+              "split over the grid; a 128 x 4096 output (128 blocks in clusters of 2), "
+              "a decode row and 1024^3 keep their plans");
 
 // Blocks of a persistent grid over `units` work units (tiles, or tile pairs of a cluster) of which at most `slots`
 // are resident at once. By default (policy 0 or 2) the fewest blocks that need the same number of rounds,

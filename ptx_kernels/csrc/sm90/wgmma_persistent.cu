@@ -19,8 +19,8 @@
 // accumulators go straight to global memory.
 // Edges: TMA reads zeros outside A and B (M, N and the K tail); TMA stores drop what falls outside C, and the
 // register-store fallback masks to M x N.
-// Skinny outputs and row-major B with rows not 32-byte aligned go to wgmma_splitk.cu / wgmma_cluster.cu instead:
-// see the launcher.
+// Skinny outputs, small outputs with a long K and row-major B with rows not 32-byte aligned go to wgmma_splitk.cu,
+// wgmma_splitk_grid.cu and wgmma_cluster.cu instead: see the launcher.
 // Element types: fp16 (fp32 or fp16 accumulation) and bf16 (fp32), the template parameter E.
 #include <algorithm>
 
@@ -30,6 +30,8 @@
 
 namespace {
 
+constexpr int kConsumers = 2, kThreads = (1 + kConsumers) * hopper::kWarpgroup;
+
 // Tiles: 128 x BN, BN from the launcher's choice (tile_bn): 256 on large outputs; narrower tiles where 128 x 256
 // tiles would leave SMs idle (skinny M, small N), so that more SMs stream B; 192 where its tiles fill the last round
 // of the persistent grid better than 256's (hopper::choose_plan).
@@ -38,19 +40,15 @@ namespace {
 // on the same B). With BN = 152 (column-major B only: a row-major B stage is whole 64-column boxes) that is the tile
 // cuBLAS runs on 3000 x 5000 x 2000 NT, whose 12 x 33 = 396 tiles are exactly 3 rounds of 132 SMs; its 152-column
 // rows are no whole number of 64 x 64 swizzled boxes, so C is staged unswizzled, EPI_COLS columns a round.
-// CONSUMERS = 1 makes the tile 64 rows tall (one consumer warpgroup, 256 threads): on outputs of at most 128 rows
-// it doubles the tiles of a 128-row tile without splitting K (hopper::choose_plan's speed64).
-template <int BN_, int STAGES_, int MT_ = 1, int EPI_COLS_ = (BN_ % 128 == 0 ? 128 : 64), int EPI_ROWS_ = 64,
-          int CONSUMERS_ = 2>
+template <int BN_, int STAGES_, int MT_ = 1, int EPI_COLS_ = (BN_ % 128 == 0 ? 128 : 64), int EPI_ROWS_ = 64>
 struct Tile {
-  static constexpr int MT = MT_, CONSUMERS = CONSUMERS_, BM = 64 * CONSUMERS_ * MT_, BN = BN_, STAGES = STAGES_,
-                       EPI_COLS = EPI_COLS_, kThreads = (1 + CONSUMERS_) * hopper::kWarpgroup;
+  static constexpr int MT = MT_, BM = 128 * MT_, BN = BN_, STAGES = STAGES_, EPI_COLS = EPI_COLS_;
   template <typename E>
   using Staging = hopper::EpilogueStaging<E, EPI_COLS, EPI_ROWS_>;  // EPI_ROWS_ x EPI_COLS a round
   template <typename E>
   struct Storage {
     hopper::SharedStorage<E, BM, BN, STAGES> ring;
-    Staging<E> out[CONSUMERS];  // one per consumer warpgroup
+    Staging<E> out[kConsumers];  // one per consumer warpgroup
   };
   static_assert(hopper::smem_request<Storage<half>>() <= 227 * 1024, "the ring and the staging fit in 227 KB");
 };
@@ -60,27 +58,22 @@ using Medium = Tile<128, 6>;  // 6 x 32 KB + 2 x 16 KB
 using Narrow = Tile<64, 8>;   // 8 x 24 KB + 2 x 8 KB
 using Tall = Tile<152, 4, 2, 152, 32>;  // 256 x 152: 4 x 51 KB + 2 x 9.5 KB (32-row rounds)
 using Tall3 = Tile<152, 3, 2, 152>;     // the same in 3 stages, 64-row rounds (the A/B of GemmArgs::tile 6)
-using Row64x256 = Tile<256, 5, 1, 128, 64, 1>;  // 64 x 256: 5 x 40 KB + 16 KB staging
-using Row64x128 = Tile<128, 8, 1, 128, 64, 1>;  // 64 x 128: 8 x 24 KB + 16 KB
-using Row64x64 = Tile<64, 12, 1, 64, 64, 1>;    // 64 x 64: 12 x 16 KB + 8 KB
 
 constexpr int GROUP_M = 8;
 // 128 x 192's speed relative to 128 x 256 at equal fill, for hopper::choose_plan: at 0.96 it is taken only where its
 // rounds are >= 4% fuller. Offered only when A's and B's rows are 128-byte aligned: misaligned rows cost this tile
 // far more than 128 x 256 (the H100 sweep behind both choices: docs/design/hopper.md).
 constexpr double kSpeed192 = 0.96;
-// The 64-row tiles' speed on the outputs of at most 128 rows they are offered on (hopper::choose_plan).
-constexpr double kSpeed64 = 1.0;
 // 40 + 2 x 232 registers x 128 threads = 64,512 <= 65,536: a consumer's 128 fp32 accumulators plus addressing.
 constexpr int kProducerRegs = 40, kConsumerRegs = 232;
 
 template <typename E, typename T, Acc ACC, bool B_COL, bool TMA_STORE>
-__global__ void __launch_bounds__(T::kThreads, 1)
+__global__ void __launch_bounds__(kThreads, 1)
     wgmma_persistent_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_constant__ CUtensorMap tma_b,
                             const __grid_constant__ CUtensorMap tma_c, E* __restrict__ C, int64_t ldc, int M,
                             int N, int K, bool pairs) {
   constexpr int BM = T::BM, BN = T::BN, MT = T::MT;
-  static_assert(BM == T::CONSUMERS * 64 * MT, "each consumer warpgroup owns 64 MT rows of the tile");
+  static_assert(BM == kConsumers * 64 * MT, "each consumer warpgroup owns 64 MT rows of the tile");
   extern __shared__ __align__(1024) uint8_t smem_raw[];
   auto& storage = hopper::aligned_storage<typename T::template Storage<E>>(smem_raw);
   auto& ss = storage.ring;
@@ -92,7 +85,7 @@ __global__ void __launch_bounds__(T::kThreads, 1)
   if (threadIdx.x == 0) {
     ptx::prefetch_tensormap(&tma_a);
     ptx::prefetch_tensormap(&tma_b);
-    hopper::init_ring(ss, T::CONSUMERS);
+    hopper::init_ring(ss, kConsumers);
   }
   __syncthreads();
 
@@ -156,9 +149,9 @@ cudaError_t launch_tile(const GemmArgsOf<E>& p, Acc acc, cudaStream_t stream, La
     } else {
       if (ops.tma_store)
         return hopper::launch<wgmma_persistent_kernel<E, T, acc_c.value, b_col_c.value, true>, Storage>(
-            grid, T::kThreads, T::BM, T::BN, p, ops, stream, info);
+            grid, kThreads, T::BM, T::BN, p, ops, stream, info);
       return hopper::launch<wgmma_persistent_kernel<E, T, acc_c.value, b_col_c.value, false>, Storage>(
-          grid, T::kThreads, T::BM, T::BN, p, ops, stream, info);
+          grid, kThreads, T::BM, T::BN, p, ops, stream, info);
     }
   });
 }
@@ -172,22 +165,23 @@ cudaError_t launch_tile(const GemmArgsOf<E>& p, Acc acc, cudaStream_t stream, La
 // it):
 //   - outputs that even narrow tiles cannot spread over the SMs, with K long enough to share (skinny M or N; the
 //     plan's split > 1): wgmma_splitk.cu splits K over a cluster;
+//   - outputs that even a cluster's split leaves mostly idle (fewer than hopper::kGridBelow of the SMs: 128 x 128,
+//     256 x 256, 512 x 512 outputs), with K long enough to cut in slices of hopper::kGridSliceKblocks k-blocks:
+//     wgmma_splitk_grid.cu splits K over the whole grid (hopper::choose_grid_split);
 //   - 128 x 256 tiles of a row-major B whose rows are not 32-byte aligned (3000 x 5000 x 2000: rows 10,000 bytes
 //     apart): every 128-byte box row then straddles five 32-byte sectors, not four, which cost the kernel about a
 //     quarter of its speed against the same B on 128-byte aligned rows (measured: docs/design/hopper.md);
 //     wgmma_cluster.cu multicasts each B box to two blocks, halving those reads, which recovers most of it.
-// GemmArgs::tile (1/2/3/4: 128 x 256/128/64/192; 5/6: 256 x 152 in 4/3 stages) and ::split (1 = never) pin the plan.
+// GemmArgs::tile (1/2/3/4: 128 x 256/128/64/192; 5/6: 256 x 152 in 4/3 stages) and ::split (1 = never; 2 and 4 over a
+// cluster, other counts over the grid) pin the plan.
 template <typename E>
 cudaError_t launch_wgmma_persistent(const GemmArgsOf<E>& p, Acc acc, cudaStream_t stream, LaunchInfo* info) {
   const int64_t row_bytes_b = (p.b_col_major ? p.sbn : p.sbk) * int64_t(sizeof(E));
   const bool rows_128b = (p.sam * int64_t(sizeof(E))) % 128 == 0 && row_bytes_b % 128 == 0;
   const hopper::Plan plan =
-      plan_wgmma(p, rows_128b ? kSpeed192 : 0.0, p.b_col_major ? hopper::kSpeedTall : 0.0, kSpeed64, true);
+      plan_wgmma(p, rows_128b ? kSpeed192 : 0.0, p.b_col_major ? hopper::kSpeedTall : 0.0, /*grid=*/true);
   if (plan.grid) return launch_wgmma_splitk_grid_plan(p, acc, stream, info, plan);
   if (plan.split > 1) return launch_wgmma_splitk_plan(p, acc, stream, info, plan);
-  if (plan.bm == 64 && plan.bn == 256) return launch_tile<Row64x256>(p, acc, stream, info);
-  if (plan.bm == 64 && plan.bn == 128) return launch_tile<Row64x128>(p, acc, stream, info);
-  if (plan.bm == 64) return launch_tile<Row64x64>(p, acc, stream, info);
   const bool b_rows_straddle = !p.b_col_major && (p.sbk * int64_t(sizeof(E))) % 32 != 0;
   if (plan.bn == 256 && p.tile == 0 && b_rows_straddle) return launch_wgmma_cluster(p, acc, stream, info);
   if (plan.bn == 152 && p.tile == 6) return launch_tile<Tall3>(p, acc, stream, info);

@@ -197,29 +197,26 @@ int wave_blocks(int split) {
 
 // ---- HOST: the plan -> tensor maps -> launch ----
 template <typename E>
-hopper::Plan plan_wgmma(const GemmArgsOf<E>& p, double speed192, double speed_tall, double speed64, bool grid) {
-  const int force_bn = p.tile == 1 || p.tile == 9               ? 256
-                       : p.tile == 2 || p.tile == 8             ? 128
-                       : p.tile == 3 || p.tile == 7             ? 64
-                       : p.tile == 4                            ? 192
-                       : p.tile == 5 || p.tile == 6             ? 152
-                                                                : 0;
-  const int force_bm = p.tile >= 7 ? 64 : 0, sms = hopper::sm_count();
+hopper::Plan plan_wgmma(const GemmArgsOf<E>& p, double speed192, double speed_tall, bool grid) {
+  const int force_bn = p.tile == 1   ? 256
+                       : p.tile == 2 ? 128
+                       : p.tile == 3 ? 64
+                       : p.tile == 4 ? 192
+                       : p.tile >= 5 ? 152
+                                     : 0;
+  const int sms = hopper::sm_count();
   if (p.split == 3 || p.split > 4) return hopper::choose_grid_split(p.M, p.N, p.K, sms, force_bn, p.split);
   hopper::Plan plan = hopper::choose_plan(p.M, p.N, p.K, sms, force_bn, p.split, 4, wave_blocks(2), wave_blocks(4),
-                                          speed192, speed_tall, speed64, force_bm);
-  if (grid && p.split == 0 && p.tile <= 3 && plan.score < hopper::kGridBelow) {
-    const hopper::Plan across = hopper::choose_grid_split(p.M, p.N, p.K, sms, force_bn);
-    if (across.split > 1 && across.score > plan.score) plan = across;
-  }
+                                          speed192, speed_tall);
+  if (grid && p.split == 0 && p.tile <= 3) plan = hopper::prefer_grid_split(plan, p.M, p.N, p.K, sms, force_bn);
   return plan;
 }
 
 template <typename E>
 cudaError_t launch_wgmma_splitk_plan(const GemmArgsOf<E>& p, Acc acc, cudaStream_t stream, LaunchInfo* info,
                                      hopper::Plan plan) {
-  if (plan.bn == 192 || plan.bn == 152 || plan.bm != 128 || plan.grid)
-    return cudaErrorInvalidValue;  // the persistent kernel's own tiles (GemmArgs::tile 4-9), another kernel's split
+  if (plan.bn == 192 || plan.bn == 152 || plan.grid)
+    return cudaErrorInvalidValue;  // the persistent kernel's own tiles (GemmArgs::tile 4-6), the grid's splits
   if (plan.bn == 256) return launch_tile<Wide>(p, acc, plan.split, stream, info);
   if (plan.bn == 128) return launch_tile<Medium>(p, acc, plan.split, stream, info);
   return launch_tile<Narrow>(p, acc, plan.split, stream, info);
@@ -234,8 +231,8 @@ cudaError_t launch_wgmma_splitk(const GemmArgsOf<E>& p, Acc acc, cudaStream_t st
 }
 
 // The hand-off's entry points (sm90/handoff.h), for wgmma_persistent.cu's translation unit.
-template hopper::Plan plan_wgmma<half>(const GemmArgsOf<half>&, double, double, double, bool);
-template hopper::Plan plan_wgmma<__nv_bfloat16>(const GemmArgsOf<__nv_bfloat16>&, double, double, double, bool);
+template hopper::Plan plan_wgmma<half>(const GemmArgsOf<half>&, double, double, bool);
+template hopper::Plan plan_wgmma<__nv_bfloat16>(const GemmArgsOf<__nv_bfloat16>&, double, double, bool);
 template cudaError_t launch_wgmma_splitk_plan<half>(const GemmArgsOf<half>&, Acc, cudaStream_t, LaunchInfo*,
                                                     hopper::Plan);
 template cudaError_t launch_wgmma_splitk_plan<__nv_bfloat16>(const GemmArgsOf<__nv_bfloat16>&, Acc, cudaStream_t,

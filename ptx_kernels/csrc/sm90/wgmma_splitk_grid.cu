@@ -1,8 +1,8 @@
 // wgmma_splitk_grid.cu — Hopper ladder, step 6: split-K over the whole grid, the partial tiles added in a fixed
 // order through a global workspace by a second kernel.
 //
-// wgmma_splitk.cu splits K over a cluster, at most 4 parts: a 128 x 128 output (one tile) then keeps 4 of the 132
-// SMs busy, and a 256 x 256 x 65536 weight gradient 16. Here any number of blocks share a tile. Block
+// wgmma_splitk.cu splits K over a cluster, at most 4 parts: a 128 x 128 output (two 128 x 64 tiles) then keeps 8 of
+// the 132 SMs busy, and a 256 x 256 x 65536 weight gradient 32. Here any number of blocks share a tile. Block
 // (slice, tile) takes slice `slice` of the tile's k-blocks, cut in S near-equal parts, and
 //   1. runs wgmma_persistent.cu's warp-specialized pipeline over them (a producer warpgroup issuing TMA loads, two
 //      consumer warpgroups issuing wgmma, full/empty mbarriers);
@@ -11,13 +11,14 @@
 //   3. a second kernel, splitk_reduce_kernel, adds the S slices of every element and stores C in E.
 // The reduction is the same tree on every run, so the bits never depend on timing: in a block of 8 warps, warp w
 // adds slices [w S / 8, (w + 1) S / 8) of 32 float4 columns in index order, then warp 0 adds the 8 warps' sums in
-// warp order. The whole grid reduces (a 128 x 128 x 131072 product leaves 8 MB of partial tiles; the last block of
-// each tile adding them alone would take longer than the product).
+// warp order. The whole grid reduces: a 128 x 128 x 131072 product leaves 8 MB of partial tiles, which the last
+// block of the tile, adding them alone, would read through one SM.
 // Programmatic dependent launch (ptx/griddepcontrol.cuh): the reduce kernel is queued while the product still runs
 // (its launch overlaps the product's tail) and waits for the product's grid to complete before it reads.
 // The workspace is GemmArgs::workspace: the binding allocates it through Torch's caching allocator on the launch's
-// stream when the launcher asks (kWorkspaceNeeded). One wave: tiles x S blocks (hopper::choose_grid_split keeps that
-// within the SMs; forced splits may take more waves, correct but slower).
+// stream when the launcher asks (kWorkspaceNeeded). One slice (S = 1) needs none: the blocks store C themselves.
+// One wave: tiles x S blocks (hopper::choose_grid_split keeps that within the SMs; forced splits may take more waves,
+// correct but slower, and are cut to a workspace of kMaxWorkspaceBytes).
 // Edges as in the other Hopper kernels: TMA reads zeros past M, N and K; the partial stores and C's are masked.
 // Element types: fp16 (fp32 or fp16 accumulation) and bf16 (fp32), the template parameter E; the workspace is fp32
 // either way (fp16 accumulators are widened exactly), so partial sums are added in fp32.
@@ -47,11 +48,15 @@ constexpr int GROUP_M = 8;
 constexpr int kConsumers = 2, kThreads = (1 + kConsumers) * hopper::kWarpgroup;
 constexpr int kProducerRegs = 40, kConsumerRegs = 232;  // as wgmma_persistent.cu
 constexpr int kReduceWarps = 8;                         // the reduce kernel's block: 8 warps x 32 float4 columns
+// Forced splits of a large output are cut to a workspace of at most this many bytes (the planned ones, on outputs
+// that fill a fraction of one wave of tiles, need a few MB).
+constexpr int64_t kMaxWorkspaceBytes = int64_t(256) << 20;
 
 template <typename E, typename T, Acc ACC, bool B_COL>
 __global__ void __launch_bounds__(kThreads, 1)
     wgmma_splitk_grid_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_constant__ CUtensorMap tma_b,
-                             float* __restrict__ ws, int ldw, int M, int N, int K, int split) {
+                             float* __restrict__ ws, int ldw, E* __restrict__ C, int64_t ldc, int M, int N, int K,
+                             int split, bool pairs) {
   constexpr int BM = T::BM, BN = T::BN;
   extern __shared__ __align__(1024) uint8_t smem_raw[];
   auto& ss = hopper::aligned_storage<typename T::template Storage<E>>(smem_raw);
@@ -98,6 +103,10 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
     ptx::griddepcontrol_launch_dependents();  // the reduce kernel may be scheduled as the partial tiles go out
     // ---- EPILOGUE: the partial tile into slice `slice` of the workspace, masked to M x N ----
+    if (ws == nullptr) {  // one slice (S = 1): the tile is the result, and there is no workspace
+      hopper::store_accumulators<BN>(acc.d, C, ldc, M, N, tm * BM + slab, tn * BN, pairs);
+      return;
+    }
     float* out = ws + int64_t(slice) * M * ldw;
     const int warp = tid / 32, lane = tid % 32, r = tm * BM + slab + warp * 16 + lane / 4;
 #pragma unroll
@@ -163,14 +172,18 @@ __global__ void __launch_bounds__(kReduceWarps * 32)
   }
 }
 
-// Both launches of a plan: the product into the workspace, then the reduction into C.
+// Both launches of a plan: the product into the workspace, then the reduction into C (one slice: the product alone,
+// straight into C).
 template <typename T, typename E>
 cudaError_t launch_tile(const GemmArgsOf<E>& p, Acc acc, int split, cudaStream_t stream, LaunchInfo* info) {
   const int ldw = (p.N + 3) / 4 * 4;
-  const int64_t bytes = int64_t(split) * p.M * ldw * int64_t(sizeof(float));
+  const int64_t slice_bytes = int64_t(p.M) * ldw * int64_t(sizeof(float));
+  if (split > 1 && split * slice_bytes > kMaxWorkspaceBytes)
+    split = int(std::max<int64_t>(1, kMaxWorkspaceBytes / slice_bytes));
+  const int64_t bytes = split > 1 ? split * slice_bytes : 0;
   if (info) info->workspace_bytes = bytes;
-  if (p.workspace == nullptr || p.workspace_bytes < bytes) return kWorkspaceNeeded;
-  float* ws = static_cast<float*>(p.workspace);
+  if (p.workspace_bytes < bytes) return kWorkspaceNeeded;
+  float* ws = split > 1 ? static_cast<float*>(p.workspace) : nullptr;
   hopper::Operands ops;
   cudaError_t err = hopper::make_operands(p, T::BM, T::BN, &ops);
   if (err != cudaSuccess) return err;
@@ -182,7 +195,7 @@ cudaError_t launch_tile(const GemmArgsOf<E>& p, Acc acc, int split, cudaStream_t
     constexpr auto kernel = wgmma_splitk_grid_kernel<E, T, acc_c.value, b_col_c.value>;
     const cudaError_t prepared = tile::prepare_smem(kernel, smem, info);  // opt-in above 48 KB, limit checked
     if (prepared != cudaSuccess) return prepared;
-    kernel<<<grid, kThreads, smem, stream>>>(ops.a, ops.b, ws, ldw, p.M, p.N, p.K, split);
+    kernel<<<grid, kThreads, smem, stream>>>(ops.a, ops.b, ws, ldw, p.C, p.ldc, p.M, p.N, p.K, split, ops.pairs);
     return cudaGetLastError();
   });
   if (err != cudaSuccess) return err;
@@ -191,7 +204,8 @@ cudaError_t launch_tile(const GemmArgsOf<E>& p, Acc acc, int split, cudaStream_t
     info->kernel = "wgmma_splitk_grid";
     info->workspace_bytes = bytes;
   }
-  // ---- the reduction, a dependent launch ----
+  if (ws == nullptr) return cudaSuccess;
+  // ---- the reduction, a programmatic dependent launch ----
   const int64_t chunks = int64_t(p.M) * (ldw / 4);
   cudaLaunchAttribute attr;
   attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
@@ -221,8 +235,9 @@ cudaError_t launch_wgmma_splitk_grid_plan(const GemmArgsOf<E>& p, Acc acc, cudaS
   return cudaErrorInvalidValue;  // persistent-only tiles (GemmArgs::tile 4-8)
 }
 
-// As a variant of its own: always this kernel, hopper::choose_grid_split's plan (on a large output that is S = 1, one
-// slice per tile: the product and a copy); GemmArgs::tile (1/2/3: 128 x 256/128/64) and ::split (1-256) pin it.
+// As a variant of its own: always this kernel, hopper::choose_grid_split's plan (on an output of a wave of tiles or
+// more that is S = 1: one block per tile storing C, no workspace); GemmArgs::tile (1/2/3: 128 x 256/128/64) and
+// ::split (1-256) pin it.
 template <typename E>
 cudaError_t launch_wgmma_splitk_grid(const GemmArgsOf<E>& p, Acc acc, cudaStream_t stream, LaunchInfo* info) {
   const int force_bn = p.tile == 1 ? 256 : p.tile == 2 ? 128 : p.tile == 3 ? 64 : 0;
