@@ -66,6 +66,7 @@ class Variant:
 
     # ---- PTX records (package "ptx") ----
     splits: tuple[int, ...] = ()  # the K splits its launcher takes (hgemm(split=...)); () = it never splits K
+    max_split: int = 0  # beyond `splits`, any count 1..max_split it splits K over the grid (0: none)
     # Per dtype, the tensor-core SASS forms its instances hold, each whole ("HMMA.16816.F32" is fp16 operands,
     # ".F32.BF16" bf16; sparse: "HMMA.SP.16832.F32"), and no other form (tests/test_ptx_compile.py); {} = unchecked.
     mma_forms: dict[str, tuple[str, ...]] = field(default_factory=dict, hash=False, compare=False)

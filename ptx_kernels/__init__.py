@@ -105,6 +105,14 @@ def _c_for_kernel(out: torch.Tensor, copies: list[str]) -> torch.Tensor:
     return torch.empty(tuple(out.shape), dtype=out.dtype, device=out.device)
 
 
+def _takes_split(v: Variant, split) -> bool:
+    """Whether hgemm(split=split) pins a K split variant `v` takes: one of `Variant.splits`, or any count up to
+    `Variant.max_split` where the variant splits over the grid."""
+    if isinstance(split, bool) or not isinstance(split, int):
+        return False
+    return split in v.splits or 1 <= split <= v.max_split
+
+
 TILES = {"auto": 0, "large": 1, "base": 2}
 _ARCH: dict[int, int] = {}
 
@@ -129,8 +137,11 @@ def hgemm(a: torch.Tensor, b: torch.Tensor, *, variant: str = "wmma_multistage",
     accumulation), "auto" picks by wave count, "large" forces `block_fp16`, "base" forces `block`.
     Layouts the variant cannot read in place (column-major A; strided views; unaligned rows for cp.async
     variants) are copied first; `last_launch()["copies"]` lists them.
-    split: for the variants that split K over a cluster (`Variant.splits`: wgmma_persistent, wgmma_splitk),
-    None lets the launcher choose, 1 never splits, 2 or 4 pin the parts; `last_launch()["split"]` says which ran.
+    split: for the variants that split K (`Variant.splits`: wgmma_persistent, wgmma_splitk,
+    wgmma_splitk_grid), None lets the launcher choose, 1 never splits, S > 1 pins S parts: wgmma_splitk over a
+    cluster (2 or 4), wgmma_splitk_grid over the grid (up to `Variant.max_split`), wgmma_persistent 2 or 4 over a
+    cluster and any other count over the grid; `last_launch()["split"]` and `["kernel"]` say what ran. Forced
+    splits are cut to the K blocks there are.
     Inputs that require grad go through the autograd-recording operator `torch.ops.tensorcore_hgemm.ptx_hgemm`.
     """
     if torch.is_grad_enabled() and (getattr(a, "requires_grad", False) or getattr(b, "requires_grad", False)
@@ -162,10 +173,11 @@ def hgemm(a: torch.Tensor, b: torch.Tensor, *, variant: str = "wmma_multistage",
     if tile != "auto" and not (acc == "fp16" and v.block_fp16):
         raise ValueError(f"hgemm: variant {variant!r} has one tile for acc={acc!r}; tile={tile!r} needs a variant "
                          "with two (fp16 accumulation on the pipelined variants)")
-    if split is not None and split not in v.splits:
+    if split is not None and not _takes_split(v, split):
         splitting = [x.name for x in VARIANTS if x.splits]
+        takes = v.splits + ((f"1-{v.max_split}",) if v.max_split else ())
         raise ValueError(f"hgemm: split={split!r} needs a variant that splits K ({splitting}) and one of its splits; "
-                         f"variant {variant!r} takes {v.splits}")
+                         f"variant {variant!r} takes {takes}")
     p = validate(a, b, out, allow_cpu=False)
     check_dtype(v, p.dtype, acc)
     if p.empty:

@@ -189,8 +189,9 @@ class Instance:
         return "bf16" if "__nv_bfloat16" in self.signature else "fp16"
 
     @property
-    def acc(self) -> str:
-        return ACC_VALUES[self.args["ACC"].rpartition(")")[2]]
+    def acc(self) -> str | None:
+        """The ACC argument (None: a helper kernel with no accumulation parameter, such as a split-K reduction)."""
+        return ACC_VALUES[self.args["ACC"].rpartition(")")[2]] if "ACC" in self.args else None
 
     @property
     def b_col_major(self) -> bool | None:

@@ -132,8 +132,10 @@ _HOPPER = dict(isa="wgmma", ceiling="wgmma", min_arch=90, alignment="tma", stati
                dtypes=BF16,
                forbids={"sm_90a": ("HMMA", "LDGSTS", "LDSM", *_LOCAL)})
 # The K splits a variant's launcher takes (GemmArgs::split; hgemm(split=...)): 1 never splits, 2 and 4 split K over
-# a cluster of that many blocks (sm90/wgmma_splitk.cu); 0 ("auto") lets the launcher choose.
+# a cluster of that many blocks (sm90/wgmma_splitk.cu), other counts up to `max_split` over the grid
+# (sm90/wgmma_splitk_grid.cu); 0 ("auto") lets the launcher choose. `splits`: the counts the tests force.
 _SPLITS = (1, 2, 4)
+_GRID_SPLITS = (3, 8, 64)
 HOPPER: tuple[Variant, ...] = (
     Variant("wgmma_tma", "ptx", "wgmma", "sm90/wgmma_tma.cu", "128x128x64, 4 stages, 1 warpgroup",
             "TMA loads completing on per-stage mbarriers, wgmma m64n128k16 reading shared memory through descriptors",
@@ -153,8 +155,8 @@ HOPPER: tuple[Variant, ...] = (
             block=(128, 256, 64), stages=4,
             promises={"sm_90a": ("HGMMA", "UTMALDG", "UTMASTG", "SYNCS", "USETMAXREG")},
             # inspect shows the 128x256 tile with the TMA-store epilogue
-            inspect={"T": "Tile<256, 4, 1, 128, 64>", "TMA_STORE": "true"}, splits=_SPLITS,
-            mma_forms=_hgmma_forms(256, 192, 152, 128, 64), recommended=True, **_HOPPER),
+            inspect={"T": "Tile<256, 4, 1, 128, 64>", "TMA_STORE": "true"}, splits=_SPLITS + _GRID_SPLITS,
+            max_split=256, mma_forms=_hgmma_forms(256, 192, 152, 128, 64), recommended=True, **_HOPPER),
     Variant("wgmma_splitk", "ptx", "wgmma", "sm90/wgmma_splitk.cu",
             "clusters of 1, 2 or 4 blocks share a 128x256/128x128/128x64 tile, each taking a part of K; one wave",
             "split-K over a thread block cluster: the partial tiles are added in rank order through distributed "
@@ -163,6 +165,17 @@ HOPPER: tuple[Variant, ...] = (
             promises={"sm_90a": ("HGMMA", "UTMALDG", "SYNCS", "USETMAXREG")},
             # inspect shows the 128x128 tile
             inspect={"T": "Tile<128, 6>"}, splits=_SPLITS, mma_forms=_hgmma_forms(256, 128, 64), **_HOPPER),
+    Variant("wgmma_splitk_grid", "ptx", "wgmma", "sm90/wgmma_splitk_grid.cu",
+            "any number of blocks share a 128x256/128x128/128x64 tile, each taking a slice of K; one wave, then a "
+            "reduce kernel",
+            "split-K over the whole grid: fp32 partial tiles in a global workspace (Torch's caching allocator), added "
+            "in a fixed order by a second kernel launched as a programmatic dependent; wgmma_persistent hands it "
+            "small outputs with a long K",
+            block=(128, 128, 64), stages=6,
+            promises={"sm_90a": ("HGMMA", "UTMALDG", "SYNCS", "USETMAXREG")},
+            # inspect shows the 128x128 tile
+            inspect={"T": "Tile<128, 6>"}, splits=(1, 2, 3, 8, 64), max_split=256,
+            mma_forms=_hgmma_forms(256, 128, 64), **_HOPPER),
     Variant("wgmma_cluster", "ptx", "wgmma", "sm90/wgmma_cluster.cu",
             "persistent 2-CTA clusters, 128x256x64 tiles in 4 stages, B multicast",
             "thread block clusters: two blocks share each B tile through TMA multicast (a third less L2 traffic)",

@@ -102,6 +102,66 @@ def test_tall_tile_only_where_it_fills_rounds_the_wide_tile_leaves_empty(host_fa
     assert plans[3072, 5120, 2048, 1][:2] == (128, 192)  # 128-byte rows: 128x192's 648 tiles fill 4.9 rounds
 
 
+GRID_SUITE_SMALL_OUT = {(256, 256, 65536), (128, 128, 131072), (512, 512, 16384), (256, 1024, 32768)}
+
+
+@needs_nvcc
+def test_grid_split_plans_fill_one_wave_with_slices_of_eight_k_blocks(host_facts):
+    """hopper::choose_grid_split on 132 SMs: the widest 128-row tile that covers N with fewer than 64 columns to spare;
+    on its own, the most slices that keep tiles x S within one wave with every slice >= 8 k-blocks; forced splits
+    taken as given, cut to the k-blocks there are and to 256 (a slice without k-blocks would only add zeros)."""
+    rows = [tuple(map(int, line.split()[1:])) for line in host_facts if line.startswith("grid ")]
+    assert len(rows) == 5 * 45
+    for m, n, k, force, bn, split in rows:
+        kblocks, widest = -(-k // 64), next((w for w in (256, 128) if -(-n // w) * w - n < 64), 64)
+        tiles = -(-m // 128) * -(-n // bn)
+        assert bn == widest and 1 <= split <= min(kblocks, 256), (m, n, k, force, bn, split)
+        if force:
+            assert split == min(force, kblocks, 256), (m, n, k, force, split)
+        else:
+            assert split == max(1, min(132 // tiles, kblocks // 8)), (m, n, k, split)
+            assert split == 1 or (tiles * split <= 132 and kblocks // split >= 8)
+
+
+@needs_nvcc
+def test_persistent_splits_over_the_grid_only_where_its_plan_leaves_most_sms_idle(host_facts):
+    """wgmma_persistent's choice (hopper::prefer_grid_split): the grid's split where its own best plan (unsplit or
+    split over a cluster) keeps fewer than half of the 132 SMs busy and the grid's fills more; in the issue's suites
+    that is exactly the small outputs with a long K (each split into >= 16 slices, one wave of at least 128
+    blocks), and no shape of the mixed, m_sweep or training suites changes plan."""
+    routes = {}
+    for line in host_facts:
+        if line.startswith("route "):
+            m, n, k, grid, bn, split = map(int, line.split()[1:7])
+            routes[m, n, k] = (bool(grid), bn, split, float(line.split()[7]))
+    candidates = {}  # the grid's own plan of each shape (bn, S) and its score: fill of one wave x columns inside N
+    for line in host_facts:
+        if line.startswith("grid "):
+            m, n, k, force, bn, split = map(int, line.split()[1:])
+            if force == 0:
+                tiles_n = -(-n // bn)
+                candidates[m, n, k] = (bn, split, -(-m // 128) * tiles_n * split / 132 * n / (tiles_n * bn))
+    for (m, n, k), (grid, bn, split, own) in routes.items():
+        c_bn, c_split, c_score = candidates[m, n, k]
+        assert grid == (own < 0.5 and c_split > 1 and c_score > own + 1e-4), (m, n, k, own, c_score)
+        if grid:
+            assert (bn, split) == (c_bn, c_split) and -(-m // 128) * -(-n // bn) * split <= 132, (m, n, k)
+    for shape in GRID_SUITE_SMALL_OUT:
+        m, n, k = shape
+        grid, bn, split, _ = routes[shape]
+        assert grid and split >= 16 and -(-m // 128) * -(-n // bn) * split >= 128, (shape, routes[shape])
+    suites = [(64, 4096, 4096), (64, 14336, 4096), (64, 4096, 14336), (128, 4096, 4096), (128, 14336, 4096),
+              (128, 4096, 14336), (256, 4096, 4096), (256, 14336, 4096), (256, 4096, 14336), (512, 4096, 4096),
+              (4096, 4096, 512), (4096, 14336, 4096), (14336, 4096, 4096), (4096, 4096, 14336),
+              (16384, 8192, 8192), (8192, 8192, 16384), (1, 4096, 4096), (16, 4096, 4096), (64, 8192, 8192),
+              (128, 8192, 8192), (512, 4096, 14336), (1024, 1024, 1024), (4096, 4096, 4096), (3000, 5000, 2000)]
+    for shape in suites:
+        assert not routes[shape][0], (shape, routes[shape])
+    # the GPU tests' small outputs (tests/test_ptx_hgemm.py) take the grid's split too
+    for shape in [(128, 128, 32768), (256, 256, 16384), (200, 130, 20001), (96, 520, 9000), (128, 256, 16384)]:
+        assert routes[shape][0] and routes[shape][2] >= 8, (shape, routes[shape])
+
+
 @needs_nvcc
 def test_epilogue_staging_is_the_tma_128b_swizzle(host_facts):
     rows = [tuple(map(int, line.split()[1:])) for line in host_facts if line.startswith("stage")]

@@ -278,3 +278,124 @@ def test_inputs_that_require_grad_record_autograd():
     assert torch.equal(b.grad, (a.detach().double().t() @ g.double()).half())
     with pytest.raises(RuntimeError, match="not recorded by autograd"):
         ptx_kernels.hgemm(a, b, variant="mma_tiled", out=torch.empty_like(c.detach()))
+
+
+# ---- split-K over the grid (sm90/wgmma_splitk_grid.cu) ------------------------------------------------------
+DTYPE_ACCS = (("fp16", "fp32"), ("fp16", "fp16"), ("bf16", "fp32"))
+
+
+def needs_hopper():
+    if torch.cuda.get_device_capability() < (9, 0):
+        pytest.skip("the wgmma kernels need sm_90")
+
+
+def launch_pinned(variant, a, b, acc, tile, split, out=None):
+    """One launch with GemmArgs::tile and ::split codes that hgemm's tile= does not name (the Hopper launchers'
+    tiles 1-6, sm90/handoff.h), on operands prepared as hgemm prepares them: A row-major and B row- or column-major,
+    on 16-byte rows (copied where not). Returns C (NaN-poisoned before the launch) and the launch's report."""
+    from hgemm_common.operands import is_row_major, rows_aligned16
+
+    if not is_row_major(a):
+        a = a.contiguous()
+    if not rows_aligned16(a, a.stride(0)):
+        a = ptx_kernels._aligned_copy(a)
+    copies = []
+    b, b_col = ptx_kernels._b_layout(b, copies)
+    b = ptx_kernels._b_aligned(b, b_col, copies)
+    c = poisoned_out(a.shape[0], b.shape[1], "cuda", "bf16" if a.dtype == torch.bfloat16 else "fp16") \
+        if out is None else out
+    report = ptx_kernels.load().hgemm_launch(variant, a, b, c, b_col, acc == "fp16", tile, split)
+    torch.cuda.synchronize()
+    info, ran = report
+    return c, dict(grid=info[0], tile=(info[5], info[6]), split=info[7], kernel=ran or variant)
+
+
+GRID_SHAPES = [(1, 1, 1), (7, 9, 13), (1, 1000, 777), (33, 500, 300), (130, 250, 5000), (257, 129, 4099),
+               (128, 128, 8192), (17, 300, 65)]
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("dtype,acc", DTYPE_ACCS)
+def test_grid_split_exact_on_every_tile_and_split(dtype, acc, layout):
+    """wgmma_splitk_grid pinned to each of its tiles (128x256/128/64) and to 1, 3 and 37 slices of K (cut to the
+    k-blocks there are): exact on odd shapes, K tails and outputs narrower than a tile, every element written."""
+    needs_hopper()
+    for i, (m, n, k) in enumerate(GRID_SHAPES):
+        a, b = make_inputs(m, n, k, layout, device="cuda", seed=i, dtype=dtype)
+        ref = reference(a, b)
+        for tile in (1, 2, 3):
+            for split in (1, 3, 37):
+                c, info = launch_pinned("wgmma_splitk_grid", a, b, acc, tile, split)
+                assert info["kernel"] == "wgmma_splitk_grid" and info["tile"][1] == (256, 128, 64)[tile - 1]
+                assert 1 <= info["split"] <= min(split, -(-k // 64)), info
+                verdict = compare(c, ref)
+                assert verdict.ok, f"{dtype} {acc} {layout} {m}x{n}x{k} tile {tile} split {split}: {verdict.detail}"
+
+
+@pytest.mark.parametrize("dtype,acc", DTYPE_ACCS)
+def test_grid_split_is_deterministic(dtype, acc):
+    """The slices are added in a fixed order: random inputs give the same bits on every call, through
+    wgmma_splitk_grid and through wgmma_persistent forced to the same split (the same kernels), within the error
+    bound; and integer inputs give the exact product for every split count."""
+    needs_hopper()
+    a, b = make_inputs(200, 300, 20000, "NT", device="cuda", seed=21, kind="randn", dtype=dtype)
+    ref = reference(a, b)
+    bound = error_bound(a, b, ref, acc)
+    for split in (5, 64, 132):
+        first = ptx_kernels.hgemm(a, b, variant="wgmma_splitk_grid", acc=acc, split=split)
+        assert ptx_kernels.last_launch()["split"] == split
+        for _ in range(3):
+            assert torch.equal(ptx_kernels.hgemm(a, b, variant="wgmma_splitk_grid", acc=acc, split=split), first)
+        again = ptx_kernels.hgemm(a, b, variant="wgmma_persistent", acc=acc, split=split)
+        assert ptx_kernels.last_launch()["kernel"] == "wgmma_splitk_grid"
+        assert torch.equal(again, first), split
+        verdict = compare(first, ref, bound)
+        assert verdict.ok, f"split {split}: {verdict.detail}"
+    ia, ib = make_inputs(200, 300, 20000, "NN", device="cuda", seed=22, dtype=dtype)
+    iref = reference(ia, ib)
+    for split in (2, 7, 64, 256):
+        c = ptx_kernels.hgemm(ia, ib, variant="wgmma_splitk_grid", acc=acc, split=split)
+        assert compare(c, iref).ok, split
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("dtype,acc", DTYPE_ACCS)
+def test_persistent_hands_small_outputs_with_long_k_to_the_grid_split(dtype, acc, layout):
+    """wgmma_persistent's own plan: outputs whose best unsplit or cluster plan leaves most SMs idle, with a long K,
+    go to wgmma_splitk_grid (hopper::choose_grid_split); exact there, every element written."""
+    needs_hopper()
+    for i, (m, n, k) in enumerate([(128, 128, 32768), (256, 256, 16384), (200, 130, 20001), (96, 520, 9000)]):
+        a, b = make_inputs(m, n, k, layout, device="cuda", seed=30 + i, dtype=dtype)
+        c = poisoned_out(m, n, "cuda", dtype)
+        ptx_kernels.hgemm(a, b, variant="wgmma_persistent", acc=acc, out=c)
+        torch.cuda.synchronize()
+        launch = ptx_kernels.last_launch()
+        assert launch["kernel"] == "wgmma_splitk_grid" and launch["split"] >= 8, launch
+        verdict = compare(c, reference(a, b))
+        assert verdict.ok, f"{dtype} {acc} {layout} {m}x{n}x{k}: {verdict.detail}"
+
+
+def test_grid_split_on_side_streams_and_in_cuda_graphs():
+    """The workspace comes from the caching allocator on the current stream and the reduction is a programmatic
+    dependent launch: correct on a side stream, and inside a captured CUDA graph replayed on new data."""
+    needs_hopper()
+    ins = [make_inputs(128, 256, 16384, "NT", device="cuda", seed=40 + s) for s in range(3)]
+    refs = [reference(a, b) for a, b in ins]
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        outs = [ptx_kernels.hgemm(a, b, variant="wgmma_persistent") for a, b in ins]
+    side.synchronize()
+    assert ptx_kernels.last_launch()["kernel"] == "wgmma_splitk_grid"
+    assert all(compare(c, r).ok for c, r in zip(outs, refs))
+    a, b = (t.clone() for t in ins[0])
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph, stream=side):
+        out = ptx_kernels.hgemm(a, b, variant="wgmma_persistent")
+    for i in (1, 2, 0):
+        a.copy_(ins[i][0])
+        b.copy_(ins[i][1])
+        graph.replay()
+        torch.cuda.synchronize()
+        assert compare(out, refs[i]).ok, i
+

@@ -104,7 +104,7 @@ def test_bad_input_after_a_cached_call_still_gets_its_error(fake):
     with pytest.raises(ValueError, match="supports acc in"):
         ptx_kernels.hgemm(a, b, variant="wgmma_persistent", acc="fp8")
     with pytest.raises(ValueError, match="split"):
-        ptx_kernels.hgemm(a, b, variant="wgmma_persistent", split=3)
+        ptx_kernels.hgemm(a, b, variant="wgmma_persistent", split=300)
     with pytest.raises(ValueError, match=r"split=\[2\]"):  # unhashable: no plan key, the full path's error
         ptx_kernels.hgemm(a, b, variant="wgmma_persistent", split=[2])
     with pytest.raises(TypeError, match="float16"):

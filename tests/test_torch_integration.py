@@ -80,16 +80,21 @@ def test_ptx_tile_choice_is_validated_before_any_device_work():
 
 
 def test_ptx_split_choice_is_validated_before_any_device_work():
-    """hgemm's split= is offered by the variants whose record lists splits (K split over a cluster), and only those
-    splits; the error names the variants that split."""
+    """hgemm's split= is offered by the variants whose record lists splits (K split over a cluster or over the grid),
+    and only those splits (any count up to `Variant.max_split` over the grid); the error names the variants that
+    split."""
     import ptx_kernels
     a = torch.ones(4, 4, dtype=torch.float16)
     splitting = [v.name for v in ptx_kernels.variants() if v.splits]
-    assert splitting == ["wgmma_persistent", "wgmma_splitk"]
+    assert splitting == ["wgmma_persistent", "wgmma_splitk", "wgmma_splitk_grid"]
     with pytest.raises(ValueError, match=r"split=2 needs a variant that splits K \(\['wgmma_persistent'"):
         ptx_kernels.hgemm(a, a, variant="mma_stmatrix", split=2)
     with pytest.raises(ValueError, match=r"variant 'wgmma_splitk' takes \(1, 2, 4\)"):
         ptx_kernels.hgemm(a, a, variant="wgmma_splitk", split=3)
+    for variant in ("wgmma_persistent", "wgmma_splitk_grid"):
+        for bad in (0, 257, 2.0, True):
+            with pytest.raises(ValueError, match=rf"variant '{variant}' takes \(.*'1-256'\)"):
+                ptx_kernels.hgemm(a, a, variant=variant, split=bad)
     with pytest.raises(RuntimeError, match="split= are not recorded by autograd"):
         ptx_kernels.hgemm(a.clone().requires_grad_(), a, variant="wgmma_splitk", split=2)
 

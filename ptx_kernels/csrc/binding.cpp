@@ -45,6 +45,10 @@ GemmArgsOf<E> gemm_args(const torch::Tensor& a, const torch::Tensor& b, const to
   return p;
 }
 
+// GemmArgs::tile and ::split as the launchers read them: 1 and 2 the large and base tile of the variants with two;
+// the Hopper launchers' tiles and K splits (sm90/handoff.h) go further.
+constexpr int64_t kMaxTile = 6, kMaxSplit = 256;
+
 // Launch `variant` on the current stream: C = A @ B. Python has validated shapes, dtypes and devices and chosen
 // the layouts; these checks guard the contract again. tile, split: GemmArgs::tile, ::split. float16 runs the
 // variant's fp16 launcher, bfloat16 its bf16 one (registered by the variants that take bf16; fp32 accumulation).
@@ -71,8 +75,9 @@ LaunchReport hgemm_launch(const std::string& variant, const torch::Tensor& a, co
                 "hgemm_launch: B strides do not match b_col_major=", b_col_major);
   }
   const c10::cuda::CUDAGuard guard(a.device());
-  TORCH_CHECK(tile >= 0 && tile <= 2, "hgemm_launch: tile must be 0 (auto), 1 (large) or 2 (base)");
-  TORCH_CHECK(split == 0 || split == 1 || split == 2 || split == 4, "hgemm_launch: split must be 0 (auto), 1, 2 or 4");
+  TORCH_CHECK(tile >= 0 && tile <= kMaxTile, "hgemm_launch: tile must be 0 (auto) to ", kMaxTile,
+              " (the variant's own choices)");
+  TORCH_CHECK(split >= 0 && split <= kMaxSplit, "hgemm_launch: split must be 0 (auto) to ", kMaxSplit);
   auto launch = [&](auto element, auto launcher) {
     auto p = gemm_args<decltype(element)>(a, b, c, b_col_major);
     p.tile = static_cast<int>(tile);
@@ -87,8 +92,22 @@ template <typename E>
 LaunchReport launch_registered(const std::string& variant, LauncherOf<E> launch, const GemmArgsOf<E>& p,
                                const torch::Device& device, bool acc_fp16) {
   LaunchInfo info;
-  const cudaError_t err =
-      launch(p, acc_fp16 ? Acc::F16 : Acc::F32, at::cuda::getCurrentCUDAStream(device.index()), &info);
+  const Acc acc = acc_fp16 ? Acc::F16 : Acc::F32;
+  const cudaStream_t stream = at::cuda::getCurrentCUDAStream(device.index());
+  cudaError_t err = launch(p, acc, stream, &info);
+  if (err == kWorkspaceNeeded && info.workspace_bytes > p.workspace_bytes) {
+    // From the caching allocator on this stream: the launch that reads it is queued on the same stream before the
+    // block can be handed out again (and a CUDA graph capture takes it from the graph's pool).
+    const torch::Tensor workspace =
+        at::empty({info.workspace_bytes}, torch::TensorOptions().dtype(torch::kUInt8).device(device));
+    GemmArgsOf<E> q = p;
+    q.workspace = workspace.data_ptr();
+    q.workspace_bytes = info.workspace_bytes;
+    info = LaunchInfo{};
+    err = launch(q, acc, stream, &info);
+  }
+  TORCH_CHECK(err != kWorkspaceNeeded, "hgemm: variant '", variant, "' asked for a workspace of ",
+              info.workspace_bytes, " bytes twice");
   TORCH_CHECK(err != cudaErrorMisalignedAddress, "hgemm: variant '", variant,
               "' needs 16-byte aligned rows of A and B (16-byte aligned base, leading dimension a multiple of 8)");
   TORCH_CHECK(!(err == cudaErrorInvalidValue && info.smem_bytes > info.smem_limit), "hgemm: variant '", variant,

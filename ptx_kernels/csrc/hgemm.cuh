@@ -37,9 +37,16 @@ struct GemmArgsOf {
   // Where a variant has two tiles for an accumulation (the pipelined ones with fp16 accumulation: a large tile and
   // the fp32 one), 0 lets the launcher pick by wave count (tile::prefer_large), 1 forces the large, 2 the other.
   int tile = 0;
-  // Where a variant can split K over the blocks of a cluster (wgmma_splitk, and wgmma_persistent on outputs with
-  // too few tiles to fill the GPU): 0 lets the launcher choose, 1 forbids splitting, 2 / 4 force that many parts.
+  // Where a variant splits K (wgmma_splitk over a cluster, wgmma_splitk_grid over the grid, wgmma_persistent on
+  // outputs with too few tiles to fill the GPU): 0 lets the launcher choose, 1 forbids splitting, S > 1 forces S
+  // parts (which kernel takes them: the variant's launcher).
   int split = 0;
+  // Variants that add partial tiles through global memory (wgmma_splitk_grid): an fp32 workspace of
+  // workspace_bytes, on the launch's stream. A launcher that needs more than it was given fills
+  // LaunchInfo::workspace_bytes and returns kWorkspaceNeeded without launching; the binding allocates that much
+  // through Torch's caching allocator and calls it again.
+  void* workspace = nullptr;
+  int64_t workspace_bytes = 0;
   // Persistent variants (wgmma_persistent, wgmma_cluster, wgmma_sp): how many blocks walk the tiles when there are
   // more tiles than fit at once. 0 lets the launcher choose (today: as 2); 1 = as many as fit (one per SM); 2 = the
   // fewest that keep the same number of rounds, cdiv(tiles, rounds) (hopper::persistent_blocks).
@@ -63,7 +70,12 @@ struct LaunchInfo {
   int tile_m = 0, tile_n = 0;  // the block tile launched, where the variant chooses between two (else 0)
   int split = 0;               // the K parts one output tile was split into (split-K launches; else 0)
   const char* kernel = nullptr;  // the variant whose kernel ran, where a launcher handed the problem to another's
+  int64_t workspace_bytes = 0;   // the global workspace the launch needs (GemmArgs::workspace)
 };
+
+// A launcher's answer when GemmArgs::workspace is smaller than LaunchInfo::workspace_bytes: nothing was launched.
+// (cudaErrorNotReady is never a launch's own error: it reports an unfinished asynchronous operation.)
+constexpr cudaError_t kWorkspaceNeeded = cudaErrorNotReady;
 
 // A variant's host launcher, defined in its kernel file (sm80/<variant>.cu, or sm90/ for an sm_90a-only kernel) and
 // registered there with HGEMM_VARIANT (host/registry.h): nothing else names it. A variant that takes bf16 too has a

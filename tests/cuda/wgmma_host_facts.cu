@@ -1,7 +1,8 @@
 // Host-side facts of the Hopper blocks, printed for tests/test_hopper_cpu.py (built with nvcc for sm_90a, run on
 // the CPU): shared-memory matrix descriptors, the epilogue staging buffer's swizzled offsets, the tile / split-K
-// plans of wgmma_persistent and wgmma_splitk on a 132-SM GPU where 30 clusters of 4 fit at once, and
-// wgmma_persistent's unsplit plans with its 256 x 152 tile offered (column-major B).
+// plans of wgmma_persistent and wgmma_splitk on a 132-SM GPU where 30 clusters of 4 fit at once,
+// wgmma_persistent's unsplit plans with its 256 x 152 tile offered (column-major B), and the plans of the split over
+// the grid (wgmma_splitk_grid) with wgmma_persistent's choice of it.
 #include <cstdio>
 
 #include "blocks/wgmma_tile.cuh"
@@ -38,5 +39,26 @@ int main() {
   };
   tall_plans(shapes, int(sizeof shapes / sizeof shapes[0]));
   tall_plans(more, int(sizeof more / sizeof more[0]));
+  // split-K over the grid: hopper::choose_grid_split's tile and slices, auto and forced, and wgmma_persistent's choice
+  // between its own plan and the grid's (hopper::prefer_grid_split) on the issue's suites, the shapes above and the
+  // GPU tests' small outputs
+  const int grid_shapes[][3] = {
+      {256, 256, 65536}, {128, 128, 131072}, {512, 512, 16384}, {256, 1024, 32768},  // small_out_large_k
+      {64, 4096, 4096},  {64, 14336, 4096},  {64, 4096, 14336}, {128, 4096, 4096},   {128, 14336, 4096},
+      {128, 4096, 14336}, {256, 4096, 4096}, {256, 14336, 4096}, {256, 4096, 14336},  // m_sweep
+      {512, 4096, 4096},  {4096, 4096, 512}, {4096, 14336, 4096}, {14336, 4096, 4096}, {4096, 4096, 14336},
+      {16384, 8192, 8192}, {8192, 8192, 16384},                                        // training
+      {128, 128, 32768},  {256, 256, 16384}, {200, 130, 20001}, {96, 520, 9000}, {128, 256, 16384}};
+  auto route = [](const int* s) {
+    const hopper::Plan own = hopper::choose_plan(s[0], s[1], s[2], 132, 0, 0, 4, 132, 120, 0.96, hopper::kSpeedTall);
+    const hopper::Plan p = hopper::prefer_grid_split(own, s[0], s[1], s[2], 132);
+    std::printf("route %d %d %d %d %d %d %.4f\n", s[0], s[1], s[2], int(p.grid), p.bn, p.split, own.score);
+    for (int force : {0, 3, 8, 64, 300}) {
+      const hopper::Plan g = hopper::choose_grid_split(s[0], s[1], s[2], 132, 0, force);
+      std::printf("grid %d %d %d %d %d %d\n", s[0], s[1], s[2], force, g.bn, g.split);
+    }
+  };
+  for (const auto& s : grid_shapes) route(s);
+  for (const auto& s : shapes) route(s);
   return 0;
 }

@@ -236,6 +236,16 @@ __device__ __forceinline__ uint32_t fragment_pair(const uint32_t (&d)[R], int j,
   return d[2 * j + h];
 }
 
+// The same pair as fp32 (split-K partial tiles keep fp32; fp16 accumulators are widened exactly).
+template <int R>
+__device__ __forceinline__ float2 fragment_float2(const float (&d)[R], int j, int h) {
+  return make_float2(d[4 * j + 2 * h], d[4 * j + 2 * h + 1]);
+}
+template <int R>
+__device__ __forceinline__ float2 fragment_float2(const uint32_t (&d)[R], int j, int h) {
+  return __half22float2(*reinterpret_cast<const __half2*>(&d[2 * j + h]));
+}
+
 // Stores a warpgroup's 64 x BN accumulators at C[row0.., n0..], masked to M x N, straight from registers; `pairs`
 // (even ldc, 4-byte aligned C) stores each pair as one 32-bit word. The fallback when C is not TMA-describable.
 template <typename E>
@@ -436,6 +446,8 @@ constexpr double kSpeedTall = 0.94;
 struct Plan {
   int bn, split;
   int bm = 128;
+  bool grid = false;   // the K split runs over the grid (choose_grid_split), not a cluster
+  double score = 0.0;  // the estimate the plan won with (fill x column coverage x speed)
 };
 __host__ __device__ constexpr Plan choose_plan(int M, int N, int K, int sms, int force_bn = 0, int force_split = 0,
                                                int max_split = 4, int wave2 = 0, int wave4 = 0,
@@ -472,6 +484,7 @@ __host__ __device__ constexpr Plan choose_plan(int M, int N, int K, int sms, int
     if (force_bn == 152 || score > best_score + 1e-9) best = Plan{152, 1, 256}, best_score = score;
   }
   while (best.split > 1 && best.split > kblocks) best.split /= 2;
+  best.score = best_score;
   return best;
 }
 static_assert(choose_plan(4096, 4096, 4096, 132).bn == 256 && choose_plan(4096, 4096, 4096, 132).split == 1 &&
@@ -502,6 +515,72 @@ static_assert(choose_plan(4096, 4096, 4096, 132).bn == 256 && choose_plan(4096, 
               "narrowest tile; forced splits are cut to the k-blocks; 128 x 192 (speed 0.96) only where 128 x 256 "
               "leaves a round a tenth empty (3072 x 5120: 480 tiles on 132 SMs), never on skinny outputs; 256 x 152 on "
               "3000 x 5000 (3 full rounds) but not on the large squares; GemmArgs::tile forces it");
+
+// ---- split-K over the grid (wgmma_splitk_grid) -----------------------------------------------------------------
+// Where even a cluster's split leaves most SMs idle (a 128 x 128 output is two 128 x 64 tiles, 8 blocks in clusters of
+// 4; 512 x 512 is 16 tiles of 128 x 128, 64 blocks) and K is long (weight gradients and adapters, whose K is the token
+// count), any number of blocks share a tile: S slices of its k-blocks, one block each, the partial tiles added in a
+// fixed order through a global fp32 workspace. The plan: 128 x bn tiles, bn the widest of 256 / 128 / 64 that covers N
+// with fewer than 64 columns to spare (fewer tiles read A fewer times; the columns past N would be wasted work), and S
+// the most slices that keep tiles x S blocks within one wave of `sms` with every slice >= kGridSliceKblocks k-blocks
+// (its pipeline fills and drains once per slice). force_bn / force_split pin them; S is cut to the k-blocks there are
+// (a slice without k-blocks would only add zeros) and to kGridMaxSplit. wgmma_persistent takes it where its own best
+// plan (choose_plan's score) keeps fewer than kGridBelow of the SMs busy (prefer_grid_split).
+constexpr int kGridSliceKblocks = 8, kGridMaxSplit = 256;
+constexpr double kGridBelow = 0.5;
+__host__ __device__ constexpr Plan choose_grid_split(int M, int N, int K, int sms, int force_bn = 0,
+                                                     int force_split = 0) {
+  const int tiles_m = cdiv(M, 128), kblocks = cdiv(K, BK);
+  int bn = force_bn;
+  const int widths[2] = {256, 128};
+  for (int i = 0; i < 2 && !bn; ++i)
+    if (cdiv(N, widths[i]) * widths[i] - N < 64) bn = widths[i];
+  if (!bn) bn = 64;
+  const int tiles = tiles_m * cdiv(N, bn);
+  int split = force_split ? force_split : (kblocks / kGridSliceKblocks < sms / tiles ? kblocks / kGridSliceKblocks
+                                                                                      : sms / tiles);
+  if (split > kblocks) split = kblocks;
+  if (split > kGridMaxSplit) split = kGridMaxSplit;
+  if (split < 1) split = 1;
+  const long units = long(tiles) * split, rounds = (units + sms - 1) / sms;
+  Plan plan{bn, split};
+  plan.grid = true;
+  plan.score = double(units) / double(rounds * sms) * double(N) / double(cdiv(N, bn) * bn);
+  return plan;
+}
+static_assert(choose_grid_split(128, 128, 131072, 132).bn == 128 &&
+                  choose_grid_split(128, 128, 131072, 132).split == 132 &&
+                  choose_grid_split(256, 256, 65536, 132).bn == 256 &&
+                  choose_grid_split(256, 256, 65536, 132).split == 66 &&
+                  choose_grid_split(512, 512, 16384, 132).split == 16 &&
+                  choose_grid_split(256, 1024, 32768, 132).split == 16 &&
+                  choose_grid_split(100, 16, 400, 132).bn == 64 && choose_grid_split(100, 16, 400, 132).split == 1 &&
+                  choose_grid_split(7, 9, 13, 132, 0, 8).split == 1 &&
+                  choose_grid_split(7, 9, 200, 132, 0, 8).split == 4,
+              "worked cases: 128 x 128 x 131072 in 132 slices of one tile; 256 x 256 x 65536 in 66 slices of two "
+              "128 x 256 tiles; 512 x 512 (8 tiles) and 256 x 1024 (8) in 16; 16 columns take 128 x 64 tiles, and 7 "
+              "k-blocks no split; forced splits are cut to the k-blocks");
+
+// wgmma_persistent's choice: its own plan (choose_plan, unsplit or split over a cluster), or the grid's where that plan
+// keeps fewer than kGridBelow of the SMs busy and the grid's split fills more.
+__host__ __device__ constexpr Plan prefer_grid_split(Plan plan, int M, int N, int K, int sms, int force_bn = 0) {
+  if (plan.score >= kGridBelow) return plan;
+  const Plan across = choose_grid_split(M, N, K, sms, force_bn);
+  return across.split > 1 && across.score > plan.score ? across : plan;
+}
+static_assert(prefer_grid_split(choose_plan(128, 128, 131072, 132, 0, 0, 4, 132, 120), 128, 128, 131072, 132).grid &&
+                  prefer_grid_split(choose_plan(256, 256, 65536, 132, 0, 0, 4, 132, 120), 256, 256, 65536, 132).grid &&
+                  prefer_grid_split(choose_plan(512, 512, 16384, 132, 0, 0, 4, 132, 120), 512, 512, 16384, 132).grid &&
+                  prefer_grid_split(choose_plan(256, 1024, 32768, 132, 0, 0, 4, 132, 120), 256, 1024, 32768, 132)
+                      .grid &&
+                  !prefer_grid_split(choose_plan(128, 4096, 4096, 132, 0, 0, 4, 132, 120), 128, 4096, 4096, 132)
+                       .grid &&
+                  !prefer_grid_split(choose_plan(1, 4096, 4096, 132, 0, 0, 4, 132, 120), 1, 4096, 4096, 132).grid &&
+                  !prefer_grid_split(choose_plan(1024, 1024, 1024, 132, 0, 0, 4, 132, 120), 1024, 1024, 1024, 132)
+                       .grid,
+              "worked cases: the small outputs with a long K (128 x 128 fills 8 SMs in clusters of 4, 512 x 512 64) "
+              "split over the grid; a 128 x 4096 output (128 blocks in clusters of 2), "
+              "a decode row and 1024^3 keep their plans");
 
 // Blocks of a persistent grid over `units` work units (tiles, or tile pairs of a cluster) of which at most `slots`
 // are resident at once. By default (policy 0 or 2) the fewest blocks that need the same number of rounds,

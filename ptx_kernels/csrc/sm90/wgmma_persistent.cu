@@ -19,8 +19,8 @@
 // accumulators go straight to global memory.
 // Edges: TMA reads zeros outside A and B (M, N and the K tail); TMA stores drop what falls outside C, and the
 // register-store fallback masks to M x N.
-// Skinny outputs and row-major B with rows not 32-byte aligned go to wgmma_splitk.cu / wgmma_cluster.cu instead:
-// see the launcher.
+// Skinny outputs, small outputs with a long K and row-major B with rows not 32-byte aligned go to wgmma_splitk.cu,
+// wgmma_splitk_grid.cu and wgmma_cluster.cu instead: see the launcher.
 // Element types: fp16 (fp32 or fp16 accumulation) and bf16 (fp32), the template parameter E.
 #include <algorithm>
 
@@ -165,16 +165,22 @@ cudaError_t launch_tile(const GemmArgsOf<E>& p, Acc acc, cudaStream_t stream, La
 // it):
 //   - outputs that even narrow tiles cannot spread over the SMs, with K long enough to share (skinny M or N; the
 //     plan's split > 1): wgmma_splitk.cu splits K over a cluster;
+//   - outputs that even a cluster's split leaves mostly idle (fewer than hopper::kGridBelow of the SMs: 128 x 128,
+//     256 x 256, 512 x 512 outputs), with K long enough to cut in slices of hopper::kGridSliceKblocks k-blocks:
+//     wgmma_splitk_grid.cu splits K over the whole grid (hopper::choose_grid_split);
 //   - 128 x 256 tiles of a row-major B whose rows are not 32-byte aligned (3000 x 5000 x 2000: rows 10,000 bytes
 //     apart): every 128-byte box row then straddles five 32-byte sectors, not four, which cost the kernel about a
 //     quarter of its speed against the same B on 128-byte aligned rows (measured: docs/design/hopper.md);
 //     wgmma_cluster.cu multicasts each B box to two blocks, halving those reads, which recovers most of it.
-// GemmArgs::tile (1/2/3/4: 128 x 256/128/64/192; 5/6: 256 x 152 in 4/3 stages) and ::split (1 = never) pin the plan.
+// GemmArgs::tile (1/2/3/4: 128 x 256/128/64/192; 5/6: 256 x 152 in 4/3 stages) and ::split (1 = never; 2 and 4 over a
+// cluster, other counts over the grid) pin the plan.
 template <typename E>
 cudaError_t launch_wgmma_persistent(const GemmArgsOf<E>& p, Acc acc, cudaStream_t stream, LaunchInfo* info) {
   const int64_t row_bytes_b = (p.b_col_major ? p.sbn : p.sbk) * int64_t(sizeof(E));
   const bool rows_128b = (p.sam * int64_t(sizeof(E))) % 128 == 0 && row_bytes_b % 128 == 0;
-  const hopper::Plan plan = plan_wgmma(p, rows_128b ? kSpeed192 : 0.0, p.b_col_major ? hopper::kSpeedTall : 0.0);
+  const hopper::Plan plan =
+      plan_wgmma(p, rows_128b ? kSpeed192 : 0.0, p.b_col_major ? hopper::kSpeedTall : 0.0, /*grid=*/true);
+  if (plan.grid) return launch_wgmma_splitk_grid_plan(p, acc, stream, info, plan);
   if (plan.split > 1) return launch_wgmma_splitk_plan(p, acc, stream, info, plan);
   const bool b_rows_straddle = !p.b_col_major && (p.sbk * int64_t(sizeof(E))) % 32 != 0;
   if (plan.bn == 256 && p.tile == 0 && b_rows_straddle) return launch_wgmma_cluster(p, acc, stream, info);

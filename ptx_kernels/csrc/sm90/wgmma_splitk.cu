@@ -50,16 +50,6 @@ constexpr int kConsumers = 2, kThreads = (1 + kConsumers) * hopper::kWarpgroup;
 constexpr int kProducerRegs = 40, kConsumerRegs = 232;  // as wgmma_persistent.cu
 constexpr uint32_t kConsumersBarrier = 1;               // named barrier of the 256 consumer threads
 
-// A thread's fp32 pair of fragment column block j, row half h (see hopper::fragment_pair).
-template <int R>
-__device__ __forceinline__ float2 fragment_float2(const float (&d)[R], int j, int h) {
-  return make_float2(d[4 * j + 2 * h], d[4 * j + 2 * h + 1]);
-}
-template <int R>
-__device__ __forceinline__ float2 fragment_float2(const uint32_t (&d)[R], int j, int h) {
-  return __half22float2(*reinterpret_cast<const __half2*>(&d[2 * j + h]));
-}
-
 // Block `rank`'s share of the reduction: columns rank * BN / S .. of the tile's first min(BM, M - tm BM) rows, in
 // float4 chunks, each the sum of the cluster's S partial tiles in rank order, stored as fp16. A thread takes
 // chunks first, first + stride, ...; the S loads of a chunk are in flight together. (Batching several chunks' loads
@@ -146,8 +136,8 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
     for (int j = 0; j < BN / 8; ++j) {
       const int c = 8 * j + 2 * (lane % 4);
-      *reinterpret_cast<float2*>(&partial[r * LDP + c]) = fragment_float2(acc.d, j, 0);
-      *reinterpret_cast<float2*>(&partial[(r + 8) * LDP + c]) = fragment_float2(acc.d, j, 1);
+      *reinterpret_cast<float2*>(&partial[r * LDP + c]) = hopper::fragment_float2(acc.d, j, 0);
+      *reinterpret_cast<float2*>(&partial[(r + 8) * LDP + c]) = hopper::fragment_float2(acc.d, j, 1);
     }
   }
   // ---- EPILOGUE: the cluster's partial tiles, added in rank order ----
@@ -207,21 +197,26 @@ int wave_blocks(int split) {
 
 // ---- HOST: the plan -> tensor maps -> launch ----
 template <typename E>
-hopper::Plan plan_wgmma(const GemmArgsOf<E>& p, double speed192, double speed_tall) {
+hopper::Plan plan_wgmma(const GemmArgsOf<E>& p, double speed192, double speed_tall, bool grid) {
   const int force_bn = p.tile == 1   ? 256
                        : p.tile == 2 ? 128
                        : p.tile == 3 ? 64
                        : p.tile == 4 ? 192
                        : p.tile >= 5 ? 152
                                      : 0;
-  return hopper::choose_plan(p.M, p.N, p.K, hopper::sm_count(), force_bn, p.split, 4, wave_blocks(2),
-                             wave_blocks(4), speed192, speed_tall);
+  const int sms = hopper::sm_count();
+  if (p.split == 3 || p.split > 4) return hopper::choose_grid_split(p.M, p.N, p.K, sms, force_bn, p.split);
+  hopper::Plan plan = hopper::choose_plan(p.M, p.N, p.K, sms, force_bn, p.split, 4, wave_blocks(2), wave_blocks(4),
+                                          speed192, speed_tall);
+  if (grid && p.split == 0 && p.tile <= 3) plan = hopper::prefer_grid_split(plan, p.M, p.N, p.K, sms, force_bn);
+  return plan;
 }
 
 template <typename E>
 cudaError_t launch_wgmma_splitk_plan(const GemmArgsOf<E>& p, Acc acc, cudaStream_t stream, LaunchInfo* info,
                                      hopper::Plan plan) {
-  if (plan.bn == 192 || plan.bn == 152) return cudaErrorInvalidValue;  // persistent-only tiles (GemmArgs::tile 4-6)
+  if (plan.bn == 192 || plan.bn == 152 || plan.grid)
+    return cudaErrorInvalidValue;  // the persistent kernel's own tiles (GemmArgs::tile 4-6), the grid's splits
   if (plan.bn == 256) return launch_tile<Wide>(p, acc, plan.split, stream, info);
   if (plan.bn == 128) return launch_tile<Medium>(p, acc, plan.split, stream, info);
   return launch_tile<Narrow>(p, acc, plan.split, stream, info);
@@ -231,12 +226,13 @@ cudaError_t launch_wgmma_splitk_plan(const GemmArgsOf<E>& p, Acc acc, cudaStream
 // tile, not persistent); GemmArgs::tile (1/2/3: 128 x 256/128/64) and ::split (1/2/4) pin it.
 template <typename E>
 cudaError_t launch_wgmma_splitk(const GemmArgsOf<E>& p, Acc acc, cudaStream_t stream, LaunchInfo* info) {
+  if (p.split > 4 || p.split == 3) return cudaErrorInvalidValue;  // a cluster holds 1, 2 or 4 parts
   return launch_wgmma_splitk_plan(p, acc, stream, info, plan_wgmma(p));
 }
 
 // The hand-off's entry points (sm90/handoff.h), for wgmma_persistent.cu's translation unit.
-template hopper::Plan plan_wgmma<half>(const GemmArgsOf<half>&, double, double);
-template hopper::Plan plan_wgmma<__nv_bfloat16>(const GemmArgsOf<__nv_bfloat16>&, double, double);
+template hopper::Plan plan_wgmma<half>(const GemmArgsOf<half>&, double, double, bool);
+template hopper::Plan plan_wgmma<__nv_bfloat16>(const GemmArgsOf<__nv_bfloat16>&, double, double, bool);
 template cudaError_t launch_wgmma_splitk_plan<half>(const GemmArgsOf<half>&, Acc, cudaStream_t, LaunchInfo*,
                                                     hopper::Plan);
 template cudaError_t launch_wgmma_splitk_plan<__nv_bfloat16>(const GemmArgsOf<__nv_bfloat16>&, Acc, cudaStream_t,
