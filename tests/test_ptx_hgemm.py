@@ -202,7 +202,8 @@ def test_persistent_256x152_plan_exact(dtype, acc):
                 assert launch["tile"] != (256, 152), launch
 
 
-A_COL = [v for v in ptx_kernels.variants() if a_col_in_place(v)]
+# the TMA kernels that read column-major A in place (simt_naive reads any strides: it has no layout to report)
+A_COL = [v for v in ptx_kernels.variants() if a_col_in_place(v) and not any_strides(v)]
 DTYPE_ACCS = (("fp16", "fp32"), ("fp16", "fp16"), ("bf16", "fp32"))
 
 
@@ -234,7 +235,9 @@ def test_column_major_a_in_place_exact(v, dtype, acc, layout):
     against the float64 product, every element of a NaN-poisoned out written, on odd shapes (odd M, N, K, K tails,
     one row, one column) whose padded leading dimensions keep them TMA-describable; bf16 within its exact range."""
     shapes = [(1, 1000, 777), (7, 8, 15), (17, 16, 8), (15, 17, 311), (129, 255, 520), (255, 257, 63),
-              (496, 233, 65), (107, 233, 4099), (33, 500, 300), (200, 150, 333), (300, 1, 70), (16, 4096, 1024)]
+              (496, 233, 65), (107, 233, 4099), (33, 500, 300), (200, 150, 333), (16, 4096, 1024)]
+    if layout == "TN":  # one column of B is row-major by its strides (TT's would be copied to 16-byte rows)
+        shapes.append((300, 1, 70))
     for i, (m, n, k) in enumerate(shapes):
         a, b = a_col_case(m, n, k, layout, dtype, seed=i)
         c = ptx_kernels.hgemm(a, b, variant=v.name, acc=acc, out=poisoned_out(m, n, "cuda", dtype))
@@ -376,17 +379,26 @@ def test_non_default_stream():
 
 
 @pytest.mark.gpu
-def test_inputs_that_require_grad_record_autograd():
+@pytest.mark.parametrize("variant", ("mma_tiled", "wgmma_persistent"))
+def test_inputs_that_require_grad_record_autograd(variant):
     """hgemm on inputs that require grad goes through the operator: the result has a grad_fn, and the gradients
-    (dA = dC B^T, dB = A^T dC on the same variant) are exact on small integers."""
+    (dA = dC B^T, dB = A^T dC on the same variant) are exact on small integers. Backward runs on torch's autograd
+    thread, where a Hopper kernel's tensor maps are the first thing to need the CUDA context; wgmma_persistent reads
+    dB's column-major A^T in place (the weight gradient's layout, TN)."""
+    v = BY_NAME[variant]
+    if not v.offered_on(torch.cuda.get_device_capability()[0] * 10 + torch.cuda.get_device_capability()[1]):
+        pytest.skip(f"{variant} needs sm_{v.min_arch}")
     a, b = make_inputs(64, 48, 40, "NN", device="cuda", seed=5)
     a.requires_grad_()
     b.requires_grad_()
-    c = ptx_kernels.hgemm(a, b, variant="mma_tiled")
+    c = ptx_kernels.hgemm(a, b, variant=variant)
     assert c.grad_fn is not None
     g = torch.randint(-2, 3, c.shape, device="cuda").half()
     c.backward(g)
     assert torch.equal(a.grad, (g.double() @ b.detach().double().t()).half())
     assert torch.equal(b.grad, (a.detach().double().t() @ g.double()).half())
+    launch = ptx_kernels.last_launch()  # dB's
+    assert launch["a_col_major"] == a_col_in_place(v) and launch["copies"] == ([] if a_col_in_place(v) else
+                                                                               ["A to row-major"]), launch
     with pytest.raises(RuntimeError, match="not recorded by autograd"):
-        ptx_kernels.hgemm(a, b, variant="mma_tiled", out=torch.empty_like(c.detach()))
+        ptx_kernels.hgemm(a, b, variant=variant, out=torch.empty_like(c.detach()))
