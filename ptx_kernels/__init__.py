@@ -8,16 +8,17 @@ from hgemm_common.plans import LRU, byte_extents, call_key, out_overlaps
 from hgemm_common.validation import check_acc, check_dtype_offered, finish_empty, validate
 
 from .build import BuildError, load
-from .variants import BY_NAME, VARIANTS, Variant, any_strides
+from .variants import BY_NAME, VARIANTS, Variant, a_col_in_place, any_strides
 
 __all__ = ["BuildError", "SparseA", "Variant", "check_variant", "hgemm", "last_launch", "load", "planned",
            "sparse_hgemm", "variants"]
 
 ACCUMULATIONS = ("fp32", "fp16")
-_last: list = [None]  # (variant, acc, the binding's report, b_col, copies) of the latest hgemm / sparse_hgemm call
+# (variant, acc, the binding's report, (a_col, b_col), copies) of the latest hgemm / sparse_hgemm call
+_last: list = [None]
 # hgemm's plans: call_key(a, b, out, variant, acc, tile, split) of a call that launched with no copies -> (extension,
-# b_col, byte_extents of A, B and out). A later call with the same key (same shapes, strides, dtypes, devices and
-# alignment bits, so validation and every layout decision would come out the same) launches at once; only the
+# a_col, b_col, byte_extents of A, B and out). A later call with the same key (same shapes, strides, dtypes, devices
+# and alignment bits, so validation and every layout decision would come out the same) launches at once; only the
 # overlap of out= with A and B, which depends on the addresses, is tested again.
 _PLANS = LRU(256)
 
@@ -29,16 +30,17 @@ def variants(kind: str = "dense") -> tuple[Variant, ...]:
 
 
 def last_launch() -> dict:
-    """What the most recent `hgemm` call launched: variant, grid, block, shared memory, any copies it made, the
-    block tile (tile_m, tile_n) where the variant chose between several (else None), the K parts of a split-K
-    launch (else None), and the variant whose kernel ran ("kernel": wgmma_persistent hands skinny outputs to
-    wgmma_splitk and some row-major B to wgmma_cluster; else the variant itself)."""
+    """What the most recent `hgemm` call launched: variant, grid, block, shared memory, whether the kernel read A
+    and B column-major (a_col_major, b_col_major), any copies it made, the block tile (tile_m, tile_n) where the
+    variant chose between several (else None), the K parts of a split-K launch (else None), and the variant whose
+    kernel ran ("kernel": wgmma_persistent hands skinny outputs to wgmma_splitk and some row-major B to
+    wgmma_cluster; else the variant itself)."""
     if _last[0] is None:
         return {}
-    variant, acc, (info, ran), b_col, copies = _last[0]
+    variant, acc, (info, ran), (a_col, b_col), copies = _last[0]
     return dict(variant=variant, acc=acc, grid=(info[0], info[1]), block=info[2], smem_bytes=info[3],
-                b_col_major=b_col, copies=list(copies), tile=(info[5], info[6]) if info[5] else None,
-                split=info[7] or None, kernel=ran or variant)
+                a_col_major=a_col, b_col_major=b_col, copies=list(copies),
+                tile=(info[5], info[6]) if info[5] else None, split=info[7] or None, kernel=ran or variant)
 
 
 def check_variant(variant: str, acc: str, kind: str = "dense") -> Variant:
@@ -76,6 +78,17 @@ def _aligned_copy(t: torch.Tensor) -> torch.Tensor:
     return view
 
 
+def _a_layout(a: torch.Tensor, col_ok: bool, copies: list[str]) -> tuple[torch.Tensor, bool]:
+    """A as the kernel reads it, and whether it is column-major: row-major in place, column-major in place where the
+    variant reads it so (`col_ok`), other strides as a row-major copy (named in `copies`)."""
+    if is_row_major(a):
+        return a, False
+    if col_ok and is_col_major(a):
+        return a, True
+    copies.append("A to row-major")
+    return a.contiguous(), False
+
+
 def _b_layout(b: torch.Tensor, copies: list[str]) -> tuple[torch.Tensor, bool]:
     """B as the kernels read it, and whether it is column-major: row- or column-major in place, other strides as a
     row-major copy (named in `copies`)."""
@@ -87,12 +100,13 @@ def _b_layout(b: torch.Tensor, copies: list[str]) -> tuple[torch.Tensor, bool]:
     return b.contiguous(), False
 
 
-def _b_aligned(b: torch.Tensor, b_col: bool, copies: list[str]) -> torch.Tensor:
-    """B with 16-byte aligned rows (of its storage order), copied when they are not (named in `copies`)."""
-    if rows_aligned16(b, b.stride(1) if b_col else b.stride(0)):
-        return b
-    copies.append("B to 16-byte aligned rows")
-    return _aligned_copy(b.t()).t() if b_col else _aligned_copy(b)
+def _aligned(t: torch.Tensor, col: bool, name: str, copies: list[str]) -> torch.Tensor:
+    """Operand `name` (A or B) with 16-byte aligned rows (of its storage order: a column-major one's columns),
+    copied in the same order when they are not (named in `copies`)."""
+    if rows_aligned16(t, t.stride(1) if col else t.stride(0)):
+        return t
+    copies.append(f"{name} to 16-byte aligned rows")
+    return _aligned_copy(t.t()).t() if col else _aligned_copy(t)
 
 
 def _c_for_kernel(out: torch.Tensor, copies: list[str]) -> torch.Tensor:
@@ -135,8 +149,9 @@ def hgemm(a: torch.Tensor, b: torch.Tensor, *, variant: str = "wmma_multistage",
     (M, N) tensor of the inputs' dtype.
     tile: where the variant has two block tiles for `acc` (`Variant.block_fp16`: the pipelined variants with fp16
     accumulation), "auto" picks by wave count, "large" forces `block_fp16`, "base" forces `block`.
-    Layouts the variant cannot read in place (column-major A; strided views; unaligned rows for cp.async
-    variants) are copied first; `last_launch()["copies"]` lists them.
+    Layouts the variant cannot read in place (column-major A, except on the variants whose record lists "TN" in
+    `native_layouts`: wgmma_persistent, wgmma_splitk, wgmma_cluster; strided views; unaligned rows for the cp.async
+    and TMA variants) are copied first; `last_launch()["copies"]` lists them.
     split: for the variants that split K (`Variant.splits`: wgmma_persistent, wgmma_splitk,
     wgmma_splitk_grid), None lets the launcher choose, 1 never splits, S > 1 pins S parts: wgmma_splitk over a
     cluster (2 or 4), wgmma_splitk_grid over the grid (up to `Variant.max_split`), wgmma_persistent 2 or 4 over a
@@ -159,13 +174,13 @@ def hgemm(a: torch.Tensor, b: torch.Tensor, *, variant: str = "wmma_multistage",
     except (AttributeError, TypeError):  # not tensors, or unhashable arguments: the checks below name the problem
         key = plan = None
     if plan is not None:
-        ext, b_col, extents = plan
+        ext, a_col, b_col, extents = plan
         if out is None:
             out = a.new_empty(a.shape[0], b.shape[1])  # A's dtype and device, contiguous
         elif out_overlaps(extents, a, b, out):
             validate(a, b, out, allow_cpu=False)  # raises the overlap error
-        _record_launch(variant, acc, ext.hgemm_launch(variant, a, b, out, b_col, acc == "fp16", TILES[tile],
-                                                      split or 0), b_col, ())
+        _record_launch(variant, acc, ext.hgemm_launch(variant, a, b, out, a_col, b_col, acc == "fp16", TILES[tile],
+                                                      split or 0), a_col, b_col, ())
         return out
     v = check_variant(variant, acc)
     if tile not in TILES:
@@ -191,24 +206,20 @@ def hgemm(a: torch.Tensor, b: torch.Tensor, *, variant: str = "wmma_multistage",
     copies = []
     a, b = resolved(a, "A", copies), resolved(b, "B", copies)
     if not any_strides(v):
-        if not is_row_major(a):
-            a = a.contiguous()
-            copies.append("A to row-major")
+        a, a_col = _a_layout(a, a_col_in_place(v), copies)
         b, b_col = _b_layout(b, copies)
         if v.alignment in ("rows16", "tma"):
-            if not rows_aligned16(a, a.stride(0)):
-                a = _aligned_copy(a)
-                copies.append("A to 16-byte aligned rows")
-            b = _b_aligned(b, b_col, copies)
+            a = _aligned(a, a_col, "A", copies)
+            b = _aligned(b, b_col, "B", copies)
     else:
-        b_col = False
+        a_col = b_col = False
     c = _c_for_kernel(p.out, copies)
-    report = ext.hgemm_launch(variant, a, b, c, b_col, acc == "fp16", TILES[tile], split or 0)
+    report = ext.hgemm_launch(variant, a, b, c, a_col, b_col, acc == "fp16", TILES[tile], split or 0)
     if c is not p.out:
         p.out.copy_(c)
-    _record_launch(variant, acc, report, b_col, copies)
+    _record_launch(variant, acc, report, a_col, b_col, copies)
     if key is not None and not copies:
-        _PLANS.put(key, (ext, b_col, byte_extents(a, b, p.out)))
+        _PLANS.put(key, (ext, a_col, b_col, byte_extents(a, b, p.out)))
     return p.out
 
 
@@ -227,19 +238,19 @@ def planned(a: torch.Tensor, b: torch.Tensor, *, variant: str, acc: str = "fp32"
         return None
     if plan is None:
         return None
-    ext, b_col, _ = plan
+    ext, a_col, b_col, _ = plan
     hgemm_launch, acc_fp16 = ext.hgemm_launch, acc == "fp16"
 
     def launch(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> None:
-        _last[0] = (variant, acc, hgemm_launch(variant, a, b, out, b_col, acc_fp16, 0, 0), b_col, ())
+        _last[0] = (variant, acc, hgemm_launch(variant, a, b, out, a_col, b_col, acc_fp16, 0, 0), (a_col, b_col), ())
 
     return launch
 
 
-def _record_launch(variant: str, acc: str, report, b_col: bool, copies) -> None:
+def _record_launch(variant: str, acc: str, report, a_col: bool, b_col: bool, copies) -> None:
     """Keep what the binding reported ({grid, block, smem, ..., tile, split}, the kernel that ran) for last_launch
     (which builds its dict only when asked: this runs on every call)."""
-    _last[0] = (variant, acc, report, b_col, copies)
+    _last[0] = (variant, acc, report, (a_col, b_col), copies)
 
 
 def _sparse_variant(variant: str, acc: str, device: torch.device) -> Variant:
@@ -314,12 +325,12 @@ def sparse_hgemm(values: torch.Tensor, meta: torch.Tensor, b: torch.Tensor, *, v
         meta = meta.clone()
         copies.append("metadata to a contiguous copy")
     b, b_col = _b_layout(resolved(b, "B", copies), copies)
-    b = _b_aligned(b, b_col, copies)
+    b = _aligned(b, b_col, "B", copies)
     c = _c_for_kernel(p.out, copies)
     report = ext.sparse_launch(v.name, values, meta, b, c, p.k, b_col, acc == "fp16", tile)
     if c is not p.out:
         p.out.copy_(c)
-    _record_launch(v.name, acc, report, b_col, copies)
+    _record_launch(v.name, acc, report, False, b_col, copies)
     return p.out
 
 

@@ -126,7 +126,10 @@ VARIANTS: tuple[Variant, ...] = (
 # shared memory dynamic; operands TMA cannot describe (base not 16-byte aligned, leading dimension not a multiple of
 # 8) are copied by the wrapper first. Every dense Hopper kernel takes fp16 and bf16 (wgmma_persistent hands problems
 # to wgmma_splitk and wgmma_cluster, so all take what it takes). Instantiations: (dtype, accumulation) pairs (fp16
-# x fp32, fp16 x fp16, bf16 x fp32: 3) x B layout (x epilogue x tile where the launcher chooses).
+# x fp32, fp16 x fp16, bf16 x fp32: 3) x B layout (x A layout x epilogue x tile where the launcher chooses).
+# wgmma_persistent and the two kernels it hands problems to read column-major A in place too (M-major stages through
+# wgmma's transpose bit: all four layouts native, their files register Operands::AnyMajor); wgmma_tma and wgmma_ws
+# take row-major A, and the wrapper copies a column-major one first.
 _SM90 = ("sm_90a",)
 _HOPPER = dict(isa="wgmma", ceiling="wgmma", min_arch=90, alignment="tma", static_smem=lambda acc, b_col: 0,
                dtypes=BF16,
@@ -136,6 +139,7 @@ _HOPPER = dict(isa="wgmma", ceiling="wgmma", min_arch=90, alignment="tma", stati
 # (sm90/wgmma_splitk_grid.cu); 0 ("auto") lets the launcher choose. `splits`: the counts the tests force.
 _SPLITS = (1, 2, 4)
 _GRID_SPLITS = (3, 8, 64)
+_ALL_LAYOUTS = ("NN", "NT", "TN", "TT")
 HOPPER: tuple[Variant, ...] = (
     Variant("wgmma_tma", "ptx", "wgmma", "sm90/wgmma_tma.cu", "128x128x64, 4 stages, 1 warpgroup",
             "TMA loads completing on per-stage mbarriers, wgmma m64n128k16 reading shared memory through descriptors",
@@ -154,17 +158,19 @@ HOPPER: tuple[Variant, ...] = (
             "TMA-store epilogue through swizzled shared memory, overlapped with the next tile",
             block=(128, 256, 64), stages=4,
             promises={"sm_90a": ("HGMMA", "UTMALDG", "UTMASTG", "SYNCS", "USETMAXREG")},
-            # inspect shows the 128x256 tile with the TMA-store epilogue
-            inspect={"T": "Tile<256, 4, 1, 128, 64>", "TMA_STORE": "true"}, splits=_SPLITS + _GRID_SPLITS,
-            max_split=256, mma_forms=_hgmma_forms(256, 192, 152, 128, 64), recommended=True, **_HOPPER),
+            # inspect shows the 128x256 tile with the TMA-store epilogue, A row-major
+            inspect={"T": "Tile<256, 4, 1, 128, 64>", "TMA_STORE": "true", "A_COL": "false"},
+            splits=_SPLITS + _GRID_SPLITS, max_split=256, mma_forms=_hgmma_forms(256, 192, 152, 128, 64),
+            recommended=True, native_layouts=_ALL_LAYOUTS, **_HOPPER),
     Variant("wgmma_splitk", "ptx", "wgmma", "sm90/wgmma_splitk.cu",
             "clusters of 1, 2 or 4 blocks share a 128x256/128x128/128x64 tile, each taking a part of K; one wave",
             "split-K over a thread block cluster: the partial tiles are added in rank order through distributed "
             "shared memory (no workspace, no atomics, deterministic); wgmma_persistent hands it skinny outputs",
             block=(128, 128, 64), stages=6,
             promises={"sm_90a": ("HGMMA", "UTMALDG", "SYNCS", "USETMAXREG")},
-            # inspect shows the 128x128 tile
-            inspect={"T": "Tile<128, 6>"}, splits=_SPLITS, mma_forms=_hgmma_forms(256, 128, 64), **_HOPPER),
+            # inspect shows the 128x128 tile, A row-major
+            inspect={"T": "Tile<128, 6>", "A_COL": "false"}, splits=_SPLITS, mma_forms=_hgmma_forms(256, 128, 64),
+            native_layouts=_ALL_LAYOUTS, **_HOPPER),
     Variant("wgmma_splitk_grid", "ptx", "wgmma", "sm90/wgmma_splitk_grid.cu",
             "any number of blocks share a 128x256/128x128/128x64 tile, each taking a slice of K; one wave, then a "
             "reduce kernel",
@@ -181,8 +187,9 @@ HOPPER: tuple[Variant, ...] = (
             "thread block clusters: two blocks share each B tile through TMA multicast (a third less L2 traffic)",
             block=(128, 256, 64), stages=4,
             promises={"sm_90a": ("HGMMA", "UTMALDG", "UTMASTG", "SYNCS", "USETMAXREG")},
-            # inspect shows the TMA-store epilogue
-            inspect={"TMA_STORE": "true"}, mma_forms=_hgmma_forms(256), **_HOPPER),
+            # inspect shows the TMA-store epilogue, A row-major
+            inspect={"TMA_STORE": "true", "A_COL": "false"}, mma_forms=_hgmma_forms(256), native_layouts=_ALL_LAYOUTS,
+            **_HOPPER),
 )
 # 2:4 structured sparsity (problem kind "sparse": A arrives compressed, ptx_kernels/sparse.py; called through
 # ptx_kernels.sparse_hgemm). Each is scored against the sparse form of its instruction's ceiling, which counts the
@@ -221,9 +228,24 @@ def source(v: Variant) -> Path:
     return CSRC / v.file
 
 
+def registered_operands(v: Variant) -> str:
+    """The operand strides its kernel file registers (host/registry.h's hgemm::Operands), from the record:
+    "AnyStrides" (every layout in place and no alignment: it reads A and B through their strides), "AnyMajor" (A and
+    B each row- or column-major in place, unit inner stride), "RowMajorA" (row-major A, B row- or column-major)."""
+    if "TN" not in v.native_layouts:
+        return "RowMajorA"
+    return "AnyStrides" if v.alignment == "none" else "AnyMajor"
+
+
 def any_strides(v: Variant) -> bool:
     """Whether the kernel reads A and B with any strides (its file registers Operands::AnyStrides); the others
-    need row-major A and row- or column-major B, and the wrapper copies other layouts first."""
+    need row- or column-major operands (row-major A unless `a_col_in_place`), and the wrapper copies other layouts
+    first."""
+    return registered_operands(v) == "AnyStrides"
+
+
+def a_col_in_place(v: Variant) -> bool:
+    """Whether the kernel reads column-major A in place (layouts TN and TT); else the wrapper copies it to row-major."""
     return "TN" in v.native_layouts
 
 

@@ -28,26 +28,27 @@ def wrapper(n: int, acc: str, ab: str = "f16") -> str:
     regs = n // 2 if f32 else n // 4  # accumulator registers per thread: 64 x N values over 128 threads
     ctype, constraint = ("float", "+f") if f32 else ("uint32_t", "+r")
     dlist = ", ".join(f"%{i}" for i in range(regs))
-    a, b, scale, tb = regs, regs + 1, regs + 2, regs + 3
+    a, b, scale, ta, tb = regs, regs + 1, regs + 2, regs + 3, regs + 4
     ptx = (f"wgmma.mma_async.sync.aligned.m64n{n}k16.{acc}.{ab}.{ab} "
-           f"{{{dlist}}}, %{a}, %{b}, p, 1, 1, 0, %{tb};")
+           f"{{{dlist}}}, %{a}, %{b}, p, 1, 1, %{ta}, %{tb};")
     outs = ",\n        ".join(", ".join(f'"{constraint}"(d[{i}])' for i in range(r, min(r + 8, regs)))
                               for r in range(0, regs, 8))
     body = (
         f"// wgmma.mma_async.sync.aligned.m64n{n}k16.{acc}.{ab}.{ab} {{d0..d{regs - 1}}}, desc_a, desc_b, scale_d, "
-        f"1, 1, 0, TRANS_B;\n"
+        f"1, 1, TRANS_A, TRANS_B;\n"
         f"// D[64x{n}] ({'fp32' if f32 else 'fp16 pairs'}, {regs} registers a thread) = A[64x16] * B[16x{n}] "
         f"({ab} operands) "
         f"(+ D when scale_d != 0).\n"
-        f"template <int TRANS_B>\n"
+        f"template <int TRANS_A, int TRANS_B>\n"
         f"__device__ __forceinline__ void wgmma_m64n{n}k16_{acc}_{ab}_ss({ctype} (&d)[{regs}], uint64_t desc_a, "
         f"uint64_t desc_b, int scale_d) {{\n"
+        f"  static_assert(TRANS_A == 0 || TRANS_A == 1, \"imm-trans-a is 0 (K-major A) or 1 (M-major A)\");\n"
         f"  static_assert(TRANS_B == 0 || TRANS_B == 1, \"imm-trans-b is 0 (K-major B) or 1 (N-major B)\");\n"
         f"  asm volatile(\n"
         f"      \"{{\\n .reg .pred p;\\n setp.ne.b32 p, %{scale}, 0;\\n\"\n"
         f"      \"{ptx}\\n}}\\n\"\n"
         f"      : {outs}\n"
-        f"      : \"l\"(desc_a), \"l\"(desc_b), \"r\"(scale_d), \"n\"(TRANS_B));\n"
+        f"      : \"l\"(desc_a), \"l\"(desc_b), \"r\"(scale_d), \"n\"(TRANS_A), \"n\"(TRANS_B));\n"
         f"}}\n")
     return body
 

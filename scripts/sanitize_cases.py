@@ -1,7 +1,7 @@
 """The workload scripts/sanitize.sh runs under compute-sanitizer: every hand-written variant (the 2:4 sparse ones on
 pruned inputs too), both accumulations
-(fp16 on both of its tiles where it has two), B row- and column-major (A column-major goes through the wrapper's
-copy), at small odd shapes that leave partial tiles in M, N and K; then the Triton kernels with pinned small
+(fp16 on both of its tiles where it has two), B row- and column-major, and A column-major (TN: read in place by the
+records that list it, copied by the wrapper for the others), at small odd shapes that leave partial tiles in M, N and K; then the Triton kernels with pinned small
 configurations (autotuning under the sanitizer would only time instrumented code), the Gluon kernel on Hopper
 in each kind of configuration (pattern "triton" or "gluon_persistent": `gluon_cases`). Each result is also checked
 exactly, so a wrong answer fails the run too."""

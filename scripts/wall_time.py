@@ -106,7 +106,7 @@ def breakdown(variant: str, shape: tuple[int, int, int], calls: int) -> None:
         "validate(a, b, out)": lambda: validate(a, b, out, allow_cpu=False),
         "validate(a, b) (allocates)": lambda: validate(a, b, None, allow_cpu=False),
         "ext.hgemm_launch (binding, launcher, launch)": lambda: ext.hgemm_launch(variant, a, b, out, False, False,
-                                                                                  0, 0),
+                                                                                  False, 0, 0),
         f"ptx_kernels.hgemm(variant={variant!r}, out=out)": lambda: ptx_kernels.hgemm(a, b, variant=variant,
                                                                                        out=out),
         f"ptx_kernels.hgemm(variant={variant!r})": lambda: ptx_kernels.hgemm(a, b, variant=variant),

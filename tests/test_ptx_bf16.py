@@ -100,7 +100,8 @@ def run(v, a, b, **kw):
 @pytest.mark.parametrize("v", BF16, ids=IDS)
 def test_bf16_exact_edges(v, layout):
     """TESTING.md's odd shapes around the variant's tile (test_ptx_hgemm.edge_shapes), every layout (B row- and
-    column-major read in place, A column-major copied), NaN-poisoned outputs."""
+    column-major read in place; A column-major read in place by the records that list TN, copied by the others),
+    NaN-poisoned outputs."""
     from test_ptx_hgemm import edge_shapes
 
     if not offered(v):
@@ -114,7 +115,7 @@ SPLIT_CASES = [(v, s) for v in BF16 for s in v.splits]
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("layout", ("NN", "NT"))
+@pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("v,split", SPLIT_CASES, ids=[f"{v.name}-split{s}" for v, s in SPLIT_CASES])
 def test_bf16_split_k_exact_and_deterministic(v, split, layout):
     """The forced K splits in bf16: the partial tiles are added in fp32 and rounded to bf16 once."""
@@ -172,7 +173,8 @@ def test_bf16_misaligned_strided_and_temporaries(v):
 @pytest.mark.parametrize("v", BF16, ids=IDS)
 def test_bf16_autograd(v):
     """Inputs that require grad go through the operator in bf16: dA = dC B^T and dB = A^T dC on the same variant
-    (transposed views: A column-major is copied), exact on small integers (|sums| <= 256)."""
+    (transposed views: a column-major A is copied, or read in place by the records that list TN), exact on small
+    integers (|sums| <= 256)."""
     if not offered(v):
         pytest.skip(f"{v.name} needs sm_{v.min_arch}")
     a, b = bf16_ints(64, 48, 24, "NN", seed=5)

@@ -8,7 +8,8 @@ import pytest
 
 from hgemm_common.record import ACCS_FOR
 from ptx_kernels import build, toolchain
-from ptx_kernels.variants import BY_NAME, CSRC, LAB_SOURCES, VARIANTS, any_strides, source
+from ptx_kernels.variants import (BY_NAME, CSRC, LAB_SOURCES, VARIANTS, a_col_in_place, any_strides, registered_operands,
+                                  source)
 
 pytestmark = pytest.mark.skipif(toolchain.find_nvcc() is None, reason="nvcc not installed")
 
@@ -71,10 +72,11 @@ def test_compiles_without_spills(compiled, variant, arch):
 
 def test_instances_are_named_by_their_template_arguments(compiled):
     """toolchain.instances reads each instance's template arguments from the cubin and names them after the
-    kernel's declaration (`template <typename E, typename T, Acc ACC, bool B_COL, bool TMA_STORE>`)."""
+    kernel's declaration (`template <typename E, typename T, Acc ACC, bool B_COL, bool TMA_STORE, bool A_COL>`)."""
     got = {i.template: i.args for i in compiled[("wgmma_persistent", "sm_90a")].instances()}
-    assert got["wgmma_persistent_kernel<__half, Tile<256, 4, 1, 128, 64>, (Acc)1, true, false>"] == \
-        {"E": "__half", "T": "Tile<256, 4, 1, 128, 64>", "ACC": "(Acc)1", "B_COL": "true", "TMA_STORE": "false"}
+    assert got["wgmma_persistent_kernel<__half, Tile<256, 4, 1, 128, 64>, (Acc)1, true, false, true>"] == \
+        {"E": "__half", "T": "Tile<256, 4, 1, 128, 64>", "ACC": "(Acc)1", "B_COL": "true", "TMA_STORE": "false",
+         "A_COL": "true"}
     (simt,) = [i for i in compiled[("simt_naive", "sm_80")].instances() if i.acc == "fp16"]
     assert (simt.kernel, simt.args, simt.dtype, simt.b_col_major) == ("kernel", {"ACC": "(Acc)1"}, "fp16", None)
 
@@ -107,18 +109,54 @@ def test_sass_has_the_promised_instructions(compiled, variant, arch):
 @pytest.mark.parametrize("variant", [v.name for v in VARIANTS])
 def test_record_facts_agree(variant):
     """Facts the records state twice agree: rows16 alignment is what a cp.async (LDGSTS) kernel needs; tensor-core
-    variants are scored by the mma.sync ceiling; a kernel reading any strides reads every layout in place."""
+    variants are scored by the mma.sync ceiling; a kernel reading any strides reads every layout in place; one that
+    reads column-major A in place reads B both ways too and needs TMA-describable operands (the Hopper kernels)."""
     v = BY_NAME[variant]
     for arch in (a for a in ARCHS if v.offered_on(arch_number(a))):
         assert ("LDGSTS" in v.promised(arch)) == (v.alignment == "rows16"), arch
         assert ("HMMA" in v.promised(arch)) == (v.ceiling in ("mma.sync", "mma.sp")) == \
             (v.isa in ("wmma", "mma.sync", "mma.sp")), arch
     assert v.package == "ptx" and source(v).is_file() and v.static_smem is not None
-    assert any_strides(v) == (set(v.native_layouts) == {"NN", "NT", "TN", "TT"})
+    assert set(v.native_layouts) in ({"NN", "NT"}, {"NN", "NT", "TN", "TT"}), v.native_layouts
+    assert any_strides(v) == (set(v.native_layouts) == {"NN", "NT", "TN", "TT"} and v.alignment == "none")
+    assert a_col_in_place(v) == (set(v.native_layouts) == {"NN", "NT", "TN", "TT"})
+    assert not a_col_in_place(v) or any_strides(v) or (v.isa == "wgmma" and v.alignment == "tma")
     # every dtype a record lists has an accumulation it offers (bf16: fp32), and the sparse kernels stay fp16
     assert v.dtypes[0] == "fp16" and set(v.dtypes) <= set(ACCS_FOR) and all(
         any(a in ACCS_FOR[d] for a in v.accs) for d in v.dtypes), v.dtypes
     assert v.kind == "dense" or v.dtypes == ("fp16",)
+
+
+def function_sass(sass: str) -> dict[str, str]:
+    """A whole cubin's SASS (cuobjdump -sass) cut into its functions: {mangled name: listing}."""
+    parts = re.split(r"^\s*Function : (\S+)\s*$", sass, flags=re.MULTILINE)
+    return dict(zip(parts[1::2], parts[2::2]))
+
+
+@pytest.mark.parametrize("variant", [v.name for v in VARIANTS if v.isa == "wgmma"])
+def test_column_major_a_reads_through_the_transpose_bit(compiled, variant):
+    """The variants that read column-major A in place (`a_col_in_place`: wgmma_persistent and the kernels it hands
+    problems to) hold both A layouts of every instantiation (the kernel template's last bool, A_COL): each HGMMA of
+    the column-major ones reads A through the transpose bit (SASS `.tnspA`: M-major stages), none of the row-major
+    ones does, and `.tnspB` follows B's layout as before. The Hopper variants that copy column-major A have no
+    `.tnspA` at all."""
+    v = BY_NAME[variant]
+    c = compiled[(variant, "sm_90a")]
+    funcs = function_sass(c.sass())
+    gemms = [i for i in c.instances() if i.acc is not None]  # not a split-K reduction
+    seen = set()
+    for i in gemms:
+        hgmma = [line for line in funcs[i.name].splitlines() if re.search(r"\bHGMMA\.", line)]
+        assert hgmma, i.template
+        a_col = i.args.get("A_COL") == "true"
+        assert not a_col or a_col_in_place(v), i.template
+        seen.add(a_col)
+        assert all((".tnspA" in line) == a_col for line in hgmma), (i.template, hgmma[:2])
+        assert all((".tnspB" in line) == (not i.b_col_major) for line in hgmma), (i.template, hgmma[:2])
+    assert seen == ({False, True} if a_col_in_place(v) else {False})
+    if a_col_in_place(v):  # the same instantiations for each A layout
+        assert sum(i.args["A_COL"] == "true" for i in gemms) == sum(i.args["A_COL"] == "false" for i in gemms) \
+            == len(gemms) // 2
 
 
 def pipelined_hmma(variant: str) -> int:
@@ -337,7 +375,7 @@ def test_registrations_and_records_agree():
             found[name] = (path.relative_to(CSRC).as_posix(), operands, dtypes)
     assert set(found) == set(BY_NAME), set(found) ^ set(BY_NAME)
     for v in VARIANTS:
-        assert found[v.name] == (v.file, "AnyStrides" if any_strides(v) else "RowMajorA", v.dtypes), \
+        assert found[v.name] == (v.file, registered_operands(v), v.dtypes), \
             (v.name, found[v.name])
     assert {v.file for v in VARIANTS} == {p.relative_to(CSRC).as_posix() for p in CSRC.glob("sm*/*.cu")}
     # the extension build names each object after its file's base name: no two translation units may share one
@@ -349,7 +387,7 @@ def test_registry_of_every_kernel_file_is_the_records(tmp_path):
     """CPU, no GPU: the kernel files of every record, compiled as the extension compiles them (one translation unit
     each) and linked into one program, register exactly the records, each with the operands its record reads."""
     got = registry_of([source(v) for v in VARIANTS], tmp_path)
-    assert got == {v.name: ("AnyStrides" if any_strides(v) else "RowMajorA", v.dtypes) for v in VARIANTS}
+    assert got == {v.name: (registered_operands(v), v.dtypes) for v in VARIANTS}
 
 
 def test_no_variant_names_outside_kernel_files():
@@ -413,7 +451,7 @@ def registry_of(kernel_files, out_dir, csrc=CSRC) -> dict[str, tuple[str, tuple[
     exe = out_dir / "print_registry"
     subprocess.run([*nvcc, "-o", str(exe), *objs], check=True, capture_output=True)
     out = subprocess.run([str(exe)], check=True, capture_output=True, text=True).stdout
-    kinds = ("RowMajorA", "AnyStrides")  # hgemm::Operands, in order
+    kinds = ("RowMajorA", "AnyStrides", "AnyMajor")  # hgemm::Operands, in order
     return {name: (kinds[int(k)], ("fp16", "bf16") if int(bf16) else ("fp16",))
             for name, k, bf16 in (line.split() for line in out.splitlines())}
 

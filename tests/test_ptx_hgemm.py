@@ -4,7 +4,7 @@ import pytest
 import torch
 
 import ptx_kernels
-from ptx_kernels.variants import BY_NAME, any_strides
+from ptx_kernels.variants import BY_NAME, a_col_in_place, any_strides
 from compare.reference import LAYOUTS, compare, error_bound, make_inputs, negative_view, poisoned_out, reference
 
 pytestmark = pytest.mark.gpu
@@ -100,8 +100,9 @@ def test_negative_views_keep_their_sign(v, layout):
 
 @pytest.mark.parametrize("v", ptx_kernels.variants(), ids=lambda v: v.name)
 def test_broadcast_operands_with_zero_strides(v):
-    """Expanded (broadcast) operands, a leading dimension of 0: A = one row repeated, B = one column repeated (and
-    row-repeated, the other major): exact like torch.matmul, whatever the kernel reads them with."""
+    """Expanded (broadcast) operands, a leading dimension of 0: A = one row repeated (or one column, A column-major),
+    B = one column repeated (and row-repeated, the other major): exact like torch.matmul, whatever the kernel reads
+    them with."""
     g = torch.Generator().manual_seed(14)
     row = torch.randint(-3, 4, (1, 136), generator=g).half().cuda()
     col = torch.randint(-3, 4, (136, 1), generator=g).half().cuda()
@@ -109,7 +110,8 @@ def test_broadcast_operands_with_zero_strides(v):
     full_b = torch.randint(-3, 4, (136, 200), generator=g).half().cuda()
     cases = [(row.expand(72, 136), full_b), (full_a, col.expand(136, 200)),
              (full_a, torch.randint(-3, 4, (1, 200), generator=g).half().cuda().expand(136, 200)),
-             (row.expand(72, 136), col.expand(136, 200))]
+             (row.expand(72, 136), col.expand(136, 200)),
+             (torch.randint(-3, 4, (72, 1), generator=g).half().cuda().expand(72, 136), full_b)]
     for a, b in cases:
         c = ptx_kernels.hgemm(a, b, variant=v.name)
         torch.cuda.synchronize()
@@ -133,7 +135,7 @@ SPLIT_CASES = [(v, acc, split) for v in ptx_kernels.variants() for acc in v.accs
                for split in v.splits]
 
 
-@pytest.mark.parametrize("layout", ("NN", "NT"))
+@pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("v,acc,split", SPLIT_CASES, ids=[f"{v.name}-{acc}-split{s}" for v, acc, s in SPLIT_CASES])
 def test_split_k_exact_and_deterministic(v, acc, split, layout):
     """Every K split the launcher can take, forced: skinny and odd outputs, K shorter than the parts (cut to the
@@ -200,6 +202,119 @@ def test_persistent_256x152_plan_exact(dtype, acc):
                 assert launch["tile"] != (256, 152), launch
 
 
+# the TMA kernels that read column-major A in place (simt_naive reads any strides: it has no layout to report)
+A_COL = [v for v in ptx_kernels.variants() if a_col_in_place(v) and not any_strides(v)]
+DTYPE_ACCS = (("fp16", "fp32"), ("fp16", "fp16"), ("bf16", "fp32"))
+
+
+def in_place_operand(t: torch.Tensor, col: bool) -> torch.Tensor:
+    """t's values in its layout (col: column-major) in storage the Hopper kernels read in place whatever the shape:
+    the leading dimension rounded up to 8 elements (16-byte rows) plus 8, and 3 more rows of the other dimension;
+    the padding is NaN, so a kernel reading past the operand's edges writes NaN into C."""
+    rows, cols = t.shape
+    lines, length = (cols, rows) if col else (rows, cols)  # storage order: `lines` rows of `length` elements
+    buf = torch.full((lines + 3, -(-length // 8) * 8 + 8), float("nan"), dtype=t.dtype, device=t.device)
+    view = buf[:lines, :length]
+    view = view.t() if col else view
+    view.copy_(t)
+    return view
+
+
+def a_col_case(m, n, k, layout, dtype, seed):
+    """Integer A (column-major) and B (row- or column-major by layout) stored as in_place_operand stores them."""
+    a, b = make_inputs(m, n, k, layout, device="cuda", seed=seed, dtype=dtype)
+    return in_place_operand(a, True), in_place_operand(b, layout[1] == "T")
+
+
+@pytest.mark.parametrize("layout", ("TN", "TT"))
+@pytest.mark.parametrize("dtype,acc", DTYPE_ACCS)
+@pytest.mark.parametrize("v", A_COL, ids=lambda v: v.name)
+def test_column_major_a_in_place_exact(v, dtype, acc, layout):
+    """The variants whose record lists TN and TT (wgmma_persistent and the kernels it hands problems to) read
+    column-major A in place: no copy (last_launch()["copies"] empty, a_col_major set), exact on integer inputs
+    against the float64 product, every element of a NaN-poisoned out written, on odd shapes (odd M, N, K, K tails,
+    one row, one column) whose padded leading dimensions keep them TMA-describable; bf16 within its exact range."""
+    shapes = [(1, 1000, 777), (7, 8, 15), (17, 16, 8), (15, 17, 311), (129, 255, 520), (255, 257, 63),
+              (496, 233, 65), (107, 233, 4099), (33, 500, 300), (200, 150, 333), (16, 4096, 1024)]
+    if layout == "TN":  # one column of B is row-major by its strides (TT's would be copied to 16-byte rows)
+        shapes.append((300, 1, 70))
+    for i, (m, n, k) in enumerate(shapes):
+        a, b = a_col_case(m, n, k, layout, dtype, seed=i)
+        c = ptx_kernels.hgemm(a, b, variant=v.name, acc=acc, out=poisoned_out(m, n, "cuda", dtype))
+        torch.cuda.synchronize()
+        launch = ptx_kernels.last_launch()
+        what = f"{v.name} {dtype} {acc} {layout} {m}x{n}x{k}"
+        assert launch["copies"] == [] and launch["a_col_major"], (what, launch)
+        assert launch["b_col_major"] == (layout == "TT" and n > 1), (what, launch)
+        ref = a.double() @ b.double()
+        assert dtype == "fp16" or float(ref.abs().max()) <= 256, what  # bf16's exact integers
+        verdict = compare(c, ref)
+        assert verdict.ok, f"{what}: {verdict.detail}"
+
+
+@pytest.mark.parametrize("dtype,acc", DTYPE_ACCS)
+def test_column_major_a_every_persistent_plan(dtype, acc):
+    """Column-major A on each kernel and tile wgmma_persistent plans, read in place and exact: 128x192 (3072 x 5120,
+    128-byte rows), 256x152 (3000 x 5000, B column-major), wgmma_cluster (3000 x 5000, B row-major on 10,000-byte
+    rows), wgmma_splitk (16 x 4096 x 4096 and 4096 x 16 x 4096), 128x256 (4096 x 4096 x 512, the weight gradient's
+    layout TN); plus NaN in A[i, k] making row i of C NaN, and the same bits on a second run."""
+    if not torch.cuda.get_device_capability() >= (9, 0):
+        pytest.skip("wgmma_persistent needs sm_90")
+    v = BY_NAME["wgmma_persistent"]
+    # (M, N, K, K with fp16 accumulation: exact while partial sums stay small, so the large outputs take a short K;
+    # the plans do not depend on it), layout, what the launch must show
+    cases = [((3072, 5120, 2048, 192), "TN", lambda l: l["tile"] == (128, 192)),
+             ((3000, 5000, 2000, 193), "TT", lambda l: l["tile"] == (256, 152)),
+             ((3000, 5000, 2000, 194), "TN", lambda l: l["kernel"] == "wgmma_cluster"),
+             ((16, 4096, 4096, 4096), "TN", lambda l: l["kernel"] == "wgmma_splitk" and l["split"] > 1),
+             ((4096, 16, 4096, 4096), "TT", lambda l: l["kernel"] == "wgmma_splitk" and l["split"] > 1),
+             ((4096, 4096, 512, 512), "TN", lambda l: l["tile"] == (128, 256) and l["kernel"] == "wgmma_persistent")]
+    for i, ((m, n, k, k16), layout, planned) in enumerate(cases):
+        kk = k if acc == "fp32" else k16
+        a, b = make_inputs(m, n, kk, layout, device="cuda", seed=i, dtype=dtype)
+        c = run(v, acc, a, b, out=poisoned_out(m, n, "cuda", dtype))
+        launch = ptx_kernels.last_launch()
+        what = f"{dtype} {acc} {layout} {m}x{n}x{kk}"
+        assert launch["copies"] == [] and launch["a_col_major"], (what, launch)
+        assert planned(launch), (what, launch)
+        verdict = compare(c, a.double() @ b.double())
+        assert verdict.ok, f"{what}: {verdict.detail}"
+    a, b = make_inputs(200, 150, 333, "TN", device="cuda", seed=5, kind="randn", dtype=dtype)
+    a = in_place_operand(a, True)
+    a[17, 3] = float("nan")
+    c1 = ptx_kernels.hgemm(a, b, variant=v.name, acc=acc)
+    assert ptx_kernels.last_launch()["a_col_major"]
+    c2 = ptx_kernels.hgemm(a, b, variant=v.name, acc=acc)
+    assert torch.equal(c1.nan_to_num(), c2.nan_to_num()) and torch.equal(c1.isnan(), c2.isnan())
+    rows_nan = c1.isnan().any(dim=1)
+    assert rows_nan[17] and c1[17].isnan().all() and int(rows_nan.sum()) == 1
+
+
+@pytest.mark.parametrize("v", ptx_kernels.variants(), ids=lambda v: v.name)
+def test_column_major_a_copies_where_not_in_place(v):
+    """Column-major A: read in place by the records that list TN (a_col_major in last_launch, no copy); copied to
+    row-major by the others ("A to row-major"), except the kernel that reads any strides; a column-major A whose
+    columns are not 16-byte aligned gets one aligned copy, still column-major, on the in-place TMA kernels."""
+    a, b = make_inputs(64, 72, 40, "TN", device="cuda", seed=15)
+    c = ptx_kernels.hgemm(a, b, variant=v.name)
+    torch.cuda.synchronize()
+    assert compare(c, reference(a, b)).ok
+    launch = ptx_kernels.last_launch()
+    if a_col_in_place(v):
+        assert launch["copies"] == [] and launch["a_col_major"], launch
+    elif any_strides(v):
+        assert launch["copies"] == [] and not launch["a_col_major"], launch
+    else:
+        assert launch["copies"] == ["A to row-major"] and not launch["a_col_major"], launch
+    odd, _ = make_inputs(61, 72, 40, "TN", device="cuda", seed=16)  # columns 122 bytes apart
+    c = ptx_kernels.hgemm(odd, b, variant=v.name)
+    torch.cuda.synchronize()
+    assert compare(c, reference(odd, b)).ok
+    if a_col_in_place(v):
+        launch = ptx_kernels.last_launch()
+        assert launch["copies"] == ["A to 16-byte aligned rows"] and launch["a_col_major"], launch
+
+
 def test_multistage_dynamic_smem_and_grid():
     """The launch geometry of the tiles (ptx_kernels/variants.py, mma_pipeline.cuh): fp16 accumulation takes the
     256x256 tile where it fills the GPU in whole waves, else the fp32 tile."""
@@ -264,20 +379,29 @@ def test_non_default_stream():
 
 
 @pytest.mark.gpu
-def test_inputs_that_require_grad_record_autograd():
+@pytest.mark.parametrize("variant", ("mma_tiled", "wgmma_persistent"))
+def test_inputs_that_require_grad_record_autograd(variant):
     """hgemm on inputs that require grad goes through the operator: the result has a grad_fn, and the gradients
-    (dA = dC B^T, dB = A^T dC on the same variant) are exact on small integers."""
+    (dA = dC B^T, dB = A^T dC on the same variant) are exact on small integers. Backward runs on torch's autograd
+    thread, where a Hopper kernel's tensor maps are the first thing to need the CUDA context; wgmma_persistent reads
+    dB's column-major A^T in place (the weight gradient's layout, TN)."""
+    v = BY_NAME[variant]
+    if not v.offered_on(torch.cuda.get_device_capability()[0] * 10 + torch.cuda.get_device_capability()[1]):
+        pytest.skip(f"{variant} needs sm_{v.min_arch}")
     a, b = make_inputs(64, 48, 40, "NN", device="cuda", seed=5)
     a.requires_grad_()
     b.requires_grad_()
-    c = ptx_kernels.hgemm(a, b, variant="mma_tiled")
+    c = ptx_kernels.hgemm(a, b, variant=variant)
     assert c.grad_fn is not None
     g = torch.randint(-2, 3, c.shape, device="cuda").half()
     c.backward(g)
     assert torch.equal(a.grad, (g.double() @ b.detach().double().t()).half())
     assert torch.equal(b.grad, (a.detach().double().t() @ g.double()).half())
+    launch = ptx_kernels.last_launch()  # dB's
+    assert launch["a_col_major"] == a_col_in_place(v) and launch["copies"] == ([] if a_col_in_place(v) else
+                                                                               ["A to row-major"]), launch
     with pytest.raises(RuntimeError, match="not recorded by autograd"):
-        ptx_kernels.hgemm(a, b, variant="mma_tiled", out=torch.empty_like(c.detach()))
+        ptx_kernels.hgemm(a, b, variant=variant, out=torch.empty_like(c.detach()))
 
 
 # ---- split-K over the grid (sm90/wgmma_splitk_grid.cu) ------------------------------------------------------
@@ -304,7 +428,7 @@ def launch_pinned(variant, a, b, acc, tile, split, out=None):
     b = ptx_kernels._b_aligned(b, b_col, copies)
     c = poisoned_out(a.shape[0], b.shape[1], "cuda", "bf16" if a.dtype == torch.bfloat16 else "fp16") \
         if out is None else out
-    report = ptx_kernels.load().hgemm_launch(variant, a, b, c, b_col, acc == "fp16", tile, split)
+    report = ptx_kernels.load().hgemm_launch(variant, a, b, c, False, b_col, acc == "fp16", tile, split)
     torch.cuda.synchronize()
     info, ran = report
     return c, dict(grid=info[0], tile=(info[5], info[6]), split=info[7], kernel=ran or variant)

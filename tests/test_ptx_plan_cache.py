@@ -16,8 +16,8 @@ class FakeExt:
     def __init__(self):
         self.launches = []
 
-    def hgemm_launch(self, variant, a, b, c, b_col, acc_fp16, tile, split):
-        self.launches.append((variant, tuple(a.stride()), tuple(b.stride()), b_col, c.data_ptr()))
+    def hgemm_launch(self, variant, a, b, c, a_col, b_col, acc_fp16, tile, split):
+        self.launches.append((variant, tuple(a.stride()), tuple(b.stride()), b_col, c.data_ptr(), a_col))
         c.copy_((a.float() @ b.float()).to(c.dtype))
         return (1, 1, 384, 0, 0, 128, 256, 0), ""
 
@@ -109,3 +109,25 @@ def test_bad_input_after_a_cached_call_still_gets_its_error(fake):
         ptx_kernels.hgemm(a, b, variant="wgmma_persistent", split=[2])
     with pytest.raises(TypeError, match="float16"):
         ptx_kernels.hgemm(a.float(), b, variant="wgmma_persistent")
+
+
+def test_column_major_a_in_place_where_the_record_reads_it(fake):
+    """Column-major A reaches the kernels that read it in place (the records listing TN: wgmma_persistent) as it is,
+    with a_col_major set, and such a call is cached like any other; a kernel that reads row-major A only
+    (wgmma_ws) gets a row-major copy; columns off 16-byte boundaries get one aligned copy, still column-major."""
+    a, b = ints(40, 32).t(), ints(40, 24, seed=1)  # A 32 x 40, column-major, columns 64 bytes apart
+    want = (a.float() @ b.float()).half()
+    for _ in range(2):
+        assert torch.equal(ptx_kernels.hgemm(a, b, variant="wgmma_persistent"), want)
+        launch = ptx_kernels.last_launch()
+        assert launch["copies"] == [] and launch["a_col_major"] and not launch["b_col_major"]
+    assert len(fake.validations) == 1 and fake.launches[-1][1] == (1, 32) and fake.launches[-1][5] is True
+    assert torch.equal(ptx_kernels.hgemm(a, b.t().contiguous().t(), variant="wgmma_persistent"), want)  # TT
+    assert ptx_kernels.last_launch()["a_col_major"] and ptx_kernels.last_launch()["b_col_major"]
+    assert torch.equal(ptx_kernels.hgemm(a, b, variant="wgmma_ws"), want)
+    assert ptx_kernels.last_launch()["copies"] == ["A to row-major"] and not ptx_kernels.last_launch()["a_col_major"]
+    assert fake.launches[-1][1] == (40, 1) and fake.launches[-1][5] is False
+    odd = ints(40, 33).t()  # columns 66 bytes apart
+    assert torch.equal(ptx_kernels.hgemm(odd, b, variant="wgmma_persistent"), (odd.float() @ b.float()).half())
+    assert ptx_kernels.last_launch()["copies"] == ["A to 16-byte aligned rows"]
+    assert ptx_kernels.last_launch()["a_col_major"] and fake.launches[-1][1] == (1, 64)

@@ -28,7 +28,8 @@ LaunchReport launch_registered(const std::string& variant, LauncherOf<E> launch,
 
 // The problem with typed pointers: A, B and C of element type E (half for kHalf, __nv_bfloat16 for kBFloat16).
 template <typename E>
-GemmArgsOf<E> gemm_args(const torch::Tensor& a, const torch::Tensor& b, const torch::Tensor& c, bool b_col_major) {
+GemmArgsOf<E> gemm_args(const torch::Tensor& a, const torch::Tensor& b, const torch::Tensor& c, bool a_col_major,
+                        bool b_col_major) {
   GemmArgsOf<E> p;
   p.A = static_cast<const E*>(a.data_ptr());
   p.B = static_cast<const E*>(b.data_ptr());
@@ -42,6 +43,7 @@ GemmArgsOf<E> gemm_args(const torch::Tensor& a, const torch::Tensor& b, const to
   p.sbn = b.stride(1);
   p.ldc = c.stride(0);
   p.b_col_major = b_col_major;
+  p.a_col_major = a_col_major;
   return p;
 }
 
@@ -50,10 +52,12 @@ GemmArgsOf<E> gemm_args(const torch::Tensor& a, const torch::Tensor& b, const to
 constexpr int64_t kMaxTile = 6, kMaxSplit = 256;
 
 // Launch `variant` on the current stream: C = A @ B. Python has validated shapes, dtypes and devices and chosen
-// the layouts; these checks guard the contract again. tile, split: GemmArgs::tile, ::split. float16 runs the
-// variant's fp16 launcher, bfloat16 its bf16 one (registered by the variants that take bf16; fp32 accumulation).
+// the layouts (a_col_major only for the variants registered with Operands::AnyMajor); these checks guard the
+// contract again. tile, split: GemmArgs::tile, ::split. float16 runs the variant's fp16 launcher, bfloat16 its
+// bf16 one (registered by the variants that take bf16; fp32 accumulation).
 LaunchReport hgemm_launch(const std::string& variant, const torch::Tensor& a, const torch::Tensor& b,
-                          const torch::Tensor& c, bool b_col_major, bool acc_fp16, int64_t tile, int64_t split) {
+                          const torch::Tensor& c, bool a_col_major, bool b_col_major, bool acc_fp16, int64_t tile,
+                          int64_t split) {
   const auto it = hgemm::registry().find(variant);
   TORCH_CHECK(it != hgemm::registry().end(), "hgemm: no PTX variant named '", variant, "' in this build");
   const auto dtype = a.scalar_type();
@@ -69,8 +73,11 @@ LaunchReport hgemm_launch(const std::string& variant, const torch::Tensor& a, co
               "hgemm_launch: shapes (", a.size(0), "x", a.size(1), ") @ (", b.size(0), "x", b.size(1), ") -> (",
               c.size(0), "x", c.size(1), ") do not match");
   TORCH_CHECK(c.stride(1) == 1 || c.size(1) == 1, "hgemm_launch: C needs unit column stride");
-  if (it->second.operands == hgemm::Operands::RowMajorA) {
-    TORCH_CHECK(a.stride(1) == 1 || a.size(1) == 1, "hgemm_launch: variant '", variant, "' needs row-major A");
+  if (it->second.operands != hgemm::Operands::AnyStrides) {
+    TORCH_CHECK(!a_col_major || it->second.operands == hgemm::Operands::AnyMajor, "hgemm_launch: variant '",
+                variant, "' needs row-major A");
+    TORCH_CHECK(a_col_major ? (a.stride(0) == 1 || a.size(0) == 1) : (a.stride(1) == 1 || a.size(1) == 1),
+                "hgemm_launch: variant '", variant, "': A strides do not match a_col_major=", a_col_major);
     TORCH_CHECK(b_col_major ? (b.stride(0) == 1 || b.size(0) == 1) : (b.stride(1) == 1 || b.size(1) == 1),
                 "hgemm_launch: B strides do not match b_col_major=", b_col_major);
   }
@@ -79,7 +86,7 @@ LaunchReport hgemm_launch(const std::string& variant, const torch::Tensor& a, co
               " (the variant's own choices)");
   TORCH_CHECK(split >= 0 && split <= kMaxSplit, "hgemm_launch: split must be 0 (auto) to ", kMaxSplit);
   auto launch = [&](auto element, auto launcher) {
-    auto p = gemm_args<decltype(element)>(a, b, c, b_col_major);
+    auto p = gemm_args<decltype(element)>(a, b, c, a_col_major, b_col_major);
     p.tile = static_cast<int>(tile);
     p.split = static_cast<int>(split);
     return launch_registered(variant, launcher, p, a.device(), acc_fp16);

@@ -22,8 +22,9 @@ struct DTypeOf<__nv_bfloat16> {
 
 // C[M, N] = A[M, K] @ B[K, N], elements of type T in and out (GemmArgs: fp16; GemmArgsOf<__nv_bfloat16>: bf16).
 // Strides in elements. Tensor-core variants need sak == 1 (A row-major) and either sbn == 1 (B row-major, "NN") or
-// sbk == 1 (B column-major, "NT"); the simt variant takes any strides. C is written with unit column stride and
-// row stride ldc.
+// sbk == 1 (B column-major, "NT"); those registered with Operands::AnyMajor (host/registry.h) take sam == 1 (A
+// column-major, "TN", "TT") too, as a_col_major says; the simt variant takes any strides. C is written with unit
+// column stride and row stride ldc.
 template <typename T>
 struct GemmArgsOf {
   const T* A;
@@ -34,6 +35,9 @@ struct GemmArgsOf {
   int64_t sbk, sbn;
   int64_t ldc;
   bool b_col_major;
+  // A column-major (sam == 1; its leading dimension is sak): read in place only by the variants registered with
+  // Operands::AnyMajor; false for the others (the wrapper copies such an A to row-major first).
+  bool a_col_major = false;
   // Where a variant has two tiles for an accumulation (the pipelined ones with fp16 accumulation: a large tile and
   // the fp32 one), 0 lets the launcher pick by wave count (tile::prefer_large), 1 forces the large, 2 the other.
   int tile = 0;

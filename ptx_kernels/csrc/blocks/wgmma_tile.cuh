@@ -33,13 +33,16 @@ constexpr int kWarpgroup = 128;
 using tile::cdiv;
 
 // ---- shared memory ------------------------------------------------------------------------------------------
-// A stage: A is BM rows of 64 k (K-major; TMA box {64 k, BM rows}). B column-major is BN rows (n) of 64 k
+// A stage: A row-major is BM rows of 64 k (K-major; TMA box {64 k, BM rows}); A column-major is BM/64 boxes of
+// 64 k-rows x 64 m (M-major; box {64 m, 64 k}), the boxes 8 KB apart. B column-major is BN rows (n) of 64 k
 // (K-major; box {64 k, BN rows}); B row-major is BN/64 boxes of 64 k-rows x 64 n (N-major; box {64 n, 64 k}),
-// the boxes 8 KB apart. Every stage buffer starts 1024-byte aligned (the swizzle's atom). E: the element type.
+// the boxes 8 KB apart. Either way a 64-row slab of A (a warpgroup's) starts 64 x 64 elements after the previous
+// one: in the K-major stage 64 rows of 64 k, in the M-major one the next box. Every stage buffer starts 1024-byte
+// aligned (the swizzle's atom). E: the element type.
 template <typename E, int BM, int BN, int STAGES>
 struct SharedStorage {
   static constexpr int kStages = STAGES;
-  alignas(1024) E A[STAGES][BM * BK];  // (stage, m, k), 128-byte swizzled
+  alignas(1024) E A[STAGES][BM * BK];  // (stage, m, k) or (stage, m / 64, k, m % 64), 128-byte swizzled
   alignas(1024) E B[STAGES][BN * BK];  // (stage, n, k) or (stage, n / 64, k, n % 64), 128-byte swizzled
   alignas(8) uint64_t full[STAGES];    // the stage's bytes landed: 1 arrival (expect_tx) + the TMA bytes
   alignas(8) uint64_t empty[STAGES];   // the stage may be refilled: one arrival per consumer warpgroup
@@ -65,15 +68,39 @@ __device__ __forceinline__ Storage& aligned_storage(uint8_t* raw) {
 // >= M, which no epilogue stores. Host (the tensor map) and device (the expected bytes) ask the same function.
 __host__ __device__ constexpr int a_box_rows(int M, int BM) { return M >= BM ? BM : (M + 7) / 8 * 8; }
 
+// The A rows one stage loads (a_rows = a_box_rows(M, BM)): column-major A comes in whole 64-column boxes (64 m is
+// the 128-byte swizzle row), so a short tile's rows round up to 64; row-major A loads a_rows as they are.
+template <bool A_COL>
+__host__ __device__ constexpr int a_stage_rows(int a_rows) {
+  return A_COL ? (a_rows + 63) / 64 * 64 : a_rows;
+}
+
+// A's part of a stage, on barrier bar: one box {64 k, a_rows} of row-major A at (k0, m0), or for column-major A
+// a_stage_rows / 64 boxes {64 m, 64 k} at (m0 + 64 j, k0), 8 KB apart. The caller expects a_stage_rows<A_COL>(a_rows)
+// x BK elements of A.
+template <int BM, bool A_COL, typename Storage>
+__device__ __forceinline__ void load_a(Storage& ss, int s, const CUtensorMap* tma_a, int m0, int k0, int a_rows,
+                                       uint32_t bar) {
+  static_assert(!A_COL || BM % 64 == 0, "column-major A is loaded in boxes of 64 rows: BM a multiple of 64");
+  if constexpr (A_COL) {
+    const int boxes = a_stage_rows<true>(a_rows) / 64;
+#pragma unroll
+    for (int j = 0; j < BM / 64; ++j)
+      if (j < boxes) ptx::tma_load_2d(ptx::smem_u32(ss.A[s] + j * 64 * BK), tma_a, m0 + 64 * j, k0, bar);
+  } else {
+    ptx::tma_load_2d(ptx::smem_u32(ss.A[s]), tma_a, k0, m0, bar);
+  }
+}
+
 // One thread announces the stage's bytes on full[s] and issues its TMA boxes (A: a_rows = a_box_rows(M, BM)).
 // Boxes past M, N or K read zeros, so edge tiles and the K tail need no other handling.
-template <int BM, int BN, bool B_COL, typename Storage>
+template <int BM, int BN, bool B_COL, bool A_COL = false, typename Storage>
 __device__ __forceinline__ void load_kblock(Storage& ss, int s, const CUtensorMap* tma_a, const CUtensorMap* tma_b,
                                             int m0, int n0, int k0, int a_rows) {
   static_assert(B_COL || BN % 64 == 0, "row-major B is loaded in boxes of 64 columns: BN a multiple of 64");
   const uint32_t bar = ptx::smem_u32(&ss.full[s]);
-  ptx::mbarrier_arrive_expect_tx(bar, (a_rows + BN) * BK * int(sizeof(ss.A[0][0])));
-  ptx::tma_load_2d(ptx::smem_u32(ss.A[s]), tma_a, k0, m0, bar);
+  ptx::mbarrier_arrive_expect_tx(bar, (a_stage_rows<A_COL>(a_rows) + BN) * BK * int(sizeof(ss.A[0][0])));
+  load_a<BM, A_COL>(ss, s, tma_a, m0, k0, a_rows, bar);
   if constexpr (B_COL) {
     ptx::tma_load_2d(ptx::smem_u32(ss.B[s]), tma_b, k0, n0, bar);
   } else {
@@ -96,12 +123,12 @@ __device__ __forceinline__ void init_ring(Ring& ss, int empty_arrivals) {
 // The producer's side of the ring for one tile: k-blocks kb0 .. kb1 - 1 of the tile at (m0, n0), each into the
 // next stage once its consumers have released it (empty[s], parity phase ^ 1: a fresh barrier passes parity 1).
 // s and phase carry over to the next tile.
-template <int BM, int BN, bool B_COL, typename Ring>
+template <int BM, int BN, bool B_COL, bool A_COL = false, typename Ring>
 __device__ __forceinline__ void produce_tile(Ring& ss, const CUtensorMap* tma_a, const CUtensorMap* tma_b, int m0,
                                              int n0, int kb0, int kb1, int a_rows, int& s, uint32_t& phase) {
   for (int kb = kb0; kb < kb1; ++kb) {
     ptx::mbarrier_wait_parity(ptx::smem_u32(&ss.empty[s]), phase ^ 1);
-    load_kblock<BM, BN, B_COL>(ss, s, tma_a, tma_b, m0, n0, kb * BK, a_rows);
+    load_kblock<BM, BN, B_COL, A_COL>(ss, s, tma_a, tma_b, m0, n0, kb * BK, a_rows);
     if (++s == Ring::kStages) s = 0, phase ^= 1;
   }
 }
@@ -129,54 +156,61 @@ struct Accum<BN, Acc::F16, MT> {
 };
 
 // The m64nBNk16 wgmma for operands of type E and the accumulators' type: fp32 (fp16 or bf16 operands) or fp16 pairs
-// (fp16 operands only: wgmma has no fp16 accumulator for bf16).
-template <typename E, int BN, int TRANS_B>
+// (fp16 operands only: wgmma has no fp16 accumulator for bf16). TRANS_A: A M-major; TRANS_B: B N-major.
+template <typename E, int BN, int TRANS_A, int TRANS_B>
 __device__ __forceinline__ void wgmma_ss(float (&d)[BN / 2], uint64_t da, uint64_t db, int scale_d) {
   if constexpr (tile::is_bf16<E>) {
-    if constexpr (BN == 256) ptx::wgmma_m64n256k16_f32_bf16_ss<TRANS_B>(d, da, db, scale_d);
-    else if constexpr (BN == 232) ptx::wgmma_m64n232k16_f32_bf16_ss<TRANS_B>(d, da, db, scale_d);
-    else if constexpr (BN == 192) ptx::wgmma_m64n192k16_f32_bf16_ss<TRANS_B>(d, da, db, scale_d);
-    else if constexpr (BN == 152) ptx::wgmma_m64n152k16_f32_bf16_ss<TRANS_B>(d, da, db, scale_d);
-    else if constexpr (BN == 128) ptx::wgmma_m64n128k16_f32_bf16_ss<TRANS_B>(d, da, db, scale_d);
-    else ptx::wgmma_m64n64k16_f32_bf16_ss<TRANS_B>(d, da, db, scale_d);
+    if constexpr (BN == 256) ptx::wgmma_m64n256k16_f32_bf16_ss<TRANS_A, TRANS_B>(d, da, db, scale_d);
+    else if constexpr (BN == 232) ptx::wgmma_m64n232k16_f32_bf16_ss<TRANS_A, TRANS_B>(d, da, db, scale_d);
+    else if constexpr (BN == 192) ptx::wgmma_m64n192k16_f32_bf16_ss<TRANS_A, TRANS_B>(d, da, db, scale_d);
+    else if constexpr (BN == 152) ptx::wgmma_m64n152k16_f32_bf16_ss<TRANS_A, TRANS_B>(d, da, db, scale_d);
+    else if constexpr (BN == 128) ptx::wgmma_m64n128k16_f32_bf16_ss<TRANS_A, TRANS_B>(d, da, db, scale_d);
+    else ptx::wgmma_m64n64k16_f32_bf16_ss<TRANS_A, TRANS_B>(d, da, db, scale_d);
   } else {
-    if constexpr (BN == 256) ptx::wgmma_m64n256k16_f32_f16_ss<TRANS_B>(d, da, db, scale_d);
-    else if constexpr (BN == 232) ptx::wgmma_m64n232k16_f32_f16_ss<TRANS_B>(d, da, db, scale_d);
-    else if constexpr (BN == 192) ptx::wgmma_m64n192k16_f32_f16_ss<TRANS_B>(d, da, db, scale_d);
-    else if constexpr (BN == 152) ptx::wgmma_m64n152k16_f32_f16_ss<TRANS_B>(d, da, db, scale_d);
-    else if constexpr (BN == 128) ptx::wgmma_m64n128k16_f32_f16_ss<TRANS_B>(d, da, db, scale_d);
-    else ptx::wgmma_m64n64k16_f32_f16_ss<TRANS_B>(d, da, db, scale_d);
+    if constexpr (BN == 256) ptx::wgmma_m64n256k16_f32_f16_ss<TRANS_A, TRANS_B>(d, da, db, scale_d);
+    else if constexpr (BN == 232) ptx::wgmma_m64n232k16_f32_f16_ss<TRANS_A, TRANS_B>(d, da, db, scale_d);
+    else if constexpr (BN == 192) ptx::wgmma_m64n192k16_f32_f16_ss<TRANS_A, TRANS_B>(d, da, db, scale_d);
+    else if constexpr (BN == 152) ptx::wgmma_m64n152k16_f32_f16_ss<TRANS_A, TRANS_B>(d, da, db, scale_d);
+    else if constexpr (BN == 128) ptx::wgmma_m64n128k16_f32_f16_ss<TRANS_A, TRANS_B>(d, da, db, scale_d);
+    else ptx::wgmma_m64n64k16_f32_f16_ss<TRANS_A, TRANS_B>(d, da, db, scale_d);
   }
 }
-template <typename E, int BN, int TRANS_B>
+template <typename E, int BN, int TRANS_A, int TRANS_B>
 __device__ __forceinline__ void wgmma_ss(uint32_t (&d)[BN / 4], uint64_t da, uint64_t db, int scale_d) {
   static_assert(std::is_same<E, half>::value, "fp16 accumulation takes fp16 operands only");
-  if constexpr (BN == 256) ptx::wgmma_m64n256k16_f16_f16_ss<TRANS_B>(d, da, db, scale_d);
-  else if constexpr (BN == 232) ptx::wgmma_m64n232k16_f16_f16_ss<TRANS_B>(d, da, db, scale_d);
-  else if constexpr (BN == 192) ptx::wgmma_m64n192k16_f16_f16_ss<TRANS_B>(d, da, db, scale_d);
-  else if constexpr (BN == 152) ptx::wgmma_m64n152k16_f16_f16_ss<TRANS_B>(d, da, db, scale_d);
-  else if constexpr (BN == 128) ptx::wgmma_m64n128k16_f16_f16_ss<TRANS_B>(d, da, db, scale_d);
-  else ptx::wgmma_m64n64k16_f16_f16_ss<TRANS_B>(d, da, db, scale_d);
+  if constexpr (BN == 256) ptx::wgmma_m64n256k16_f16_f16_ss<TRANS_A, TRANS_B>(d, da, db, scale_d);
+  else if constexpr (BN == 232) ptx::wgmma_m64n232k16_f16_f16_ss<TRANS_A, TRANS_B>(d, da, db, scale_d);
+  else if constexpr (BN == 192) ptx::wgmma_m64n192k16_f16_f16_ss<TRANS_A, TRANS_B>(d, da, db, scale_d);
+  else if constexpr (BN == 152) ptx::wgmma_m64n152k16_f16_f16_ss<TRANS_A, TRANS_B>(d, da, db, scale_d);
+  else if constexpr (BN == 128) ptx::wgmma_m64n128k16_f16_f16_ss<TRANS_A, TRANS_B>(d, da, db, scale_d);
+  else ptx::wgmma_m64n64k16_f16_f16_ss<TRANS_A, TRANS_B>(d, da, db, scale_d);
 }
 
 // Descriptor strides (bytes). K-major: 8 rows of 128 bytes per atom, atoms back to back (SBO = 1024); a k16 step
-// moves the start 32 bytes along the swizzled row. N-major B: 64 n per 128-byte row, k rows 128 bytes apart, atoms
-// of 8 k-rows 1024 bytes apart (SBO), 64-column boxes BK * 128 bytes apart (LBO); a k16 step is 2 atoms.
-// (The N-major roles are CuTe's canonical ((T,8,m),(8,k)):((1,T,LBO),(8T,SBO)); with LBO and SBO swapped the row-major
-// B results were wrong on the H100, and the exact checks caught it.)
+// moves the start 32 bytes along the swizzled row. MN-major (B row-major, A column-major): 64 n (m) per 128-byte
+// row, k rows 128 bytes apart, atoms of 8 k-rows 1024 bytes apart (SBO), 64-column boxes BK * 128 bytes apart (LBO;
+// A's 64-row slab is one box, so LBO goes unused there); a k16 step is 2 atoms.
+// (The MN-major roles are CuTe's canonical ((T,8,m),(8,k)):((1,T,LBO),(8T,SBO)); with LBO and SBO swapped the
+// row-major B results were wrong on the H100, and the exact checks caught it.)
 constexpr uint32_t kKMajorSBO = 1024, kNMajorLBO = BK * 128, kNMajorSBO = 1024;
 
+// The descriptor of k16 step kk of a K-major (k_major) or MN-major operand whose stage part starts at smem address
+// base (1024-byte aligned).
+__device__ __forceinline__ uint64_t kstep_desc(uint32_t base, int kk, bool k_major) {
+  return k_major ? ptx::make_smem_desc_sw128(base + kk * 32, 16, kKMajorSBO)
+                 : ptx::make_smem_desc_sw128(base + kk * 16 * 128, kNMajorLBO, kNMajorSBO);
+}
+
 // The four k16 steps of one k-block for a warpgroup: D(64 x BN) (+)= A_slab(64 x 64) * B(64 x BN). a_slab points
-// at the warpgroup's 64 rows of the A stage; accumulate = false overwrites D (a tile's first k-block).
-template <int BN, bool B_COL, typename AccRegs, typename E>
+// at the warpgroup's 64 rows of the A stage (K-major, or with A_COL one M-major box); accumulate = false overwrites
+// D (a tile's first k-block).
+template <int BN, bool B_COL, bool A_COL = false, typename AccRegs, typename E>
 __device__ __forceinline__ void mma_kblock(AccRegs& d, const E* a_slab, const E* b, bool accumulate) {
   const uint32_t a0 = ptx::smem_u32(a_slab), b0 = ptx::smem_u32(b);
 #pragma unroll
   for (int kk = 0; kk < BK / 16; ++kk) {
-    const uint64_t da = ptx::make_smem_desc_sw128(a0 + kk * 32, 16, kKMajorSBO);
-    const uint64_t db = B_COL ? ptx::make_smem_desc_sw128(b0 + kk * 32, 16, kKMajorSBO)
-                              : ptx::make_smem_desc_sw128(b0 + kk * 16 * 128, kNMajorLBO, kNMajorSBO);
-    wgmma_ss<E, BN, B_COL ? 0 : 1>(d, da, db, (accumulate || kk > 0) ? 1 : 0);
+    const uint64_t da = kstep_desc(a0, kk, !A_COL), db = kstep_desc(b0, kk, B_COL);
+    wgmma_ss<E, BN, A_COL ? 1 : 0, B_COL ? 0 : 1>(d, da, db, (accumulate || kk > 0) ? 1 : 0);
   }
 }
 
@@ -185,8 +219,8 @@ __device__ __forceinline__ void mma_kblock(AccRegs& d, const E* a_slab, const E*
 // land (full[s], parity `phase`), issue its four k16 wgmma, keep one group in flight, and hand each stage back with
 // release(stage) as soon as the group that read it has completed. s and phase carry over to the next tile.
 // MT > 1 (d: MT slabs of Accum<BN, ACC, MT>): the warpgroup owns rows slab..slab + 64 MT - 1 and issues MT x 4
-// wgmma per k-block, all reading the same B stage.
-template <int BN, bool B_COL, int MT = 1, typename Ring, typename AccRegs, typename Release>
+// wgmma per k-block, all reading the same B stage. A_COL: the A stages are M-major (column-major A).
+template <int BN, bool B_COL, int MT = 1, bool A_COL = false, typename Ring, typename AccRegs, typename Release>
 __device__ __forceinline__ void mma_tile(Ring& ss, AccRegs& d, int slab, int kblocks, int& s, uint32_t& phase,
                                          Release&& release) {
   int prev = -1;
@@ -194,10 +228,11 @@ __device__ __forceinline__ void mma_tile(Ring& ss, AccRegs& d, int slab, int kbl
     ptx::mbarrier_wait_parity(ptx::smem_u32(&ss.full[s]), phase);
     ptx::wgmma_fence();
     if constexpr (MT == 1) {
-      mma_kblock<BN, B_COL>(d, ss.A[s] + slab * BK, ss.B[s], kb > 0);
+      mma_kblock<BN, B_COL, A_COL>(d, ss.A[s] + slab * BK, ss.B[s], kb > 0);
     } else {
 #pragma unroll
-      for (int i = 0; i < MT; ++i) mma_kblock<BN, B_COL>(d[i], ss.A[s] + (slab + 64 * i) * BK, ss.B[s], kb > 0);
+      for (int i = 0; i < MT; ++i)
+        mma_kblock<BN, B_COL, A_COL>(d[i], ss.A[s] + (slab + 64 * i) * BK, ss.B[s], kb > 0);
     }
     ptx::wgmma_commit_group();
     ptx::wgmma_wait_group<1>();  // the previous k-block's group is done: its stage may be refilled
@@ -351,8 +386,9 @@ __device__ __forceinline__ void store_accumulators_tma(const AccRegs& d,
 }
 
 // ---- host -----------------------------------------------------------------------------------------------------
-// The tensor maps of A (M x K, row-major, box BM x 64) and B (column-major: N x K rows of K, box BN x 64; row-major:
-// K x N, box 64 x 64), and whether C takes pair stores; the maps' data type is the operands' element type E.
+// The tensor maps of A (row-major: M x K, box BM x 64, or the rows of a short tile, a_box_rows; column-major: K x M
+// rows of M, box 64 k x 64 m) and B (column-major: N x K rows of K, box BN x 64; row-major: K x N, box 64 x 64), and
+// whether C takes pair stores; the maps' data type is the operands' element type E.
 struct Operands {
   CUtensorMap a, b, c;
   bool pairs;      // C takes 32-bit pair stores
@@ -366,8 +402,8 @@ template <typename E>
 inline cudaError_t make_operands(const GemmArgsOf<E>& p, int bm, int bn, Operands* ops, int b_box_n = 0,
                                  int c_box_cols = 64, int c_box_rows = 64) {
   if (b_box_n == 0) b_box_n = bn;
-  if (p.sak != 1 && p.K > 1) return cudaErrorInvalidValue;
-  const uint64_t lda = uint64_t(p.sam), ldb = uint64_t(p.b_col_major ? p.sbn : p.sbk);
+  if (p.a_col_major ? (p.sam != 1 && p.M > 1) : (p.sak != 1 && p.K > 1)) return cudaErrorInvalidValue;
+  const uint64_t lda = uint64_t(p.a_col_major ? p.sak : p.sam), ldb = uint64_t(p.b_col_major ? p.sbn : p.sbk);
   // a 128-byte-swizzled map of a row-major (rows x cols) matrix of E, leading dimension ld, box_rows x box_cols
   auto map = [](const void* ptr, uint64_t rows, uint64_t cols, uint64_t ld, uint32_t box_rows, uint32_t box_cols,
                 CUtensorMap* out) {
@@ -375,7 +411,9 @@ inline cudaError_t make_operands(const GemmArgsOf<E>& p, int bm, int bn, Operand
     key.dtype = DTypeOf<E>::value;
     return host::cached_tensor_map(key, out);
   };
-  cudaError_t err = map(p.A, uint64_t(p.M), uint64_t(p.K), lda, uint32_t(a_box_rows(p.M, bm)), BK, &ops->a);
+  cudaError_t err = p.a_col_major
+                        ? map(p.A, uint64_t(p.K), uint64_t(p.M), lda, BK, 64, &ops->a)
+                        : map(p.A, uint64_t(p.M), uint64_t(p.K), lda, uint32_t(a_box_rows(p.M, bm)), BK, &ops->a);
   if (err != cudaSuccess) return err;
   err = p.b_col_major ? map(p.B, uint64_t(p.N), uint64_t(p.K), ldb, uint32_t(b_box_n), BK, &ops->b)
                       : map(p.B, uint64_t(p.K), uint64_t(p.N), ldb, BK, 64, &ops->b);

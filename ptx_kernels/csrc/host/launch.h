@@ -1,6 +1,7 @@
 // host/launch.h — the host side of a kernel file: the grid, the shared-memory opt-in, the choice among a
-// kernel's instantiations (element type x accumulation x B layout, and a second tile where there is one), what the binding is
-// told about the launch, and the registration (host/registry.h). Included by the kernel files (nvcc).
+// kernel's instantiations (element type x accumulation x B layout, A layout where the variant reads both, and a
+// second tile where there is one), what the binding is told about the launch, and the registration
+// (host/registry.h). Included by the kernel files (nvcc).
 #pragma once
 #include <atomic>
 #include <map>
@@ -78,6 +79,15 @@ inline cudaError_t dispatch(Acc acc, bool b_col_major, F&& launch) {
   } else {
     return cudaErrorNotSupported;
   }
+}
+
+// dispatch with A's layout as well: launch(acc, a_col, b_col), all three compile-time constants, for the launchers
+// of variants that read column-major A in place (Operands::AnyMajor): twice dispatch's instantiations.
+template <typename E = half, class F>
+inline cudaError_t dispatch_ab(Acc acc, bool a_col_major, bool b_col_major, F&& launch) {
+  return dispatch<E>(acc, b_col_major, [&](auto acc_c, auto b_col_c) {
+    return a_col_major ? launch(acc_c, std::true_type{}, b_col_c) : launch(acc_c, std::false_type{}, b_col_c);
+  });
 }
 
 // Whether a large BM x BN tile beats the smaller SM x SN one on this problem (GemmArgs::tile = 0): the grid runs

@@ -18,6 +18,7 @@ namespace hgemm {
 enum class Operands {
   RowMajorA,   // A row-major (sak == 1), B row-major or column-major as GemmArgs::b_col_major says
   AnyStrides,  // any strides of A and B (the wrapper copies nothing)
+  AnyMajor,    // A and B each row- or column-major, as GemmArgs::a_col_major and ::b_col_major say
 };
 
 struct Registered {

@@ -71,10 +71,20 @@ inline cudaError_t encode(const TensorMapKey& k, CUtensorMap* out) {
   const CUtensorMapDataType type = k.words                  ? CU_TENSOR_MAP_DATA_TYPE_INT32
                                    : k.dtype == DType::BF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
                                                             : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
-  const CUresult r = fn(out, type, 2,
-                        const_cast<void*>(k.ptr), dims, strides, box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                        swizzle,
-                        CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  auto encode_once = [&] {
+    return fn(out, type, 2, const_cast<void*>(k.ptr), dims, strides, box, elem_strides,
+              CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+              CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  };
+  CUresult r = encode_once();
+  if (r != CUDA_SUCCESS) {
+    // The encoder is a driver call and needs a current context, which a host thread that has made no runtime call
+    // needing one lacks: torch runs backward on autograd threads of its own that set the device without making its
+    // context current (pytorch/pytorch#124565), so a Hopper kernel called first thing in a backward failed here.
+    // cudaFree(nullptr) makes the device's primary context current on this thread; then once more.
+    cudaFree(nullptr);
+    r = encode_once();
+  }
   return r == CUDA_SUCCESS ? cudaSuccess : cudaErrorInvalidValue;
 }
 

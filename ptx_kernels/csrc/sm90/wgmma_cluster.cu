@@ -20,7 +20,8 @@
 // grouped tile order over tile pairs, warp-specialized producer/consumers, TMA-store epilogue.
 // Edges: when the tile rows are odd the last pair's second tile lies below M: that block loads zeros for A, still
 // shares its half of B, and its TMA stores are dropped (register stores masked).
-// Element types: fp16 (fp32 or fp16 accumulation) and bf16 (fp32), the template parameter E.
+// Element types: fp16 (fp32 or fp16 accumulation) and bf16 (fp32), the template parameter E; A and B each row- or
+// column-major in place (A_COL, B_COL), as wgmma_persistent.cu takes them.
 #include <algorithm>
 
 #include "blocks/wgmma_tile.cuh"
@@ -43,16 +44,17 @@ struct Storage {
 static_assert(hopper::smem_request<Storage<half>>() <= 227 * 1024,
               "4 stages of 128x64 A + 256x64 B and the staging fit");
 
-// The loads of one k-block by the block of cluster rank `rank`: its own A box, and its half of the B tile
+// The loads of one k-block by the block of cluster rank `rank`: its own A box(es), and its half of the B tile
 // multicast to both blocks.
-template <bool B_COL, typename Ring>
+template <bool B_COL, bool A_COL, typename Ring>
 __device__ __forceinline__ void load_kblock_multicast(Ring& ss, int s, const CUtensorMap* tma_a,
                                                       const CUtensorMap* tma_b, int m0, int n0, int k0, int a_rows,
                                                       uint32_t rank) {
   const uint32_t bar = ptx::smem_u32(&ss.full[s]);
   constexpr uint16_t kBoth = (1u << kCluster) - 1;
-  ptx::mbarrier_arrive_expect_tx(bar, (a_rows + BN) * hopper::BK * int(sizeof(ss.A[0][0])));
-  ptx::tma_load_2d(ptx::smem_u32(ss.A[s]), tma_a, k0, m0, bar);
+  ptx::mbarrier_arrive_expect_tx(bar, (hopper::a_stage_rows<A_COL>(a_rows) + BN) * hopper::BK *
+                                          int(sizeof(ss.A[0][0])));
+  hopper::load_a<BM, A_COL>(ss, s, tma_a, m0, k0, a_rows, bar);
   if constexpr (B_COL) {  // rows n0 + 128 rank .. of the K-major B tile: one 128 x 64 box
     const int half_n = BN / kCluster;
     ptx::tma_load_2d_multicast(ptx::smem_u32(ss.B[s] + rank * half_n * hopper::BK), tma_b, k0, n0 + rank * half_n,
@@ -66,7 +68,7 @@ __device__ __forceinline__ void load_kblock_multicast(Ring& ss, int s, const CUt
   }
 }
 
-template <typename E, Acc ACC, bool B_COL, bool TMA_STORE>
+template <typename E, Acc ACC, bool B_COL, bool TMA_STORE, bool A_COL>
 __global__ void __launch_bounds__(kThreads, 1)
     wgmma_cluster_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_constant__ CUtensorMap tma_b,
                          const __grid_constant__ CUtensorMap tma_c, E* __restrict__ C, int64_t ldc, int M, int N,
@@ -102,7 +104,8 @@ __global__ void __launch_bounds__(kThreads, 1)
         const int tm = pm * kCluster + int(rank);
         for (int kb = 0; kb < kblocks; ++kb) {
           ptx::mbarrier_wait_parity(ptx::smem_u32(&ss.empty[s]), phase ^ 1);  // both blocks' consumers are done
-          load_kblock_multicast<B_COL>(ss, s, &tma_a, &tma_b, tm * BM, tn * BN, kb * hopper::BK, a_rows, rank);
+          load_kblock_multicast<B_COL, A_COL>(ss, s, &tma_a, &tma_b, tm * BM, tn * BN, kb * hopper::BK, a_rows,
+                                              rank);
           if (++s == STAGES) s = 0, phase ^= 1;
         }
       }
@@ -123,7 +126,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       int pm, tn;
       hopper::tile_coords<GROUP_M>(t, pairs_m, tiles_n, pm, tn);
       const int tm = pm * kCluster + int(rank);
-      hopper::mma_tile<BN, B_COL>(ss, acc.d, slab, kblocks, s, phase, release);
+      hopper::mma_tile<BN, B_COL, 1, A_COL>(ss, acc.d, slab, kblocks, s, phase, release);
       if constexpr (TMA_STORE) {
         hopper::store_accumulators_tma<BN, EPI_COLS>(acc.d, storage.out[wg - 1], &tma_c, tm * BM + slab, tn * BN,
                                                      /*bar_id=*/wg);
@@ -137,9 +140,9 @@ __global__ void __launch_bounds__(kThreads, 1)
   ptx::cluster_sync();
 }
 
-template <Acc ACC, bool B_COL, bool TMA_STORE, typename E>
+template <Acc ACC, bool B_COL, bool TMA_STORE, bool A_COL, typename E>
 cudaError_t launch_tile(const GemmArgsOf<E>& p, const hopper::Operands& ops, cudaStream_t stream, LaunchInfo* info) {
-  constexpr auto kernel = wgmma_cluster_kernel<E, ACC, B_COL, TMA_STORE>;
+  constexpr auto kernel = wgmma_cluster_kernel<E, ACC, B_COL, TMA_STORE, A_COL>;
   const int smem = hopper::smem_request<Storage<E>>();
   cudaError_t err = tile::prepare_smem(kernel, smem, info);
   if (err != cudaSuccess) return err;
@@ -159,12 +162,13 @@ cudaError_t launch_wgmma_cluster(const GemmArgsOf<E>& p, Acc acc, cudaStream_t s
   hopper::Operands ops;
   const cudaError_t err = hopper::make_operands(p, BM, BN, &ops, /*b_box_n=*/BN / kCluster);
   if (err != cudaSuccess) return err;
-  const cudaError_t launched = tile::dispatch<E>(acc, p.b_col_major, [&](auto acc_c, auto b_col_c) {
-    return ops.tma_store ? launch_tile<acc_c.value, b_col_c.value, true>(p, ops, stream, info)
-                         : launch_tile<acc_c.value, b_col_c.value, false>(p, ops, stream, info);
-  });
+  const cudaError_t launched =
+      tile::dispatch_ab<E>(acc, p.a_col_major, p.b_col_major, [&](auto acc_c, auto a_col_c, auto b_col_c) {
+        return ops.tma_store ? launch_tile<acc_c.value, b_col_c.value, true, a_col_c.value>(p, ops, stream, info)
+                             : launch_tile<acc_c.value, b_col_c.value, false, a_col_c.value>(p, ops, stream, info);
+      });
   if (info) info->kernel = "wgmma_cluster";
   return launched;
 }
 
-HGEMM_VARIANT_FP16_BF16(wgmma_cluster, launch_wgmma_cluster, RowMajorA);
+HGEMM_VARIANT_FP16_BF16(wgmma_cluster, launch_wgmma_cluster, AnyMajor);

@@ -21,7 +21,10 @@
 // register-store fallback masks to M x N.
 // Skinny outputs, small outputs with a long K and row-major B with rows not 32-byte aligned go to wgmma_splitk.cu,
 // wgmma_splitk_grid.cu and wgmma_cluster.cu instead: see the launcher.
-// Element types: fp16 (fp32 or fp16 accumulation) and bf16 (fp32), the template parameter E.
+// Element types: fp16 (fp32 or fp16 accumulation) and bf16 (fp32), the template parameter E. Layouts: A row- or
+// column-major (A_COL: M-major stages, read through wgmma's transpose bit, as row-major B is) and B row- or
+// column-major, all four in place, here and in wgmma_splitk.cu and wgmma_cluster.cu; wgmma_splitk_grid.cu reads
+// row-major A only, so a column-major A never takes the grid split.
 #include <algorithm>
 
 #include "blocks/wgmma_tile.cuh"
@@ -67,7 +70,7 @@ constexpr double kSpeed192 = 0.96;
 // 40 + 2 x 232 registers x 128 threads = 64,512 <= 65,536: a consumer's 128 fp32 accumulators plus addressing.
 constexpr int kProducerRegs = 40, kConsumerRegs = 232;
 
-template <typename E, typename T, Acc ACC, bool B_COL, bool TMA_STORE>
+template <typename E, typename T, Acc ACC, bool B_COL, bool TMA_STORE, bool A_COL>
 __global__ void __launch_bounds__(kThreads, 1)
     wgmma_persistent_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_constant__ CUtensorMap tma_b,
                             const __grid_constant__ CUtensorMap tma_c, E* __restrict__ C, int64_t ldc, int M,
@@ -98,8 +101,8 @@ __global__ void __launch_bounds__(kThreads, 1)
       for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
         int tm, tn;
         hopper::tile_coords<GROUP_M>(t, tiles_m, tiles_n, tm, tn);
-        hopper::produce_tile<BM, BN, B_COL>(ss, &tma_a, &tma_b, tm * BM, tn * BN, 0, kblocks, a_rows, s,
-                                            phase);
+        hopper::produce_tile<BM, BN, B_COL, A_COL>(ss, &tma_a, &tma_b, tm * BM, tn * BN, 0, kblocks, a_rows, s,
+                                                   phase);
       }
     }
   } else {
@@ -112,7 +115,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
       int tm, tn;
       hopper::tile_coords<GROUP_M>(t, tiles_m, tiles_n, tm, tn);
-      hopper::mma_tile<BN, B_COL, MT>(ss, acc.d, slab, kblocks, s, phase, [&](int stage) {
+      hopper::mma_tile<BN, B_COL, MT, A_COL>(ss, acc.d, slab, kblocks, s, phase, [&](int stage) {
         if (tid == 0) ptx::mbarrier_arrive(ptx::smem_u32(&ss.empty[stage]));  // one arrival per warpgroup
       });
       auto store = [&](const auto& d, int row0) {  // one 64-row slab of accumulators
@@ -143,14 +146,16 @@ cudaError_t launch_tile(const GemmArgsOf<E>& p, Acc acc, cudaStream_t stream, La
   if (err != cudaSuccess) return err;
   const int tiles = hopper::cdiv(p.M, T::BM) * hopper::cdiv(p.N, T::BN);
   const dim3 grid(hopper::persistent_blocks(tiles, hopper::sm_count(), p.grid));
-  return tile::dispatch<E>(acc, p.b_col_major, [&](auto acc_c, auto b_col_c) {
+  return tile::dispatch_ab<E>(acc, p.a_col_major, p.b_col_major, [&](auto acc_c, auto a_col_c, auto b_col_c) {
     if constexpr (!kRowMajorB && !b_col_c.value) {
       return cudaErrorInvalidValue;
     } else {
+      constexpr Acc kAcc = acc_c.value;
+      constexpr bool kACol = a_col_c.value, kBCol = b_col_c.value;
       if (ops.tma_store)
-        return hopper::launch<wgmma_persistent_kernel<E, T, acc_c.value, b_col_c.value, true>, Storage>(
+        return hopper::launch<wgmma_persistent_kernel<E, T, kAcc, kBCol, true, kACol>, Storage>(
             grid, kThreads, T::BM, T::BN, p, ops, stream, info);
-      return hopper::launch<wgmma_persistent_kernel<E, T, acc_c.value, b_col_c.value, false>, Storage>(
+      return hopper::launch<wgmma_persistent_kernel<E, T, kAcc, kBCol, false, kACol>, Storage>(
           grid, kThreads, T::BM, T::BN, p, ops, stream, info);
     }
   });
@@ -176,10 +181,11 @@ cudaError_t launch_tile(const GemmArgsOf<E>& p, Acc acc, cudaStream_t stream, La
 // cluster, other counts over the grid) pin the plan.
 template <typename E>
 cudaError_t launch_wgmma_persistent(const GemmArgsOf<E>& p, Acc acc, cudaStream_t stream, LaunchInfo* info) {
+  const int64_t row_bytes_a = (p.a_col_major ? p.sak : p.sam) * int64_t(sizeof(E));
   const int64_t row_bytes_b = (p.b_col_major ? p.sbn : p.sbk) * int64_t(sizeof(E));
-  const bool rows_128b = (p.sam * int64_t(sizeof(E))) % 128 == 0 && row_bytes_b % 128 == 0;
-  const hopper::Plan plan =
-      plan_wgmma(p, rows_128b ? kSpeed192 : 0.0, p.b_col_major ? hopper::kSpeedTall : 0.0, /*grid=*/true);
+  const bool rows_128b = row_bytes_a % 128 == 0 && row_bytes_b % 128 == 0;
+  const hopper::Plan plan = plan_wgmma(p, rows_128b ? kSpeed192 : 0.0, p.b_col_major ? hopper::kSpeedTall : 0.0,
+                                       /*grid=*/!p.a_col_major);
   if (plan.grid) return launch_wgmma_splitk_grid_plan(p, acc, stream, info, plan);
   if (plan.split > 1) return launch_wgmma_splitk_plan(p, acc, stream, info, plan);
   const bool b_rows_straddle = !p.b_col_major && (p.sbk * int64_t(sizeof(E))) % 32 != 0;
@@ -192,4 +198,4 @@ cudaError_t launch_wgmma_persistent(const GemmArgsOf<E>& p, Acc acc, cudaStream_
   return launch_tile<Narrow>(p, acc, stream, info);
 }
 
-HGEMM_VARIANT_FP16_BF16(wgmma_persistent, launch_wgmma_persistent, RowMajorA);
+HGEMM_VARIANT_FP16_BF16(wgmma_persistent, launch_wgmma_persistent, AnyMajor);

@@ -16,7 +16,8 @@
 // tile per cluster, one wave: the launcher splits only when tiles x S clusters run at once (hopper::choose_plan), and
 // wgmma_persistent.cu hands such outputs to this kernel.
 // Edges as in the other Hopper kernels: TMA reads zeros past M, N and K; the stores are masked to M x N.
-// Element types: fp16 (fp32 or fp16 accumulation) and bf16 (fp32), the template parameter E.
+// Element types: fp16 (fp32 or fp16 accumulation) and bf16 (fp32), the template parameter E; A and B each row- or
+// column-major in place (A_COL, B_COL), as wgmma_persistent.cu takes them.
 #include <algorithm>
 #include <atomic>
 
@@ -79,7 +80,7 @@ __device__ __forceinline__ void add_partials(uint32_t local, E* C, int64_t ldc, 
   }
 }
 
-template <typename E, typename T, Acc ACC, bool B_COL>
+template <typename E, typename T, Acc ACC, bool B_COL, bool A_COL>
 __global__ void __launch_bounds__(kThreads, 1)
     wgmma_splitk_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_constant__ CUtensorMap tma_b,
                         const __grid_constant__ CUtensorMap tma_c, E* __restrict__ C, int64_t ldc, int M, int N,
@@ -111,8 +112,8 @@ __global__ void __launch_bounds__(kThreads, 1)
     if (tid == 0) {
       int s = 0;
       uint32_t phase = 0;
-      hopper::produce_tile<BM, BN, B_COL>(ss, &tma_a, &tma_b, tm * BM, tn * BN, kb0, kb1, a_rows, s,
-                                          phase);
+      hopper::produce_tile<BM, BN, B_COL, A_COL>(ss, &tma_a, &tma_b, tm * BM, tn * BN, kb0, kb1, a_rows, s,
+                                                 phase);
     }
   } else {
     // ---- CONSUMERS: MAIN LOOP over this block's k-blocks, then the partial tile into shared memory ----
@@ -122,7 +123,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     int s = 0;
     uint32_t phase = 0;
     if (kb1 > kb0) {
-      hopper::mma_tile<BN, B_COL>(ss, acc.d, slab, kb1 - kb0, s, phase, [&](int stage) {
+      hopper::mma_tile<BN, B_COL, 1, A_COL>(ss, acc.d, slab, kb1 - kb0, s, phase, [&](int stage) {
         if (tid == 0) ptx::mbarrier_arrive(ptx::smem_u32(&ss.empty[stage]));
       });
     } else {
@@ -158,10 +159,12 @@ cudaError_t launch_tile(const GemmArgsOf<E>& p, Acc acc, int split, cudaStream_t
   const cudaError_t err = hopper::make_operands(p, T::BM, T::BN, &ops);
   if (err != cudaSuccess) return err;
   const dim3 grid(hopper::cdiv(p.M, T::BM) * hopper::cdiv(p.N, T::BN) * split);
-  const cudaError_t launched = tile::dispatch<E>(acc, p.b_col_major, [&](auto acc_c, auto b_col_c) {
-    return hopper::launch<wgmma_splitk_kernel<E, T, acc_c.value, b_col_c.value>, typename T::template Storage<E>>(
-        grid, kThreads, T::BM, T::BN, p, ops, stream, info, /*cluster=*/split, /*split=*/split);
-  });
+  const cudaError_t launched =
+      tile::dispatch_ab<E>(acc, p.a_col_major, p.b_col_major, [&](auto acc_c, auto a_col_c, auto b_col_c) {
+        constexpr auto kernel = wgmma_splitk_kernel<E, T, acc_c.value, b_col_c.value, a_col_c.value>;
+        return hopper::launch<kernel, typename T::template Storage<E>>(grid, kThreads, T::BM, T::BN, p, ops, stream,
+                                                                       info, /*cluster=*/split, /*split=*/split);
+      });
   if (info) info->kernel = "wgmma_splitk";
   return launched;
 }
@@ -177,7 +180,7 @@ int wave_blocks(int split) {
   const int slot = split == 2 ? 1 : split == 4 ? 2 : 0;
   int blocks = cache[dev][slot].load(std::memory_order_relaxed);
   if (blocks > 0) return blocks;
-  constexpr auto kernel = wgmma_splitk_kernel<half, Medium, Acc::F32, true>;
+  constexpr auto kernel = wgmma_splitk_kernel<half, Medium, Acc::F32, true, false>;
   const int smem = hopper::smem_request<typename Medium::template Storage<half>>();
   if (tile::prepare_smem(kernel, smem, nullptr) != cudaSuccess) return 0;
   cudaLaunchAttribute attr;
@@ -238,4 +241,4 @@ template cudaError_t launch_wgmma_splitk_plan<half>(const GemmArgsOf<half>&, Acc
 template cudaError_t launch_wgmma_splitk_plan<__nv_bfloat16>(const GemmArgsOf<__nv_bfloat16>&, Acc, cudaStream_t,
                                                              LaunchInfo*, hopper::Plan);
 
-HGEMM_VARIANT_FP16_BF16(wgmma_splitk, launch_wgmma_splitk, RowMajorA);
+HGEMM_VARIANT_FP16_BF16(wgmma_splitk, launch_wgmma_splitk, AnyMajor);
