@@ -83,15 +83,16 @@ def _jobs(todo: list) -> list[tuple[int, str, tuple, str]]:
     """(case index, kernel, stage, configuration name) of every candidate configuration of every case: what the
     timing will run."""
     from triton_kernels import dispatch
-    from triton_kernels.common import prune_for_problem
+    from triton_kernels.common import problem_configs
     from triton_kernels.variants import BY_KERNEL
 
     jobs = []
     for i, (dtype, acc, layout, shape) in enumerate(todo):
         a, b = _operands(dtype, layout, shape, i)
         m, n, k = shape
-        for kern, stage in dispatch.candidates(m, n, k, dispatch.device_arch(a), dispatch.sm_count(a), a, b, None):
-            for cfg in prune_for_problem(BY_KERNEL[kern].extra["module"].configs(), m, n, k):
+        sms = dispatch.sm_count(a)
+        for kern, stage in dispatch.candidates(m, n, k, dispatch.device_arch(a), sms, a, b, None):
+            for cfg in problem_configs(BY_KERNEL[kern].extra["module"], m, n, k, sms):
                 jobs.append((i, kern, stage, cfg.name))
         del a, b
     return jobs

@@ -343,10 +343,10 @@ def heuristic_config(kernel: str, m: int, n: int, k: int, sms: int) -> Config:
         return _splitk_config(splitk if kernel == "splitk" else splitk_tma, m, n, k, sms)
     if kernel in ("blocked", "tma"):
         return _tiled_config(kernel, m, n, sms)
-    from .common import prune_for_problem
+    from .common import problem_configs
     from .variants import BY_KERNEL
 
-    return prune_for_problem(BY_KERNEL[kernel].extra["module"].configs(), m, n, k)[0]
+    return problem_configs(BY_KERNEL[kernel].extra["module"], m, n, k, sms)[0]
 
 
 # ----------------------------------------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ from __future__ import annotations
 from hgemm_common.record import LAYOUTS, Variant
 from hgemm_common.validation import interpreter_active
 
-from . import blocked, gemv, gluon_persistent, splitk, splitk_tma, tma_persistent
+from . import blocked, gemv, gluon_persistent, splitk, splitk_tma, splitk_wide, tma_persistent
 
 DTYPES = ("fp16", "bf16")  # what every kernel below takes
 
@@ -49,6 +49,13 @@ VARIANTS: tuple[Variant, ...] = (
             # the 16x64x128 tile of a 16-row problem: mma.sync (wgmma needs 64 rows), operands by TMA
             promises={"sm_90": ("HMMA", "UTMALDG")}, forbids={"sm_90": ("LDGSTS",)}, ceiling="wgmma",
             extra={"kernel": "splitk_tma", "module": splitk_tma}),
+    Variant("triton_splitk_wide", "triton", "triton", "splitk_wide.py", "one of splitk_wide.configs()",
+            "+ small outputs over very long K: wgmma tiles in 8-128 K slices, the partials summed by a second "
+            "kernel over every SM (a programmatic dependent launch)", "tl.dot", min_arch=90, native_layouts=LAYOUTS,
+            alignment="tma_ab", misaligned="refuse", dtypes=DTYPES,
+            # 64- and 128-row tiles: wgmma, operands by TMA
+            promises={"sm_90": ("HGMMA", "UTMALDG")}, forbids={"sm_90": ("LDGSTS",)}, ceiling="wgmma",
+            extra={"kernel": "splitk_wide", "module": splitk_wide}),
 )
 
 # The Gluon level (triton.experimental.gluon): the same persistent warp-specialized design as the hand-written
