@@ -712,10 +712,10 @@ def test_tma_rejects_unaligned_and_auto_falls_back():
 def test_kernel_argument_checked():
     a, b = make_inputs(8, 8, 8, "NN", device=DEVICE)
     with pytest.raises(ValueError, match=r"kernel must be one of \('auto', 'blocked', 'splitk', 'gemv', 'tma', "
-                       r"'splitk_tma'(, 'gluon')?\), got 'cublas'"):
+                       r"'splitk_tma', 'splitk_wide'(, 'gluon')?\), got 'cublas'"):
         triton_kernels.hgemm(a, b, kernel="cublas")
     with pytest.raises(ValueError, match=r"configs: kernel must be one of \('blocked', 'splitk', 'gemv', 'tma', "
-                       r"'splitk_tma'(, 'gluon')?\), got 'wgmma'"):
+                       r"'splitk_tma', 'splitk_wide'(, 'gluon')?\), got 'wgmma'"):
         configs("wgmma")
 
 
