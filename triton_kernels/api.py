@@ -24,7 +24,7 @@ def _record(kernel: str, caller: str):
 
 
 def configs(kernel: str = "blocked") -> list[Config]:
-    """The tuning list of one kernel ("blocked", "splitk", "gemv", "tma", "splitk_tma")."""
+    """The tuning list of one kernel ("blocked", "splitk", "gemv", "tma", "splitk_tma", "splitk_wide")."""
     return _record(kernel, "configs").extra["module"].configs()
 
 
@@ -38,7 +38,8 @@ def hgemm(a: torch.Tensor, b: torch.Tensor, *, out: torch.Tensor | None = None, 
     config: pin one `Config` (the interpreter always uses a pinned one).
     kernel: "auto" (the plan of the call's shape class from the GPU's plan table, `triton_kernels.plan_table`), or
         one kernel: "blocked", "splitk", "gemv" (one row of A per program, CUDA cores: for M = 1), "tma",
-        "splitk_tma" (the TMA ones raise if the operands are not TMA-compatible).
+        "splitk_tma", "splitk_wide" (small outputs over very long K) (the TMA ones raise if the operands are not
+        TMA-compatible).
     tune: "table" (the default: table, nearest class or heuristic; nothing is timed on the call path) or "exact"
         (the candidates timed on this kind of call's own operands once, the result kept in the user's plan cache
         file for later processes); None takes TENSORCORE_HGEMM_TUNE, else "table".
