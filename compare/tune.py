@@ -27,9 +27,15 @@ import torch
 from triton_kernels.common import timing
 
 # (shape, layouts): the default grid. The harness's mixed suite (square, LLM, skinny M, odd), every power-of-two M
-# at N = K = 4096 (decode to prefill batch sizes), LLM projections at a few M, the small-output / large-K class.
+# at N = K = 4096 (decode to prefill batch sizes), LLM projections at the M the suites and decoding meet, the
+# small-output / large-K suite and the training suite in its own layouts.
 _M_LADDER = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192)
-_PROJ = ((4096, 14336), (14336, 4096), (4096, 11008), (11008, 4096), (32000, 4096), (8192, 8192), (28672, 8192))
+# (N, K) of a projection -> its M: a 4096-wide model's MLP (14336) and vocabulary (32000) at decode M (1, 4, 16),
+# the m_sweep suite's 64-256 and prefill 1024-4096; an 8192-wide model's at 16-4096. One (N, K) per class: 11008
+# (Llama-2's MLP) shares 14336's buckets.
+_PROJ = {(4096, 14336): (1, 4, 16, 64, 128, 256, 1024, 4096), (14336, 4096): (1, 4, 16, 64, 128, 256, 1024, 4096),
+         (32000, 4096): (1, 4, 16, 128, 1024, 4096), (8192, 8192): (16, 128, 1024, 4096),
+         (28672, 8192): (16, 128, 1024, 4096)}
 
 
 def default_grid() -> list[tuple[tuple[int, int, int], tuple[str, ...]]]:
@@ -37,14 +43,15 @@ def default_grid() -> list[tuple[tuple[int, int, int], tuple[str, ...]]]:
 
     shapes = list(SUITES["mixed"])
     shapes += [(m, 4096, 4096) for m in _M_LADDER]
-    shapes += [(m, n, k) for m in (16, 128, 1024, 4096) for n, k in _PROJ]
-    shapes += [(256, 256, 65536), (128, 128, 131072), (512, 512, 16384), (256, 1024, 32768)]
-    shapes = list(dict.fromkeys(shapes))
-    grid = [(s, ("NN", "NT")) for s in shapes]
-    # an nn.Linear's backward at a few token counts T: dX = dY W (NN, in the grid's layouts already) and the
-    # weight gradients dW = dY^T X, whose A is a transposed view (TN) and whose K is the token count
-    grid += [((n, h, t), ("TN",)) for t in (2048, 8192) for n, h in ((14336, 4096), (4096, 4096), (4096, 14336))]
-    return grid
+    shapes += [(m, n, k) for (n, k), ms in _PROJ.items() for m in ms]
+    shapes += SUITES["small_out_large_k"] + SUITES["m_sweep"]
+    layouts = {s: ["NN", "NT"] for s in shapes}
+    # an nn.Linear's forward (NT), dX = dY W (NN) and dW = dY^T X (TN: A a transposed view, K the token count)
+    for m, n, k, layout in SUITES["training"]:
+        layouts.setdefault((m, n, k), [])
+        if layout not in layouts[(m, n, k)]:
+            layouts[(m, n, k)].append(layout)
+    return [(s, tuple(lays)) for s, lays in layouts.items()]
 
 
 def quick_grid() -> list[tuple[tuple[int, int, int], tuple[str, ...]]]:
@@ -83,15 +90,16 @@ def _jobs(todo: list) -> list[tuple[int, str, tuple, str]]:
     """(case index, kernel, stage, configuration name) of every candidate configuration of every case: what the
     timing will run."""
     from triton_kernels import dispatch
-    from triton_kernels.common import prune_for_problem
+    from triton_kernels.common import problem_configs
     from triton_kernels.variants import BY_KERNEL, kernel_module
 
     jobs = []
     for i, (dtype, acc, layout, shape) in enumerate(todo):
         a, b = _operands(dtype, layout, shape, i)
         m, n, k = shape
-        for kern, stage in dispatch.candidates(m, n, k, dispatch.device_arch(a), dispatch.sm_count(a), a, b, None):
-            for cfg in prune_for_problem(kernel_module(BY_KERNEL[kern]).configs(), m, n, k):
+        sms = dispatch.sm_count(a)
+        for kern, stage in dispatch.candidates(m, n, k, dispatch.device_arch(a), sms, a, b, None):
+            for cfg in problem_configs(kernel_module(BY_KERNEL[kern]), m, n, k, sms):
                 jobs.append((i, kern, stage, cfg.name))
         del a, b
     return jobs
@@ -135,27 +143,64 @@ def warm(todo: list, workers: int, log=print) -> None:
     run_shares(_warm_worker, shares_by(jobs, lambda j: j[2:], workers), "tune: compiled", log)
 
 
+class _Checker:
+    """Whether a plan computes A @ B on the case's own operands, within the harness's error bound (checked against
+    the fp32 reference, made on first use): the tuner keeps no plan it has not checked (BENCHMARKING.md: never a
+    time for a wrong answer). `failed`: the kernels of the plans that did not."""
+
+    def __init__(self, a: torch.Tensor, b: torch.Tensor, acc: str):
+        self.a, self.b, self.acc = a, b, acc
+        self.ref = self.bound = None
+        self.failed: set[str] = set()
+
+    def __call__(self, plan) -> bool:
+        from triton_kernels import dispatch
+
+        from .reference import compare, error_bound, reference
+
+        if self.ref is None:
+            self.ref = reference(self.a, self.b)
+            self.bound = error_bound(self.a, self.b, self.ref, self.acc)
+        out = torch.full_like(self.ref, float("nan"), dtype=self.a.dtype)
+        dispatch.Runner(plan, self.acc == "fp16")(self.a, self.b, out)
+        verdict = compare(out, self.ref, self.bound)
+        if not verdict.ok:
+            self.failed.add(plan.kernel)
+            print(f"tune: {plan.name} fails the check: {verdict}", flush=True)
+        return verdict.ok
+
+
 def time_case(dtype: str, acc: str, layout: str, shape, seed: int) -> CaseResult:
     from hgemm_common.validation import DTYPE_NAMES
     from triton_kernels import dispatch, plan_table
+    from triton_kernels.plan_table import Plan
 
     a, b = _operands(dtype, layout, shape, seed)
     m, n, k = shape
     c = torch.empty((m, n), dtype=a.dtype, device="cuda")
     facts = dispatch.key_of(a, b, None, acc)
     best, every = dispatch.time_auto(a, b, c, None, acc, facts, dispatch.device_arch(a))
+    correct = _Checker(a, b, acc)
+    if not correct(best):  # the fastest candidate that computes the product instead
+        for kern, stage, cfg, ms in sorted(every, key=lambda t: t[3]):
+            plan = Plan(kern, cfg, stage, ms, source="exact")
+            if correct(plan):
+                best = plan
+                break
+        else:
+            raise RuntimeError(f"tune: no candidate computes {dtype} {layout} {m}x{n}x{k} correctly")
     kernels = {}
     for kern, stage, cfg, ms in every:
-        if not any(stage) and (kern not in kernels or ms < kernels[kern][1]):
+        if not any(stage) and (kern not in kernels or ms < kernels[kern][1]) and kern not in correct.failed:
             kernels[kern] = (cfg.name, ms)
     cls = plan_table.shape_class(a, b, None, DTYPE_NAMES[a.dtype], acc)
     return CaseResult(dtype, acc, layout, shape, cls.key, best.as_json(), kernels)
 
 
 # Warm-up and repetition milliseconds of each timing in the tuner: a grid of a hundred cases times some 4,000
-# (kernel, configuration) pairs, and 10 ms of repetitions (after a 2 ms warm-up) ranks them; the close ones are
-# timed again in interleaved rounds (dispatch.refine) either way.
-TUNE_TIMING_MS = (2.0, 10.0)
+# (kernel, configuration) pairs, and 5 ms of repetitions (after a 1 ms warm-up: twenty calls of a 0.2 ms problem,
+# flush included) ranks them; the close ones are timed again in interleaved rounds (dispatch.refine) either way.
+TUNE_TIMING_MS = (1.0, 5.0)
 
 
 def _geomean(xs: list[float]) -> float:

@@ -81,7 +81,7 @@ triton.runtime.driver.set_active(drv)
 
 from triton import knobs  # noqa: E402
 
-from triton_kernels import blocked, gemv, splitk, splitk_tma, tma_persistent, triton_internals  # noqa: E402
+from triton_kernels import blocked, gemv, splitk, splitk_tma, splitk_wide, tma_persistent, triton_internals  # noqa: E402
 from triton_kernels.launch import DESCRIPTORS, Desc, Direct, Kept, jit_launch  # noqa: E402
 
 tma_persistent._num_sms = lambda index: 132  # an H100's SMs: the persistent grid
@@ -165,6 +165,8 @@ if CAPABILITY >= 90:
         ("tma NN fp16", tma_persistent, 256, 256, 128, "NN", "fp16", tma_persistent.configs()[0]),
         ("tma TT bf16", tma_persistent, 256, 256, 128, "TT", "bf16", tma_persistent.configs()[0]),
         ("splitk_tma NN fp16", splitk_tma, 16, 256, 4096, "NN", "fp16", splitk_tma.configs()[0]),
+        # two launches, the second a programmatic dependent launch (its launcher's PDL flag)
+        ("splitk_wide NT fp16", splitk_wide, 256, 256, 8192, "NT", "fp16", splitk_wide.configs()[1]),
     ]
 else:  # descriptors the compiler does not lower to CUtensorMaps (no TMA before sm_90)
     CASES += [("tma NT fp16", tma_persistent, 256, 256, 128, "NT", "fp16", tma_persistent.configs()[0])]

@@ -404,6 +404,34 @@ def test_threads_and_streams_share_the_cache():
     assert len(results) == 12 and all(results)
 
 
+def side_stream_and_graph(kernel: str, cfg: Config, ins: list, refs: list) -> tuple:
+    """hgemm(kernel, config) on a side stream, then captured in a CUDA graph on that stream and replayed on each
+    of `ins` (last the first), each replay followed by an eager call on the side stream; every result checked
+    against `refs`. Returns (the first eager result, on ins[0]; A; B): A and B hold ins[0] again at the end."""
+    a, b = (t.clone() for t in ins[0])
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        first = triton_kernels.hgemm(a, b, kernel=kernel, config=cfg)
+        side.synchronize()
+        assert compare(first, refs[0]).ok
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph, stream=side):
+        out = triton_kernels.hgemm(a, b, kernel=kernel, config=cfg)
+    for i in (*range(1, len(ins)), 0):
+        a.copy_(ins[i][0])
+        b.copy_(ins[i][1])
+        graph.replay()
+        torch.cuda.synchronize()
+        assert compare(out, refs[i]).ok
+        with torch.cuda.stream(side):
+            eager = triton_kernels.hgemm(a, b, kernel=kernel, config=cfg)
+        side.synchronize()
+        assert compare(eager, refs[i]).ok
+    return first, a, b
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("kernel", ["splitk", "splitk_tma"])
 def test_splitk_counters_on_streams_threads_and_graphs(kernel):
@@ -434,28 +462,28 @@ def test_splitk_counters_on_streams_threads_and_graphs(kernel):
     for t in threads:
         t.join()
     assert len(results) == 60 and all(results)
-
-    a, b = (t.clone() for t in ins[0])
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        assert compare(triton_kernels.hgemm(a, b, kernel=kernel, config=cfg), refs[0]).ok
-    torch.cuda.synchronize()
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph, stream=side):
-        out = triton_kernels.hgemm(a, b, kernel=kernel, config=cfg)
-    for i in (1, 2, 0):
-        a.copy_(ins[i][0])
-        b.copy_(ins[i][1])
-        graph.replay()
-        torch.cuda.synchronize()
-        assert compare(out, refs[i]).ok
-        with torch.cuda.stream(side):
-            eager = triton_kernels.hgemm(a, b, kernel=kernel, config=cfg)
-        side.synchronize()
-        assert compare(eager, refs[i]).ok
+    side_stream_and_graph(kernel, cfg, ins, refs)
     assert all(not buf.any() for buf in splitk.COUNTERS._bufs.values())
     assert len(splitk.WORKSPACES._bufs) >= 4  # one per stream used outside the capture
+
+
+@pytest.mark.gpu
+def test_splitk_wide_on_streams_and_graphs(monkeypatch):
+    """The wide split-K kernel's two launches (the reduction a programmatic dependent launch, its workspace from the
+    caching allocator) on a side stream and captured in a CUDA graph, replayed on new data between eager calls:
+    exact every time; and the reduction launched as an ordinary second launch (PDL off) gives the same bits."""
+    from triton_kernels import splitk_wide
+    from triton_kernels.plan_table import Plan
+
+    if torch.cuda.get_device_capability() < (9, 0):
+        pytest.skip("TMA kernels need sm_90")
+    cfg = Config(64, 64, 128, group_m=8, num_warps=4, num_stages=6, split_k=16)
+    ins = [make_inputs(130, 200, 6000, "NT", device="cuda", seed=s) for s in range(3)]
+    first, a, b = side_stream_and_graph("splitk_wide", cfg, ins, [reference(a, b) for a, b in ins])
+    monkeypatch.setattr(splitk_wide, "PDL", False)
+    plain = poisoned_out(130, 200, "cuda", "fp16")
+    dispatch.Runner(Plan("splitk_wide", cfg), False)(a, b, plain)
+    assert torch.equal(plain, first)
 
 
 @pytest.mark.gpu

@@ -13,6 +13,7 @@ import triton_kernels
 from compare.reference import compare, make_inputs, poisoned_out, reference
 from triton_kernels import Config, configs, dispatch, plan_table
 from triton_kernels.plan_table import ExactCache, Plan, ShapeClass, Table, bucket, heuristic
+from triton_kernels.variants import kernel_module
 
 from conftest import DEVICE
 
@@ -341,3 +342,24 @@ def test_ptx_first_call_inside_graph_capture():
     g.replay()
     torch.cuda.synchronize()
     assert torch.equal(out, ref)
+
+
+def test_tuner_keeps_no_plan_that_fails_the_check(monkeypatch):
+    """`python -m compare tune` checks each case's chosen plan on the case's operands (compare.tune._Checker): a
+    plan whose kernel writes a wrong product is refused, and its kernel named among the failed."""
+    from compare.tune import _Checker
+
+    a, b = make_inputs(37, 45, 99, "NN", device=DEVICE, seed=4)
+    check = _Checker(a, b, "fp32")
+    good = Plan("blocked", triton_kernels.configs("blocked")[0] if DEVICE == "cuda" else
+                kernel_module(dispatch.BY_KERNEL["blocked"]).INTERPRETER_CONFIG)
+    assert check(good) and not check.failed
+    real = dispatch.Runner
+
+    class Wrong(real):
+        def __call__(self, a, b, c):
+            super().__call__(a, b, c)
+            c[3, 4] += 1  # one element off
+
+    monkeypatch.setattr(dispatch, "Runner", Wrong)
+    assert not check(good) and check.failed == {"blocked"}

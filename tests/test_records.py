@@ -53,7 +53,11 @@ def test_every_kernel_module_meets_the_contract(record):
             assert len(inspect.signature(getattr(mod, name)).parameters) == 1, name
     assert isinstance(getattr(mod, "MAX_M", 0), int)
     assert getattr(mod, "UNAVAILABLE", None) is None or isinstance(mod.UNAVAILABLE, str)
-    assert set(OPTIONAL) == {"check_config", "compile_options", "MAX_M", "UNAVAILABLE"}
+    if hasattr(mod, "prune"):
+        assert [p.name for p in inspect.signature(mod.prune).parameters.values()][1:] == ["m", "n", "k", "sms"]
+    if hasattr(mod, "choose_config"):
+        assert [p.name for p in inspect.signature(mod.choose_config).parameters.values()][:4] == ["m", "n", "k", "sms"]
+    assert set(OPTIONAL) == {"check_config", "compile_options", "MAX_M", "UNAVAILABLE", "prune", "choose_config"}
 
 
 def test_records_have_typed_fields_only():

@@ -25,7 +25,7 @@ from compare.reference import LAYOUTS, compare, error_bound, make_inputs, negati
 from hgemm_common.operands import tma_describable
 from hgemm_common.record import ACCS_FOR
 from hgemm_common.validation import DTYPES, dtype_name
-from triton_kernels import Config, configs, dispatch, splitk
+from triton_kernels import Config, configs, dispatch, splitk, splitk_wide
 from triton_kernels.common import to_output
 from triton_kernels.variants import BY_KERNEL, kernel_module
 
@@ -47,7 +47,7 @@ GPU_GEMV = pytest.param("gemv", marks=pytest.mark.gpu)
 # one instead (kernel="auto" with a pinned config takes the ladder's choice, untimed); the timed path has its own
 # tests below and in tests/test_dispatch.py.
 GPU_PIN = {"blocked": configs("blocked")[5], "tma": configs("tma")[5], "splitk": configs("splitk")[4],
-           "splitk_tma": configs("splitk_tma")[9], "gemv": configs("gemv")[1]}
+           "splitk_tma": configs("splitk_tma")[9], "gemv": configs("gemv")[1], "splitk_wide": configs("splitk_wide")[0]}
 
 
 def pinned(a, b, **kw) -> dict:
@@ -207,12 +207,13 @@ def test_overflow_gives_inf_like_reference(dtype, x):
 
 
 @pytest.mark.parametrize("dtype", GPU_BF16)
-@pytest.mark.parametrize("kernel", ["auto", "splitk", "splitk_tma", GPU_GEMV])
+@pytest.mark.parametrize("kernel", ["auto", "splitk", "splitk_tma", "splitk_wide", GPU_GEMV])
 def test_deterministic(kernel, dtype):
     """Bitwise-equal results on the same inputs: split-K sums its partials in a fixed order, no atomics."""
-    k = 312 if kernel == "splitk_tma" else 311  # TMA: leading dimensions multiples of 8
+    tma = kernel in ("splitk_tma", "splitk_wide")
+    k = 312 if tma else 311  # TMA: leading dimensions multiples of 8
     a, b = make_inputs(100, 129, k, "NN", device=DEVICE, seed=11, kind="randn", dtype=dtype)
-    b = b if kernel != "splitk_tma" else b.t().contiguous().t()  # B column-major (ld 312)
+    b = b if not tma else b.t().contiguous().t()  # B column-major (ld 312)
     c1 = triton_kernels.hgemm(a, b, kernel=kernel)
     c2 = triton_kernels.hgemm(a, b, kernel=kernel)
     c3 = triton_kernels.hgemm(a.clone(), b.clone(), kernel=kernel)  # other addresses, the same plan
@@ -282,7 +283,7 @@ def test_interpreter_launches_the_pinned_config(kernel, monkeypatch):
 TMA_SHAPES = [(8, 8, 8), (40, 24, 72), (17, 40, 136), (96, 8, 16), (1, 64, 8)]
 
 
-@pytest.mark.parametrize("kernel", ["tma", "splitk_tma"])
+@pytest.mark.parametrize("kernel", ["tma", "splitk_tma", "splitk_wide"])
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("m,n,k", TMA_SHAPES)
@@ -328,6 +329,53 @@ def test_splitk_tma_every_config_exact(dtype, acc):
         assert splitk.slices(k, cfg)[1] == cfg.split_k
         a, b = make_inputs(m, n, k, "TN", device=DEVICE, seed=cfg.split_k, dtype=dtype)
         run_exact(a, b, acc=acc, config=cfg, kernel="splitk_tma")
+
+
+@pytest.mark.parametrize("dtype,acc", DTYPE_ACCS)
+def test_splitk_wide_every_config_exact(dtype, acc):
+    """Every tile and split of the wide split-K kernel (on the CPU: every tile at its fewest slices, in fp16 with
+    fp32 accumulation, the other pairs on the first tile; the interpreter runs a program a tenth of a second): one
+    tile plus 8 on M and N (TMA boxes past the edges, masked partial stores), K cut into exactly split_k slices of
+    two K tiles, the last one 8 short (TMA's zero fill), A column-major."""
+    cfgs = configs("splitk_wide")
+    if not HAS_CUDA:
+        cfgs = [c for c in cfgs if c.split_k == min(splitk_wide.SPLITS)]
+        cfgs = cfgs if (dtype, acc) == ("fp16", "fp32") else cfgs[:1]
+    for cfg in cfgs:
+        m, n, k = cfg.block_m + 8, cfg.block_n + 8, 2 * cfg.split_k * cfg.block_k - 8
+        assert splitk.slices(k, cfg)[1] == cfg.split_k
+        a, b = make_inputs(m, n, k, "TN", device=DEVICE, seed=cfg.split_k, dtype=dtype)
+        run_exact(a, b, acc=acc, config=cfg, kernel="splitk_wide")
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("split", [*splitk_wide.SPLITS, 5])
+def test_splitk_wide_every_split_exact(split, dtype):
+    """The reduction at every split the configurations use, and at 5 (not a power of two: the reduction masks the
+    slice axis it loads, rounded up to 8): a one-tile problem (16 x 32 tiles, the interpreter's size) with M, N off
+    the tile and K = two K tiles a slice, 8 short; then K = 8 and 40, too short for split_k slices (the slices are
+    whole K tiles, so one and two of them). Every element of C is written (NaN-poisoned out)."""
+    for k in (2 * split * 32 - 8, 8, 40):
+        cfg = Config(16, 32, 32, group_m=2, num_warps=4, num_stages=2, split_k=split)
+        a, b = make_inputs(13, 29, k, "NT", device=DEVICE, seed=split + k, dtype=dtype)
+        run_exact(a, b, config=cfg, kernel="splitk_wide")
+    assert splitk_wide.reduce_shape(split)[0] >= split
+    assert splitk_wide.reduce_shape(5) == (8, splitk_wide.REDUCE_VALUES // 8)
+
+
+def test_splitk_wide_prunes_to_grids_that_cover_the_sms():
+    """kernel="auto" times the wide kernel's configurations whose grid (tiles x slices) is half a round to two rounds
+    of the SMs: one 128 x 128 tile (128 x 128 x 131072) in 128 slices, four (256 x 256 x 65536) in 32 or 64."""
+    from triton_kernels.common import problem_configs
+
+    one = problem_configs(splitk_wide, 128, 128, 131072, 132)
+    assert {c.split_k for c in one if (c.block_m, c.block_n) == (128, 128)} == {128}
+    four = problem_configs(splitk_wide, 256, 256, 65536, 132)
+    assert {c.split_k for c in four if (c.block_m, c.block_n) == (128, 128)} == {32, 64}
+    assert all(66 <= triton.cdiv(256, c.block_m) * triton.cdiv(256, c.block_n) * c.split_k <= 264 for c in four)
+    assert splitk_wide.worth_timing(256, 256, 65536, 132, True) and not splitk_wide.worth_timing(
+        256, 256, 65536, 132, False)
+    assert not splitk_wide.worth_timing(16, 4096, 4096, 132, True)  # K not long beside the output
 
 
 @pytest.mark.parametrize("dtype,acc", DTYPE_ACCS)
@@ -391,7 +439,7 @@ def test_splitk_fused_sums_like_the_two_pass_form(dtype):
     assert not splitk.COUNTERS.get(a.device, 1).any()
 
 
-@pytest.mark.parametrize("kernel", ["splitk", "splitk_tma"])
+@pytest.mark.parametrize("kernel", ["splitk", "splitk_tma", "splitk_wide"])
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_splitk_output_with_strides(dtype, kernel):
     a, b = make_inputs(17, 33, 200, "NT", device=DEVICE, seed=8, dtype=dtype)
@@ -429,7 +477,7 @@ import json, re, triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 from hgemm_common.record import ACCS_FOR
-from triton_kernels import splitk
+from triton_kernels import splitk, splitk_wide
 from triton_kernels.triton_internals import COMPILE_OPTIONS
 from triton_kernels.variants import VARIANTS, kernel_module
 
@@ -472,6 +520,17 @@ for dtype in ("fp16", "bf16"):
            "stride_cm": "i32", "stride_cn": "i32"}
     k = compile_(splitk.splitk_reduce_kernel, sig, dict(INDEX_64=False, BLOCK=splitk.REDUCE_BLOCK), {}, 4, 1)
     reduce[dtype] = "cvt.rn.bf16" in k.asm["ptx"]
+# the wide split-K kernel's reduction (its partial kernel stores fp32; this one rounds and writes C), 256 x 256 in
+# 32 slices: M, N multiples of 16, a programmatic dependent launch
+wide = {}
+for dtype in ("fp16", "bf16"):
+    sig = {"p_ptr": "*fp32", "c_ptr": f"*{dtype}", "M": "i32", "N": "i32", "SPLIT": "i32", "stride_cm": "i32"}
+    slices_, block = splitk_wide.reduce_shape(32)
+    attrs = {(i,): [["tt.divisibility", 16]] for i in (0, 1, 2, 3, 5)}
+    k = compile_(splitk_wide.splitk_wide_reduce_kernel, sig, dict(stride_cn=1, INDEX_64=False, PDL=True,
+                 SLICES=slices_, BLOCK=block), attrs, splitk_wide.REDUCE_WARPS, 1)
+    wide[dtype] = dict(griddepcontrol="griddepcontrol.wait" in k.asm["ptx"],
+                       loads=sorted(set(re.findall(r"\\bLDG[\\w.]*", k.asm["sass"]))), **facts(k))
 # 3000x5000x2000 NN: M, N, stride_bk and stride_cm multiples of 8 but not 16, so no divisibility attribute on
 # arguments 3, 4, 8, 10; the kernel as Triton alone specializes it (DIV8 = 0), or told what div8_args finds
 from triton_kernels import blocked
@@ -483,7 +542,7 @@ for d in (0, div8):
     attrs = {(i,): [["tt.divisibility", 16]] for i in (0, 1, 2, 5, 6)}
     k = compile_(fn, sig, dict(consts, EVEN_K=False, DIV8=d), attrs, 8, 3)
     loads["div8" if d else "plain"] = sorted(set(re.findall(r"\\bLDG[\\w.]*", k.asm["sass"])))
-print(json.dumps(dict(failed=failed, rows=rows, reduce_rn_bf16=reduce, x8_loads=loads)))
+print(json.dumps(dict(failed=failed, rows=rows, reduce_rn_bf16=reduce, x8_loads=loads, wide_reduce=wide)))
 """
 
 
@@ -539,11 +598,23 @@ def test_bf16_compiles_to_bf16_tensor_cores(sm90_compiles):
             assert promised and {f.split(".")[0] for f in r["mma"]} == promised, (where, r["mma"])
             assert r["local"] == fp16_local[r["record"]] == 0, where
         assert r["local"] == 0, where
-        assert r["rn_bf16"], where  # split-K's fused kernel rounds C too (its last slice writes it)
+        # split-K's fused kernel rounds C too (its last slice writes it); the wide kernel's partial kernel stores
+        # fp32 and its reduction rounds C (below)
+        assert r["rn_bf16"] == (r["record"] != "triton_splitk_wide"), where
     for r in rows:
         if r["dtype"] == "fp16":
             assert r["mma"] and not any("BF16" in f for f in r["mma"]), (r["record"], r["mma"])
     assert sm90_compiles["reduce_rn_bf16"] == {"fp16": False, "bf16": True}
+    wide = sm90_compiles["wide_reduce"]
+    assert {d: w["rn_bf16"] for d, w in wide.items()} == {"fp16": False, "bf16": True}
+
+
+def test_wide_reduction_waits_for_the_partials_and_loads_16_bytes(sm90_compiles):
+    """The wide split-K reduction, compiled as a 256 x 256 problem specializes it: it waits for the partial kernel
+    (griddepcontrol.wait: the launch may start before that kernel ends), loads the fp32 partials 16 bytes at a time,
+    and keeps every value in registers (no local memory)."""
+    for w in sm90_compiles["wide_reduce"].values():
+        assert w["griddepcontrol"] and w["loads"] == ["LDG.E.128"] and w["local"] == 0, w
 
 
 def test_leading_dimension_multiple_of_8_loads_16_bytes(sm90_compiles):
@@ -567,9 +638,9 @@ def test_tma_descriptors_carry_the_element_type(sm90_compiles):
     host = {"fp16": 6, "bf16": 9}
     tma = [r for r in sm90_compiles["rows"] if r["descs"]]
     assert {r["dtype"] for r in tma} == {"fp16", "bf16"}
-    assert {r["record"] for r in tma} == {"triton_tma", "triton_splitk_tma"}
+    assert {r["record"] for r in tma} == {"triton_tma", "triton_splitk_tma", "triton_splitk_wide"}
     for r in tma:
-        descs = 2 if r["record"] == "triton_splitk_tma" else 3
+        descs = 2 if r["record"] in ("triton_splitk_tma", "triton_splitk_wide") else 3
         assert [(size, _TMA_DTYPE_DEVICE_TO_HOST[t]) for size, t in r["descs"]] == [(2, host[r["dtype"]])] * descs, r
 
 
@@ -641,10 +712,10 @@ def test_tma_rejects_unaligned_and_auto_falls_back():
 def test_kernel_argument_checked():
     a, b = make_inputs(8, 8, 8, "NN", device=DEVICE)
     with pytest.raises(ValueError, match=r"kernel must be one of \('auto', 'blocked', 'splitk', 'gemv', 'tma', "
-                       r"'splitk_tma'(, 'gluon')?\), got 'cublas'"):
+                       r"'splitk_tma', 'splitk_wide'(, 'gluon')?\), got 'cublas'"):
         triton_kernels.hgemm(a, b, kernel="cublas")
     with pytest.raises(ValueError, match=r"configs: kernel must be one of \('blocked', 'splitk', 'gemv', 'tma', "
-                       r"'splitk_tma'(, 'gluon')?\), got 'wgmma'"):
+                       r"'splitk_tma', 'splitk_wide'(, 'gluon')?\), got 'wgmma'"):
         configs("wgmma")
 
 

@@ -41,7 +41,8 @@ def test_layouts_and_internals_name_the_same_releases():
 
 
 def test_direct_launch_hands_triton_launcher_the_same_arguments(probe):
-    """For blocked, split-K, gemv and the TMA kernels (fp16 and bf16, row- and column-major operands): the
+    """For blocked, split-K, gemv and the TMA kernels (fp16 and bf16, row- and column-major operands; the wide
+    split-K kernel's two launches, the second a programmatic dependent launch): the
     installed Triton's `kernel[grid]` (binder, compiler, CompiledKernel, CudaLauncher, its descriptor encoding)
     and the direct launch hand Triton's C launch entry the same arguments, compared element by element after the
     conversions the C launcher applies itself (a tensor as its address; launch metadata and idle hooks, which it
@@ -58,6 +59,9 @@ def test_direct_launch_hands_triton_launcher_the_same_arguments(probe):
         where = (r["case"], r["call"], r["launch"])
         assert r["direct"] == r["jit"], where
         assert r["jit"][3] == 0x5EED, where  # the stream
+        # launch flags (cooperative, PDL) after the function: the wide split-K's reduction is a programmatic
+        # dependent launch, on both paths
+        assert r["jit"][6] == (r["case"].startswith("splitk_wide") and r["launch"] == 1), where
         if r["call"] < 2:
             assert r["direct_encoded"] == r["jit_encoded"], where  # the encoder asked for the same maps
         else:

@@ -38,7 +38,8 @@ def hgemm(a: torch.Tensor, b: torch.Tensor, *, out: torch.Tensor | None = None, 
     config: pin one `Config` (the interpreter always uses a pinned one).
     kernel: "auto" (the plan of the call's shape class from the GPU's plan table, `triton_kernels.plan_table`), or
         one kernel of `KERNELS` (each record's `selector`, docs/kernels.md): "blocked", "splitk", "gemv" (one row
-        of A per program, CUDA cores: for M = 1), "tma", "splitk_tma", "gluon" (the TMA ones raise if the operands
+        of A per program, CUDA cores: for M = 1), "tma", "splitk_tma", "splitk_wide" (small outputs over very long K),
+        "gluon" (the TMA ones raise if the operands
         are not TMA-compatible).
     tune: "table" (the default: table, nearest class or heuristic; nothing is timed on the call path) or "exact"
         (the candidates timed on this kind of call's own operands once, the result kept in the user's plan cache

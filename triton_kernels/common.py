@@ -250,6 +250,14 @@ def prune_for_problem(configs: list[Config], m: int, n: int, k: int) -> list[Con
     return [min(configs, key=lambda c: (c.block_m * c.block_n, c.split_k))]
 
 
+def problem_configs(module, m: int, n: int, k: int, sms: int) -> list[Config]:
+    """A kernel module's configurations worth timing on an (m, n, k) problem on a GPU of `sms` SMs: its own
+    `prune(configs, m, n, k, sms)` where it has one (a rule that needs the SM count), else `prune_for_problem`."""
+    prune = getattr(module, "prune", None)
+    cfgs = module.configs()
+    return prune(cfgs, m, n, k, sms) if prune is not None else prune_for_problem(cfgs, m, n, k)
+
+
 _TIMING_MS = [5.0, 25.0]  # warm-up and repetitions of `time_ms`, milliseconds (`timing` changes them)
 
 

@@ -10,7 +10,11 @@ Optional members, each with the default the callers fall back to (`optional`):
 - `check_config(cfg) -> Config`: a pinned configuration's ranges, raising ValueError (default `Config.check`);
 - `compile_options(cfg) -> dict`: `triton.compile`'s options for a configuration (default num_warps, num_stages);
 - `MAX_M: int`: the largest M the bench times it on (a kernel made for skinny outputs; default: no limit);
-- `UNAVAILABLE: str | None`: why it cannot run with this Triton (the record is then not offered; default None).
+- `UNAVAILABLE: str | None`: why it cannot run with this Triton (the record is then not offered; default None);
+- `prune(configs, m, n, k, sms) -> list[Config]`: the configurations worth trying on a problem, where that needs the
+  SM count (default `common.prune_for_problem`; `common.problem_configs` asks);
+- `choose_config(m, n, k, sms) -> Config`: a rule of its own for an untimed choice (default: the first of
+  `problem_configs`; `plan_table.heuristic_config` asks).
 """
 from __future__ import annotations
 
@@ -49,6 +53,8 @@ OPTIONAL = {
     "compile_options": lambda cfg: dict(num_warps=cfg.num_warps, num_stages=cfg.num_stages),
     "MAX_M": None,
     "UNAVAILABLE": None,
+    "prune": None,
+    "choose_config": None,
 }
 
 

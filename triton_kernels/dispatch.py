@@ -19,7 +19,7 @@ Choosing a plan for kernel="auto" on a GPU (`choose`):
      split-K only where a 128x128 grid leaves SMs idle; staging only where the copies cost less than half the
      estimated GEMM). And, as one more candidate, TMA on copies of the describable operands whose rows start off
      the 32-byte sectors (`rows_off_sectors`);
-  2. each candidate's configurations that fit the problem (`prune_for_problem`) are timed (`time_ms`: device
+  2. each candidate's configurations that fit the problem (`problem_configs`) are timed (`time_ms`: device
      time, L2 flushed, median), whole calls including copies and reductions;
   3. the configurations within 10% of a candidate's fastest (up to 3) are timed again in 3 interleaved rounds and
      ranked by median (`refine`), and so are the candidates' winners within 10% of each other: one timing pass
@@ -47,7 +47,7 @@ from hgemm_common.timing import wall_us
 from hgemm_common.validation import DTYPE_NAMES, interpreter_active
 
 from . import plan_table
-from .common import Config, prune_for_problem, time_ms
+from .common import Config, problem_configs, time_ms
 from .contract import optional
 from .launch import Direct, Kept, direct_supported, hooks_idle, jit_launch
 from .plan_table import Plan, rows_off_sectors
@@ -332,7 +332,7 @@ def _tune(kernel: str, stage: tuple, facts: tuple, a, b, c, acc_fp16: bool) -> t
     m, k = a.shape
     n = b.shape[1]
     timed = []  # (ms, cfg, runner)
-    for cfg in prune_for_problem(kernel_module(BY_KERNEL[kernel]).configs(), m, n, k):
+    for cfg in problem_configs(kernel_module(BY_KERNEL[kernel]), m, n, k, sm_count(a)):
         run = Runner(Plan(kernel, cfg, stage), acc_fp16)
         try:
             timed.append((time_ms(lambda: run(a, b, c)), cfg, run))

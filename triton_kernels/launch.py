@@ -54,6 +54,7 @@ class Spec(NamedTuple):
     args: tuple
     num_warps: int
     num_stages: int
+    launch_pdl: bool = False  # a programmatic dependent launch (sm_90+): may start before the previous kernel ends
 
 
 # Triton's interpreter keeps its builder in module state: two threads interpreting kernels at once corrupt each
@@ -70,7 +71,8 @@ def jit_launch(spec: Spec):
     if interpreter_active():
         with _INTERPRETER_LOCK:
             return spec.fn[spec.grid](*args, num_warps=spec.num_warps, num_stages=spec.num_stages)
-    return spec.fn[spec.grid](*args, num_warps=spec.num_warps, num_stages=spec.num_stages, **COMPILE_OPTIONS)
+    pdl = {"launch_pdl": True} if spec.launch_pdl else {}
+    return spec.fn[spec.grid](*args, num_warps=spec.num_warps, num_stages=spec.num_stages, **COMPILE_OPTIONS, **pdl)
 
 
 def direct_supported() -> bool:

@@ -343,13 +343,13 @@ def heuristic_config(kernel: str, m: int, n: int, k: int, sms: int) -> Config:
         return _splitk_config(splitk if kernel == "splitk" else splitk_tma, m, n, k, sms)
     if kernel in ("blocked", "tma"):
         return _tiled_config(kernel, m, n, sms)
-    from .common import prune_for_problem
+    from .common import problem_configs
     from .variants import BY_KERNEL, kernel_module
 
     module = kernel_module(BY_KERNEL[kernel])
     if hasattr(module, "choose_config"):  # a module with a rule of its own (gluon_persistent: tiles, split-K)
         return module.choose_config(m, n, k, sms)
-    return prune_for_problem(module.configs(), m, n, k)[0]
+    return problem_configs(module, m, n, k, sms)[0]
 
 
 # ----------------------------------------------------------------------------------------------------------------

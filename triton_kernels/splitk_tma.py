@@ -62,6 +62,26 @@ def worth_timing(m: int, n: int, k: int, sms: int, tma_in_place: bool) -> bool:
 # Kernel
 # ----------------------------------------------------------------------------------------------------------------
 @triton.jit
+def tma_slice_product(a_desc, b_desc, tile, s, M, N, K, K_SLICE, A_T: tl.constexpr, B_T: tl.constexpr,
+                      ACC_FP16: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                      GROUP_M: tl.constexpr):
+    """(pid_m, pid_n, acc): output tile `tile`'s coordinates (grouped order) and its product over the s-th K slice
+    (K_SLICE elements from s * K_SLICE) from TMA tiles; the last slice's last tile past K is zero-filled by TMA."""
+    pid_m, pid_n = grouped_pid(tile, tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N), GROUP_M)
+    off_m = pid_m * BLOCK_M
+    off_n = pid_n * BLOCK_N
+    k0 = s * K_SLICE
+    if ACC_FP16:
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float16)
+    else:
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    # MAIN LOOP: this slice of K
+    for off_k in range(k0, tl.minimum(K, k0 + K_SLICE), BLOCK_K):
+        acc = tma_dot_step(a_desc, b_desc, off_m, off_n, off_k, acc, A_T, B_T, ACC_FP16)
+    return pid_m, pid_n, acc
+
+
+@triton.jit
 def splitk_tma_kernel(
     # descriptors and pointers
     a_desc, b_desc, c_ptr, p_ptr, count_ptr,
@@ -79,18 +99,8 @@ def splitk_tma_kernel(
     """Program (tile, s) computes the tile's product over the s-th K slice from TMA tiles, then `sum_slices`."""
     tile = tl.program_id(0)
     s = tl.program_id(1)
-    pid_m, pid_n = grouped_pid(tile, tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N), GROUP_M)
-    off_m = pid_m * BLOCK_M
-    off_n = pid_n * BLOCK_N
-    k0 = s * K_SLICE
-    if ACC_FP16:
-        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float16)
-    else:
-        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    # MAIN LOOP: this slice of K (the last slice's last tile past K is zero-filled by TMA)
-    for off_k in range(k0, tl.minimum(K, k0 + K_SLICE), BLOCK_K):
-        acc = tma_dot_step(a_desc, b_desc, off_m, off_n, off_k, acc, A_T, B_T, ACC_FP16)
-
+    pid_m, pid_n, acc = tma_slice_product(a_desc, b_desc, tile, s, M, N, K, K_SLICE, A_T, B_T, ACC_FP16, BLOCK_M,
+                                          BLOCK_N, BLOCK_K, GROUP_M)
     sum_slices(acc, tile, s, pid_m, pid_n, c_ptr, p_ptr, count_ptr, M, N, SPLIT, stride_cm, stride_cn, INDEX_64,
                BLOCK_M, BLOCK_N)
 

@@ -57,6 +57,13 @@ RECORDS: tuple[Variant, ...] = (
             # the 16x64x128 tile of a 16-row problem: mma.sync (wgmma needs 64 rows), operands by TMA
             promises={"sm_90": ("HMMA", "UTMALDG")}, forbids={"sm_90": ("LDGSTS",)}, ceiling="wgmma",
             selector="splitk_tma"),
+    Variant("triton_splitk_wide", "triton", "triton", "splitk_wide.py", "one of splitk_wide.configs()",
+            "+ small outputs over very long K: wgmma tiles in 8-128 K slices, the partials summed by a second "
+            "kernel over every SM (a programmatic dependent launch)", "tl.dot", min_arch=90, native_layouts=LAYOUTS,
+            alignment="tma_ab", misaligned="refuse", dtypes=DTYPES,
+            # 64- and 128-row tiles: wgmma, operands by TMA
+            promises={"sm_90": ("HGMMA", "UTMALDG")}, forbids={"sm_90": ("LDGSTS",)}, ceiling="wgmma",
+            selector="splitk_wide"),
     # The Gluon level (triton.experimental.gluon): the same persistent warp-specialized design as the hand-written
     # wgmma_persistent, written in Python. Offered only where it can run: its Gluon API's Triton versions
     # (`triton_versions`), compiled (the interpreter cannot run Gluon). kernel="auto" does not time it
