@@ -20,6 +20,7 @@ import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from hgemm_common.errors import HgemmError
 from hgemm_common.record import Variant
 from ptx_kernels import toolchain
 
@@ -206,7 +207,7 @@ def finish(proc, out: Path) -> tuple[list[InspectRow], dict[str, str]]:
         Path(out).mkdir(parents=True, exist_ok=True)
         (Path(out) / "inspect.log").write_text(err)
         last = err.strip().splitlines()[-1] if err.strip() else f"exit status {proc.returncode}"
-        raise RuntimeError(f"{last} (full output in {Path(out) / 'inspect.log'})")
+        raise HgemmError(f"{last} (full output in {Path(out) / 'inspect.log'})")
     return load(out)
 
 

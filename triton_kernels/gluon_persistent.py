@@ -42,6 +42,7 @@ import torch
 import triton
 import triton.language as tl
 
+from hgemm_common.errors import HgemmError, HgemmValueError
 from hgemm_common.operands import major as _major
 from hgemm_common.validation import interpreter_active
 
@@ -294,10 +295,10 @@ class GluonLaunch(NamedTuple):
 
 def _refuse_here() -> None:
     if UNAVAILABLE is not None:
-        raise RuntimeError(f"hgemm(kernel='gluon'): {UNAVAILABLE}")
+        raise HgemmError(f"hgemm(kernel='gluon'): {UNAVAILABLE}")
     if interpreter_active():
-        raise RuntimeError("hgemm(kernel='gluon'): Triton's interpreter cannot run Gluon kernels; run it on a "
-                           "Hopper GPU without TRITON_INTERPRET")
+        raise HgemmError("hgemm(kernel='gluon'): Triton's interpreter cannot run Gluon kernels; run it on a "
+                         "Hopper GPU without TRITON_INTERPRET")
 
 
 def launches(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, acc_fp16: bool, config: Config) -> list[Spec]:
@@ -307,7 +308,7 @@ def launches(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, acc_fp16: bool, 
     m, k = a.shape
     n = b.shape[1]
     if _major(c) != "N":
-        raise ValueError("hgemm(kernel='gluon'): the output must be row-major for the TMA store")
+        raise HgemmValueError("hgemm(kernel='gluon'): the output must be row-major for the TMA store")
     a_desc, b_desc, a_t, b_t = operand_descs(a, b, config)
     grid = (programs(triton.cdiv(m, config.block_m) * triton.cdiv(n, config.block_n), num_sms(a.device)),)
     c_box = (64, config.block_n // config.epilogue_split)
