@@ -104,7 +104,7 @@ LaunchReport launch_registered(const std::string& variant, LauncherOf<E> launch,
 // has validated the operands (ptx_kernels.sparse_hgemm); these checks guard the contract again.
 LaunchReport sparse_launch(const std::string& variant, const torch::Tensor& values, const torch::Tensor& meta,
                            const torch::Tensor& b, const torch::Tensor& c, int64_t k, bool b_col_major,
-                           bool acc_fp16, int64_t tile) {
+                           bool acc_fp16, int64_t tile, int64_t schedule) {
   const auto it = hgemm::registry().find(variant);
   TORCH_CHECK(it != hgemm::registry().end(), "sparse_hgemm: no PTX variant named '", variant, "' in this build");
   for (const auto* t : {&values, &b, &c})
@@ -136,8 +136,10 @@ LaunchReport sparse_launch(const std::string& variant, const torch::Tensor& valu
   p.sbn = b.stride(1);
   p.ldc = c.stride(0);
   p.b_col_major = b_col_major;
-  TORCH_CHECK(tile >= 0 && tile <= 3, "sparse_launch: tile must be 0 (auto), 1, 2 or 3 (the variant's own choices)");
+  TORCH_CHECK(tile >= 0 && tile <= 2, "sparse_launch: tile must be 0 (auto), 1 (large) or 2 (base)");
+  TORCH_CHECK(schedule >= 0 && schedule <= 3, "sparse_launch: schedule must be 0 (auto), 1, 2 or 3");
   p.tile = static_cast<int>(tile);
+  p.schedule = static_cast<int8_t>(schedule);
   return launch_registered(variant, it->second.launch, p, values.device(), acc_fp16);
 }
 

@@ -208,12 +208,12 @@ int wave_blocks(int split) {
 // ---- HOST: the plan -> tensor maps -> launch ----
 template <typename E>
 hopper::Plan plan_wgmma(const GemmArgsOf<E>& p, double speed192, double speed_tall) {
-  const int force_bn = p.tile == 1   ? 256
-                       : p.tile == 2 ? 128
-                       : p.tile == 3 ? 64
-                       : p.tile == 4 ? 192
-                       : p.tile >= 5 ? 152
-                                     : 0;
+  const int force_bn = p.plan_tile == 1   ? 256
+                       : p.plan_tile == 2 ? 128
+                       : p.plan_tile == 3 ? 64
+                       : p.plan_tile == 4 ? 192
+                       : p.plan_tile >= 5 ? 152
+                                          : 0;
   return hopper::choose_plan(p.M, p.N, p.K, hopper::sm_count(), force_bn, p.split, 4, wave_blocks(2),
                              wave_blocks(4), speed192, speed_tall);
 }
@@ -221,14 +221,14 @@ hopper::Plan plan_wgmma(const GemmArgsOf<E>& p, double speed192, double speed_ta
 template <typename E>
 cudaError_t launch_wgmma_splitk_plan(const GemmArgsOf<E>& p, Acc acc, cudaStream_t stream, LaunchInfo* info,
                                      hopper::Plan plan) {
-  if (plan.bn == 192 || plan.bn == 152) return cudaErrorInvalidValue;  // persistent-only tiles (GemmArgs::tile 4-6)
+  if (plan.bn == 192 || plan.bn == 152) return cudaErrorInvalidValue;  // persistent-only tiles (GemmArgs::plan_tile 4-6)
   if (plan.bn == 256) return launch_tile<Wide>(p, acc, plan.split, stream, info);
   if (plan.bn == 128) return launch_tile<Medium>(p, acc, plan.split, stream, info);
   return launch_tile<Narrow>(p, acc, plan.split, stream, info);
 }
 
 // As a variant of its own: the same plan as wgmma_persistent's, but unsplit plans run here too (one block per
-// tile, not persistent); GemmArgs::tile (1/2/3: 128 x 256/128/64) and ::split (1/2/4) pin it.
+// tile, not persistent); GemmArgs::plan_tile (1/2/3: 128 x 256/128/64) and ::split (1/2/4) pin it.
 template <typename E>
 cudaError_t launch_wgmma_splitk(const GemmArgsOf<E>& p, Acc acc, cudaStream_t stream, LaunchInfo* info) {
   return launch_wgmma_splitk_plan(p, acc, stream, info, plan_wgmma(p));
