@@ -14,7 +14,7 @@ from . import call
 from .build import BuildError, load
 from .call import (ACCUMULATIONS, DEFAULT_KERNEL, SCHEDULES, TILES, check_dtype, check_variant, last_launch,
                    sparse_hgemm)
-from .variants import VARIANTS, Variant
+from .variants import BY_NAME, VARIANTS, Variant
 
 __all__ = ["ACCUMULATIONS", "BuildError", "HgemmError", "HgemmTypeError", "HgemmValueError", "Linear", "SCHEDULES",
            "SparseA", "TILES", "Variant", "check_variant", "hgemm", "last_launch", "load", "route_linears",
