@@ -16,6 +16,7 @@ from pathlib import Path
 
 import torch
 
+from hgemm_common.errors import HgemmValueError
 from hgemm_common.timing import L2Flush, wall_us
 
 from .reference import LAYOUTS, compare, error_bound, make_inputs, reference
@@ -107,9 +108,9 @@ def parse_shapes(text: str) -> list[tuple]:
         dims_text, _, layout = part.strip().partition(":")
         dims = dims_text.lower().split("x")
         if len(dims) != 3 or not all(d.isdigit() for d in dims):
-            raise ValueError(f"shape {part!r} is not of the form MxNxK or MxNxK:LAYOUT")
+            raise HgemmValueError(f"shape {part!r} is not of the form MxNxK or MxNxK:LAYOUT")
         if layout and layout.upper() not in LAYOUTS:
-            raise ValueError(f"shape {part!r}: layout must be one of {', '.join(LAYOUTS)}, got {layout!r}")
+            raise HgemmValueError(f"shape {part!r}: layout must be one of {', '.join(LAYOUTS)}, got {layout!r}")
         shapes.append(tuple(int(d) for d in dims) + ((layout.upper(),) if layout else ()))
     return shapes
 
@@ -221,7 +222,7 @@ def bench_shape(kernels: list[Kernel], m: int, n: int, k: int, *, layout: str = 
         from ptx_kernels.sparse import prune_2to4
 
         if layout not in SPARSE_LAYOUTS:
-            raise ValueError(f"the sparse kind takes layouts {SPARSE_LAYOUTS} (A row-major), got {layout}")
+            raise HgemmValueError(f"the sparse kind takes layouts {SPARSE_LAYOUTS} (A row-major), got {layout}")
         a = prune_2to4(a)
     ref = reference(a, b)
     rows, live, bounds = [], [], {}

@@ -19,6 +19,7 @@ import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from hgemm_common.errors import HgemmError, HgemmValueError
 from hgemm_common.record import Variant
 from ptx_kernels import toolchain
 
@@ -141,7 +142,7 @@ def instance(instances: list[toolchain.Instance], dtype: str, acc: str, want: di
     `inspect` matches none raises ValueError."""
     fit = [i for i in instances if i.dtype == dtype and i.acc == acc and not i.b_col_major and i.matches(want)]
     if not fit:
-        raise ValueError(f"no {dtype} instance with {acc} accumulation and row-major B matches {want} among "
+        raise HgemmValueError(f"no {dtype} instance with {acc} accumulation and row-major B matches {want} among "
                          f"{[i.template for i in instances]}")
     return fit[0]
 
@@ -200,7 +201,7 @@ def finish(proc, out: Path) -> tuple[list[InspectRow], dict[str, str]]:
         Path(out).mkdir(parents=True, exist_ok=True)
         (Path(out) / "inspect.log").write_text(err)
         last = err.strip().splitlines()[-1] if err.strip() else f"exit status {proc.returncode}"
-        raise RuntimeError(f"{last} (full output in {Path(out) / 'inspect.log'})")
+        raise HgemmError(f"{last} (full output in {Path(out) / 'inspect.log'})")
     return load(out)
 
 

@@ -44,7 +44,7 @@ def environment() -> dict:
 
     info = {
         "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        "command": "python -m compare " + " ".join(shlex.quote(x) for x in sys.argv[1:]),
+        "command": " ".join(["python -m compare", *(shlex.quote(x) for x in sys.argv[1:])]),
         "git_commit": git_commit(),
         "python": platform.python_version(),
         "torch": torch.__version__,

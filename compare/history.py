@@ -16,6 +16,8 @@ import math
 from datetime import datetime
 from pathlib import Path
 
+from hgemm_common.errors import HgemmValueError
+
 COLUMNS = ("commit", "date", "device", "kind", "kernel", "shape", "layout", "dtype", "acc", "tflops", "x_torch",
            "device_ms", "wall_us")
 # What makes a line unique: the same run (commit, date, device) timing the same case.
@@ -35,7 +37,7 @@ def rows_from_bench(data: dict) -> list[dict]:
     Runs from before the harness recorded a dtype, a problem kind or wall time took fp16 dense problems only and
     timed no wall clock: their lines say fp16, dense and leave wall_us empty."""
     if "rows" not in data or "environment" not in data:
-        raise ValueError("not a bench.json (needs 'rows' and 'environment')")
+        raise HgemmValueError("not a bench.json (needs 'rows' and 'environment')")
     env = data["environment"]
     out = []
     for r in data["rows"]:
@@ -59,8 +61,8 @@ def read(path: Path) -> list[dict]:
     with open(path, newline="") as f:
         reader = csv.DictReader(f)
         if tuple(reader.fieldnames or ()) != COLUMNS:
-            raise ValueError(f"{path}: not a history CSV (its columns are {reader.fieldnames}, expected "
-                             f"{', '.join(COLUMNS)})")
+            raise HgemmValueError(f"{path}: not a history CSV (its columns are {reader.fieldnames}, expected "
+                                  f"{', '.join(COLUMNS)})")
         return list(reader)
 
 
@@ -102,7 +104,7 @@ def plot(path: Path, out: Path, *, layout: str = "NN", dtype: str = "fp16", kind
     rows = [r for r in read(path) if r["layout"] == layout and r["dtype"] == dtype and r["kind"] == kind
             and r["x_torch"] and not r["kernel"].startswith("torch.")]
     if not rows:
-        raise ValueError(f"{path}: no timed {kind} {dtype} {layout} rows to draw")
+        raise HgemmValueError(f"{path}: no timed {kind} {dtype} {layout} rows to draw")
 
     def most(col: str, n: int) -> list[str]:
         counts: dict[str, int] = {}

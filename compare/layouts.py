@@ -13,6 +13,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
+from hgemm_common.errors import HgemmError  # noqa: E402
 from ptx_kernels import layouts as L  # noqa: E402
 
 
@@ -155,7 +156,7 @@ def draw_all(out: Path, hardware: bool = False) -> list[Path]:
                f"compiler's choice (the API calls it opaque); the map above is what this GPU and nvcc produced.\n")
         if not all(ok for _, ok, note in rows if not note.startswith("not run")):
             (out / "layouts.md").write_text(md)
-            raise RuntimeError("hardware differs from the model: see " + str(out / "layouts.md"))
+            raise HgemmError("hardware differs from the model: see " + str(out / "layouts.md"))
     (out / "layouts.md").write_text(md)
     return paths
 

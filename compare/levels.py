@@ -14,6 +14,8 @@ import re
 import tempfile
 from pathlib import Path
 
+from hgemm_common.errors import HgemmValueError
+
 ROOT = Path(__file__).resolve().parent.parent
 CSRC = ROOT / "ptx_kernels" / "csrc"
 LEVELS = (("Triton", "triton_tma"), ("Gluon", "gluon_persistent"), ("inline PTX", "wgmma_persistent"))
@@ -45,7 +47,7 @@ def code_lines(text: str, language: str) -> int:
     if language == "cuda":
         text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
         return sum(1 for line in text.splitlines() if line.strip() and not line.strip().startswith("//"))
-    raise ValueError(f"language must be 'python' or 'cuda', got {language!r}")
+    raise HgemmValueError(f"language must be 'python' or 'cuda', got {language!r}")
 
 
 def cuda_includes(path: Path, seen: set[Path] | None = None) -> list[Path]:

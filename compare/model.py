@@ -26,6 +26,7 @@ streams the model's weights (gigabytes) through L2 by itself.
 """
 from __future__ import annotations
 
+import argparse
 import contextlib
 import copy
 import csv
@@ -39,6 +40,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from hgemm_common.errors import HgemmValueError
 from hgemm_common.timing import wall_us
 
 from .nn import route_linears
@@ -73,10 +75,10 @@ class ModelSize:
 
     def check(self) -> None:
         if min(asdict(self).values()) < 1:
-            raise ValueError(f"model sizes must be positive: {self.label()}")
+            raise HgemmValueError(f"model sizes must be positive: {self.label()}")
         if self.hidden % self.heads or self.heads % self.kv_heads or self.head_dim % 2:
-            raise ValueError(f"hidden {self.hidden} must split into {self.heads} heads of an even width, and the "
-                             f"heads into {self.kv_heads} KV groups")
+            raise HgemmValueError(f"hidden {self.hidden} must split into {self.heads} heads of an even width, and the "
+                                  f"heads into {self.kv_heads} KV groups")
 
 
 SIZES = {
@@ -199,7 +201,7 @@ class Llama(nn.Module):
     def forward(self, tokens: torch.Tensor, cache: KVCache | None = None, pos: torch.Tensor | None = None):
         decode = pos is not None
         if decode and (cache is None or tokens.shape[1] != 1):
-            raise ValueError("Llama: decoding (pos given) takes one token per sequence and a KVCache")
+            raise HgemmValueError("Llama: decoding (pos given) takes one token per sequence and a KVCache")
         x = self.embed_tokens(tokens)
         positions = pos if decode else torch.arange(tokens.shape[1], device=tokens.device)
         freqs = positions.float()[:, None] * self.inv_freq.float()[None, :]
@@ -302,7 +304,7 @@ def train_step(runner: Runner, tokens: torch.Tensor, targets: torch.Tensor) -> t
 @dataclass(frozen=True)
 class Entry:
     """What a candidate's nn.Linear layers run: "torch" (nn.Linear itself), "triton" (`triton_kernels.hgemm`'s
-    automatic choice) or a hand-written variant (`ptx_kernels.hgemm(..., variant=name)`)."""
+    automatic choice) or a hand-written kernel (`ptx_kernels.hgemm(..., kernel=name)`)."""
     name: str
 
     @property
@@ -314,9 +316,9 @@ class Entry:
         if self.package == "torch":
             return torch_model
         model = copy.deepcopy(torch_model)
-        kwargs = {"variant": self.name} if self.package == "ptx" else {}
+        kwargs = {"kernel": self.name} if self.package == "ptx" else {}
         if route_linears(model, package=self.package, dtype=dtype, **kwargs) == 0:
-            raise ValueError("the model has no nn.Linear to route")
+            raise HgemmValueError("the model has no nn.Linear to route")
         return model
 
 
@@ -345,17 +347,17 @@ def resolve_entries(names: list[str], dtype: str, arch: int | None) -> list[Entr
     for name in dict.fromkeys(n for n in names if n != "torch"):  # torch runs in every comparison anyway
         if name != "triton":
             if arch is None:
-                raise ValueError(f"entry {name!r} is a hand-written kernel, which needs a CUDA GPU; here only "
-                                 "'triton' (under the interpreter) runs")
+                raise HgemmValueError(f"kernel {name!r} is a hand-written kernel, which needs a CUDA GPU; here only "
+                                      "'triton' (under the interpreter) runs")
             import ptx_kernels
 
             rec = {v.name: v for v in ptx_kernels.variants()}.get(name)
             if rec is None:
-                raise ValueError(f"unknown entry {name!r}: 'triton' or one of "
-                                 f"{', '.join(v.name for v in ptx_kernels.variants())}")
+                raise HgemmValueError(f"unknown kernel {name!r}: 'triton' or one of "
+                                      f"{', '.join(v.name for v in ptx_kernels.variants())}")
             if not rec.supports(dtype=dtype, arch=arch):
-                raise ValueError(f"entry {name!r} does not run {dtype} on sm_{arch} (takes {'/'.join(rec.dtypes)}, "
-                                 f"sm_{rec.min_arch}+)")
+                raise HgemmValueError(f"kernel {name!r} does not run {dtype} on sm_{arch} (takes "
+                                      f"{'/'.join(rec.dtypes)}, sm_{rec.min_arch}+)")
         out.append(Entry(name))
     return out
 
@@ -611,10 +613,10 @@ def run(size: ModelSize, *, impl: str = "auto", dtypes=("fp16", "bf16"), entries
     if impl == "auto":
         impl = "hf" if hf_available() else "builtin"
     if impl == "hf" and not hf_available():
-        raise ValueError("--impl hf needs the transformers package, which is not installed")
+        raise HgemmValueError("--impl hf needs the transformers package, which is not installed")
     bad = [m for m in modes if m not in MODES]
     if bad:
-        raise ValueError(f"unknown mode {bad[0]!r}: modes are {', '.join(MODES)}")
+        raise HgemmValueError(f"unknown mode {bad[0]!r}: modes are {', '.join(MODES)}")
     arch = _arch() if gpu else None
     names = entries or default_entries(arch)
     resolved = {d: resolve_entries(names, d, arch) for d in dtypes}
@@ -747,6 +749,15 @@ def run_model(out: Path | None = None, *, gpu: bool, quick: bool = True, log=lam
 SIZE_FLAGS = ("layers", "hidden", "intermediate", "vocab", "heads", "kv_heads", "batch", "prefill")
 
 
+class _Once(argparse.Action):
+    """An option with an older spelling (--kernels, --entries): either one, once; both is a usage error."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        if getattr(namespace, self.dest) is not None:
+            parser.error(f"{'/'.join(self.option_strings)}: give one of the two names, once")
+        setattr(namespace, self.dest, values)
+
+
 def add_arguments(p) -> None:
     p.add_argument("--size", default="issue", choices=sorted(SIZES),
                    help="issue: 4 layers, hidden 4096, MLP 14336, vocab 32000, 32/8 heads, batch 8, 512-token prompt "
@@ -756,8 +767,9 @@ def add_arguments(p) -> None:
     p.add_argument("--impl", default="auto", choices=["auto", "hf", "builtin"],
                    help="hf: transformers' LlamaForCausalLM from a config; builtin: the plain-torch Llama; auto: hf "
                         "when transformers is installed")
-    p.add_argument("--entries", help="comma list: triton (Triton's automatic choice) and hand-written variants "
-                                     "(default: one per kernel family that runs here)")
+    p.add_argument("--kernels", "--entries", dest="kernels", action=_Once,
+                   help="comma list: triton (Triton's automatic choice) and hand-written kernels (default: one per "
+                        "kernel family that runs here); --entries is an older name for it")
     p.add_argument("--dtype", default="fp16,bf16", help="fp16, bf16 or both (comma list)")
     p.add_argument("--modes", default=",".join(DEFAULT_MODES),
                    help=f"comma list of {', '.join(MODES)}, or 'all' (default: all but the torch.compile ones)")
@@ -782,7 +794,7 @@ def cli(args, *, gpu: bool, log=print) -> int:
         return usage(f"--dtype takes fp16, bf16 or fp16,bf16, got {args.dtype!r}")
     modes = MODES if args.modes == "all" else tuple(dict.fromkeys(args.modes.split(",")))
     kwargs = dict(impl=args.impl, dtypes=dtypes, modes=modes, rounds=args.rounds, budget_ms=args.budget_ms,
-                  entries=args.entries.split(",") if args.entries else None)
+                  entries=args.kernels.split(",") if args.kernels else None)
     if args.quick:
         kwargs.update(dtypes=("fp16",), modes=QUICK_MODES, rounds=3, budget_ms=100.0)
     try:

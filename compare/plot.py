@@ -12,6 +12,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from hgemm_common.errors import HgemmValueError  # noqa: E402
+
 from .bench import SUITES  # noqa: E402
 from .registry import BASELINE  # noqa: E402
 
@@ -35,7 +37,7 @@ def load(path: Path) -> dict:
         path = path / "bench.json"
     data = json.loads(path.read_text())
     if "rows" not in data or "environment" not in data:
-        raise ValueError(f"{path}: not a bench.json (needs 'rows' and 'environment')")
+        raise HgemmValueError(f"{path}: not a bench.json (needs 'rows' and 'environment')")
     return data
 
 

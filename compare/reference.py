@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import torch
 
+from hgemm_common.errors import HgemmValueError
 from hgemm_common.validation import DTYPES as TORCH_DTYPES
 
 LAYOUTS = ("NN", "NT", "TN", "TT")
@@ -56,7 +57,7 @@ def make_operand(rows: int, cols: int, major: str, *, device, generator: torch.G
     elif kind == "randn":
         t = torch.randn(shape, generator=generator, dtype=torch.float32)
     else:
-        raise ValueError(f"unknown input kind {kind!r}")
+        raise HgemmValueError(f"unknown input kind {kind!r}")
     t = t.to(device=device, dtype=TORCH_DTYPES[dtype])
     return t if major == "N" else t.t()
 
@@ -78,7 +79,7 @@ def make_inputs(m: int, n: int, k: int, layout: str = "NN", *, device="cpu", see
     inputs with K > 28 keep only the terms `exact_window` leaves (of B's columns, or of A's rows when M > N), so
     that |C| <= 256 (TESTING.md 13)."""
     if layout not in LAYOUTS:
-        raise ValueError(f"layout must be one of {LAYOUTS}, got {layout!r}")
+        raise HgemmValueError(f"layout must be one of {LAYOUTS}, got {layout!r}")
     g = torch.Generator().manual_seed(seed)
     a = make_operand(m, k, layout[0], device=device, generator=g, kind=kind, dtype=dtype)
     b = make_operand(k, n, layout[1], device=device, generator=g, kind=kind, dtype=dtype)

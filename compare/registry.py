@@ -111,7 +111,7 @@ def _triton(acc: str, config, kernel: str, tune: str | None = None) -> Runner:
 def _ptx(name: str, acc: str) -> Runner:
     def run(a, b, out=None):
         import ptx_kernels
-        return ptx_kernels.hgemm(a, b, variant=name, acc=acc, out=out)
+        return ptx_kernels.hgemm(a, b, kernel=name, acc=acc, out=out)
     return run
 
 
@@ -192,7 +192,7 @@ def _sparse_a():
 
 def _ptx_sparse(name: str, acc: str, compressed: _PerA) -> Runner:
     def run(a, b, out=None):
-        return compressed(a).matmul(b, variant=name, acc=acc, out=out)
+        return compressed(a).matmul(b, kernel=name, acc=acc, out=out)
     return run
 
 

@@ -25,6 +25,7 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from hgemm_common.errors import HgemmError
 from ptx_kernels import toolchain
 
 from . import disasm
@@ -799,7 +800,7 @@ def headless(index: Path, script: str = "", screenshot: Path | None = None, size
                    f"--screenshot={screenshot}" if screenshot else "--dump-dom", page.resolve().as_uri()]
             res = subprocess.run(cmd, capture_output=True, text=True, timeout=180)
         if res.returncode != 0:
-            raise RuntimeError(f"chromium failed ({res.returncode}): {res.stderr.strip()[-500:]}")
+            raise HgemmError(f"chromium failed ({res.returncode}): {res.stderr.strip()[-500:]}")
         return res.stdout
     finally:
         page.unlink(missing_ok=True)
@@ -821,7 +822,7 @@ def screenshot(index: Path, png: Path, selector: str = "#side", width: int = 160
     dom = headless(index, _RECT_JS % json.dumps(selector))
     m = re.search(r'<pre id="rect">([^<]*)</pre>', dom)
     if not m:
-        raise RuntimeError(f"{selector} not found on the page")
+        raise HgemmError(f"{selector} not found on the page")
     x, y, w, h = json.loads(html.unescape(m.group(1)))
     top = int(y)
     headless(index, screenshot=png, size=(width, top + height))

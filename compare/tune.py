@@ -24,6 +24,7 @@ from pathlib import Path
 
 import torch
 
+from hgemm_common.errors import HgemmError
 from triton_kernels.common import timing
 
 # (shape, layouts): the default grid. The harness's mixed suite (square, LLM, skinny M, odd), every power-of-two M
@@ -188,7 +189,7 @@ def time_case(dtype: str, acc: str, layout: str, shape, seed: int) -> CaseResult
                 best = plan
                 break
         else:
-            raise RuntimeError(f"tune: no candidate computes {dtype} {layout} {m}x{n}x{k} correctly")
+            raise HgemmError(f"tune: no candidate computes {dtype} {layout} {m}x{n}x{k} correctly")
     kernels = {}
     for kern, stage, cfg, ms in every:
         if not any(stage) and (kern not in kernels or ms < kernels[kern][1]) and kern not in correct.failed:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import torch
 
+from .errors import HgemmValueError
+
 
 def is_row_major(t: torch.Tensor) -> bool:
     """Unit stride along the columns (a single column counts as either)."""
@@ -66,8 +68,8 @@ def meets_alignment(alignment: str, a: torch.Tensor, b: torch.Tensor, out: torch
         return tma_describable(a, b, out) and major(out) == "N"
     if alignment == "tma_ab":
         return tma_describable(a, b)
-    raise ValueError(f"meets_alignment: unknown alignment {alignment!r}; choose one of "
-                     "('none', 'rows16', 'tma', 'tma_ab')")
+    raise HgemmValueError(f"meets_alignment: unknown alignment {alignment!r}; choose one of "
+                          "('none', 'rows16', 'tma', 'tma_ab')")
 
 
 def resolved(t: torch.Tensor, name: str = "", copies: list[str] | None = None) -> torch.Tensor:

@@ -92,3 +92,25 @@ def define(name: str, schema: str, impl: Callable, fake: Callable, backward: Cal
 
     _LIB.impl(name, autograd_kernel, "Autograd")
     return op
+
+
+def define_alias(name: str, schema: str, selector: str, alias: str) -> None:
+    """Overload `NAMESPACE::name.<alias>` that takes a keyword under its older name (`variant=` for `kernel=`) and
+    calls the default overload, so `torch.ops.<NAMESPACE>.<name>(a, b, variant="x")` keeps working; given both
+    names, it raises a one-line HgemmValueError. `schema` is the overload's arguments: the default's, with
+    `str? <selector>=None` and a keyword-only `str <alias>`. A CompositeImplicitAutograd kernel: autograd, fake
+    tensors and torch.compile see the default overload it calls."""
+    from .errors import pick
+
+    default = getattr(getattr(torch.ops, NAMESPACE), name).default
+    args = default._schema.arguments
+    names = [a.name for a in args]
+    defaults = {a.name: a.default_value for a in args if a.has_default_value()}
+
+    def impl(*positional, **keywords):
+        bound = dict(zip(names, positional), **keywords)
+        bound[selector] = pick(name, selector, bound.get(selector), alias, bound.pop(alias), defaults[selector])
+        return default(*(bound[n] if n in bound else defaults[n] for n in names))
+
+    _LIB.define(f"{name}.{alias}{schema} -> Tensor")
+    _LIB.impl(f"{name}.{alias}", impl, "CompositeImplicitAutograd")

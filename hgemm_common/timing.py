@@ -8,6 +8,8 @@ import time
 
 import torch
 
+from .errors import HgemmValueError
+
 L2_FLUSH_BYTES = 256 * 2**20  # > 5x the H100's 50 MB L2
 FLUSHES = ("clean", "write", "none")  # L2Flush modes, the default first
 
@@ -25,7 +27,7 @@ class L2Flush:
 
     def __init__(self, mode: str = "clean", device=None):
         if mode not in FLUSHES:
-            raise ValueError(f"flush must be one of {FLUSHES}, got {mode!r}")
+            raise HgemmValueError(f"flush must be one of {FLUSHES}, got {mode!r}")
         self.mode = mode
         if mode != "none":
             self.buf = torch.empty(L2_FLUSH_BYTES // 4, dtype=torch.float32, device=device or "cuda")

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import torch
 
+from .errors import HgemmTypeError, HgemmValueError
 from .record import ACCS_FOR
 
 INT32_MAX = 2**31 - 1
@@ -30,15 +31,15 @@ def check_acc(dtype: str, acc: str, who: str = "hgemm") -> None:
     """Raise a one-line ValueError when accumulation `acc` is not offered for inputs of `dtype`."""
     if acc not in ACCS_FOR[dtype]:
         if dtype == "bf16":
-            raise ValueError(f"{who}: bf16 inputs accumulate in fp32 only (mma.sync and wgmma have no bf16 "
-                             f"accumulator), got acc={acc!r}")
-        raise ValueError(f"{who}: acc must be one of {ACCS_FOR[dtype]} for {dtype} inputs, got {acc!r}")
+            raise HgemmValueError(f"{who}: bf16 inputs accumulate in fp32 only (mma.sync and wgmma have no bf16 "
+                                  f"accumulator), got acc={acc!r}")
+        raise HgemmValueError(f"{who}: acc must be one of {ACCS_FOR[dtype]} for {dtype} inputs, got {acc!r}")
 
 
 def check_dtype_offered(dtype: str, offered: tuple[str, ...], who: str) -> None:
     """Raise a one-line TypeError when a kernel (`who`) does not take `dtype`, naming the dtypes it does."""
     if dtype not in offered:
-        raise TypeError(f"{who} takes {' or '.join(offered)} inputs, got {DTYPES[dtype]}")
+        raise HgemmTypeError(f"{who} takes {' or '.join(offered)} inputs, got {DTYPES[dtype]}")
 
 
 def interpreter_active() -> bool:
@@ -81,9 +82,9 @@ def needs_int64_indexing(*tensors: torch.Tensor) -> bool:
 
 def _check_matrix(name: str, t: object) -> torch.Tensor:
     if not isinstance(t, torch.Tensor):
-        raise TypeError(f"hgemm: {name} must be a torch.Tensor, got {type(t).__name__}")
+        raise HgemmTypeError(f"hgemm: {name} must be a torch.Tensor, got {type(t).__name__}")
     if t.dim() != 2:
-        raise ValueError(f"hgemm: {name} must be a 2-D matrix, got a {t.dim()}-D tensor of shape ({_shape(t)})")
+        raise HgemmValueError(f"hgemm: {name} must be a 2-D matrix, got a {t.dim()}-D tensor of shape ({_shape(t)})")
     return t
 
 
@@ -132,16 +133,16 @@ def validate(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None, 
     b = _check_matrix("mat2", b)
     for name, t in (("mat1", a), ("mat2", b), ("out", out)):
         if isinstance(t, torch.Tensor) and t._is_zerotensor():
-            raise ValueError(f"hgemm: {name} is a ZeroTensor (torch._efficientzerotensor: no memory to read or write); "
-                             f"pass a materialized tensor such as torch.zeros_like({name})")
+            raise HgemmValueError(f"hgemm: {name} is a ZeroTensor (torch._efficientzerotensor: no memory to read or "
+                                  f"write); pass a materialized tensor such as torch.zeros_like({name})")
     if a.dtype not in DTYPE_NAMES or b.dtype != a.dtype:
-        raise TypeError(
+        raise HgemmTypeError(
             f"hgemm: expected both inputs to be torch.float16 or both torch.bfloat16, got mat1 {a.dtype} and "
             f"mat2 {b.dtype}")
     if a.shape[1] != b.shape[0]:
-        raise ValueError(f"mat1 and mat2 shapes cannot be multiplied ({_shape(a)} and {_shape(b)})")
+        raise HgemmValueError(f"mat1 and mat2 shapes cannot be multiplied ({_shape(a)} and {_shape(b)})")
     if a.device != b.device:
-        raise ValueError(
+        raise HgemmValueError(
             f"Expected all tensors to be on the same device, but found at least two devices, "
             f"{a.device} and {b.device}!")
     if a.device.type != "cuda" and not allow_cpu:
@@ -150,32 +151,32 @@ def validate(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None, 
         hint = ("the Triton interpreter runs only the Triton kernels on CPU tensors" if interpreter_active() else
                 "CPU tensors are accepted only by the Triton kernels under the interpreter, TRITON_INTERPRET=1 "
                 "set before triton_kernels is imported")
-        raise ValueError(f"hgemm: inputs are on {a.device}; these kernels need CUDA tensors ({hint})")
+        raise HgemmValueError(f"hgemm: inputs are on {a.device}; these kernels need CUDA tensors ({hint})")
     m, k = a.shape
     n = b.shape[1]
     if out is None:
         out = torch.empty((m, n), dtype=a.dtype, device=a.device)
     else:
         if not isinstance(out, torch.Tensor):
-            raise TypeError(f"hgemm: out must be a torch.Tensor, got {type(out).__name__}")
+            raise HgemmTypeError(f"hgemm: out must be a torch.Tensor, got {type(out).__name__}")
         if out.dtype != a.dtype:
-            raise TypeError(f"hgemm: out must be {a.dtype} like the inputs, got {out.dtype}")
+            raise HgemmTypeError(f"hgemm: out must be {a.dtype} like the inputs, got {out.dtype}")
         if tuple(out.shape) != (m, n):
-            raise ValueError(f"hgemm: out has shape ({_shape(out)}), expected ({m}x{n}) for "
-                             f"({_shape(a)}) @ ({_shape(b)})")
+            raise HgemmValueError(f"hgemm: out has shape ({_shape(out)}), expected ({m}x{n}) for "
+                                  f"({_shape(a)}) @ ({_shape(b)})")
         if out.device != a.device:
-            raise ValueError(
+            raise HgemmValueError(
                 f"Expected all tensors to be on the same device, but found at least two devices, "
                 f"{a.device} and {out.device}!")
         (rows, cols), (sr, sc) = out.shape, out.stride()
         if (sr == 0 and rows > 1 and cols) or (sc == 0 and cols > 1 and rows):
-            raise ValueError(f"hgemm: out has a zero stride {(sr, sc)}: elements would alias")
+            raise HgemmValueError(f"hgemm: out has a zero stride {(sr, sc)}: elements would alias")
         if _self_overlapping(out):
-            raise ValueError(f"hgemm: out's strides {(sr, sc)} for shape ({_shape(out)}) make some of its elements "
-                             "share memory; pass an out whose elements are distinct")
+            raise HgemmValueError(f"hgemm: out's strides {(sr, sc)} for shape ({_shape(out)}) make some of its "
+                                  "elements share memory; pass an out whose elements are distinct")
         if _overlaps_any(out, a, b):
-            raise ValueError("hgemm: out overlaps an input; some elements of the output and an input "
-                             "refer to a single memory location")
+            raise HgemmValueError("hgemm: out overlaps an input; some elements of the output and an input "
+                                  "refer to a single memory location")
     return Problem(m=m, n=n, k=k, out=out, dtype=DTYPE_NAMES[a.dtype])
 
 

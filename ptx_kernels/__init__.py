@@ -1,337 +1,73 @@
-"""Hand-written CUDA/PTX HGEMMs callable from PyTorch (built with load_inline on first use)."""
+"""Hand-written CUDA/PTX HGEMMs callable from PyTorch (built with load_inline on first use).
+
+`hgemm` (one dense kernel, `kernel=`), `sparse_hgemm` and `SparseA` (2:4 sparse A), `Linear` and `route_linears`
+(an nn.Linear on these kernels), `variants()` (the records: what each kernel supports), `last_launch()`. The call
+path below autograd is call.py; the operators are ops.py (`torch.ops.tensorcore_hgemm.ptx_hgemm`).
+"""
 from __future__ import annotations
 
 import torch
 
-from hgemm_common.operands import is_col_major, is_row_major, resolved, rows_aligned16
-from hgemm_common.plans import LRU, byte_extents, call_key, out_overlaps
-from hgemm_common.validation import check_acc, check_dtype_offered, finish_empty, validate
+from hgemm_common.errors import HgemmError, HgemmTypeError, HgemmValueError, pick
 
+from . import call
 from .build import BuildError, load
-from .variants import BY_NAME, VARIANTS, Variant, a_col_in_place, any_strides
+from .call import (ACCUMULATIONS, DEFAULT_KERNEL, SCHEDULES, TILES, check_dtype, check_variant, last_launch, planned,
+                   sparse_hgemm)
+from .variants import BY_NAME, VARIANTS, Variant
 
-__all__ = ["BuildError", "SparseA", "Variant", "check_variant", "hgemm", "last_launch", "load", "planned",
+__all__ = ["ACCUMULATIONS", "BuildError", "HgemmError", "HgemmTypeError", "HgemmValueError", "Linear", "SCHEDULES",
+           "SparseA", "TILES", "Variant", "check_variant", "hgemm", "last_launch", "load", "planned", "route_linears",
            "sparse_hgemm", "variants"]
-
-ACCUMULATIONS = ("fp32", "fp16")
-# (variant, acc, the binding's report, (a_col, b_col), copies) of the latest hgemm / sparse_hgemm call
-_last: list = [None]
-# hgemm's plans: call_key(a, b, out, variant, acc, tile, split) of a call that launched with no copies -> (extension,
-# a_col, b_col, byte_extents of A, B and out). A later call with the same key (same shapes, strides, dtypes, devices
-# and alignment bits, so validation and every layout decision would come out the same) launches at once; only the
-# overlap of out= with A and B, which depends on the addresses, is tested again.
-_PLANS = LRU(256)
 
 
 def variants(kind: str = "dense") -> tuple[Variant, ...]:
-    """Every variant of a problem kind ("dense": `hgemm`'s; "sparse": `sparse_hgemm`'s) in ladder order, with what it
-    supports."""
+    """Every kernel of a problem kind ("dense": `hgemm`'s; "sparse": `sparse_hgemm`'s) in ladder order, with what it
+    supports (`Variant`: the kernel's record)."""
     return tuple(v for v in VARIANTS if v.kind == kind)
 
 
-def last_launch() -> dict:
-    """What the most recent `hgemm` call launched: variant, grid, block, shared memory, whether the kernel read A
-    and B column-major (a_col_major, b_col_major), any copies it made, the block tile (tile_m, tile_n) where the
-    variant chose between several (else None), the K parts of a split-K launch (else None), and the variant whose
-    kernel ran ("kernel": wgmma_persistent hands skinny outputs to wgmma_splitk and some row-major B to
-    wgmma_cluster; else the variant itself)."""
-    if _last[0] is None:
-        return {}
-    variant, acc, (info, ran), (a_col, b_col), copies = _last[0]
-    return dict(variant=variant, acc=acc, grid=(info[0], info[1]), block=info[2], smem_bytes=info[3],
-                a_col_major=a_col, b_col_major=b_col, copies=list(copies),
-                tile=(info[5], info[6]) if info[5] else None, split=info[7] or None, kernel=ran or variant)
-
-
-def check_variant(variant: str, acc: str, kind: str = "dense") -> Variant:
-    """The registry entry of `variant`, or a ValueError naming the choices when it or `acc` is not offered, or when
-    it solves another problem kind (a 2:4 sparse kernel takes compressed A: `sparse_hgemm`)."""
-    who = "hgemm" if kind == "dense" else "sparse_hgemm"
-    v = BY_NAME.get(variant)
-    if v is None or v.kind != kind:
-        hint = (f" ({variant!r} is a {v.kind} kernel: " + ("ptx_kernels.sparse_hgemm" if v.kind == "sparse" else "ptx_kernels.hgemm") + ")") if v is not None else ""
-        raise ValueError(f"{who}: unknown variant {variant!r}{hint}; choose one of "
-                         f"{[x.name for x in VARIANTS if x.kind == kind]}")
-    if acc not in v.accs:
-        raise ValueError(f"{who}: variant {variant!r} supports acc in {v.accs}, got {acc!r}")
-    return v
-
-
-def check_dtype(v: Variant, dtype: str, acc: str, who: str = "hgemm") -> None:
-    """Raise a one-line error when variant `v` does not take `dtype` inputs (TypeError naming the dtypes it takes) or
-    `dtype` does not offer `acc` (ValueError: bf16 accumulates in fp32 only)."""
-    check_dtype_offered(dtype, v.dtypes, f"{who}: variant {v.name!r}")
-    check_acc(dtype, acc, who)
-
-
-def _aligned_copy(t: torch.Tensor) -> torch.Tensor:
-    """A row-major copy of t (its dtype) whose rows start on 128-byte boundaries (leading dimension rounded up to 64
-    elements of 2 bytes).
-    16 bytes would do for cp.async and TMA, but a TMA box row that straddles five 32-byte sectors instead of four
-    cost the Hopper kernels up to a quarter of their speed on odd shapes (measured: docs/design/hopper.md); the copy
-    is made anyway, so it is made aligned."""
-    rows, cols = t.shape
-    ld = (cols + 63) // 64 * 64
-    buf = torch.empty((rows, ld), dtype=t.dtype, device=t.device)
-    view = buf[:, :cols]
-    view.copy_(t)
-    return view
-
-
-def _a_layout(a: torch.Tensor, col_ok: bool, copies: list[str]) -> tuple[torch.Tensor, bool]:
-    """A as the kernel reads it, and whether it is column-major: row-major in place, column-major in place where the
-    variant reads it so (`col_ok`), other strides as a row-major copy (named in `copies`)."""
-    if is_row_major(a):
-        return a, False
-    if col_ok and is_col_major(a):
-        return a, True
-    copies.append("A to row-major")
-    return a.contiguous(), False
-
-
-def _b_layout(b: torch.Tensor, copies: list[str]) -> tuple[torch.Tensor, bool]:
-    """B as the kernels read it, and whether it is column-major: row- or column-major in place, other strides as a
-    row-major copy (named in `copies`)."""
-    if is_row_major(b):
-        return b, False
-    if is_col_major(b):
-        return b, True
-    copies.append("B to row-major")
-    return b.contiguous(), False
-
-
-def _aligned(t: torch.Tensor, col: bool, name: str, copies: list[str]) -> torch.Tensor:
-    """Operand `name` (A or B) with 16-byte aligned rows (of its storage order: a column-major one's columns),
-    copied in the same order when they are not (named in `copies`)."""
-    if rows_aligned16(t, t.stride(1) if col else t.stride(0)):
-        return t
-    copies.append(f"{name} to 16-byte aligned rows")
-    return _aligned_copy(t.t()).t() if col else _aligned_copy(t)
-
-
-def _c_for_kernel(out: torch.Tensor, copies: list[str]) -> torch.Tensor:
-    """Where the kernel writes C: `out` itself when it is row-major, else a row-major temporary that is copied into
-    `out` afterwards (named in `copies`); a negative view of C (neg bit set) too, since the kernels write raw memory
-    and copy_ writes the values' negatives into it."""
-    if is_row_major(out) and not out.is_neg():
-        return out
-    copies.append("C through a row-major temporary" + (" (negative view)" if out.is_neg() else ""))
-    return torch.empty(tuple(out.shape), dtype=out.dtype, device=out.device)
-
-
-def _takes_split(v: Variant, split) -> bool:
-    """Whether hgemm(split=split) pins a K split variant `v` takes: one of `Variant.splits`, or any count up to
-    `Variant.max_split` where the variant splits over the grid."""
-    if isinstance(split, bool) or not isinstance(split, int):
-        return False
-    return split in v.splits or 1 <= split <= v.max_split
-
-
-TILES = {"auto": 0, "large": 1, "base": 2}
-_ARCH: dict[int, int] = {}
-
-
-def _arch(device: torch.device) -> int:
-    """Compute capability x 10 of a CUDA device, asked once per device (it is on every call's path)."""
-    index = device.index if device.index is not None else torch.cuda.current_device()
-    if index not in _ARCH:
-        major, minor = torch.cuda.get_device_capability(index)
-        _ARCH[index] = major * 10 + minor
-    return _ARCH[index]
-
-
-def hgemm(a: torch.Tensor, b: torch.Tensor, *, variant: str = "wmma_multistage", acc: str = "fp32",
-          out: torch.Tensor | None = None, tile: str = "auto", split: int | None = None) -> torch.Tensor:
+def hgemm(a: torch.Tensor, b: torch.Tensor, *, kernel: str | None = None, acc: str = "fp32",
+          out: torch.Tensor | None = None, tile: str = "auto", split: int | None = None,
+          variant: str | None = None) -> torch.Tensor:
     """C = A @ B in fp16 or bf16 (A, B and C of one dtype) on one hand-written kernel.
 
-    variant: a name from `variants()`; bf16 inputs need a variant whose record lists "bf16" (`Variant.dtypes`), else
-    a TypeError names the dtypes it takes. acc: "fp32" or "fp16" accumulation (bf16: "fp32" only). out: preallocated
-    (M, N) tensor of the inputs' dtype.
-    tile: where the variant has two block tiles for `acc` (`Variant.block_fp16`: the pipelined variants with fp16
-    accumulation), "auto" picks by wave count, "large" forces `block_fp16`, "base" forces `block`.
-    Layouts the variant cannot read in place (column-major A, except on the variants whose record lists "TN" in
+    kernel: a name from `variants()` (default "wmma_multistage"); bf16 inputs need a kernel whose record lists
+    "bf16" (`Variant.dtypes`), else an HgemmTypeError names the dtypes it takes. variant: another name for `kernel`
+    (give one of the two). acc: "fp32" or "fp16" accumulation (bf16: "fp32" only). out: preallocated (M, N) tensor of
+    the inputs' dtype.
+    tile: the block tile, where the kernel has two for `acc` (`Variant.block_fp16`: the pipelined kernels with fp16
+    accumulation): "auto" picks by wave count, "large" forces `block_fp16`, "base" forces `block`.
+    Layouts the kernel cannot read in place (column-major A, except on the kernels whose record lists "TN" in
     `native_layouts`: wgmma_persistent, wgmma_splitk, wgmma_cluster; strided views; unaligned rows for the cp.async
-    and TMA variants) are copied first; `last_launch()["copies"]` lists them.
-    split: for the variants that split K (`Variant.splits`: wgmma_persistent, wgmma_splitk,
-    wgmma_splitk_grid), None lets the launcher choose, 1 never splits, S > 1 pins S parts: wgmma_splitk over a
-    cluster (2 or 4), wgmma_splitk_grid over the grid (up to `Variant.max_split`), wgmma_persistent 2 or 4 over a
-    cluster and any other count over the grid; `last_launch()["split"]` and `["kernel"]` say what ran. Forced
-    splits are cut to the K blocks there are.
+    and TMA kernels) are copied first; `last_launch()["copies"]` lists them.
+    split: for the kernels that split K (`Variant.splits`: wgmma_persistent, wgmma_splitk, wgmma_splitk_grid), None
+    lets the launcher choose, 1 never splits, S > 1 pins S parts: wgmma_splitk over a cluster (2 or 4),
+    wgmma_splitk_grid over the grid (up to `Variant.max_split`), wgmma_persistent 2 or 4 over a cluster and any
+    other count over the grid; `last_launch()["split"]` and `["kernel"]` say what ran. Forced splits are cut to the
+    K blocks there are.
     Inputs that require grad go through the autograd-recording operator `torch.ops.tensorcore_hgemm.ptx_hgemm`.
     """
+    if variant is not None:
+        kernel = pick("hgemm", "kernel", kernel, "variant", variant, DEFAULT_KERNEL)
+    elif kernel is None:
+        kernel = DEFAULT_KERNEL
     if torch.is_grad_enabled() and (getattr(a, "requires_grad", False) or getattr(b, "requires_grad", False)
                                     or getattr(out, "requires_grad", False)):
         if out is not None or tile != "auto" or split is not None:
-            raise RuntimeError("hgemm(): out=, tile= and split= are not recorded by autograd, but an argument requires "
-                               "grad; drop them or detach the tensors")
+            raise HgemmError("hgemm(): out=, tile= and split= are not recorded by autograd, but an argument requires "
+                             "grad; drop them or detach the tensors")
         from .ops import ptx_hgemm
-        return ptx_hgemm(a, b, variant, acc)
-    try:
-        key = call_key(a, b, out, variant, acc, tile, split)
-        plan = _PLANS.get(key)
-        if plan is not None and (a.is_neg() or b.is_neg() or (out is not None and out.is_neg())):
-            plan = None  # negative views are resolved into copies (below)
-    except (AttributeError, TypeError):  # not tensors, or unhashable arguments: the checks below name the problem
-        key = plan = None
-    if plan is not None:
-        ext, a_col, b_col, extents = plan
-        if out is None:
-            out = a.new_empty(a.shape[0], b.shape[1])  # A's dtype and device, contiguous
-        elif out_overlaps(extents, a, b, out):
-            validate(a, b, out, allow_cpu=False)  # raises the overlap error
-        _record_launch(variant, acc, ext.hgemm_launch(variant, a, b, out, a_col, b_col, acc == "fp16", TILES[tile],
-                                                      split or 0), a_col, b_col, ())
-        return out
-    v = check_variant(variant, acc)
-    if tile not in TILES:
-        raise ValueError(f"hgemm: tile must be one of {sorted(TILES)}, got {tile!r}")
-    if tile != "auto" and not (acc == "fp16" and v.block_fp16):
-        raise ValueError(f"hgemm: variant {variant!r} has one tile for acc={acc!r}; tile={tile!r} needs a variant "
-                         "with two (fp16 accumulation on the pipelined variants)")
-    if split is not None and not _takes_split(v, split):
-        splitting = [x.name for x in VARIANTS if x.splits]
-        takes = v.splits + ((f"1-{v.max_split}",) if v.max_split else ())
-        raise ValueError(f"hgemm: split={split!r} needs a variant that splits K ({splitting}) and one of its splits; "
-                         f"variant {variant!r} takes {takes}")
-    p = validate(a, b, out, allow_cpu=False)
-    check_dtype(v, p.dtype, acc)
-    if p.empty:
-        return finish_empty(p)
-    arch = _arch(a.device)
-    if arch < v.min_arch:
-        raise RuntimeError(f"hgemm: variant {variant!r} needs sm_{v.min_arch}; {a.device} is sm_{arch}")
-    if max(p.m, p.n, p.k) > 2**31 - 1 - 256:
-        raise ValueError(f"hgemm: PTX kernels index M, N, K with 32-bit ints; got {p.m}x{p.n}x{p.k}")
-    ext = load()
-    copies = []
-    a, b = resolved(a, "A", copies), resolved(b, "B", copies)
-    if not any_strides(v):
-        a, a_col = _a_layout(a, a_col_in_place(v), copies)
-        b, b_col = _b_layout(b, copies)
-        if v.alignment in ("rows16", "tma"):
-            a = _aligned(a, a_col, "A", copies)
-            b = _aligned(b, b_col, "B", copies)
-    else:
-        a_col = b_col = False
-    c = _c_for_kernel(p.out, copies)
-    report = ext.hgemm_launch(variant, a, b, c, a_col, b_col, acc == "fp16", TILES[tile], split or 0)
-    if c is not p.out:
-        p.out.copy_(c)
-    _record_launch(variant, acc, report, a_col, b_col, copies)
-    if key is not None and not copies:
-        _PLANS.put(key, (ext, a_col, b_col, byte_extents(a, b, p.out)))
-    return p.out
+        return ptx_hgemm(a, b, kernel, acc)
+    return call.hgemm(a, b, kernel, acc, out, tile, split)
 
 
-def planned(a: torch.Tensor, b: torch.Tensor, *, variant: str, acc: str = "fp32"):
-    """The launch `hgemm(a, b, variant=variant, acc=acc)` (no out=, tile or split) keeps for this kind of call, once
-    a call of this kind has run without copies: a function (a, b, out) -> None that launches the kernel on operands
-    of the same kind (shapes, strides, dtypes, devices and 16-byte alignment as a and b; out a fresh row-major
-    (M, N)) with no validation in Python (the binding's own checks remain), recorded for `last_launch()`. None
-    before such a call, and for operands that carry the neg bit or are not tensors. For a caller that keeps one
-    plan per kind of call of its own (`compare.nn.HGEMMLinear`)."""
-    try:
-        if a.is_neg() or b.is_neg():
-            return None
-        plan = _PLANS.get(call_key(a, b, None, variant, acc, "auto", None))
-    except (AttributeError, TypeError):
-        return None
-    if plan is None:
-        return None
-    ext, a_col, b_col, _ = plan
-    hgemm_launch, acc_fp16 = ext.hgemm_launch, acc == "fp16"
-
-    def launch(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> None:
-        _last[0] = (variant, acc, hgemm_launch(variant, a, b, out, a_col, b_col, acc_fp16, 0, 0), (a_col, b_col), ())
-
-    return launch
-
-
-def _record_launch(variant: str, acc: str, report, a_col: bool, b_col: bool, copies) -> None:
-    """Keep what the binding reported ({grid, block, smem, ..., tile, split}, the kernel that ran) for last_launch
-    (which builds its dict only when asked: this runs on every call)."""
-    _last[0] = (variant, acc, report, (a_col, b_col), copies)
-
-
-def _sparse_variant(variant: str, acc: str, device: torch.device) -> Variant:
-    """variant="auto": the sparse record with the highest min_arch the device offers (the Hopper kernel on sm_90)."""
-    if variant != "auto":
-        return check_variant(variant, acc, kind="sparse")
-    arch = _arch(device)
-    offered = [v for v in VARIANTS if v.kind == "sparse" and v.offered_on(arch) and acc in v.accs]
-    if not offered:
-        raise RuntimeError(f"sparse_hgemm: no 2:4 sparse kernel runs on sm_{arch}")
-    return max(offered, key=lambda v: v.min_arch)
-
-
-def sparse_hgemm(values: torch.Tensor, meta: torch.Tensor, b: torch.Tensor, *, variant: str = "auto",
-                 acc: str = "fp32", out: torch.Tensor | None = None, check_meta: bool = True,
-                 tile: int = 0) -> torch.Tensor:
-    """C = A @ B in fp16 with A 2:4 sparse along K, given compressed: `values, meta = ptx_kernels.sparse.compress(
-    ptx_kernels.sparse.prune_2to4(a))` (M x K dense -> (M, Kp/2) values and (Kp/32, ceil(M/16), 16) metadata, Kp =
-    K rounded up to 32). K is B's first dimension.
-
-    variant: "auto" (the Hopper kernel on sm_90, else mma_sp) or a name from `variants()` of kind "sparse".
-    acc: "fp32" or "fp16" accumulation. out: preallocated fp16 (M, N). check_meta: reject metadata whose 4-bit
-    chunks are not two ascending indices (a few small kernels per call; `SparseA` checks once).
-    B: row- or column-major read in place, other strides copied (`last_launch()["copies"]`). Not differentiable: an
-    argument that requires grad (with grad mode on) is refused rather than its gradient lost.
-    tile: 0 lets the kernel choose; wgmma_sp: 1 / 2 pin the tile order's bands of 8 / 16 tile rows on single blocks,
-    3 clusters of two blocks that share B by TMA multicast (bands of 8; its own choice from 8 rounds of tiles);
-    mma_sp with acc="fp16": 1 / 2 pin its 256x256 / 128x256 tile (fp32 accumulation has one tile and ignores it;
-    3 leaves the choice to it).
-    """
-    from hgemm_common.validation import finish_empty, validate
-
-    from . import sparse as S
-
-    if torch.is_grad_enabled() and any(getattr(t, "requires_grad", False) for t in (values, meta, b, out)):
-        raise RuntimeError("sparse_hgemm: not differentiable, but an argument requires grad (its gradient would be "
-                           "lost); detach the tensors or call it under torch.no_grad()")
-
-    if not isinstance(values, torch.Tensor) or not isinstance(meta, torch.Tensor):
-        raise TypeError("sparse_hgemm: values and meta must be tensors (from ptx_kernels.sparse.compress)")
-    for name, t in (("values", values), ("meta", meta)):
-        if t._is_zerotensor():
-            raise ValueError(f"sparse_hgemm: {name} is a ZeroTensor (torch._efficientzerotensor: no memory to read)")
-    if values.dim() != 2:
-        raise ValueError(f"sparse_hgemm: compressed values must be 2-D, got shape {tuple(values.shape)}")
-    if not isinstance(b, torch.Tensor) or b.dim() != 2:
-        raise ValueError("sparse_hgemm: mat2 must be a 2-D tensor")
-    m, k = values.shape[0], b.shape[0]
-    # the dense A's facts (dtype, device, M x K) without its memory: torch.mm's checks and words for B and out
-    proxy = values.new_zeros(()).expand(m, k) if values.dtype == torch.float16 else values
-    if tile not in (0, 1, 2, 3):
-        raise ValueError(f"sparse_hgemm: tile must be 0 (the kernel's choice), 1, 2 or 3, got {tile!r}")
-    S.check_compressed(values, meta, m, k)
-    p = validate(proxy, b, out, allow_cpu=False)
-    v = _sparse_variant(variant, acc, values.device)
-    if check_meta:
-        S.check_meta_nibbles(meta)
-    if p.empty:
-        return finish_empty(p)
-    arch = _arch(values.device)
-    if arch < v.min_arch:
-        raise RuntimeError(f"sparse_hgemm: variant {v.name!r} needs sm_{v.min_arch}; {values.device} is sm_{arch}")
-    if max(p.m, p.n, S.padded_k(p.k)) > 2**31 - 1 - 256:
-        raise ValueError(f"sparse_hgemm: PTX kernels index M, N, K with 32-bit ints; got {p.m}x{p.n}x{p.k}")
-    ext = load()
-    copies = []
-    values = resolved(values, "values", copies)
-    if not is_row_major(values) or not rows_aligned16(values, values.stride(0)):
-        values = _aligned_copy(values)
-        copies.append("values to 16-byte aligned rows")
-    if not meta.is_contiguous() or meta.data_ptr() % 16:
-        meta = meta.clone()
-        copies.append("metadata to a contiguous copy")
-    b, b_col = _b_layout(resolved(b, "B", copies), copies)
-    b = _aligned(b, b_col, "B", copies)
-    c = _c_for_kernel(p.out, copies)
-    report = ext.sparse_launch(v.name, values, meta, b, c, p.k, b_col, acc == "fp16", tile)
-    if c is not p.out:
-        p.out.copy_(c)
-    _record_launch(v.name, acc, report, False, b_col, copies)
-    return p.out
+def __getattr__(name: str):
+    """`Linear` and `route_linears`, imported on first use (they register the operators)."""
+    if name in ("Linear", "route_linears"):
+        from . import nn
+        return getattr(nn, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class SparseA:
@@ -352,11 +88,15 @@ class SparseA:
 
         return S.decompress(self.values, self.meta, self.shape[1])
 
-    def matmul(self, b: torch.Tensor, *, acc: str = "fp32", variant: str = "auto",
-               out: torch.Tensor | None = None) -> torch.Tensor:
-        if b.dim() == 2 and b.shape[0] != self.shape[1]:
-            raise ValueError(f"mat1 and mat2 shapes cannot be multiplied ({self.shape[0]}x{self.shape[1]} and "
-                             f"{b.shape[0]}x{b.shape[1]})")
-        return sparse_hgemm(self.values, self.meta, b, variant=variant, acc=acc, out=out, check_meta=False)
+    def matmul(self, b: torch.Tensor, *, acc: str = "fp32", kernel: str | None = None,
+               out: torch.Tensor | None = None, variant: str | None = None) -> torch.Tensor:
+        """C = A @ b on `sparse_hgemm` (kernel: "auto" by default; variant: another name for it)."""
+        if variant is not None:
+            kernel, variant = pick("SparseA.matmul", "kernel", kernel, "variant", variant, "auto"), None
+        if isinstance(b, torch.Tensor) and b.dim() == 2 and b.shape[0] != self.shape[1]:
+            raise HgemmValueError(f"mat1 and mat2 shapes cannot be multiplied ({self.shape[0]}x{self.shape[1]} and "
+                                  f"{b.shape[0]}x{b.shape[1]})")
+        return sparse_hgemm(self.values, self.meta, b, kernel=kernel, acc=acc, out=out, check_meta=False,
+                            variant=variant)
 
     __matmul__ = matmul

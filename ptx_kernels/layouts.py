@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from hgemm_common.errors import HgemmValueError
+
 LANES = np.arange(32)
 GROUP = LANES // 4  # groupID: the lane's row within an 8-row slab
 TIG = LANES % 4  # threadID_in_group: which pair of columns
@@ -53,7 +55,7 @@ def ldmatrix(num: int, trans: bool = False) -> np.ndarray:
     (l/4, 2(l%4)) and (l/4, 2(l%4)+1); with .trans, the transposed matrix's: (2(l%4), l/4) and (2(l%4)+1, l/4).
     """
     if num not in (1, 2, 4):
-        raise ValueError(f"ldmatrix has .x1, .x2, .x4; not .x{num}")
+        raise HgemmValueError(f"ldmatrix has .x1, .x2, .x4; not .x{num}")
     out = np.zeros((32, 2 * num, 3), dtype=np.int64)
     for i in range(num):
         for h in range(2):

@@ -34,6 +34,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from hgemm_common.errors import HgemmTypeError, HgemmValueError
+
 from . import layouts
 
 CHUNK = 4  # elements per 2:4 chunk
@@ -67,7 +69,7 @@ def prune_2to4(a: torch.Tensor) -> torch.Tensor:
     """A copy of a (M, K) with the two smallest-magnitude elements of every chunk of 4 along K set to zero (magnitude
     pruning; ties keep the lower index). A chunk cut short by the end of K counts its missing elements as zeros."""
     if a.dim() != 2:
-        raise ValueError(f"prune_2to4: expected a 2-D matrix, got shape {tuple(a.shape)}")
+        raise HgemmValueError(f"prune_2to4: expected a 2-D matrix, got shape {tuple(a.shape)}")
     m, k = a.shape
     c = _chunks(a)
     order = torch.sort(c.abs().float().nan_to_num(nan=float("inf")), dim=-1, descending=True, stable=True).indices
@@ -89,8 +91,8 @@ def check_2to4(a: torch.Tensor, who: str = "compress") -> None:
     bad = (_nonzero_counts(a) > 2).nonzero()
     if len(bad):
         row, chunk = (int(x) for x in bad[0])
-        raise ValueError(f"{who}: A is not 2:4 sparse along K: row {row}, columns {4 * chunk}..{4 * chunk + 3} "
-                         f"hold {int(_nonzero_counts(a)[row, chunk])} non-zeros (prune it with prune_2to4 first)")
+        raise HgemmValueError(f"{who}: A is not 2:4 sparse along K: row {row}, columns {4 * chunk}..{4 * chunk + 3} "
+                              f"hold {int(_nonzero_counts(a)[row, chunk])} non-zeros (prune it with prune_2to4 first)")
 
 
 def kept_positions(a: torch.Tensor, rows: int | None = None) -> torch.Tensor:
@@ -150,9 +152,9 @@ def compress(a: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """(values, meta) of a 2:4-sparse fp16 A (M, K): values (M, Kp / 2) fp16, meta (Kp / 32, ceil(M / 16), 16) int32
     (see the module docstring). ValueError when A is not 2:4."""
     if a.dim() != 2:
-        raise ValueError(f"compress: expected a 2-D matrix, got shape {tuple(a.shape)}")
+        raise HgemmValueError(f"compress: expected a 2-D matrix, got shape {tuple(a.shape)}")
     if a.dtype != torch.float16:
-        raise TypeError(f"compress: expected torch.float16, got {a.dtype}")
+        raise HgemmTypeError(f"compress: expected torch.float16, got {a.dtype}")
     check_2to4(a)
     m, k = a.shape
     mp = meta_shape(m, k)[1] * M_BLOCK
@@ -178,17 +180,18 @@ def check_compressed(values: torch.Tensor, meta: torch.Tensor, m: int, k: int, w
     """ValueError/TypeError when (values, meta) cannot be the compressed form of an M x K matrix."""
     kp = padded_k(k)
     if values.dtype != torch.float16:
-        raise TypeError(f"{who}: compressed values must be torch.float16, got {values.dtype}")
+        raise HgemmTypeError(f"{who}: compressed values must be torch.float16, got {values.dtype}")
     if meta.dtype != torch.int32:
-        raise TypeError(f"{who}: metadata must be torch.int32 (from ptx_kernels.sparse.compress), got {meta.dtype}")
+        raise HgemmTypeError(f"{who}: metadata must be torch.int32 (from ptx_kernels.sparse.compress), got "
+                             f"{meta.dtype}")
     if values.dim() != 2 or tuple(values.shape) != (m, kp // 2):
-        raise ValueError(f"{who}: compressed values have shape {tuple(values.shape)}; an {m}x{k} matrix compresses "
-                         f"to ({m}, {kp // 2}) (K padded to {kp})")
+        raise HgemmValueError(f"{who}: compressed values have shape {tuple(values.shape)}; an {m}x{k} matrix "
+                              f"compresses to ({m}, {kp // 2}) (K padded to {kp})")
     if tuple(meta.shape) != meta_shape(m, k):
-        raise ValueError(f"{who}: metadata has shape {tuple(meta.shape)}; an {m}x{k} matrix has "
-                         f"{meta_shape(m, k)} (K blocks of 32, 16-row blocks, 16 words)")
+        raise HgemmValueError(f"{who}: metadata has shape {tuple(meta.shape)}; an {m}x{k} matrix has "
+                              f"{meta_shape(m, k)} (K blocks of 32, 16-row blocks, 16 words)")
     if values.device != meta.device:
-        raise ValueError(f"{who}: compressed values on {values.device}, metadata on {meta.device}")
+        raise HgemmValueError(f"{who}: compressed values on {values.device}, metadata on {meta.device}")
 
 
 def check_meta_nibbles(meta: torch.Tensor, who: str = "sparse_hgemm") -> None:
@@ -201,9 +204,9 @@ def check_meta_nibbles(meta: torch.Tensor, who: str = "sparse_hgemm") -> None:
         ok |= nib == v
     if not bool(ok.all()):
         kb, mb, w, c = (int(x) for x in (~ok).nonzero()[0])
-        raise ValueError(f"{who}: metadata does not match the 2:4 format: K block {kb}, row block {mb}, word {w}, "
-                         f"nibble {c} is {int(nib[kb, mb, w, c]):#06b} (valid: two ascending 2-bit indices, "
-                         f"{sorted(VALID_NIBBLES.values())})")
+        raise HgemmValueError(f"{who}: metadata does not match the 2:4 format: K block {kb}, row block {mb}, word {w}, "
+                              f"nibble {c} is {int(nib[kb, mb, w, c]):#06b} (valid: two ascending 2-bit indices, "
+                              f"{sorted(VALID_NIBBLES.values())})")
 
 
 # ---- the instructions' fragment maps (the CPU model) -----------------------------------------------------------
@@ -225,7 +228,7 @@ def mma_sp_meta(sel: int = 0) -> dict[int, np.ndarray]:
     """Metadata of mma.sp.m16n8k32 (.f16): {lane: (8, 2) int array} for the lanes that supply it (selector `sel`):
     nibble i of the lane's register (bits 4i..4i+3) is for (row, chunk) — chunk c covers dense columns 4c..4c+3."""
     if sel not in (0, 1):
-        raise ValueError(f"m16n8k32 takes sparsity selector 0 (threads T0, T1) or 1 (T2, T3), got {sel}")
+        raise HgemmValueError(f"m16n8k32 takes sparsity selector 0 (threads T0, T1) or 1 (T2, T3), got {sel}")
     out = {}
     for g in range(8):
         for h in range(2):

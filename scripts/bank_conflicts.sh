@@ -14,7 +14,7 @@ import torch, ptx_kernels
 a = torch.randn(4096, 4096, device="cuda", dtype=torch.float16)
 b = torch.randn(4096, 4096, device="cuda", dtype=torch.float16)
 for v in ("mma_tiled", "mma_multistage", "mma_swizzle", "mma_stmatrix", "wmma_async_dbuf", "wmma_multistage"):
-    ptx_kernels.hgemm(a, b, variant=v)
+    ptx_kernels.hgemm(a, b, kernel=v)
 torch.cuda.synchronize()
 PY
 grep -E "bank_conflicts|wavefronts|ldsm" "$OUTDIR/bank_conflicts.csv" | cut -d, -f5,13- | head -40

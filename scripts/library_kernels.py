@@ -118,7 +118,7 @@ def probe(m: int, n: int, k: int) -> None:
         rows.append((f"torch.matmul (reduced-precision reduction {'allowed' if allow else 'off'})", a @ b, ref))
     torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction = flag
     for acc in ("fp32", "fp16"):
-        rows.append((f"ptx wgmma_persistent, {acc} accumulation", ptx_kernels.hgemm(a, b, variant="wgmma_persistent",
+        rows.append((f"ptx wgmma_persistent, {acc} accumulation", ptx_kernels.hgemm(a, b, kernel="wgmma_persistent",
                                                                                     acc=acc), ref))
     ap = sparse.prune_2to4(a)
     sref = ap.double() @ b.double()
@@ -129,7 +129,7 @@ def probe(m: int, n: int, k: int) -> None:
         print(f"  torch semi-structured refused: {str(e).splitlines()[0][:160]}")
     values, meta = sparse.compress(ap)
     for acc in ("fp32", "fp16"):
-        rows.append((f"ptx wgmma_sp, {acc} accumulation", ptx_kernels.sparse_hgemm(values, meta, b, variant="wgmma_sp",
+        rows.append((f"ptx wgmma_sp, {acc} accumulation", ptx_kernels.sparse_hgemm(values, meta, b, kernel="wgmma_sp",
                                                                                   acc=acc), sref))
     for name, c, r in rows:
         worst, mean = ulp_errors(c, r)
@@ -161,7 +161,7 @@ def main() -> None:
                 print_kernels(f"triton_kernels.hgemm (auto: {chosen}) {m}x{n}x{k} {layout}",
                               lambda: triton_kernels.hgemm(a, b, out=c), args.calls)
                 print_kernels(f"ptx_kernels.hgemm wgmma_persistent {m}x{n}x{k} {layout}",
-                              lambda: ptx_kernels.hgemm(a, b, variant="wgmma_persistent", out=c), args.calls)
+                              lambda: ptx_kernels.hgemm(a, b, kernel="wgmma_persistent", out=c), args.calls)
     from ptx_kernels import sparse
     for m, n, k in parse_shapes(args.sparse_shapes) if args.sparse_shapes else []:
         for layout in args.layouts.split(","):

@@ -47,24 +47,26 @@ def main(pattern: str = "*") -> int:
             for layout in ("NN", "NT", "TN"):
                 for i, (m, n, k) in enumerate(SHAPES):
                     a, b = make_inputs(m, n, k, layout, device="cuda", seed=i)
-                    c = ptx_kernels.hgemm(a, b, variant=v.name, acc=acc, tile=tile)
+                    c = ptx_kernels.hgemm(a, b, kernel=v.name, acc=acc, tile=tile)
                     if not torch.equal(c, reference(a, b).half()):
                         bad.append(f"{v.name} {acc} {tile} {layout} {m}x{n}x{k}")
     major, minor = torch.cuda.get_device_capability()
     sparse_variants = [v for v in ptx_kernels.variants("sparse") if fnmatch.fnmatch(v.name, pattern)
                        and v.offered_on(10 * major + minor)]
-    for v in sparse_variants:  # 2:4 sparse A (pruned integers), B row- and column-major; every tile (tile=)
-        runs = [(acc, 0) for acc in v.accs] + [("fp16", t) for t in (1, 2) if v.block_fp16 and major >= 9]
-        runs += [(acc, 3) for acc in v.accs] if v.name == "wgmma_sp" else []  # its clusters of two (multicast B)
-        for acc, tile in runs:
+    for v in sparse_variants:  # 2:4 sparse A (pruned integers), B row- and column-major; every tile and schedule
+        runs = [(acc, {}) for acc in v.accs] + [("fp16", {"tile": t}) for t in ("large", "base")
+                                                 if v.block_fp16 and major >= 9]
+        runs += [(acc, {"schedule": s}) for acc in v.accs for s in ptx_kernels.SCHEDULES
+                 if s != "auto" and v.name in ptx_kernels.call.SCHEDULED]
+        for acc, pin in runs:
             for layout in ("NN", "NT"):
                 for i, (m, n, k) in enumerate(SHAPES):
                     a, b = make_inputs(m, n, k, layout, device="cuda", seed=20 + i)
                     a = sparse.prune_2to4(a)
                     values, meta = sparse.compress(a)
-                    c = ptx_kernels.sparse_hgemm(values, meta, b, variant=v.name, acc=acc, tile=tile)
+                    c = ptx_kernels.sparse_hgemm(values, meta, b, kernel=v.name, acc=acc, **pin)
                     if not torch.equal(c, reference(a, b).half()):
-                        bad.append(f"{v.name} {acc} tile={tile} {layout} {m}x{n}x{k}")
+                        bad.append(f"{v.name} {acc} {pin} {layout} {m}x{n}x{k}")
     variants = variants + sparse_variants
     small = triton_kernels.Config(32, 32, 32, group_m=4, num_warps=4, num_stages=2)
     both = ("fp32", "fp16")

@@ -107,9 +107,9 @@ def breakdown(variant: str, shape: tuple[int, int, int], calls: int) -> None:
         "validate(a, b) (allocates)": lambda: validate(a, b, None, allow_cpu=False),
         "ext.hgemm_launch (binding, launcher, launch)": lambda: ext.hgemm_launch(variant, a, b, out, False, False,
                                                                                   False, 0, 0),
-        f"ptx_kernels.hgemm(variant={variant!r}, out=out)": lambda: ptx_kernels.hgemm(a, b, variant=variant,
+        f"ptx_kernels.hgemm(kernel={variant!r}, out=out)": lambda: ptx_kernels.hgemm(a, b, kernel=variant,
                                                                                        out=out),
-        f"ptx_kernels.hgemm(variant={variant!r})": lambda: ptx_kernels.hgemm(a, b, variant=variant),
+        f"ptx_kernels.hgemm(kernel={variant!r})": lambda: ptx_kernels.hgemm(a, b, kernel=variant),
         "torch.matmul(a, b, out=out)": lambda: torch.matmul(a, b, out=out),
         "torch.matmul(a, b)": lambda: torch.matmul(a, b),
     }

@@ -12,9 +12,6 @@ from torch.nn import functional as F
 from compare.nn import HGEMMLinear, route_linears
 from conftest import DEVICE
 
-HAS_CUDA = torch.cuda.is_available()
-gpu = pytest.mark.skipif(not HAS_CUDA, reason="needs a CUDA GPU")
-
 
 class Block(nn.Module):
     """Embedding, one pre-norm decoder block (causal attention + SwiGLU MLP), final norm and LM head: five
@@ -81,11 +78,11 @@ def _families() -> list[tuple[str, dict]]:
         assert bf16, f"no {family} variant takes bf16 (records: {[v.name for v in offered]})"
         best = "mma_stmatrix" if family == "mma" else "wgmma_persistent"
         name = best if any(v.name == best for v in bf16) else bf16[-1].name
-        fams.append((name, {"package": "ptx", "variant": name}))
+        fams.append((name, {"package": "ptx", "kernel": name}))
     return fams
 
 
-@gpu
+@pytest.mark.gpu
 def test_bf16_transformer_block_logits_match_torch():
     """Logits of the routed block against the same block on torch in bf16, both measured against a float64 run:
     the routed error stays within 2x torch's own plus 2 bf16 units of the logits' scale, and the two bf16 runs

@@ -10,7 +10,7 @@ import torch
 import triton_kernels
 from hgemm_common.operands import major
 from compare.reference import compare, make_inputs, poisoned_out, reference
-from triton_kernels import Config, api, configs, dispatch
+from triton_kernels import Config, call, configs, dispatch
 from triton_kernels.launch import DescriptorCache
 from triton_kernels.variants import BY_KERNEL, kernel_module
 
@@ -67,7 +67,7 @@ def test_cached_plan_is_the_uncached_choice(m, n, k, layout, kw):
     assert triton_kernels.plan(a, b, **kw) == cached.plan
 
 
-@pytest.mark.parametrize("kernel", api.KERNELS)
+@pytest.mark.parametrize("kernel", call.KERNELS)
 def test_a_plan_serves_only_its_own_dtype(kernel):
     """fp16 and bf16 calls alike in everything else (shapes, strides, alignment, accumulation, pin) have keys that
     differ in the dtype only, so each gets its own plan (kernels compiled for `*fp16` or `*bf16`), never the
@@ -97,14 +97,14 @@ def test_hit_skips_validation_but_not_the_overlap_check(monkeypatch):
     a, b = make_inputs(40, 24, 72, "NN", device=DEVICE, seed=1)
     out = torch.empty(40 * 24 + 64, dtype=torch.float16, device=DEVICE)
     triton_kernels.hgemm(a, b, out=out[:960].view(40, 24), **PIN)
-    real = api.validate
-    monkeypatch.setattr(api, "validate", lambda *args, **kw: pytest.fail("validate() ran on a cache hit"))
+    real = call.validate
+    monkeypatch.setattr(call, "validate", lambda *args, **kw: pytest.fail("validate() ran on a cache hit"))
     c = triton_kernels.hgemm(a, b, out=out[:960].view(40, 24), **PIN)
     assert compare(c, reference(a, b)).ok
     a2 = a.clone()
     c = triton_kernels.hgemm(a2, b, out=out[:960].view(40, 24), **PIN)  # other address, same key: no validate
     assert compare(c, reference(a2, b)).ok
-    monkeypatch.setattr(api, "validate", real)
+    monkeypatch.setattr(call, "validate", real)
     big = torch.zeros(40 * 72 + 960, dtype=torch.float16, device=DEVICE)
     a_in = big[960:].view(40, 72)
     a_in.copy_(a)
@@ -510,12 +510,10 @@ def test_direct_launch_after_the_first_call(kernel, dtype):
     assert c1.dtype == a.dtype and torch.equal(c1, reference(a, b).to(a.dtype))
 
 
-@pytest.mark.gpu
+@pytest.mark.gpu(sm=90)
 def test_descriptor_cache_keeps_no_tensor_alive():
     """TMA calls on many short-lived tensors: their memory is returned (the cache holds integers only), and a new
     tensor at a freed address with another shape gets its own descriptor (exact result)."""
-    if torch.cuda.get_device_capability() < (9, 0):
-        pytest.skip("TMA kernels need sm_90")
     cfg = triton_kernels.configs("tma")[5]
     torch.cuda.synchronize()
     base = torch.cuda.memory_allocated()

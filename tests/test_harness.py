@@ -459,3 +459,27 @@ def test_parallel_check_equals_the_serial_one():
     key = lambda r: (r.kernel, r.shape, r.layout, r.inputs, r.ok, r.max_abs_err)  # noqa: E731
     assert [key(r) for r in parallel[0]] == [key(r) for r in serial[0]]
     assert parallel[1] == serial[1] and parallel[2] == serial[2]
+
+
+def test_report_command_line_has_no_stray_space(monkeypatch):
+    """The report's first line quotes the command it was run as: no space after `python -m compare` alone."""
+    from compare.envinfo import environment
+
+    monkeypatch.setattr(sys, "argv", ["compare"])
+    assert environment()["command"] == "python -m compare"
+    monkeypatch.setattr(sys, "argv", ["compare", "check", "--kernels", "triton*", "a b"])
+    assert environment()["command"] == "python -m compare check --kernels 'triton*' 'a b'"
+
+
+def test_report_says_why_tma_rows_have_fewer_checks():
+    """A record that refuses operands TMA cannot describe is checked on fewer cases: the report names it and why;
+    nothing is said when every kernel ran every case."""
+    from compare.report import fewer_checks_note
+
+    kernels = {k.name: k for k in registry.select(None)}
+    tma, blocked = kernels["triton_tma"], kernels["triton_blocked"]
+    row = lambda name: check.CheckRow(name, "8x8x8", "NN", "int", True, 0.0, None, "")  # noqa: E731
+    rows = [row("triton_blocked"), row("triton_blocked"), row("triton_tma")]
+    note = fewer_checks_note(rows, [blocked, tma])
+    assert note.startswith("`triton_tma` show fewer checks: TMA describes only") and "misaligned" in note
+    assert fewer_checks_note(rows[:2], [blocked, tma]) == ""

@@ -63,6 +63,7 @@ def test_mma_sp_hardware_equals_model(probes, acc, sel):
         assert np.array_equal(probes.mma_sp(a, b, acc, sel), a @ b), pos
 
 
+@pytest.mark.gpu(sm=90)
 @pytest.mark.parametrize("b_col", [True, False], ids=["B-kmajor", "B-nmajor"])
 @pytest.mark.parametrize("sel", [0, 1])
 @pytest.mark.parametrize("acc", ["fp32", "fp16"])
@@ -70,8 +71,6 @@ def test_wgmma_sp_hardware_equals_model(probes, acc, sel, b_col):
     """One stage of wgmma_sp (two wgmma.mma_async.sp m64n256k32 through the kernel's descriptors, operands where its
     TMA boxes put them): metadata registers by the model (ptx_kernels/sparse.py, per warp the mma.sp map), D gathered
     by the model of the accumulator fragment, equal to the pruned product."""
-    if torch.cuda.get_device_capability() < (9, 0):
-        pytest.skip("wgmma.mma_async.sp needs sm_90a")
     from ptx_kernels import sparse
 
     rng = np.random.default_rng(10 + sel)

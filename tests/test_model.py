@@ -165,7 +165,7 @@ def test_cli_without_a_gpu_checks_the_tiny_model(tmp_path, capsys):
     (["--dtype", "fp32"], "--dtype takes fp16, bf16 or fp16,bf16, got 'fp32'"),
     (["--modes", "prefill,warp"], "unknown mode 'warp': modes are prefill, decode, decode_graph, train"),
     (["--hidden", "63"], "hidden 63 must split into 32 heads"),
-] + ([] if HAS_CUDA else [(["--entries", "wgmma_persistent"], "entry 'wgmma_persistent' is a hand-written kernel, "
+] + ([] if HAS_CUDA else [(["--kernels", "wgmma_persistent"], "kernel 'wgmma_persistent' is a hand-written kernel, "
                                                                 "which needs a CUDA GPU")]))
 def test_cli_usage_errors_are_one_line(argv, message, tmp_path, capsys):
     assert main(["model", "--out", str(tmp_path), *argv]) == 2
@@ -174,9 +174,9 @@ def test_cli_usage_errors_are_one_line(argv, message, tmp_path, capsys):
 
 
 def test_unknown_entry_names_the_choices():
-    with pytest.raises(ValueError, match=r"unknown entry 'wgmma_fast': 'triton' or one of .*wgmma_persistent"):
+    with pytest.raises(ValueError, match=r"unknown kernel 'wgmma_fast': 'triton' or one of .*wgmma_persistent"):
         M.resolve_entries(["triton", "wgmma_fast"], "fp16", 90)
-    with pytest.raises(ValueError, match=r"entry 'wmma_naive' does not run bf16 on sm_90"):
+    with pytest.raises(ValueError, match=r"kernel 'wmma_naive' does not run bf16 on sm_90"):
         M.resolve_entries(["wmma_naive"], "bf16", 90)
     assert [e.name for e in M.resolve_entries(["torch", "triton", "triton"], "fp16", None)] == ["triton"]
     assert M.default_entries(90) == ["triton", "mma_stmatrix", "wgmma_persistent"]

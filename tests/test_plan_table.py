@@ -337,7 +337,7 @@ def test_ptx_first_call_inside_graph_capture():
     a, b, ref = _exact_gpu(130, 4096, 4096, "NT", seed=9)
     g = torch.cuda.CUDAGraph()
     with torch.cuda.graph(g):
-        out = ptx_kernels.hgemm(a, b, variant="wgmma_persistent")
+        out = ptx_kernels.hgemm(a, b, kernel="wgmma_persistent")
     out.fill_(float("nan"))
     g.replay()
     torch.cuda.synchronize()

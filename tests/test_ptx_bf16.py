@@ -17,23 +17,16 @@ import torch
 
 import ptx_kernels
 from compare.reference import LAYOUTS, compare, error_bound, make_inputs, poisoned_out, reference
+from helpers import assert_exact
 
 BF16 = [v for v in ptx_kernels.variants() if "bf16" in v.dtypes]
 FP16_ONLY = [v for v in ptx_kernels.variants() if "bf16" not in v.dtypes]
 IDS = [v.name for v in BF16]
-EXACT_LIMIT = 256  # bf16's largest run of consecutive integers: 2**8
 
 
 def bf16_ints(m: int, n: int, k: int, layout: str, seed: int, device="cuda"):
-    """Integer bf16 operands whose products sum to at most EXACT_LIMIT in magnitude (see the module docstring)."""
+    """Integer bf16 operands whose products sum to at most BF16_EXACT_LIMIT in magnitude (see the module docstring)."""
     return make_inputs(m, n, k, layout, device=device, seed=seed, dtype="bf16")
-
-
-def exact_check(c, a, b, what):
-    ref = reference(a, b)
-    assert float(ref.abs().max()) <= EXACT_LIMIT, f"{what}: |C| past {EXACT_LIMIT}, the check would lose bits"
-    verdict = compare(c, ref)
-    assert verdict.ok, f"{what}: {verdict.detail}"
 
 
 # ---- CPU: the errors name the problem ------------------------------------------------------------------------
@@ -56,7 +49,7 @@ def test_bf16_on_a_variant_without_it_names_the_dtypes_it_takes(v):
     from ptx_kernels import ops  # noqa: F401  registers the operator and its fake kernel
 
     a, b = _meta(8, 8, 8)
-    with pytest.raises(TypeError, match=rf"^hgemm: variant '{v.name}' takes fp16 inputs, got torch.bfloat16$"):
+    with pytest.raises(TypeError, match=rf"^hgemm: kernel '{v.name}' takes fp16 inputs, got torch.bfloat16$"):
         torch.ops.tensorcore_hgemm.ptx_hgemm(a, b, v.name, "fp32")
 
 
@@ -89,7 +82,7 @@ def offered(v) -> bool:
 
 def run(v, a, b, **kw):
     out = poisoned_out(a.shape[0], b.shape[1], "cuda", dtype="bf16")
-    c = ptx_kernels.hgemm(a, b, variant=v.name, acc="fp32", out=out, **kw)
+    c = ptx_kernels.hgemm(a, b, kernel=v.name, acc="fp32", out=out, **kw)
     torch.cuda.synchronize()
     assert c.dtype == torch.bfloat16 and c.data_ptr() == out.data_ptr()
     return c
@@ -108,7 +101,7 @@ def test_bf16_exact_edges(v, layout):
         pytest.skip(f"{v.name} needs sm_{v.min_arch}")
     for i, (m, n, k) in enumerate(edge_shapes(v)):
         a, b = bf16_ints(m, n, k, layout, seed=i)
-        exact_check(run(v, a, b), a, b, f"{v.name} bf16 {layout} {m}x{n}x{k}")
+        assert_exact(run(v, a, b), a, b, f"{v.name} bf16 {layout} {m}x{n}x{k}")
 
 
 SPLIT_CASES = [(v, s) for v in BF16 for s in v.splits]
@@ -123,7 +116,7 @@ def test_bf16_split_k_exact_and_deterministic(v, split, layout):
         pytest.skip(f"{v.name} needs sm_{v.min_arch}")
     for i, (m, n, k) in enumerate([(16, 4096, 4096), (1, 1000, 777), (33, 500, 300), (17, 1000, 4099), (7, 9, 13)]):
         a, b = bf16_ints(m, n, k, layout, seed=i)
-        exact_check(run(v, a, b, split=split), a, b, f"{v.name} bf16 split={split} {layout} {m}x{n}x{k}")
+        assert_exact(run(v, a, b, split=split), a, b, f"{v.name} bf16 split={split} {layout} {m}x{n}x{k}")
     a, b = make_inputs(16, 4096, 4096, layout, device="cuda", seed=9, kind="randn", dtype="bf16")
     assert torch.equal(run(v, a, b, split=split), run(v, a, b, split=split))
 
@@ -155,15 +148,15 @@ def test_bf16_misaligned_strided_and_temporaries(v):
     a = base_a[1:66, 1::2]  # 65 x 101, column stride 2, odd offset
     b = base_b[1:, 3:]  # 101 x 128, offset breaks 16-byte alignment
     out_t = torch.full((129, 65), float("nan"), dtype=torch.bfloat16, device="cuda")
-    c = ptx_kernels.hgemm(a, b, variant=v.name, out=out_t.t()[:, 1:])
+    c = ptx_kernels.hgemm(a, b, kernel=v.name, out=out_t.t()[:, 1:])
     torch.cuda.synchronize()
     assert "A to row-major" in ptx_kernels.last_launch()["copies"]
     assert "C through a row-major temporary" in ptx_kernels.last_launch()["copies"]
-    exact_check(c, a, b, f"{v.name} bf16 strided")
+    assert_exact(c, a, b, f"{v.name} bf16 strided")
     a, b = make_inputs(200, 150, 333, "NT", device="cuda", seed=5, kind="randn", dtype="bf16")
     a = a.clone()
     a[17, 3] = float("nan")
-    c1, c2 = ptx_kernels.hgemm(a, b, variant=v.name), ptx_kernels.hgemm(a, b, variant=v.name)
+    c1, c2 = ptx_kernels.hgemm(a, b, kernel=v.name), ptx_kernels.hgemm(a, b, kernel=v.name)
     assert torch.equal(c1.nan_to_num(), c2.nan_to_num()) and torch.equal(c1.isnan(), c2.isnan())
     rows_nan = c1.isnan().any(dim=1)
     assert rows_nan[17] and c1[17].isnan().all() and int(rows_nan.sum()) == 1
@@ -180,7 +173,7 @@ def test_bf16_autograd(v):
     a, b = bf16_ints(64, 48, 24, "NN", seed=5)
     a.requires_grad_()
     b.requires_grad_()
-    c = ptx_kernels.hgemm(a, b, variant=v.name)
+    c = ptx_kernels.hgemm(a, b, kernel=v.name)
     assert c.grad_fn is not None and c.dtype == torch.bfloat16
     g = torch.randint(-2, 3, c.shape, device="cuda").to(torch.bfloat16)
     c.backward(g)
@@ -193,9 +186,9 @@ def test_bf16_autograd(v):
 def test_bf16_errors_on_the_gpu():
     a, b = bf16_ints(8, 8, 8, "NN", seed=0)
     fp16_only = FP16_ONLY[0].name
-    with pytest.raises(TypeError, match=rf"variant '{fp16_only}' takes fp16 inputs, got torch.bfloat16"):
-        ptx_kernels.hgemm(a, b, variant=fp16_only)
+    with pytest.raises(TypeError, match=rf"kernel '{fp16_only}' takes fp16 inputs, got torch.bfloat16"):
+        ptx_kernels.hgemm(a, b, kernel=fp16_only)
     with pytest.raises(ValueError, match="bf16 inputs accumulate in fp32 only"):
-        ptx_kernels.hgemm(a, b, variant=BF16[0].name, acc="fp16")
+        ptx_kernels.hgemm(a, b, kernel=BF16[0].name, acc="fp16")
     with pytest.raises(TypeError, match="got mat1 torch.bfloat16 and mat2 torch.float16"):
-        ptx_kernels.hgemm(a, b.half(), variant=BF16[0].name)
+        ptx_kernels.hgemm(a, b.half(), kernel=BF16[0].name)

@@ -6,6 +6,7 @@ import torch
 import ptx_kernels
 from ptx_kernels.variants import BY_NAME, a_col_in_place, any_strides
 from compare.reference import LAYOUTS, compare, error_bound, make_inputs, negative_view, poisoned_out, reference
+from helpers import assert_exact, poisoned_call
 
 pytestmark = pytest.mark.gpu
 
@@ -31,10 +32,10 @@ def edge_shapes(v, tile="auto"):
     return shapes
 
 
-def run(v, acc, a, b, out=None, tile="auto"):
-    out = poisoned_out(a.shape[0], b.shape[1], "cuda") if out is None else out
-    c = ptx_kernels.hgemm(a, b, variant=v.name, acc=acc, out=out, tile=tile)
-    torch.cuda.synchronize()
+def run(v, acc, a, b, tile="auto", dtype="fp16"):
+    """hgemm on kernel v into a NaN-poisoned out= (the launched tile checked where one is pinned)."""
+    c = poisoned_call(lambda out: ptx_kernels.hgemm(a, b, kernel=v.name, acc=acc, out=out, tile=tile),
+                      a.shape[0], b.shape[1], "cuda", dtype)
     if tile != "auto":
         assert ptx_kernels.last_launch()["tile"] == tile_of(v, tile)[0][:2]
     return c
@@ -45,8 +46,7 @@ def run(v, acc, a, b, out=None, tile="auto"):
 def test_exact_edges(v, acc, tile, layout):
     for i, (m, n, k) in enumerate(edge_shapes(v, tile)):
         a, b = make_inputs(m, n, k, layout, device="cuda", seed=i)
-        verdict = compare(run(v, acc, a, b, tile=tile), reference(a, b))
-        assert verdict.ok, f"{v.name} {acc} {layout} {m}x{n}x{k}: {verdict.detail}"
+        assert_exact(run(v, acc, a, b, tile=tile), a, b, f"{v.name} {acc} {layout} {m}x{n}x{k}")
 
 
 @pytest.mark.parametrize("v,acc,tile", CASES, ids=IDS)
@@ -67,11 +67,10 @@ def test_misaligned_and_strided_inputs(v, acc, tile):
     a = base_a[1:66, 1::2]  # 65 x 101, column stride 2, odd offset
     b = base_b[1:, 3:]  # 101 x 128, offset breaks 16-byte alignment
     out_t = torch.full((129, 65), float("nan"), dtype=torch.float16, device="cuda")
-    c = ptx_kernels.hgemm(a, b, variant=v.name, acc=acc, out=out_t.t()[:, 1:], tile=tile)  # column-major out
+    c = ptx_kernels.hgemm(a, b, kernel=v.name, acc=acc, out=out_t.t()[:, 1:], tile=tile)  # column-major out
     torch.cuda.synchronize()
     assert c.data_ptr() == out_t.t()[:, 1:].data_ptr()
-    verdict = compare(c, reference(a, b))
-    assert verdict.ok, verdict.detail
+    assert_exact(c, a, b)
     copies = ptx_kernels.last_launch()["copies"]
     if any_strides(v):  # reads A and B with their strides: only the column-major out goes through a temporary
         assert copies == ["C through a row-major temporary"]
@@ -88,14 +87,14 @@ def test_negative_views_keep_their_sign(v, layout):
     a, b = make_inputs(65, 100, 77, layout, device="cuda", seed=12)
     ref = reference(a, b)
     store = poisoned_out(65, 100, "cuda")
-    c = ptx_kernels.hgemm(negative_view(a), negative_view(b), variant=v.name, out=negative_view(store))
+    c = ptx_kernels.hgemm(negative_view(a), negative_view(b), kernel=v.name, out=negative_view(store))
     torch.cuda.synchronize()
     verdict = compare(c, ref)
     assert verdict.ok, verdict.detail
     copies = ptx_kernels.last_launch()["copies"]
     assert {"A: negative view resolved", "B: negative view resolved",
             "C through a row-major temporary (negative view)"} <= set(copies), copies
-    assert compare(ptx_kernels.hgemm(a, negative_view(b), variant=v.name), ref).ok
+    assert compare(ptx_kernels.hgemm(a, negative_view(b), kernel=v.name), ref).ok
 
 
 @pytest.mark.parametrize("v", ptx_kernels.variants(), ids=lambda v: v.name)
@@ -113,10 +112,9 @@ def test_broadcast_operands_with_zero_strides(v):
              (row.expand(72, 136), col.expand(136, 200)),
              (torch.randint(-3, 4, (72, 1), generator=g).half().cuda().expand(72, 136), full_b)]
     for a, b in cases:
-        c = ptx_kernels.hgemm(a, b, variant=v.name)
+        c = ptx_kernels.hgemm(a, b, kernel=v.name)
         torch.cuda.synchronize()
-        verdict = compare(c, reference(a, b))
-        assert verdict.ok, f"{v.name} A strides {a.stride()} B strides {b.stride()}: {verdict.detail}"
+        assert_exact(c, a, b, f"{v.name} A strides {a.stride()} B strides {b.stride()}")
 
 
 @pytest.mark.parametrize("v", ptx_kernels.variants(), ids=lambda v: v.name)
@@ -124,8 +122,8 @@ def test_deterministic_and_nan_rows(v):
     a, b = make_inputs(200, 150, 333, "NT", device="cuda", seed=5, kind="randn")
     a = a.clone()
     a[17, 3] = float("nan")
-    c1 = ptx_kernels.hgemm(a, b, variant=v.name)
-    c2 = ptx_kernels.hgemm(a, b, variant=v.name)
+    c1 = ptx_kernels.hgemm(a, b, kernel=v.name)
+    c2 = ptx_kernels.hgemm(a, b, kernel=v.name)
     assert torch.equal(c1.nan_to_num(), c2.nan_to_num()) and torch.equal(c1.isnan(), c2.isnan())
     rows_nan = c1.isnan().any(dim=1)
     assert rows_nan[17] and c1[17].isnan().all() and int(rows_nan.sum()) == 1
@@ -144,35 +142,32 @@ def test_split_k_exact_and_deterministic(v, acc, split, layout):
                                    (16, 4096, 8), (130, 250, 70), (7, 9, 13)]):
         a, b = make_inputs(m, n, k, layout, device="cuda", seed=i)
         c = poisoned_out(m, n, "cuda")
-        ptx_kernels.hgemm(a, b, variant=v.name, acc=acc, out=c, split=split)
+        ptx_kernels.hgemm(a, b, kernel=v.name, acc=acc, out=c, split=split)
         torch.cuda.synchronize()
         ran = ptx_kernels.last_launch()["split"]
         assert ran is None or 1 <= ran <= split, ran
-        verdict = compare(c, reference(a, b))
-        assert verdict.ok, f"{v.name} {acc} split={split} {layout} {m}x{n}x{k}: {verdict.detail}"
+        assert_exact(c, a, b, f"{v.name} {acc} split={split} {layout} {m}x{n}x{k}")
     a, b = make_inputs(16, 4096, 4096, layout, device="cuda", seed=9, kind="randn")
-    c1 = ptx_kernels.hgemm(a, b, variant=v.name, acc=acc, split=split)
-    c2 = ptx_kernels.hgemm(a, b, variant=v.name, acc=acc, split=split)
+    c1 = ptx_kernels.hgemm(a, b, kernel=v.name, acc=acc, split=split)
+    c2 = ptx_kernels.hgemm(a, b, kernel=v.name, acc=acc, split=split)
     assert torch.equal(c1, c2)
     if split > 1:  # 16 x 4096 fills the GPU only when split: the launcher ran the forced split
         assert ptx_kernels.last_launch()["split"] == split
 
 
+@pytest.mark.gpu(sm=90)
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("dtype,acc", (("fp16", "fp32"), ("fp16", "fp16"), ("bf16", "fp32")))
 def test_persistent_128x192_plan_exact(dtype, acc, layout):
     """wgmma_persistent's 128x192 tile, taken where its rounds are fuller than 128x256's and the operands' rows are
     128-byte aligned (3072x5120x2048: 648 tiles against 480 on 132 SMs), is exact; 3000x5000x2000 (4,000-byte rows)
     stays on 128x256 (or the cluster kernel)."""
-    if not torch.cuda.get_device_capability() >= (9, 0):
-        pytest.skip("wgmma_persistent needs sm_90")
     for i, (m, n, k) in enumerate([(3072, 5120, 2048), (3000, 5000, 2000)]):
         kk = k if acc == "fp32" else 192  # fp16 accumulation is exact while partial sums stay small
         a, b = make_inputs(m, n, kk, layout, device="cuda", seed=i, dtype=dtype)
-        c = run(BY_NAME["wgmma_persistent"], acc, a, b, out=poisoned_out(m, n, "cuda", dtype))
+        c = run(BY_NAME["wgmma_persistent"], acc, a, b, dtype=dtype)
         launch = ptx_kernels.last_launch()
-        verdict = compare(c, reference(a, b))
-        assert verdict.ok, f"{dtype} {acc} {layout} {m}x{n}x{kk}: {verdict.detail}"
+        assert_exact(c, a, b, f"{dtype} {acc} {layout} {m}x{n}x{kk}")
         aligned = a.stride(0) % 64 == 0 and max(b.stride()) % 64 == 0
         if kk == 2048 and layout in ("NN", "NT") and aligned:
             assert launch["tile"] == (128, 192), launch
@@ -180,22 +175,20 @@ def test_persistent_128x192_plan_exact(dtype, acc, layout):
             assert launch["tile"] != (128, 192), launch
 
 
+@pytest.mark.gpu(sm=90)
 @pytest.mark.parametrize("dtype,acc", (("fp16", "fp32"), ("fp16", "fp16"), ("bf16", "fp32")))
 def test_persistent_256x152_plan_exact(dtype, acc):
     """wgmma_persistent's 256x152 tile (two 64-row slabs per consumer warpgroup, C staged unswizzled in 32-row
     rounds), planned for B column-major where its 396 tiles are 3 full rounds: 3000x5000 in place (4,000-byte rows)
     and 3001x4999x2003 (copied to 16-byte rows first). Exact on integer inputs with NaN-poisoned outputs; row-major B
     never takes it."""
-    if not torch.cuda.get_device_capability() >= (9, 0):
-        pytest.skip("wgmma_persistent needs sm_90")
     for i, (m, n, k) in enumerate([(3000, 5000, 2000), (3001, 4999, 2003)]):
         kk = k if acc == "fp32" else 192 + i  # fp16 accumulation is exact while partial sums stay small
         for layout in ("NT", "NN"):
             a, b = make_inputs(m, n, kk, layout, device="cuda", seed=i, dtype=dtype)
-            c = run(BY_NAME["wgmma_persistent"], acc, a, b, out=poisoned_out(m, n, "cuda", dtype))
+            c = run(BY_NAME["wgmma_persistent"], acc, a, b, dtype=dtype)
             launch = ptx_kernels.last_launch()
-            verdict = compare(c, reference(a, b))
-            assert verdict.ok, f"{dtype} {acc} {layout} {m}x{n}x{kk}: {verdict.detail}"
+            assert_exact(c, a, b, f"{dtype} {acc} {layout} {m}x{n}x{kk}")
             if layout == "NT":  # the plan follows M x N (and K only where it splits)
                 assert launch["tile"] == (256, 152), launch
             if layout == "NN":
@@ -320,26 +313,26 @@ def test_multistage_dynamic_smem_and_grid():
     256x256 tile where it fills the GPU in whole waves, else the fp32 tile."""
     a, b = make_inputs(300, 600, 64, "NN", device="cuda", seed=6)
     b_col = b.t().contiguous().t()
-    ptx_kernels.hgemm(a, b, variant="wmma_multistage")  # fp32: 3 stages of padded 128x64 A, 64x256 B tiles
+    ptx_kernels.hgemm(a, b, kernel="wmma_multistage")  # fp32: 3 stages of padded 128x64 A, 64x256 B tiles
     info = ptx_kernels.last_launch()
     assert info["smem_bytes"] == 3 * (128 * 72 + 64 * 264) * 2
     assert info["grid"][0] == 3 * 3 and info["block"] == 256 and info["tile"] == (128, 256)
-    ptx_kernels.hgemm(a, b_col, variant="wmma_multistage")
+    ptx_kernels.hgemm(a, b_col, kernel="wmma_multistage")
     assert ptx_kernels.last_launch()["smem_bytes"] == 3 * (128 * 72 + 256 * 72) * 2
-    ptx_kernels.hgemm(a, b, variant="wmma_multistage", acc="fp16")  # 6 blocks of 256x256 would idle the GPU
+    ptx_kernels.hgemm(a, b, kernel="wmma_multistage", acc="fp16")  # 6 blocks of 256x256 would idle the GPU
     assert ptx_kernels.last_launch()["tile"] == (128, 256)
-    ptx_kernels.hgemm(a, b, variant="wmma_multistage", acc="fp16", tile="large")  # 4 stages of 256x32, 32x256
+    ptx_kernels.hgemm(a, b, kernel="wmma_multistage", acc="fp16", tile="large")  # 4 stages of 256x32, 32x256
     info = ptx_kernels.last_launch()
     assert info["smem_bytes"] == 4 * (256 * 40 + 32 * 264) * 2 and info["grid"][0] == 2 * 3
-    ptx_kernels.hgemm(a, b, variant="mma_stmatrix")  # 3 stages of 128x64 A and 64x256 B, unpadded
+    ptx_kernels.hgemm(a, b, kernel="mma_stmatrix")  # 3 stages of 128x64 A and 64x256 B, unpadded
     info = ptx_kernels.last_launch()
     assert info["smem_bytes"] == 3 * (128 * 64 + 64 * 256) * 2 and info["grid"][0] == 3 * 3 and info["block"] == 256
-    ptx_kernels.hgemm(a, b, variant="mma_stmatrix", acc="fp16", tile="large")  # the 256x264 C tile outgrows 4 stages
+    ptx_kernels.hgemm(a, b, kernel="mma_stmatrix", acc="fp16", tile="large")  # the 256x264 C tile outgrows 4 stages
     info = ptx_kernels.last_launch()
     assert info["smem_bytes"] == 256 * 264 * 2 > 4 * (256 * 32 + 32 * 256) * 2
     assert info["grid"][0] == 2 * 3 and info["block"] == 256
     big_a, big_b = make_inputs(4096, 4096, 64, "NN", device="cuda", seed=7)
-    ptx_kernels.hgemm(big_a, big_b, variant="mma_stmatrix", acc="fp16")
+    ptx_kernels.hgemm(big_a, big_b, kernel="mma_stmatrix", acc="fp16")
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     waves = lambda tiles: -(-tiles // sms)  # noqa: E731
     large = 10 * waves(16 * 16) * 256 * 256 <= 11 * waves(32 * 16) * 128 * 256  # on 132 SMs: 2 waves vs 4, large
@@ -348,12 +341,12 @@ def test_multistage_dynamic_smem_and_grid():
 
 def test_errors():
     a, b = make_inputs(8, 8, 8, "NN", device="cuda")
-    with pytest.raises(ValueError, match="unknown variant 'nope'"):
-        ptx_kernels.hgemm(a, b, variant="nope")
+    with pytest.raises(ValueError, match="unknown kernel 'nope'"):
+        ptx_kernels.hgemm(a, b, kernel="nope")
     with pytest.raises(ValueError, match="supports acc in"):
-        ptx_kernels.hgemm(a, b, variant="wmma_smem", acc="tf32")
+        ptx_kernels.hgemm(a, b, kernel="wmma_smem", acc="tf32")
     with pytest.raises(ValueError, match=r"mat1 and mat2 shapes cannot be multiplied \(8x8 and 7x8\)"):
-        ptx_kernels.hgemm(a, b[:7], variant="wmma_smem")
+        ptx_kernels.hgemm(a, b[:7], kernel="wmma_smem")
     with pytest.raises(ValueError, match="inputs are on cpu"):
         ptx_kernels.hgemm(a.cpu(), b.cpu())
 
@@ -371,7 +364,7 @@ def test_non_default_stream():
     s = torch.cuda.Stream()
     with torch.cuda.stream(s):
         a2 = a * 1
-        cs = [ptx_kernels.hgemm(a2, b, variant=v.name) for v in ptx_kernels.variants()]
+        cs = [ptx_kernels.hgemm(a2, b, kernel=v.name) for v in ptx_kernels.variants()]
     s.synchronize()
     ref = reference(a, b)
     for v, c in zip(ptx_kernels.variants(), cs):
@@ -391,7 +384,7 @@ def test_inputs_that_require_grad_record_autograd(variant):
     a, b = make_inputs(64, 48, 40, "NN", device="cuda", seed=5)
     a.requires_grad_()
     b.requires_grad_()
-    c = ptx_kernels.hgemm(a, b, variant=variant)
+    c = ptx_kernels.hgemm(a, b, kernel=variant)
     assert c.grad_fn is not None
     g = torch.randint(-2, 3, c.shape, device="cuda").half()
     c.backward(g)
@@ -401,7 +394,7 @@ def test_inputs_that_require_grad_record_autograd(variant):
     assert launch["a_col_major"] == a_col_in_place(v) and launch["copies"] == ([] if a_col_in_place(v) else
                                                                                ["A to row-major"]), launch
     with pytest.raises(RuntimeError, match="not recorded by autograd"):
-        ptx_kernels.hgemm(a, b, variant=variant, out=torch.empty_like(c.detach()))
+        ptx_kernels.hgemm(a, b, kernel=variant, out=torch.empty_like(c.detach()))
 
 
 # ---- split-K over the grid (sm90/wgmma_splitk_grid.cu) ------------------------------------------------------
@@ -414,7 +407,7 @@ def needs_hopper():
 
 
 def launch_pinned(variant, a, b, acc, tile, split, out=None):
-    """One launch with GemmArgs::tile and ::split codes that hgemm's tile= does not name (the Hopper launchers'
+    """One launch with GemmArgs::plan_tile and ::split codes that hgemm's tile= does not name (the Hopper launchers'
     tiles 1-6, sm90/handoff.h), on operands prepared as hgemm prepares them: A row-major and B row- or column-major,
     on 16-byte rows (copied where not). Returns C (NaN-poisoned before the launch) and the launch's report."""
     from hgemm_common.operands import is_row_major, rows_aligned16
@@ -422,10 +415,10 @@ def launch_pinned(variant, a, b, acc, tile, split, out=None):
     if not is_row_major(a):
         a = a.contiguous()
     if not rows_aligned16(a, a.stride(0)):
-        a = ptx_kernels._aligned_copy(a)
+        a = ptx_kernels.call._aligned_copy(a)
     copies = []
-    b, b_col = ptx_kernels._b_layout(b, copies)
-    b = ptx_kernels._b_aligned(b, b_col, copies)
+    b, b_col = ptx_kernels.call._b_layout(b, copies)
+    b = ptx_kernels.call._aligned(b, b_col, "B", copies)
     c = poisoned_out(a.shape[0], b.shape[1], "cuda", "bf16" if a.dtype == torch.bfloat16 else "fp16") \
         if out is None else out
     report = ptx_kernels.load().hgemm_launch(variant, a, b, c, False, b_col, acc == "fp16", tile, split)

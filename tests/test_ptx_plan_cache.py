@@ -7,6 +7,8 @@ import torch
 
 import ptx_kernels
 from hgemm_common import validation
+from helpers import ints
+from ptx_kernels import call
 
 
 class FakeExt:
@@ -31,42 +33,37 @@ def fake(monkeypatch):
         calls.append(1)
         return validation.validate(a, b, out, allow_cpu=True)
 
-    monkeypatch.setattr(ptx_kernels, "load", lambda: ext)
-    monkeypatch.setattr(ptx_kernels, "validate", counted_validate)
-    monkeypatch.setattr(ptx_kernels, "_arch", lambda device: 90)
-    monkeypatch.setattr(ptx_kernels, "_PLANS", ptx_kernels.LRU(256))
+    monkeypatch.setattr(call, "load", lambda: ext)
+    monkeypatch.setattr(call, "validate", counted_validate)
+    monkeypatch.setattr(call, "_arch", lambda device: 90)
+    monkeypatch.setattr(call, "_PLANS", call.LRU(256))
     ext.validations = calls
     return ext
-
-
-def ints(*shape, seed=0):
-    g = torch.Generator().manual_seed(seed)
-    return torch.randint(-3, 4, shape, generator=g).half()
 
 
 def test_repeated_call_skips_validation_and_launches_the_same(fake):
     a, b = ints(33, 40), ints(40, 24, seed=1)
     want = (a.float() @ b.float()).half()
-    c1 = ptx_kernels.hgemm(a, b, variant="wgmma_persistent")
-    c2 = ptx_kernels.hgemm(a.clone(), b.clone(), variant="wgmma_persistent")  # new addresses, same facts
+    c1 = ptx_kernels.hgemm(a, b, kernel="wgmma_persistent")
+    c2 = ptx_kernels.hgemm(a.clone(), b.clone(), kernel="wgmma_persistent")  # new addresses, same facts
     assert torch.equal(c1, want) and torch.equal(c2, want)
     assert len(fake.validations) == 1 and len(fake.launches) == 2
     assert fake.launches[0][:4] == fake.launches[1][:4]
     assert ptx_kernels.last_launch()["tile"] == (128, 256) and ptx_kernels.last_launch()["copies"] == []
     out = torch.full((33, 24), float("nan"), dtype=torch.float16)
-    assert ptx_kernels.hgemm(a, b, variant="wgmma_persistent", out=out) is out and torch.equal(out, want)
-    assert ptx_kernels.hgemm(a, b, variant="wgmma_persistent", out=out) is out
+    assert ptx_kernels.hgemm(a, b, kernel="wgmma_persistent", out=out) is out and torch.equal(out, want)
+    assert ptx_kernels.hgemm(a, b, kernel="wgmma_persistent", out=out) is out
     assert len(fake.validations) == 2  # out= is another kind of call: validated once, then cached too
 
 
 def test_other_facts_take_the_full_path(fake):
     a, b = ints(33, 40), ints(40, 24, seed=1)
-    ptx_kernels.hgemm(a, b, variant="wgmma_persistent")
+    ptx_kernels.hgemm(a, b, kernel="wgmma_persistent")
     n = len(fake.validations)
-    ptx_kernels.hgemm(a, b.t().contiguous().t(), variant="wgmma_persistent")  # B column-major: another key
-    ptx_kernels.hgemm(a, b, variant="wgmma_persistent", acc="fp16")
-    ptx_kernels.hgemm(a, b, variant="wgmma_persistent", split=1)
-    ptx_kernels.hgemm(a[:, :39], b[:39], variant="wgmma_persistent")  # another K
+    ptx_kernels.hgemm(a, b.t().contiguous().t(), kernel="wgmma_persistent")  # B column-major: another key
+    ptx_kernels.hgemm(a, b, kernel="wgmma_persistent", acc="fp16")
+    ptx_kernels.hgemm(a, b, kernel="wgmma_persistent", split=1)
+    ptx_kernels.hgemm(a[:, :39], b[:39], kernel="wgmma_persistent")  # another K
     assert len(fake.validations) == n + 4
     assert fake.launches[1][3] is True  # column-major B read in place
 
@@ -77,7 +74,7 @@ def test_calls_with_copies_are_never_cached(fake):
     a_odd.copy_(a)
     want = (a.float() @ b.float()).half()
     for _ in range(2):
-        assert torch.equal(ptx_kernels.hgemm(a_odd, b, variant="wgmma_persistent"), want)
+        assert torch.equal(ptx_kernels.hgemm(a_odd, b, kernel="wgmma_persistent"), want)
         assert ptx_kernels.last_launch()["copies"] == ["A to 16-byte aligned rows"]
     assert len(fake.validations) == 2
 
@@ -85,28 +82,28 @@ def test_calls_with_copies_are_never_cached(fake):
 def test_negative_view_and_overlapping_out_after_a_cached_call(fake):
     a, b = ints(16, 32), ints(32, 16, seed=1)
     want = (a.float() @ b.float()).half()
-    ptx_kernels.hgemm(a, b, variant="wgmma_persistent")
-    assert torch.equal(ptx_kernels.hgemm(a, b._neg_view(), variant="wgmma_persistent"), -want)  # not the cached plan
+    ptx_kernels.hgemm(a, b, kernel="wgmma_persistent")
+    assert torch.equal(ptx_kernels.hgemm(a, b._neg_view(), kernel="wgmma_persistent"), -want)  # not the cached plan
     out = torch.empty(16, 16, dtype=torch.float16)
-    ptx_kernels.hgemm(a, b, variant="wgmma_persistent", out=out)  # caches the out= plan
+    ptx_kernels.hgemm(a, b, kernel="wgmma_persistent", out=out)  # caches the out= plan
     n = len(fake.launches)
     big = torch.zeros(16 * 32, dtype=torch.float16)
     a2, out2 = big.view(16, 32), big[256:].view(16, 16)  # the cached call's strides and alignment; out2 inside A
     a2.copy_(a)
     with pytest.raises(ValueError, match="out overlaps an input"):
-        ptx_kernels.hgemm(a2, b, variant="wgmma_persistent", out=out2)
+        ptx_kernels.hgemm(a2, b, kernel="wgmma_persistent", out=out2)
     assert len(fake.launches) == n and torch.equal(a2, a)  # refused before any launch, A untouched
 
 
 def test_bad_input_after_a_cached_call_still_gets_its_error(fake):
     a, b = ints(16, 32), ints(32, 16, seed=1)
-    ptx_kernels.hgemm(a, b, variant="wgmma_persistent")
+    ptx_kernels.hgemm(a, b, kernel="wgmma_persistent")
     with pytest.raises(ValueError, match="supports acc in"):
-        ptx_kernels.hgemm(a, b, variant="wgmma_persistent", acc="fp8")
+        ptx_kernels.hgemm(a, b, kernel="wgmma_persistent", acc="fp8")
     with pytest.raises(ValueError, match="split"):
         ptx_kernels.hgemm(a, b, variant="wgmma_persistent", split=300)
     with pytest.raises(ValueError, match=r"split=\[2\]"):  # unhashable: no plan key, the full path's error
-        ptx_kernels.hgemm(a, b, variant="wgmma_persistent", split=[2])
+        ptx_kernels.hgemm(a, b, kernel="wgmma_persistent", split=[2])
     with pytest.raises(TypeError, match="float16"):
         ptx_kernels.hgemm(a.float(), b, variant="wgmma_persistent")
 

@@ -8,18 +8,14 @@ import numpy as np
 import pytest
 import torch
 
+from helpers import ints
 from ptx_kernels import sparse as S
 
 SHAPES = [(0, 100), (1, 1), (7, 8), (16, 31), (17, 32), (33, 33), (107, 311), (233, 64), (16, 4099)]
 
 
-def _ints(*shape, seed=0):
-    g = torch.Generator().manual_seed(seed)
-    return torch.randint(-3, 4, shape, generator=g).to(torch.float16)
-
-
 def test_prune_keeps_the_two_largest_magnitudes_of_every_chunk():
-    a = _ints(9, 23, seed=1) * torch.arange(1, 24, dtype=torch.float16)  # mostly distinct magnitudes
+    a = ints(9, 23, seed=1) * torch.arange(1, 24, dtype=torch.float16)  # mostly distinct magnitudes
     p = S.prune_2to4(a)
     assert p.shape == a.shape and S.is_2to4(p)
     for r, c0 in itertools.product(range(9), range(0, 23, 4)):
@@ -39,7 +35,7 @@ def test_prune_ties_keep_the_lower_positions_and_nan_is_kept():
 
 @pytest.mark.parametrize("m,k", SHAPES)
 def test_compress_decompress_round_trip(m, k):
-    a = S.prune_2to4(_ints(m, k, seed=m * 7 + k))
+    a = S.prune_2to4(ints(m, k, seed=m * 7 + k))
     values, meta = S.compress(a)
     kp = S.padded_k(k)
     assert values.shape == (m, kp // 2) and values.dtype == torch.float16
@@ -89,7 +85,7 @@ def test_not_2to4_is_a_clear_error():
 
 
 def test_metadata_that_does_not_match_is_a_clear_error():
-    values, meta = S.compress(S.prune_2to4(_ints(20, 40)))
+    values, meta = S.compress(S.prune_2to4(ints(20, 40)))
     bad = meta.clone()
     bad[1, 0, 3] = 0  # nibble 0b0000: no two ascending indices
     with pytest.raises(ValueError, match="metadata does not match the 2:4 format: K block 1, row block 0, word 3"):
@@ -102,12 +98,37 @@ def test_metadata_that_does_not_match_is_a_clear_error():
         S.check_compressed(values, meta.long(), 20, 40)
 
 
-def test_sparse_hgemm_rejects_a_tile_it_does_not_have():
+def test_sparse_hgemm_rejects_a_tile_or_schedule_it_does_not_have():
+    """tile= is the block tile ("auto", "large", "base"; the older integers 0-3 still taken), schedule= the order of
+    a persistent kernel's tiles: anything else is refused before the device is asked."""
     import ptx_kernels
 
-    values, meta = S.compress(S.prune_2to4(_ints(20, 40)))
-    with pytest.raises(ValueError, match=r"sparse_hgemm: tile must be 0 \(the kernel's choice\), 1, 2 or 3, got 4"):
-        ptx_kernels.sparse_hgemm(values, meta, torch.zeros(40, 8, dtype=torch.float16), tile=4)
+    values, meta = S.compress(S.prune_2to4(ints(20, 40)))
+    b = torch.zeros(40, 8, dtype=torch.float16)
+    with pytest.raises(ValueError, match=r"^sparse_hgemm: tile must be one of \['auto', 'base', 'large'\] \(or the "
+                                         r"older 0, 1, 2, 3\), got 4$"):
+        ptx_kernels.sparse_hgemm(values, meta, b, tile=4)
+    with pytest.raises(ValueError, match=r"^sparse_hgemm: tile must be one of \['auto', 'base', 'large'\], got 'huge'$"):
+        ptx_kernels.sparse_hgemm(values, meta, b, tile="huge")
+    with pytest.raises(ValueError, match=r"^sparse_hgemm: schedule must be one of \['auto', 'band8', 'band16', "
+                                         r"'cluster2'\], got 'band4'$"):
+        ptx_kernels.sparse_hgemm(values, meta, b, schedule="band4")
+    with pytest.raises(ValueError, match=r"the integer tile=3 is the older form of schedule=; give one of the two"):
+        ptx_kernels.sparse_hgemm(values, meta, b, tile=3, schedule="band8")
+
+
+def test_the_older_integer_tile_maps_to_tile_and_schedule():
+    """sparse_hgemm's integer tile= (before schedule=): wgmma_sp's 1-3 are its schedules, mma_sp's 1 / 2 its fp16
+    tiles, and what a kernel ignored then (mma_sp's 3, any fp32 tile) is its own choice now too."""
+    from ptx_kernels.call import _legacy_sparse_tile
+    from ptx_kernels.variants import BY_NAME
+
+    wgmma, mma = BY_NAME["wgmma_sp"], BY_NAME["mma_sp"]
+    assert [_legacy_sparse_tile(wgmma, "fp32", t) for t in range(4)] == [
+        ("auto", "auto"), ("auto", "band8"), ("auto", "band16"), ("auto", "cluster2")]
+    assert [_legacy_sparse_tile(mma, "fp16", t) for t in range(4)] == [
+        ("auto", "auto"), ("large", "auto"), ("base", "auto"), ("auto", "auto")]
+    assert {_legacy_sparse_tile(mma, "fp32", t) for t in range(4)} == {("auto", "auto")}
 
 
 # ---- the model against the ISA (9.7.14.6.2.2, Figures 120-122; 9.7.15.6.2.1, Figure 176) --------------------
@@ -201,7 +222,7 @@ def test_wgmma_sp_stage_registers_rebuild_the_pruned_tile(m, k):
     step, `wgmma_sp_stage_registers`), decoded by the instruction's map (`wgmma_sp_meta`) over the stage's
     compressed values, give back every stage of every 128-row tile of the pruned A: rows past M and K steps past
     Kp get the valid stand-in word and zero values."""
-    a = S.prune_2to4(_ints(m, k, seed=m + k))
+    a = S.prune_2to4(ints(m, k, seed=m + k))
     values, meta = S.compress(a)
     kp = S.padded_k(k)
     dense = torch.zeros(-(-m // 128) * 128, -(-kp // 64) * 64, dtype=torch.float64)
@@ -217,7 +238,7 @@ def test_wgmma_sp_stage_registers_rebuild_the_pruned_tile(m, k):
 
 
 def test_wgmma_sp_registers_of_a_stage_past_kp_are_the_stand_in():
-    values, meta = S.compress(S.prune_2to4(_ints(40, 20)))  # Kp = 32: the stage's second k32 step is past Kp
+    values, meta = S.compress(S.prune_2to4(ints(40, 20)))  # Kp = 32: the stage's second k32 step is past Kp
     regs = S.wgmma_sp_stage_registers(meta, 40, 20, 0, 0)
     assert (regs[:, 1] == S.VALID_WORD).all()
     # row blocks 0..2 hold metadata (M = 40): warps 0-2 of consumer 0; warp 3 and consumer 1 get the stand-in

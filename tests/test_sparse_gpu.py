@@ -6,6 +6,7 @@ import torch
 
 import ptx_kernels
 from compare.reference import compare, error_bound, make_inputs, negative_view, poisoned_out, reference
+from helpers import assert_exact, poisoned_call
 from ptx_kernels import sparse as S
 
 pytestmark = pytest.mark.gpu
@@ -29,11 +30,11 @@ def sparse_inputs(m, n, k, b_layout, seed, kind="int"):
 
 
 def run(v, acc, a, b):
+    """sparse_hgemm on kernel v (A compressed here) into a NaN-poisoned out=."""
     values, meta = S.compress(a)
-    out = poisoned_out(a.shape[0], b.shape[1], "cuda")
-    c = ptx_kernels.sparse_hgemm(values, meta, b, variant=v.name, acc=acc, out=out)
-    torch.cuda.synchronize()
-    assert c is out and ptx_kernels.last_launch()["variant"] == v.name
+    c = poisoned_call(lambda out: ptx_kernels.sparse_hgemm(values, meta, b, kernel=v.name, acc=acc, out=out),
+                      a.shape[0], b.shape[1], "cuda")
+    assert ptx_kernels.last_launch()["variant"] == v.name
     return c
 
 
@@ -49,36 +50,36 @@ def test_exact_odd_shapes(v, acc, b_layout):
     _skip_unless_offered(v)
     for i, (m, n, k) in enumerate(edge_shapes(v)):
         a, b = sparse_inputs(m, n, k, b_layout, seed=i)
-        verdict = compare(run(v, acc, a, b), reference(a, b))
-        assert verdict.ok, f"{v.name} {acc} B={b_layout} {m}x{n}x{k}: {verdict.detail}"
+        assert_exact(run(v, acc, a, b), a, b, f"{v.name} {acc} B={b_layout} {m}x{n}x{k}")
 
 
 @pytest.mark.parametrize("b_layout", ["N", "T"])
-@pytest.mark.parametrize("tile", [1, 2])
+@pytest.mark.parametrize("tile", ["large", "base", 1])
 def test_mma_sp_fp16_tiles_pinned_exact(tile, b_layout):
-    """mma_sp with fp16 accumulation has two tiles (256x256 and the fp32 one, 128x256); tile= pins each, on shapes
-    around the large one (the automatic choice takes it only where it fills the GPU). K <= 227 keeps fp16 partial sums
-    exact."""
+    """mma_sp with fp16 accumulation has two tiles (256x256 and the fp32 one, 128x256); tile= pins each (1: the
+    older integer form of "large"), on shapes around the large one (the automatic choice takes it only where it fills
+    the GPU). K <= 227 keeps fp16 partial sums exact."""
     v = next(v for v in ptx_kernels.variants("sparse") if v.name == "mma_sp")
     _skip_unless_offered(v)
-    if tile == 1 and torch.cuda.get_device_capability() < (9, 0):
+    large = tile in ("large", 1)
+    if large and torch.cuda.get_device_capability() < (9, 0):
         pytest.skip("the 256x256 tile needs 200 KB of shared memory (sm_90's 227 KB; sm_80 has 163 KB)")
-    bm, bn, _ = v.block_fp16 if tile == 1 else v.block
+    bm, bn, _ = v.block_fp16 if large else v.block
     for i, (m, n, k) in enumerate([(bm + 1, bn - 1, 200), (bm - 1, bn + 1, 33), (2 * bm + 3, bn + 5, 227), (7, 9, 15)]):
         a, b = sparse_inputs(m, n, k, b_layout, seed=i)
         values, meta = S.compress(a)
         out = poisoned_out(m, n, "cuda")
-        ptx_kernels.sparse_hgemm(values, meta, b, variant="mma_sp", acc="fp16", out=out, tile=tile)
+        ptx_kernels.sparse_hgemm(values, meta, b, kernel="mma_sp", acc="fp16", out=out, tile=tile)
         torch.cuda.synchronize()
         assert ptx_kernels.last_launch()["tile"] == (bm, bn)
-        verdict = compare(out, reference(a, b))
-        assert verdict.ok, f"tile={tile} B={b_layout} {m}x{n}x{k}: {verdict.detail}"
+        assert_exact(out, a, b, f"tile={tile} B={b_layout} {m}x{n}x{k}")
 
 
 @pytest.mark.parametrize("b_layout", ["N", "T"])
 @pytest.mark.parametrize("acc", ["fp32", "fp16"])
-def test_wgmma_sp_clusters_exact(acc, b_layout):
-    """wgmma_sp with tile=3: clusters of two blocks on tile rows 2p, 2p + 1 of one tile column, each loading half of
+@pytest.mark.parametrize("schedule", ["cluster2", "band8", "band16"])
+def test_wgmma_sp_schedules_exact(schedule, acc, b_layout):
+    """wgmma_sp with each schedule pinned; schedule="cluster2": clusters of two blocks on tile rows 2p, 2p + 1 of one tile column, each loading half of
     B and multicasting it to both. Odd tile-row counts (the last cluster's second tile lies below M: it loads zeros,
     shares its half of B and stores nothing), more clusters of work than fit at once (several rounds), K tails and
     K < 32. K <= 227 keeps fp16 partial sums exact."""
@@ -89,10 +90,9 @@ def test_wgmma_sp_clusters_exact(acc, b_layout):
         a, b = sparse_inputs(m, n, k, b_layout, seed=200 + i)
         values, meta = S.compress(a)
         out = poisoned_out(m, n, "cuda")
-        ptx_kernels.sparse_hgemm(values, meta, b, variant="wgmma_sp", acc=acc, out=out, tile=3)
+        ptx_kernels.sparse_hgemm(values, meta, b, kernel="wgmma_sp", acc=acc, out=out, schedule=schedule)
         torch.cuda.synchronize()
-        verdict = compare(out, reference(a, b))
-        assert verdict.ok, f"tile=3 {acc} B={b_layout} {m}x{n}x{k}: {verdict.detail}"
+        assert_exact(out, a, b, f"schedule={schedule} {acc} B={b_layout} {m}x{n}x{k}")
 
 
 @pytest.mark.parametrize("v,acc", CASES, ids=IDS)
@@ -102,8 +102,7 @@ def test_exact_every_mn_k(v, acc):
     for i, (m, n) in enumerate((m, n) for m in MN for n in MN):
         k = KS[i % len(KS)]
         a, b = sparse_inputs(m, n, k, "N", seed=100 + i)
-        verdict = compare(run(v, acc, a, b), reference(a, b))
-        assert verdict.ok, f"{v.name} {acc} {m}x{n}x{k}: {verdict.detail}"
+        assert_exact(run(v, acc, a, b), a, b, f"{v.name} {acc} {m}x{n}x{k}")
 
 
 @pytest.mark.parametrize("v,acc", CASES, ids=IDS)
@@ -134,11 +133,10 @@ def test_negative_views_keep_their_sign(v, b_layout):
     a, b = sparse_inputs(65, 100, 96, b_layout, seed=13)
     values, meta = S.compress(a)
     store = poisoned_out(65, 100, "cuda")
-    c = ptx_kernels.sparse_hgemm(negative_view(values), meta, negative_view(b), variant=v.name,
+    c = ptx_kernels.sparse_hgemm(negative_view(values), meta, negative_view(b), kernel=v.name,
                                  out=negative_view(store))
     torch.cuda.synchronize()
-    verdict = compare(c, reference(a, b))
-    assert verdict.ok, verdict.detail
+    assert_exact(c, a, b)
     assert {"values: negative view resolved", "B: negative view resolved"} <= set(ptx_kernels.last_launch()["copies"])
 
 
@@ -147,10 +145,10 @@ def test_deterministic_and_other_stream(v):
     _skip_unless_offered(v)
     a, b = sparse_inputs(300, 200, 500, "N", seed=7, kind="randn")
     values, meta = S.compress(a)
-    c1 = ptx_kernels.sparse_hgemm(values, meta, b, variant=v.name)
+    c1 = ptx_kernels.sparse_hgemm(values, meta, b, kernel=v.name)
     s = torch.cuda.Stream()
     with torch.cuda.stream(s):
-        c2 = ptx_kernels.sparse_hgemm(values, meta, b, variant=v.name)
+        c2 = ptx_kernels.sparse_hgemm(values, meta, b, kernel=v.name)
     s.synchronize()
     assert torch.equal(c1, c2)
 
@@ -183,10 +181,10 @@ def test_errors_are_clear():
         ptx_kernels.sparse_hgemm(values, meta, b.float())
     with pytest.raises(ValueError, match="same device|on cpu"):
         ptx_kernels.sparse_hgemm(values, meta, b.cpu())
-    with pytest.raises(ValueError, match="unknown variant 'mma_stmatrix'"):
-        ptx_kernels.sparse_hgemm(values, meta, b, variant="mma_stmatrix")
+    with pytest.raises(ValueError, match="unknown kernel 'mma_stmatrix'"):
+        ptx_kernels.sparse_hgemm(values, meta, b, kernel="mma_stmatrix")
     with pytest.raises(ValueError, match="sparse kernel: ptx_kernels.sparse_hgemm"):
-        ptx_kernels.hgemm(a, b, variant="mma_sp")
+        ptx_kernels.hgemm(a, b, kernel="mma_sp")
     empty = ptx_kernels.sparse_hgemm(*S.compress(a[:0]), b)
     assert empty.shape == (0, 16)
 

@@ -17,7 +17,6 @@ OPS = torch.ops.tensorcore_hgemm
 # The last step of each family of hand-written kernel, for the GPU tests of the operator (each takes a different
 # path through the wrapper: no tile, WMMA with copies for column-major A, the cp.async + stmatrix pipeline).
 PTX_VARIANTS = tuple({v.family: v.name for v in ptx_kernels.variants()}.values())
-gpu = pytest.mark.gpu
 
 
 def exact(m, n, k, layout="NN", device=DEVICE, seed=0, dtype="fp16"):
@@ -28,9 +27,9 @@ def exact(m, n, k, layout="NN", device=DEVICE, seed=0, dtype="fp16"):
 
 def test_operators_registered_with_their_schemas():
     assert str(OPS.triton_hgemm.default._schema) == \
-        "tensorcore_hgemm::triton_hgemm(Tensor a, Tensor b, str acc=\"fp32\") -> Tensor"
+        "tensorcore_hgemm::triton_hgemm(Tensor a, Tensor b, str acc=\"fp32\", str kernel=\"auto\", str? tune=None) -> Tensor"
     assert str(OPS.ptx_hgemm.default._schema) == \
-        "tensorcore_hgemm::ptx_hgemm(Tensor a, Tensor b, str variant=\"mma_stmatrix\", str acc=\"fp32\") -> Tensor"
+        "tensorcore_hgemm::ptx_hgemm(Tensor a, Tensor b, str kernel=\"mma_stmatrix\", str acc=\"fp32\") -> Tensor"
 
 
 @pytest.mark.parametrize("op", ["triton_hgemm", "ptx_hgemm"])
@@ -59,10 +58,43 @@ def test_triton_fake_takes_bf16_and_refuses_its_fp16_accumulation():
 
 def test_ptx_fake_rejects_unknown_variant_and_acc():
     a = torch.empty(4, 4, device="meta", dtype=torch.float16)
-    with pytest.raises(ValueError, match="unknown variant 'nope'"):
+    with pytest.raises(ValueError, match="unknown kernel 'nope'"):
         OPS.ptx_hgemm(a, a, "nope", "fp32")
     with pytest.raises(ValueError, match="acc in"):
         OPS.ptx_hgemm(a, a, "mma_stmatrix", "bf16")
+
+
+def test_operators_take_kernel_and_variant_but_not_both():
+    """The operators' selector is kernel= (ptx_hgemm's third argument; triton_hgemm's fourth, after acc); the older
+    name variant= reaches the same operator through the `.variant` overload, and both together is one line."""
+    from hgemm_common.errors import HgemmValueError
+
+    a = torch.empty(8, 8, device="meta", dtype=torch.float16)
+    assert OPS.ptx_hgemm(a, a, kernel="mma_tiled").shape == (8, 8)
+    assert OPS.ptx_hgemm(a, a, variant="mma_tiled", acc="fp16").shape == (8, 8)
+    with pytest.raises(ValueError, match="unknown kernel 'nope'"):
+        OPS.ptx_hgemm(a, a, variant="nope")
+    with pytest.raises(HgemmValueError, match=r"^ptx_hgemm: variant= is another name for kernel=; give one, got "
+                                              r"kernel='mma_tiled' and variant='mma_naive'$"):
+        OPS.ptx_hgemm(a, a, kernel="mma_tiled", variant="mma_naive")
+    assert OPS.triton_hgemm(a, a, "fp32", "splitk").shape == (8, 8)
+    with pytest.raises(ValueError, match=r"^triton_hgemm: kernel must be one of .*got 'nope'$"):
+        OPS.triton_hgemm(a, a, kernel="nope")
+
+
+def test_triton_kernel_reaches_autograd_and_config_is_refused_there():
+    """hgemm(kernel=...) on inputs that require grad runs that kernel through the operator (not "auto"); a pinned
+    config= cannot be recorded, so it is refused rather than dropped."""
+    import triton_kernels
+    from triton_kernels import dispatch
+
+    a = exact(16, 24, 32, device=DEVICE)[0].requires_grad_()
+    b = exact(16, 24, 32, device=DEVICE)[1]
+    c = triton_kernels.hgemm(a, b, kernel="splitk")
+    assert c.grad_fn is not None
+    assert any(r.plan.kernel == "splitk" for r in dispatch.PLANS._d.values())
+    with pytest.raises(RuntimeError, match="config= is not recorded by autograd"):
+        triton_kernels.hgemm(a, b, config=triton_kernels.configs("blocked")[0])
 
 
 def test_ptx_tile_choice_is_validated_before_any_device_work():
@@ -70,11 +102,11 @@ def test_ptx_tile_choice_is_validated_before_any_device_work():
     import ptx_kernels
     a = torch.ones(4, 4, dtype=torch.float16)
     with pytest.raises(ValueError, match="tile must be one of"):
-        ptx_kernels.hgemm(a, a, variant="mma_stmatrix", acc="fp16", tile="huge")
+        ptx_kernels.hgemm(a, a, kernel="mma_stmatrix", acc="fp16", tile="huge")
     with pytest.raises(ValueError, match="has one tile for acc='fp32'"):
-        ptx_kernels.hgemm(a, a, variant="mma_stmatrix", acc="fp32", tile="large")
+        ptx_kernels.hgemm(a, a, kernel="mma_stmatrix", acc="fp32", tile="large")
     with pytest.raises(ValueError, match="has one tile for acc='fp16'"):
-        ptx_kernels.hgemm(a, a, variant="mma_tiled", acc="fp16", tile="base")
+        ptx_kernels.hgemm(a, a, kernel="mma_tiled", acc="fp16", tile="base")
     v = ptx_kernels.variants()[[x.name for x in ptx_kernels.variants()].index("mma_stmatrix")]
     assert v.block_for("fp32") == (128, 256, 64) and v.block_for("fp16") == (256, 256, 32)
 
@@ -87,16 +119,16 @@ def test_ptx_split_choice_is_validated_before_any_device_work():
     a = torch.ones(4, 4, dtype=torch.float16)
     splitting = [v.name for v in ptx_kernels.variants() if v.splits]
     assert splitting == ["wgmma_persistent", "wgmma_splitk", "wgmma_splitk_grid"]
-    with pytest.raises(ValueError, match=r"split=2 needs a variant that splits K \(\['wgmma_persistent'"):
+    with pytest.raises(ValueError, match=r"split=2 needs a kernel that splits K \(\['wgmma_persistent'"):
         ptx_kernels.hgemm(a, a, variant="mma_stmatrix", split=2)
-    with pytest.raises(ValueError, match=r"variant 'wgmma_splitk' takes \(1, 2, 4\)"):
+    with pytest.raises(ValueError, match=r"kernel 'wgmma_splitk' takes \(1, 2, 4\)"):
         ptx_kernels.hgemm(a, a, variant="wgmma_splitk", split=3)
     for variant in ("wgmma_persistent", "wgmma_splitk_grid"):
         for bad in (0, 257, 2.0, True):
-            with pytest.raises(ValueError, match=rf"variant '{variant}' takes \(.*'1-256'\)"):
+            with pytest.raises(ValueError, match=rf"kernel '{variant}' takes \(.*'1-256'\)"):
                 ptx_kernels.hgemm(a, a, variant=variant, split=bad)
     with pytest.raises(RuntimeError, match="split= are not recorded by autograd"):
-        ptx_kernels.hgemm(a.clone().requires_grad_(), a, variant="wgmma_splitk", split=2)
+        ptx_kernels.hgemm(a.clone().requires_grad_(), a, kernel="wgmma_splitk", split=2)
 
 
 def test_ptx_operator_compiles_fullgraph_on_meta():
@@ -317,7 +349,7 @@ def test_hgemm_linear_records_autograd_after_plans_exist(package, variant):
     assert torch.equal(m.bias.grad, g.double().sum(0).half()) and torch.equal(y, _expected(m, x))
 
 
-@gpu
+@pytest.mark.gpu
 @pytest.mark.parametrize("package,variant", LINEAR_PACKAGES)
 def test_hgemm_linear_plans_in_graphs_and_on_side_streams(package, variant):
     """The kept plan launches on the current stream: captured in a CUDA graph it replays on new inputs, and on a
@@ -397,7 +429,7 @@ def test_hgemm_linear_compiles_fullgraph_after_eager_plans():
 
 # ---- GPU: opcheck, torch.compile (inductor), autograd vs fp32 autograd, streams, graphs, big inputs ----------
 
-@gpu
+@pytest.mark.gpu
 @pytest.mark.parametrize("dtype,acc", DTYPE_ACCS)
 def test_triton_opcheck_cuda(dtype, acc):
     a, b = exact(130, 70, 300, "TN", dtype=dtype)
@@ -405,7 +437,7 @@ def test_triton_opcheck_cuda(dtype, acc):
     torch.library.opcheck(OPS.triton_hgemm.default, (a.requires_grad_(), b.requires_grad_(), acc))
 
 
-@gpu
+@pytest.mark.gpu
 @pytest.mark.parametrize("variant", PTX_VARIANTS)
 def test_ptx_opcheck_cuda(variant):
     a, b = exact(130, 70, 300, "NT")
@@ -417,7 +449,7 @@ def test_ptx_opcheck_cuda(variant):
 PACKAGE_DTYPES = [("triton", "fp16"), ("triton", "bf16"), ("ptx", "fp16")]
 
 
-@gpu
+@pytest.mark.gpu
 @pytest.mark.parametrize("package,dtype", PACKAGE_DTYPES)
 def test_compile_fullgraph_inductor(package, dtype):
     torch._dynamo.reset()
@@ -429,7 +461,7 @@ def test_compile_fullgraph_inductor(package, dtype):
         assert torch.equal(f(a, b), (torch.relu(reference(a, b).to(a.dtype)) + 1))
 
 
-@gpu
+@pytest.mark.gpu
 @pytest.mark.parametrize("package,dtype", PACKAGE_DTYPES)
 def test_autograd_against_fp32_autograd(package, dtype):
     """Random data: gradients within the inputs' dtype's bound of torch's fp32 autograd; integer data: bit-exact."""
@@ -451,7 +483,7 @@ def test_autograd_against_fp32_autograd(package, dtype):
     _exact_grads(op, ai, bi, gi.clamp(-1, 1) if dtype == "bf16" else gi)  # bf16: |dB| <= 3 x 72 <= 256
 
 
-@gpu
+@pytest.mark.gpu
 @pytest.mark.parametrize("package", ["triton", "ptx"])
 def test_hgemm_linear_trains(package):
     """A few SGD steps of HGEMMLinear track nn.Linear (fp32 master copy) on the same data."""
@@ -479,12 +511,12 @@ def _families():
     return [("triton_hgemm", lambda a, b, out=None: triton_kernels.hgemm(a, b, out=out)),
             ("triton_splitk", lambda a, b, out=None: triton_kernels.hgemm(a, b, out=out, kernel="splitk")),
             ("triton_op", lambda a, b, out=None: OPS.triton_hgemm(a, b)),
-            *[(v, (lambda v: lambda a, b, out=None: ptx_kernels.hgemm(a, b, variant=v, out=out))(v))
+            *[(v, (lambda v: lambda a, b, out=None: ptx_kernels.hgemm(a, b, kernel=v, out=out))(v))
               for v in PTX_VARIANTS],
             ("ptx_op", lambda a, b, out=None: OPS.ptx_hgemm(a, b, "mma_stmatrix", "fp32"))]
 
 
-@gpu
+@pytest.mark.gpu
 @pytest.mark.parametrize("name,fn", _families(), ids=[n for n, _ in _families()])
 def test_stream_after_producer(name, fn):
     """Inputs written by a kernel on a side stream, the GEMM on that stream right after: it must wait for them."""
@@ -499,7 +531,7 @@ def test_stream_after_producer(name, fn):
     assert torch.equal(c, reference(a0, b0).half())
 
 
-@gpu
+@pytest.mark.gpu
 @pytest.mark.parametrize("name,fn", _families(), ids=[n for n, _ in _families()])
 def test_cuda_graph_capture_and_replay(name, fn):
     a, b = exact(264, 136, 520, "NN", device="cuda", seed=14)
@@ -526,7 +558,7 @@ def _big_enough(gib: float) -> bool:
     return HAS_CUDA and torch.cuda.get_device_properties(0).total_memory >= gib * 2**30
 
 
-@gpu
+@pytest.mark.gpu
 @pytest.mark.skipif(not _big_enough(24), reason="needs a GPU with 24 GB")
 @pytest.mark.parametrize("name", ["triton", *[v.name for v in ptx_kernels.variants()]])
 def test_output_past_2_31_elements(name):

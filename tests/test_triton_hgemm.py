@@ -30,6 +30,8 @@ from triton_kernels.common import to_output
 from triton_kernels.variants import BY_KERNEL, kernel_module
 
 from conftest import DEVICE, HAS_CUDA
+from helpers import assert_exact, poisoned_call
+from helpers import ints as helpers_ints
 from shapes import small_triples
 
 # Under the interpreter `config=None` means INTERPRETER_CONFIG; on a GPU it means timing the kernel's list.
@@ -61,17 +63,16 @@ def pinned(a, b, **kw) -> dict:
 
 
 def run_exact(a, b, **kw):
+    """hgemm into a NaN-poisoned out=, exact against the float64 reference."""
     kw = pinned(a, b, **kw)
-    out = poisoned_out(a.shape[0], b.shape[1], a.device, dtype_name(a.dtype))
-    c = triton_kernels.hgemm(a, b, out=out, **kw)
-    assert c is out
-    v = compare(c, reference(a, b))
-    assert v.ok, v.detail
+    c = poisoned_call(lambda out: triton_kernels.hgemm(a, b, out=out, **kw), a.shape[0], b.shape[1], a.device,
+                      dtype_name(a.dtype))
+    assert_exact(c, a, b, f"{kw}")
 
 
 def ints(shape, g, dtype="fp16"):
-    """Integers in [-3, 3] on DEVICE; callers keep K <= 28 where dtype is bf16 (|C| <= 256: exact)."""
-    return torch.randint(-3, 4, shape, generator=g).to(DTYPES[dtype]).to(DEVICE)
+    """tests/helpers.ints on DEVICE from generator g; callers keep K <= 28 where dtype is bf16 (|C| <= 256)."""
+    return helpers_ints(*shape, dtype=dtype, device=DEVICE, generator=g)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

@@ -72,7 +72,7 @@ def test_zero_tensors_are_named_even_after_a_cached_plan():
         triton_kernels.hgemm(h(3, 4), h(4, 5), out=torch._efficientzerotensor((3, 5), dtype=torch.float16,
                                                                                 device=DEVICE))
     with pytest.raises(ValueError, match=r"mat1 is a ZeroTensor"):
-        ptx_kernels.hgemm(z, h(4, 5), variant="wgmma_persistent")
+        ptx_kernels.hgemm(z, h(4, 5), kernel="wgmma_persistent")
     from ptx_kernels import sparse
 
     values, meta = sparse.compress(sparse.prune_2to4(h(16, 32)))

@@ -1,7 +1,8 @@
-"""Triton HGEMMs callable from PyTorch: a blocked kernel (any GPU, any strides), a split-K kernel (skinny M), a
-persistent TMA kernel (Hopper, aligned operands); `hgemm` picks one per kind of
-call and caches the choice. What each kernel is: `triton_kernels.variants`; how the choice is made:
-`triton_kernels.dispatch`."""
+"""Triton HGEMMs callable from PyTorch: a blocked kernel (any GPU, any strides), split-K kernels (skinny M), a gemv
+kernel (M = 1), persistent TMA kernels (Hopper, aligned operands); `hgemm` picks one per kind of call (`kernel=`
+pins one) and caches the choice. `Linear` and `route_linears`: an nn.Linear on these kernels. What each kernel is:
+`triton_kernels.variants`; how the choice is made: `triton_kernels.dispatch`."""
+from hgemm_common.errors import HgemmError, HgemmTypeError, HgemmValueError
 from hgemm_common.operands import layout_of
 from hgemm_common.validation import Problem, interpreter_active, validate
 
@@ -9,5 +10,14 @@ from .api import KERNELS, Plan, best_config, choose_kernel, configs, hgemm, plan
 from .common import ACCUMULATIONS, Config
 from .variants import VARIANTS
 
-__all__ = ["ACCUMULATIONS", "KERNELS", "VARIANTS", "Config", "Plan", "Problem", "best_config", "choose_kernel",
-           "configs", "hgemm", "interpreter_active", "layout_of", "plan", "validate"]
+__all__ = ["ACCUMULATIONS", "KERNELS", "VARIANTS", "Config", "HgemmError", "HgemmTypeError", "HgemmValueError",
+           "Linear", "Plan", "Problem", "best_config", "choose_kernel", "configs", "hgemm", "interpreter_active",
+           "layout_of", "plan", "route_linears", "validate"]
+
+
+def __getattr__(name: str):
+    """`Linear` and `route_linears`, imported on first use (they register the operator)."""
+    if name in ("Linear", "route_linears"):
+        from . import nn
+        return getattr(nn, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import triton
 import triton.language as tl
 
+from hgemm_common.errors import HgemmValueError
 from hgemm_common.timing import L2Flush, device_ms
 from hgemm_common.validation import interpreter_active
 
@@ -53,7 +54,7 @@ class Config:
         """The configuration `name` spells ("128x256x64_w8_s4_g8_e2"; `_k` and `_e` only where they are not 1)."""
         m = _CONFIG_NAME.fullmatch(name.strip())
         if m is None:
-            raise ValueError(f"config name {name!r} is not of the form BMxBNxBK_wW_sS_gG[_kK][_eE]")
+            raise HgemmValueError(f"config name {name!r} is not of the form BMxBNxBK_wW_sS_gG[_kK][_eE]")
         bm, bn, bk, w, s, g, k, e = (int(x) if x else 1 for x in m.groups())
         return cls(bm, bn, bk, group_m=g, num_warps=w, num_stages=s, split_k=k, epilogue_split=e).check(1)
 
@@ -68,15 +69,15 @@ class Config:
             v = getattr(self, field)
             floor = min_block_m if field == "block_m" else 16
             if v < floor or v & (v - 1):
-                raise ValueError(f"hgemm config {self.name}: {field}={v} must be a power of two >= {floor}"
-                                 + (" (tl.dot)" if floor == 16 else ""))
+                raise HgemmValueError(f"hgemm config {self.name}: {field}={v} must be a power of two >= {floor}"
+                                      + (" (tl.dot)" if floor == 16 else ""))
         if self.num_warps not in (1, 2, 4, 8, 16):
-            raise ValueError(f"hgemm config {self.name}: num_warps={self.num_warps} must be 1, 2, 4, 8 or 16")
+            raise HgemmValueError(f"hgemm config {self.name}: num_warps={self.num_warps} must be 1, 2, 4, 8 or 16")
         if self.group_m < 1 or self.num_stages < 1 or self.split_k < 1:
-            raise ValueError(f"hgemm config {self.name}: group_m, num_stages and split_k must be >= 1")
+            raise HgemmValueError(f"hgemm config {self.name}: group_m, num_stages and split_k must be >= 1")
         if self.epilogue_split not in (1, 2) or self.block_n // self.epilogue_split < 16:
-            raise ValueError(f"hgemm config {self.name}: epilogue_split={self.epilogue_split} must be 1 or 2 and "
-                             "leave slices of at least 16 columns")
+            raise HgemmValueError(f"hgemm config {self.name}: epilogue_split={self.epilogue_split} must be 1 or 2 and "
+                                  "leave slices of at least 16 columns")
         return self
 
     @property

@@ -41,6 +41,7 @@ from dataclasses import replace
 import torch
 import triton
 
+from hgemm_common.errors import HgemmError, HgemmValueError
 from hgemm_common.operands import major, meets_alignment, tma_describable
 from hgemm_common.plans import LRU, byte_extents, call_key, out_overlaps
 from hgemm_common.timing import wall_us
@@ -339,7 +340,7 @@ def _tune(kernel: str, stage: tuple, facts: tuple, a, b, c, acc_fp16: bool) -> t
         except (OutOfResources, PTXASError, CompilationError):
             continue
     if not timed:
-        raise RuntimeError(f"hgemm(kernel={kernel!r}): no configuration of this kernel runs on this device")
+        raise HgemmError(f"hgemm(kernel={kernel!r}): no configuration of this kernel runs on this device")
     close = shortlist([t[0] for t in timed])
     ms = refine([timed[i][2] for i in close], a, b, c) if len(close) > 1 else [timed[close[0]][0]]
     best = min(zip(ms, close), key=lambda t: t[0])
@@ -478,9 +479,9 @@ def choose(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, out: torch.Tensor 
         if v.misaligned == "copy":  # a record that copies what it cannot read in place (alignment "none": nothing)
             stage = copy_stage(v.alignment, a, b, out)
         elif not meets_alignment(v.alignment, a, b, out):
-            raise ValueError(f"hgemm(kernel={kernel!r}): TMA needs unit inner strides, 16-byte aligned bases and "
-                             "leading dimensions that are multiples of 8 for A, B"
-                             + (" and a row-major out" if v.alignment == "tma" else "") + "; use kernel='auto'")
+            raise HgemmValueError(f"hgemm(kernel={kernel!r}): TMA needs unit inner strides, 16-byte aligned bases and "
+                                  "leading dimensions that are multiples of 8 for A, B"
+                                  + (" and a row-major out" if v.alignment == "tma" else "") + "; use kernel='auto'")
         if config is not None:  # the kernel's own ranges where its module has them (gemv: one row per program)
             return Plan(kernel, optional(kernel_module(v), "check_config")(config), stage, source="pinned")
         if arch is None:

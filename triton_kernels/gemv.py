@@ -22,6 +22,7 @@ import torch
 import triton
 import triton.language as tl
 
+from hgemm_common.errors import HgemmValueError
 from hgemm_common.validation import needs_int64_indexing
 
 from .common import Config, div8_args, grouped_pid, operand_ptrs, to_output, unscale_strides
@@ -61,8 +62,8 @@ def check_config(cfg: Config) -> Config:
     """A pinned configuration's ranges: Config.check's, with a row block of exactly 1."""
     cfg.check(min_block_m=1)
     if cfg.block_m != 1:
-        raise ValueError(f"hgemm config {cfg.name}: the gemv kernel computes one row of A per program, so "
-                         f"block_m must be 1 (got {cfg.block_m})")
+        raise HgemmValueError(f"hgemm config {cfg.name}: the gemv kernel computes one row of A per program, so "
+                              f"block_m must be 1 (got {cfg.block_m})")
     return cfg
 
 

@@ -56,6 +56,7 @@ import torch
 import triton
 import triton.language as tl
 
+from hgemm_common.errors import HgemmError, HgemmValueError
 from hgemm_common.operands import major as _major
 from hgemm_common.validation import interpreter_active, needs_int64_indexing
 
@@ -162,10 +163,10 @@ def check_config(cfg: Config) -> Config:
     warpgroups), 64-wide K, 32 to 256 columns, and shared memory within the device limit."""
     cfg.check()
     if cfg.block_m not in (64, 128) or cfg.block_k != 64 or not 32 <= cfg.block_n <= 256:
-        raise ValueError(f"hgemm(kernel='gluon') config {cfg.name}: tiles are 64 or 128 rows x 32-256 columns x "
+        raise HgemmValueError(f"hgemm(kernel='gluon') config {cfg.name}: tiles are 64 or 128 rows x 32-256 columns x "
                          "64 of K")
     if smem_bytes(cfg) > SMEM_LIMIT - 1024:
-        raise ValueError(f"hgemm(kernel='gluon') config {cfg.name}: {smem_bytes(cfg)} bytes of shared memory "
+        raise HgemmValueError(f"hgemm(kernel='gluon') config {cfg.name}: {smem_bytes(cfg)} bytes of shared memory "
                          f"(ring and C staging) do not fit the {SMEM_LIMIT}-byte limit with the mbarriers")
     return cfg
 
@@ -477,10 +478,10 @@ class GluonLaunch(NamedTuple):
 
 def _refuse_here() -> None:
     if UNAVAILABLE is not None:
-        raise RuntimeError(f"hgemm(kernel='gluon'): {UNAVAILABLE}")
+        raise HgemmError(f"hgemm(kernel='gluon'): {UNAVAILABLE}")
     if interpreter_active():
-        raise RuntimeError("hgemm(kernel='gluon'): Triton's interpreter cannot run Gluon kernels; run it on a "
-                           "Hopper GPU without TRITON_INTERPRET")
+        raise HgemmError("hgemm(kernel='gluon'): Triton's interpreter cannot run Gluon kernels; run it on a "
+                         "Hopper GPU without TRITON_INTERPRET")
 
 
 def launches(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, acc_fp16: bool, config: Config,
@@ -495,7 +496,7 @@ def launches(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, acc_fp16: bool, 
     m, k = a.shape
     n = b.shape[1]
     if _major(c) != "N":
-        raise ValueError("hgemm(kernel='gluon'): the output must be row-major for the TMA store")
+        raise HgemmValueError("hgemm(kernel='gluon'): the output must be row-major for the TMA store")
     a_desc, b_desc, a_t, b_t = operand_descs(a, b, config)
     slice_tiles, split = split_slices(k, config.split_k)
     fused = FUSED if fused is None else fused

@@ -1,4 +1,4 @@
-"""The Triton HGEMM as a PyTorch operator: `torch.ops.tensorcore_hgemm.triton_hgemm(a, b, acc)`.
+"""The Triton HGEMM as a PyTorch operator: `torch.ops.tensorcore_hgemm.triton_hgemm(a, b, acc, kernel, tune)`.
 
 An operator (registered by `hgemm_common.oplib.define`: a `torch.library.Library` definition, lighter per call
 than `torch.library.custom_op`) whose implementation is `triton_kernels.hgemm`'s own call path: the plan cache of
@@ -15,42 +15,61 @@ from __future__ import annotations
 
 import torch
 
+from hgemm_common.linear import register_planner
 from hgemm_common.oplib import define
 from hgemm_common.validation import check_acc, interpreter_active, validate
 
-from . import api
-from .common import ACCUMULATIONS
+from .call import check_arguments, planned, run
 
 
-def _impl(a: torch.Tensor, b: torch.Tensor, acc: str = "fp32") -> torch.Tensor:
-    """C = A @ B (fp16 or bf16 in and out) on the Triton kernel hgemm(kernel="auto") picks; acc is "fp32" or "fp16"
-    accumulation (bf16: fp32 only)."""
-    return api.run(a, b, None, acc)
+def _impl(a: torch.Tensor, b: torch.Tensor, acc: str = "fp32", kernel: str = "auto",
+          tune: str | None = None) -> torch.Tensor:
+    """C = A @ B (fp16 or bf16 in and out) on the Triton kernel `kernel` ("auto": the one hgemm(kernel="auto")
+    picks); acc is "fp32" or "fp16" accumulation (bf16: fp32 only); tune as hgemm's."""
+    return run(a, b, None, acc, None, kernel, tune)
 
 
-def _fake(a: torch.Tensor, b: torch.Tensor, acc: str = "fp32") -> torch.Tensor:
-    if acc not in ACCUMULATIONS:
-        raise ValueError(f"triton_hgemm: acc must be one of {ACCUMULATIONS}, got {acc!r}")
+def _fake(a: torch.Tensor, b: torch.Tensor, acc: str = "fp32", kernel: str = "auto",
+          tune: str | None = None) -> torch.Tensor:
+    check_arguments(acc, kernel, tune, "triton_hgemm")
     p = validate(a, b, allow_cpu=interpreter_active() or a.device.type == "meta")
     check_acc(p.dtype, acc, "triton_hgemm")
     return p.out
 
 
 def _setup_context(ctx, inputs, output):
-    a, b, acc = inputs
+    a, b, acc, kernel, tune = inputs
     ctx.save_for_backward(a, b)
-    ctx.acc = acc
+    ctx.args = acc, kernel, tune
 
 
 def _backward(ctx, grad):
     a, b = ctx.saved_tensors
     grad_a = grad_b = None
     if ctx.needs_input_grad[0]:
-        grad_a = triton_hgemm(grad, b.t(), ctx.acc)  # (M, N) @ (N, K)
+        grad_a = triton_hgemm(grad, b.t(), *ctx.args)  # (M, N) @ (N, K)
     if ctx.needs_input_grad[1]:
-        grad_b = triton_hgemm(a.t(), grad, ctx.acc)  # (K, M) @ (M, N)
-    return grad_a, grad_b, None
+        grad_b = triton_hgemm(a.t(), grad, *ctx.args)  # (K, M) @ (M, N)
+    return grad_a, grad_b, None, None, None
 
 
-triton_hgemm = define("triton_hgemm", '(Tensor a, Tensor b, str acc="fp32") -> Tensor', _impl, _fake, _backward,
-                      _setup_context)
+triton_hgemm = define("triton_hgemm", '(Tensor a, Tensor b, str acc="fp32", str kernel="auto", str? tune=None) '
+                      '-> Tensor', _impl, _fake, _backward, _setup_context)
+
+
+def _plan_for_linear(x2: torch.Tensor, wt: torch.Tensor, kernel: str, acc: str):
+    """`HGEMMLinear`'s planner for this package: the kept plan of the operator's call, as launch(a, b, out)."""
+    runner = planned(x2, wt, acc, kernel)
+    if runner is None:
+        return None
+
+    def launch(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> None:
+        if runner.launchable():  # the addresses are those of the 2-D views the plan was made for
+            runner.launch(a.device, [a.data_ptr(), b.data_ptr(), out.data_ptr()])
+        else:
+            runner(a, b, out)
+
+    return launch
+
+
+register_planner("triton", _plan_for_linear)

@@ -32,6 +32,7 @@ from pathlib import Path
 import torch
 import triton
 
+from hgemm_common.errors import HgemmValueError
 from hgemm_common.operands import major, tma_describable
 
 from .common import Config
@@ -126,7 +127,7 @@ def stage_text(stage: tuple[bool, bool, bool]) -> str:
 
 def stage_of(text: str) -> tuple[bool, bool, bool]:
     if not set(text) <= set("ABC"):
-        raise ValueError(f"stage {text!r} must name operands among A, B, C")
+        raise HgemmValueError(f"stage {text!r} must name operands among A, B, C")
     return tuple(x in text for x in "ABC")
 
 
@@ -159,7 +160,7 @@ class Plan:
         from .variants import BY_KERNEL, kernel_module
 
         if d["kernel"] not in BY_KERNEL:
-            raise ValueError(f"unknown kernel {d['kernel']!r}")
+            raise HgemmValueError(f"unknown kernel {d['kernel']!r}")
         cfg = Config.from_name(str(d["config"]))
         optional(kernel_module(BY_KERNEL[d["kernel"]]), "check_config")(cfg)
         ms = d.get("ms")
@@ -180,7 +181,7 @@ class Table:
 
     def __init__(self, data: dict, path: str = "<memory>"):
         if data.get("format") != FORMAT or data.get("kind") != "tensorcore_hgemm plan table":
-            raise ValueError(f"not a plan table of format {FORMAT}")
+            raise HgemmValueError(f"not a plan table of format {FORMAT}")
         self.path = path
         self.device = dict(data["device"])
         self.arch, self.sms = int(self.device["arch"]), int(self.device["sms"])
@@ -425,10 +426,10 @@ class ExactCache:
         try:
             data = json.loads(raw)
             if not isinstance(data, dict) or data.get("kind") != self.KIND or data.get("format") != FORMAT:
-                raise ValueError(f"not a {self.KIND} file of format {FORMAT}")
+                raise HgemmValueError(f"not a {self.KIND} file of format {FORMAT}")
             contexts = data["contexts"]
             if not isinstance(contexts, dict):
-                raise ValueError("contexts is not an object")
+                raise HgemmValueError("contexts is not an object")
             return contexts, False
         except (ValueError, KeyError, TypeError) as e:
             warn_once(f"cache:{self.path}", f"ignoring plan cache {self.path}: {type(e).__name__}: {e} "
@@ -501,5 +502,5 @@ def exact_cache() -> ExactCache:
 def default_tune() -> str:
     value = os.environ.get(TUNE_ENV, "table") or "table"
     if value not in TUNES:
-        raise ValueError(f"{TUNE_ENV}={value!r}: must be one of {TUNES}")
+        raise HgemmValueError(f"{TUNE_ENV}={value!r}: must be one of {TUNES}")
     return value

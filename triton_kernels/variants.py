@@ -16,6 +16,7 @@ from __future__ import annotations
 import importlib
 from pathlib import Path
 
+from hgemm_common.errors import HgemmValueError
 from hgemm_common.record import LAYOUTS, Variant
 from hgemm_common.validation import interpreter_active
 
@@ -86,7 +87,7 @@ _MODULES: dict = {}  # file -> its module, imported once
 def kernel_module(v: Variant) -> KernelModule:
     """The kernel module of a Triton record: triton_kernels/<v.file> (`triton_kernels.contract`)."""
     if v.dispatch or v.package != "triton":
-        raise ValueError(f"{v.name!r} is not a Triton kernel record: it has no kernel module")
+        raise HgemmValueError(f"{v.name!r} is not a Triton kernel record: it has no kernel module")
     mod = _MODULES.get(v.file)
     if mod is None:
         mod = _MODULES[v.file] = importlib.import_module(f"{__package__}.{Path(v.file).stem}")

@@ -47,8 +47,8 @@ GemmArgsOf<E> gemm_args(const torch::Tensor& a, const torch::Tensor& b, const to
   return p;
 }
 
-// GemmArgs::tile and ::split as the launchers read them: 1 and 2 the large and base tile of the variants with two;
-// the Hopper launchers' tiles and K splits (sm90/handoff.h) go further.
+// hgemm_launch's tile and split as the launchers read them: tile 1 and 2 the large and base tile of the variants
+// with two (GemmArgs::tile); 1-6 also pin a Hopper plan (GemmArgs::plan_tile, sm90/handoff.h), as do K splits.
 constexpr int64_t kMaxTile = 6, kMaxSplit = 256;
 
 // Launch `variant` on the current stream: C = A @ B. Python has validated shapes, dtypes and devices and chosen
@@ -87,7 +87,8 @@ LaunchReport hgemm_launch(const std::string& variant, const torch::Tensor& a, co
   TORCH_CHECK(split >= 0 && split <= kMaxSplit, "hgemm_launch: split must be 0 (auto) to ", kMaxSplit);
   auto launch = [&](auto element, auto launcher) {
     auto p = gemm_args<decltype(element)>(a, b, c, a_col_major, b_col_major);
-    p.tile = static_cast<int>(tile);
+    p.tile = tile <= 2 ? static_cast<int>(tile) : 0;  // the block tile of the kernels with two
+    p.plan_tile = static_cast<int8_t>(tile);             // a Hopper plan pinned (1-6: tests and experiments)
     p.split = static_cast<int>(split);
     return launch_registered(variant, launcher, p, a.device(), acc_fp16);
   };
@@ -130,7 +131,7 @@ LaunchReport launch_registered(const std::string& variant, LauncherOf<E> launch,
 // has validated the operands (ptx_kernels.sparse_hgemm); these checks guard the contract again.
 LaunchReport sparse_launch(const std::string& variant, const torch::Tensor& values, const torch::Tensor& meta,
                            const torch::Tensor& b, const torch::Tensor& c, int64_t k, bool b_col_major,
-                           bool acc_fp16, int64_t tile) {
+                           bool acc_fp16, int64_t tile, int64_t schedule) {
   const auto it = hgemm::registry().find(variant);
   TORCH_CHECK(it != hgemm::registry().end(), "sparse_hgemm: no PTX variant named '", variant, "' in this build");
   for (const auto* t : {&values, &b, &c})
@@ -162,8 +163,10 @@ LaunchReport sparse_launch(const std::string& variant, const torch::Tensor& valu
   p.sbn = b.stride(1);
   p.ldc = c.stride(0);
   p.b_col_major = b_col_major;
-  TORCH_CHECK(tile >= 0 && tile <= 3, "sparse_launch: tile must be 0 (auto), 1, 2 or 3 (the variant's own choices)");
+  TORCH_CHECK(tile >= 0 && tile <= 2, "sparse_launch: tile must be 0 (auto), 1 (large) or 2 (base)");
+  TORCH_CHECK(schedule >= 0 && schedule <= 3, "sparse_launch: schedule must be 0 (auto), 1, 2 or 3");
   p.tile = static_cast<int>(tile);
+  p.schedule = static_cast<int8_t>(schedule);
   return launch_registered(variant, it->second.launch, p, values.device(), acc_fp16);
 }
 

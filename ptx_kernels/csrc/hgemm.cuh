@@ -38,8 +38,17 @@ struct GemmArgsOf {
   // A column-major (sam == 1; its leading dimension is sak): read in place only by the variants registered with
   // Operands::AnyMajor; false for the others (the wrapper copies such an A to row-major first).
   bool a_col_major = false;
-  // Where a variant has two tiles for an accumulation (the pipelined ones with fp16 accumulation: a large tile and
-  // the fp32 one), 0 lets the launcher pick by wave count (tile::prefer_large), 1 forces the large, 2 the other.
+  // Two host-side choices, one byte each, in the padding after the layout flags.
+  // Persistent sparse variants (wgmma_sp): the order of the tiles, sparse_hgemm(schedule=): 0 lets the launcher
+  // choose, 1 / 2 single blocks walking bands of 8 / 16 tile rows, 3 clusters of two blocks sharing B by multicast.
+  int8_t schedule = 0;
+  // Hopper plans (hopper::choose_plan: wgmma_persistent, wgmma_splitk, wgmma_splitk_grid): 0 lets the plan choose
+  // the block tile; 1/2/3/4 pin 128 x 256/128/64/192, 5/6 256 x 152 in 4/3 stages. No Python keyword sets it; the
+  // binding's hgemm_launch(tile=1-6) does (tests and experiments pin plans so).
+  int8_t plan_tile = 0;
+  // The block tile, where a variant has two for an accumulation (the pipelined ones and mma_sp with fp16
+  // accumulation: a large tile and the fp32 one): 0 lets the launcher pick by wave count (tile::prefer_large), 1
+  // forces the large, 2 the other (hgemm(tile="auto" | "large" | "base")).
   int tile = 0;
   // Where a variant splits K (wgmma_splitk over a cluster, wgmma_splitk_grid over the grid, wgmma_persistent on
   // outputs with too few tiles to fill the GPU): 0 lets the launcher choose, 1 forbids splitting, S > 1 forces S
@@ -61,6 +70,8 @@ struct GemmArgsOf {
   const uint32_t* E = nullptr;
 };
 using GemmArgs = GemmArgsOf<half>;
+static_assert(sizeof(GemmArgs) == 128, "GemmArgs is passed to the sm_80 kernels by value: a new field goes into padding "
+              "or after the kernels' other parameters move (a_col_major, schedule, plan_tile)");
 
 // Accumulation. bf16 operands accumulate in fp32 only (mma.sync and wgmma have no bf16 or fp16 accumulator for
 // them): launchers instantiate Acc::F16 for half alone.

@@ -470,7 +470,7 @@ cudaError_t launch(dim3 grid, int threads, int tile_m, int tile_n, const GemmArg
 // and splitting lost 18-60%. A split launch is one wave (the split kernel is not persistent): tiles x split <= the
 // blocks that run at once in clusters of that size (wave2, wave4: cudaOccupancyMaxActiveClusters x size; clusters
 // stay inside a GPC, so fewer than the SMs), and each part keeps >= 4 k-blocks so its pipeline fills.
-// force_bn / force_split (GemmArgs::tile, ::split) pin one; a forced split is cut to the k-blocks there are.
+// force_bn / force_split (GemmArgs::plan_tile, ::split) pin one; a forced split is cut to the k-blocks there are.
 // 128 x 192 (the persistent kernel's fourth tile; the split kernel has none) is a candidate where speed192 > 0, unsplit
 // only: it fills whole waves where 128 x 256 leaves part of the last one idle (3072 x 5120: 648 tiles of 128 x 192 are
 // 4.9 rounds of 132, 480 of 128 x 256 are 3.6).
@@ -552,7 +552,7 @@ static_assert(choose_plan(4096, 4096, 4096, 132).bn == 256 && choose_plan(4096, 
               "128 x 64) and 1024^3 fill the GPU unsplit; 128 x 4096 x 4096 (64 tiles) splits; 16 columns take the "
               "narrowest tile; forced splits are cut to the k-blocks; 128 x 192 (speed 0.96) only where 128 x 256 "
               "leaves a round a tenth empty (3072 x 5120: 480 tiles on 132 SMs), never on skinny outputs; 256 x 152 on "
-              "3000 x 5000 (3 full rounds) but not on the large squares; GemmArgs::tile forces it");
+              "3000 x 5000 (3 full rounds) but not on the large squares; GemmArgs::plan_tile forces it");
 
 // ---- split-K over the grid (wgmma_splitk_grid) -----------------------------------------------------------------
 // Where even a cluster's split leaves most SMs idle (a 128 x 128 output is two 128 x 64 tiles, 8 blocks in clusters of

@@ -251,7 +251,6 @@ cudaError_t launch_mma_sp(const GemmArgs& p, Acc acc, cudaStream_t stream, Launc
   // The fp16 tile's 200 KB fit sm_90's 227 KB but not sm_80's 163 KB: there the fp32 tile runs (unless pinned, which
   // then reports the shared memory it lacks).
   GemmArgs q = p;
-  if (q.tile == 3) q.tile = 0;  // (wgmma_sp's clusters: nothing to pin here)
   int dev = 0, optin = 0;
   if (q.tile == 0 && cudaGetDevice(&dev) == cudaSuccess &&
       cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) == cudaSuccess &&

@@ -60,7 +60,7 @@ using Wide192 = Tile<192, 5>;  // 5 x 40 KB + 2 x 8 KB
 using Medium = Tile<128, 6>;  // 6 x 32 KB + 2 x 16 KB
 using Narrow = Tile<64, 8>;   // 8 x 24 KB + 2 x 8 KB
 using Tall = Tile<152, 4, 2, 152, 32>;  // 256 x 152: 4 x 51 KB + 2 x 9.5 KB (32-row rounds)
-using Tall3 = Tile<152, 3, 2, 152>;     // the same in 3 stages, 64-row rounds (the A/B of GemmArgs::tile 6)
+using Tall3 = Tile<152, 3, 2, 152>;     // the same in 3 stages, 64-row rounds (the A/B of GemmArgs::plan_tile 6)
 
 constexpr int GROUP_M = 8;
 // 128 x 192's speed relative to 128 x 256 at equal fill, for hopper::choose_plan: at 0.96 it is taken only where its
@@ -177,8 +177,8 @@ cudaError_t launch_tile(const GemmArgsOf<E>& p, Acc acc, cudaStream_t stream, La
 //     apart): every 128-byte box row then straddles five 32-byte sectors, not four, which cost the kernel about a
 //     quarter of its speed against the same B on 128-byte aligned rows (measured: docs/design/hopper.md);
 //     wgmma_cluster.cu multicasts each B box to two blocks, halving those reads, which recovers most of it.
-// GemmArgs::tile (1/2/3/4: 128 x 256/128/64/192; 5/6: 256 x 152 in 4/3 stages) and ::split (1 = never; 2 and 4 over a
-// cluster, other counts over the grid) pin the plan.
+// GemmArgs::plan_tile (1/2/3/4: 128 x 256/128/64/192; 5/6: 256 x 152 in 4/3 stages) and ::split (1 = never; 2 and
+// 4 over a cluster, other counts over the grid) pin the plan.
 template <typename E>
 cudaError_t launch_wgmma_persistent(const GemmArgsOf<E>& p, Acc acc, cudaStream_t stream, LaunchInfo* info) {
   const int64_t row_bytes_a = (p.a_col_major ? p.sak : p.sam) * int64_t(sizeof(E));
@@ -189,8 +189,8 @@ cudaError_t launch_wgmma_persistent(const GemmArgsOf<E>& p, Acc acc, cudaStream_
   if (plan.grid) return launch_wgmma_splitk_grid_plan(p, acc, stream, info, plan);
   if (plan.split > 1) return launch_wgmma_splitk_plan(p, acc, stream, info, plan);
   const bool b_rows_straddle = !p.b_col_major && (p.sbk * int64_t(sizeof(E))) % 32 != 0;
-  if (plan.bn == 256 && p.tile == 0 && b_rows_straddle) return launch_wgmma_cluster(p, acc, stream, info);
-  if (plan.bn == 152 && p.tile == 6) return launch_tile<Tall3>(p, acc, stream, info);
+  if (plan.bn == 256 && p.plan_tile == 0 && b_rows_straddle) return launch_wgmma_cluster(p, acc, stream, info);
+  if (plan.bn == 152 && p.plan_tile == 6) return launch_tile<Tall3>(p, acc, stream, info);
   if (plan.bn == 152) return launch_tile<Tall>(p, acc, stream, info);
   if (plan.bn == 256) return launch_tile<Wide>(p, acc, stream, info);
   if (plan.bn == 192) return launch_tile<Wide192>(p, acc, stream, info);

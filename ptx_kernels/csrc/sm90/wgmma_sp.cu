@@ -34,8 +34,8 @@ namespace {
 constexpr int BM = 128, BN = 256, STAGES = 5, EPI_COLS = 64;
 // Bands of tile rows (tile::grouped_tile): the blocks resident at once cover group_m tile rows x 132 / group_m tile
 // columns, and each band streams all of B from DRAM. Taller bands read B from DRAM less often but did not pay: the
-// kernel is bound by shared memory, not DRAM (measurements: docs/design/sparse.md). GemmArgs::tile 1 / 2 pin bands
-// of 8 / 16; 0 takes kGroupM.
+// kernel is bound by shared memory, not DRAM (measurements: docs/design/sparse.md). GemmArgs::schedule 1 / 2 pin
+// bands of 8 / 16; 0 and 3 take kGroupM.
 constexpr int kGroupM = 8;
 constexpr int kClusterRounds = 8;  // the default runs clusters of two from this many rounds of tiles per SM
 using hopper_sp::BKC;
@@ -237,7 +237,7 @@ cudaError_t launch_kernel(const GemmArgs& p, const SparseOperands& ops, cudaStre
   const int smem = hopper::smem_request<Storage>();
   cudaError_t err = tile::prepare_smem(kernel, smem, info);  // opt-in above 48 KB, limit checked
   if (err != cudaSuccess) return err;
-  const int group_m = p.tile == 2 ? 16 : kGroupM;
+  const int group_m = p.schedule == 2 ? 16 : kGroupM;
   const int units = hopper::cdiv(hopper::cdiv(p.M, BM), CLUSTER) * hopper::cdiv(p.N, BN);
   if constexpr (CLUSTER == 1) {
     const dim3 grid(hopper::persistent_blocks(units, hopper::sm_count(), p.grid));
@@ -266,10 +266,10 @@ cudaError_t launch_kernel(const GemmArgs& p, const SparseOperands& ops, cudaStre
 cudaError_t launch_wgmma_sp(const GemmArgs& p, Acc acc, cudaStream_t stream, LaunchInfo* info) {
   if (!p.E || p.K <= 0 || (p.sak != 1 && p.K > 1)) return cudaErrorInvalidValue;
   // Clusters of two (B multicast) where the tiles make many rounds of the GPU, where they measured faster than single
-  // blocks; on fewer rounds they measured slower (docs/design/sparse.md). GemmArgs::tile 3 pins them, 1 and 2 pin
+  // blocks; on fewer rounds they measured slower (docs/design/sparse.md). GemmArgs::schedule 3 pins them, 1 and 2 pin
   // single blocks.
   const int tiles = hopper::cdiv(p.M, BM) * hopper::cdiv(p.N, BN);
-  const int cluster = p.tile == 3 || (p.tile == 0 && tiles >= kClusterRounds * hopper::sm_count()) ? 2 : 1;
+  const int cluster = p.schedule == 3 || (p.schedule == 0 && tiles >= kClusterRounds * hopper::sm_count()) ? 2 : 1;
   SparseOperands ops;
   const cudaError_t err = make_sparse_operands(p, cluster, &ops);
   if (err != cudaSuccess) return err;

@@ -201,17 +201,17 @@ int wave_blocks(int split) {
 // ---- HOST: the plan -> tensor maps -> launch ----
 template <typename E>
 hopper::Plan plan_wgmma(const GemmArgsOf<E>& p, double speed192, double speed_tall, bool grid) {
-  const int force_bn = p.tile == 1   ? 256
-                       : p.tile == 2 ? 128
-                       : p.tile == 3 ? 64
-                       : p.tile == 4 ? 192
-                       : p.tile >= 5 ? 152
+  const int force_bn = p.plan_tile == 1   ? 256
+                       : p.plan_tile == 2 ? 128
+                       : p.plan_tile == 3 ? 64
+                       : p.plan_tile == 4 ? 192
+                       : p.plan_tile >= 5 ? 152
                                      : 0;
   const int sms = hopper::sm_count();
   if (p.split == 3 || p.split > 4) return hopper::choose_grid_split(p.M, p.N, p.K, sms, force_bn, p.split);
   hopper::Plan plan = hopper::choose_plan(p.M, p.N, p.K, sms, force_bn, p.split, 4, wave_blocks(2), wave_blocks(4),
                                           speed192, speed_tall);
-  if (grid && p.split == 0 && p.tile <= 3) plan = hopper::prefer_grid_split(plan, p.M, p.N, p.K, sms, force_bn);
+  if (grid && p.split == 0 && p.plan_tile <= 3) plan = hopper::prefer_grid_split(plan, p.M, p.N, p.K, sms, force_bn);
   return plan;
 }
 
@@ -219,14 +219,14 @@ template <typename E>
 cudaError_t launch_wgmma_splitk_plan(const GemmArgsOf<E>& p, Acc acc, cudaStream_t stream, LaunchInfo* info,
                                      hopper::Plan plan) {
   if (plan.bn == 192 || plan.bn == 152 || plan.grid)
-    return cudaErrorInvalidValue;  // the persistent kernel's own tiles (GemmArgs::tile 4-6), the grid's splits
+    return cudaErrorInvalidValue;  // the persistent kernel's own tiles (GemmArgs::plan_tile 4-6), the grid's splits
   if (plan.bn == 256) return launch_tile<Wide>(p, acc, plan.split, stream, info);
   if (plan.bn == 128) return launch_tile<Medium>(p, acc, plan.split, stream, info);
   return launch_tile<Narrow>(p, acc, plan.split, stream, info);
 }
 
 // As a variant of its own: the same plan as wgmma_persistent's, but unsplit plans run here too (one block per
-// tile, not persistent); GemmArgs::tile (1/2/3: 128 x 256/128/64) and ::split (1/2/4) pin it.
+// tile, not persistent); GemmArgs::plan_tile (1/2/3: 128 x 256/128/64) and ::split (1/2/4) pin it.
 template <typename E>
 cudaError_t launch_wgmma_splitk(const GemmArgsOf<E>& p, Acc acc, cudaStream_t stream, LaunchInfo* info) {
   if (p.split > 4 || p.split == 3) return cudaErrorInvalidValue;  // a cluster holds 1, 2 or 4 parts

@@ -236,12 +236,12 @@ cudaError_t launch_wgmma_splitk_grid_plan(const GemmArgsOf<E>& p, Acc acc, cudaS
 }
 
 // As a variant of its own: always this kernel, hopper::choose_grid_split's plan (on an output of a wave of tiles or
-// more that is S = 1: one block per tile storing C, no workspace); GemmArgs::tile (1/2/3: 128 x 256/128/64) and
+// more that is S = 1: one block per tile storing C, no workspace); GemmArgs::plan_tile (1/2/3: 128 x 256/128/64) and
 // ::split (1-256) pin it.
 template <typename E>
 cudaError_t launch_wgmma_splitk_grid(const GemmArgsOf<E>& p, Acc acc, cudaStream_t stream, LaunchInfo* info) {
-  const int force_bn = p.tile == 1 ? 256 : p.tile == 2 ? 128 : p.tile == 3 ? 64 : 0;
-  if (p.tile > 3) return cudaErrorInvalidValue;
+  const int force_bn = p.plan_tile == 1 ? 256 : p.plan_tile == 2 ? 128 : p.plan_tile == 3 ? 64 : 0;
+  if (p.plan_tile > 3) return cudaErrorInvalidValue;
   return launch_wgmma_splitk_grid_plan(
       p, acc, stream, info, hopper::choose_grid_split(p.M, p.N, p.K, hopper::sm_count(), force_bn, p.split));
 }

@@ -1,0 +1,87 @@
+"""The project's errors (`hgemm_common.errors`): caught like torch.mm's (RuntimeError) and like the ValueError /
+TypeError raised before; every raise in the packages uses them; a keyword and its alias given together is one
+line naming both."""
+import ast
+from pathlib import Path
+
+import pytest
+import torch
+
+import ptx_kernels
+import triton_kernels
+from hgemm_common.errors import HgemmError, HgemmTypeError, HgemmValueError
+
+from conftest import DEVICE
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("hgemm_common", "triton_kernels", "ptx_kernels", "compare")
+BARE = ("ValueError", "TypeError", "RuntimeError")
+
+
+def bare_raises(path: Path) -> list[str]:
+    """`raise ValueError(...)` (TypeError, RuntimeError) in a file: file:line of each."""
+    out = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Raise) and node.exc is not None:
+            exc = node.exc.func if isinstance(node.exc, ast.Call) else node.exc
+            if isinstance(exc, ast.Name) and exc.id in BARE:
+                out.append(f"{path.relative_to(ROOT)}:{node.lineno} raise {exc.id}")
+    return out
+
+
+def test_the_classes_are_caught_both_ways():
+    assert issubclass(HgemmValueError, RuntimeError) and issubclass(HgemmValueError, ValueError)
+    assert issubclass(HgemmTypeError, RuntimeError) and issubclass(HgemmTypeError, TypeError)
+    assert issubclass(HgemmError, RuntimeError) and not issubclass(HgemmError, (ValueError, TypeError))
+    assert triton_kernels.HgemmError is ptx_kernels.HgemmError is HgemmError
+    assert issubclass(ptx_kernels.BuildError, RuntimeError)
+
+
+def test_no_bare_raise_in_the_packages():
+    """Every error the packages raise is an HgemmError (so `except RuntimeError` catches it as it catches
+    torch.mm's); a bare ValueError, TypeError or RuntimeError fails here with its place."""
+    found = [r for p in PACKAGES for f in sorted((ROOT / p).rglob("*.py")) for r in bare_raises(f)]
+    assert not found, "raise the hgemm_common.errors classes instead: " + ", ".join(found)
+
+
+def test_the_walk_finds_a_bare_raise(tmp_path):
+    f = tmp_path / "m.py"
+    f.write_text("def f(x):\n    if x:\n        raise ValueError('x')\n    raise HgemmValueError('y')\n")
+    global ROOT
+    root, ROOT = ROOT, tmp_path
+    try:
+        assert bare_raises(f) == ["m.py:3 raise ValueError"]
+    finally:
+        ROOT = root
+
+
+def test_torch_mm_words_caught_as_runtime_error():
+    """What `except RuntimeError` around torch.mm catches, it catches around hgemm: shapes, dtypes, kernels."""
+    a = torch.zeros(3, 4, dtype=torch.float16, device=DEVICE)
+    b = torch.zeros(5, 6, dtype=torch.float16, device=DEVICE)
+    for call in (lambda: torch.mm(a.float(), b.float()), lambda: triton_kernels.hgemm(a, b)):
+        with pytest.raises(RuntimeError, match=r"mat1 and mat2 shapes cannot be multiplied \(3x4 and 5x6\)"):
+            call()
+    with pytest.raises(RuntimeError, match="expected both inputs to be torch.float16 or both torch.bfloat16"):
+        triton_kernels.hgemm(a, b.float())
+    with pytest.raises(TypeError):
+        triton_kernels.hgemm(a, b.float())
+    with pytest.raises(ValueError, match="kernel must be one of"):
+        triton_kernels.hgemm(a, a.t(), kernel="fastest")
+
+
+@pytest.mark.parametrize("call", [
+    lambda a: triton_kernels.hgemm(a, a.t(), kernel="blocked", variant="splitk"),
+    lambda a: triton_kernels.plan(a, a.t(), kernel="blocked", variant="splitk"),
+    lambda a: ptx_kernels.hgemm(a, a.t(), kernel="mma_tiled", variant="mma_naive"),
+    lambda a: ptx_kernels.sparse_hgemm(a, a, a, kernel="auto", variant="mma_sp"),
+    lambda a: ptx_kernels.SparseA(torch.zeros(8, 32, dtype=torch.float16)).matmul(a, kernel="x", variant="y"),
+    lambda a: triton_kernels.Linear(4, 4, kernel="auto", variant="splitk"),
+    lambda a: ptx_kernels.Linear(4, 4, kernel="mma_tiled", variant="mma_naive"),
+], ids=["triton.hgemm", "triton.plan", "ptx.hgemm", "ptx.sparse_hgemm", "SparseA.matmul", "triton.Linear",
+        "ptx.Linear"])
+def test_kernel_and_its_alias_together_is_one_line(call):
+    a = torch.zeros(8, 32, dtype=torch.float16, device=DEVICE)
+    with pytest.raises(HgemmValueError, match=r"^[\w.]+: variant= is another name for kernel=; give one, got "
+                                              r"kernel='[\w]+' and variant='[\w]+'$"):
+        call(a)
