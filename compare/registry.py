@@ -12,6 +12,7 @@ from typing import Callable
 import torch
 
 import triton_kernels
+from hgemm_common.errors import HgemmValueError
 from hgemm_common.operands import meets_alignment
 from hgemm_common.record import ACCS_FOR, LAYOUTS, Variant
 from hgemm_common.validation import interpreter_active
@@ -232,7 +233,7 @@ def names() -> list[str]:
     return [k.name for k in kernels()]
 
 
-class UnknownKernel(ValueError):
+class UnknownKernel(HgemmValueError):
     """A name or pattern that matches no kernel; the message names the valid choices."""
 
 

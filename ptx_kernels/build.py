@@ -26,6 +26,8 @@ from pathlib import Path
 
 import torch
 
+from hgemm_common.errors import HgemmError
+
 from .variants import CSRC, VARIANTS, csrc_hash, lab_sources, source
 
 _lock = threading.Lock()
@@ -39,8 +41,8 @@ BASE_CUDA_FLAGS = [
 ]
 
 
-class BuildError(RuntimeError):
-    pass
+class BuildError(HgemmError):
+    """The extension did not build (nvcc missing or failing): the message says which step and why."""
 
 
 def arch_flags(capability: tuple[int, int]) -> list[str]:
