@@ -130,6 +130,10 @@ def cmd_bench(args) -> int:
                                         layouts[0] if layouts else None)
     except ValueError as e:  # a shape not of the form MxNxK, a bad seed or count
         return _user_error(str(e))
+    bad = sorted({lay for *_, lay in shapes} - set(bench.SPARSE_LAYOUTS)) if args.kind == "sparse" else []
+    if bad:
+        return _user_error(f"--kind sparse takes layouts {' or '.join(bench.SPARSE_LAYOUTS)} (A is the pruned "
+                           f"row-major weight), got {', '.join(bad)}")
     if not _gpu():
         print("bench needs a CUDA GPU (timing under the interpreter would measure numpy); nothing timed.")
         return 2
@@ -140,10 +144,6 @@ def cmd_bench(args) -> int:
                 kernels[d] = registry.select([BASELINE.name], kind=args.kind, dtype=d) + ks
     except ValueError as e:  # UnknownKernel
         return _user_error(str(e))
-    bad = sorted({lay for *_, lay in shapes} - set(bench.SPARSE_LAYOUTS)) if args.kind == "sparse" else []
-    if bad:
-        return _user_error(f"--kind sparse takes layouts {' or '.join(bench.SPARSE_LAYOUTS)} (A is the pruned "
-                           f"row-major weight), got {', '.join(bad)}")
     budget_ms = args.budget_ms if args.budget_ms is not None else (bench.RANDOM_BUDGET_MS if rand else 300.0)
     from . import frame as frame_mod
 
