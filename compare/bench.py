@@ -77,14 +77,15 @@ SPARSE_LAYOUTS = ("NN", "NT")
 
 # The random suite (`bench --suite random --seed S --count N`), shapes nobody chose: M log-uniform in RANDOM_M, N and
 # K log-uniform in RANDOM_NK, every other draw rounded to multiples of 8, problems above RANDOM_MAX_MACS
-# multiply-adds drawn again (at ~0.3 TFLOP a shape stays under a millisecond on an H100, so 200 of them fit a
+# multiply-adds drawn again (0.27 TFLOP: under a millisecond at the H100's dense fp16 rate, so 200 shapes fit a
 # short run); the layout of each shape drawn from the given ones (all four by default).
 RANDOM_M = (1, 16384)
 RANDOM_NK = (256, 32768)
 RANDOM_MAX_MACS = 2**37
 RANDOM_COUNT = 100  # shapes when --count is not given
-# Timed GPU ms per kernel and shape in the random suite: 200 shapes of 4 kernels, torch.matmul and its A/A control
-# take a few minutes, and a small call still gets a hundred samples.
+# Timed GPU ms per kernel and shape in the random suite, flushes included: sized so that 200 shapes of 4 kernels,
+# torch.matmul and its A/A control stay well inside 10 minutes, while a call shorter than the flush (256 MB written
+# and read back at HBM speed, a fraction of a millisecond) still gets about a hundred samples.
 RANDOM_BUDGET_MS = 25.0
 
 
@@ -250,9 +251,10 @@ class Timer:
         leaves the dirty lines for the timed call to write back), "none"."""
         self.flush = L2Flush(flush)
         self.clock_hz = 2.0e9  # SM clock upper bound; only sizes the sleep
-        self.host_scale = 1.0  # measured / predicted host time of the last batch of passes (>= 1)
         self.flush_us = statistics.median(self.time(self.flush, 5)) * 1e3  # GPU time of one flush
-        self.flush_host_us = host_us(self.flush)  # host time to enqueue it
+        ev = self._events(1)[0]
+        # host time a timed call adds to the kernel's own launch: the flush and its two events
+        self.flush_host_us = host_us(lambda: (self.flush(), ev.record(), ev.record()))
 
     # The GPU primitives, one place each (a test's fake timer replaces them to record the order of calls).
     def _events(self, n: int) -> list:
@@ -286,25 +288,23 @@ class Timer:
     def time_passes(self, fns: list, passes: list[list[int]], host_us: list[float],
                     gpu_us: list[float]) -> list[list[float]]:
         """Device ms of each call of the passes, per function: `passes` lists, pass by pass, the indices into
-        `fns` in call order (`pass_schedule`). One sleep ahead of them all, sized from the host cost of the
-        calls (host_us per function, with the flush's, scaled by what the last batch measured) against their GPU
-        time (gpu_us per function, with the flush's); each call behind its flush, between two events; one
-        synchronization at the end."""
+        `fns` in call order (`pass_schedule`). One sleep ahead of them all, sized from the measured host cost of
+        the calls (host_us per function, plus the flush's and the events') against their GPU time (gpu_us per
+        function, plus the flush's); each call behind its flush, between two events; one synchronization at the
+        end. (The enqueue loop's own duration cannot check the sizing: once the GPU queue is full, launches wait
+        for room, and a GPU-bound batch would read as a slow host.)"""
         calls = [i for p in passes for i in p]
         if not calls:
             return [[] for _ in fns]
-        host = [host_us[i] + self.flush_host_us for i in calls]
         starts, ends = self._events(len(calls)), self._events(len(calls))
-        self._sleep(sleep_ahead_us([h * self.host_scale for h in host], [gpu_us[i] + self.flush_us for i in calls]))
-        t0 = time.perf_counter()
+        self._sleep(sleep_ahead_us([host_us[i] + self.flush_host_us for i in calls],
+                                   [gpu_us[i] + self.flush_us for i in calls]))
         for j, i in enumerate(calls):
             self.flush()
             starts[j].record()
             fns[i]()
             ends[j].record()
-        enqueue_us = (time.perf_counter() - t0) * 1e6
         self._sync()
-        self.host_scale = max(1.0, enqueue_us / sum(host))  # a slower host than measured: a longer sleep next time
         out = [[] for _ in fns]
         for j, i in enumerate(calls):
             out[i].append(starts[j].elapsed_time(ends[j]))
@@ -383,8 +383,9 @@ def time_live(timer: Timer, live: list[Live], *, rounds: int, budget_ms: float
         batch = passes[r * len(passes) // rounds:(r + 1) * len(passes) // rounds]
         for i, got in enumerate(timer.time_passes(fns, batch, host, gpu)):
             samples[i] += got
-        for i in sorted(range(n), key=lambda i: (i - r) % n):
-            calls = wall_calls(max(1, counts[i] // rounds), live[i].est_ms, budget_ms / rounds)
+        for i in sorted(range(n), key=lambda i: (i - r) % n):  # as many as before the timing went per call
+            calls = wall_calls(max(1, int(budget_ms / rounds / max(live[i].est_ms, 1e-3))), live[i].est_ms,
+                               budget_ms / rounds)
             walls[i].append(wall_us(fns[i], calls))
     return samples, walls
 

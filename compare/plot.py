@@ -226,7 +226,8 @@ def plot_random(data: dict, out: Path) -> Path | None:
         if name == CONTROL:
             ctrl = [r["ratio_to_torch"] for r in mine]
             g = math.exp(sum(math.log(x) for x in ctrl) / len(ctrl))
-            ax.set_title(f"A/A control ({CONTROL}): the noise floor\ngeomean {g:.3f} · {min(ctrl):.3f} to {max(ctrl):.3f}", fontsize=8)
+            ax.set_title(f"A/A control ({CONTROL}): the noise floor\ngeomean {g:.3f} · {min(ctrl):.3f} to "
+                         f"{max(ctrl):.3f}", fontsize=8)
         else:
             x = stats[name]
             ax.set_title(f"{name}\ngeomean {x.geomean:.3f} · p10 {x.p10:.3f} · min {x.min:.3f} · "

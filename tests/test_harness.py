@@ -361,7 +361,7 @@ class _FakeTimer(bench.Timer):
     """The bench's timer with its GPU primitives replaced by entries in a log."""
 
     def __init__(self, log):
-        self.log, self.clock_hz, self.host_scale = log, 2.0e9, 1.0
+        self.log, self.clock_hz = log, 2.0e9
         self.flush_us, self.flush_host_us = 100.0, 10.0
         self.flush = lambda: log.append("flush")
 
@@ -429,16 +429,15 @@ def test_slow_kernels_spread_over_the_passes():
 
 
 def test_time_passes_sizes_its_sleep_from_the_pass():
-    """One sleep ahead of a batch of passes, sized by sleep_ahead_us from each call's host cost (the kernel's and
-    the flush's) against its GPU time (the estimate and the flush); a batch whose enqueue took longer than that
-    raises the host scale for the next batch."""
+    """One sleep ahead of a batch of passes, sized by sleep_ahead_us from each call's host cost (the kernel's, the
+    flush's and the events') against its GPU time (the estimate and the flush); one synchronization after it."""
     log = []
     t = _FakeTimer(log)
     live = _fake_live(log, ["a", "b"], est_ms=0.05, host_us=200.0)
     out = t.time_passes([x.fn for x in live], [[0, 1], [1, 0]], [200.0, 200.0], [50.0, 50.0])
     assert [len(x) for x in out] == [2, 2]
     assert log[0] == ("sleep", pytest.approx(bench.sleep_ahead_us([210.0] * 4, [150.0] * 4)))
-    assert log.count("sync") == 1 and t.host_scale == 1.0  # the fake calls enqueue in far less than 210 us
+    assert log.count("sync") == 1 and log.count(("call", "a")) == 2
 
 
 def _rows(ratios, control=True, median_ms=1.0):

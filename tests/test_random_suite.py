@@ -112,8 +112,8 @@ def test_kernel_stats_geomean_p10_min_share():
 
 
 def _random_data(count=12, seed=3):
-    return {"environment": {"gpu": "NVIDIA H100 80GB HBM3", "date": "2026-12-01T00:00:00+00:00", "git_commit": "abc1234",
-                            "suite": {"name": "random", "seed": seed, "count": count, "layouts": list(bench.LAYOUTS)}},
+    return {"environment": {"gpu": "NVIDIA H100 80GB HBM3", "date": "2026-12-01T00:00:00+00:00",
+                            "git_commit": "abc1234", "suite": {"name": "random", "seed": seed, "count": count, "layouts": list(bench.LAYOUTS)}},
             "rows": [r.as_dict() for r in _random_rows(count, seed)]}
 
 
@@ -214,3 +214,43 @@ def test_random_suite_end_to_end(tmp_path):
     assert sum(r["kernel"] == bench.CONTROL for r in timed) == 4
     assert all(r["samples"] >= 3 and r["spread_pct"] is not None for r in timed)
     assert [p.name for p in plot.plot_all(tmp_path, tmp_path)] == ["random_map.png"]
+
+
+def test_main_job_times_a_small_random_draw():
+    """The main job's plan (GPU only) holds a random section: the recommended entries over MAIN_RANDOM_COUNT
+    shapes of seed MAIN_RANDOM_SEED, warmed beside the check like the other Triton entries; every count and the
+    ETA include the A/A control."""
+    from compare import report
+
+    plan = report.bench_plan(False, "main", nvcc=False)
+    (entries, shapes), = plan.random
+    assert shapes == bench.random_shapes(report.MAIN_RANDOM_SEED, report.MAIN_RANDOM_COUNT)
+    assert [k.name for k in entries] == [k.name for k in plan.suite[0][0]]  # the recommended entries
+    warm = report._warm_jobs(plan)
+    assert ("triton", "dense", *shapes[1][:3], shapes[1][3], "fp16") in warm
+    assert plan.count() == sum((len(e) + 1) * len(s) for e, s in (*plan.suite, *plan.ladder, *plan.bf16,
+                                                                    *plan.sparse, *plan.random))
+    assert plan.eta_s(report.MAIN_JOB_BUDGET_MS) < plan.count() * report.SECONDS_PER_TIMED  # random: a smaller budget
+
+
+def test_report_and_study_show_the_verdict_and_the_map(tmp_path):
+    """A bench section of the report opens on its verdict (bold when unreliable) and its summary ends with it;
+    the study page's random section shows the map copied beside the page, and says what it needs without it."""
+    from compare import report, study
+
+    rows = _random_rows()
+    assert report.verdict_line(rows) == bench.aa_verdict(rows).line and report.verdict_line(rows).startswith("Rel")
+    bad = [bench.BenchRow(**dict(r.as_dict(), ratio_to_torch=1.08)) if r.kernel == bench.CONTROL else r for r in rows]
+    assert report.verdict_line(bad).startswith("**UNRELIABLE RUN")
+    md = report.summary_markdown(rows)
+    assert md.splitlines()[-1] == bench.aa_verdict(rows).line and bench.CONTROL not in md.splitlines()[2]
+    assert "| `torch.matmul` | 1.000 | 1.000 | 1.000 | 100% | 1.000 | 3.0% | 12/12 |" in md
+    assert "spread (p10-p90)" in report.bench_markdown(rows)
+    (tmp_path / "random").mkdir()
+    bench.write_bench(tmp_path / "random", _random_data()["environment"], rows)
+    (tmp_path / "random" / "random_map.png").write_bytes(b"\x89PNG\r\n\x1a\n")
+    page = tmp_path / "page"
+    text = study.random_html(tmp_path / "bench.json", page)
+    assert '<img src="random/random_map.png"' in text and (page / "random" / "random_map.png").exists()
+    assert 'class="verdict ok"' in text and "seed 3" in text and "<code>wgmma_persistent</code>" in text
+    assert 'class="needs-gpu"' in study.random_html(None, page)
