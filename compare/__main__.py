@@ -93,47 +93,86 @@ def cmd_bench(args) -> int:
     from . import bench, registry
     from .envinfo import Sampler, environment
 
-    from .registry import DTYPES
+    from .registry import BASELINE, DTYPES
 
     dtypes = list(dict.fromkeys(args.dtype.split(",")))
     if any(d not in DTYPES for d in dtypes):
         return _user_error(f"--dtype takes {' or '.join(DTYPES)} or a comma list of them, got {args.dtype!r}")
     if args.kind == "sparse" and dtypes != ["fp16"]:
         return _user_error(SPARSE_FP16_ONLY)
-    if not _gpu():
-        print("bench needs a CUDA GPU (timing under the interpreter would measure numpy); nothing timed.")
-        return 2
-    suite = args.suite or ("sparse" if args.kind == "sparse" else "default")
+    rand = args.suite == "random"
+    if not rand and (args.seed is not None or args.count is not None):
+        return _user_error("--seed and --count go with --suite random")
+    if rand and args.shapes:
+        return _user_error("--shapes and --suite random are two ways to choose the shapes: give one")
+    if args.rounds < 1:
+        return _user_error(f"--rounds must be at least 1, got {args.rounds}")
     try:
-        shapes = bench.with_layouts(bench.parse_shapes(args.shapes) if args.shapes else bench.SUITES[suite],
-                                    args.layout)
-        kernels = {d: registry.select(args.kernels, include_all=args.all, kind=args.kind, dtype=d) for d in dtypes}
-    except ValueError as e:  # UnknownKernel, or a shape not of the form MxNxK
+        layouts = bench.parse_layouts(args.layout) if args.layout else None
+    except ValueError as e:
+        return _user_error(str(e))
+    if layouts and len(layouts) > 1 and not rand:
+        return _user_error("a comma list of layouts is for --suite random (each shape's layout drawn from them); "
+                           "a named suite or --shapes takes one --layout")
+    suite = args.suite or ("sparse" if args.kind == "sparse" else "default")
+    suite_env = {"name": "shapes" if args.shapes else suite}
+    try:
+        if rand:
+            import secrets
+
+            seed = args.seed if args.seed is not None else secrets.randbelow(2**31)
+            count = args.count if args.count is not None else bench.RANDOM_COUNT
+            layouts = layouts or list(bench.SPARSE_LAYOUTS if args.kind == "sparse" else bench.LAYOUTS)
+            shapes = bench.random_shapes(seed, count, layouts)
+            suite_env.update(seed=seed, count=count, layouts=layouts)
+        else:
+            shapes = bench.with_layouts(bench.parse_shapes(args.shapes) if args.shapes else bench.SUITES[suite],
+                                        layouts[0] if layouts else None)
+    except ValueError as e:  # a shape not of the form MxNxK, a bad seed or count
         return _user_error(str(e))
     bad = sorted({lay for *_, lay in shapes} - set(bench.SPARSE_LAYOUTS)) if args.kind == "sparse" else []
     if bad:
         return _user_error(f"--kind sparse takes layouts {' or '.join(bench.SPARSE_LAYOUTS)} (A is the pruned "
                            f"row-major weight), got {', '.join(bad)}")
+    if not _gpu():
+        print("bench needs a CUDA GPU (timing under the interpreter would measure numpy); nothing timed.")
+        return 2
+    try:
+        kernels = {d: registry.select(args.kernels, include_all=args.all, kind=args.kind, dtype=d) for d in dtypes}
+        for d, ks in kernels.items():  # ratios and the A/A control need the baseline in every bench
+            if not any(k.name == BASELINE.name for k in ks):
+                kernels[d] = registry.select([BASELINE.name], kind=args.kind, dtype=d) + ks
+    except ValueError as e:  # UnknownKernel
+        return _user_error(str(e))
+    budget_ms = args.budget_ms if args.budget_ms is not None else (bench.RANDOM_BUDGET_MS if rand else 300.0)
     from . import frame as frame_mod
 
+    if rand:
+        print(f"random suite: seed {suite_env['seed']}, {count} shapes, layouts {','.join(layouts)}, {budget_ms:g} ms "
+              f"timed per kernel and shape", file=sys.stderr, flush=True)
     timer = bench.Timer(flush=args.flush)
     rows = []
-    show = _progress("bench")
+    show = _progress(f"bench (random, seed {suite_env['seed']})" if rand else "bench")
     env = environment()
     env["l2_flush"] = args.flush
+    env["suite"] = suite_env
     with Sampler() as sampler:
         frame = frame_mod.measure(timer)
         ceilings = frame_mod.ceilings(frame)
         for i, (m, n, k, layout) in enumerate(shapes):
             for d in dtypes:  # the dtypes of one shape back to back: their ratios are compared
                 rows += bench.bench_shape(kernels[d], m, n, k, layout=layout, rounds=args.rounds,
-                                          budget_ms=args.budget_ms, timer=timer, seed=i, ceilings=ceilings,
+                                          budget_ms=budget_ms, timer=timer, seed=i, ceilings=ceilings,
                                           copy_gb_s=frame.get("copy_gb_s"), kind=args.kind, dtype=d)
             show(i + 1, len(shapes))
     env["during_run"] = sampler.summary()
     env["frame"] = frame
+    print(bench.aa_verdict(rows).line)  # the first line: whether this run can resolve what it prints
     print(f"frame: {frame}")
     print(bench.format_table(rows))
+    if rand:
+        print(f"\nrandom suite, seed {suite_env['seed']}, {count} shapes ({','.join(layouts)}): ratios to torch.matmul "
+              f"over the shapes each kernel ran")
     for d in dtypes:
         print(f"\n{d}:" if len(dtypes) > 1 else "")
         print(bench.summary([r for r in rows if r.dtype == d]))
@@ -279,7 +318,7 @@ def cmd_model(args) -> int:
 
 
 def main(argv=None) -> int:
-    from .bench import SUITES
+    from .bench import RANDOM_BUDGET_MS, RANDOM_COUNT, SUITES
     from .registry import DTYPES
     from .report import MAIN_JOB_BUDGET_MS
 
@@ -302,8 +341,13 @@ def main(argv=None) -> int:
     c.add_argument("--dtype", default="fp16", choices=list(DTYPES),
                    help="dtype of A, B and C (bf16: the kernels that take it, fp32 accumulation)")
     b = sub.add_parser("bench", help="time kernels side by side (GPU)")
-    b.add_argument("--suite", default=None, choices=sorted(SUITES),
-                   help="shape suite (default: 'default', or 'sparse' with --kind sparse)")
+    b.add_argument("--suite", default=None, choices=sorted([*SUITES, "random"]),
+                   help="shape suite (default: 'default', or 'sparse' with --kind sparse); random: --count shapes "
+                        "drawn from --seed (M log-uniform in 1..16384, N and K in 256..32768, half of them multiples "
+                        "of 8)")
+    b.add_argument("--seed", type=int, default=None,
+                   help="--suite random: the seed of the draw (default: a fresh one, printed and recorded)")
+    b.add_argument("--count", type=int, default=None, help=f"--suite random: how many shapes (default {RANDOM_COUNT})")
     b.add_argument("--kind", default="dense", choices=["dense", "sparse"],
                    help="problem kind: sparse times the 2:4 sparse kernels beside torch.matmul, their dense peers and "
                         "torch's semi-structured sparse matmul, all on one pruned A")
@@ -312,12 +356,17 @@ def main(argv=None) -> int:
                         "or fp16,bf16 (both, per shape back to back, with a table of each kernel's two ratios)")
     b.add_argument("--shapes", help="comma-separated MxNxK list (MxNxK:LAYOUT for a layout of its own), instead of "
                                     "--suite")
-    b.add_argument("--kernels", nargs="*", help="fnmatch patterns of kernel names")
+    b.add_argument("--kernels", nargs="*", help="fnmatch patterns of kernel names (torch.matmul and its A/A control "
+                                                "are always timed)")
     b.add_argument("--all", action="store_true", help="also every pinned Triton configuration")
-    b.add_argument("--layout", default=None, choices=["NN", "NT", "TN", "TT"],
-                   help="layout of every shape (default: a suite entry's own layout, else NN)")
-    b.add_argument("--rounds", type=int, default=3, help="interleaved timing rounds")
-    b.add_argument("--budget-ms", type=float, default=300.0, help="timed GPU milliseconds per kernel and shape")
+    b.add_argument("--layout", default=None,
+                   help="NN, NT, TN or TT: the layout of every shape (default: a suite entry's own layout, else NN); "
+                        "with --suite random a comma list to draw each shape's layout from (default: all four)")
+    b.add_argument("--rounds", type=int, default=3, help="timing rounds: batches of interleaved passes, each behind "
+                                                         "its own GPU sleep, with wall-time calls after each")
+    b.add_argument("--budget-ms", type=float, default=None,
+                   help=f"timed GPU milliseconds per kernel and shape, flushes included (default 300; "
+                        f"{RANDOM_BUDGET_MS:g} with --suite random)")
     b.add_argument("--flush", default=FLUSHES[0], choices=FLUSHES,
                    help="L2 flush before each timed call: clean (256 MB written and read back; default), write (the "
                         "write alone, which leaves dirty lines for the timed call to write back), none")

@@ -4,8 +4,13 @@
 draws each kernel's ratio to torch.matmul over time. The project's own history is docs/results/history.csv.
 
 One line per timed (kernel, shape, layout, dtype, accumulation) of one run, with the run's commit, date and device
-from the bench.json environment. Rows the bench did not time (skipped, failed check) are left out. Appending a run
-that is already in the file adds nothing, so a run can be appended twice without harm.
+from the bench.json environment, and the suite it timed (a random suite's seed and count, which draw its shapes
+again). Rows the bench did not time (skipped, failed check) are left out. Appending a run that is already in the
+file adds nothing, so a run can be appended twice without harm.
+
+The suite columns came last, after lines had been written without them: a file whose header lacks them
+(LEGACY_COLUMNS) is read as it is, its lines' suite columns empty, and the first append writes the full header over
+its first line; no recorded line is rewritten.
 """
 from __future__ import annotations
 
@@ -18,8 +23,9 @@ from pathlib import Path
 
 from hgemm_common.errors import HgemmValueError
 
-COLUMNS = ("commit", "date", "device", "kind", "kernel", "shape", "layout", "dtype", "acc", "tflops", "x_torch",
-           "device_ms", "wall_us")
+LEGACY_COLUMNS = ("commit", "date", "device", "kind", "kernel", "shape", "layout", "dtype", "acc", "tflops", "x_torch",
+                  "device_ms", "wall_us")
+COLUMNS = LEGACY_COLUMNS + ("suite", "seed", "count")
 # What makes a line unique: the same run (commit, date, device) timing the same case.
 KEY = ("commit", "date", "device", "kind", "kernel", "shape", "layout", "dtype", "acc")
 
@@ -35,10 +41,12 @@ def rows_from_bench(data: dict) -> list[dict]:
     """The history lines of one bench.json (its parsed dict: 'environment' and 'rows').
 
     Runs from before the harness recorded a dtype, a problem kind or wall time took fp16 dense problems only and
-    timed no wall clock: their lines say fp16, dense and leave wall_us empty."""
+    timed no wall clock: their lines say fp16, dense and leave wall_us empty; runs from before it recorded the suite
+    leave the suite columns empty."""
     if "rows" not in data or "environment" not in data:
         raise HgemmValueError("not a bench.json (needs 'rows' and 'environment')")
     env = data["environment"]
+    suite = env.get("suite") or {}
     out = []
     for r in data["rows"]:
         if r.get("status") != "ok" or not r.get("tflops"):
@@ -49,37 +57,54 @@ def rows_from_bench(data: dict) -> list[dict]:
             "layout": r["layout"], "dtype": r.get("dtype", "fp16"), "acc": r["acc"],
             "tflops": _num(r["tflops"], 5), "x_torch": _num(r.get("ratio_to_torch"), 4),
             "device_ms": _num(r.get("median_ms"), 5), "wall_us": _num(r.get("wall_us"), 4),
+            "suite": suite.get("name", ""), "seed": str(suite.get("seed", "")), "count": str(suite.get("count", "")),
         })
     return out
 
 
+def _header(path: Path) -> tuple[str, ...] | None:
+    """The columns of the history CSV at path (None: absent or empty); a file with other columns is refused."""
+    if not path.exists() or path.stat().st_size == 0:
+        return None
+    with open(path, newline="") as f:
+        head = tuple(next(csv.reader(f), ()))
+    if head not in (COLUMNS, LEGACY_COLUMNS):
+        raise HgemmValueError(f"{path}: not a history CSV (its columns are {list(head)}, expected "
+                              f"{', '.join(COLUMNS)})")
+    return head
+
+
 def read(path: Path) -> list[dict]:
-    """Every line of a history CSV (an absent file: none). A file with other columns is refused, not mixed in."""
+    """Every line of a history CSV (an absent file: none), each with every column of COLUMNS (those a line from
+    before the suite columns lacks: empty). A file with other columns is refused, not mixed in."""
     path = Path(path)
-    if not path.exists():
+    if _header(path) is None:
         return []
     with open(path, newline="") as f:
-        reader = csv.DictReader(f)
-        if tuple(reader.fieldnames or ()) != COLUMNS:
-            raise HgemmValueError(f"{path}: not a history CSV (its columns are {reader.fieldnames}, expected "
-                                  f"{', '.join(COLUMNS)})")
-        return list(reader)
+        return [{c: r.get(c) or "" for c in COLUMNS} for r in csv.DictReader(f)]
 
 
 def append(path: Path, data: dict) -> int:
-    """Append one bench.json's lines to the history CSV at path (created with its header if absent); lines of a run
-    already in the file are not written again. Returns how many lines were written."""
+    """Append one bench.json's lines to the history CSV at path (created with its header if absent; a legacy header
+    replaced by the full one first); lines of a run already in the file are not written again. Returns how many
+    lines were written."""
     path = Path(path)
+    head = _header(path)
     seen = {tuple(r[c] for c in KEY) for r in read(path)}
     new = [r for r in rows_from_bench(data) if tuple(r[c] for c in KEY) not in seen]
     if not new:
         return 0
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=COLUMNS, lineterminator="\n")
-    if not path.exists() or path.stat().st_size == 0:
+    if head is None:
         w.writeheader()
     w.writerows(new)
     path.parent.mkdir(parents=True, exist_ok=True)
+    if head == LEGACY_COLUMNS:  # the new header over the old one, every recorded line as it was, in one replace
+        text = path.read_text()
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(",".join(COLUMNS) + "\n" + text[text.index("\n") + 1:])
+        tmp.replace(path)
     with open(path, "a", newline="") as f:  # one write: a reader never sees half a run's header
         f.write(buf.getvalue())
     return len(new)

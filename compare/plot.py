@@ -1,6 +1,6 @@
 """`python -m compare plot RESULTS`: PNG figures from a bench.json (TFLOPS vs size per family, ratio to
 torch.matmul on the LLM shapes, wall time per call relative to torch.matmul's, the optimisation ladder at one
-size)."""
+size; for a random suite, the map of each kernel's ratio over the shapes drawn)."""
 from __future__ import annotations
 
 import json
@@ -14,7 +14,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from hgemm_common.errors import HgemmValueError  # noqa: E402
 
-from .bench import SUITES  # noqa: E402
+from .bench import CONTROL, SUITES, BenchRow, kernel_stats  # noqa: E402
 from .registry import BASELINE  # noqa: E402
 
 # Bar colour of each package in the ladder figure.
@@ -101,7 +101,7 @@ def _ratio_heatmap(rows: list, shapes: list, field: str, label: str, title: str,
     if not rows:
         return None
     shapes = [s for s in shapes if any((r["m"], r["n"], r["k"]) == s for r in rows)]
-    kernels = list(dict.fromkeys(r["kernel"] for r in rows if r["kernel"] != BASELINE.name))
+    kernels = list(dict.fromkeys(r["kernel"] for r in rows if r["kernel"] not in (BASELINE.name, CONTROL)))
     grid = [[math.nan] * len(shapes) for _ in kernels]
     for r in rows:
         if r["kernel"] in kernels:
@@ -169,8 +169,86 @@ def plot_ladder(data: dict, out: Path, size: int = 4096) -> Path | None:
     return path
 
 
+# The random map's colours: the ratio to torch.matmul on a log scale centred at 1.0, clipped to RANDOM_RANGE (a
+# kernel at 0.3x and one at 0.5x both show as losing badly; the colour bar's arrows say so).
+RANDOM_RANGE = (0.5, 2.0)
+RANDOM_TICKS = (0.5, 0.67, 0.8, 1.0, 1.25, 1.5, 2.0)
+MARKERS = {True: "o", False: "^"}  # M, N and K all multiples of 8, or not
+
+
+def is_random(data: dict) -> bool:
+    """Whether a bench.json holds a random suite (`bench --suite random`, the main job's random section)."""
+    return (data["environment"].get("suite") or {}).get("name") == "random"
+
+
+def plot_random(data: dict, out: Path) -> Path | None:
+    """The random suite's map: one panel per kernel (the A/A control last, as the noise floor), each shape a point
+    at (M, N*K) on log axes coloured by the kernel's ratio to torch.matmul (red slower, blue faster, white at 1.0),
+    a circle where M, N and K are all multiples of 8 and a triangle where not; grey crosses mark shapes the kernel
+    did not run. Titles carry geomean, p10, min and the share at >= 0.95x (bench.kernel_stats)."""
+    from matplotlib.colors import LogNorm
+    from matplotlib.lines import Line2D
+
+    rows = [r for r in data["rows"] if r["kernel"] != BASELINE.name]
+    ok = _ok(rows)
+    names = [n for n in dict.fromkeys(r["kernel"] for r in rows) if n != CONTROL]
+    names += [CONTROL] if any(r["kernel"] == CONTROL for r in ok) else []
+    names = [n for n in names if any(r["kernel"] == n and r.get("ratio_to_torch") for r in ok)]
+    if not names:
+        return None
+    stats = {x.kernel: x for x in kernel_stats([BenchRow(**r) for r in data["rows"]])}
+    cols = min(3, len(names))
+    nrows = (len(names) + cols - 1) // cols
+    fig, axes = plt.subplots(nrows, cols, figsize=(5.2 * cols, 4.4 * nrows), squeeze=False, layout="constrained")
+    norm = LogNorm(*RANDOM_RANGE, clip=True)
+    legend = [Line2D([], [], marker=m, linestyle="", color="0.5", markeredgecolor="black", markeredgewidth=0.3,
+                     label="M, N, K multiples of 8" if aligned else "not all multiples of 8")
+              for aligned, m in MARKERS.items()]
+    legend.append(Line2D([], [], marker="x", linestyle="", color="0.6", label="not run"))
+    for ax in axes.flat[len(names):]:
+        ax.axis("off")
+    for ax, name in zip(axes.flat, names):
+        mine = [r for r in ok if r["kernel"] == name and r.get("ratio_to_torch")]
+        missed = [r for r in rows if r["kernel"] == name and r not in mine]
+        for aligned, marker in MARKERS.items():
+            pts = [r for r in mine if all(r[d] % 8 == 0 for d in "mnk") == aligned]
+            if pts:
+                ax.scatter([r["m"] for r in pts], [r["n"] * r["k"] for r in pts], c=[r["ratio_to_torch"] for r in pts],
+                           cmap="RdBu", norm=norm, marker=marker, s=28, edgecolors="black", linewidths=0.3)
+        if missed:
+            ax.scatter([r["m"] for r in missed], [r["n"] * r["k"] for r in missed], marker="x", color="0.6", s=14)
+        ax.legend(handles=legend, fontsize=6, loc="lower right")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("M")
+        ax.set_ylabel("N x K")
+        ax.grid(True, alpha=0.3)
+        if name == CONTROL:
+            ctrl = [r["ratio_to_torch"] for r in mine]
+            g = math.exp(sum(math.log(x) for x in ctrl) / len(ctrl))
+            ax.set_title(f"A/A control ({CONTROL}): the noise floor\ngeomean {g:.3f} · {min(ctrl):.3f} to "
+                         f"{max(ctrl):.3f}", fontsize=8)
+        else:
+            x = stats[name]
+            ax.set_title(f"{name}\ngeomean {x.geomean:.3f} · p10 {x.p10:.3f} · min {x.min:.3f} · "
+                         f">= 0.95x {x.share:.0%} · {x.shapes}/{x.of} shapes", fontsize=8)
+    bar = fig.colorbar(plt.cm.ScalarMappable(norm=norm, cmap="RdBu"), ax=axes.ravel().tolist(), extend="both",
+                       label="x torch.matmul (device time, same run)")
+    bar.set_ticks(RANDOM_TICKS, labels=[f"{t:g}" for t in RANDOM_TICKS])
+    bar.minorticks_off()
+    suite = data["environment"].get("suite") or {}
+    fig.suptitle(_title(data["environment"], f"Random shapes (seed {suite.get('seed', '?')}, "
+                                             f"{suite.get('count', '?')} shapes): ratio to torch.matmul"), fontsize=9)
+    path = _png(data, out, "random_map")
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
 def plot_all(results: Path, out: Path) -> list[Path]:
-    """Every figure, one set per dtype found in the rows (bf16 figures carry a `_bf16` suffix)."""
+    """Every figure, one set per dtype found in the rows (bf16 figures carry a `_bf16` suffix); a random suite's
+    bench.json gets its map alone (its shapes are no sizes, LLM shapes or ladder, and a heat map of a hundred
+    shapes reads as noise)."""
     data = load(results)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -178,6 +256,6 @@ def plot_all(results: Path, out: Path) -> list[Path]:
     for dtype in dict.fromkeys(r.get("dtype", "fp16") for r in data["rows"]):
         part = {"environment": {**data["environment"], "plot_dtype": dtype},
                 "rows": [r for r in data["rows"] if r.get("dtype", "fp16") == dtype]}
-        pngs += [p for p in (plot_sizes(part, out), plot_llm(part, out), plot_wall(part, out),
-                             plot_ladder(part, out)) if p]
+        figures = (plot_random,) if is_random(data) else (plot_sizes, plot_llm, plot_wall, plot_ladder)
+        pngs += [p for p in (f(part, out) for f in figures) if p]
     return pngs

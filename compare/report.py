@@ -66,19 +66,31 @@ def bench_markdown(rows) -> str:
     for r in rows:
         out.append([f"{r.m}x{r.n}x{r.k}", f"`{r.kernel}`", f"{r.tflops:.1f}" if r.tflops else "-",
                     f"{r.ratio_to_torch:.3f}" if r.ratio_to_torch else "-",
+                    f"{r.spread_pct:.1f}%" if r.spread_pct is not None else "-",
                     f"{r.pct_of_ceiling:.0f}%" if r.pct_of_ceiling else "-",
                     f"{r.hbm_pct:.0f}%" if r.hbm_pct else "-",
                     f"{r.wall_us:.1f}" if r.wall_us else "-",
                     f"{r.wall_ratio_to_torch:.3f}" if r.wall_ratio_to_torch else "-",
                     r.config if r.status == "ok" else f"{r.status}: {r.detail[:60]}"])
-    return _md_table(["shape", "kernel", "TFLOPS", "x torch.matmul", "% of its ceiling", "% HBM", "wall us/call",
-                      "wall x torch.matmul", "config / status"], out)
+    return _md_table(["shape", "kernel", "TFLOPS", "x torch.matmul", "spread (p10-p90)", "% of its ceiling", "% HBM",
+                      "wall us/call", "wall x torch.matmul", "config / status"], out)
 
 
 def summary_markdown(rows) -> str:
-    out = [[f"`{name}`", f"{dev:.3f}", f"{wall:.3f}", str(n)] for name, dev, wall, n in bench_mod.geomeans(rows)]
-    return _md_table(["kernel", "geomean x torch.matmul (device)", "geomean x torch.matmul (wall per call)",
-                      "shapes timed"], out)
+    """bench.kernel_stats as a table (torch.matmul's spread beside the kernels'), then the A/A verdict."""
+    out = [[f"`{x.kernel}`", f"{x.geomean:.3f}", f"{x.p10:.3f}", f"{x.min:.3f}", f"{x.share:.0%}",
+            f"{x.wall:.3f}" if x.wall is not None else "-",
+            f"{x.spread_pct:.1f}%" if x.spread_pct is not None else "-", f"{x.shapes}/{x.of}"]
+           for x in bench_mod.kernel_stats(rows)]
+    return _md_table(["kernel", "geomean x torch.matmul (device)", "p10", "min", f">= {bench_mod.SHARE_AT}x",
+                      "geomean x torch.matmul (wall per call)", "median spread", "shapes timed"], out) + \
+        f"\n\n{bench_mod.aa_verdict(rows).line}"
+
+
+def verdict_line(rows) -> str:
+    """The first line of a bench section of the report: the A/A verdict, in bold when the run is unreliable."""
+    v = bench_mod.aa_verdict(rows)
+    return v.line if v.reliable else f"**{v.line}**"
 
 
 @dataclass
@@ -121,6 +133,12 @@ SUITE = "main"
 BF16_SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192), (16, 4096, 4096), (3000, 5000, 2000)]
 SPARSE_SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192)]
 SECONDS_PER_TIMED = 0.35  # per (entry, shape) at the default budget: check, estimate, rounds, wall-time calls
+# The main job's random section (GPU only): a small draw of the random suite (`bench --suite random`) for the
+# recommended entries, at a budget that keeps it to seconds. A fixed seed, so that reports compare; it is a picture
+# of where each family wins and loses, not an acceptance run (those use seeds of their own, with --count 200).
+MAIN_RANDOM_SEED = 45
+MAIN_RANDOM_COUNT = 24
+MAIN_RANDOM_BUDGET_MS = 15.0
 
 
 @dataclass
@@ -130,13 +148,21 @@ class BenchPlan:
     ladder: list
     bf16: list
     sparse: list
+    random: list = field(default_factory=list)
+
+    @staticmethod
+    def _pairs(groups) -> int:
+        return sum(len(bench_mod.with_control(e)) * len(s) for e, s in groups)  # the A/A control is timed too
 
     def count(self) -> int:
-        return sum(len(e) * len(s) for e, s in (*self.suite, *self.ladder, *self.bf16, *self.sparse))
+        return self._pairs((*self.suite, *self.ladder, *self.bf16, *self.sparse, *self.random))
 
     def eta_s(self, budget_ms: float) -> float:
-        # each pair's timed budget and its wall-time calls (a quarter more) move with --budget-ms
-        return self.count() * (SECONDS_PER_TIMED + 1.25 * (budget_ms - MAIN_JOB_BUDGET_MS) / 1e3)
+        # each pair's timed budget and its wall-time calls (a quarter more) move with the budget
+        def per(budget):
+            return SECONDS_PER_TIMED + 1.25 * (budget - MAIN_JOB_BUDGET_MS) / 1e3
+        return (self._pairs((*self.suite, *self.ladder, *self.bf16, *self.sparse)) * per(budget_ms)
+                + self._pairs(self.random) * per(MAIN_RANDOM_BUDGET_MS))
 
 
 def bench_plan(full: bool, suite: str, nvcc: bool) -> BenchPlan:
@@ -148,23 +174,24 @@ def bench_plan(full: bool, suite: str, nvcc: bool) -> BenchPlan:
     every = usable(registry.select(None))
     every_b = usable(registry.select(None, dtype="bf16"))
     sparse = registry.select(None, kind="sparse") if nvcc else []
-    if full:
-        return BenchPlan([(every, bench_mod.SUITES[suite])], [], [(every_b, bench_mod.SUITES["bf16"])],
-                         [(sparse, bench_mod.SUITES["sparse"])] if sparse else [])
 
     def picked(kernels):
         return [k for k in kernels if k.package == "torch" or (k.record.recommended and k.acc == "fp32")]
+    rand = [(picked(every), bench_mod.random_shapes(MAIN_RANDOM_SEED, MAIN_RANDOM_COUNT))]
+    if full:
+        return BenchPlan([(every, bench_mod.SUITES[suite])], [], [(every_b, bench_mod.SUITES["bf16"])],
+                         [(sparse, bench_mod.SUITES["sparse"])] if sparse else [], rand)
     ladder = [k for k in every if k.package != "torch" and not picked([k])]
     return BenchPlan([(picked(every), bench_mod.SUITES[suite])],
                      [(every[:1] + ladder, [LADDER_SHAPE])] if ladder else [],
-                     [(picked(every_b), BF16_SHAPES)], [(sparse, SPARSE_SHAPES)] if sparse else [])
+                     [(picked(every_b), BF16_SHAPES)], [(sparse, SPARSE_SHAPES)] if sparse else [], rand)
 
 
 def _warm_jobs(plan: BenchPlan) -> list[tuple]:
     """(entry, kind, M, N, K, layout, dtype) of every Triton entry the bench will time: run once beside the check
     (compare.parallel.warm_one), so that the timing loads compiled kernels."""
     jobs = []
-    for groups, dtype in ((plan.suite + plan.ladder, "fp16"), (plan.bf16, "bf16")):
+    for groups, dtype in ((plan.suite + plan.ladder + plan.random, "fp16"), (plan.bf16, "bf16")):
         for entries, shapes in groups:
             for k in entries:
                 if k.package == "triton":
@@ -292,23 +319,38 @@ def run(out: Path, *, gpu: bool, suite: str = SUITE, budget_ms: float = MAIN_JOB
                 brows_b = _timed(plan.bf16, progress, "bench (bf16)", seed0=200, dtype="bf16", **common)
             with phase("bench (2:4 sparse)"):
                 srows = _timed(plan.sparse, progress, "bench (2:4 sparse)", seed0=100, kind="sparse", **common)
+            with phase("bench (random)"):
+                rrows = _timed(plan.random, progress, "bench (random)", seed0=300,
+                               **{**common, "budget_ms": MAIN_RANDOM_BUDGET_MS})
         env["during_run"], env["frame"] = sampler.summary(), frame
         bench_mod.write_bench(out, env, brows + lrows)
-        for sub, rs in (("bf16", brows_b), ("sparse", srows)):
+        env_r = {**env, "suite": {"name": "random", "seed": MAIN_RANDOM_SEED, "count": MAIN_RANDOM_COUNT,
+                                  "layouts": list(bench_mod.LAYOUTS)}}
+        for sub, rs, e in (("bf16", brows_b, env), ("sparse", srows, env), ("random", rrows, env_r)):
             (out / sub).mkdir(exist_ok=True)
-            bench_mod.write_bench(out / sub, env, rs)
-        for what, rs in (("", brows + lrows), ("bf16 ", brows_b), ("sparse ", srows)):
+            bench_mod.write_bench(out / sub, e, rs)
+        sections = (("", brows + lrows), ("bf16 ", brows_b), ("sparse ", srows), ("random-shape ", rrows))
+        for what, rs in sections:
             bad = [r for r in rs if r.status in ("failed check", "error")]
             if bad:
                 result.failures.append(f"{len(bad)} {what}timing runs failed their check or raised")
+        unreliable = [what.strip() or "main" for what, rs in sections if rs and not bench_mod.aa_verdict(rs).reliable]
+        if unreliable:  # said under the title: the first line a reader sees
+            md.insert(1, f"\n**UNRELIABLE TIMING** in the {', '.join(unreliable)} bench(es): the A/A control "
+                         "(torch.matmul timed twice) left its band; see the first line of each section below.")
+        log(bench_mod.aa_verdict(brows + lrows).line)
         with phase("plot"):
             pngs = plot_all(out / "bench.json", out)
             pngs_b = plot_all(out / "bf16" / "bench.json", out / "bf16")
+            pngs_r = plot_all(out / "random" / "bench.json", out / "random") if rrows else []
         suite_names = f"the `{suite}` suite" + ("" if full else " (recommended entries: each family's best)")
-        md += ["## Speed", "",
-               f"Device time: medians of CUDA-event timings, L2 flushed before every call (256 MB written and read "
-               f"back, so no dirty lines are left for the timed call to write back), kernels interleaved per "
-               f"shape, random inputs checked before timing; NN layout. Wall time: microseconds per call of "
+        md += ["## Speed", "", verdict_line(brows + lrows), "",
+               f"Device time: medians of CUDA-event timings, per call and interleaved (each pass calls every kernel "
+               f"once, the first one rotating from pass to pass, the GPU queue kept full by a sleep ahead), L2 "
+               f"flushed before every call (256 MB written and read back, so no dirty lines are left for the timed "
+               f"call to write back), random inputs checked before timing; NN layout. `{bench_mod.CONTROL}` is the "
+               f"A/A control: torch.matmul timed a second time, whose ratio is the noise of every ratio here. Spread: "
+               f"p10 to p90 of a row's samples over its median. Wall time: microseconds per call of "
                f"back-to-back calls from Python (host clock between two synchronizations, no GPU sleep ahead: "
                f"validation, dispatch, descriptors and launch count), in the same rounds. % HBM: A, B and C moved "
                f"once over the device time, against the measured copy bandwidth. Physical frame measured in the "
@@ -320,7 +362,7 @@ def run(out: Path, *, gpu: bool, suite: str = SUITE, budget_ms: float = MAIN_JOB
                  if lrows else []),
                "Raw numbers: `bench.csv`, `bench.json` (with the environment).", ""]
         gaps = bench_mod.dtype_gaps(brows + lrows, brows_b)
-        md += ["## bf16 beside fp16", "",
+        md += ["## bf16 beside fp16", "", verdict_line(brows_b), "",
                "Timed against torch.matmul in bf16, same timing. % of ceiling is against the fp16 instruction "
                "ceilings of the frame (the frame measures fp16 operands).", "", summary_markdown(brows_b), "",
                *(f"![{p.stem}](bf16/{p.name})\n" for p in pngs_b),
@@ -330,7 +372,7 @@ def run(out: Path, *, gpu: bool, suite: str = SUITE, budget_ms: float = MAIN_JOB
                bench_markdown(brows_b), "", "Raw numbers: `bf16/bench.csv`, `bf16/bench.json`, `bf16/check.json`.",
                ""]
         if srows:
-            md += ["## 2:4 sparse", "",
+            md += ["## 2:4 sparse", "", verdict_line(srows), "",
                    "A pruned 2:4 along K (the two largest magnitudes of every 4), the same pruned A for every kernel: "
                    "dense torch.matmul on it (the ratios' base), the dense PTX kernel of each sparse kernel's ladder, "
                    "torch.sparse.to_sparse_semi_structured (cuSPARSELt where torch has it; skipped with the reason "
@@ -338,6 +380,16 @@ def run(out: Path, *, gpu: bool, suite: str = SUITE, budget_ms: float = MAIN_JOB
                    "count the dense 2 M N K; % ceiling is against the sparse instruction ceilings of the frame above. "
                    "Same timing as the dense bench.", "", summary_markdown(srows), "", bench_markdown(srows), "",
                    "Raw numbers: `sparse/bench.csv`, `sparse/bench.json`.", ""]
+        if rrows:
+            md += ["## Random shapes", "", verdict_line(rrows), "",
+                   f"{MAIN_RANDOM_COUNT} shapes of the random suite, seed {MAIN_RANDOM_SEED} (`python -m compare bench "
+                   f"--suite random --seed {MAIN_RANDOM_SEED} --count {MAIN_RANDOM_COUNT}`): M log-uniform in "
+                   "1..16384, N and K in 256..32768, every other shape rounded to multiples of 8, each shape's layout drawn from "
+                   f"all four; the recommended entries, {MAIN_RANDOM_BUDGET_MS:g} ms timed per kernel and shape, the "
+                   "same timing. A picture of where each family wins and loses, not an acceptance run (those take "
+                   "--count 200 and seeds of their own).", "", summary_markdown(rrows), "",
+                   *(f"![{p.stem}](random/{p.name})\n" for p in pngs_r), bench_markdown(rrows), "",
+                   "Raw numbers: `random/bench.csv`, `random/bench.json`.", ""]
     else:
         result.not_run.append("bf16 timings need a CUDA GPU (its checks ran under the Triton interpreter)")
         md += ["## Speed", "", "Not measured: timing needs a CUDA GPU. On a GPU machine the same command checks "

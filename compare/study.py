@@ -8,6 +8,8 @@ zip (no CDN, no network when viewed: the CSS and JS sit beside it, the pictures 
   instruction-mix bars, registers (with the setmaxnreg split), shared memory, spills and occupancy.
 - the fragment maps (`python -m compare layouts`'s pictures) and, where a GPU ran the probes, their verdict.
 - ncu metrics where a GPU and ncu produced them (ncu.json beside the bench.json).
+- the random suite's map (random/ beside the bench.json, as the main job writes it): each kernel's ratio to
+  torch.matmul over shapes nobody chose.
 
 Every instruction the page shows and colours is read by the parsers `compare inspect` counts with
 (ptx_kernels/toolchain.py: sass_instructions, ptx_instructions, instruction_class, main_loop); the compiles are
@@ -658,6 +660,41 @@ def ncu_html(bench_path: Path | None, out: Path) -> str:
             f'<table class="ncu"><thead><tr><th>kernel</th>{head}</tr></thead><tbody>{body}</tbody></table></section>')
 
 
+def random_html(bench_path: Path | None, out: Path) -> str:
+    """The random suite's map and its summary (bench.kernel_stats, the A/A verdict) from random/bench.json beside
+    the bench.json, when a GPU run wrote one (the main job does); its PNGs copied into the page's folder."""
+    from . import bench as bench_mod
+    from .plot import is_random, load
+
+    src = None if bench_path is None else (Path(bench_path) if Path(bench_path).is_dir() else
+                                           Path(bench_path).parent) / "random"
+    data = load(src) if src is not None and (src / "bench.json").exists() else None
+    if data is None or not is_random(data):
+        return ('<section id="random"><h2>Random shapes</h2><p class="needs-gpu">Needs a CUDA GPU: the main job '
+                "(<code>python -m compare</code>) times a small draw of the random suite and this section shows its "
+                "map; <code>python -m compare bench --suite random --seed S --count N</code> times a larger one."
+                "</p></section>")
+    rows = [bench_mod.BenchRow(**r) for r in data["rows"]]
+    verdict = bench_mod.aa_verdict(rows)
+    dest = Path(out) / "random"
+    dest.mkdir(parents=True, exist_ok=True)
+    imgs = ""
+    for png in sorted(src.glob("random_map*.png")):
+        shutil.copy(png, dest / png.name)
+        imgs += f'<figure><img src="random/{png.name}" alt="{png.stem}"><figcaption>{png.stem}</figcaption></figure>'
+    body = "".join(f"<tr><td><code>{html.escape(x.kernel)}</code></td><td>{x.geomean:.3f}</td><td>{x.p10:.3f}</td>"
+                   f"<td>{x.min:.3f}</td><td>{x.share:.0%}</td><td>{x.shapes}/{x.of}</td></tr>"
+                   for x in bench_mod.kernel_stats(rows))
+    suite = data["environment"]["suite"]
+    return (f'<section id="random"><h2>Random shapes</h2><p class="verdict {"ok" if verdict.reliable else "bad"}">'
+            f"{html.escape(verdict.line)}</p><p>{suite.get('count')} shapes of the random suite, seed "
+            f"{suite.get('seed')}: M log-uniform in 1..16384, N and K in 256..32768, every other shape rounded to "
+            "multiples of 8. Each point of a map is a shape, placed by M and N x K and coloured by the kernel's ratio "
+            "to torch.matmul.</p><table><thead><tr><th>kernel</th><th>geomean x torch.matmul</th><th>p10</th>"
+            f"<th>min</th><th>&ge; {bench_mod.SHARE_AT}x</th><th>shapes</th></tr></thead><tbody>{body}</tbody>"
+            f'</table><div class="figs">{imgs}</div></section>')
+
+
 def inspect_table(rows: list[disasm.InspectRow], skipped: dict[str, str], dumps: str) -> str:
     head = ["kernel", "regs", "smem static", "smem dynamic", "local", *disasm.COLUMNS]
     body = []
@@ -747,7 +784,8 @@ def build(out: Path, kernels: list[str] | None = None, bench: Path | None = None
 <code>compare inspect</code>'s compiles (sm_90: Triton through <code>triton.compile</code>, the hand-written kernels
 through nvcc for sm_90a). {len(studies)} kernels.</p>
 <nav><a href="#ladders">ladders</a> · <a href="#side">side by side</a> · <a href="#fragments">fragment maps</a> ·
-<a href="#ncu">profiler metrics</a> · <a href="#inspect">instruction mix</a></nav></header>
+<a href="#random">random shapes</a> · <a href="#ncu">profiler metrics</a> · <a href="#inspect">instruction mix</a>
+</nav></header>
 <main>
 {ladders_html(studies, bench_rows, bench)}
 <section id="side"><h2>Side by side</h2>
@@ -756,6 +794,7 @@ source lines are those the PTX loop's <code>.loc</code> directives name), the wh
 colours mark the same instruction classes in every column:</p>{legend()}
 <div class="src">{pair_sections}{custom}</div></section>
 {fragments_html(out, layouts_dir)}
+{random_html(bench, out)}
 {ncu_html(bench, out)}
 {inspect_table(rows, skipped, os.path.relpath(idir, out))}
 </main>

@@ -300,9 +300,11 @@ def test_bench_refuses_to_time_a_wrong_kernel():
 
     base = registry.select(["torch.matmul"])[0]
     rows = bench.bench_shape([base, replace(base, name="wrong", run=off_by_one)], 512, 512, 512, budget_ms=20)
-    wrong = rows[1]
+    assert [r.kernel for r in rows] == ["torch.matmul", bench.CONTROL, "wrong"]  # the A/A control after the baseline
+    wrong = rows[2]
     assert wrong.status == "failed check" and wrong.tflops is None and rows[0].tflops > 0
     assert rows[0].wall_us > 0 and rows[0].wall_ratio_to_torch == 1.0 and wrong.wall_us is None
+    assert rows[1].ratio_to_torch and rows[1].samples == rows[0].samples  # interleaved: as many calls as the baseline
 
 
 def _imports(package: str) -> set[str]:
@@ -328,15 +330,171 @@ def test_package_boundaries():
 
 
 def test_timer_sleep_covers_the_host_deficit():
-    """The GPU sleep ahead of a timed batch covers what the CPU falls behind: none when the GPU's flush + kernel
-    outlast one and a half times the host's enqueue cost, n x the difference when not, the generous default before it is known."""
-    from compare.bench import Timer
+    """The GPU sleep ahead of timed calls covers what the CPU falls behind at its worst point: 1 ms of margin and
+    the first call's enqueue when the GPU's flush + kernel outlast one and a half times the host's enqueue cost,
+    the sum of the deficits up to the last call when not, the generous default before the costs are known."""
+    from compare.bench import Timer, sleep_ahead_us
 
     t = Timer.__new__(Timer)  # no GPU: only the sizing rule
     t.flush_us = 85.0
     assert t.sleep_us(100, None, None) == 100 * Timer.ENQUEUE_US_PER_CALL
-    assert t.sleep_us(100, host_us=50.0, gpu_us=20.0) == 1000.0
-    assert t.sleep_us(100, host_us=200.0, gpu_us=20.0) == 100 * (300.0 - 20.0 - 85.0) + 1000.0
+    assert t.sleep_us(100, host_us=50.0, gpu_us=20.0) == pytest.approx(75.0 + 1000.0)
+    assert t.sleep_us(100, host_us=200.0, gpu_us=20.0) == pytest.approx(100 * 300.0 - 99 * 105.0 + 1000.0)
+    # a pass whose slow-to-launch call comes after fast ones: the deficit peaks at that call, not at the end
+    assert sleep_ahead_us([10.0, 10.0, 400.0, 10.0], [100.0, 100.0, 1000.0, 100.0]) == \
+        pytest.approx(1.5 * 420.0 - 200.0 + 1000.0)
+
+
+class _FakeEvent:
+    def __init__(self, log):
+        self.log, self.at = log, None
+
+    def record(self):
+        self.log.append("event")
+        self.at = len(self.log)
+
+    def elapsed_time(self, end):
+        return float(end.at - self.at)
+
+
+class _FakeTimer(bench.Timer):
+    """The bench's timer with its GPU primitives replaced by entries in a log."""
+
+    def __init__(self, log):
+        self.log, self.clock_hz = log, 2.0e9
+        self.flush_us, self.flush_host_us = 100.0, 10.0
+        self.flush = lambda: log.append("flush")
+
+    def _events(self, n):
+        return [_FakeEvent(self.log) for _ in range(n)]
+
+    def _sleep(self, us):
+        self.log.append(("sleep", us))
+
+    def _sync(self):
+        self.log.append("sync")
+
+
+def _fake_live(log, names, est_ms=0.9, host_us=30.0):
+    def call(name):
+        log.append(("call", name))
+    return [bench.Live(name, lambda name=name: call(name), est_ms, host_us) for name in names]
+
+
+def test_timing_is_per_call_and_interleaved(monkeypatch):
+    """time_live on a fake timer: each round one sleep, then passes that call every kernel once, each call behind
+    an L2 flush and between two events, the first kernel rotating from pass to pass; one synchronization a round,
+    then each kernel's back-to-back wall-time calls (no flush, no events), the first rotating from round to round."""
+    log = []
+    monkeypatch.setattr(bench, "wall_us", lambda fn, calls: (log.append("wall"), fn(), 5.0)[-1])
+    names = ["torch.matmul", bench.CONTROL, "triton", "wgmma_persistent"]
+    live = _fake_live(log, names)
+    samples, walls = bench.time_live(_FakeTimer(log), live, rounds=3, budget_ms=30.0)
+    counts = bench.call_counts(live, 30.0, 3, 0.1)
+    assert counts == [30] * 4 and [len(s) for s in samples] == counts and walls == [[5.0] * 3] * 4
+    assert all(x == 2.0 for s in samples for x in s)  # each event pair brackets one call alone (the fake clock)
+    rounds, passes = [], []
+    i = 0
+    while i < len(log):
+        assert log[i][0] == "sleep"  # every round starts behind a sleep
+        i += 1
+        calls = []
+        while log[i] != "sync":
+            assert log[i:i + 2] == ["flush", "event"] and log[i + 3] == "event", log[i:i + 4]
+            calls.append(log[i + 2][1])
+            i += 4
+        i += 1
+        walled = []
+        while i < len(log) and log[i] == "wall":
+            walled.append(log[i + 1][1])
+            i += 2
+        rounds.append(walled)
+        passes += [calls[j:j + 4] for j in range(0, len(calls), 4)]
+    assert len(passes) == 30 and all(sorted(p) == sorted(names) for p in passes)  # one call of each per pass
+    assert [p[0] for p in passes] == [names[j % 4] for j in range(30)]  # the first rotates
+    assert all(p == names[j % 4:] + names[:j % 4] for j, p in enumerate(passes))
+    assert rounds == [names, names[1:] + names[:1], names[2:] + names[:2]]
+
+
+def test_slow_kernels_spread_over_the_passes():
+    """A kernel whose budget buys fewer calls runs in that many passes, spread evenly (each round gets its share);
+    a tiny call is held to MAX_CALLS_PER_ROUND a round and a slow one to one a round."""
+    assert bench.pass_schedule([6, 6, 2]) == [[0, 1], [1, 0], [2, 0, 1], [0, 1], [1, 0], [2, 0, 1]]
+    sched = bench.pass_schedule([90, 30, 9])
+    assert len(sched) == 90 and [sum(i in p for p in sched) for i in range(3)] == [90, 30, 9]
+    assert all(sum(2 in p for p in sched[r * 30:(r + 1) * 30]) == 3 for r in range(3))
+    live = [bench.Live("tiny", None, 0.001, 10.0), bench.Live("slow", None, 500.0, 10.0)]
+    assert bench.call_counts(live, 100.0, 3, 0.15) == [3 * bench.MAX_CALLS_PER_ROUND, 3]
+    assert bench.pass_schedule([]) == []
+
+
+def test_time_passes_sizes_its_sleep_from_the_pass():
+    """One sleep ahead of a batch of passes, sized by sleep_ahead_us from each call's host cost (the kernel's, the
+    flush's and the events') against its GPU time (the estimate and the flush); one synchronization after it."""
+    log = []
+    t = _FakeTimer(log)
+    live = _fake_live(log, ["a", "b"], est_ms=0.05, host_us=200.0)
+    out = t.time_passes([x.fn for x in live], [[0, 1], [1, 0]], [200.0, 200.0], [50.0, 50.0])
+    assert [len(x) for x in out] == [2, 2]
+    assert log[0] == ("sleep", pytest.approx(bench.sleep_ahead_us([210.0] * 4, [150.0] * 4)))
+    assert log.count("sync") == 1 and log.count(("call", "a")) == 2
+
+
+def _rows(ratios, control=True, median_ms=1.0):
+    """BenchRows of a run: per shape torch.matmul, its A/A control at the given ratio, and a kernel at 0.9x."""
+    rows = []
+    for i, x in enumerate(ratios):
+        for name, ratio in (("torch.matmul", 1.0), *([(bench.CONTROL, x)] if control else []), ("triton", 0.9)):
+            rows.append(bench.BenchRow(name, "torch", "fp32", "", 64 + i, 4096, 4096, "NN", "ok",
+                                       median_ms=median_ms / ratio, tflops=100.0 * ratio, ratio_to_torch=ratio,
+                                       samples=50, spread_pct=2.0, wall_us=10.0, wall_ratio_to_torch=1.0))
+    return rows
+
+
+def test_aa_verdict_marks_an_unreliable_run():
+    """The run is reliable when the A/A control's geomean lies within 1 +- AA_BAND and every shape within its band
+    (AA_SHAPE_BAND, wider on calls of a few event-clock ticks); else the verdict says UNRELIABLE and why; a run
+    without the control is unreliable too."""
+    ok = bench.aa_verdict(_rows([1.01, 0.99, 1.005]))
+    assert ok.reliable and ok.shapes == 3 and ok.line.startswith("Reliable run:") and "1.00 +- 0.02" in ok.line
+    drift = bench.aa_verdict(_rows([1.03, 1.03, 1.04]))
+    assert not drift.reliable and drift.line.startswith("UNRELIABLE RUN:") and "outside 1.00 +- 0.02" in drift.line
+    assert not drift.outside  # each shape within its band: the geomean alone fails it
+    one = bench.aa_verdict(_rows([1.0] * 20 + [0.90]))
+    assert not one.reliable and abs(one.geomean - 1.0) < bench.AA_BAND
+    assert one.outside == [("84x4096x4096 NN fp16", 0.90, bench.AA_SHAPE_BAND)] and "84x4096x4096" in one.line
+    tiny = bench.aa_verdict(_rows([1.0] * 20 + [0.93], median_ms=0.01))  # two 0.5 us ticks over 10 us: a 10% band
+    assert bench.shape_band(0.01) == pytest.approx(0.1) and tiny.reliable
+    none = bench.aa_verdict(_rows([1.0], control=False))
+    assert not none.reliable and none.line.startswith("UNRELIABLE RUN: no A/A control")
+
+
+def test_control_is_not_a_kernel_in_the_summaries():
+    """The A/A control is a row of every bench, right after the baseline, and no kernel of the geomeans: the
+    summary shows torch.matmul's spread beside the kernels' and ends with the verdict."""
+    base = registry.select(["torch.matmul", "triton"], gpu=False)
+    assert [k.name for k in bench.with_control(base)] == ["torch.matmul", bench.CONTROL, "triton"]
+    assert bench.with_control(bench.with_control(base)) == bench.with_control(base)
+    assert [k.name for k in bench.with_control(base[1:])] == ["triton"]
+    rows = _rows([1.01, 0.99])
+    assert [g[0] for g in bench.geomeans(rows)] == ["torch.matmul", "triton"]
+    text = bench.summary(rows)
+    assert bench.CONTROL not in text.splitlines()[1] and "spread" in text.splitlines()[0]
+    assert text.splitlines()[1].split()[:2] == ["torch.matmul", "1.000"] and "2.0%" in text.splitlines()[1]
+    assert text.splitlines()[-1] == bench.aa_verdict(rows).line
+    assert not [g for g in bench.dtype_gaps(rows, rows) if g[0] == bench.CONTROL]
+
+
+def test_bench_json_says_the_verdict_on_its_first_line(tmp_path):
+    for ratios, first in (([1.0, 1.01], "Reliable run"), ([1.05, 1.04], "UNRELIABLE RUN")):
+        rows = _rows(ratios)
+        bench.write_bench(tmp_path, {"gpu": "test"}, rows)
+        text = (tmp_path / "bench.json").read_text()
+        assert text.splitlines()[0].startswith('{"verdict": "' + first)
+        data = json.loads(text)
+        assert data["verdict"] == bench.aa_verdict(rows).line and data["aa_control"]["shapes"] == 2
+        assert [x["kernel"] for x in data["summary"]] == ["torch.matmul", "triton"]
+        assert len(data["rows"]) == len(rows) and plot.load(tmp_path)["environment"] == {"gpu": "test"}
 
 
 def test_select_by_dtype_keeps_the_kernels_that_take_it():
