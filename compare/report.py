@@ -231,6 +231,7 @@ def run(out: Path, *, gpu: bool, suite: str = SUITE, budget_ms: float = MAIN_JOB
     nvcc = toolchain.find_nvcc() is not None
     # Inspect compiles on the CPU (nvcc, ptxas) while the check and the bench keep the GPU busy: a child process
     # from the start, collected at the end.
+    (out / "inspect" / "inspect.json").unlink(missing_ok=True)  # an earlier run's rows are not this run's
     inspect_job = disasm.start(out / "inspect")
     env = environment()
     md = ["# tensorcore-hgemm report", "", f"Produced by `{env['command']}` on {env.get('gpu') or 'a machine without a GPU'}"
@@ -419,6 +420,8 @@ def run(out: Path, *, gpu: bool, suite: str = SUITE, budget_ms: float = MAIN_JOB
             result.not_run.append(f"inspecting {len(skipped)} hand-written kernels needs nvcc (the CUDA toolkit)")
     if "inspect" in result.failed_phases:
         md += ["## What each kernel compiles to", "", f"Inspect failed: {result.failed_phases['inspect']}", ""]
+        if (out / "inspect" / "inspect.json").exists():  # the kernels it did inspect before it failed
+            md += ["The kernels it inspected:", "", disasm.format_markdown(*disasm.load(out / "inspect"))]
     md += fragment_md
 
     # STUDY PAGE (compare/study.py): from the inspect dumps and fragment maps above, and the bench when a GPU ran;

@@ -148,3 +148,25 @@ def test_main_job_goes_on_past_a_failing_inspect(tmp_path, monkeypatch, capsys):
     page = (tmp_path / "study" / "index.html").read_text()
     assert '<div class="missing">' in page and "<code>inspect</code>: KeyError: &#x27;(bool)0&#x27;" in page
     assert '<section id="fragments">' in page  # the parts that did not need inspect are there
+
+
+def test_inspect_keeps_the_rows_of_the_kernels_that_inspected(tmp_path, monkeypatch):
+    """One kernel whose inspect raises leaves the others their rows: inspect.json holds them and names the failed
+    one, and the command still fails naming it (the main job's study page then shows the kernels inspected)."""
+    from compare import disasm
+
+    def fake(t, out):
+        if t.label == "mma_tiled":
+            raise KeyError("(bool)0")
+        return disasm.InspectRow(t.label, "src", "sm_90a", 64, 0, None, 0, {}, f"{t.stem}.ptx", f"{t.stem}.sass")
+
+    monkeypatch.setattr(disasm, "inspect_cuda", fake)
+    monkeypatch.setattr(disasm, "inspect_triton", fake)
+    monkeypatch.setattr(disasm.toolchain, "find_nvcc", lambda: "nvcc")
+    monkeypatch.setattr("hgemm_common.validation.interpreter_active", lambda: False)
+    with pytest.raises(RuntimeError, match=r"^inspect failed for 1 of 3 kernels: mma_tiled: KeyError: '\(bool\)0'$"):
+        disasm.run_inspect(["mma_naive", "mma_tiled", "triton"], tmp_path)
+    rows, skipped = disasm.load(tmp_path)
+    assert [r.kernel for r in rows] == ["mma_naive", "triton"] and skipped == {}
+    assert __import__("json").loads((tmp_path / "inspect.json").read_text())["failed"] == {
+        "mma_tiled": "KeyError: '(bool)0'"}
