@@ -285,11 +285,16 @@ def cmd_study(args) -> int:
 
             Path(args.out).mkdir(parents=True, exist_ok=True)
             study.collect_ncu([t.label for t in targets(args.kernels or None)], Path(args.out), log=print)
+        missing = {}
         index = study.build(Path(args.out), args.kernels or None, bench=args.bench, inspect_dir=args.inspect,
-                            layouts_dir=args.layouts, log=print)
+                            layouts_dir=args.layouts, log=print, missing=missing)
     except (UnknownKernel, study.MissingExtra) as e:
         return _user_error(str(e))
     print(f"wrote {index} (open it in a browser; the folder is self-contained)")
+    if missing:  # built without them: the page names them at its top, the exit status says it is incomplete
+        for part, line in missing.items():
+            print(f"missing from the page: {part}: {line}")
+        return 1
     if args.screenshot:
         print(f"wrote {study.screenshot(index, Path(args.screenshot))} (the side-by-side view, headless chromium)")
     return 0
@@ -309,6 +314,9 @@ def cmd_main(args) -> int:
         print(f"not run here: {line}")
     verdict = "all checks passed" if result.ok else f"FAILED: {'; '.join(result.failures)}"
     print(f"report: {Path(args.out) / 'index.md'} ({verdict})")
+    if result.failed_phases:  # the last line names them: what a log's tail shows
+        print(f"failed phases: {', '.join(result.failed_phases)} (the other phases ran; errors at the top of "
+              f"{Path(args.out) / 'index.md'})")
     return 0 if result.ok else 1
 
 

@@ -19,7 +19,7 @@ import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from hgemm_common.errors import HgemmError, HgemmValueError
+from hgemm_common.errors import HgemmError, HgemmValueError, error_line
 from hgemm_common.record import Variant
 from ptx_kernels import toolchain
 
@@ -212,7 +212,8 @@ def load(out: Path) -> tuple[list[InspectRow], dict[str, str]]:
 
 def run_inspect(kernels: list[str] | None, out: Path, dtype: str = "fp16") -> tuple[list[InspectRow], dict[str, str]]:
     """Inspect `kernels` (None: every record that takes `dtype`) in `dtype` into `out`; returns the rows and, per
-    kernel left out, why (the hand-written ones need nvcc)."""
+    kernel left out, why (the hand-written ones need nvcc). A kernel whose inspect raises is named in inspect.json's
+    `failed` with its error, the others' rows are written all the same, and then an HgemmError names it."""
     from hgemm_common.validation import interpreter_active
 
     out = Path(out)
@@ -225,15 +226,29 @@ def run_inspect(kernels: list[str] | None, out: Path, dtype: str = "fp16") -> tu
 
     nvcc = toolchain.find_nvcc() is not None
     skipped = {t.label: "needs nvcc (the CUDA toolkit)" for t in chosen if t.record.package == "ptx" and not nvcc}
+    failed: dict[str, str] = {}
+
+    def one(inspect, t: Target) -> InspectRow | None:  # a kernel that fails leaves the others their rows
+        try:
+            return inspect(t, out)
+        except Exception as e:  # noqa: BLE001 - named in inspect.json and in the error raised below
+            failed[t.label] = error_line(e)
+            return None
+
     # nvcc and cuobjdump are subprocesses: the CUDA sources compile side by side (Triton's compiles stay serial)
     with ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1)) as pool:
-        cuda = {t.label: pool.submit(inspect_cuda, t, out) for t in chosen
+        cuda = {t.label: pool.submit(one, inspect_cuda, t) for t in chosen
                 if t.record.package == "ptx" and t.label not in skipped}
-        triton_rows = {t.label: inspect_triton(t, out) for t in chosen if t.record.package == "triton"}
+        triton_rows = {t.label: one(inspect_triton, t) for t in chosen if t.record.package == "triton"}
         rows = [triton_rows[t.label] if t.label in triton_rows else cuda[t.label].result() for t in chosen
                 if t.label not in skipped]
-    (out / "inspect.json").write_text(json.dumps({"rows": [asdict(r) for r in rows], "skipped": skipped}, indent=1))
+    rows = [r for r in rows if r is not None]
+    (out / "inspect.json").write_text(json.dumps({"rows": [asdict(r) for r in rows], "skipped": skipped,
+                                                  "failed": failed}, indent=1))
     (out / "inspect.md").write_text(format_markdown(rows, skipped))
+    if failed:  # the rows of the others are written (the study page shows them); the command still fails
+        raise HgemmError(f"inspect failed for {len(failed)} of {len(chosen)} kernels: "
+                         + "; ".join(f"{name}: {line}" for name, line in failed.items()))
     return rows, skipped
 
 

@@ -781,7 +781,8 @@ def add_arguments(p) -> None:
 
 
 def cli(args, *, gpu: bool, log=print) -> int:
-    """`python -m compare model`: 0 when every check passed, 1 when one failed, 2 on a usage error."""
+    """`python -m compare model`: 0 when every check passed, 1 when one failed or a run raised, 2 on a usage
+    error."""
     from .envinfo import environment
 
     def usage(msg: str) -> int:
@@ -817,4 +818,13 @@ def cli(args, *, gpu: bool, log=print) -> int:
     failed = [r for r in rows if r.status == "failed check"]
     if failed:
         print(f"FAILED: {len(failed)} checks ({', '.join(f'{r.mode} {r.dtype} {r.entry}' for r in failed)})")
-    return 1 if failed else 0
+    raised = errors(rows)
+    if raised:
+        print(f"FAILED: {len(raised)} runs raised ({'; '.join(raised)})")
+    return 1 if failed or raised else 0
+
+
+def errors(rows: list[ModelRow]) -> list[str]:
+    """"mode dtype entry: the error" of each row whose run raised (a compile, a capture, the timing): a failure of
+    the run, as a failed check is, never only a line in the table."""
+    return [f"{r.mode} {r.dtype} {r.entry}: {r.detail}" for r in rows if r.status == "error"]

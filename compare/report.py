@@ -7,6 +7,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from hgemm_common.errors import HgemmError, error_line
+
 from . import bench as bench_mod
 from . import check as check_mod
 from .envinfo import environment
@@ -95,10 +97,12 @@ def verdict_line(rows) -> str:
 
 @dataclass
 class Result:
-    """What the main job found: failures (a check, a timing check, the probes) and sections it could not run here."""
+    """What the main job found: failures (a check, a timing check, the probes, a phase that raised) and sections it
+    could not run here."""
     failures: list[str] = field(default_factory=list)
     not_run: list[str] = field(default_factory=list)
     phases: dict[str, float] = field(default_factory=dict)  # seconds per phase
+    failed_phases: dict[str, str] = field(default_factory=dict)  # phase -> its error, one line
 
     @property
     def ok(self) -> bool:
@@ -121,6 +125,28 @@ class _Phases:
             dt = self.result.phases[name] = time.perf_counter() - t0
             self.log(f"phase {name}: {dt:.1f} s")
 
+    @contextmanager
+    def guard(self, name: str):
+        """A phase after the check, timed like the others: an exception it raises ends that phase only. It is kept
+        (`Result.failed_phases`, a failure, so the exit status is non-zero) and the job goes on to the next phase:
+        one broken auxiliary part (a demangler's spelling in inspect) must not cost the rest of the report."""
+        with self(name):
+            try:
+                yield
+            except Exception as e:  # noqa: BLE001 - reported in index.md and the exit status, not swallowed
+                line = error_line(e)
+                self.result.failed_phases[name] = line
+                self.result.failures.append(f"phase {name} failed: {line}")
+                self.log(f"phase {name} FAILED: {line}")
+
+
+def failed_phases_markdown(failed: dict[str, str]) -> list[str]:
+    """index.md's first section when a phase raised: which, and its error; the phases after it still ran."""
+    if not failed:
+        return []
+    return ["## Failed phases", "", "These phases raised; every other phase ran, and its section is below.", "",
+            *(f"- `{name}`: {line}" for name, line in failed.items()), ""]
+
 
 # Timed GPU milliseconds per kernel and shape in the main job: 3 interleaved rounds still give each 1 ms kernel about
 # 100 samples. `python -m compare bench` defaults to 300 for closer looks.
@@ -132,6 +158,8 @@ LADDER_SHAPE = (4096, 4096, 4096)  # every step of every ladder is timed here (t
 SUITE = "main"
 BF16_SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192), (16, 4096, 4096), (3000, 5000, 2000)]
 SPARSE_SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192)]
+# The phases whose output the study page draws on: when one fails, the page goes without it and says so.
+STUDY_INPUTS = ("inspect", "fragment maps", "bench", "ladder", "bench (bf16)")
 SECONDS_PER_TIMED = 0.35  # per (entry, shape) at the default budget: check, estimate, rounds, wall-time calls
 # The main job's random section (GPU only): a small draw of the random suite (`bench --suite random`) for the
 # recommended entries, at a budget that keeps it to seconds. A fixed seed, so that reports compare; it is a picture
@@ -230,11 +258,13 @@ def run(out: Path, *, gpu: bool, suite: str = SUITE, budget_ms: float = MAIN_JOB
     nvcc = toolchain.find_nvcc() is not None
     # Inspect compiles on the CPU (nvcc, ptxas) while the check and the bench keep the GPU busy: a child process
     # from the start, collected at the end.
+    (out / "inspect" / "inspect.json").unlink(missing_ok=True)  # an earlier run's rows are not this run's
     inspect_job = disasm.start(out / "inspect")
     env = environment()
     md = ["# tensorcore-hgemm report", "", f"Produced by `{env['command']}` on {env.get('gpu') or 'a machine without a GPU'}"
           f", {env['date']}, commit `{env['git_commit']}` (torch {env['torch']}, triton {env['triton']}"
           + (f", driver {env.get('driver')}, CUDA {env.get('cuda_runtime')}" if gpu else "") + ").", ""]
+    header = len(md)  # a failed phase is named right below the header
 
     # BUILD, then COMPILE AHEAD: every Triton kernel the check and the bench will run, once, in worker processes
     kernels = registry.select(None)
@@ -306,20 +336,22 @@ def run(out: Path, *, gpu: bool, suite: str = SUITE, budget_ms: float = MAIN_JOB
         from .plot import plot_all
 
         timer = bench_mod.Timer()
+        frame, ceilings = {}, None
+        brows, lrows, brows_b, srows, rrows, pngs, pngs_b, pngs_r = [], [], [], [], [], [], [], []
         with Sampler() as sampler:
-            with phase("frame"):
+            with phase.guard("frame"):
                 frame = frame_mod.measure(timer)
                 ceilings = frame_mod.ceilings(frame)
             common = dict(budget_ms=budget_ms, timer=timer, ceilings=ceilings, copy_gb_s=frame.get("copy_gb_s"))
-            with phase("bench"):
+            with phase.guard("bench"):
                 brows = _timed(plan.suite, progress, "bench", **common)
-            with phase("ladder"):
+            with phase.guard("ladder"):
                 lrows = _timed(plan.ladder, progress, "ladder", seed0=50, **common)
-            with phase("bench (bf16)"):
+            with phase.guard("bench (bf16)"):
                 brows_b = _timed(plan.bf16, progress, "bench (bf16)", seed0=200, dtype="bf16", **common)
-            with phase("bench (2:4 sparse)"):
+            with phase.guard("bench (2:4 sparse)"):
                 srows = _timed(plan.sparse, progress, "bench (2:4 sparse)", seed0=100, kind="sparse", **common)
-            with phase("bench (random)"):
+            with phase.guard("bench (random)"):
                 rrows = _timed(plan.random, progress, "bench (random)", seed0=300,
                                **{**common, "budget_ms": MAIN_RANDOM_BUDGET_MS})
         env["during_run"], env["frame"] = sampler.summary(), frame
@@ -339,7 +371,7 @@ def run(out: Path, *, gpu: bool, suite: str = SUITE, budget_ms: float = MAIN_JOB
             md.insert(1, f"\n**UNRELIABLE TIMING** in the {', '.join(unreliable)} bench(es): the A/A control "
                          "(torch.matmul timed twice) left its band; see the first line of each section below.")
         log(bench_mod.aa_verdict(brows + lrows).line)
-        with phase("plot"):
+        with phase.guard("plot"):
             pngs = plot_all(out / "bench.json", out)
             pngs_b = plot_all(out / "bf16" / "bench.json", out / "bf16")
             pngs_r = plot_all(out / "random" / "bench.json", out / "random") if rrows else []
@@ -354,8 +386,9 @@ def run(out: Path, *, gpu: bool, suite: str = SUITE, budget_ms: float = MAIN_JOB
                f"back-to-back calls from Python (host clock between two synchronizations, no GPU sleep ahead: "
                f"validation, dispatch, descriptors and launch count), in the same rounds. % HBM: A, B and C moved "
                f"once over the device time, against the measured copy bandwidth. Physical frame measured in the "
-               f"same run: {frame_mod.describe(frame)}, device copy {frame['copy_gb_s']:.0f} GB/s. Clocks and power "
-               f"during the run: {env['during_run']}.", "",
+               f"same run: " + (f"{frame_mod.describe(frame)}, device copy {frame['copy_gb_s']:.0f} GB/s"
+                                if frame else "not measured (the frame phase failed)")
+               + f". Clocks and power during the run: {env['during_run']}.", "",
                f"### Geometric mean over {suite_names}", "", summary_markdown(brows), "",
                *(f"![{p.stem}]({p.name})\n" for p in pngs), "### Every measurement", "", bench_markdown(brows), "",
                *(["### Every ladder step at " + "x".join(map(str, LADDER_SHAPE)), "", bench_markdown(lrows), ""]
@@ -399,66 +432,77 @@ def run(out: Path, *, gpu: bool, suite: str = SUITE, budget_ms: float = MAIN_JOB
                "run" + (" (they are compiled and inspected below without one)." if nvcc else "."), ""]
 
     # MODEL: a Llama-style decoder with every nn.Linear routed (compare/model.py), the short version
-    from .model import run_model
-    with phase("model"):
-        try:
-            mrows, mmd = run_model(out / "model", gpu=gpu, quick=True, log=log)
-            bad = [r for r in mrows if r.status == "failed check"]
-            if bad:
-                result.failures.append(f"{len(bad)} model checks failed")
-            md += ["## A model end to end", "", mmd, "", "Files: `model/` (`python -m compare model` for the whole "
-                   "run: fp16 and bf16, a training step, torch.compile).", ""]
-        except Exception as e:  # noqa: BLE001 - a section of the report, not the end of the job
-            result.failures.append(f"the model section raised {type(e).__name__}: {str(e).splitlines()[0][:200]}")
+    from .model import errors as model_errors, run_model
+    with phase.guard("model"):
+        mrows, mmd = run_model(out / "model", gpu=gpu, quick=True, log=log)
+        bad = [r for r in mrows if r.status == "failed check"]
+        if bad:
+            result.failures.append(f"{len(bad)} model checks failed")
+        raised = model_errors(mrows)
+        if raised:
+            result.failures.append(f"{len(raised)} model runs raised: {'; '.join(raised)}")
+        md += ["## A model end to end", "", mmd, "", "Files: `model/` (`python -m compare model` for the whole "
+               "run: fp16 and bf16, a training step, torch.compile).", ""]
 
     # LAYOUTS: the model; on a GPU also the probes, compared with it (a mismatch fails the job)
     from .layouts import draw_all
     probes = gpu and nvcc
     if gpu and not nvcc:
         result.not_run.append("the fragment-map probes on the GPU need nvcc")
-    with phase("fragment maps"):
+    verdict = ""
+    with phase.guard("fragment maps"):
         try:
             draw_all(out / "layouts", hardware=probes)
             verdict = "; probes on this GPU agree with it for every ldmatrix, stmatrix and mma form" if probes else ""
-        except RuntimeError as e:
+        except HgemmError as e:  # the probes disagree with the model (draw_all's verdict): a finding, not a crash
             verdict = f"; {e}"
             result.failures.append(str(e))
     fragment_md = ["## Fragment maps", "", "Which lane holds which element for mma.m16n8k16 and ldmatrix/stmatrix, "
                    f"from the model the tests check against the PTX ISA{verdict}: [layouts/layouts.md]"
                    "(layouts/layouts.md).", "", "![mma.m16n8k16](layouts/mma_m16n8k16.png)", ""]
+    if "fragment maps" in result.failed_phases:
+        fragment_md = ["## Fragment maps", "", f"Not drawn: {result.failed_phases['fragment maps']}", ""]
 
     # INSPECT (started first, in a child process)
-    with phase("inspect (wait)"):
-        try:
-            irows, skipped = disasm.finish(inspect_job, out / "inspect")
-            md += ["## What each kernel compiles to (sm_90)", "",
-                   "Triton via `triton.compile` for sm_90, hand-written kernels via nvcc for sm_90a; PTX and SASS in "
-                   "`inspect/`.", "", disasm.format_markdown(irows, skipped)]
-            if skipped:
-                result.not_run.append(f"inspecting {len(skipped)} hand-written kernels needs nvcc (the CUDA toolkit)")
-        except RuntimeError as e:
-            md += ["## What each kernel compiles to", "", f"Inspect failed: {e}", ""]
-            result.failures.append(f"inspect failed: {e}")
+    with phase.guard("inspect"):
+        irows, skipped = disasm.finish(inspect_job, out / "inspect")
+        md += ["## What each kernel compiles to (sm_90)", "",
+               "Triton via `triton.compile` for sm_90, hand-written kernels via nvcc for sm_90a; PTX and SASS in "
+               "`inspect/`.", "", disasm.format_markdown(irows, skipped)]
+        if skipped:
+            result.not_run.append(f"inspecting {len(skipped)} hand-written kernels needs nvcc (the CUDA toolkit)")
+    if "inspect" in result.failed_phases:
+        md += ["## What each kernel compiles to", "", f"Inspect failed: {result.failed_phases['inspect']}", ""]
+        if (out / "inspect" / "inspect.json").exists():  # the kernels it did inspect before it failed
+            md += ["The kernels it inspected:", "", disasm.format_markdown(*disasm.load(out / "inspect"))]
     md += fragment_md
 
-    # STUDY PAGE (compare/study.py): from the inspect dumps and fragment maps above, and the bench when a GPU ran
-    if not any(f.startswith("inspect failed") for f in result.failures):
-        from . import study
-        with phase("study page"):
-            try:
-                study.build(out / "study", inspect_dir=out / "inspect", layouts_dir=out / "layouts",
-                            bench=out / "bench.json" if gpu else None)
-                md += ["## The study page", "", "[study/index.html](study/index.html): the ladders, source, PTX and "
-                       "SASS side by side with the main loops first, the fragment maps; offline, one folder.", ""]
-            except study.MissingExtra as e:
-                result.not_run.append(f"the study page: {e}")
+    # STUDY PAGE (compare/study.py): from the inspect dumps and fragment maps above, and the bench when a GPU ran;
+    # whatever an earlier phase failed to make, the page goes without and says so
+    from . import study
+    with phase.guard("study page"):
+        known = {name: line for name, line in result.failed_phases.items() if name in STUDY_INPUTS}
+        missing = dict(known)
+        try:
+            study.build(out / "study", inspect_dir=out / "inspect", layouts_dir=out / "layouts",
+                        bench=out / "bench.json" if gpu and (out / "bench.json").exists() else None, missing=missing)
+            md += ["## The study page", "", "[study/index.html](study/index.html): the ladders, source, PTX and "
+                   "SASS side by side with the main loops first, the fragment maps; offline, one folder."
+                   + (f" Without what the failed phases would have given it ({', '.join(known)})." if known else ""),
+                   ""]
+        except study.MissingExtra as e:
+            result.not_run.append(f"the study page: {e}")
+        lacking = {part: line for part, line in missing.items() if part not in known}
+        if lacking:
+            raise HgemmError("the page lacks " + "; ".join(f"{part} ({line})" for part, line in lacking.items()))
     result.phases["total"] = time.perf_counter() - t_start
     log(f"phase total: {result.phases['total']:.1f} s")
     if result.not_run:
         md += ["## Not run here", "", *(f"- {line}" for line in result.not_run), ""]
     md += ["## Phase times", "", _md_table(["phase", "seconds"], [[k, f"{v:.1f}"] for k, v in result.phases.items()]),
-           "", "Inspect runs in a child process from the start, beside the check and the bench; its row is the "
-           "time the job waited for it at the end.", ""]
+           "", "Inspect runs in a child process from the start, beside the check and the bench; its row (inspect) "
+           "is the time the job waited for it at the end.", ""]
+    md[header:header] = failed_phases_markdown(result.failed_phases)
     (out / "index.md").write_text("\n".join(md))
     env["phases_s"] = result.phases
     (out / "environment.json").write_text(json.dumps(env, indent=1))

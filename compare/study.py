@@ -27,7 +27,7 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from hgemm_common.errors import HgemmError
+from hgemm_common.errors import HgemmError, error_line
 from ptx_kernels import toolchain
 
 from . import disasm
@@ -733,36 +733,81 @@ def _rows(kernels: list[str] | None, out: Path, inspect_dir: Path | None, log) -
     return rows, skipped, out / "inspect"
 
 
+def _missing_html(missing: dict[str, str]) -> str:
+    """The page's first lines when parts are missing: which, and the error that cost each."""
+    if not missing:
+        return ""
+    items = "".join(f"<li><code>{html.escape(part)}</code>: {html.escape(line)}</li>" for part, line in missing.items())
+    return (f'<div class="missing"><p>This page is incomplete: these parts failed, and the page was built without '
+            f"them.</p><ul>{items}</ul></div>")
+
+
+def _part(name: str, missing: dict[str, str], make, empty: str = ""):
+    """make() for one part of the page; `empty` in its place when an earlier phase failed to make its data, or when
+    it raises here (kept in `missing` under `name`)."""
+    if name in missing:
+        return empty
+    try:
+        return make()
+    except Exception as e:  # noqa: BLE001 - the page goes without the part and names it at its top
+        missing[name] = error_line(e)
+        return empty
+
+
 def build(out: Path, kernels: list[str] | None = None, bench: Path | None = None, inspect_dir: Path | None = None,
-          layouts_dir: Path | None = None, pairs: list[tuple[str, str]] | None = None, log=lambda line: None) -> Path:
+          layouts_dir: Path | None = None, pairs: list[tuple[str, str]] | None = None, log=lambda line: None,
+          missing: dict[str, str] | None = None) -> Path:
     """Write the study page into `out` (index.html, study.css, study.js, kernels/*.js, layouts/, inspect/ when
-    inspected here); returns index.html's path."""
+    inspected here); returns index.html's path.
+
+    The page is built from what there is. `missing`: the parts an earlier phase failed to make, by the main job's
+    phase names ("inspect", "fragment maps"), each with its error line; the page goes without them (no fresh inspect
+    when inspect failed: the rows inspect_dir holds, if any) and names them at its top. The dict is updated in place
+    with the parts this build could not make itself ("inspect", "kernel NAME", "fragment maps", "ladders", "profiler
+    metrics"), so that the caller can report them."""
     from triton_kernels.variants import BY_NAME as TRITON
     from ptx_kernels.variants import BY_NAME as PTX
 
     from .envinfo import git_commit
 
     _pygments()  # fail before any work if the extra is missing
+    if kernels:
+        disasm.targets(kernels)  # an unknown name is the caller's error (UnknownKernel), not a missing part
+    missing = {} if missing is None else missing
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    rows, skipped, idir = _rows(kernels, out, inspect_dir, log)
+    if "inspect" in missing:  # what inspect wrote before it failed (a partial inspect.json), else no kernel rows
+        have = inspect_dir and (Path(inspect_dir) / "inspect.json").exists()
+        rows, skipped = disasm.load(Path(inspect_dir)) if have else ([], {})
+        idir = Path(inspect_dir) if have else out / "inspect"
+    else:
+        rows, skipped, idir = _part("inspect", missing, lambda: _rows(kernels, out, inspect_dir, log),
+                                    ([], {}, out / "inspect"))
     records = {**TRITON, **PTX}
     studies = {}
     for r in rows:
-        k = study_kernel(r, idir, records.get(r.kernel))
-        k.stats = stats_of(k)
-        studies[k.name] = k
+        def one(r=r):
+            k = study_kernel(r, idir, records.get(r.kernel))
+            k.stats = stats_of(k)
+            return k
+        k = _part(f"kernel {r.kernel}", missing, one, None)
+        if k is not None:
+            studies[k.name] = k
     scale = {c: max((k.row.mix.get(c, 0) for k in studies.values()), default=0) for c in disasm.COLUMNS}
     (out / "kernels").mkdir(exist_ok=True)
     parts = {}
-    for k in studies.values():
-        parts[k.name] = kernel_parts(k, scale)
+    for k in list(studies.values()):
+        part = _part(f"kernel {k.name}", missing, lambda k=k: kernel_parts(k, scale), None)
+        if part is None:
+            del studies[k.name]
+            continue
+        parts[k.name] = part
         (out / "kernels" / f"{k.stem}.js").write_text("STUDY.put(" + json.dumps(parts[k.name]) + ");\n")
     names = list(studies)
     pairs = [p for p in (pairs or DEFAULT_PAIRS) if p[0] in studies and p[1] in studies]
     if not pairs and len(names) >= 2:
         pairs = [(names[0], names[1])]
-    bench_rows = load_bench(bench)
+    bench_rows = _part("ladders", missing, lambda: load_bench(bench), {})
     pair_sections = "".join(
         f'<h3 class="pair-title">{html.escape(a)} ↔ {html.escape(b)}</h3>{pair_html(parts[a], parts[b], f"pair{i}")}'
         for i, (a, b) in enumerate(pairs))
@@ -775,6 +820,11 @@ def build(out: Path, kernels: list[str] | None = None, bench: Path | None = None
     (out / "study.css").write_text((ASSETS / "study.css").read_text() + "\n/* Pygments */\n" +
                                    HtmlFormatter().get_style_defs(".src"))
     commit = git_commit()
+    sections = {"ladders": lambda: ladders_html(studies, bench_rows, bench),
+                "fragment maps": lambda: fragments_html(out, layouts_dir),
+                "random shapes": lambda: random_html(bench, out),
+                "profiler metrics": lambda: ncu_html(bench, out)}
+    ladders, fragments, random_shapes, ncu = (_part(name, missing, make) for name, make in sections.items())
     page = f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>tensorcore-hgemm: the study</title><link rel="stylesheet" href="study.css"></head>
@@ -783,19 +833,20 @@ def build(out: Path, kernels: list[str] | None = None, bench: Path | None = None
 <p>Written by <code>python -m compare study</code> at commit <code>{html.escape(commit)}</code> from
 <code>compare inspect</code>'s compiles (sm_90: Triton through <code>triton.compile</code>, the hand-written kernels
 through nvcc for sm_90a). {len(studies)} kernels.</p>
+{_missing_html(missing)}
 <nav><a href="#ladders">ladders</a> · <a href="#side">side by side</a> · <a href="#fragments">fragment maps</a> ·
 <a href="#random">random shapes</a> · <a href="#ncu">profiler metrics</a> · <a href="#inspect">instruction mix</a>
 </nav></header>
 <main>
-{ladders_html(studies, bench_rows, bench)}
+{ladders}
 <section id="side"><h2>Side by side</h2>
 <p>Each kernel's source, PTX and SASS, the main loop first (the loop with the most tensor-core instructions; its
 source lines are those the PTX loop's <code>.loc</code> directives name), the whole listing under it. The same
 colours mark the same instruction classes in every column:</p>{legend()}
 <div class="src">{pair_sections}{custom}</div></section>
-{fragments_html(out, layouts_dir)}
-{random_html(bench, out)}
-{ncu_html(bench, out)}
+{fragments}
+{random_shapes}
+{ncu}
 {inspect_table(rows, skipped, os.path.relpath(idir, out))}
 </main>
 <script>const STUDY_KERNELS = {json.dumps(stems)};

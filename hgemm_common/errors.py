@@ -41,3 +41,9 @@ def pick(who: str, name: str, value, alias: str, alias_value, default):
     if value is not None:
         raise both_given(who, name, alias, value, alias_value)
     return alias_value
+
+
+def error_line(e: BaseException) -> str:
+    """An exception as one line for a report: its type and the first line of its message."""
+    text = str(e).strip()
+    return f"{type(e).__name__}: {text.splitlines()[0][:200]}" if text else type(e).__name__

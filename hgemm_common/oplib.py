@@ -5,6 +5,15 @@ Both kernel packages define their operators here, so they share one namespace an
 `torch.library.custom_op` does), the fake implementation for torch.compile and meta tensors, and an Autograd-key
 kernel that records the autograd formula when grad is needed and otherwise runs the implementation directly.
 
+Argument names: every non-tensor argument of these operators starts with `hgemm_` (`hgemm_kernel`, `hgemm_acc`,
+`hgemm_tune`), while the Python functions keep `kernel=` and `acc=`. Inductor lowers an operator it cannot see into
+as a fallback, `FallbackKernel.create(kernel, *args, **kwargs)`, handing it the call's arguments by name, defaults
+included (`torch.fx.operator_schemas.normalize_function`): an argument named like one of that function's own
+parameters (`kernel`, as the selector was once called) raises "got multiple values for argument 'kernel'" the
+first time a compiled graph is lowered. Inductor names no parameter `hgemm_*`; the operands keep `a`, `b`,
+`values`, `meta`, and tests/test_torch_integration.py checks every name of every overload against the parameters
+of the installed torch's fallback path.
+
 Why not `torch.library.custom_op`: it wraps every call in a Python layer of its own on top of the dispatcher's, and
 per-call host time is what a model's forward pass pays (the eager operator's wall time with each:
 `scripts/wall_time.py --ops`). The operators behave the same: opcheck,

@@ -1,13 +1,14 @@
 """The hand-written HGEMMs as PyTorch operators: `torch.ops.tensorcore_hgemm.ptx_hgemm(a, b, kernel, acc)` and
-`torch.ops.tensorcore_hgemm.ptx_sparse_hgemm(values, meta, b, kernel, acc)`.
+`torch.ops.tensorcore_hgemm.ptx_sparse_hgemm(values, meta, b, kernel, acc)` (by keyword: `hgemm_kernel=`,
+`hgemm_acc=`; `hgemm_common.oplib` says why the prefix).
 
 An operator registered by `hgemm_common.oplib.define` (opaque to torch.compile, which keeps it as one node of the
 graph) with a fake implementation for shape propagation (the same validation, an empty (M, N) result) and autograd
 (dA = dC B^T and dB = A^T dC on the same kernel; the call path reads column-major B in place and copies column-major
 A, as `last_launch()["copies"]` reports). The 2:4 sparse operator has no autograd formula: it stays a
 `torch.library.custom_op`, which refuses inputs that require grad instead of dropping their gradients.
-`variant=` is accepted for `kernel=` (as the functions accept it) through an overload of each operator, `.variant`,
-that takes either name and raises when given both.
+`variant=` is accepted for `hgemm_kernel=` (as the functions accept it for `kernel=`) through an overload of each
+operator, `.variant`, that takes either name and raises when given both.
 """
 from __future__ import annotations
 
@@ -48,31 +49,32 @@ def _backward(ctx, grad):
     return grad_a, grad_b, None, None
 
 
-ptx_hgemm = define("ptx_hgemm", '(Tensor a, Tensor b, str kernel="mma_stmatrix", str acc="fp32") -> Tensor', _impl,
-                   _fake, _backward, _setup_context)
-define_alias("ptx_hgemm", '(Tensor a, Tensor b, str? kernel=None, *, str variant, str acc="fp32")', "kernel", "variant")
+ptx_hgemm = define("ptx_hgemm", '(Tensor a, Tensor b, str hgemm_kernel="mma_stmatrix", str hgemm_acc="fp32") '
+                   '-> Tensor', _impl, _fake, _backward, _setup_context)
+define_alias("ptx_hgemm", '(Tensor a, Tensor b, str? hgemm_kernel=None, *, str variant, str hgemm_acc="fp32")',
+             "hgemm_kernel", "variant")
 
 
 @torch.library.custom_op(f"{NAMESPACE}::ptx_sparse_hgemm", mutates_args=())
-def ptx_sparse_hgemm(values: torch.Tensor, meta: torch.Tensor, b: torch.Tensor, kernel: str = "auto",
-                     acc: str = "fp32") -> torch.Tensor:
+def ptx_sparse_hgemm(values: torch.Tensor, meta: torch.Tensor, b: torch.Tensor, hgemm_kernel: str = "auto",
+                     hgemm_acc: str = "fp32") -> torch.Tensor:
     """C = A @ B with A 2:4 sparse, compressed (`ptx_kernels.sparse.compress`): `ptx_kernels.sparse_hgemm`."""
     with torch.no_grad():  # below the dispatcher's autograd layer: sparse_hgemm's own grad check is not for here
-        return call.sparse_hgemm(values, meta, b, kernel=kernel, acc=acc)
+        return call.sparse_hgemm(values, meta, b, kernel=hgemm_kernel, acc=hgemm_acc)
 
 
 @ptx_sparse_hgemm.register_fake
-def _(values: torch.Tensor, meta: torch.Tensor, b: torch.Tensor, kernel: str = "auto",
-      acc: str = "fp32") -> torch.Tensor:
+def _(values: torch.Tensor, meta: torch.Tensor, b: torch.Tensor, hgemm_kernel: str = "auto",
+      hgemm_acc: str = "fp32") -> torch.Tensor:
     from . import sparse as S
     S.check_compressed(values, meta, values.shape[0], b.shape[0])
-    if kernel != "auto":
-        call.check_variant(kernel, acc, kind="sparse")
+    if hgemm_kernel != "auto":
+        call.check_variant(hgemm_kernel, hgemm_acc, kind="sparse")
     return validate(values.new_zeros(()).expand(values.shape[0], b.shape[0]), b, allow_cpu=True).out
 
 
-define_alias("ptx_sparse_hgemm", '(Tensor values, Tensor meta, Tensor b, str? kernel=None, *, str variant, '
-             'str acc="fp32")', "kernel", "variant")
+define_alias("ptx_sparse_hgemm", '(Tensor values, Tensor meta, Tensor b, str? hgemm_kernel=None, *, str variant, '
+             'str hgemm_acc="fp32")', "hgemm_kernel", "variant")
 
 # `HGEMMLinear` keeps the launch `hgemm` planned for a kind of call (call.planned: launch(a, b, out)).
 register_planner("ptx", lambda x2, wt, kernel, acc: call.planned(x2, wt, kernel=kernel, acc=acc))

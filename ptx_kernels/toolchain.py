@@ -13,6 +13,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from hgemm_common.errors import HgemmValueError
+
 from .variants import CSRC, csrc_hash
 
 ARCHS = {"sm_80": "-gencode=arch=compute_80,code=sm_80", "sm_90a": "-gencode=arch=compute_90a,code=sm_90a"}
@@ -167,8 +169,48 @@ def cubin_resource_usage(cubin: Path) -> dict[str, FunctionUsage]:
 # epilogues, element types); each is named by its template arguments, read from the mangled name (demangled by
 # c++filt) and matched with the parameter names of the `template <...> __global__` declaration in the source or
 # the headers it includes. Nothing about them is written in the records.
-ACC_VALUES = {"0": "fp32", "1": "fp16"}  # hgemm.cuh: enum class Acc : int { F32 = 0, F16 = 1 }
+ACC_VALUES = {0: "fp32", 1: "fp16"}  # hgemm.cuh: enum class Acc : int { F32 = 0, F16 = 1 }
 DTYPE_OF_ELEMENT = {"__half": "fp16", "half": "fp16", "__nv_bfloat16": "bf16"}
+
+# A template argument's value as the demanglers spell it. The same mangled literal reads differently by tool: GNU
+# c++filt and llvm-cxxfilt write a bool `true`/`false`, an int `128`, other integer types with a suffix (`128u`,
+# `4ul`, `5ll`) or, for the short and char types, a cast (`(short)8`); the CUDA toolkit's cu++filt (CUDA 13.0)
+# writes every literal as a cast: `(bool)1`, `(int)128`, `(unsigned int)128`, `(int)-5`. Enums are `(Acc)1` or
+# `(hgemm::Acc)1` to all of them.
+_CAST_LITERAL = re.compile(r"\(\s*((?:[A-Za-z_][\w:]*\s*)+)\)\s*(-?\d+)")  # (bool)0, (hgemm::Acc)1, (unsigned char)1
+_INT_LITERAL = re.compile(r"(-?\d+)(?:[uU](?:ll|LL|l|L)?|(?:ll|LL|l|L)[uU]?)?")  # 128, -5, 128u, 4ul, 5ll, 6ull
+
+
+def template_value(text: str) -> bool | int | str:
+    """One template argument, parsed from any demangler's spelling: a bool (`true`, `(bool)1`), an integer or an
+    enum's value (`128`, `128u`, `(int)128`, `(Acc)1`, `(hgemm::Acc)1`), or else a type, returned as one canonical
+    spelling with namespaces dropped and the literals inside it written plainly (`ns::Tile<(int)256, 4u>` ->
+    `Tile<256, 4>`), so that the same instance compares equal whichever tool named it."""
+    text = text.strip()
+    if text in ("true", "false"):
+        return text == "true"
+    m = _CAST_LITERAL.fullmatch(text)
+    if m:
+        kind, value = m.group(1).split()[-1].rpartition("::")[2], int(m.group(2))
+        if kind == "bool":
+            if value not in (0, 1):
+                raise HgemmValueError(f"template argument {text!r}: a bool literal must be 0 or 1")
+            return bool(value)
+        return value
+    m = _INT_LITERAL.fullmatch(text)
+    if m:
+        return int(m.group(1))
+    text = _QUALIFIER.sub("", text)
+    lt = text.find("<")
+    if lt < 0 or not text.endswith(">"):
+        return " ".join(text.split())
+    inner = [template_value(a) for a in _split_top(text[lt + 1:-1])]
+    return f"{text[:lt].strip()}<{', '.join(_spelled(v) for v in inner)}>"
+
+
+def _spelled(value: bool | int | str) -> str:
+    """A parsed template argument written back in one spelling (GNU c++filt's: `true`, `128`, `Tile<256, 4>`)."""
+    return ("true" if value else "false") if isinstance(value, bool) else str(value)
 
 
 @dataclass(frozen=True)
@@ -176,27 +218,47 @@ class Instance:
     """One compiled instance of a kernel template."""
     name: str  # mangled, as the cubin names the function (`disassemble(cubin, name)`)
     kernel: str  # the template's name: "kernel", "wgmma_persistent_kernel"
-    # template arguments by parameter name, as the compiler spells them, namespaces dropped:
+    # template arguments by parameter name, as the demangler spells them, namespaces dropped (read them through
+    # `arg`, which parses every demangler's spelling):
     # {"E": "__half", "T": "Tile<256, 4, 1, 128, 64>", "ACC": "(Acc)0", "B_COL": "false", "TMA_STORE": "true"}
+    # or, from cu++filt, {..., "B_COL": "(bool)0", "TMA_STORE": "(bool)1"}
     args: dict = field(hash=False, compare=False)
     signature: str = ""  # the demangled name, parameters included
+
+    def arg(self, name: str) -> bool | int | str | None:
+        """The template argument `name`, parsed (`template_value`); None if the template has no such parameter."""
+        return template_value(self.args[name]) if name in self.args else None
+
+    def flag(self, name: str) -> bool | None:
+        """A bool template argument (some demanglers spell a bool as a plain 0/1); None if there is no such one."""
+        value = self.arg(name)
+        if value is None:
+            return None
+        if isinstance(value, str) or value not in (0, 1):
+            raise HgemmValueError(f"{self.kernel}: template argument {name}={self.args[name]!r} is not a bool")
+        return bool(value)
 
     @property
     def dtype(self) -> str:
         """"fp16" or "bf16": the element type E where the template has one, else the one its parameters name."""
         if "E" in self.args:
-            return DTYPE_OF_ELEMENT[self.args["E"]]
+            return DTYPE_OF_ELEMENT[self.arg("E")]
         return "bf16" if "__nv_bfloat16" in self.signature else "fp16"
 
     @property
     def acc(self) -> str | None:
         """The ACC argument (None: a helper kernel with no accumulation parameter, such as a split-K reduction)."""
-        return ACC_VALUES[self.args["ACC"].rpartition(")")[2]] if "ACC" in self.args else None
+        value = self.arg("ACC")
+        if value is None:
+            return None
+        if isinstance(value, str) or value not in ACC_VALUES:
+            raise HgemmValueError(f"{self.kernel}: template argument ACC={self.args['ACC']!r} is no Acc value")
+        return ACC_VALUES[int(value)]
 
     @property
     def b_col_major(self) -> bool | None:
         """The B_COL argument (None: a kernel with no B layout parameter reads any strides)."""
-        return {"true": True, "false": False}[self.args["B_COL"]] if "B_COL" in self.args else None
+        return self.flag("B_COL")
 
     @property
     def template(self) -> str:
@@ -204,7 +266,9 @@ class Instance:
         return f"{self.kernel}<{', '.join(self.args.values())}>" if self.args else self.kernel
 
     def matches(self, want: dict[str, str]) -> bool:
-        return all(self.args.get(k) == v for k, v in want.items())
+        """Whether the instance's template arguments are those `want` names (in any demangler's spelling: `true`
+        matches `(bool)1`, `Tile<256, 4>` matches `Tile<(int)256, (int)4>`)."""
+        return all(k in self.args and self.arg(k) == template_value(v) for k, v in want.items())
 
 
 _INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.MULTILINE)
@@ -212,7 +276,9 @@ _INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.MULTILINE)
 # so a match cannot run from an earlier struct template into a kernel's declaration
 _KERNEL_TEMPLATE = re.compile(r"template\s*<([^;{}]*?)>\s*__global__\s+void\s+"
                               r"(?:__launch_bounds__\s*\((?:[^()]|\([^()]*\))*\)\s*)?(\w+)\s*\(")
-_QUALIFIER = re.compile(r"(?:\(anonymous namespace\)|[A-Za-z_]\w*)::")
+# a namespace or class qualifier: GNU c++filt and llvm-cxxfilt write an anonymous namespace `(anonymous namespace)::`,
+# cu++filt `<unnamed>::`
+_QUALIFIER = re.compile(r"(?:\(anonymous namespace\)|<unnamed>|[A-Za-z_]\w*)::")
 
 
 def _split_top(text: str) -> list[str]:
@@ -270,21 +336,26 @@ def instances(c: Compiled) -> list[Instance]:
     listing), each with its template arguments by name."""
     templates = kernel_templates(c.source, c.includes)
     names = list(cubin_resource_usage(c.cubin))
-    out = []
-    for mangled, plain in zip(names, demangle(names)):
-        plain = _QUALIFIER.sub("", plain)
-        m = re.match(r"(?:void\s+)?(\w+)(<?)", plain)
-        if m is None or m.group(1) not in templates:
-            continue  # not a kernel template of this source (a device function, a lab kernel)
-        args = []
-        if m.group(2):
-            depth, i = 1, m.end()
-            while depth:
-                depth += (plain[i] == "<") - (plain[i] == ">")
-                i += 1
-            args = _split_top(plain[m.end():i - 1])
-        out.append(Instance(mangled, m.group(1), dict(zip(templates[m.group(1)], args)), plain))
-    return out
+    found = (instance_of(mangled, plain, templates) for mangled, plain in zip(names, demangle(names)))
+    return [i for i in found if i is not None]
+
+
+def instance_of(mangled: str, demangled: str, templates: dict[str, list[str]]) -> Instance | None:
+    """The Instance a demangled entry name (any demangler's spelling) names, its template arguments matched with the
+    parameter names of `templates` (`kernel_templates`); None if it is no instance of those templates (a device
+    function, a lab kernel)."""
+    plain = _QUALIFIER.sub("", demangled)
+    m = re.match(r"(?:void\s+)?(\w+)(<?)", plain)
+    if m is None or m.group(1) not in templates:
+        return None
+    args = []
+    if m.group(2):
+        depth, i = 1, m.end()
+        while depth:
+            depth += (plain[i] == "<") - (plain[i] == ">")
+            i += 1
+        args = _split_top(plain[m.end():i - 1])
+    return Instance(mangled, m.group(1), dict(zip(templates[m.group(1)], args)), plain)
 
 
 def _ptx_cache(source: Path, arch: str) -> Path:

@@ -64,7 +64,7 @@ case "$PART" in
     [ "${FRESH:-0}" = 1 ] && rm -rf "$TENSORCORE_HGEMM_BUILD_DIR" "${TRITON_CACHE_DIR:-$HOME/.triton/cache}" \
       "$HOME/.cache/tensorcore_hgemm"
     /usr/bin/time -f "main job %e s" python -m compare --out "$OUTDIR/report" ${FULL:+--full} 2>&1 \
-      | tee "$OUTDIR/main.log" | grep -E "^(phase|main job|report|FAILED|not run)"
+      | tee "$OUTDIR/main.log" | grep -E "^(phase|main job|report|failed phases|FAILED|not run)"
     ;;
   lab)
     python -m compare layouts --hardware --out "$OUTDIR/layouts" 2>&1 | tee "$OUTDIR/layouts.log" | tail -5

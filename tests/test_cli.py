@@ -106,3 +106,67 @@ def test_inspect_child_failure_is_its_last_line(tmp_path):
     with pytest.raises(RuntimeError, match=r"^python -m compare: error: unknown kernel 'foo'.*inspect\.log\)$"):
         disasm.finish(disasm.start(tmp_path, ["foo"]), tmp_path)
     assert "unknown kernel" in (tmp_path / "inspect.log").read_text()
+
+
+@pytest.mark.skipif(HAS_CUDA, reason="the CPU main job")
+def test_main_job_goes_on_past_a_failing_inspect(tmp_path, monkeypatch, capsys):
+    """A phase after the check that raises (inspect, as a demangler's `(bool)0` made it raise KeyError on the GPU
+    box) is named at the top of index.md and on the job's last line, the exit status is non-zero, and every other
+    phase still runs: the study page is written without the inspect data and says what it lacks. The main job runs
+    in this process with its slow parts cut short (no check cases, no model, no fragment-map drawing, no inspect
+    child), the phases themselves and the study page as they are."""
+    pytest.importorskip("pygments", reason="the study page needs the study extra (pygments)")
+    from compare import __main__ as cli, disasm, layouts, model
+
+    def no_check(kernels, **kw):
+        return [], [], []
+
+    def layouts_md(out, hardware=False):
+        Path(out).mkdir(parents=True, exist_ok=True)
+        (Path(out) / "layouts.md").write_text("# Fragment maps\n")
+        return []
+
+    def fails(proc, out):
+        raise KeyError("(bool)0")
+
+    monkeypatch.setattr(check, "run_check", no_check)
+    monkeypatch.setattr(model, "run_model", lambda out, **kw: ([], "the model, cut short"))
+    monkeypatch.setattr(layouts, "draw_all", layouts_md)
+    monkeypatch.setattr(disasm, "start", lambda out, *a, **kw: None)
+    monkeypatch.setattr(disasm, "finish", fails)
+    status = cli.main(["--out", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert status != 0, out
+    last = out.strip().splitlines()[-1]
+    assert last.startswith("failed phases: inspect ") and "study" not in last, last
+    for ran in ("phase model:", "phase fragment maps:", "phase study page:"):
+        assert ran in out, (ran, out)
+    index = (tmp_path / "index.md").read_text()
+    top = index.split("## Correctness")[0]
+    assert "## Failed phases" in top and "- `inspect`: KeyError: '(bool)0'" in top, top
+    assert "## A model end to end" in index and "[study/index.html](study/index.html)" in index
+    page = (tmp_path / "study" / "index.html").read_text()
+    assert '<div class="missing">' in page and "<code>inspect</code>: KeyError: &#x27;(bool)0&#x27;" in page
+    assert '<section id="fragments">' in page  # the parts that did not need inspect are there
+
+
+def test_inspect_keeps_the_rows_of_the_kernels_that_inspected(tmp_path, monkeypatch):
+    """One kernel whose inspect raises leaves the others their rows: inspect.json holds them and names the failed
+    one, and the command still fails naming it (the main job's study page then shows the kernels inspected)."""
+    from compare import disasm
+
+    def fake(t, out):
+        if t.label == "mma_tiled":
+            raise KeyError("(bool)0")
+        return disasm.InspectRow(t.label, "src", "sm_90a", 64, 0, None, 0, {}, f"{t.stem}.ptx", f"{t.stem}.sass")
+
+    monkeypatch.setattr(disasm, "inspect_cuda", fake)
+    monkeypatch.setattr(disasm, "inspect_triton", fake)
+    monkeypatch.setattr(disasm.toolchain, "find_nvcc", lambda: "nvcc")
+    monkeypatch.setattr("hgemm_common.validation.interpreter_active", lambda: False)
+    with pytest.raises(RuntimeError, match=r"^inspect failed for 1 of 3 kernels: mma_tiled: KeyError: '\(bool\)0'$"):
+        disasm.run_inspect(["mma_naive", "mma_tiled", "triton"], tmp_path)
+    rows, skipped = disasm.load(tmp_path)
+    assert [r.kernel for r in rows] == ["mma_naive", "triton"] and skipped == {}
+    assert __import__("json").loads((tmp_path / "inspect.json").read_text())["failed"] == {
+        "mma_tiled": "KeyError: '(bool)0'"}

@@ -146,6 +146,25 @@ def test_a_wrong_kernel_fails_the_check_and_is_not_timed(monkeypatch, tmp_path, 
     assert "> bound" in row["detail"]
 
 
+@pytest.mark.skipif(HAS_CUDA, reason="the CPU path (the interpreter; a GPU runs the GPU tests below)")
+def test_a_mode_that_raises_fails_the_command(monkeypatch, tmp_path, capsys):
+    """A routed run that raises (as a compile mode did when Inductor could not lower the operator) is an error row
+    with its reason, and the command exits 1 naming it: an error is a failure, never only a line in the table."""
+    from compare.nn import HGEMMLinear
+
+    def raises(self, x):
+        raise RuntimeError("LoweringException: the operator did not lower\nsecond line")
+
+    monkeypatch.setattr(HGEMMLinear, "forward", raises)
+    code = main(["model", "--impl", "builtin", "--dtype", "fp16", "--modes", "prefill", "--out", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert code == 1, out
+    assert "FAILED: 1 runs raised (prefill fp16 triton: RuntimeError: LoweringException: the operator did not " \
+           "lower)" in out, out
+    (row,) = [r for r in M.json.loads((tmp_path / "model.json").read_text())["rows"] if r["entry"] == "triton"]
+    assert row["status"] == "error" and row["ms"] is None
+
+
 @pytest.mark.skipif(HAS_CUDA, reason="the CPU path")
 def test_cli_without_a_gpu_checks_the_tiny_model(tmp_path, capsys):
     code = main(["model", "--dtype", "fp16", "--modes", "prefill,decode_graph", "--out", str(tmp_path)])
@@ -289,12 +308,12 @@ def test_quick_run_times_every_family_on_the_gpu(tmp_path):
 
 @pytest.mark.gpu
 def test_training_step_and_compile_on_the_gpu():
-    """A training step through the operators' autograd, and torch.compile'd prefill and decode: checked and timed,
-    or (compile) marked with the reason; never an exception out of the run."""
+    """A training step through the operators' autograd, and torch.compile'd (Inductor) prefill and decode: every
+    row checked and timed. A mode that errors (a compile that raised, as the operator's `kernel` argument once made
+    Inductor's lowering raise) fails this test with its reason."""
     rows, _ = M.run(M.SIZES["small"], dtypes=("bf16",), entries=["triton"],
                     modes=("train", "prefill_compile", "decode_compile"), gpu=True, rounds=2, budget_ms=50.0)
-    train = [r for r in rows if r.mode == "train"]
-    assert all(r.status == "ok" and r.ms > 0 for r in train), train
-    for r in rows:
-        assert r.status in ("ok", "error"), r
-        assert r.status == "ok" or r.detail.count("\n") == 0
+    assert {(r.mode, r.entry) for r in rows} == {(m, e) for m in ("train", "prefill_compile", "decode_compile")
+                                                 for e in ("torch", "triton")}, rows
+    bad = [f"{r.mode} {r.entry}: {r.status} {r.detail}" for r in rows if r.status != "ok" or not r.ms > 0]
+    assert not bad, bad

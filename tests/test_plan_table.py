@@ -316,16 +316,33 @@ def test_first_call_on_a_side_stream():
 
 
 @pytest.mark.gpu
-def test_first_calls_under_torch_compile_dynamic():
-    """torch.compile(dynamic=True) around the operator, three batch sizes: each a new kind of call at run time,
-    none recompiling the graph's shapes, all exact."""
-    import triton_kernels.ops  # noqa: F401  (registers the operator)
+@pytest.mark.parametrize("dynamic", [True, False])
+@pytest.mark.parametrize("package", ["triton", "ptx"])
+def test_first_calls_under_torch_compile_dynamic(package, dynamic):
+    """torch.compile (Inductor, fullgraph) around each operator, dynamic and static shapes, three batch sizes: each a
+    new kind of call at run time (a fresh plan inside the compiled graph), all exact. The operator is called as
+    the failing case called it (positionally, the defaults left out: Inductor's fallback then receives acc, kernel
+    and tune by name) and with every argument by keyword."""
+    import ptx_kernels.ops  # noqa: F401  (registers the operators)
+    import triton_kernels.ops  # noqa: F401
+    from tests.conftest import ARCH
 
+    ops = torch.ops.tensorcore_hgemm
+    if package == "triton":
+        def op(x, w):
+            return (ops.triton_hgemm(x, w, "fp32") * 2,
+                    ops.triton_hgemm(a=x, b=w, hgemm_acc="fp32", hgemm_kernel="auto", hgemm_tune=None) * 2)
+    else:
+        def op(x, w):
+            return (ops.ptx_hgemm(x, w) * 2,
+                    ops.ptx_hgemm(a=x, b=w, hgemm_kernel="wgmma_persistent" if ARCH >= 90 else "mma_stmatrix",
+                                  hgemm_acc="fp32") * 2)
     torch._dynamo.reset()
-    f = torch.compile(lambda x, w: torch.ops.tensorcore_hgemm.triton_hgemm(x, w, "fp32") * 2, dynamic=True)
+    f = torch.compile(op, fullgraph=True, dynamic=dynamic)
     for m in (24, 40, 300):
         a, b, ref = _exact_gpu(m, 1024, 512, "NT", seed=m)
-        assert torch.equal(f(a, b), ref * 2)
+        got = f(a, b)
+        assert torch.equal(got[0], ref * 2) and torch.equal(got[1], ref * 2), m
 
 
 @pytest.mark.gpu

@@ -27,9 +27,11 @@ def exact(m, n, k, layout="NN", device=DEVICE, seed=0, dtype="fp16"):
 
 def test_operators_registered_with_their_schemas():
     assert str(OPS.triton_hgemm.default._schema) == \
-        "tensorcore_hgemm::triton_hgemm(Tensor a, Tensor b, str acc=\"fp32\", str kernel=\"auto\", str? tune=None) -> Tensor"
+        "tensorcore_hgemm::triton_hgemm(Tensor a, Tensor b, str hgemm_acc=\"fp32\", str hgemm_kernel=\"auto\", " \
+        "str? hgemm_tune=None) -> Tensor"
     assert str(OPS.ptx_hgemm.default._schema) == \
-        "tensorcore_hgemm::ptx_hgemm(Tensor a, Tensor b, str kernel=\"mma_stmatrix\", str acc=\"fp32\") -> Tensor"
+        "tensorcore_hgemm::ptx_hgemm(Tensor a, Tensor b, str hgemm_kernel=\"mma_stmatrix\", " \
+        "str hgemm_acc=\"fp32\") -> Tensor"
 
 
 @pytest.mark.parametrize("op", ["triton_hgemm", "ptx_hgemm"])
@@ -65,21 +67,21 @@ def test_ptx_fake_rejects_unknown_variant_and_acc():
 
 
 def test_operators_take_kernel_and_variant_but_not_both():
-    """The operators' selector is kernel= (ptx_hgemm's third argument; triton_hgemm's fourth, after acc); the older
-    name variant= reaches the same operator through the `.variant` overload, and both together is one line."""
+    """The operators' selector is hgemm_kernel= (ptx_hgemm's third argument; triton_hgemm's fourth, after acc); the
+    older name variant= reaches the same operator through the `.variant` overload, and both together is one line."""
     from hgemm_common.errors import HgemmValueError
 
     a = torch.empty(8, 8, device="meta", dtype=torch.float16)
-    assert OPS.ptx_hgemm(a, a, kernel="mma_tiled").shape == (8, 8)
-    assert OPS.ptx_hgemm(a, a, variant="mma_tiled", acc="fp16").shape == (8, 8)
+    assert OPS.ptx_hgemm(a, a, hgemm_kernel="mma_tiled").shape == (8, 8)
+    assert OPS.ptx_hgemm(a, a, variant="mma_tiled", hgemm_acc="fp16").shape == (8, 8)
     with pytest.raises(ValueError, match="unknown kernel 'nope'"):
         OPS.ptx_hgemm(a, a, variant="nope")
-    with pytest.raises(HgemmValueError, match=r"^ptx_hgemm: variant= is another name for kernel=; give one, got "
-                                              r"kernel='mma_tiled' and variant='mma_naive'$"):
-        OPS.ptx_hgemm(a, a, kernel="mma_tiled", variant="mma_naive")
+    with pytest.raises(HgemmValueError, match=r"^ptx_hgemm: variant= is another name for hgemm_kernel=; give one, "
+                                              r"got hgemm_kernel='mma_tiled' and variant='mma_naive'$"):
+        OPS.ptx_hgemm(a, a, hgemm_kernel="mma_tiled", variant="mma_naive")
     assert OPS.triton_hgemm(a, a, "fp32", "splitk").shape == (8, 8)
     with pytest.raises(ValueError, match=r"^triton_hgemm: kernel must be one of .*got 'nope'$"):
-        OPS.triton_hgemm(a, a, kernel="nope")
+        OPS.triton_hgemm(a, a, hgemm_kernel="nope")
 
 
 def test_triton_kernel_reaches_autograd_and_config_is_refused_there():
@@ -157,6 +159,144 @@ def test_triton_compile_fullgraph_interpreter(dtype):
     a, b = exact(17, 9, 33, dtype=dtype)
     f = torch.compile(lambda x, y: OPS.triton_hgemm(x, y, "fp32") + 1, fullgraph=True, backend="aot_eager")
     assert torch.equal(f(a, b), (reference(a, b) + 1).to(a.dtype))
+
+
+# ---- Inductor: the operators lowered as fallbacks, every argument by keyword (CPU) -----------------------------
+
+def _project_operators() -> dict[str, torch.FunctionSchema]:
+    """Every overload of every operator the project registers under torch.ops.tensorcore_hgemm: each module of the
+    three packages imported (so an operator defined anywhere in them is registered), then the dispatcher's list."""
+    import importlib
+    import pkgutil
+
+    from hgemm_common.oplib import NAMESPACE
+
+    for pkg in ("hgemm_common", "triton_kernels", "ptx_kernels"):
+        for info in pkgutil.walk_packages(importlib.import_module(pkg).__path__, pkg + "."):
+            importlib.import_module(info.name)
+    out = {}
+    for full in torch._C._dispatch_get_all_op_names():
+        if full.startswith(f"{NAMESPACE}::"):
+            name, _, overload = full.partition("::")[2].partition(".")
+            out[full] = getattr(getattr(OPS, name), overload or "default")._schema
+    return out
+
+
+def _inductor_parameter_names() -> set[str]:
+    """The names Inductor's fallback path takes as parameters of its own while it passes an operator's arguments on
+    by name: `lowering.fallback_handler` calls `FallbackKernel.create(kernel, *args, **kwargs)`, which calls
+    `process_kernel(kernel, *args, **kwargs)` with the call's arguments normalized to keywords, defaults included;
+    the constructor takes the same call's parts. Read from the installed torch; `self` and `cls` besides."""
+    import inspect
+
+    from torch._inductor import ir
+
+    names = {"self", "cls"}
+    for fn in (ir.FallbackKernel.create, ir.FallbackKernel.process_kernel, ir.FallbackKernel.__init__):
+        names |= {p.name for p in inspect.signature(fn).parameters.values()
+                  if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)}
+    return names
+
+
+def test_operator_argument_names_cannot_collide_with_inductors():
+    """No argument of any overload of any project operator is named like a parameter of Inductor's fallback path: an
+    argument `kernel` made `FallbackKernel.create() got multiple values for argument 'kernel'` the first time a
+    compiled graph was lowered. The rule that keeps them apart: every non-tensor argument starts with `hgemm_`
+    (`variant`, the `.variant` overloads' older name, aside; it is checked like the rest)."""
+    ops = _project_operators()
+    assert {"tensorcore_hgemm::triton_hgemm", "tensorcore_hgemm::ptx_hgemm", "tensorcore_hgemm::ptx_hgemm.variant",
+            "tensorcore_hgemm::ptx_sparse_hgemm", "tensorcore_hgemm::ptx_sparse_hgemm.variant"} <= set(ops), list(ops)
+    taken = _inductor_parameter_names()
+    assert "kernel" in taken, taken  # the name that collided: the list is read from the path that raised
+    clashes = {op: sorted({a.name for a in schema.arguments} & taken) for op, schema in ops.items()}
+    assert not any(clashes.values()), clashes
+    unprefixed = {op: [a.name for a in schema.arguments if not isinstance(a.type, torch.TensorType)
+                       and not a.name.startswith("hgemm_") and a.name != "variant"] for op, schema in ops.items()}
+    assert not any(unprefixed.values()), unprefixed
+
+
+def _inductor_code(f, *args):
+    """f(*args) compiled by Inductor (not aot_eager) with the FX graph cache off, so that every call lowers the graph
+    afresh; (its result, the Python wrapper code Inductor generated)."""
+    from torch._inductor import config
+    from torch._inductor.utils import run_and_get_code
+
+    with config.patch(fx_graph_cache=False):
+        out, code = run_and_get_code(f, *args)
+    return out, "\n".join(code)
+
+
+# How a graph hands an operator its arguments depends on how it was called: Inductor's fallback receives the
+# trailing arguments that equal their defaults by name (the positional call `triton_hgemm(x, y, "fp32")` reached
+# `FallbackKernel.create` with acc=, kernel=, tune= as keywords), the others in order. So each operator is called
+# three ways: every argument by keyword at its default (all of them reach Inductor by name), every argument by
+# keyword at another value, and positionally with the defaults left out.
+def triton_calls(x, y):
+    return (OPS.triton_hgemm(a=x, b=y, hgemm_acc="fp32", hgemm_kernel="auto", hgemm_tune=None),
+            OPS.triton_hgemm(a=x, b=y, hgemm_acc="fp16", hgemm_kernel="blocked", hgemm_tune="table").t(),
+            OPS.triton_hgemm(x, y, "fp32"))
+
+
+def ptx_calls(x, y):
+    return (OPS.ptx_hgemm(a=x, b=y, hgemm_kernel="mma_stmatrix", hgemm_acc="fp32"),
+            OPS.ptx_hgemm(a=x, b=y, hgemm_kernel="mma_tiled", hgemm_acc="fp16").t(),
+            OPS.ptx_hgemm(x, y),
+            OPS.ptx_hgemm(a=x, b=y, variant="mma_naive", hgemm_acc="fp32"))
+
+
+def _expected_calls(a, b, n: int) -> list[torch.Tensor]:
+    """What triton_calls / ptx_calls return on exact inputs: the product, its transpose second."""
+    c = reference(a, b).to(a.dtype)
+    return [c.t() if i == 1 else c for i in range(n)]
+
+
+@pytest.mark.skipif(HAS_CUDA, reason="the interpreter path; test_compile_fullgraph_inductor covers CUDA")
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_triton_operator_lowered_by_inductor(dynamic):
+    """Real Inductor (not aot_eager) over the Triton operator, the Triton interpreter running it on CPU tensors:
+    fullgraph, static and dynamic shapes, two sizes, the three ways of calling it (`triton_calls`); the wrapper
+    calls the operator as a fallback kernel and every result is exact. A transposed view rides along (lowered
+    without a kernel of its own: a pointwise op would cost a C++ compile, a minute on a cold CI cache, and prove
+    nothing more about the operator)."""
+    torch._dynamo.reset()
+    f = torch.compile(triton_calls, backend="inductor", fullgraph=True, dynamic=dynamic)
+    for m in (17, 40):
+        a, b = exact(m, 9, 33, seed=m)
+        out, code = _inductor_code(f, a, b)
+        want = _expected_calls(a, b, 3)
+        assert all(torch.equal(x, y) for x, y in zip(out, want)), m
+        assert code.count("torch.ops.tensorcore_hgemm.triton_hgemm.default(") == 3, code
+
+
+@pytest.mark.skipif(HAS_CUDA, reason="the CPU stand-in; test_compile_fullgraph_inductor runs the PTX kernels")
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_ptx_operator_lowered_by_inductor(dynamic, monkeypatch):
+    """Real Inductor over the PTX operator and its `.variant` overload, fullgraph, static and dynamic shapes, the
+    ways of calling it of `ptx_calls`. The hand-written kernels run on a GPU only, so the operator's implementation
+    calls a CPU stand-in for `ptx_kernels.call.hgemm` here: this proves that the graph lowers (each fallback kernel
+    is created from the arguments as the graph names them), that the generated wrapper calls the operator, and that
+    each call's kernel and accumulation reach the implementation; the kernels' own results under Inductor are the
+    GPU test's (test_compile_fullgraph_inductor)."""
+    from ptx_kernels import call
+
+    seen = []
+
+    def stand_in(a, b, kernel, acc):
+        seen.append((kernel, acc))
+        return reference(a, b).to(a.dtype)
+
+    monkeypatch.setattr(call, "hgemm", stand_in)
+    torch._dynamo.reset()
+    f = torch.compile(ptx_calls, backend="inductor", fullgraph=True, dynamic=dynamic)
+    for m in (17, 40):
+        seen.clear()
+        a, b = exact(m, 9, 33, seed=m)
+        out, code = _inductor_code(f, a, b)
+        want = _expected_calls(a, b, 4)
+        assert all(torch.equal(x, y) for x, y in zip(out, want)), m
+        assert code.count("torch.ops.tensorcore_hgemm.ptx_hgemm.default(") == 4, code
+        assert seen == [("mma_stmatrix", "fp32"), ("mma_tiled", "fp16"), ("mma_stmatrix", "fp32"),
+                        ("mma_naive", "fp32")], seen
 
 
 # ---- autograd and HGEMMLinear (CPU under the interpreter, and the GPU) ---------------------------------------
@@ -450,15 +590,20 @@ PACKAGE_DTYPES = [("triton", "fp16"), ("triton", "bf16"), ("ptx", "fp16")]
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("dynamic", [False, True])
 @pytest.mark.parametrize("package,dtype", PACKAGE_DTYPES)
-def test_compile_fullgraph_inductor(package, dtype):
+def test_compile_fullgraph_inductor(package, dtype, dynamic):
+    """Inductor over each operator on the GPU, fullgraph, static and dynamic shapes, the three ways of calling it
+    (`triton_calls`, `ptx_calls`: every argument by keyword at its default, which reaches Inductor's fallback by
+    name, at other values, and positionally), with Inductor's own pointwise kernel after it; all exact."""
     torch._dynamo.reset()
-    call = (lambda x, y: OPS.triton_hgemm(x, y, "fp32")) if package == "triton" else \
-        (lambda x, y: OPS.ptx_hgemm(x, y, "mma_stmatrix", "fp32"))
-    f = torch.compile(lambda x, y: torch.relu(call(x, y)) + 1, fullgraph=True)
+    calls = triton_calls if package == "triton" else ptx_calls
+    f = torch.compile(lambda x, y: [torch.relu(c) + 1 for c in calls(x, y)], fullgraph=True, dynamic=dynamic)
     for m, n, k in [(257, 130, 520), (64, 512, 128)]:
         a, b = exact(m, n, k, seed=m, dtype=dtype)
-        assert torch.equal(f(a, b), (torch.relu(reference(a, b).to(a.dtype)) + 1))
+        want = _expected_calls(a, b, 4 if package == "ptx" else 3)
+        got = f(a, b)
+        assert len(got) == len(want) and all(torch.equal(x, torch.relu(y) + 1) for x, y in zip(got, want)), (m, n, k)
 
 
 @pytest.mark.gpu

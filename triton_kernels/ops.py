@@ -1,4 +1,5 @@
-"""The Triton HGEMM as a PyTorch operator: `torch.ops.tensorcore_hgemm.triton_hgemm(a, b, acc, kernel, tune)`.
+"""The Triton HGEMM as a PyTorch operator: `torch.ops.tensorcore_hgemm.triton_hgemm(a, b, acc, kernel, tune)`
+(by keyword: `hgemm_acc=`, `hgemm_kernel=`, `hgemm_tune=`; `hgemm_common.oplib` says why the prefix).
 
 An operator (registered by `hgemm_common.oplib.define`: a `torch.library.Library` definition, lighter per call
 than `torch.library.custom_op`) whose implementation is `triton_kernels.hgemm`'s own call path: the plan cache of
@@ -53,8 +54,8 @@ def _backward(ctx, grad):
     return grad_a, grad_b, None, None, None
 
 
-triton_hgemm = define("triton_hgemm", '(Tensor a, Tensor b, str acc="fp32", str kernel="auto", str? tune=None) '
-                      '-> Tensor', _impl, _fake, _backward, _setup_context)
+triton_hgemm = define("triton_hgemm", '(Tensor a, Tensor b, str hgemm_acc="fp32", str hgemm_kernel="auto", '
+                      'str? hgemm_tune=None) -> Tensor', _impl, _fake, _backward, _setup_context)
 
 
 def _plan_for_linear(x2: torch.Tensor, wt: torch.Tensor, kernel: str, acc: str):
