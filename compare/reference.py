@@ -115,11 +115,11 @@ def partial_sums(a: torch.Tensor, b: torch.Tensor, step: int = MMA_K) -> tuple[t
     j = 1 .. ceil(K / step) (the last is C): S1 = step * sum |s_j|, S2 = step * sum s_j^2, top = max |s_j|.
 
     These are the sizes a kernel's accumulator runs through, whatever the data (zero-mean or not). Each s_j counts
-    `step` times: a kernel rounding after every term (an FMA chain: simt_naive's __hfma, numpy's fp16 matmul under
-    the Triton interpreter) rounds `step` partial sums about as large as s_j between two ends of MMA k-steps; a
-    tensor-core kernel rounds once per k-step, and a split-K kernel's slices start again from zero, so both stay
-    below. float64 on the CPU, fp32 with TF32 off on CUDA (as `reference`); one k-step of products at a time for
-    large outputs, so the temporaries stay near 16M elements."""
+    `step` times: a kernel rounding after every term (an FMA chain: simt_naive's __hfma) rounds `step` partial sums
+    about as large as s_j between two ends of MMA k-steps; a tensor-core kernel rounds once per k-step, the Triton
+    interpreter once per K tile, and a split-K kernel's slices start again from zero, so they all stay below.
+    float64 on the CPU, fp32 with TF32 off on CUDA (as `reference`); batches of k-steps whose temporaries stay
+    near 16M elements (one k-step at a time for outputs that large)."""
     m, k = a.shape
     n = b.shape[1]
     dt = torch.float32 if a.device.type == "cuda" else torch.float64

@@ -8,7 +8,7 @@ from typing import Callable
 import numpy as np
 import torch
 
-from compare.reference import MMA_K, compare, poisoned_out, reference
+from compare.reference import MMA_K, Bound, compare, poisoned_out, reference
 from hgemm_common.validation import DTYPES
 
 # bf16's largest run of consecutive integers (8 significant bits): past it the rounded reference could hide an
@@ -25,9 +25,10 @@ def ints(*shape: int, seed: int = 0, dtype: str = "fp16", device="cpu",
 
 
 def assert_exact(c: torch.Tensor, a: torch.Tensor, b: torch.Tensor, what: str = "", ref: torch.Tensor | None = None,
-                 bound: torch.Tensor | None = None) -> None:
-    """C equals the float64 product of A and B rounded to C's dtype, bit for bit (or, given `bound`, lies within it
-    element by element); the message names `what`, the first bad indices and the largest error."""
+                 bound: Bound | None = None) -> None:
+    """C equals the float64 product of A and B rounded to C's dtype, bit for bit (or, given `bound` from
+    `error_bound`, passes that random-input check); the message names `what`, the first bad indices and the largest
+    error."""
     ref = reference(a, b) if ref is None else ref
     if bound is None and c.dtype == torch.bfloat16:
         assert float(ref.abs().max()) <= BF16_EXACT_LIMIT, \
