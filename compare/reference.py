@@ -142,6 +142,20 @@ def partial_sums(a: torch.Tensor, b: torch.Tensor, step: int = MMA_K) -> tuple[t
     return step * s1.double(), step * s2.double(), top.double()
 
 
+_LAST_SUMS: list = []  # [(a, b, their versions, partial_sums(a, b))]: the bench asks for both accumulations
+
+
+def _partial_sums_of(a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    """partial_sums(a, b), kept for the last operands (the same tensor objects, unmodified since)."""
+    if _LAST_SUMS:
+        a0, b0, versions, sums = _LAST_SUMS[0]
+        if a0 is a and b0 is b and versions == (a._version, b._version):
+            return sums
+    sums = partial_sums(a, b)
+    _LAST_SUMS[:] = [(a, b, (a._version, b._version), sums)]
+    return sums
+
+
 @dataclass(frozen=True)
 class Bound:
     """What a result of random inputs may differ from the reference by: per element and norm-wise (`error_bound`).
@@ -197,7 +211,7 @@ def error_bound(a: torch.Tensor, b: torch.Tensor, ref: torch.Tensor, acc: str = 
         raise HgemmValueError(f"fp16 accumulation takes fp16 inputs, got {a.dtype}")
     k = a.shape[1]
     unit = dtype_unit(a.dtype)
-    s1, s2, top = partial_sums(a, b)
+    s1, s2, top = _partial_sums_of(a, b)
     ref = ref.double()
     fp32 = 2 * FP32_UNIT * (s1 + MMA_K * reference(a.abs(), b.abs()))
     per_element = 2 * unit * (ref.abs() + top) + fp32 + 2.0**-24

@@ -12,6 +12,7 @@ import pytest
 import torch
 
 from compare.reference import compare, error_bound, make_inputs, reference
+from conftest import ARCH
 from helpers import emulated
 
 # fp16 accumulation at K = 16384 is the close case (a missing block ~2x the norm-wise limit, an FMA chain ~0.35 of
@@ -20,7 +21,10 @@ SHAPES = {"fp32": (16, 24), "fp16": (32, 32)}
 KS = (64, 128, 311, 1000, 2048, 4099, 8192, 16384)
 DTYPE_ACCS = [("fp16", "fp32"), ("fp16", "fp16"), ("bf16", "fp32")]
 BLOCK = 32  # the missing block: a K tile a kernel's loop could skip (BLOCK_K is 32 or more everywhere)
-MARGIN = 0.5  # a correct result uses at most half of each limit (per element and norm-wise)
+MARGIN = 0.5  # a correct result uses at most half of each limit (per element and norm-wise) on these outputs
+# On the GPU's larger outputs the norm-wise limit nears 1 and an FMA chain (simt_naive's fp16 __hfma) nears its
+# expected 0.53 of it (error variance ~0.18 u^2 s^2 per rounding against the u^2 s^2 / 3 allowed).
+GPU_NORM_MARGIN = 0.75
 
 
 def _mutants(a, b, acc):
@@ -91,11 +95,11 @@ def test_every_kernel_passes_at_long_k_and_its_mutant_fails(dtype):
     from compare.registry import select
     a, b = make_inputs(64, 128, 16384, "NN", device="cuda", seed=46, kind="randn", dtype=dtype)
     refs = {}
-    for kern in select(None, include_all=True, gpu=True, dtype=dtype):
-        if "[" in kern.name or kern.config == "exact" or not kern.supports("NN", None, dtype):
+    for kern in select(None, include_all=True, gpu=True, arch=ARCH, dtype=dtype):
+        if "[" in kern.name or kern.config == "exact" or not kern.supports("NN", ARCH, dtype):
             continue  # pinned configurations and tune="exact" run the plans' kernels again
         for k in (16384, 4099):
-            x, y = a[:, :k], b[:k]
+            x, y = a[:, :k].contiguous(), b[:k]  # K = 4099: rows off 16 bytes, which the TMA kernels refuse
             if not kern.accepts(x, y) or (kern.skip_reason and kern.skip_reason(x, y)):
                 continue
             if (k, kern.acc) not in refs:
@@ -103,7 +107,8 @@ def test_every_kernel_passes_at_long_k_and_its_mutant_fails(dtype):
                 refs[k, kern.acc] = ref, error_bound(x, y, ref, kern.acc)
             ref, bound = refs[k, kern.acc]
             v = compare(kern.run(x, y, None), ref, bound)
-            assert v.ok and v.norm_ratio < MARGIN, f"{kern.name} K={k}: {v.detail}"
+            assert v.ok and v.max_rel_to_bound < MARGIN and v.norm_ratio < GPU_NORM_MARGIN, \
+                f"{kern.name} K={k}: {v.detail}"
             gap = x.clone()
             gap[:, k // 2:k // 2 + BLOCK] = 0
             assert not compare(kern.run(gap, y, None), ref, bound).ok, f"{kern.name} K={k}: a missing block passed"
