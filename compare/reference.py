@@ -183,8 +183,8 @@ def error_bound(a: torch.Tensor, b: torch.Tensor, ref: torch.Tensor, acc: str = 
       fp32  = 2**-23 (S1 + 16 (|A| @ |B|)): fp32 accumulation, every partial sum rounded (tensor cores truncate:
               round toward zero, errors of one sign, so no cancellation is assumed), plus one truncated bit per
               product in a k-step's alignment (tensor cores add the 16 products of a step aligned to the largest,
-              without guard bits). At K = 16384 this is a few thousandths of |C|, against the old K 2**-24 (|A|@|B|)
-              of 8%: the old term let a kernel drop 32 of the 16384 terms;
+              without guard bits). At K = 16384 (unit inputs) this is about a thousandth of |C|, where the old
+              K 2**-24 (|A| @ |B|) was 8%: more than dropping 32 of the 16384 terms changes an element;
       fp16  = 8 (2**-11 sqrt(S2) + 2**-25 sqrt(K)): fp16 accumulation rounds to nearest (Fasi et al. 2021 found
               so for the tensor cores' fp16 mode; the FMA chains of SIMT code do too), so the errors of the partial
               sums are independent with mean zero and Hoeffding's inequality bounds their sum by this with
@@ -195,15 +195,16 @@ def error_bound(a: torch.Tensor, b: torch.Tensor, ref: torch.Tensor, acc: str = 
     per_element = out + fp32 (+ fp16 with fp16 accumulation) + 2**-24 (fp16's subnormal spacing at the output).
 
     The per-element bound alone cannot see an error spread thin over every element: with fp16 accumulation at
-    K = 16384, a result missing 32 of its K terms is off by sqrt(32) (unit inputs) where the bound allows ~40.
+    K = 16384, a result missing 32 of its K terms is off by sqrt(32) (unit inputs) where the bound allows ~45.
     Hence the norm-wise test: each rounding error, uniform within +-u|x|, has variance at most u^2 x^2 / 3, so
     variance = (u^2 (ref^2 + top^2) + 2**-22 S2 [fp16 acc] + (2**-25)^2 K [fp16 acc]) / 3 + fp32^2 + (2**-24)^2 is
     the most each element's error can vary by, and sum (C - ref)^2 over sum variance is at most a chi-square over
     its nu degrees of freedom (nu = (sum variance)^2 / sum variance^2, Satterthwaite), whose 1e-9 quantile
     (Wilson-Hilferty, 6 sigma) is `limit`. A correct kernel sits well inside: rounding after every term, an fp16
     FMA chain's error variance is ~0.18 u^2 s^2 (0.53 of the allowance), and tensor cores round 16x less often.
-    The missing block above is ~4x the allowance, a result of half the K terms or zeros thousands of times:
-    tests/test_error_bound.py checks every such mutant fails at K from 64 to 16384 and correct emulations pass.
+    The missing block's sum of squares is ~4x the sum of variances (~2x the limit on a 32 x 32 output), half the
+    K terms' or zeros' hundreds of times: tests/test_error_bound.py checks every such mutant fails at K from 64 to
+    16384 and correct emulations pass.
     """
     if acc not in ("fp32", "fp16"):
         raise HgemmValueError(f"acc must be 'fp32' or 'fp16', got {acc!r}")
