@@ -110,6 +110,18 @@ PER_ELEMENT_SIGMAS = 8.0  # Hoeffding: P(|sum of n rounding errors| > 8 u sqrt(s
 NORM_SIGMAS = 6.0  # the norm-wise limit: the chi-square quantile 6 standard normal deviations out (~1e-9)
 
 
+def k_steps(a: torch.Tensor, b: torch.Tensor, step: int, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+    """A and B in `dtype` cut into K-steps of `step` terms, zeros past K: (steps, M, step) and (steps, step, N), so
+    that torch.bmm of the two gives each step's products summed."""
+    m, k = a.shape
+    pad = -k % step
+    ad, bd = a.to(dtype), b.to(dtype)
+    if pad:
+        ad, bd = torch.nn.functional.pad(ad, (0, pad)), torch.nn.functional.pad(bd, (0, 0, 0, pad))
+    steps = (k + pad) // step
+    return ad.reshape(m, steps, step).transpose(0, 1), bd.reshape(steps, step, b.shape[1])
+
+
 def partial_sums(a: torch.Tensor, b: torch.Tensor, step: int = MMA_K) -> tuple[torch.Tensor, ...]:
     """(S1, S2, top) per element of C = A @ B, over its partial sums s_j = A[:, :j step] @ B[:j step, :] for
     j = 1 .. ceil(K / step) (the last is C): S1 = step * sum |s_j|, S2 = step * sum s_j^2, top = max |s_j|.
@@ -120,15 +132,10 @@ def partial_sums(a: torch.Tensor, b: torch.Tensor, step: int = MMA_K) -> tuple[t
     interpreter once per K tile, and a split-K kernel's slices start again from zero, so they all stay below.
     float64 on the CPU, fp32 with TF32 off on CUDA (as `reference`); batches of k-steps whose temporaries stay
     near 16M elements (one k-step at a time for outputs that large)."""
-    m, k = a.shape
-    n = b.shape[1]
+    m, n = a.shape[0], b.shape[1]
     dt = torch.float32 if a.device.type == "cuda" else torch.float64
-    pad = -k % step
-    steps = (k + pad) // step
-    ad, bd = a.to(dt), b.to(dt)
-    if pad:  # zeros past K: the last step ends at C
-        ad, bd = torch.nn.functional.pad(ad, (0, pad)), torch.nn.functional.pad(bd, (0, 0, 0, pad))
-    ad, bd = ad.reshape(m, steps, step).transpose(0, 1), bd.reshape(steps, step, n)  # (j, m, k), (j, k, n)
+    ad, bd = k_steps(a, b, step, dt)
+    steps = ad.shape[0]
     s = torch.zeros((m, n), dtype=dt, device=a.device)
     s1, s2, top = torch.zeros_like(s), torch.zeros_like(s), torch.zeros_like(s)
     per = max(1, (1 << 24) // max(1, m * n))

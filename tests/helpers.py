@@ -8,7 +8,7 @@ from typing import Callable
 import numpy as np
 import torch
 
-from compare.reference import MMA_K, Bound, compare, poisoned_out, reference
+from compare.reference import MMA_K, Bound, compare, k_steps, poisoned_out, reference
 from hgemm_common.validation import DTYPES
 
 # bf16's largest run of consecutive integers (8 significant bits): past it the rounded reference could hide an
@@ -56,15 +56,9 @@ def emulated(a: torch.Tensor, b: torch.Tensor, acc: str = "fp32", step: int = MM
     K cut into `splits` slices of whole steps, each accumulated from zero and then added in fp32 in slice order (a
     split-K kernel), the sum rounded to A's dtype."""
     acc_dtype = np.float16 if acc == "fp16" else np.float32
-    m, k = a.shape
-    n = b.shape[1]
-    steps = -(-k // step)
-    pad = steps * step - k
-    a64, b64 = a.double(), b.double()
-    if pad:
-        a64, b64 = torch.nn.functional.pad(a64, (0, pad)), torch.nn.functional.pad(b64, (0, 0, 0, pad))
-    # (step, m, n): each step's products, summed exactly in float64
-    parts = torch.bmm(a64.reshape(m, steps, step).transpose(0, 1), b64.reshape(steps, step, n)).numpy()
+    m, n = a.shape[0], b.shape[1]
+    parts = torch.bmm(*k_steps(a, b, step, torch.float64)).numpy()  # (step, m, n): its products summed exactly
+    steps = parts.shape[0]
     total = np.zeros((m, n), dtype=np.float32)
     for s in range(splits):  # numpy: the loop runs thousands of small steps, a fraction of torch's cost per call
         s_sum = np.zeros((m, n), dtype=np.float64)
