@@ -27,6 +27,8 @@ class CheckRow:
     err_vs_torch: float | None  # max |C - ref| over torch.matmul's own max |C - ref|; None for exact checks
     detail: str
     dtype: str = "fp16"  # of A, B and C
+    rms_err: float = 0.0  # root mean square of C - ref
+    rms_vs_torch: float | None = None  # rms_err over torch.matmul's on the same inputs; None for exact checks
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -62,12 +64,21 @@ def _run_case(kernels: list[Kernel], m: int, n: int, k: int, layout: str, kind: 
             continue
         v = compare(c, ref, bound)
         outs[kern.name] = c
-        rows.append(CheckRow(kern.name, f"{m}x{n}x{k}", layout, kind, v.ok, v.max_abs_err, None, v.detail, dtype))
-    if kind == "randn" and BASELINE.name in outs:
-        base = next(r.max_abs_err for r in rows if r.kernel == BASELINE.name)
-        for r in rows:
-            r.err_vs_torch = r.max_abs_err / base if base > 0 else None
+        rows.append(CheckRow(kern.name, f"{m}x{n}x{k}", layout, kind, v.ok, v.max_abs_err, None, v.detail, dtype,
+                             v.rms_err))
+    if kind == "randn":
+        against_torch(rows)
     return rows, outs
+
+
+def against_torch(rows: list[CheckRow]) -> None:
+    """Each random-case row's max and rms error over torch.matmul's (cuBLAS on the GPU) on the same inputs."""
+    base = next((r for r in rows if r.kernel == BASELINE.name), None)
+    if base is None:
+        return
+    for r in rows:
+        r.err_vs_torch = r.max_abs_err / base.max_abs_err if base.max_abs_err > 0 else None
+        r.rms_vs_torch = r.rms_err / base.rms_err if base.rms_err > 0 else None
 
 
 def pairwise(outs: dict[str, torch.Tensor]) -> tuple[list[str], list[list[float]]]:
@@ -184,9 +195,7 @@ def run_check_parallel(kernels: list[Kernel], *, workers: int, dtypes=("fp16",),
                                      "a check worker died before reporting this case", dtype))
             case_rows = r1 + r2
             if kind == "randn":
-                base = next((r.max_abs_err for r in case_rows if r.kernel == BASELINE.name), 0.0)
-                for r in case_rows:
-                    r.err_vs_torch = r.max_abs_err / base if base > 0 else None
+                against_torch(case_rows)
                 if not pair[0] and pair2:
                     pair = pair2
             rows += case_rows
@@ -199,18 +208,20 @@ def format_table(rows: list[CheckRow]) -> str:
     by = {}
     for r in rows:
         by.setdefault(r.kernel, []).append(r)
-    lines = [f"{'kernel':<44} {'exact':>9} {'random':>9} {'max err':>9} {'err/torch':>9}  first failure",
-             "-" * 110]
+    lines = [f"{'kernel':<44} {'exact':>9} {'random':>9} {'max err':>9} {'err/torch':>9} {'rms/torch':>9}  "
+             "first failure", "-" * 120]
     for name, rs in by.items():
         ex = [r for r in rs if r.inputs == "int"]
         rn = [r for r in rs if r.inputs == "randn"]
         err = max((r.max_abs_err for r in rn), default=float("nan"))
         ratios = [r.err_vs_torch for r in rn if r.err_vs_torch is not None]
         ratio = f"{max(ratios):9.2f}" if ratios else f"{'-':>9}"
+        rms = [r.rms_vs_torch for r in rn if r.rms_vs_torch is not None]
+        rms_ratio = f"{max(rms):9.2f}" if rms else f"{'-':>9}"
         bad = next((r for r in rs if not r.ok), None)
         why = f"{bad.shape} {bad.layout} {bad.inputs}: {bad.detail}" if bad else ""
         lines.append(f"{name:<44} {sum(r.ok for r in ex):>4}/{len(ex):<4} {sum(r.ok for r in rn):>4}/{len(rn):<4}"
-                     f" {err:9.3g} {ratio}  {why[:200]}")
+                     f" {err:9.3g} {ratio} {rms_ratio}  {why[:200]}")
     return "\n".join(lines)
 
 

@@ -29,13 +29,14 @@ def check_markdown(rows) -> str:
         ex = [r for r in rs if r.inputs == "int"]
         rn = [r for r in rs if r.inputs == "randn"]
         ratios = [r.err_vs_torch for r in rn if r.err_vs_torch is not None]
+        rms = [r.rms_vs_torch for r in rn if r.rms_vs_torch is not None]
         bad = next((r for r in rs if not r.ok), None)
         out.append([f"`{name}`", f"{sum(r.ok for r in ex)}/{len(ex)}", f"{sum(r.ok for r in rn)}/{len(rn)}",
                     f"{max((r.max_abs_err for r in rn), default=float('nan')):.3g}",
-                    f"{max(ratios):.2f}" if ratios else "-",
+                    f"{max(ratios):.2f}" if ratios else "-", f"{max(rms):.2f}" if rms else "-",
                     "" if bad is None else f"{bad.shape} {bad.layout}: {bad.detail[:80]}"])
     return _md_table(["kernel", "exact (int) checks", "random checks", "max abs err", "err / torch err",
-                      "first failure"], out)
+                      "rms err / torch", "first failure"], out)
 
 
 def fewer_checks_note(rows, kernels) -> str:

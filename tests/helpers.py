@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from typing import Callable
 
+import numpy as np
 import torch
 
-from compare.reference import compare, poisoned_out, reference
+from compare.reference import MMA_K, Bound, compare, k_steps, poisoned_out, reference
 from hgemm_common.validation import DTYPES
 
 # bf16's largest run of consecutive integers (8 significant bits): past it the rounded reference could hide an
@@ -24,9 +25,10 @@ def ints(*shape: int, seed: int = 0, dtype: str = "fp16", device="cpu",
 
 
 def assert_exact(c: torch.Tensor, a: torch.Tensor, b: torch.Tensor, what: str = "", ref: torch.Tensor | None = None,
-                 bound: torch.Tensor | None = None) -> None:
-    """C equals the float64 product of A and B rounded to C's dtype, bit for bit (or, given `bound`, lies within it
-    element by element); the message names `what`, the first bad indices and the largest error."""
+                 bound: Bound | None = None) -> None:
+    """C equals the float64 product of A and B rounded to C's dtype, bit for bit (or, given `bound` from
+    `error_bound`, passes that random-input check); the message names `what`, the first bad indices and the largest
+    error."""
     ref = reference(a, b) if ref is None else ref
     if bound is None and c.dtype == torch.bfloat16:
         assert float(ref.abs().max()) <= BF16_EXACT_LIMIT, \
@@ -45,3 +47,22 @@ def poisoned_call(run: Callable[[torch.Tensor], torch.Tensor], m: int, n: int, d
         torch.cuda.synchronize()
     assert c is out, "the kernel returned another tensor than out="
     return c
+
+
+def emulated(a: torch.Tensor, b: torch.Tensor, acc: str = "fp32", step: int = MMA_K, splits: int = 1) -> torch.Tensor:
+    """A kernel's C = A @ B emulated on the CPU, for checking the random-input check: products exact, the partial
+    sum rounded to the accumulator (fp16 or fp32, to nearest) after every `step` terms in K order (16: a tensor-core
+    k-step, as mma.sync m16n8k16 and wgmma k16 round an fp16 accumulator; 1: an FMA chain, as simt_naive's __hfma),
+    K cut into `splits` slices of whole steps, each accumulated from zero and then added in fp32 in slice order (a
+    split-K kernel), the sum rounded to A's dtype."""
+    acc_dtype = np.float16 if acc == "fp16" else np.float32
+    m, n = a.shape[0], b.shape[1]
+    parts = torch.bmm(*k_steps(a, b, step, torch.float64)).numpy()  # (step, m, n): its products summed exactly
+    steps = parts.shape[0]
+    total = np.zeros((m, n), dtype=np.float32)
+    for s in range(splits):  # numpy: the loop runs thousands of small steps, a fraction of torch's cost per call
+        s_sum = np.zeros((m, n), dtype=np.float64)
+        for j in range(steps * s // splits, steps * (s + 1) // splits):
+            s_sum = (s_sum + parts[j]).astype(acc_dtype).astype(np.float64)
+        total = total + s_sum.astype(np.float32)
+    return torch.from_numpy(total).to(a.dtype)
