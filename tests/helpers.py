@@ -7,12 +7,15 @@ from typing import Callable
 
 import torch
 
-from compare.reference import compare, poisoned_out, reference
+from compare.reference import compare, make_inputs, poisoned_out, reference
+from hgemm_common.plans import LRU
 from hgemm_common.validation import DTYPES
 
 # bf16's largest run of consecutive integers (8 significant bits): past it the rounded reference could hide an
 # off-by-one sum (257 rounds to 256), so an exact bf16 check asserts |C| stays within it.
 BF16_EXACT_LIMIT = 256
+# shared_inputs' operands, by make_inputs' arguments -> (A, B, pristine copies of A and B)
+_SHARED = LRU(64)
 
 
 def ints(*shape: int, seed: int = 0, dtype: str = "fp16", device="cpu",
@@ -45,3 +48,21 @@ def poisoned_call(run: Callable[[torch.Tensor], torch.Tensor], m: int, n: int, d
         torch.cuda.synchronize()
     assert c is out, "the kernel returned another tensor than out="
     return c
+
+
+def shared_inputs(m: int, n: int, k: int, layout: str = "NN", *, device="cuda", seed: int = 0, kind: str = "int",
+                  dtype: str = "fp16") -> tuple[torch.Tensor, torch.Tensor]:
+    """`compare.reference.make_inputs` with these arguments, made once and shared by every test that reads the same
+    operands (the split-K tests check every kernel, accumulation and split on one set per shape and layout). They are
+    drawn on the CPU, and a large bf16 operand is masked there too (`exact_window`): per test, that cost more than
+    the kernels it fed. Callers must not write into them; each reuse checks against a pristine copy that nothing
+    did (a kernel writing into its inputs fails there, by name)."""
+    key = (m, n, k, layout, str(device), seed, kind, dtype)
+    hit = _SHARED.get(key)
+    if hit is None:
+        a, b = make_inputs(m, n, k, layout, device=device, seed=seed, kind=kind, dtype=dtype)
+        hit = _SHARED.put(key, (a, b, a.clone(), b.clone()))
+    a, b, a0, b0 = hit
+    assert torch.equal(a, a0) and torch.equal(b, b0), \
+        f"the shared operands of {m}x{n}x{k} {layout} seed {seed} were written into since a test made them"
+    return a, b
