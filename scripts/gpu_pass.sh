@@ -21,19 +21,20 @@
 #   bash scripts/gpu_pass.sh plans OUTDIR    # a fresh build (timed), the plan-table and dispatch tests, first calls of
 #                                             # new shapes in two fresh processes (python -m compare.first_call)
 #   bash scripts/gpu_pass.sh plan-table OUTDIR  # python -m compare tune: the plan table of this GPU, into OUTDIR
-#   bash scripts/gpu_pass.sh gate1 OUTDIR    # the GPU gate, part 1 (one command, within 10 minutes): a fresh build alone
-#                                             # (timed), then the main job from empty caches (as report with FRESH=1)
-#                                             # into OUTDIR/gate/raw/report, its exit status, its study page
+#   bash scripts/gpu_pass.sh gate1 OUTDIR    # the GPU gate, part 1 (one command, within 10 minutes): a fresh
+#                                             # build alone (timed), then the main job from empty caches (as report
+#                                             # with FRESH=1) into OUTDIR/gate/raw/report: its time, exit status and
+#                                             # study page
 #   bash scripts/gpu_pass.sh gate2 OUTDIR    # part 2 (within 10 minutes): the build (cached where part 1 ran), then
 #                                             # every GPU test file whole, in the GATE_SHARDS pytest processes side by
 #                                             # side on the one GPU, each under a timeout (GATE_ONLY="ptx triton1"
 #                                             # runs those shards alone)
 #   bash scripts/gpu_pass.sh gate OUTDIR     # both parts in one command
-#                                             # The gate writes as it goes: OUTDIR/gate.txt (each phase's seconds and
-#                                             # exit status as it ends, failed tests, the verdict table last) and
-#                                             # OUTDIR/gate_logs.tar.gz (every log, re-packed as each phase ends and
-#                                             # every 30 s); the raw files lie in OUTDIR/gate/raw. Exit status 0 only
-#                                             # when every phase passed.
+#                                             # Each writes as it goes: OUTDIR/PART.txt (each phase's seconds and exit
+#                                             # status as it ends, failed tests, the verdict table last) and
+#                                             # OUTDIR/PART_logs.tar.gz (every log, re-packed as each phase ends and
+#                                             # every 30 s), PART = gate1, gate2 or gate; the raw files lie under
+#                                             # OUTDIR/gate/raw. Exit status 0 only when every phase passed.
 #   bash scripts/gpu_pass.sh classes OUTDIR  # the recommended entries on every shape class the floor of 0.95x is
 #                                             # judged on (mixed, small_out_large_k, m_sweep in NN and NT; training in
 #                                             # its own layouts), fp16 and bf16 per shape back to back (SUITES=..., KERNELS=...)
@@ -71,23 +72,25 @@ GATE_SHARDS=(
   "model - tests/test_model.py tests/test_ptx_compile.py"
   "records - tests/test_records.py tests/test_study.py tests/test_docs.py tests/test_history.py tests/test_sparse_harness.py"
 )
-GATE_RAW="$OUTDIR/gate/raw"  # three folders down: the summary and the tarball are OUTDIR's only files of the gate
-GATE_SUMMARY="$OUTDIR/gate.txt"
+# The raw files lie in GATE_RAW's folders (logs/, report/), three folders below OUTDIR, whose top keeps only the
+# gate's summary and tarball: a machine that copies back a few files from the top folders brings back those two.
+GATE_RAW="$OUTDIR/gate/raw"
+GATE_SUMMARY="$OUTDIR/$PART.txt" GATE_TAR="$OUTDIR/${PART}_logs.tar.gz" GATE_PHASES="$GATE_RAW/logs/phases_$PART.tsv"
 
 now() { date +%s.%N; }
 since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
 
-gate_snapshot() {  # every log so far into OUTDIR/gate_logs.tar.gz (written aside, then renamed: never half a file)
+gate_snapshot() {  # every log so far into GATE_TAR (written aside, then renamed: never half a file)
   local tmp="$GATE_RAW/.snap/logs.$BASHPID.tar.gz"
   mkdir -p "$GATE_RAW/.snap"
   tar -czf "$tmp" -C "$GATE_RAW" --exclude=./.snap --exclude='*.png' --exclude='*.cubin' --exclude='*.sass' \
     --exclude='*.ptx' . 2>/dev/null
   if [ "$(stat -c %s "$tmp")" -gt 15000000 ]; then tar -czf "$tmp" -C "$GATE_RAW" logs 2>/dev/null; fi
-  mv -f "$tmp" "$OUTDIR/gate_logs.tar.gz"
+  mv -f "$tmp" "$GATE_TAR"
 }
 
 gate_phase() {  # NAME SECONDS RC [DETAIL]: one row of the verdict table, recorded as the phase ends
-  printf '%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "${4:-}" >> "$GATE_RAW/phases.tsv"
+  printf '%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "${4:-}" >> "$GATE_PHASES"
   printf 'phase %s: %s s, rc=%s %s\n' "$1" "$2" "$3" "${4:-}" | tee -a "$GATE_SUMMARY"
   gate_snapshot
 }
@@ -142,7 +145,7 @@ gate_part2() {
   done
   if [ "${#pids[@]}" -gt 0 ]; then wait "${pids[@]}"; else gate_phase "tests: no shard named $GATE_ONLY" - 2; fi
   kill "$tick" 2>/dev/null
-  grep -hE "^(FAILED|ERROR) " "$GATE_RAW"/logs/pytest_*.log | head -60 | sed 's/^/  /' >> "$GATE_SUMMARY"
+  grep -hsE "^(FAILED|ERROR) " "$GATE_RAW"/logs/pytest_*.log | head -60 | sed 's/^/  /' >> "$GATE_SUMMARY"
 }
 
 gate_verdict() {  # the verdict table, last; exit status 1 if any phase failed
@@ -150,12 +153,12 @@ gate_verdict() {  # the verdict table, last; exit status 1 if any phase failed
   {
     echo
     printf '%-30s %9s %4s\n' phase seconds rc
-    awk -F '\t' '{ printf "%-30s %9s %4s\n", $1, $2, $3 }' "$GATE_RAW/phases.tsv"
-    bad=$(awk -F '\t' '$3 != 0' "$GATE_RAW/phases.tsv" | wc -l)
-    if [ "$bad" = 0 ]; then echo "gate: PASS"; else echo "gate: FAIL ($bad phases)"; fi
+    awk -F '\t' '{ printf "%-30s %9s %4s\n", $1, $2, $3 }' "$GATE_PHASES"
+    bad=$(awk -F '\t' '$3 != 0' "$GATE_PHASES" | wc -l)
+    if [ "$bad" = 0 ]; then echo "$PART: PASS"; else echo "$PART: FAIL ($bad of the phases)"; fi
   } | tee -a "$GATE_SUMMARY"
   gate_snapshot
-  [ "$(awk -F '\t' '$3 != 0' "$GATE_RAW/phases.tsv" | wc -l)" = 0 ]
+  [ "$(awk -F '\t' '$3 != 0' "$GATE_PHASES" | wc -l)" = 0 ]
 }
 
 case "$PART" in
@@ -265,9 +268,9 @@ case "$PART" in
     ;;
   gate|gate1|gate2)
     mkdir -p "$GATE_RAW/logs"
-    rm -f "$GATE_RAW/phases.tsv"
-    echo "gate $PART at ${HGEMM_GIT_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}, $(date -u +%FT%TZ)," \
-      "$(tail -1 "$OUTDIR/gpu.txt")" | tee "$GATE_SUMMARY"
+    rm -f "$GATE_PHASES"
+    commit=${HGEMM_GIT_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}
+    echo "$PART at $commit, $(date -u +%FT%TZ), $(tail -1 "$OUTDIR/gpu.txt")" | tee "$GATE_SUMMARY"
     [ "$PART" = gate2 ] || gate_part1
     [ "$PART" = gate1 ] || gate_part2
     gate_verdict
