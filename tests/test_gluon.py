@@ -2,10 +2,11 @@
 NaN-poisoned outputs, determinism and every layout, dtype and configuration, on an H100.
 
 Triton's interpreter cannot run Gluon, and the interpreter (on in this process when there is no GPU) replaces
-@triton.jit helpers the kernel calls, so both halves run in a child process without TRITON_INTERPRET: the CPU half
-compiles every instantiation there (`_COMPILE_PROBE`); the GPU half runs every case there under a timeout
-(`_GPU_CASES`): a wrong mbarrier phase or expect_tx byte count hangs the kernel instead of failing it (TESTING.md
-12), and a hung child is killed and reported, where a hung test process would stall the whole suite.
+@triton.jit helpers the kernel calls, so both halves run in child processes without TRITON_INTERPRET, each child a
+share of the configurations (helpers.run_children): the CPU half compiles every instantiation there
+(`_COMPILE_PROBE`); the GPU half runs every case there under a timeout (`_GPU_CASES`): a wrong mbarrier phase or
+expect_tx byte count hangs the kernel instead of failing it (TESTING.md 12), and a hung child is killed and
+reported, where a hung test process would stall the whole suite.
 """
 import json
 import os
