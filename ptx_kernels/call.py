@@ -200,7 +200,7 @@ def hgemm(a: torch.Tensor, b: torch.Tensor, kernel: str = DEFAULT_KERNEL, acc: s
     copies = []
     a, b = resolved(a, "A", copies), resolved(b, "B", copies)
     if not any_strides(v):
-        a, a_col = _a_layout(a, a_col_in_place(v), copies)
+        a, a_col = _a_layout(a, a_col_in_place(v, split), copies)
         b, b_col = _b_layout(b, copies)
         if v.alignment in ("rows16", "tma"):
             a = _aligned(a, a_col, "A", copies)

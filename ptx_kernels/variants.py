@@ -244,9 +244,12 @@ def any_strides(v: Variant) -> bool:
     return registered_operands(v) == "AnyStrides"
 
 
-def a_col_in_place(v: Variant) -> bool:
-    """Whether the kernel reads column-major A in place (layouts TN and TT); else the wrapper copies it to row-major."""
-    return "TN" in v.native_layouts
+def a_col_in_place(v: Variant, split: int | None = None) -> bool:
+    """Whether the kernel reads column-major A in place (layouts TN and TT) on a call with hgemm's `split`; else the
+    wrapper copies it to row-major. A pinned split the kernel hands to wgmma_splitk_grid (any count but 1, 2 and 4
+    where `Variant.max_split` allows the grid) reads row-major A only: left in place, a column-major A's tensor map
+    would deliver boxes of another shape than the stages expect, and the kernel would wait on them forever."""
+    return "TN" in v.native_layouts and not (v.max_split and split not in (None, 0, 1, 2, 4))
 
 
 def lab_sources(arch: int | None = None) -> list[str]:

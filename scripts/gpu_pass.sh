@@ -21,6 +21,20 @@
 #   bash scripts/gpu_pass.sh plans OUTDIR    # a fresh build (timed), the plan-table and dispatch tests, first calls of
 #                                             # new shapes in two fresh processes (python -m compare.first_call)
 #   bash scripts/gpu_pass.sh plan-table OUTDIR  # python -m compare tune: the plan table of this GPU, into OUTDIR
+#   bash scripts/gpu_pass.sh gate1 OUTDIR    # the GPU gate, part 1 (one command, within 10 minutes): a fresh
+#                                             # build alone (timed), then the main job from empty caches (as report
+#                                             # with FRESH=1) into OUTDIR/gate/raw/report: its time, exit status and
+#                                             # study page
+#   bash scripts/gpu_pass.sh gate2 OUTDIR    # part 2 (within 10 minutes): the build (cached where part 1 ran), then
+#                                             # every GPU test file whole, in the GATE_SHARDS pytest processes side by
+#                                             # side on the one GPU, each under a timeout (GATE_ONLY="ptx triton1"
+#                                             # runs those shards alone)
+#   bash scripts/gpu_pass.sh gate OUTDIR     # both parts in one command
+#                                             # Each writes as it goes: OUTDIR/PART.txt (each phase's seconds and exit
+#                                             # status as it ends, failed tests, the verdict table last) and
+#                                             # OUTDIR/PART_logs.tar.gz (every log, re-packed as each phase ends and
+#                                             # every 30 s), PART = gate1, gate2 or gate; the raw files lie under
+#                                             # OUTDIR/gate/raw. Exit status 0 only when every phase passed.
 #   bash scripts/gpu_pass.sh classes OUTDIR  # the recommended entries on every shape class the floor of 0.95x is
 #                                             # judged on (mixed, small_out_large_k, m_sweep in NN and NT; training in
 #                                             # its own layouts), fp16 and bf16 per shape back to back (SUITES=..., KERNELS=...)
@@ -28,12 +42,125 @@
 # Set HGEMM_GIT_COMMIT to the commit being run when the tree is a copy without .git.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-PART=${1:?tests or report}; OUTDIR=${2:-gpu_out}; LAYOUT=${3:-NN}
+PART=${1:?a part: tests, report, gate1, gate2, ...}; OUTDIR=${2:-gpu_out}; LAYOUT=${3:-NN}
 mkdir -p "$OUTDIR"
 export PYTHONPATH=. PYTHONUNBUFFERED=1
 export TENSORCORE_HGEMM_BUILD_DIR=${TENSORCORE_HGEMM_BUILD_DIR:-/tmp/tensorcore_hgemm_build}
 unset TRITON_INTERPRET
 nvidia-smi --query-gpu=name,driver_version,power.limit,clocks.max.sm --format=csv | tee "$OUTDIR/gpu.txt"
+
+# What a new user's first run meets: no build, no Triton cache, no plan caches.
+empty_caches() {
+  rm -rf "$TENSORCORE_HGEMM_BUILD_DIR" "${TRITON_CACHE_DIR:-$HOME/.triton/cache}" "$HOME/.cache/tensorcore_hgemm"
+}
+
+# ---- the GPU gate (gate1, gate2, gate) ----
+# The test files that run on a GPU, each whole, in pytest processes side by side on the one GPU: "NAME SPLIT FILES",
+# SPLIT J/K = the J-th of K disjoint shares of the files' tests (HGEMM_TEST_SHARD, tests/conftest.py), - = all of
+# them. Grouped so that each process needs about the same time (the Triton file's compiles take four); the verdict
+# table gives every shard's seconds to rebalance by. tests/test_scripts.py checks that every file with a GPU test is
+# here, whole, once.
+GATE_SHARDS=(
+  "triton1 1/4 tests/test_triton_hgemm.py"
+  "triton2 2/4 tests/test_triton_hgemm.py"
+  "triton3 3/4 tests/test_triton_hgemm.py"
+  "triton4 4/4 tests/test_triton_hgemm.py"
+  "gluon - tests/test_gluon.py tests/test_linear.py tests/test_errors.py tests/test_validation.py"
+  "operators - tests/test_torch_integration.py"
+  "ptx - tests/test_ptx_hgemm.py tests/test_ptx_bf16.py tests/test_sparse_gpu.py tests/test_layouts_gpu.py tests/test_dispatch.py tests/test_plan_table.py"
+  "harness - tests/test_harness.py tests/test_bf16_model.py tests/test_cli.py"
+  "model - tests/test_model.py tests/test_ptx_compile.py"
+  "records - tests/test_records.py tests/test_study.py tests/test_docs.py tests/test_history.py tests/test_sparse_harness.py"
+)
+# The raw files lie in GATE_RAW's folders (logs/, report/), three folders below OUTDIR, whose top keeps only the
+# gate's summary and tarball: a machine that copies back a few files from the top folders brings back those two.
+GATE_RAW="$OUTDIR/gate/raw"
+GATE_SUMMARY="$OUTDIR/$PART.txt" GATE_TAR="$OUTDIR/${PART}_logs.tar.gz" GATE_PHASES="$GATE_RAW/logs/phases_$PART.tsv"
+
+now() { date +%s.%N; }
+since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
+
+gate_snapshot() {  # every log so far into GATE_TAR (written aside, then renamed: never half a file)
+  local tmp="$GATE_RAW/.snap/logs.$BASHPID.tar.gz"
+  mkdir -p "$GATE_RAW/.snap"
+  tar -czf "$tmp" -C "$GATE_RAW" --exclude=./.snap --exclude='*.png' --exclude='*.cubin' --exclude='*.sass' \
+    --exclude='*.ptx' . 2>/dev/null
+  if [ "$(stat -c %s "$tmp")" -gt 15000000 ]; then tar -czf "$tmp" -C "$GATE_RAW" logs 2>/dev/null; fi
+  mv -f "$tmp" "$GATE_TAR"
+}
+
+gate_phase() {  # NAME SECONDS RC [DETAIL]: one row of the verdict table, recorded as the phase ends
+  printf '%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "${4:-}" >> "$GATE_PHASES"
+  printf 'phase %s: %s s, rc=%s %s\n' "$1" "$2" "$3" "${4:-}" | tee -a "$GATE_SUMMARY"
+  gate_snapshot
+}
+
+gate_build() {  # NAME: ptx_kernels.load() under a timeout, timed
+  local t0 rc
+  t0=$(now)
+  timeout -s INT -k 20 "${GATE_BUILD_LIMIT:-120}" python -c "import ptx_kernels; ptx_kernels.load()" \
+    >> "$GATE_RAW/logs/build.log" 2>&1
+  rc=$?
+  gate_phase "$1" "$(since "$t0")" "$rc" "$(tail -1 "$GATE_RAW/logs/build.log")"
+}
+
+gate_part1() {
+  rm -rf "$GATE_RAW/report"
+  rm -rf "$TENSORCORE_HGEMM_BUILD_DIR"
+  gate_build "build alone (fresh)"
+  empty_caches
+  local t0 rc
+  t0=$(now)
+  timeout -s INT -k 20 "${GATE_MAIN_LIMIT:-360}" python -m compare --out "$GATE_RAW/report" \
+    > "$GATE_RAW/logs/main.log" 2>&1
+  rc=$?
+  grep -E "^(phase|report|FAILED|not run)" "$GATE_RAW/logs/main.log" | sed 's/^/  main: /' >> "$GATE_SUMMARY"
+  gate_phase "main job (FRESH=1)" "$(since "$t0")" "$rc" "$(grep -E '^report' "$GATE_RAW/logs/main.log" | tail -1)"
+  [ -s "$GATE_RAW/report/study/index.html" ]
+  gate_phase "study page written" - $? "$GATE_RAW/report/study/index.html"
+}
+
+gate_shard() {  # NAME SPLIT FILE...: one pytest process of part 2
+  local name=$1 split=$2 t0 rc log="$GATE_RAW/logs/pytest_$1.log"
+  shift 2
+  t0=$(now)
+  # SIGINT first: pytest stops and still prints its summary and durations; KILL 20 s later if it does not
+  HGEMM_TEST_SHARD="${split#-}" OMP_NUM_THREADS="${GATE_THREADS:-2}" timeout -s INT -k 20 "${GATE_SHARD_LIMIT:-330}" \
+    python -m pytest -q -p no:cacheprovider -rfEsxXp --durations=25 --durations-min=1 "$@" > "$log" 2>&1
+  rc=$?
+  gate_phase "tests $name" "$(since "$t0")" "$rc" "$(grep -E '(passed|failed|error|no tests ran)' "$log" | tail -1)"
+}
+
+gate_part2() {
+  gate_build "build (as part 2 found it)"
+  local entry name split files pids=() tick
+  (while sleep 30; do gate_snapshot; done) &
+  tick=$!
+  for entry in "${GATE_SHARDS[@]}"; do
+    read -r name split files <<< "$entry"
+    if [ -n "${GATE_ONLY:-}" ] && [[ " $GATE_ONLY " != *" $name "* ]]; then continue; fi
+    # shellcheck disable=SC2086  # the file list splits into arguments
+    gate_shard "$name" "$split" $files &
+    pids+=($!)
+  done
+  if [ "${#pids[@]}" -gt 0 ]; then wait "${pids[@]}"; else gate_phase "tests: no shard named $GATE_ONLY" - 2; fi
+  kill "$tick" 2>/dev/null
+  grep -hsE "^(FAILED|ERROR) " "$GATE_RAW"/logs/pytest_*.log | head -60 | sed 's/^/  /' >> "$GATE_SUMMARY"
+}
+
+gate_verdict() {  # the verdict table, last; exit status 1 if any phase failed
+  local bad
+  {
+    echo
+    printf '%-30s %9s %4s\n' phase seconds rc
+    awk -F '\t' '{ printf "%-30s %9s %4s\n", $1, $2, $3 }' "$GATE_PHASES"
+    bad=$(awk -F '\t' '$3 != 0' "$GATE_PHASES" | wc -l)
+    if [ "$bad" = 0 ]; then echo "$PART: PASS"; else echo "$PART: FAIL ($bad of the phases)"; fi
+  } | tee -a "$GATE_SUMMARY"
+  gate_snapshot
+  [ "$(awk -F '\t' '$3 != 0' "$GATE_PHASES" | wc -l)" = 0 ]
+}
+
 case "$PART" in
   tests)
     # one pytest per test file, each under a timeout: a kernel that waits on an mbarrier that never completes hangs
@@ -61,8 +188,7 @@ case "$PART" in
     ;;
   report)
     # FRESH=1: empty build, Triton and plan caches first (what a new user's first run meets)
-    [ "${FRESH:-0}" = 1 ] && rm -rf "$TENSORCORE_HGEMM_BUILD_DIR" "${TRITON_CACHE_DIR:-$HOME/.triton/cache}" \
-      "$HOME/.cache/tensorcore_hgemm"
+    [ "${FRESH:-0}" = 1 ] && empty_caches
     /usr/bin/time -f "main job %e s" python -m compare --out "$OUTDIR/report" ${FULL:+--full} 2>&1 \
       | tee "$OUTDIR/main.log" | grep -E "^(phase|main job|report|failed phases|FAILED|not run)"
     ;;
@@ -140,5 +266,14 @@ case "$PART" in
       done
     done
     ;;
-  *) echo "unknown part $PART (tests, report, lab, sanitize, wall, triton, triton-bench, yardsticks, sustained, sparse, plans, plan-table, classes)"; exit 2 ;;
+  gate|gate1|gate2)
+    mkdir -p "$GATE_RAW/logs"
+    rm -f "$GATE_PHASES"
+    commit=${HGEMM_GIT_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}
+    echo "$PART at $commit, $(date -u +%FT%TZ), $(tail -1 "$OUTDIR/gpu.txt")" | tee "$GATE_SUMMARY"
+    [ "$PART" = gate2 ] || gate_part1
+    [ "$PART" = gate1 ] || gate_part2
+    gate_verdict
+    ;;
+  *) echo "unknown part $PART (tests, report, gate, gate1, gate2, lab, sanitize, wall, triton, triton-bench, yardsticks, sustained, sparse, plans, plan-table, classes)"; exit 2 ;;
 esac

@@ -6,8 +6,13 @@ GPU tests carry one marker, `@pytest.mark.gpu` (registered in pyproject.toml; a 
 `pytestmark = pytest.mark.gpu`): skipped without a CUDA GPU, and `@pytest.mark.gpu(sm=90)` also on a GPU older than
 sm_90. `pytest -m "not gpu"` leaves them out, `pytest -m gpu` runs only them. The helpers the tests share (operands,
 exact checks, poisoned outputs) are tests/helpers.py.
+
+HGEMM_TEST_SHARD=J/K runs the J-th of K disjoint shares of whatever the command line collects (`shard_units`), so K
+pytest processes with the same arguments run every test once between them, side by side on one GPU (the GPU gate,
+scripts/gpu_pass.sh gate).
 """
 import os
+import re
 
 import pytest
 import torch
@@ -32,14 +37,62 @@ def gpu_skip_reason(marker) -> str | None:
     return None
 
 
+SHARD_ENV = "HGEMM_TEST_SHARD"
+
+
+def shard_spec(spec: str) -> tuple[int, int]:
+    """(J, K) of a HGEMM_TEST_SHARD value "J/K", 1 <= J <= K; a one-line usage error otherwise."""
+    m = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", spec)
+    if not m or not 1 <= int(m[1]) <= int(m[2]):
+        raise pytest.UsageError(f"{SHARD_ENV} must be J/K with 1 <= J <= K, got {spec!r}")
+    return int(m[1]), int(m[2])
+
+
+def shard_units(items) -> list[list]:
+    """The collected tests in the units a shard runs whole, in collection order: a test alone, or every test of a
+    module that uses one of the project's fixtures wider than a test (a module- or session-scoped compile probe
+    then runs once, in one shard, not once per shard)."""
+    units, shared = [], {}
+    for item in items:
+        info = getattr(item, "_fixtureinfo", None)
+        wide = info is not None and any(defs and defs[-1].scope != "function" and defs[-1].baseid
+                                        for defs in info.name2fixturedefs.values())  # baseid "": pytest's own
+        if not wide:
+            units.append([item])
+            continue
+        module = item.nodeid.split("::")[0]
+        if module not in shared:
+            shared[module] = []
+            units.append(shared[module])
+        shared[module].append(item)
+    return units
+
+
 def pytest_collection_modifyitems(config, items):
     for item in items:
         marker = item.get_closest_marker("gpu")
         reason = gpu_skip_reason(marker) if marker is not None else None
         if reason:
             item.add_marker(pytest.mark.skip(reason=reason))
+    spec = os.environ.get(SHARD_ENV)
+    if spec:  # units dealt round-robin: unit u to shard u % K + 1
+        j, k = shard_spec(spec)
+        units = shard_units(items)
+        keep = [item for u, unit in enumerate(units) if u % k == j - 1 for item in unit]
+        kept = set(map(id, keep))
+        config.hook.pytest_deselected(items=[item for item in items if id(item) not in kept])
+        items[:] = keep
 
 
 @pytest.fixture
 def device():
     return DEVICE
+
+
+@pytest.fixture(autouse=True)
+def _hand_back_cached_gpu_memory():
+    """After a test that left gigabytes in this process's CUDA caching allocator, give them back to the GPU: the
+    gate runs several pytest processes on one GPU, and what one keeps cached the others cannot allocate."""
+    yield
+    if HAS_CUDA and torch.cuda.is_initialized() and torch.cuda.memory_reserved() > 4 * 2**30:
+        torch.cuda.empty_cache()

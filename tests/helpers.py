@@ -3,17 +3,29 @@ reference, and a kernel call into a NaN-poisoned output. One place, so every tes
 uses the same reference and comparison (`compare.reference`)."""
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
 from typing import Callable
 
 import numpy as np
+import pytest
 import torch
 
-from compare.reference import MMA_K, Bound, compare, k_steps, poisoned_out, reference
+from compare.reference import MMA_K, Bound, compare, k_steps, make_inputs, poisoned_out, reference
+from hgemm_common.plans import LRU
 from hgemm_common.validation import DTYPES
 
 # bf16's largest run of consecutive integers (8 significant bits): past it the rounded reference could hide an
 # off-by-one sum (257 rounds to 256), so an exact bf16 check asserts |C| stays within it.
 BF16_EXACT_LIMIT = 256
+ROOT = Path(__file__).resolve().parent.parent
+# shared_inputs' operands, by make_inputs' arguments -> (A, B, pristine copies of A and B)
+_SHARED = LRU(64)
 
 
 def ints(*shape: int, seed: int = 0, dtype: str = "fp16", device="cpu",
@@ -66,3 +78,60 @@ def emulated(a: torch.Tensor, b: torch.Tensor, acc: str = "fp32", step: int = MM
             s_sum = (s_sum + parts[j]).astype(acc_dtype).astype(np.float64)
         total = total + s_sum.astype(np.float32)
     return torch.from_numpy(total).to(a.dtype)
+
+
+def shared_inputs(m: int, n: int, k: int, layout: str = "NN", *, device="cuda", seed: int = 0, kind: str = "int",
+                  dtype: str = "fp16") -> tuple[torch.Tensor, torch.Tensor]:
+    """`compare.reference.make_inputs` with these arguments, made once and shared by every test that reads the same
+    operands (the split-K tests check every kernel, accumulation and split on one set per shape and layout). They are
+    drawn on the CPU, and a large bf16 operand is masked there too (`exact_window`): per test, that cost more than
+    the kernels it fed. Callers must not write into them; each reuse checks against a pristine copy that nothing
+    did (a kernel writing into its inputs fails there, by name)."""
+    key = (m, n, k, layout, str(device), seed, kind, dtype)
+    hit = _SHARED.get(key)
+    if hit is None:
+        a, b = make_inputs(m, n, k, layout, device=device, seed=seed, kind=kind, dtype=dtype)
+        hit = _SHARED.put(key, (a, b, a.clone(), b.clone()))
+    a, b, a0, b0 = hit
+    assert torch.equal(a, a0) and torch.equal(b, b0), \
+        f"the shared operands of {m}x{n}x{k} {layout} seed {seed} were written into since a test made them"
+    return a, b
+
+
+def run_children(code: str, *, timeout: float, parts: int | None = None) -> list[dict]:
+    """Run `code` in `parts` child Pythons side by side and return the JSON each prints last on stdout, in order.
+
+    The children run without TRITON_INTERPRET (they compile for, or run on, the real GPU) and learn their share from
+    a first line `PART, PARTS = j, parts` (j = 0 .. parts - 1): Triton's compiles are CPU-bound and one at a time in
+    a process, so a probe that compiles every configuration splits them among parts (by default as many as the CPUs,
+    at most 4). A child still running after `timeout` seconds (a hung kernel: a wrong mbarrier phase or expect_tx
+    count waits forever, TESTING.md 12) is killed with the others and fails the test with the end of its output;
+    a child that exits with an error fails it with its stderr."""
+    parts = parts or max(1, min(4, len(os.sched_getaffinity(0))))
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    with tempfile.TemporaryDirectory() as tmp:
+        logs = [(Path(tmp) / f"{j}.out", Path(tmp) / f"{j}.err") for j in range(parts)]
+        procs = []
+        for j, (out, err) in enumerate(logs):  # files, not pipes: a child that prints much never blocks on a reader
+            with open(out, "w") as o, open(err, "w") as e:
+                procs.append(subprocess.Popen([sys.executable, "-c", f"PART, PARTS = {j}, {parts}\n{code}"],
+                                              cwd=ROOT, env=env, stdout=o, stderr=e))
+        deadline = time.monotonic() + timeout
+        try:
+            for p in procs:
+                p.wait(timeout=max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            running = [j for j, p in enumerate(procs) if p.poll() is None]
+            for p in procs:
+                p.kill()
+                p.wait()
+            tails = "\n".join(f"child {j}: {(logs[j][0].read_text() + logs[j][1].read_text())[-1500:]}"
+                              for j in running)
+            pytest.fail(f"{len(running)} of {parts} children still running after {timeout} s (a hung kernel?); "
+                        f"their output:\n{tails}")
+        results = []
+        for j, (p, (out, err)) in enumerate(zip(procs, logs)):
+            assert p.returncode == 0, f"child {j} of {parts} exited {p.returncode}: {err.read_text()[-3000:]}"
+            results.append(json.loads(out.read_text().strip().splitlines()[-1]))
+    return results

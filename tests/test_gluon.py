@@ -2,10 +2,11 @@
 NaN-poisoned outputs, determinism and every layout, dtype and configuration, on an H100.
 
 Triton's interpreter cannot run Gluon, and the interpreter (on in this process when there is no GPU) replaces
-@triton.jit helpers the kernel calls, so both halves run in a child process without TRITON_INTERPRET: the CPU half
-compiles every instantiation there (`_COMPILE_PROBE`); the GPU half runs every case there under a timeout
-(`_GPU_CASES`): a wrong mbarrier phase or expect_tx byte count hangs the kernel instead of failing it (TESTING.md
-12), and a hung child is killed and reported, where a hung test process would stall the whole suite.
+@triton.jit helpers the kernel calls, so both halves run in child processes without TRITON_INTERPRET, each child a
+share of the configurations (helpers.run_children): the CPU half compiles every instantiation there
+(`_COMPILE_PROBE`); the GPU half runs every case there under a timeout (`_GPU_CASES`): a wrong mbarrier phase or
+expect_tx byte count hangs the kernel instead of failing it (TESTING.md 12), and a hung child is killed and
+reported, where a hung test process would stall the whole suite.
 """
 import json
 import os
@@ -16,21 +17,14 @@ from pathlib import Path
 import pytest
 
 from compare.levels import code_lines, cuda_includes, source_lines
+from helpers import run_children
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def _child(code: str, timeout: int) -> dict:
-    """Run `code` in a child Python without TRITON_INTERPRET; its last stdout line is JSON."""
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
-    try:
-        res = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True,
-                             timeout=timeout)
-    except subprocess.TimeoutExpired as e:
-        pytest.fail(f"child timed out after {timeout} s (a hung kernel?); its output: {(e.stdout or '')[-2000:]}")
-    assert res.returncode == 0, res.stderr[-3000:]
-    return json.loads(res.stdout.strip().splitlines()[-1])
+    """Run `code` in one child Python without TRITON_INTERPRET (helpers.run_children); its last stdout line is JSON."""
+    return run_children(code, timeout=timeout, parts=1)[0]
 
 
 # ------------------------------------------------------------------------------------------------------------ CPU
@@ -46,7 +40,8 @@ from ptx_kernels import toolchain
 from triton_kernels import gluon_persistent as g
 
 rows, failed = [], []
-cases = [(i, c, f) for i, c in enumerate(g.configs()) for f in ((False, True) if c.split_k > 1 else (None,))]
+cases = [(i, c, f) for i, c in enumerate(g.configs()) for f in ((False, True) if c.split_k > 1 else (None,))
+         if i % PARTS == PART]  # this child's share of the configurations (helpers.run_children)
 for i, cfg, fused in cases:
     for dtype, acc in (("fp16", "fp32"), ("fp16", "fp16"), ("bf16", "fp32")):
         for a_t in (False, True):
@@ -97,7 +92,9 @@ needs_api = pytest.mark.skipif(_api_missing() is not None, reason=str(_api_missi
 
 @pytest.fixture(scope="module")
 def compiles() -> dict:
-    return _child(_COMPILE_PROBE, timeout=1800)
+    """The probe's rows and failures, its configurations compiled by several children side by side."""
+    parts = run_children(_COMPILE_PROBE, timeout=1800)
+    return dict(rows=[r for p in parts for r in p["rows"]], failed=[f for p in parts for f in p["failed"]])
 
 
 @needs_api
@@ -351,8 +348,10 @@ def exact(m, n, k, layout, dtype, acc, cfg, seed):
         bad.append(f"{m}x{n}x{k} {layout} {dtype} acc={acc} {getattr(cfg, 'name', cfg)}: {detail}")
         print(bad[-1], file=sys.stderr, flush=True)  # seen even if a later case hangs
 
+# this child's share (helpers.run_children): configurations i with i % PARTS == PART, and the ruled shapes in child 0
+MINE = [cfg for i, cfg in enumerate(g.configs()) if i % PARTS == PART]
 start = time.time()
-for cfg in g.configs():
+for cfg in MINE:
     print(f"{time.time() - start:.0f} s: {cfg.name}", file=sys.stderr, flush=True)
     for dtype, acc, layouts in RUNS:
         for s, (m, n, k) in enumerate(ALL_LAYOUTS + STAGED):
@@ -371,7 +370,7 @@ if any(bool(buf.any()) for buf in COUNTERS._bufs.values()):
 # two-pass (the partials, then splitk.py's reduction kernel)
 dispatch.clear()
 g.FUSED = not g.FUSED
-for cfg in [c for c in g.configs() if c.split_k > 1]:
+for cfg in [c for c in MINE if c.split_k > 1]:
     for dtype, acc, layouts in RUNS:
         for s, (m, n, k) in enumerate([(17, 40, 1100), (136, 264, 520), (2048, 2048, 4096)]):
             for layout in layouts:
@@ -384,23 +383,24 @@ dispatch.clear()
 
 # config=None: the tile rule's choice (choose_config: 128-row, 64-row, split-K), twice: the first call compiles
 # through kernel[grid], the second launches directly (launch.py Direct), both exact
-RULED = [(1024, 1032, 520, "NT"), (16, 1024, 2048, "NN"), (256, 256, 8192, "TN"), (3001, 499, 203, "NN")]
-for dtype in ("fp16", "bf16"):
-    for s, (m, n, k, layout) in enumerate(RULED):
-        for call in range(2):
-            exact(m, n, k, layout, dtype, "fp32", None, seed=30 + s)
-        a, b = make_inputs(m, n, k, layout, device="cuda", seed=30 + s, dtype=dtype)
-        key = dispatch.key_of(a, b, poisoned_out(m, n, "cuda", dtype), "fp32", "gluon", None, None)
-        runner = dispatch.PLANS.get(key)
-        if runner is None or not runner.direct:
-            bad.append(f"{m}x{n}x{k} {layout} {dtype}: not on the direct launch path after two calls")
-ruled = {triton_kernels.plan(*make_inputs(m, n, k, layout, device="cuda"), kernel="gluon").config.name
-         for m, n, k, layout in RULED}
-if not any(name.startswith("64x") for name in ruled) or not any("_k" in name for name in ruled):
-    bad.append(f"the ruled shapes did not reach a 64-row and a split-K configuration: {sorted(ruled)}")
+if PART == 0:  # one child checks the rule's choices
+    RULED = [(1024, 1032, 520, "NT"), (16, 1024, 2048, "NN"), (256, 256, 8192, "TN"), (3001, 499, 203, "NN")]
+    for dtype in ("fp16", "bf16"):
+        for s, (m, n, k, layout) in enumerate(RULED):
+            for call in range(2):
+                exact(m, n, k, layout, dtype, "fp32", None, seed=30 + s)
+            a, b = make_inputs(m, n, k, layout, device="cuda", seed=30 + s, dtype=dtype)
+            key = dispatch.key_of(a, b, poisoned_out(m, n, "cuda", dtype), "fp32", "gluon", None, None)
+            runner = dispatch.PLANS.get(key)
+            if runner is None or not runner.direct:
+                bad.append(f"{m}x{n}x{k} {layout} {dtype}: not on the direct launch path after two calls")
+    ruled = {triton_kernels.plan(*make_inputs(m, n, k, layout, device="cuda"), kernel="gluon").config.name
+             for m, n, k, layout in RULED}
+    if not any(name.startswith("64x") for name in ruled) or not any("_k" in name for name in ruled):
+        bad.append(f"the ruled shapes did not reach a 64-row and a split-K configuration: {sorted(ruled)}")
 
 # determinism: random inputs, two runs bitwise equal, every config
-for cfg in g.configs():
+for cfg in MINE:
     for dtype in ("fp16", "bf16"):
         a, b = make_inputs(2048, 2048, 4096, "NT", device="cuda", seed=40, kind="randn", dtype=dtype)
         c1 = triton_kernels.hgemm(a, b, config=cfg, kernel="gluon")
@@ -418,15 +418,17 @@ def test_gpu_exact_poisoned_deterministic_under_a_timeout():
     """Exact integer checks (C == (A.double() @ B.double()) rounded, bit for bit; NaN-poisoned out= so every
     element must be written) on odd shapes in every layout and dtype, both accumulations and every configuration
     (split-K fused and two-pass; its element counts left at zero); operands TMA cannot describe staged; the rule's
-    choices (config=None), on the direct launch path from the second call; determinism on random inputs. One
-    child, 15 minutes at most: a hang fails this test instead of stalling the suite."""
+    choices (config=None), on the direct launch path from the second call; determinism on random inputs. In
+    children side by side, each compiling and checking a share of the configurations (the compiles bound this run),
+    15 minutes at most: a hang fails this test instead of stalling the suite."""
     import torch
 
     if torch.cuda.get_device_capability()[0] != 9:
         pytest.skip("the Gluon kernel is written for Hopper (sm_90a), not later GPUs")
-    res = _child(_GPU_CASES, timeout=900)
-    assert res["bad"] == [], "\n".join(res["bad"][:40])
-    assert res["ran"] >= 1000
+    parts = run_children(_GPU_CASES, timeout=900)
+    bad = [b for p in parts for b in p["bad"]]
+    assert bad == [], "\n".join(bad[:40])
+    assert sum(p["ran"] for p in parts) >= 1000
 
 
 def test_launch_takes_the_compile_options_every_launch_passes():

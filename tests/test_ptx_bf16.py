@@ -16,8 +16,9 @@ import pytest
 import torch
 
 import ptx_kernels
+from ptx_kernels.variants import a_col_in_place
 from compare.reference import LAYOUTS, compare, error_bound, make_inputs, poisoned_out, reference
-from helpers import assert_exact
+from helpers import assert_exact, shared_inputs
 
 BF16 = [v for v in ptx_kernels.variants() if "bf16" in v.dtypes]
 FP16_ONLY = [v for v in ptx_kernels.variants() if "bf16" not in v.dtypes]
@@ -100,7 +101,7 @@ def test_bf16_exact_edges(v, layout):
     if not offered(v):
         pytest.skip(f"{v.name} needs sm_{v.min_arch}")
     for i, (m, n, k) in enumerate(edge_shapes(v)):
-        a, b = bf16_ints(m, n, k, layout, seed=i)
+        a, b = shared_inputs(m, n, k, layout, seed=i, dtype="bf16")
         assert_exact(run(v, a, b), a, b, f"{v.name} bf16 {layout} {m}x{n}x{k}")
 
 
@@ -115,9 +116,11 @@ def test_bf16_split_k_exact_and_deterministic(v, split, layout):
     if not offered(v):
         pytest.skip(f"{v.name} needs sm_{v.min_arch}")
     for i, (m, n, k) in enumerate([(16, 4096, 4096), (1, 1000, 777), (33, 500, 300), (17, 1000, 4099), (7, 9, 13)]):
-        a, b = bf16_ints(m, n, k, layout, seed=i)
+        a, b = shared_inputs(m, n, k, layout, seed=i, dtype="bf16")
         assert_exact(run(v, a, b, split=split), a, b, f"{v.name} bf16 split={split} {layout} {m}x{n}x{k}")
-    a, b = make_inputs(16, 4096, 4096, layout, device="cuda", seed=9, kind="randn", dtype="bf16")
+        launch = ptx_kernels.last_launch()  # a split over the grid reads row-major A only: a column-major A is copied
+        assert launch["a_col_major"] == (layout[0] == "T" and a_col_in_place(v, split)), launch
+    a, b = shared_inputs(16, 4096, 4096, layout, seed=9, kind="randn", dtype="bf16")
     assert torch.equal(run(v, a, b, split=split), run(v, a, b, split=split))
 
 
@@ -129,7 +132,7 @@ def test_bf16_random_within_bound(v, layout):
     if not offered(v):
         pytest.skip(f"{v.name} needs sm_{v.min_arch}")
     for m, n, k in ((1500, 1100, 2000), (16, 4096, 4096)):
-        a, b = make_inputs(m, n, k, layout, device="cuda", seed=3, kind="randn", dtype="bf16")
+        a, b = shared_inputs(m, n, k, layout, seed=3, kind="randn", dtype="bf16")
         ref = reference(a, b)
         verdict = compare(run(v, a, b), ref, error_bound(a, b, ref, "fp32"))
         assert verdict.ok, f"{v.name} {layout} {m}x{n}x{k}: {verdict.detail}"

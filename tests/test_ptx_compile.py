@@ -1,5 +1,6 @@
 """Every CUDA source compiles with plain nvcc (no Torch, no GPU) for sm_80 and sm_90a, without spills, with the
 shared memory its tiles imply, and its SASS holds the instructions its design promises."""
+import os
 import re
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -29,9 +30,10 @@ WRAPPERS = Path(__file__).parent / "cuda" / "wrappers.cu"
 
 @pytest.fixture(scope="session")
 def compiled():
-    """All variants for both archs, built two at a time (CI has 2 cores)."""
+    """All variants for both archs, built one per CPU at a time (two at least, eight at most: CI has 2 cores, the
+    GPU machine 16 shared with the gate's other test processes)."""
     jobs = [(BY_NAME[name], arch) for name, arch in TARGETS]
-    with ThreadPoolExecutor(max_workers=2) as pool:
+    with ThreadPoolExecutor(max_workers=max(2, min(8, len(os.sched_getaffinity(0))))) as pool:
         results = list(pool.map(lambda j: toolchain.compile_cubin(source(j[0]), j[1]), jobs))
     return {(v.name, arch): r for (v, arch), r in zip(jobs, results)}
 

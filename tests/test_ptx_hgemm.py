@@ -6,7 +6,7 @@ import torch
 import ptx_kernels
 from ptx_kernels.variants import BY_NAME, a_col_in_place, any_strides
 from compare.reference import LAYOUTS, compare, error_bound, make_inputs, negative_view, poisoned_out, reference
-from helpers import assert_exact, poisoned_call
+from helpers import assert_exact, poisoned_call, shared_inputs
 
 pytestmark = pytest.mark.gpu
 
@@ -45,14 +45,14 @@ def run(v, acc, a, b, tile="auto", dtype="fp16"):
 @pytest.mark.parametrize("v,acc,tile", CASES, ids=IDS)
 def test_exact_edges(v, acc, tile, layout):
     for i, (m, n, k) in enumerate(edge_shapes(v, tile)):
-        a, b = make_inputs(m, n, k, layout, device="cuda", seed=i)
+        a, b = shared_inputs(m, n, k, layout, seed=i)
         assert_exact(run(v, acc, a, b, tile=tile), a, b, f"{v.name} {acc} {layout} {m}x{n}x{k}")
 
 
 @pytest.mark.parametrize("v,acc,tile", CASES, ids=IDS)
 def test_random_within_bound(v, acc, tile):
     m, n, k = (512, 384, 1000) if v.slow else (1500, 1100, 2000)
-    a, b = make_inputs(m, n, k, "NN", device="cuda", seed=3, kind="randn")
+    a, b = shared_inputs(m, n, k, "NN", seed=3, kind="randn")
     ref = reference(a, b)
     verdict = compare(run(v, acc, a, b, tile=tile), ref, error_bound(a, b, ref, acc))
     assert verdict.ok, verdict.detail
@@ -140,14 +140,17 @@ def test_split_k_exact_and_deterministic(v, acc, split, layout):
     k-blocks there are), K tails; and the same bits on a second run (the partial tiles are added in rank order)."""
     for i, (m, n, k) in enumerate([(16, 4096, 4096), (1, 1000, 777), (33, 500, 300), (17, 1000, 4099),
                                    (16, 4096, 8), (130, 250, 70), (7, 9, 13)]):
-        a, b = make_inputs(m, n, k, layout, device="cuda", seed=i)
+        a, b = shared_inputs(m, n, k, layout, seed=i)
         c = poisoned_out(m, n, "cuda")
         ptx_kernels.hgemm(a, b, kernel=v.name, acc=acc, out=c, split=split)
         torch.cuda.synchronize()
-        ran = ptx_kernels.last_launch()["split"]
+        launch = ptx_kernels.last_launch()
+        ran = launch["split"]
         assert ran is None or 1 <= ran <= split, ran
+        # a split over the grid reads row-major A only: a column-major A is copied for it, never read in place
+        assert launch["a_col_major"] == (layout[0] == "T" and a_col_in_place(v, split)), launch
         assert_exact(c, a, b, f"{v.name} {acc} split={split} {layout} {m}x{n}x{k}")
-    a, b = make_inputs(16, 4096, 4096, layout, device="cuda", seed=9, kind="randn")
+    a, b = shared_inputs(16, 4096, 4096, layout, seed=9, kind="randn")
     c1 = ptx_kernels.hgemm(a, b, kernel=v.name, acc=acc, split=split)
     c2 = ptx_kernels.hgemm(a, b, kernel=v.name, acc=acc, split=split)
     assert torch.equal(c1, c2)
@@ -438,7 +441,7 @@ def test_grid_split_exact_on_every_tile_and_split(dtype, acc, layout):
     k-blocks there are): exact on odd shapes, K tails and outputs narrower than a tile, every element written."""
     needs_hopper()
     for i, (m, n, k) in enumerate(GRID_SHAPES):
-        a, b = make_inputs(m, n, k, layout, device="cuda", seed=i, dtype=dtype)
+        a, b = shared_inputs(m, n, k, layout, seed=i, dtype=dtype)
         ref = reference(a, b)
         for tile in (1, 2, 3):
             for split in (1, 3, 37):
@@ -455,7 +458,7 @@ def test_grid_split_is_deterministic(dtype, acc):
     wgmma_splitk_grid and through wgmma_persistent forced to the same split (the same kernels), within the error
     bound; and integer inputs give the exact product for every split count."""
     needs_hopper()
-    a, b = make_inputs(200, 300, 20000, "NT", device="cuda", seed=21, kind="randn", dtype=dtype)
+    a, b = shared_inputs(200, 300, 20000, "NT", seed=21, kind="randn", dtype=dtype)
     ref = reference(a, b)
     bound = error_bound(a, b, ref, acc)
     for split in (5, 64, 132):
@@ -468,7 +471,7 @@ def test_grid_split_is_deterministic(dtype, acc):
         assert torch.equal(again, first), split
         verdict = compare(first, ref, bound)
         assert verdict.ok, f"split {split}: {verdict.detail}"
-    ia, ib = make_inputs(200, 300, 20000, "NN", device="cuda", seed=22, dtype=dtype)
+    ia, ib = shared_inputs(200, 300, 20000, "NN", seed=22, dtype=dtype)
     iref = reference(ia, ib)
     for split in (2, 7, 64, 256):
         c = ptx_kernels.hgemm(ia, ib, variant="wgmma_splitk_grid", acc=acc, split=split)
@@ -484,7 +487,7 @@ def test_persistent_hands_small_outputs_with_long_k_to_the_grid_split(dtype, acc
     exact too, nothing copied."""
     needs_hopper()
     for i, (m, n, k) in enumerate([(128, 128, 32768), (256, 256, 16384), (200, 130, 20001), (96, 520, 9000)]):
-        a, b = make_inputs(m, n, k, layout, device="cuda", seed=30 + i, dtype=dtype)
+        a, b = shared_inputs(m, n, k, layout, seed=30 + i, dtype=dtype)
         c = poisoned_out(m, n, "cuda", dtype)
         ptx_kernels.hgemm(a, b, variant="wgmma_persistent", acc=acc, out=c)
         torch.cuda.synchronize()

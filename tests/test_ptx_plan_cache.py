@@ -128,3 +128,16 @@ def test_column_major_a_in_place_where_the_record_reads_it(fake):
     assert torch.equal(ptx_kernels.hgemm(odd, b, variant="wgmma_persistent"), (odd.float() @ b.float()).half())
     assert ptx_kernels.last_launch()["copies"] == ["A to 16-byte aligned rows"]
     assert ptx_kernels.last_launch()["a_col_major"] and fake.launches[-1][1] == (1, 64)
+
+
+def test_column_major_a_is_copied_where_a_pinned_split_goes_over_the_grid(fake):
+    """wgmma_persistent reads a column-major A in place, and keeps it so for the splits over a cluster (1, 2, 4); a
+    split it hands to wgmma_splitk_grid (3, 8, 64), which reads row-major A only, gets A copied to row-major first
+    (left in place, the grid kernel waited on boxes that never filled its stages: a hang)."""
+    a, b = ints(16, 40).t(), ints(16, 24, seed=1)  # A (40 x 16) column-major, columns 80 bytes apart
+    want = (a.float() @ b.float()).half()
+    for split, in_place in ((None, True), (1, True), (2, True), (4, True), (3, False), (8, False), (64, False)):
+        assert torch.equal(ptx_kernels.hgemm(a, b, kernel="wgmma_persistent", split=split), want)
+        launch = ptx_kernels.last_launch()
+        assert launch["a_col_major"] == fake.launches[-1][5] == in_place, (split, launch)
+        assert launch["copies"] == ([] if in_place else ["A to row-major"]), (split, launch)

@@ -30,7 +30,7 @@ from triton_kernels.common import to_output
 from triton_kernels.variants import BY_KERNEL, kernel_module
 
 from conftest import DEVICE, HAS_CUDA
-from helpers import assert_exact, poisoned_call
+from helpers import assert_exact, poisoned_call, run_children
 from helpers import ints as helpers_ints
 from shapes import small_triples
 
@@ -467,8 +467,9 @@ def test_staged_operands_exact(layout, dtype):
     assert v.ok, v.detail
 
 
-# Compiles every config of every Triton record for sm_90 in every dtype and accumulation it offers, in a child process
-# (the interpreter, on in this one, replaces @triton.jit functions by interpreted ones that cannot be compiled).
+# Compiles every config of every Triton record for sm_90 in every dtype and accumulation it offers, in child
+# processes side by side (the interpreter, on in this one, replaces @triton.jit functions by interpreted ones that
+# cannot be compiled).
 # The GPU found an fp16-only compile error the interpreter cannot see (tma_persistent.py's tma_dot_step); this
 # catches that class on the CPU. For fp32 accumulation it also reads the SASS: the tensor-core instructions, local
 # memory (LDL/STL), and in the PTX whether C is rounded to bf16 to nearest even (cvt.rn.bf16); and it compiles the
@@ -495,12 +496,19 @@ def facts(k):
                 ffma=len(re.findall(r"\\bFFMA\\b", sass)),
                 local=len(re.findall(r"\\b(?:LDL|STL)\\b", sass)), rn_bf16="cvt.rn.bf16" in k.asm["ptx"])
 
+units = iter(range(10**6))
+
+def mine():  # whether the next unit (a config in all its dtypes, or one reduction) is this child's (PART of PARTS)
+    return next(units) % PARTS == PART
+
 failed, rows = [], []
 for v in VARIANTS:
     if v.selector == "gluon":  # a Gluon kernel: its own source type and options, tests/test_gluon.py
         continue
     mod = kernel_module(v)
     for i, cfg in enumerate(mod.configs()):
+        if not mine():
+            continue
         for dtype in v.dtypes:
             for acc in ACCS_FOR[dtype]:
                 fn, sig, consts, attrs = mod.inspect_source(cfg, dtype)
@@ -516,7 +524,7 @@ for v in VARIANTS:
                     rows.append(dict(record=v.name, config=cfg.name, first=i == 0, dtype=dtype, descs=descs,
                                      **facts(k)))
 reduce = {}
-for dtype in ("fp16", "bf16"):
+for dtype in ("fp16", "bf16") if mine() else ():
     sig = {"p_ptr": "*fp32", "c_ptr": f"*{dtype}", "N": "i32", "SPLITS": "i32", "stride_ps": "i32",
            "stride_cm": "i32", "stride_cn": "i32"}
     k = compile_(splitk.splitk_reduce_kernel, sig, dict(INDEX_64=False, BLOCK=splitk.REDUCE_BLOCK), {}, 4, 1)
@@ -524,7 +532,7 @@ for dtype in ("fp16", "bf16"):
 # the wide split-K kernel's reduction (its partial kernel stores fp32; this one rounds and writes C), 256 x 256 in
 # 32 slices: M, N multiples of 16, a programmatic dependent launch
 wide = {}
-for dtype in ("fp16", "bf16"):
+for dtype in ("fp16", "bf16") if mine() else ():
     sig = {"p_ptr": "*fp32", "c_ptr": f"*{dtype}", "M": "i32", "N": "i32", "SPLIT": "i32", "stride_cm": "i32"}
     slices_, block = splitk_wide.reduce_shape(32)
     attrs = {(i,): [["tt.divisibility", 16]] for i in (0, 1, 2, 3, 5)}
@@ -538,7 +546,7 @@ from triton_kernels import blocked
 from triton_kernels.common import div8_args
 loads = {}
 div8 = div8_args((2000, 1, 5000, 1, 5000, 1), 3000, 5000)[1]
-for d in (0, div8):
+for d in (0, div8) if mine() else ():
     fn, sig, consts, _ = blocked.inspect_source(blocked.configs()[0])
     attrs = {(i,): [["tt.divisibility", 16]] for i in (0, 1, 2, 5, 6)}
     k = compile_(fn, sig, dict(consts, EVEN_K=False, DIV8=d), attrs, 8, 3)
@@ -549,19 +557,13 @@ print(json.dumps(dict(failed=failed, rows=rows, reduce_rn_bf16=reduce, x8_loads=
 
 @pytest.fixture(scope="module")
 def sm90_compiles() -> dict:
-    """The child's report: compile failures, SASS facts of the instantiations it disassembled, the reduction."""
-    import json
-    import os
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    root = Path(__file__).resolve().parent.parent
-    res = subprocess.run([sys.executable, "-c", _ALL_CONFIGS_PROBE], cwd=root, env=env, capture_output=True,
-                         text=True, timeout=900)
-    assert res.returncode == 0, res.stderr[-2000:]
-    return json.loads(res.stdout.strip().splitlines()[-1])
+    """The child's report: compile failures, SASS facts of the instantiations it disassembled, the reduction (the
+    configurations compiled by several children side by side, helpers.run_children)."""
+    parts = run_children(_ALL_CONFIGS_PROBE, timeout=900)
+    merged = dict(failed=[f for p in parts for f in p["failed"]], rows=[r for p in parts for r in p["rows"]])
+    for key in ("reduce_rn_bf16", "x8_loads", "wide_reduce"):  # each computed by one child
+        merged[key] = {k: v for p in parts for k, v in p[key].items()}
+    return merged
 
 
 def test_every_config_compiles_for_sm90_in_every_dtype_and_accumulation(sm90_compiles):
