@@ -92,7 +92,7 @@ def test_triton_kernel_reaches_autograd_and_config_is_refused_there():
     b = exact(16, 24, 32, device=DEVICE)[1]
     c = triton_kernels.hgemm(a, b, kernel="splitk")
     assert c.grad_fn is not None
-    assert any(r.plan.kernel == "splitk" for r in dispatch.PLANS._d.values())
+    assert any(r.plan.kernel == "triton_splitk" for r in dispatch.PLANS._d.values())
     with pytest.raises(RuntimeError, match="config= is not recorded by autograd"):
         triton_kernels.hgemm(a, b, config=triton_kernels.configs("blocked")[0])
 
