@@ -92,13 +92,15 @@ def test_a_bad_table_entry_is_refused_whole():
 
 
 def test_files_naming_kernels_by_their_older_names_still_load(tmp_path):
-    """Tables and exact-plan caches written while kernel= took the short names ("tma", "blocked") read as the
-    records' names: the shipped table with every kernel renamed back gives the same plans."""
+    """The shipped table names kernels by their records' names; tables and exact-plan caches written while kernel=
+    took the short names ("tma", "blocked") read as those names: the shipped table renamed back gives the same
+    plans."""
     from triton_kernels.variants import BY_KERNEL
 
     older = {v.name: v.aliases[0] for v in BY_KERNEL.values() if v.aliases}
     path = sorted(plan_table.TABLE_DIR.glob("*.json"))[0]
     data = json.loads(path.read_text())
+    assert {n for e in data["entries"].values() for n in (e["plan"]["kernel"], *e["kernels"])} <= set(older)
     for e in data["entries"].values():
         e["plan"]["kernel"] = older[e["plan"]["kernel"]]
         e["kernels"] = {older[k]: c for k, c in e["kernels"].items()}
