@@ -1,4 +1,4 @@
-"""python -m compare [check|bench|plot|inspect|layouts|model] ... — see README.md.
+"""python -m compare [check|bench|plot|inspect|layouts|tune|model|kernels|study] ... — see docs/harness.md.
 
 With no subcommand: the main job — check, bench (GPU), plots (GPU), inspect, fragment maps — into one report
 folder (--out). Without a GPU (or without nvcc) it does what can be done here and says which sections need what."""
@@ -325,13 +325,20 @@ def cmd_model(args) -> int:
     return cli(args, gpu=_gpu())
 
 
+# Tools of the harness with their own command line (`python -m compare.NAME --help`), listed under --help.
+TOOLS = {"levels": "the three levels of one Hopper GEMM side by side: Triton, Gluon, inline PTX (no GPU)",
+         "first_call": "what the first call of a new shape costs, in two fresh processes (GPU)"}
+
+
 def main(argv=None) -> int:
     from .bench import RANDOM_BUDGET_MS, RANDOM_COUNT, SUITES
     from .registry import DTYPES
     from .report import MAIN_JOB_BUDGET_MS
 
     ap = argparse.ArgumentParser(prog="python -m compare", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+                                 formatter_class=argparse.RawDescriptionHelpFormatter,
+                                 epilog="also:\n" + "\n".join(f"  python -m compare.{n:<11} {what}"
+                                                               for n, what in TOOLS.items()))
     ap.add_argument("--out", default="report", help="report folder of the main job (default: report)")
     ap.add_argument("--suite", default=None, choices=sorted(SUITES),
                     help="bench suite of the main job (default: main; with --full: default)")

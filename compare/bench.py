@@ -400,7 +400,7 @@ def _plan_choice(kern: Kernel, a, b, out) -> str:
     """Which Triton kernel and configuration an entry runs (its cached plan) and where the plan came from."""
     import triton_kernels
 
-    p = triton_kernels.plan(a, b, out=out, acc=kern.acc, kernel=kern.record.selector,
+    p = triton_kernels.plan(a, b, out=out, acc=kern.acc, kernel=kern.record.name,
                             tune="exact" if kern.config == "exact" else None)
     return f"{p.source}: {p.name}"
 

@@ -46,8 +46,7 @@ def rows(recs=None) -> list[tuple[str, ...]]:
     """One row of strings per record (HEADER's columns)."""
     out = []
     for v in recs if recs is not None else records():
-        versions = v.triton_versions
-        arch = f"sm_{v.min_arch}" + (f", triton {'/'.join(x.rstrip('.') for x in versions)}" if versions else "")
+        arch = f"sm_{v.min_arch}" + (f", triton {v.triton_releases()}" if v.triton_versions else "")
         out.append((f"`{v.name}`", v.package, v.isa, arch, ", ".join(v.dtypes), ", ".join(v.accs),
                     _layouts(v), v.adds.removeprefix("+ ")))
     return out

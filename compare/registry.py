@@ -134,7 +134,7 @@ def _triton_entries(v: Variant) -> list[Kernel]:
     from triton_kernels.contract import optional
     from triton_kernels.variants import kernel_module
 
-    kernel, dispatch = v.selector, v.dispatch
+    kernel, dispatch = v.name, v.dispatch  # kernel= takes every record's name (AUTO's "triton": "auto")
     skip = None if dispatch else _max_m_skip(optional(kernel_module(v), "MAX_M"))
     out = []
     for acc in v.accs:
@@ -242,13 +242,24 @@ def _choices(kern: list[Kernel]) -> str:
     return ", ".join(base) + " (and NAME[config] for each Triton configuration; fnmatch patterns allowed)"
 
 
+def _not_offered_here(pattern: str) -> str:
+    """" here: why not" for Triton records matching `pattern` that this process does not offer (`NOT_OFFERED`: the
+    Gluon kernel under the interpreter or on another Triton), else ""."""
+    from fnmatch import fnmatchcase
+
+    from triton_kernels.variants import NOT_OFFERED
+
+    why = [w for name, w in NOT_OFFERED.items() if fnmatchcase(name, pattern)]
+    return f" here ({'; '.join(why)})" if why else ""
+
+
 def select(patterns: list[str] | None = None, *, include_all: bool = False, gpu: bool | None = None,
            arch: int | None = None, kind: str = "dense", dtype: str = "fp16") -> list[Kernel]:
     """Kernels of problem kind `kind` ("dense", or "sparse": `sparse_kernels`) that take inputs of `dtype` and whose
     name matches one of `patterns` (fnmatch; None = the defaults), runnable here.
 
-    A pattern that matches no kernel at all raises UnknownKernel naming the valid ones; one that matches only
-    kernels of other dtypes raises it naming the kernels that take `dtype`.
+    A pattern that matches no kernel at all raises UnknownKernel naming the valid ones (and why a kernel it names
+    cannot run here); one that matches only kernels of other dtypes raises it naming the kernels that take `dtype`.
     """
     from fnmatch import fnmatchcase
 
@@ -264,7 +275,7 @@ def select(patterns: list[str] | None = None, *, include_all: bool = False, gpu:
         arch = major * 10 + minor
     for p in patterns or []:
         if not any(fnmatchcase(k.name, p) for k in every):
-            raise UnknownKernel(f"no kernel matches {p!r}; choose from: {_choices(every)}")
+            raise UnknownKernel(f"no kernel matches {p!r}{_not_offered_here(p)}; choose from: {_choices(every)}")
         if not any(fnmatchcase(k.name, p) and k.takes(dtype) for k in every):
             raise UnknownKernel(f"no kernel matching {p!r} takes {dtype} inputs; those that do: "
                                 f"{_choices([k for k in every if k.takes(dtype)])}")

@@ -108,9 +108,11 @@ class HGEMMLinear(nn.Module):
 
     @classmethod
     def from_linear(cls, linear: nn.Linear, **kwargs) -> "HGEMMLinear":
-        """The same layer on this project's kernels: bf16 weights stay bf16, others become fp16 unless `dtype=`
-        says otherwise."""
-        kwargs.setdefault("dtype", torch.bfloat16 if linear.weight.dtype == torch.bfloat16 else torch.float16)
+        """The same layer on this project's kernels, in its own dtype (fp16 or bf16), or converted to `dtype=` when
+        that is given; weights of another dtype without `dtype=` raise (`refuse_dtype`)."""
+        if "dtype" not in kwargs:
+            refuse_dtype(linear, cls.__name__ + ".from_linear")
+            kwargs["dtype"] = linear.weight.dtype
         m = cls(linear.in_features, linear.out_features, linear.bias is not None, device=linear.weight.device,
                 **kwargs)
         with torch.no_grad():
@@ -207,18 +209,33 @@ class HGEMMLinear(nn.Module):
                 f"dtype={self.weight.dtype}")
 
 
+def refuse_dtype(linear: nn.Linear, who: str, name: str = "") -> None:
+    """One line naming the layer and its dtype when its weights are neither fp16 nor bf16: the kernels take those
+    only, and a silent conversion would leave the model's other layers and its inputs in the old dtype (the first
+    forward then fails on a dtype mismatch). Converting is the caller's choice: `dtype=`."""
+    dtype = linear.weight.dtype
+    if dtype not in DTYPE_NAMES:
+        layer = f"layer {name!r}" if name else "the layer"
+        raise HgemmTypeError(f"{who}: {layer} has {dtype} weights and the kernels take torch.float16 or "
+                             "torch.bfloat16; convert the model first (model.half()) or pass dtype=torch.float16 to "
+                             "convert while routing")
+
+
 def route_linears(model: nn.Module, cls: type[HGEMMLinear] = HGEMMLinear, **kwargs) -> int:
     """Replace every `nn.Linear` inside `model` (in place) by a `cls` holding the same weights (kwargs: cls's, e.g.
-    kernel, acc, dtype); returns how many were replaced. The replacements are new parameters: build an optimizer
-    after routing."""
-    count = 0
-    for name, child in list(model.named_children()):
-        if isinstance(child, nn.Linear):
-            setattr(model, name, cls.from_linear(child, **kwargs))
-            count += 1
-        else:
-            count += route_linears(child, cls, **kwargs)
-    return count
+    kernel, acc, dtype); returns how many were replaced. Each layer keeps its dtype (fp16 or bf16) unless `dtype=`
+    converts them all; without `dtype=`, a layer of another dtype (a float32 model) is refused before any is
+    replaced. The replacements are new parameters: build an optimizer after routing."""
+    # every place a Linear sits (a module held twice is replaced twice, as each holder's own layer); not the model
+    linears = [(name, m) for name, m in model.named_modules(remove_duplicate=False)
+               if name and isinstance(m, nn.Linear)]
+    if "dtype" not in kwargs:
+        for name, m in linears:
+            refuse_dtype(m, "route_linears", name)
+    for name, m in linears:
+        parent, _, attr = name.rpartition(".")
+        setattr(model.get_submodule(parent) if parent else model, attr, cls.from_linear(m, **kwargs))
+    return len(linears)
 
 
 def for_package(package: str, module: str) -> tuple[type[HGEMMLinear], Callable[..., int]]:

@@ -56,7 +56,9 @@ class Variant:
 
     # ---- Triton records (package "triton"); the kernel module is the package's `file` (triton_kernels/<file>),
     # which provides what triton_kernels.contract.KernelModule declares ----
-    selector: str = ""  # the name hgemm(kernel=...) takes for it: "blocked", "tma" (PTX records: `name`)
+    # `name` is what kernel= takes, in both packages; older names it still takes, without a warning (Triton's
+    # short ones: "blocked", "tma")
+    aliases: tuple[str, ...] = ()
     # kernel="auto" may run it without timing (the interpreter, a pinned config): it takes any problem its alignment
     # allows (triton_kernels.dispatch.kernel_for takes the last general record the operands fit)
     general: bool = False
@@ -97,3 +99,14 @@ class Variant:
 
     def promised(self, target: str) -> tuple[str, ...]:
         return self.promises.get(target, ())
+
+    def triton_releases(self) -> str:
+        """The Triton releases its API is written for, as people write them ("3.6"; "" = any)."""
+        return "/".join(x.rstrip(".") for x in self.triton_versions)
+
+    def triton_refusal(self, installed: str) -> str | None:
+        """Why Triton `installed` cannot run this record ("gluon_persistent needs triton 3.6 (installed: 3.9.0)"),
+        None where it can (`triton_versions`)."""
+        if not self.triton_versions or installed.startswith(self.triton_versions):
+            return None
+        return f"{self.name} needs triton {self.triton_releases()} (installed: {installed})"

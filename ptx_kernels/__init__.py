@@ -2,7 +2,8 @@
 
 `hgemm` (one dense kernel, `kernel=`), `sparse_hgemm` and `SparseA` (2:4 sparse A), `Linear` and `route_linears`
 (an nn.Linear on these kernels), `variants()` (the records: what each kernel supports), `last_launch()`. The call
-path below autograd is call.py; the operators are ops.py (`torch.ops.tensorcore_hgemm.ptx_hgemm`).
+path below autograd is call.py; the operators are ops.py (`torch.ops.tensorcore_hgemm.ptx_hgemm`,
+`ptx_sparse_hgemm`), registered when the package is imported.
 """
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import torch
 
 from hgemm_common.errors import HgemmError, HgemmTypeError, HgemmValueError, pick
 
-from . import call
+from . import call, ops  # noqa: F401  ops: registers torch.ops.tensorcore_hgemm.ptx_hgemm and ptx_sparse_hgemm
 from .build import BuildError, load
 from .call import (ACCUMULATIONS, DEFAULT_KERNEL, SCHEDULES, TILES, check_dtype, check_variant, last_launch, planned,
                    sparse_hgemm)
@@ -63,7 +64,7 @@ def hgemm(a: torch.Tensor, b: torch.Tensor, *, kernel: str | None = None, acc: s
 
 
 def __getattr__(name: str):
-    """`Linear` and `route_linears`, imported on first use (they register the operators)."""
+    """`Linear` and `route_linears`, imported on first use."""
     if name in ("Linear", "route_linears"):
         from . import nn
         return getattr(nn, name)

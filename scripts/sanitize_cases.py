@@ -24,16 +24,16 @@ def gluon_cases() -> tuple:
     the ring's depth, both accumulations, B both ways, operands with no dimension a multiple of 8, which the
     dispatcher stages), the 128x256 tile's two-round epilogue, one consumer (64x32, 16 stages, K past them) and
     split-K (the partial kernel's plain stores, then the reduction)."""
-    cfgs = triton_kernels.configs("gluon")
+    cfgs = triton_kernels.configs("gluon_persistent")
     ring4 = next(c for c in cfgs if c.block_n == 128 and c.num_stages == 4)
     wide = next(c for c in cfgs if c.block_n == 256 and c.epilogue_split == 2)
     one = next(c for c in cfgs if c.block_m == 64 and c.block_n == 32 and c.split_k == 1)
     split = next(c for c in cfgs if c.split_k > 1 and c.block_m == 64)
-    return (("gluon", [(40, 72, 48), (136, 264, 88), (136, 264, 328), (33, 61, 70)], ring4, ("fp32", "fp16"),
-             ("NN", "NT")),
-            ("gluon", [(136, 264, 88)], wide, ("fp32",), ("NN",)),
-            ("gluon", [(17, 40, 1100)], one, ("fp32",), ("NN", "NT")),
-            ("gluon", [(17, 40, 1100)], split, ("fp32",), ("NN",)))
+    return (("gluon_persistent", [(40, 72, 48), (136, 264, 88), (136, 264, 328), (33, 61, 70)], ring4,
+             ("fp32", "fp16"), ("NN", "NT")),
+            ("gluon_persistent", [(136, 264, 88)], wide, ("fp32",), ("NN",)),
+            ("gluon_persistent", [(17, 40, 1100)], one, ("fp32",), ("NN", "NT")),
+            ("gluon_persistent", [(17, 40, 1100)], split, ("fp32",), ("NN",)))
 
 
 def main(pattern: str = "*") -> int:
@@ -70,7 +70,8 @@ def main(pattern: str = "*") -> int:
     variants = variants + sparse_variants
     small = triton_kernels.Config(32, 32, 32, group_m=4, num_warps=4, num_stages=2)
     both = ("fp32", "fp16")
-    tritons = (("blocked", SHAPES, small, both, ("NN",)), ("tma", [(40, 72, 48), (136, 264, 88)], small, both, ("NN",)))
+    tritons = (("triton_blocked", SHAPES, small, both, ("NN",)),
+               ("triton_tma", [(40, 72, 48), (136, 264, 88)], small, both, ("NN",)))
     tritons = tritons if fnmatch.fnmatch("triton", pattern) else ()
     if major == 9 and (fnmatch.fnmatch("triton", pattern) or fnmatch.fnmatch("gluon_persistent", pattern)):
         tritons += gluon_cases()

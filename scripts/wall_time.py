@@ -197,7 +197,7 @@ def _stub_plans(layer, x: torch.Tensor) -> None:
         from triton_kernels import dispatch
         from triton_kernels.plan_table import Plan
 
-        runner = dispatch.Runner(Plan("tma", None, (False, False, False)), layer.acc == "fp16")
+        runner = dispatch.Runner(Plan("triton_tma", None, (False, False, False)), layer.acc == "fp16")
         runner.direct = [lambda ptrs, stream: None]
         dispatch.PLANS.put(dispatch.key_of(x2, wt, None, layer.acc, "auto", None, None), runner)
 

@@ -48,7 +48,7 @@ def test_linear_and_routing_take_bf16():
     assert len(linears) == 5 and not any(type(m) is nn.Linear for m in model.modules())
     assert all(m.weight.dtype == torch.bfloat16 for m in linears)
     assert "dtype=torch.bfloat16" in repr(model.qkv)
-    fp16 = HGEMMLinear.from_linear(nn.Linear(8, 4))  # fp32 weights become fp16, as before
+    fp16 = HGEMMLinear.from_linear(nn.Linear(8, 4), dtype=torch.float16)  # fp32 weights converted when asked
     assert fp16.weight.dtype == torch.float16
 
 

@@ -82,11 +82,28 @@ def test_plot_of_a_missing_file_is_one_line(tmp_path):
     _one_line_error(_compare("plot", str(tmp_path / "nothing.json")), "nothing.json")
 
 
-def test_help_lists_every_verb():
-    res = _compare("--help")
-    assert res.returncode == 0
-    for verb in ("check", "bench", "plot", "inspect", "layouts"):
-        assert verb in res.stdout.split("positional arguments")[0], verb
+def test_help_lists_every_verb(capsys):
+    """`python -m compare --help` names every verb the parser has, in its first line and each with a one-line
+    description, and every tool of the harness with a command line of its own (`python -m compare.NAME`)."""
+    import re
+
+    from compare.__main__ import main
+
+    with pytest.raises(SystemExit) as done:
+        main(["--help"])
+    assert done.value.code == 0
+    text = capsys.readouterr().out
+    verbs = re.search(r"\{([a-z_,]+)\}\n", text).group(1).split(",")  # argparse's list of the subcommands
+    assert {"check", "bench", "plot", "inspect", "layouts", "tune", "model", "kernels", "study"} <= set(verbs)
+    assert f"python -m compare [{'|'.join(verbs)}]" in text
+    listed = text.split("positional arguments:")[1].split("options:")[0]
+    for verb in verbs:
+        assert re.search(rf"^    {verb} +\S", listed, re.M) or re.search(rf"^    {verb}\n {{20,}}\S", listed, re.M), verb
+    tools = sorted(p.stem for p in (ROOT / "compare").glob("*.py")
+                   if p.name != "__main__.py" and 'if __name__ == "__main__"' in p.read_text())
+    assert {"first_call", "levels"} <= set(tools)
+    for tool in tools:
+        assert re.search(rf"^  python -m compare\.{tool} +\S", text, re.M), tool
 
 
 def test_pairwise_columns_are_distinct():

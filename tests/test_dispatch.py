@@ -17,14 +17,15 @@ from triton_kernels.variants import BY_KERNEL, kernel_module
 from conftest import DEVICE, HAS_CUDA
 
 # Pinned where a GPU would otherwise time every configuration of every candidate for each new kind of call.
-PIN = {} if not HAS_CUDA else {"config": configs("blocked")[6], "kernel": "blocked"}
+PIN = {} if not HAS_CUDA else {"config": configs("triton_blocked")[6], "kernel": "triton_blocked"}
 
 CALLS = [  # (m, n, k, layout, hgemm keyword arguments)
     (40, 24, 72, "NN", {}),
     (40, 24, 72, "TT", {"acc": "fp16"}),
-    (17, 33, 100, "NT", {"kernel": "splitk", "config": configs("splitk")[0]}),
-    (33, 16, 7, "TN", {"kernel": "blocked", "config": Config(32, 32, 32, num_stages=2)}),
-    (64, 40, 48, "NN", {"kernel": "tma"} if not HAS_CUDA else {"kernel": "tma", "config": configs("tma")[5]}),
+    (17, 33, 100, "NT", {"kernel": "triton_splitk", "config": configs("triton_splitk")[0]}),
+    (33, 16, 7, "TN", {"kernel": "triton_blocked", "config": Config(32, 32, 32, num_stages=2)}),
+    (64, 40, 48, "NN", {"kernel": "triton_tma"} if not HAS_CUDA else
+     {"kernel": "triton_tma", "config": configs("triton_tma")[5]}),
 ]
 
 
@@ -182,23 +183,26 @@ def test_candidates_follow_the_shape():
         return {kern: st for kern, st in dispatch.candidates(m, n, k, 90, 132, a, b, None)}
 
     decode = kernels(16, 4096, 4096)
-    assert {"splitk", "splitk_tma", "tma"} <= set(decode) and "gemv" not in decode
-    assert {"gemv", "splitk", "splitk_tma"} <= set(kernels(1, 4096, 4096))  # M = 1: the CUDA-core kernel too
+    assert {"triton_splitk", "triton_splitk_tma", "triton_tma"} <= set(decode) and "triton_gemv" not in decode
+    assert {"triton_gemv", "triton_splitk", "triton_splitk_tma"} <= set(kernels(1, 4096, 4096))  # M = 1: CUDA cores
     square = kernels(4096, 4096, 4096)
-    assert not {"splitk", "splitk_tma"} & set(square) and {"tma", "blocked"} <= set(square)
+    assert not {"triton_splitk", "triton_splitk_tma"} & set(square)
+    assert {"triton_tma", "triton_blocked"} <= set(square)
     assert not any(any(st) for st in square.values())
     odd = kernels(4095, 4097, 4093)  # no dimension a multiple of 8: the TMA kernels only by staging
-    assert odd["tma"] == (True, True, True) and odd["blocked"] == (False, False, False)
+    assert odd["triton_tma"] == (True, True, True) and odd["triton_blocked"] == (False, False, False)
     skinny_odd = kernels(16, 4097, 4093)  # staging B would cost more than the GEMM itself
-    assert not {"tma", "splitk_tma"} & set(skinny_odd) and "splitk" in skinny_odd  # split-K on TMA: never staged
-    assert "splitk" not in kernels(16, 4096, 256)  # K too short for two slices of two 128-deep K tiles
+    assert not {"triton_tma", "triton_splitk_tma"} & set(skinny_odd)  # split-K on TMA: never staged
+    assert "triton_splitk" in skinny_odd
+    assert "triton_splitk" not in kernels(16, 4096, 256)  # K too short for two slices of two 128-deep K tiles
     # rows 4000 (A) and 10000 (B) bytes apart: B's off the 32-byte sectors, so TMA on a copy of B too
     assert dispatch.candidates(3000, 5000, 2000, 90, 132, *mats(3000, 5000, 2000), None) == [
-        ("blocked", (False, False, False)), ("tma", (False, False, False)), ("tma", (False, True, False))]
+        ("triton_blocked", (False, False, False)), ("triton_tma", (False, False, False)),
+        ("triton_tma", (False, True, False))]
     assert [k for k, _ in dispatch.candidates(4096, 4096, 4096, 90, 132, *mats(4096, 4096, 4096), None)].count(
-        "tma") == 1  # rows on the sectors: no copy to time
+        "triton_tma") == 1  # rows on the sectors: no copy to time
     assert {k for k, _ in dispatch.candidates(256, 256, 1024, 80, 108, *mats(256, 256, 1024), None)} == {
-        "blocked", "splitk"}  # sm_80: no TMA records
+        "triton_blocked", "triton_splitk"}  # sm_80: no TMA records
 
 
 def test_staging_copies_exact_aligned_and_wide():
@@ -223,7 +227,7 @@ def test_staging_copies_exact_aligned_and_wide():
 
 def test_auto_keeps_the_fastest_candidate(monkeypatch, exact):
     """The choice is the minimum of the candidates' timings, each candidate timed once per kind of call."""
-    fake = {"blocked": 3.0, "splitk": 1.0, "tma": 2.0, "splitk_tma": 1.5}
+    fake = {"triton_blocked": 3.0, "triton_splitk": 1.0, "triton_tma": 2.0, "triton_splitk_tma": 1.5}
     timed = []
 
     def tune(kernel, stage, facts, a, b, c, acc_fp16):
@@ -233,8 +237,8 @@ def test_auto_keeps_the_fastest_candidate(monkeypatch, exact):
     monkeypatch.setattr(dispatch, "_tune", tune)
     a, b = make_inputs(16, 256, 512, "NN", device=DEVICE)
     p = triton_kernels.plan(a, b, tune="exact")
-    assert (p.kernel, p.config, p.ms) == ("splitk", configs("splitk")[0], 1.0), p
-    assert sorted(timed) == ["blocked", "splitk", "splitk_tma", "tma"]
+    assert (p.kernel, p.config, p.ms) == ("triton_splitk", configs("triton_splitk")[0], 1.0), p
+    assert sorted(timed) == ["triton_blocked", "triton_splitk", "triton_splitk_tma", "triton_tma"]
     assert triton_kernels.plan(a, b, tune="exact") is p and len(timed) == 4  # cached: not timed again
 
 
@@ -243,8 +247,8 @@ def test_close_candidates_are_timed_again(monkeypatch, exact):
     medians choose: here split-K, 5% behind blocked in the first pass, wins the second; TMA, twice as slow, is not
     timed again."""
     assert dispatch.shortlist([1.0, 1.2, 1.05, 1.09, 1.01]) == [0, 4, 2]  # within 10%, fastest first, at most 3
-    first = {"blocked": 1.0, "splitk": 1.05, "tma": 2.0, "splitk_tma": 1.2}
-    again = {"blocked": 1.2, "splitk": 1.0}
+    first = {"triton_blocked": 1.0, "triton_splitk": 1.05, "triton_tma": 2.0, "triton_splitk_tma": 1.2}
+    again = {"triton_blocked": 1.2, "triton_splitk": 1.0}
     retimed = []
 
     def refine(runners, a, b, c):
@@ -257,17 +261,17 @@ def test_close_candidates_are_timed_again(monkeypatch, exact):
     monkeypatch.setattr(dispatch, "refine", refine)
     a, b = make_inputs(16, 256, 512, "NN", device=DEVICE)
     p = triton_kernels.plan(a, b, tune="exact")
-    assert (p.kernel, p.ms) == ("splitk", 1.0) and retimed == [["blocked", "splitk"]]
+    assert (p.kernel, p.ms) == ("triton_splitk", 1.0) and retimed == [["triton_blocked", "triton_splitk"]]
 
 
-@pytest.mark.parametrize("scale, winner", [(0.01, "splitk"), (1.0, "splitk_tma")])
+@pytest.mark.parametrize("scale, winner", [(0.01, "triton_splitk"), (1.0, "triton_splitk_tma")])
 def test_small_problems_rank_close_kernels_by_per_call_time(monkeypatch, exact, scale, winner):
     """Where the close kernels' device times are below WALL_BELOW_MS, each is also timed back to back and ranked by
     the larger of its device and per-call times: splitk_tma, 2% faster on the device but twice as slow per call
     (host-bound), loses at 10-20 us; at 1-2 ms the per-call time is not measured and the device time decides. The
     plan keeps the device time."""
-    first = {"blocked": 2.0, "splitk": 1.02, "tma": 2.0, "splitk_tma": 1.0}
-    walls = {"splitk": 1.5, "splitk_tma": 3.0}
+    first = {"triton_blocked": 2.0, "triton_splitk": 1.02, "triton_tma": 2.0, "triton_splitk_tma": 1.0}
+    walls = {"triton_splitk": 1.5, "triton_splitk_tma": 3.0}
     measured = []
 
     def per_call_ms(runners, a, b, c):
@@ -280,19 +284,20 @@ def test_small_problems_rank_close_kernels_by_per_call_time(monkeypatch, exact, 
     a, b = make_inputs(16, 256, 512, "NN", device=DEVICE)
     p = triton_kernels.plan(a, b, tune="exact")
     assert (p.kernel, p.ms) == (winner, first[winner] * scale)
-    assert measured == ([["splitk", "splitk_tma"]] if scale * first["splitk_tma"] < dispatch.WALL_BELOW_MS else [])
+    close = [["triton_splitk", "triton_splitk_tma"]]
+    assert measured == (close if scale * first["triton_splitk_tma"] < dispatch.WALL_BELOW_MS else [])
 
 
 def test_small_square_problems_rank_by_device_time(monkeypatch, exact):
     """Per-call ranking is for skinny outputs only: on a small square problem (256 x 256, device times of 10-20 us)
     the device time decides even where the faster kernel costs more host time per call, and no per-call time is
     measured."""
-    first = {"blocked": 1.0, "splitk": 2.0, "tma": 0.95, "splitk_tma": 2.0}
+    first = {"triton_blocked": 1.0, "triton_splitk": 2.0, "triton_tma": 0.95, "triton_splitk_tma": 2.0}
     monkeypatch.setattr(dispatch, "_tune", lambda kernel, *args: (configs(kernel)[0], first[kernel] * 0.01))
     monkeypatch.setattr(dispatch, "refine", lambda runners, a, b, c: [first[r.plan.kernel] * 0.01 for r in runners])
     monkeypatch.setattr(dispatch, "per_call_ms", lambda *args: pytest.fail("per-call time measured"))
     a, b = make_inputs(256, 256, 512, "NN", device=DEVICE)
-    assert triton_kernels.plan(a, b, tune="exact").kernel == "tma"
+    assert triton_kernels.plan(a, b, tune="exact").kernel == "triton_tma"
 
 
 def test_per_call_time_is_not_measured_off_the_gpu():
@@ -482,7 +487,7 @@ def test_splitk_wide_on_streams_and_graphs(monkeypatch):
     first, a, b = side_stream_and_graph("splitk_wide", cfg, ins, [reference(a, b) for a, b in ins])
     monkeypatch.setattr(splitk_wide, "PDL", False)
     plain = poisoned_out(130, 200, "cuda", "fp16")
-    dispatch.Runner(Plan("splitk_wide", cfg), False)(a, b, plain)
+    dispatch.Runner(Plan("triton_splitk_wide", cfg), False)(a, b, plain)
     assert torch.equal(plain, first)
 
 

@@ -85,3 +85,35 @@ def test_kernel_and_its_alias_together_is_one_line(call):
     with pytest.raises(HgemmValueError, match=r"^[\w.]+: variant= is another name for kernel=; give one, got "
                                               r"kernel='[\w]+' and variant='[\w]+'$"):
         call(a)
+
+
+_LATE_INTERPRETER = """
+import os, torch, triton_kernels
+os.environ["TRITON_INTERPRET"] = "1"  # after the import: the kernels were defined for the GPU
+a = torch.randint(-3, 4, (40, 72)).half()
+b = torch.randint(-3, 4, (72, 24)).half()
+for call in (lambda: triton_kernels.hgemm(a, b), lambda: torch.ops.tensorcore_hgemm.triton_hgemm(a, b, "fp32")):
+    try:
+        call()
+        print("ran")
+    except Exception as e:
+        print(type(e).__name__, isinstance(e, RuntimeError), str(e).replace(chr(10), " | "))
+"""
+
+
+def test_interpreter_switched_on_after_import_is_explained():
+    """TRITON_INTERPRET=1 set after triton_kernels was imported: one line from the library saying so and what to do,
+    from hgemm and the operator alike, not Triton's "0 active drivers" (a child process that imported without it)."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env["PYTHONPATH"] = str(ROOT)
+    res = subprocess.run([sys.executable, "-c", _LATE_INTERPRETER], cwd=ROOT, env=env, capture_output=True, text=True,
+                         timeout=300)
+    assert res.returncode == 0, res.stderr[-2000:]
+    want = ("HgemmError True hgemm: TRITON_INTERPRET=1 was set after triton_kernels was imported, and Triton decides "
+            "at import whether its kernels are interpreted; set it before the first import (in the shell, or at the "
+            "top of the script)")
+    assert res.stdout.splitlines() == [want, want], res.stdout

@@ -250,7 +250,7 @@ def test_compare_inspect_shows_it(tmp_path):
 
 def test_record_offered_only_where_it_runs():
     """Under the interpreter (this process without a GPU) the record is left out with a one-line reason; compiled
-    with triton 3.6 it is in VARIANTS as kernel="gluon", never timed by kernel="auto"; operands TMA cannot describe
+    with triton 3.6 it is in VARIANTS as kernel="gluon_persistent" (or "gluon"), never timed by kernel="auto"; operands TMA cannot describe
     are copied first."""
     import triton
 
@@ -258,7 +258,7 @@ def test_record_offered_only_where_it_runs():
     from triton_kernels import gluon_persistent as g
     from triton_kernels.variants import GLUON, NOT_OFFERED, VARIANTS
 
-    assert GLUON.selector == "gluon" and GLUON.min_arch == 90 and set(GLUON.dtypes) == {"fp16", "bf16"}
+    assert GLUON.aliases == ("gluon",) and GLUON.min_arch == 90 and set(GLUON.dtypes) == {"fp16", "bf16"}
     assert GLUON.alignment == "tma" and GLUON.misaligned == "copy"  # staged by the dispatcher
     offered = GLUON in VARIANTS
     assert offered == (triton.__version__.startswith(g.GLUON_TRITON_VERSIONS) and not interpreter_active())

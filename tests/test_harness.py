@@ -34,7 +34,7 @@ def test_registry_is_complete_and_unique():
         for acc in v.accs:
             assert registry.entry_name(v, acc) in names
     for v in triton_kernels.VARIANTS:
-        for cfg in triton_kernels.configs(v.selector):
+        for cfg in triton_kernels.configs(v.name):
             assert f"{v.name}[{cfg.name}]" in names and f"{v.name}_fp16acc[{cfg.name}]" in names
     assert names[0] == "torch.matmul"
     kinds = {k.family for k in registry.kernels()}

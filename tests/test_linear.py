@@ -30,7 +30,7 @@ def test_importable_from_the_packages_and_compare_nn():
 def test_route_linears_and_forward_are_exact():
     """Every nn.Linear of a model becomes the package's Linear (same weights); the routed forward equals the float64
     product on integer weights and inputs."""
-    model = nn.Sequential(nn.Linear(24, 16), nn.ReLU(), nn.Linear(16, 8, bias=False)).to(DEVICE)
+    model = nn.Sequential(nn.Linear(24, 16), nn.ReLU(), nn.Linear(16, 8, bias=False)).to(DEVICE).half()
     with torch.no_grad():
         for m in model:
             if isinstance(m, nn.Linear):
@@ -44,7 +44,29 @@ def test_route_linears_and_forward_are_exact():
         h = model[0](x)
         assert_exact(h, x, model[0].weight.t(), "first layer")
         assert model(x).shape == (5, 8)
-    assert route_linears(nn.Sequential(nn.Linear(4, 4)), package="ptx", kernel="mma_tiled") == 1
+    assert route_linears(nn.Sequential(nn.Linear(4, 4)).half(), package="ptx", kernel="mma_tiled") == 1
+
+
+@pytest.mark.parametrize("route", [triton_kernels.route_linears, ptx_kernels.route_linears,
+                                   lambda m, **kw: route_linears(m, package="triton", **kw)],
+                         ids=["triton", "ptx", "compare.nn"])
+def test_route_linears_keeps_the_dtype_or_converts_when_asked(route):
+    """A float32 model is refused when routed, in one line naming the first such layer and its dtype, before any
+    layer is replaced (converting silently left the inputs float32: the first forward failed on a dtype mismatch);
+    `dtype=` converts every layer; fp16 and bf16 layers keep their dtype."""
+    model = nn.Sequential(nn.Linear(8, 4).half(), nn.Sequential(nn.ReLU(), nn.Linear(4, 4)))
+    with pytest.raises(TypeError, match=r"^route_linears: layer '1\.1' has torch\.float32 weights and the kernels "
+                       r"take torch\.float16 or torch\.bfloat16; convert the model first \(model\.half\(\)\) or "
+                       r"pass dtype=torch\.float16 to convert while routing$"):
+        route(model)
+    assert type(model[0]) is nn.Linear and type(model[1][1]) is nn.Linear  # nothing replaced
+    assert route(model, dtype=torch.float16) == 2
+    assert [m.weight.dtype for m in (model[0], model[1][1])] == [torch.float16] * 2
+    assert all(isinstance(m, HGEMMLinear) for m in (model[0], model[1][1]))
+    bf16 = nn.Sequential(nn.Linear(8, 4)).to(torch.bfloat16)
+    assert route(bf16) == 1 and bf16[0].weight.dtype == torch.bfloat16
+    with pytest.raises(TypeError, match=r"^HGEMMLinear.from_linear: the layer has torch.float64 weights"):
+        HGEMMLinear.from_linear(nn.Linear(4, 4).double())
 
 
 @pytest.mark.parametrize("make, words", [

@@ -54,20 +54,20 @@ def _table(entries: dict, arch=90, sms=132) -> Table:
     return Table(data)
 
 
-def _entry(kernel="tma", config="128x256x64_w8_s3_g8", stage=""):
+def _entry(kernel="triton_tma", config="128x256x64_w8_s3_g8", stage=""):
     return {"plan": {"kernel": kernel, "config": config, "stage": stage, "ms": 1.0},
             "kernels": {kernel: config}, "shapes": []}
 
 
 def test_lookup_own_class_then_nearest_then_nothing():
     t = _table({"fp16/fp32/NN/ttt/4096x4096x4096": _entry(),
-                "fp16/fp32/NN/ttt/16x4096x4096": _entry("splitk_tma", "16x64x128_w4_s4_g1_k4")})
+                "fp16/fp32/NN/ttt/16x4096x4096": _entry("triton_splitk_tma", "16x64x128_w4_s4_g1_k4")})
     own = ShapeClass("fp16", "fp32", "NN", "ttt", 4096, 4096, 4096)
     assert t.lookup(own) == (t.entries[own.key], 0)
     e, d = t.lookup(ShapeClass("fp16", "fp32", "NN", "ttt", 2048, 4096, 4096))
-    assert (e.plan.kernel, d) == ("tma", 1)
+    assert (e.plan.kernel, d) == ("triton_tma", 1)
     e, d = t.lookup(ShapeClass("fp16", "fp32", "NN", "ttt", 32, 4096, 4096))
-    assert (e.plan.kernel, d) == ("splitk_tma", 1)
+    assert (e.plan.kernel, d) == ("triton_splitk_tma", 1)
     assert t.lookup(ShapeClass("fp16", "fp32", "NN", "ttt", 4096, 256, 256)) == (None, -1)  # 8 octaves away
     assert t.lookup(ShapeClass("fp16", "fp32", "NT", "ttt", 4096, 4096, 4096)) == (None, -1)  # another layout
     assert t.lookup(ShapeClass("fp16", "fp32", "NN", "---", 4096, 4096, 4096)) == (None, -1)  # another alignment
@@ -75,11 +75,11 @@ def test_lookup_own_class_then_nearest_then_nothing():
 
 def test_lookup_borrows_the_fp16_and_fp32_accumulation_kinds():
     t = _table({"fp16/fp32/NN/ttt/4096x4096x4096": _entry(),
-                "fp16/fp16/NN/ttt/4096x4096x4096": _entry("blocked", "128x128x64_w8_s4_g8")})
+                "fp16/fp16/NN/ttt/4096x4096x4096": _entry("triton_blocked", "128x128x64_w8_s4_g8")})
     e, d = t.lookup(ShapeClass("bf16", "fp32", "NN", "ttt", 4096, 4096, 4096))
-    assert (e.plan.kernel, d) == ("tma", 0)
+    assert (e.plan.kernel, d) == ("triton_tma", 0)
     e, _ = t.lookup(ShapeClass("fp16", "fp16", "NN", "ttt", 4096, 4096, 4096))
-    assert e.plan.kernel == "blocked"  # its own kind first
+    assert e.plan.kernel == "triton_blocked"  # its own kind first
 
 
 def test_a_bad_table_entry_is_refused_whole():
@@ -91,16 +91,42 @@ def test_a_bad_table_entry_is_refused_whole():
         Table({"format": 99, "kind": "tensorcore_hgemm plan table"})
 
 
+def test_files_naming_kernels_by_their_older_names_still_load(tmp_path):
+    """The shipped table names kernels by their records' names; tables and exact-plan caches written while kernel=
+    took the short names ("tma", "blocked") read as those names: the shipped table renamed back gives the same
+    plans."""
+    from triton_kernels.variants import BY_KERNEL
+
+    older = {v.name: v.aliases[0] for v in BY_KERNEL.values() if v.aliases}
+    path = sorted(plan_table.TABLE_DIR.glob("*.json"))[0]
+    data = json.loads(path.read_text())
+    assert {n for e in data["entries"].values() for n in (e["plan"]["kernel"], *e["kernels"])} <= set(older)
+    for e in data["entries"].values():
+        e["plan"]["kernel"] = older[e["plan"]["kernel"]]
+        e["kernels"] = {older[k]: c for k, c in e["kernels"].items()}
+    assert {e["plan"]["kernel"] for e in data["entries"].values()} <= set(older.values())
+    new, old = Table.load(path), Table(data)
+    assert {k: (e.plan, e.kernels) for k, e in old.entries.items()} == {
+        k: (e.plan, e.kernels) for k, e in new.entries.items()}
+    cache = tmp_path / "c.json"
+    ExactCache(cache).put(CTX, "k", PLAN)
+    stored = json.loads(cache.read_text())
+    (cid,) = stored["contexts"]
+    stored["contexts"][cid]["plans"]["k"]["kernel"] = "blocked"
+    cache.write_text(json.dumps(stored))
+    assert ExactCache(cache).get(CTX, "k") == PLAN and PLAN.kernel == "triton_blocked"
+
+
 @pytest.mark.parametrize("m,n,k,arch,align,kernel", [
-    (1, 4096, 4096, 90, "ttt", "gemv"),
-    (16, 4096, 4096, 90, "ttt", "splitk_tma"),
-    (16, 4096, 4096, 90, "---", "splitk"),
-    (16, 4096, 4096, 80, "ttt", "splitk"),
-    (4096, 4096, 4096, 90, "ttt", "tma"),
-    (4096, 4096, 4096, 90, "tt-", "blocked"),
-    (4096, 4096, 4096, 80, "ttt", "blocked"),
-    (3001, 4999, 2003, 90, "---", "blocked"),
-    (256, 256, 65536, 90, "ttt", "splitk_tma"),
+    (1, 4096, 4096, 90, "ttt", "triton_gemv"),
+    (16, 4096, 4096, 90, "ttt", "triton_splitk_tma"),
+    (16, 4096, 4096, 90, "---", "triton_splitk"),
+    (16, 4096, 4096, 80, "ttt", "triton_splitk"),
+    (4096, 4096, 4096, 90, "ttt", "triton_tma"),
+    (4096, 4096, 4096, 90, "tt-", "triton_blocked"),
+    (4096, 4096, 4096, 80, "ttt", "triton_blocked"),
+    (3001, 4999, 2003, 90, "---", "triton_blocked"),
+    (256, 256, 65536, 90, "ttt", "triton_splitk_tma"),
 ])
 def test_heuristic_rules(m, n, k, arch, align, kernel):
     p = heuristic(m, n, k, arch, 132, align)
@@ -117,11 +143,11 @@ def test_table_plan_takes_the_table_else_the_heuristic(monkeypatch):
     monkeypatch.setattr(plan_table, "table_for", lambda arch, sms: None)
     assert triton_kernels.plan(a, b).source == "heuristic"
     dispatch.clear()
-    t = _table({"fp16/fp32/NN/ttt/64x32x64": _entry("blocked", "64x64x64_w4_s4_g8")})
+    t = _table({"fp16/fp32/NN/ttt/64x32x64": _entry("triton_blocked", "64x64x64_w4_s4_g8")})
     monkeypatch.setattr(plan_table, "table_for", lambda arch, sms: t)
     p = triton_kernels.plan(a, b)
-    assert (p.kernel, p.config.name, p.source) == ("blocked", "64x64x64_w4_s4_g8", "table")
-    assert triton_kernels.plan(a, b, kernel="blocked").config.name == "64x64x64_w4_s4_g8"  # the kernel's own
+    assert (p.kernel, p.config.name, p.source) == ("triton_blocked", "64x64x64_w4_s4_g8", "table")
+    assert triton_kernels.plan(a, b, kernel="triton_blocked").config.name == "64x64x64_w4_s4_g8"  # the kernel's own
     b2 = make_inputs(40, 32, 64, "NT", device=DEVICE)[1]
     assert triton_kernels.plan(a, b2).source == "heuristic"  # no NT entry
 
@@ -132,10 +158,10 @@ def test_a_plan_that_cannot_run_the_operands_is_not_taken(monkeypatch):
     monkeypatch.setattr(dispatch, "device_arch", lambda t: 90)
     monkeypatch.setattr(dispatch, "sm_count", lambda t: 132)
     a, b = make_inputs(40, 33, 72, "NN", device=DEVICE)
-    t = _table({"fp16/fp32/NN/t--/64x64x128": _entry("tma", "128x128x64_w8_s4_g8")})
+    t = _table({"fp16/fp32/NN/t--/64x64x128": _entry("triton_tma", "128x128x64_w8_s4_g8")})
     monkeypatch.setattr(plan_table, "table_for", lambda arch, sms: t)
     p = triton_kernels.plan(a, b)
-    assert p.source == "heuristic" and p.kernel == "blocked"
+    assert p.source == "heuristic" and p.kernel == "triton_blocked"
 
 
 def test_shipped_tables_are_valid_and_say_how_they_were_made():
@@ -166,7 +192,7 @@ def test_table_plans_are_exact_under_the_interpreter(entry):
     splits and the TMA and pointer paths are what it checks."""
     cls, plan = entry.cls, entry.plan
     m, n, k = (40, 24, 72) if plan.config.split_k == 1 else (16, 24, 1088)  # rows TMA can describe
-    if plan.kernel == "gemv":
+    if plan.kernel == "triton_gemv":
         m = 1
     a, b = make_inputs(m, n, k, cls.layout.replace("S", "N"), device=DEVICE, seed=7, dtype=cls.dtype)
     out = poisoned_out(m, n, DEVICE, cls.dtype)
@@ -177,7 +203,7 @@ def test_table_plans_are_exact_under_the_interpreter(entry):
 
 # ---- the exact-plan cache ------------------------------------------------------------------------------------
 CTX = {"device": "test", "arch": 90, "sms": 132, "torch": "t", "triton": "x", "source": "s"}
-PLAN = Plan("blocked", Config(64, 64, 64, num_stages=4), ms=0.5, source="exact")
+PLAN = Plan("triton_blocked", Config(64, 64, 64, num_stages=4), ms=0.5, source="exact")
 
 
 def test_cache_round_trip_and_contexts(tmp_path):
@@ -188,7 +214,7 @@ def test_cache_round_trip_and_contexts(tmp_path):
     assert ExactCache(path).get(CTX, "k") == PLAN  # a new process's view: read from the file
     other = {**CTX, "triton": "y"}
     assert ExactCache(path).get(other, "k") is None  # another Triton version: never used
-    ExactCache(path).put(other, "k", Plan("tma", configs("tma")[0], source="exact"))
+    ExactCache(path).put(other, "k", Plan("triton_tma", configs("triton_tma")[0], source="exact"))
     data = json.loads(path.read_text())
     assert len(data["contexts"]) == 2  # the other context's plans stay in the file
     assert ExactCache(path).get(CTX, "k") == PLAN
@@ -263,8 +289,8 @@ def test_exact_plans_come_from_the_cache_and_are_exact(monkeypatch, tmp_path):
     monkeypatch.setattr(plan_table, "context", lambda device: CTX)
     monkeypatch.setenv(plan_table.CACHE_ENV, str(tmp_path / "c.json"))
     monkeypatch.setattr(dispatch, "_tune", lambda *args: pytest.fail("timed"))
-    for layout, plan in (("NN", Plan("splitk", configs("splitk")[0], source="exact")),
-                         ("TT", Plan("tma", configs("tma")[4], (False, True, False), source="exact"))):
+    for layout, plan in (("NN", Plan("triton_splitk", configs("triton_splitk")[0], source="exact")),
+                         ("TT", Plan("triton_tma", configs("triton_tma")[4], (False, True, False), source="exact"))):
         a, b = make_inputs(40, 24, 1100, layout, device=DEVICE, seed=3)  # TT: B's 2,200-byte columns, staged
         plan_table.exact_cache().put(CTX, plan_table.exact_key(a, b, None, "fp32", "auto"), plan)
         assert triton_kernels.plan(a, b, tune="exact") == plan
@@ -368,8 +394,8 @@ def test_tuner_keeps_no_plan_that_fails_the_check(monkeypatch):
 
     a, b = make_inputs(37, 45, 99, "NN", device=DEVICE, seed=4)
     check = _Checker(a, b, "fp32")
-    good = Plan("blocked", triton_kernels.configs("blocked")[0] if DEVICE == "cuda" else
-                kernel_module(dispatch.BY_KERNEL["blocked"]).INTERPRETER_CONFIG)
+    good = Plan("triton_blocked", triton_kernels.configs("triton_blocked")[0] if DEVICE == "cuda" else
+                kernel_module(dispatch.BY_KERNEL["triton_blocked"]).INTERPRETER_CONFIG)
     assert check(good) and not check.failed
     real = dispatch.Runner
 
@@ -379,4 +405,4 @@ def test_tuner_keeps_no_plan_that_fails_the_check(monkeypatch):
             c[3, 4] += 1  # one element off
 
     monkeypatch.setattr(dispatch, "Runner", Wrong)
-    assert not check(good) and check.failed == {"blocked"}
+    assert not check(good) and check.failed == {"triton_blocked"}

@@ -65,9 +65,38 @@ def test_records_have_typed_fields_only():
     from dataclasses import fields
 
     assert "extra" not in {f.name for f in fields(Variant)}
-    selectors = [v.selector for v in (AUTO, *RECORDS)]
-    assert all(selectors) and len(set(selectors)) == len(selectors)
+    names = [n for v in (AUTO, *RECORDS) for n in (v.name, *v.aliases)]  # what kernel= takes: each names one
+    assert all(names) and len(set(names)) == len(names)
     assert all((ROOT / "triton_kernels" / v.file).is_file() for v in RECORDS)
+
+
+def test_one_name_per_kernel_everywhere():
+    """Every record of the support matrix (`python -m compare kernels`) goes by one name: the matrix's row is the
+    record's name, its package's kernel= takes that name and gives it back (a Triton plan's kernel, the PTX record),
+    and `python -m compare check/bench --kernels NAME` selects the kernel's own entry. A Triton record this process
+    does not offer (the Gluon kernel under the interpreter) is refused by kernel= and the CLI saying why, by name."""
+    import ptx_kernels
+    from compare import matrix, registry
+    from triton_kernels import KERNELS
+    from triton_kernels.call import check_arguments
+    from triton_kernels.variants import NOT_OFFERED
+
+    recs = matrix.records()
+    assert [r[0] for r in matrix.rows()] == [f"`{v.name}`" for v in recs]
+    for v in recs:
+        if v.name in NOT_OFFERED:
+            with pytest.raises(ValueError, match=rf"^hgemm: kernel='{v.name}': .*\b{v.name}\b"):
+                check_arguments("fp32", v.name)
+            with pytest.raises(registry.UnknownKernel, match=rf"no kernel matches '{v.name}' here \(.*{v.name}"):
+                registry.select([v.name], gpu=True, arch=90)
+            continue
+        if v.package == "triton":
+            assert check_arguments("fp32", v.name) == ("auto" if v.dispatch else v.name)
+            assert v.dispatch or v.name in KERNELS
+        else:
+            assert ptx_kernels.check_variant(v.name, "fp32", kind=v.kind) is v
+        chosen = registry.select([v.name], gpu=True, arch=90, kind=v.kind)
+        assert [(k.name, k.record) for k in chosen] == [(v.name, v)], v.name
 
 
 # ---- one file + one record ---------------------------------------------------------------------------------------
@@ -174,7 +203,7 @@ def inspect_source(cfg, dtype="fp16"):
 TRITON_RECORD = '''
     Variant("triton_throwaway", "triton", "triton", "throwaway.py", "one of throwaway.configs()",
             "a throwaway kernel (tests/test_records.py)", "tl.dot", native_layouts=LAYOUTS, dtypes=DTYPES,
-            promises={"sm_90": ("HGMMA",)}, selector="throwaway")
+            promises={"sm_90": ("HGMMA",)})
 '''
 
 TRITON_CHILD = '''
@@ -184,7 +213,7 @@ from compare import registry
 from triton_kernels.contract import KernelModule
 from triton_kernels.variants import BY_KERNEL, kernel_module
 
-v = BY_KERNEL["throwaway"]
+v = BY_KERNEL["triton_throwaway"]
 exact = []
 for dtype in (torch.float16, torch.bfloat16):
     for layout in ("NN", "NT", "TN", "TT"):
@@ -193,7 +222,7 @@ for dtype in (torch.float16, torch.bfloat16):
         a = a.t().contiguous().t() if layout[0] == "T" else a
         b = b.t().contiguous().t() if layout[1] == "T" else b
         for acc in ("fp32", "fp16") if dtype == torch.float16 else ("fp32",):
-            c = triton_kernels.hgemm(a, b, kernel="throwaway", acc=acc)
+            c = triton_kernels.hgemm(a, b, kernel="triton_throwaway", acc=acc)
             exact.append(bool(torch.equal(c, (a.double() @ b.double()).to(dtype))))
 print(json.dumps(dict(kernels=list(triton_kernels.KERNELS), name=v.name,
                       contract=isinstance(kernel_module(v), KernelModule), exact=exact,
@@ -203,7 +232,7 @@ print(json.dumps(dict(kernels=list(triton_kernels.KERNELS), name=v.name,
 
 def test_a_new_triton_kernel_is_one_file_and_one_record(tmp_path):
     """In a copy of the packages: one new kernel module and one record appended to RECORDS, nothing else. The kernel
-    is then hgemm's kernel="throwaway", meets the contract, computes exact products (fp16 and bf16, both
+    is then hgemm's kernel="triton_throwaway" (its record's name), meets the contract, computes exact products (fp16 and bf16, both
     accumulations, every layout) under the interpreter, is in the harness's registry with its configurations, in
     `python -m compare kernels`' support matrix, and passes `python -m compare check`."""
     copy = copy_packages(tmp_path)
@@ -213,7 +242,7 @@ def test_a_new_triton_kernel_is_one_file_and_one_record(tmp_path):
 
     interp = {"TRITON_INTERPRET": "1"}
     got = json.loads(run_in(copy, ["-c", TRITON_CHILD], interp).stdout.strip().splitlines()[-1])
-    assert "throwaway" in got["kernels"] and got["contract"] and got["name"] == "triton_throwaway"
+    assert "triton_throwaway" in got["kernels"] and got["contract"] and got["name"] == "triton_throwaway"
     assert got["exact"] == [True] * 12
     assert {"triton_throwaway", "triton_throwaway_fp16acc", "triton_throwaway[32x32x32_w4_s2_g1]"} <= \
         set(got["entries"])

@@ -94,7 +94,7 @@ def test_triton_kernel_reaches_autograd_and_config_is_refused_there():
     b = exact(16, 24, 32, device=DEVICE)[1]
     c = triton_kernels.hgemm(a, b, kernel="splitk")
     assert c.grad_fn is not None
-    assert any(r.plan.kernel == "splitk" for r in dispatch.PLANS._d.values())
+    assert any(r.plan.kernel == "triton_splitk" for r in dispatch.PLANS._d.values())
     with pytest.raises(RuntimeError, match="config= is not recorded by autograd"):
         triton_kernels.hgemm(a, b, config=triton_kernels.configs("blocked")[0])
 
@@ -324,7 +324,7 @@ def test_triton_autograd_exact(layout, dtype):
 def test_hgemm_linear_matches_linear():
     torch.manual_seed(0)
     lin = torch.nn.Linear(24, 40).to(DEVICE)
-    m = HGEMMLinear.from_linear(lin)
+    m = HGEMMLinear.from_linear(lin, dtype=torch.float16)
     x = exact(30, 1, 24, seed=8)[0].reshape(3, 10, 24).requires_grad_()  # small integers
     y = m(x)
     ref = (x.detach().double().reshape(-1, 24) @ m.weight.detach().double().t()).half().double() \
@@ -536,7 +536,7 @@ def test_hgemm_linear_copies_and_modes_start_without_plans():
     m2 = copy.deepcopy(m)
     assert not m2._plans and torch.equal(m2(x), _expected(m, x))
     buf = io.BytesIO()
-    torch.save(HGEMMLinear.from_linear(torch.nn.Linear(40, 24)), buf)
+    torch.save(HGEMMLinear.from_linear(torch.nn.Linear(40, 24), dtype=torch.float16), buf)
     buf.seek(0)
     assert not torch.load(buf, weights_only=False)._plans
 
@@ -635,7 +635,7 @@ def test_hgemm_linear_trains(package):
     """A few SGD steps of HGEMMLinear track nn.Linear (fp32 master copy) on the same data."""
     torch.manual_seed(0)
     ref = torch.nn.Linear(64, 32).cuda()
-    m = HGEMMLinear.from_linear(ref, package=package)
+    m = HGEMMLinear.from_linear(ref, package=package, dtype=torch.float16)
     x = torch.randn(128, 64, device="cuda")
     target = torch.randn(128, 32, device="cuda")
     for _ in range(3):

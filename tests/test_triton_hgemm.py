@@ -27,7 +27,7 @@ from hgemm_common.record import ACCS_FOR
 from hgemm_common.validation import DTYPES, dtype_name
 from triton_kernels import Config, configs, dispatch, splitk, splitk_wide
 from triton_kernels.common import to_output
-from triton_kernels.variants import BY_KERNEL, kernel_module
+from triton_kernels.variants import BY_KERNEL, KERNEL_NAMES, kernel_module
 
 from conftest import DEVICE, HAS_CUDA
 from helpers import assert_exact, poisoned_call, run_children
@@ -48,14 +48,15 @@ GPU_GEMV = pytest.param("gemv", marks=pytest.mark.gpu)
 # On a GPU `config=None` times every config for each new kind of call (compiling each): the small-shape tests pin
 # one instead (kernel="auto" with a pinned config takes the ladder's choice, untimed); the timed path has its own
 # tests below and in tests/test_dispatch.py.
-GPU_PIN = {"blocked": configs("blocked")[5], "tma": configs("tma")[5], "splitk": configs("splitk")[4],
-           "splitk_tma": configs("splitk_tma")[9], "gemv": configs("gemv")[1], "splitk_wide": configs("splitk_wide")[0]}
+GPU_PIN = {"triton_blocked": configs("triton_blocked")[5], "triton_tma": configs("triton_tma")[5],
+           "triton_splitk": configs("triton_splitk")[4], "triton_splitk_tma": configs("triton_splitk_tma")[9],
+           "triton_gemv": configs("triton_gemv")[1], "triton_splitk_wide": configs("triton_splitk_wide")[0]}
 
 
 def pinned(a, b, **kw) -> dict:
     """hgemm's keyword arguments with a GPU_PIN config added on a GPU (none given)."""
     if HAS_CUDA and "config" not in kw:
-        chosen = kw.get("kernel", "auto")
+        chosen = KERNEL_NAMES[kw.get("kernel", "auto")]  # (older names: their record's)
         if chosen == "auto":
             chosen = dispatch.kernel_for(dispatch.device_arch(a), a, b)
         kw["config"] = GPU_PIN[chosen]
@@ -454,12 +455,12 @@ def test_splitk_output_with_strides(dtype, kernel):
 def test_staged_operands_exact(layout, dtype):
     """A plan that stages the operands TMA cannot describe (odd leading dimensions, a strided view) copies them to
     aligned buffers and runs the TMA kernel on the copies; a C TMA cannot store to is written back from one."""
-    kernel = "tma"
+    kernel = "triton_tma"
     a, b = make_inputs(37, 45, 99, layout, device=DEVICE, seed=9, dtype=dtype)
     b = torch.cat([b, b], dim=1)[:, ::2] if layout == "NN" else b  # NN: a strided B too
     out = poisoned_out(37, 45, DEVICE, dtype)
     stage = dispatch.staging(BY_KERNEL[kernel].alignment, a, b, out)
-    assert stage[:2] == (True, True) and stage[2] == (kernel == "tma")
+    assert stage[:2] == (True, True) and stage[2]
     run = dispatch.Runner(dispatch.Plan(kernel, configs(kernel)[3] if HAS_CUDA else
                                         kernel_module(BY_KERNEL[kernel]).INTERPRETER_CONFIG, stage), False)
     run(a, b, out)
@@ -503,7 +504,7 @@ def mine():  # whether the next unit (a config in all its dtypes, or one reducti
 
 failed, rows = [], []
 for v in VARIANTS:
-    if v.selector == "gluon":  # a Gluon kernel: its own source type and options, tests/test_gluon.py
+    if v.name == "gluon_persistent":  # a Gluon kernel: its own source type and options, tests/test_gluon.py
         continue
     mod = kernel_module(v)
     for i, cfg in enumerate(mod.configs()):
@@ -583,7 +584,7 @@ def test_bf16_compiles_to_bf16_tensor_cores(sm90_compiles):
     rows = sm90_compiles["rows"]
     bf16 = [r for r in rows if r["dtype"] == "bf16"]
     assert len(bf16) == sum(len(kernel_module(v).configs()) for k, v in BY_KERNEL.items()
-                            if "bf16" in v.dtypes and k != "gluon")
+                            if "bf16" in v.dtypes and k != "gluon_persistent")
     fp16_local = {r["record"]: r["local"] for r in rows if r["dtype"] == "fp16"}
     cuda_cores = {v.name for v in BY_KERNEL.values() if v.isa == "fma"}  # gemv: FFMA on converted values, no MMA
     assert cuda_cores == {"triton_gemv"}
@@ -706,20 +707,26 @@ def test_warp_specialization_applies():
 
 def test_tma_rejects_unaligned_and_auto_falls_back():
     a, b = make_inputs(17, 33, 100, "NN", device=DEVICE, seed=3)  # N=33, K=100: rows not 16-byte multiples
-    with pytest.raises(ValueError, match=r"kernel='tma'\): TMA needs unit inner strides, 16-byte aligned"):
-        triton_kernels.hgemm(a, b, kernel="tma")
-    assert triton_kernels.choose_kernel(a, b, torch.empty(17, 33, dtype=torch.float16, device=DEVICE)) == "blocked"
+    with pytest.raises(ValueError, match=r"kernel='triton_tma'\): TMA needs unit inner strides, 16-byte aligned"):
+        triton_kernels.hgemm(a, b, kernel="triton_tma")
+    assert triton_kernels.choose_kernel(a, b, torch.empty(17, 33, dtype=torch.float16, device=DEVICE)) == \
+        "triton_blocked"
     run_exact(a, b, kernel="auto")
 
 
 def test_kernel_argument_checked():
     a, b = make_inputs(8, 8, 8, "NN", device=DEVICE)
-    with pytest.raises(ValueError, match=r"kernel must be one of \('auto', 'blocked', 'splitk', 'gemv', 'tma', "
-                       r"'splitk_tma', 'splitk_wide'(, 'gluon')?\), got 'cublas'"):
+    with pytest.raises(ValueError, match=r"kernel must be one of \('auto', 'triton_blocked', 'triton_splitk', "
+                       r"'triton_gemv', 'triton_tma', 'triton_splitk_tma', 'triton_splitk_wide'(, 'gluon_persistent')?"
+                       r"\) \(or an older name: blocked, splitk, gemv, tma, splitk_tma, splitk_wide(, gluon)?\), got "
+                       r"'cublas'$"):
         triton_kernels.hgemm(a, b, kernel="cublas")
-    with pytest.raises(ValueError, match=r"configs: kernel must be one of \('blocked', 'splitk', 'gemv', 'tma', "
-                       r"'splitk_tma', 'splitk_wide'(, 'gluon')?\), got 'wgmma'"):
+    with pytest.raises(ValueError, match=r"configs: kernel must be one of \('auto', 'triton_blocked', .*\), got "
+                       r"'wgmma'"):
         configs("wgmma")
+    with pytest.raises(ValueError, match=r"configs: kernel must be one of \('triton_blocked', .*\) \(one kernel, "
+                       r"not the choice among them\), got 'auto'"):
+        configs("auto")
 
 
 @pytest.mark.parametrize("kernel", triton_kernels.KERNELS)
@@ -745,19 +752,21 @@ def test_records_decide_the_dtypes(monkeypatch):
 
     from triton_kernels import variants
 
-    fp16_only = dataclasses.replace(BY_KERNEL["blocked"], dtypes=("fp16",))
-    monkeypatch.setitem(variants.BY_KERNEL, "blocked", fp16_only)
+    fp16_only = dataclasses.replace(BY_KERNEL["triton_blocked"], dtypes=("fp16",))
+    monkeypatch.setitem(variants.BY_KERNEL, "triton_blocked", fp16_only)
     monkeypatch.setattr(dispatch, "VARIANTS", tuple(fp16_only if v.name == fp16_only.name else v
                                                     for v in variants.VARIANTS))
     dispatch.clear()
     a, b = make_inputs(16, 24, 40, "NN", device=DEVICE, dtype="bf16")  # TMA-describable: TMA can take it
-    with pytest.raises(TypeError, match=r"^hgemm\(kernel='blocked'\) takes fp16 inputs, got torch.bfloat16$"):
+    with pytest.raises(TypeError, match=r"^hgemm\(kernel='triton_blocked'\) takes fp16 inputs, got "
+                       r"torch.bfloat16$"):
         triton_kernels.hgemm(a, b, kernel="blocked")
-    assert "blocked" not in {k for k, _ in dispatch.candidates(16, 24, 40, 90, 132, a, b, None)}
+    assert "triton_blocked" not in {k for k, _ in dispatch.candidates(16, 24, 40, 90, 132, a, b, None)}
     a16, b16 = make_inputs(16, 24, 40, "NN", device=DEVICE)
-    assert "blocked" in {k for k, _ in dispatch.candidates(16, 24, 40, 90, 132, a16, b16, None)}
+    assert "triton_blocked" in {k for k, _ in dispatch.candidates(16, 24, 40, 90, 132, a16, b16, None)}
     if not HAS_CUDA:  # the interpreter's untimed choice: the first general record that takes the dtype
-        assert dispatch.kernel_for(None, a, b) == "tma" and dispatch.kernel_for(None, a16, b16) == "blocked"
+        assert dispatch.kernel_for(None, a, b) == "triton_tma"
+        assert dispatch.kernel_for(None, a16, b16) == "triton_blocked"
         run_exact(a, b)
     dispatch.clear()
 

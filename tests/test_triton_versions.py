@@ -3,6 +3,7 @@ launch's argument layout (triton_kernels/triton_internals.py), the internals it 
 does not know, the explicit FP-fusion option. CI runs this file on the pinned Triton and on the newest one."""
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -124,6 +125,33 @@ def test_import_warns_once_where_the_direct_launch_does_not_apply(version, warni
     if warnings:
         line = triton_internals.slow_path_warning(version)
         assert "kernel[grid]" in line and "per call" in line and "\n" not in line
+
+
+@pytest.mark.parametrize("name", ["gluon_persistent", "gluon"])
+def test_a_kernel_this_triton_cannot_run_is_refused_by_name(name, monkeypatch):
+    """kernel= naming a record whose API is written for other Triton releases (`Variant.triton_versions`: the Gluon
+    kernel's, 3.6) says which release it needs, by the record's name, rather than listing the kernels there are;
+    configs() alike. Here on triton 3.9.0: the installed version patched, and the record left out of kernel='s names
+    as an import under 3.9.0 leaves it out (`NOT_OFFERED`, which reads the same gate)."""
+    import torch
+
+    import triton_kernels
+    from triton_kernels import call, variants
+
+    gluon = variants.GLUON
+    assert (gluon.triton_refusal(triton.__version__) is None) == triton.__version__.startswith("3.6.")
+    assert variants.BY_KERNEL["triton_blocked"].triton_refusal("3.9.0") is None  # no versions: any Triton
+    monkeypatch.setattr(triton, "__version__", "3.9.0")
+    monkeypatch.setattr(call, "KERNEL_NAMES", {k: v for k, v in call.KERNEL_NAMES.items() if v != gluon.name})
+    why = "gluon_persistent needs triton 3.6 (installed: 3.9.0)"
+    assert variants._not_offered(gluon) == why == gluon.triton_refusal("3.9.0")
+    a = torch.randint(-3, 4, (8, 16)).half()
+    with pytest.raises(ValueError, match=rf"^hgemm: kernel='{name}': {re.escape(why)}$"):
+        triton_kernels.hgemm(a, a.t(), kernel=name)
+    with pytest.raises(ValueError, match=rf"^configs: kernel='{name}': {re.escape(why)}$"):
+        triton_kernels.configs(name)
+    with pytest.raises(ValueError, match=r"kernel must be one of \('auto', 'triton_blocked', "):
+        triton_kernels.hgemm(a, a.t(), kernel="gluon_persistentt")  # a name no record has: the list
 
 
 # Compiles the first config of every Triton record (fp16, fp32 accumulation) for sm_90 with Triton's default FP

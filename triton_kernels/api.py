@@ -16,14 +16,15 @@ from .variants import BY_KERNEL, kernel_module
 
 
 def _record(kernel: str, caller: str):
-    v = BY_KERNEL.get(kernel)
-    if v is None:
-        raise HgemmValueError(f"{caller}: kernel must be one of {tuple(BY_KERNEL)}, got {kernel!r}")
-    return v
+    name = check_arguments("fp32", kernel, None, caller)
+    if name == "auto":
+        raise HgemmValueError(f"{caller}: kernel must be one of {KERNELS[1:]} (one kernel, not the choice among "
+                              f"them), got {kernel!r}")
+    return BY_KERNEL[name]
 
 
-def configs(kernel: str = "blocked") -> list[Config]:
-    """The tuning list of one kernel (a kernel= name other than "auto": `KERNELS[1:]`)."""
+def configs(kernel: str = "triton_blocked") -> list[Config]:
+    """The tuning list of one kernel (a kernel= name other than "auto": `KERNELS[1:]`, or an older name)."""
     return kernel_module(_record(kernel, "configs")).configs()
 
 
@@ -37,10 +38,11 @@ def hgemm(a: torch.Tensor, b: torch.Tensor, *, out: torch.Tensor | None = None, 
     out: a preallocated (M, N) tensor of the inputs' dtype to write into (any strides); returned.
     config: pin one `Config` (the interpreter always uses a pinned one).
     kernel: "auto" (the default: the plan of the call's shape class from the GPU's plan table,
-        `triton_kernels.plan_table`), or one kernel of `KERNELS` (each record's `selector`, docs/kernels.md):
-        "blocked", "splitk", "gemv" (one row of A per program, CUDA cores: for M = 1), "tma", "splitk_tma",
-        "splitk_wide" (small outputs over very long K), "gluon" (the TMA ones raise if the operands are not
-        TMA-compatible).
+        `triton_kernels.plan_table`; "triton", its name in the support matrix, too), or one kernel of `KERNELS` (each
+        record's name, docs/kernels.md): "triton_blocked", "triton_splitk", "triton_gemv" (one row of A per
+        program, CUDA cores: for M = 1), "triton_tma", "triton_splitk_tma", "triton_splitk_wide" (small outputs
+        over very long K), "gluon_persistent" (the TMA ones raise if the operands are not TMA-compatible). The
+        short names these took before ("blocked", "tma", "gluon", ...: `Variant.aliases`) are still taken.
     variant: another name for `kernel` (the name `ptx_kernels.hgemm` used to take); give one of the two.
     tune: "table" (the default: table, nearest class or heuristic; nothing is timed on the call path) or "exact"
         (the candidates timed on this kind of call's own operands once, the result kept in the user's plan cache
@@ -79,16 +81,16 @@ def plan(a: torch.Tensor, b: torch.Tensor, *, out: torch.Tensor | None = None, a
     """The plan hgemm runs for these arguments (kernel, configuration, staged operands, and `source`: where it came
     from), choosing it if this kind of call is new (exact timing writes into a scratch output, never into `out`)."""
     kernel = pick("plan", "kernel", kernel, "variant", variant, "auto")
-    check_arguments(acc, kernel, tune)
+    name = check_arguments(acc, kernel, tune)
     key = dispatch.key_of(a, b, out, acc, kernel, config, tune)
     r = dispatch.PLANS.get(key)
     if r is None:
         p = validate(a, b, out)
-        check_dtype(p.dtype, acc, kernel)
+        check_dtype(p.dtype, acc, name)
         if p.empty:
             raise HgemmValueError("hgemm plan: an empty problem launches nothing")
         scratch = p.out if out is None else torch.empty((p.m, p.n), dtype=p.out.dtype, device=a.device)
-        r = dispatch.runner_for(key, a, b, scratch, out, acc, kernel, config, tune)
+        r = dispatch.runner_for(key, a, b, scratch, out, acc, name, config, tune)
     return r.plan
 
 
@@ -97,7 +99,6 @@ def choose_kernel(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = N
     return plan(a, b, out=out, acc=acc).kernel
 
 
-def best_config(kernel: str = "blocked") -> Config | None:
+def best_config(kernel: str = "triton_blocked") -> Config | None:
     """The configuration the most recent timing of that kernel chose (None before any timed call)."""
-    _record(kernel, "best_config")
-    return dispatch.LAST_TUNED.get(kernel)
+    return dispatch.LAST_TUNED.get(_record(kernel, "best_config").name)

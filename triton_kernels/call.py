@@ -13,9 +13,9 @@ from hgemm_common.validation import check_acc, check_dtype_offered, finish_empty
 from . import dispatch
 from .common import ACCUMULATIONS, Config
 from .plan_table import TUNES
-from .variants import AUTO, BY_KERNEL
+from .variants import AUTO, BY_KERNEL, KERNEL_NAMES, refusal
 
-KERNELS = (AUTO.selector, *BY_KERNEL)  # "auto", then each record's kernel= name (`Variant.selector`)
+KERNELS = ("auto", *BY_KERNEL)  # kernel=: "auto", then each offered record's name (older names: KERNEL_NAMES)
 
 
 def run(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None, acc: str = "fp32",
@@ -52,27 +52,36 @@ def _negative_views(a, b, out, acc, config, kernel, tune) -> torch.Tensor:
     return run(resolved(a), resolved(b), out, acc, config, kernel, tune)
 
 
-def check_arguments(acc: str, kernel: str, tune: str | None = None, who: str = "hgemm") -> None:
-    """One-line errors for an `acc=`, `kernel=` or `tune=` that is not offered, naming what is."""
+def check_arguments(acc: str, kernel: str, tune: str | None = None, who: str = "hgemm") -> str:
+    """One-line errors for an `acc=`, `kernel=` or `tune=` that is not offered, naming what is (a kernel this
+    process cannot run: why, as "gluon_persistent needs triton 3.6 (installed: 3.9.0)"). Returns the kernel's name
+    as plans hold it ("auto", or a record's name for an older one: "tma" -> "triton_tma")."""
     if acc not in ACCUMULATIONS:
         raise HgemmValueError(f"{who}: acc must be one of {ACCUMULATIONS}, got {acc!r}")
-    if kernel not in KERNELS:
-        raise HgemmValueError(f"{who}: kernel must be one of {KERNELS}, got {kernel!r}")
+    name = KERNEL_NAMES.get(kernel) if isinstance(kernel, str) else None
+    if name is None:
+        why = refusal(kernel) if isinstance(kernel, str) else None
+        if why is not None:
+            raise HgemmValueError(f"{who}: kernel={kernel!r}: {why}")
+        older = ", ".join(a for v in BY_KERNEL.values() for a in v.aliases)
+        raise HgemmValueError(f"{who}: kernel must be one of {KERNELS} (or an older name: {older}), got {kernel!r}")
     if tune is not None and tune not in TUNES:
         raise HgemmValueError(f"{who}: tune must be one of {TUNES} or None, got {tune!r}")
+    return name
 
 
 def check_dtype(dtype: str, acc: str, kernel: str) -> None:
     """The record's dtypes (`Variant.dtypes`; kernel="auto": those of AUTO) and the dtype's accumulations
-    (bf16: fp32 only): one-line errors naming what is offered."""
+    (bf16: fp32 only): one-line errors naming what is offered. kernel: as `check_arguments` returns it."""
     check_acc(dtype, acc)
-    record = AUTO if kernel == AUTO.selector else BY_KERNEL[kernel]
+    record = AUTO if kernel == "auto" else BY_KERNEL[kernel]
     check_dtype_offered(dtype, record.dtypes, f"hgemm(kernel={kernel!r})")
 
 
 def _first_call(key, a, b, out, acc, config, kernel, tune) -> torch.Tensor:
-    """A kind of call not seen before (or one that fails validation): every check, then the plan, cached."""
-    check_arguments(acc, kernel, tune)
+    """A kind of call not seen before (or one that fails validation): every check, then the plan, cached (under
+    the kernel= the caller gave, older names included: each key keeps its own plan)."""
+    kernel = check_arguments(acc, kernel, tune)
     p = validate(a, b, out)
     check_dtype(p.dtype, acc, kernel)
     if p.empty:

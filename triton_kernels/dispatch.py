@@ -260,11 +260,11 @@ def kernel_for(arch: int | None, a: torch.Tensor | None = None, b: torch.Tensor 
     the operands meet in place (None operands: aligned ones, as `compare inspect` assumes)."""
     general = [v for v in VARIANTS if v.general and takes_dtype(v, a)]
     if arch is None:
-        return general[0].selector
+        return general[0].name
     for v in reversed(general):
         if v.offered_on(arch) and (a is None or meets_alignment(v.alignment, a, b, out)):
-            return v.selector
-    return general[0].selector
+            return v.name
+    return general[0].name
 
 
 def staging(alignment: str, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None) -> tuple[bool, bool, bool]:
@@ -305,11 +305,11 @@ def candidates(m: int, n: int, k: int, arch: int, sms: int, a: torch.Tensor, b: 
                out: torch.Tensor | None) -> list[tuple[str, tuple[bool, bool, bool]]]:
     """(kernel, staging) pairs kernel="auto" times for this problem (see the module's header)."""
     offered = [v for v in VARIANTS if v.offered_on(arch) and takes_dtype(v, a)]
-    stages = {v.selector: staging(v.alignment, a, b, out) for v in offered}
-    tma_in_place = any(v.alignment != "none" and not any(stages[v.selector]) for v in offered)
+    stages = {v.name: staging(v.alignment, a, b, out) for v in offered}
+    tma_in_place = any(v.alignment != "none" and not any(stages[v.name]) for v in offered)
     out_ = []
     for v in offered:
-        kernel, stage = v.selector, stages[v.selector]
+        kernel, stage = v.name, stages[v.name]
         if not kernel_module(v).worth_timing(m, n, k, sms, tma_in_place):
             continue
         if not any(stage) or staging_worth_timing(m, n, k, stage):

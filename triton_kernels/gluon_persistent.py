@@ -163,11 +163,12 @@ def check_config(cfg: Config) -> Config:
     warpgroups), 64-wide K, 32 to 256 columns, and shared memory within the device limit."""
     cfg.check()
     if cfg.block_m not in (64, 128) or cfg.block_k != 64 or not 32 <= cfg.block_n <= 256:
-        raise HgemmValueError(f"hgemm(kernel='gluon') config {cfg.name}: tiles are 64 or 128 rows x 32-256 columns x "
-                         "64 of K")
+        raise HgemmValueError(f"hgemm(kernel='gluon_persistent') config {cfg.name}: tiles are 64 or 128 rows x "
+                              "32-256 columns x 64 of K")
     if smem_bytes(cfg) > SMEM_LIMIT - 1024:
-        raise HgemmValueError(f"hgemm(kernel='gluon') config {cfg.name}: {smem_bytes(cfg)} bytes of shared memory "
-                         f"(ring and C staging) do not fit the {SMEM_LIMIT}-byte limit with the mbarriers")
+        raise HgemmValueError(f"hgemm(kernel='gluon_persistent') config {cfg.name}: {smem_bytes(cfg)} bytes of "
+                              f"shared memory (ring and C staging) do not fit the {SMEM_LIMIT}-byte limit with the "
+                              "mbarriers")
     return cfg
 
 
@@ -198,10 +199,10 @@ def split_slices(k: int, split: int) -> tuple[int, int]:
 
 
 def choose_config(m: int, n: int, k: int, sms: int) -> Config:
-    """The configuration kernel="gluon" runs where no plan table names one: among `configs()`' tiles (the first of
-    each shape, the deepest ring) and their K splits, the best score (TILE_SPEED, SKINNY_SPEED, SPLIT_COST) over
-    the SMs' rounds; 64-row tiles for M <= 64 and, on skinny outputs, beside the 128-row ones; K splits where K is
-    long enough, their units within one round, and (bar skinny outputs with FUSED) only where no unsplit tile
+    """The configuration kernel="gluon_persistent" runs where no plan table names one: among `configs()`' tiles (the
+    first of each shape, the deepest ring) and their K splits, the best score (TILE_SPEED, SKINNY_SPEED, SPLIT_COST)
+    over the SMs' rounds; 64-row tiles for M <= 64 and, on skinny outputs, beside the 128-row ones; K splits where K
+    is long enough, their units within one round, and (bar skinny outputs with FUSED) only where no unsplit tile
     fills half a round."""
     skinny = m <= 128 or n <= 128
     tiles = {}
@@ -233,7 +234,8 @@ def choose_config(m: int, n: int, k: int, sms: int) -> Config:
 
 
 def worth_timing(m: int, n: int, k: int, sms: int, tma_in_place: bool) -> bool:
-    """Not timed by kernel="auto" yet: the plan tables decide where it runs; kernel="gluon" runs it on request."""
+    """Not timed by kernel="auto" yet: the plan tables decide where it runs; kernel="gluon_persistent" runs it on
+    request."""
     return False
 
 
@@ -478,10 +480,10 @@ class GluonLaunch(NamedTuple):
 
 def _refuse_here() -> None:
     if UNAVAILABLE is not None:
-        raise HgemmError(f"hgemm(kernel='gluon'): {UNAVAILABLE}")
+        raise HgemmError(f"hgemm(kernel='gluon_persistent'): {UNAVAILABLE}")
     if interpreter_active():
-        raise HgemmError("hgemm(kernel='gluon'): Triton's interpreter cannot run Gluon kernels; run it on a "
-                         "Hopper GPU without TRITON_INTERPRET")
+        raise HgemmError("hgemm(kernel='gluon_persistent'): Triton's interpreter cannot run Gluon kernels; run it "
+                         "on a Hopper GPU without TRITON_INTERPRET")
 
 
 def launches(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, acc_fp16: bool, config: Config,
@@ -496,7 +498,7 @@ def launches(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, acc_fp16: bool, 
     m, k = a.shape
     n = b.shape[1]
     if _major(c) != "N":
-        raise HgemmValueError("hgemm(kernel='gluon'): the output must be row-major for the TMA store")
+        raise HgemmValueError("hgemm(kernel='gluon_persistent'): the output must be row-major for the TMA store")
     a_desc, b_desc, a_t, b_t = operand_descs(a, b, config)
     slice_tiles, split = split_slices(k, config.split_k)
     fused = FUSED if fused is None else fused

@@ -21,7 +21,11 @@ from typing import NamedTuple
 import torch
 from triton.tools.tensor_descriptor import TensorDescriptor
 
+from hgemm_common.errors import HgemmError
+from hgemm_common.validation import interpreter_active
+
 from . import triton_internals
+from .common import INTERPRETED
 from .triton_internals import COMPILE_OPTIONS, hooks_idle  # noqa: F401 - hooks_idle: dispatch.py's per-call check
 
 
@@ -62,12 +66,28 @@ class Spec(NamedTuple):
 _INTERPRETER_LOCK = threading.Lock()
 
 
+def interpreter_switched() -> str | None:
+    """Why the kernels cannot launch when TRITON_INTERPRET changed after triton_kernels was imported (None when it
+    did not): @triton.jit reads it when a kernel is defined, at import, so kernels defined for the GPU meet CPU
+    tensors (Triton's own error: "0 active drivers"), or interpreted ones meet a GPU."""
+    now = interpreter_active()
+    if now == INTERPRETED.value:
+        return None
+    if now:
+        return ("TRITON_INTERPRET=1 was set after triton_kernels was imported, and Triton decides at import whether "
+                "its kernels are interpreted; set it before the first import (in the shell, or at the top of the "
+                "script)")
+    return ("TRITON_INTERPRET was unset after triton_kernels was imported under it, and the kernels stay "
+            "interpreted; unset it before the first import to run them on the GPU")
+
+
 def jit_launch(spec: Spec):
     """Launch through `kernel[grid]` (compiling on first use, FP fusion set explicitly); returns the CompiledKernel
-    (None in the interpreter)."""
-    from hgemm_common.validation import interpreter_active
-
+    (None in the interpreter). An HgemmError if TRITON_INTERPRET changed since the kernels were defined."""
     args = [a.descriptor() if isinstance(a, Desc) else a.tensor if isinstance(a, Kept) else a for a in spec.args]
+    why = interpreter_switched()
+    if why is not None:
+        raise HgemmError(f"hgemm: {why}")
     if interpreter_active():
         with _INTERPRETER_LOCK:
             return spec.fn[spec.grid](*args, num_warps=spec.num_warps, num_stages=spec.num_stages)
@@ -78,8 +98,6 @@ def jit_launch(spec: Spec):
 def direct_supported() -> bool:
     """Whether `Direct` may be used now: a Triton whose launcher layout triton_internals knows, a CUDA driver, no
     launch hooks (profilers get the JIT path, which calls them)."""
-    from hgemm_common.validation import interpreter_active
-
     return triton_internals.LAYOUT is not None and not interpreter_active() and hooks_idle()
 
 

@@ -133,9 +133,10 @@ def stage_of(text: str) -> tuple[bool, bool, bool]:
 
 @dataclass(frozen=True)
 class Plan:
-    """What one kind of call runs: a kernel (hgemm's kernel= name), its configuration, and which of A, B, C go
-    through an aligned copy first (TMA kernels on operands TMA cannot describe). Tables and the exact cache store
-    it as JSON (`as_json`, `from_json`)."""
+    """What one kind of call runs: a kernel (its record's name, "triton_tma"), its configuration, and which of A, B,
+    C go through an aligned copy first (TMA kernels on operands TMA cannot describe). Tables and the exact cache
+    store it as JSON (`as_json`, `from_json`; files written before the records' names were kernel='s read the
+    short names they hold, "tma", as the records' older names)."""
     kernel: str
     config: Config
     stage: tuple[bool, bool, bool] = (False, False, False)
@@ -159,13 +160,22 @@ class Plan:
         from .contract import optional
         from .variants import BY_KERNEL, kernel_module
 
-        if d["kernel"] not in BY_KERNEL:
+        kernel = record_name(d["kernel"])
+        if kernel not in BY_KERNEL:
             raise HgemmValueError(f"unknown kernel {d['kernel']!r}")
         cfg = Config.from_name(str(d["config"]))
-        optional(kernel_module(BY_KERNEL[d["kernel"]]), "check_config")(cfg)
+        optional(kernel_module(BY_KERNEL[kernel]), "check_config")(cfg)
         ms = d.get("ms")
-        return cls(d["kernel"], cfg, stage_of(str(d.get("stage", ""))), float(ms) if ms is not None else None,
-                   source)
+        return cls(kernel, cfg, stage_of(str(d.get("stage", ""))), float(ms) if ms is not None else None, source)
+
+
+def record_name(kernel: str) -> str:
+    """The record's name for a kernel a table or cache file names: itself, or for an older name the name it stands
+    for ("tma" -> "triton_tma"); anything else unchanged (`Plan.from_json` refuses it)."""
+    from .variants import KERNEL_NAMES
+
+    name = KERNEL_NAMES.get(kernel) if isinstance(kernel, str) else None
+    return kernel if name in (None, "auto") else name
 
 
 @dataclass(frozen=True)
@@ -190,7 +200,7 @@ class Table:
         self.by_kind: dict[str, list[Entry]] = {}
         for key, e in data["entries"].items():
             cls = ShapeClass.from_key(key)
-            kernels = {name: Config.from_name(c) for name, c in e.get("kernels", {}).items()}
+            kernels = {record_name(name): Config.from_name(c) for name, c in e.get("kernels", {}).items()}
             entry = Entry(cls, Plan.from_json(e["plan"]), kernels, tuple(e.get("shapes", ())))
             self.entries[key] = entry
             self.by_kind.setdefault(cls.kind, []).append(entry)
@@ -306,7 +316,7 @@ def _tiled_config(kernel: str, m: int, n: int, sms: int) -> Config:
     from . import blocked, tma_persistent
 
     big = triton.cdiv(m, 128) * triton.cdiv(n, 256) >= sms
-    if kernel == "tma":
+    if kernel == "triton_tma":
         cfgs = tma_persistent.configs()
         return cfgs[0] if big else _first(cfgs, block_m=128, block_n=128, block_k=64, num_warps=8)
     cfgs = blocked.configs()
@@ -325,12 +335,12 @@ def heuristic(m: int, n: int, k: int, arch: int, sms: int, align: str) -> Plan:
     from . import gemv, splitk, splitk_tma
 
     if m == 1 and k >= 256:
-        return Plan("gemv", gemv.configs()[0], source="heuristic")
+        return Plan("triton_gemv", gemv.configs()[0], source="heuristic")
     tma_ab = arch >= 90 and "-" not in align[:2]
     if triton.cdiv(m, 128) * triton.cdiv(n, 128) < sms and k >= 1024:
-        module, kernel = (splitk_tma, "splitk_tma") if tma_ab else (splitk, "splitk")
+        module, kernel = (splitk_tma, "triton_splitk_tma") if tma_ab else (splitk, "triton_splitk")
         return Plan(kernel, _splitk_config(module, m, n, k, sms), source="heuristic")
-    kernel = "tma" if tma_ab and align[2] != "-" else "blocked"
+    kernel = "triton_tma" if tma_ab and align[2] != "-" else "triton_blocked"
     return Plan(kernel, _tiled_config(kernel, m, n, sms), source="heuristic")
 
 
@@ -338,11 +348,11 @@ def heuristic_config(kernel: str, m: int, n: int, k: int, sms: int) -> Config:
     """An explicit kernel= call's configuration where no table names one, by the heuristic's rule for that kernel."""
     from . import gemv, splitk, splitk_tma
 
-    if kernel == "gemv":
+    if kernel == "triton_gemv":
         return gemv.configs()[0]
-    if kernel in ("splitk", "splitk_tma"):
-        return _splitk_config(splitk if kernel == "splitk" else splitk_tma, m, n, k, sms)
-    if kernel in ("blocked", "tma"):
+    if kernel in ("triton_splitk", "triton_splitk_tma"):
+        return _splitk_config(splitk if kernel == "triton_splitk" else splitk_tma, m, n, k, sms)
+    if kernel in ("triton_blocked", "triton_tma"):
         return _tiled_config(kernel, m, n, sms)
     from .common import problem_configs
     from .variants import BY_KERNEL, kernel_module

@@ -171,7 +171,7 @@ def launches(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, acc_fp16: bool, 
     m, k = a.shape
     n = b.shape[1]
     if _major(c) != "N":
-        raise HgemmValueError("hgemm(kernel='tma'): the output must be row-major for the TMA store")
+        raise HgemmValueError("hgemm(kernel='triton_tma'): the output must be row-major for the TMA store")
     a_desc, b_desc, a_t, b_t = operand_descs(a, b, config)
     grid = (programs(triton.cdiv(m, config.block_m) * triton.cdiv(n, config.block_n), num_sms(a.device)),)
     c_box = (config.block_m, config.block_n // config.epilogue_split)

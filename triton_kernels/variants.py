@@ -3,10 +3,12 @@ source of truth for `triton_kernels.hgemm`, the tests and the harness.
 
 Adding a Triton kernel = one module (a file of this package providing what `triton_kernels.contract.KernelModule`
 declares: `configs()`, `launches(a, b, c, acc_fp16, config)`, `worth_timing(...)`, `INTERPRETER_CONFIG`,
-`inspect_source(config)`) + one record in `RECORDS` naming it (`file`) and the name hgemm's kernel= takes for it
-(`selector`). Nothing else lists kernels: the dispatcher, the API, the plan tables and the harness read these
-records, and `kernel_module(record)` is the module. `general`: a kernel kernel="auto" may take without timing
-(the interpreter, a pinned config).
+`inspect_source(config)`) + one record in `RECORDS` naming it (`file`). The record's name is the kernel's one name:
+what hgemm's kernel= takes, what plans and plan tables hold, what the reports, the support matrix and
+`python -m compare --kernels` show; the short names kernel= took before ("blocked", "tma") are still taken
+(`Variant.aliases`). Nothing else lists kernels: the dispatcher, the API, the plan tables and the harness read these
+records, and `kernel_module(record)` is the module. `general`: a kernel kernel="auto" may take without timing (the
+interpreter, a pinned config).
 Every kernel takes fp16 and bf16 (`dtypes`; A, B and C of one dtype): the dtype comes from the pointers' and
 descriptors' element types, so one source compiles to `HGMMA....F32.BF16` / `HMMA.16816.F32.BF16` for bf16 (the
 CUDA-core gemv: FFMA on the converted values); bf16 accumulates in fp32 only (`hgemm_common.record.ACCS_FOR`).
@@ -15,6 +17,8 @@ from __future__ import annotations
 
 import importlib
 from pathlib import Path
+
+import triton
 
 from hgemm_common.errors import HgemmValueError
 from hgemm_common.record import LAYOUTS, Variant
@@ -34,42 +38,43 @@ RECORDS: tuple[Variant, ...] = (
             native_layouts=LAYOUTS, alignment="none", dtypes=DTYPES,
             # sm_90: tl.dot lowers to wgmma, operands arrive by cp.async (checked by `compare inspect`'s test)
             promises={"sm_90": ("HGMMA", "LDGSTS")}, forbids={"sm_90": ("UTMALDG",)}, ceiling="wgmma",
-            selector="blocked", general=True),
+            aliases=("blocked",), general=True),
     Variant("triton_splitk", "triton", "triton", "splitk.py", "one of splitk.configs()",
             "+ split-K for skinny M: fp32 partials summed in slice order by each tile's last slice, 16-row tiles",
             "tl.dot", native_layouts=LAYOUTS, alignment="none", dtypes=DTYPES,
             # the 16x64x128 tile of a 16-row problem: mma.sync (wgmma needs 64 rows), operands by cp.async
             promises={"sm_90": ("HMMA", "LDGSTS")}, forbids={"sm_90": ("UTMALDG",)}, ceiling="wgmma",
-            selector="splitk"),
+            aliases=("splitk",)),
     Variant("triton_gemv", "triton", "triton", "gemv.py", "one of gemv.configs()",
             "+ M = 1 without tensor cores: B's tiles into registers, FFMA, split-K summed in a fixed order",
             "fma", native_layouts=LAYOUTS, alignment="none", dtypes=DTYPES,
             # no tensor-core instruction: 16-byte loads of B straight into registers, CUDA-core multiply-adds
             promises={"sm_90": ("FFMA", "LDG")}, forbids={"sm_90": ("HMMA", "HGMMA", "LDGSTS", "UTMALDG")},
-            selector="gemv"),
+            aliases=("gemv",)),
     Variant("triton_tma", "triton", "triton", "tma_persistent.py", "one of tma_persistent.configs()",
             "tl.dot persistent kernel, TMA loads/stores (tutorial 09), aligned operands", "tl.dot", min_arch=90,
             native_layouts=LAYOUTS, alignment="tma", misaligned="refuse", dtypes=DTYPES,
             promises={"sm_90": ("HGMMA", "UTMALDG")}, forbids={"sm_90": ("LDGSTS",)}, ceiling="wgmma",
-            selector="tma", general=True),
+            aliases=("tma",), general=True),
     Variant("triton_splitk_tma", "triton", "triton", "splitk_tma.py", "one of splitk_tma.configs()",
             "+ split-K on TMA loads for skinny M: splitk's slices and reduction, tiles by descriptor", "tl.dot",
             min_arch=90, native_layouts=LAYOUTS, alignment="tma_ab", misaligned="refuse", dtypes=DTYPES,
             # the 16x64x128 tile of a 16-row problem: mma.sync (wgmma needs 64 rows), operands by TMA
             promises={"sm_90": ("HMMA", "UTMALDG")}, forbids={"sm_90": ("LDGSTS",)}, ceiling="wgmma",
-            selector="splitk_tma"),
+            aliases=("splitk_tma",)),
     Variant("triton_splitk_wide", "triton", "triton", "splitk_wide.py", "one of splitk_wide.configs()",
             "+ small outputs over very long K: wgmma tiles in 8-128 K slices, the partials summed by a second "
             "kernel over every SM (a programmatic dependent launch)", "tl.dot", min_arch=90, native_layouts=LAYOUTS,
             alignment="tma_ab", misaligned="refuse", dtypes=DTYPES,
             # 64- and 128-row tiles: wgmma, operands by TMA
             promises={"sm_90": ("HGMMA", "UTMALDG")}, forbids={"sm_90": ("LDGSTS",)}, ceiling="wgmma",
-            selector="splitk_wide"),
+            aliases=("splitk_wide",)),
     # The Gluon level (triton.experimental.gluon): the same persistent warp-specialized design as the hand-written
     # wgmma_persistent, written in Python. Offered only where it can run: its Gluon API's Triton versions
     # (`triton_versions`), compiled (the interpreter cannot run Gluon). kernel="auto" does not time it
-    # (`worth_timing`); kernel="gluon" runs it, with its own tile rule (`choose_config`), and copies operands TMA
-    # cannot describe first (misaligned="copy": the dispatcher stages them, as kernel="auto" does for the TMA kernels).
+    # (`worth_timing`); kernel="gluon_persistent" runs it, with its own tile rule (`choose_config`), and copies
+    # operands TMA cannot describe first (misaligned="copy": the dispatcher stages them, as kernel="auto" does for the
+    # TMA kernels).
     Variant("gluon_persistent", "triton", "triton", "gluon_persistent.py",
             "one of gluon_persistent.configs() by its rule (128x256 down to 64x32, split-K on small outputs)",
             "Gluon: TMA ring + mbarriers, a TMA producer warp and one wgmma consumer warpgroup per 64 rows "
@@ -77,7 +82,7 @@ RECORDS: tuple[Variant, ...] = (
             native_layouts=LAYOUTS, alignment="tma", misaligned="copy", dtypes=DTYPES,
             promises={"sm_90": ("HGMMA", "UTMALDG", "SYNCS", "USETMAXREG")},
             forbids={"sm_90": ("LDGSTS", "LDL", "STL")}, ceiling="wgmma", block=(128, 256, 64), stages=4,
-            selector="gluon", interpretable=False, triton_versions=gluon_persistent.GLUON_TRITON_VERSIONS),
+            aliases=("gluon",), interpretable=False, triton_versions=gluon_persistent.GLUON_TRITON_VERSIONS),
 )
 
 
@@ -95,8 +100,10 @@ def kernel_module(v: Variant) -> KernelModule:
 
 
 def _not_offered(v: Variant) -> str | None:
-    """Why record v cannot run in this process (None: it can)."""
-    why = optional(kernel_module(v), "UNAVAILABLE")
+    """Why record v cannot run in this process (None: it can): the installed Triton is not a release its API is
+    written for (`Variant.triton_versions`), its module says why not (`UNAVAILABLE`), or the interpreter is on and
+    cannot run it. Asked again for a refused kernel= (`refusal`), so it reads the version at that moment."""
+    why = v.triton_refusal(triton.__version__) or optional(kernel_module(v), "UNAVAILABLE")
     if why is None and not v.interpretable and interpreter_active():
         why = f"Triton's interpreter (TRITON_INTERPRET=1) cannot run {v.name}"
     return why
@@ -108,11 +115,23 @@ VARIANTS: tuple[Variant, ...] = tuple(v for v in RECORDS if v.name not in NOT_OF
 GLUON = next(v for v in RECORDS if v.file == "gluon_persistent.py")  # the Gluon level (tests/test_gluon.py)
 
 # `hgemm(kernel="auto")`: not a kernel of its own but the choice among the records above, listed by the harness
-# as `triton`.
+# and the support matrix as `triton` (which kernel= takes too).
 AUTO = Variant("triton", "triton", "triton", "api.py", "the plan of the call's shape class (plan table)",
                "tl.dot; the plan table's choice among the records above for the call's shape class", "tl.dot",
-               native_layouts=LAYOUTS, ceiling="wgmma", dtypes=DTYPES, recommended=True,
-               selector="auto", dispatch=True)
+               native_layouts=LAYOUTS, ceiling="wgmma", dtypes=DTYPES, recommended=True, dispatch=True)
 
 BY_NAME = {v.name: v for v in (AUTO, *VARIANTS)}
-BY_KERNEL = {v.selector: v for v in VARIANTS}  # hgemm's kernel= argument -> its record
+BY_KERNEL = {v.name: v for v in VARIANTS}  # a plan's kernel (a record's name) -> its record
+# Every name hgemm's kernel= takes -> the name plans, tables and reports use: each offered record's name and older
+# names (`Variant.aliases`), and "auto" for AUTO (by its name "triton" as well).
+KERNEL_NAMES: dict[str, str] = {"auto": "auto", AUTO.name: "auto",
+                                **{n: v.name for v in VARIANTS for n in (v.name, *v.aliases)}}
+
+
+def refusal(kernel: str) -> str | None:
+    """Why kernel= `kernel`, a name or older name of a record not offered here, cannot run ("gluon_persistent needs
+    triton 3.6 (installed: 3.9.0)"); None for a name no record has."""
+    for v in RECORDS:
+        if kernel in (v.name, *v.aliases):
+            return _not_offered(v) or NOT_OFFERED.get(v.name)
+    return None
