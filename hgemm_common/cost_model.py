@@ -11,8 +11,8 @@ Read top to bottom, as a prediction is made:
    busiest SM, bytes from HBM, bytes through L2, staging copies, split-K partials, launches). None depends on a
    fitted parameter, so a fit computes them once per record;
 5. the parameters (`KernelParams` per kernel: compute efficiency, HBM and L2 efficiency, latency per launch, per
-   tile and per k-iteration; `Params`: those, the GPU and residual corrections) and `predict`: the terms, the total and the
-   term that decided (`Prediction`);
+   tile and per k-iteration; `Params`: those, the GPU and residual corrections) and `predict`: the terms, the
+   total and the term that decided (`Prediction`);
 6. `fit`: the parameters of each kernel from measured records (least squares in log time, Huber-weighted so that
    a few disturbed timings do not pull the fit), then the residual corrections; `quality`: median and p90 |log
    error| per kernel;
@@ -55,9 +55,9 @@ def cdiv(a: int, b: int) -> int:
 # ----------------------------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class GPU:
-    """What the model needs to know of a GPU. The defaults are an H100 SXM's: its datasheet (132 SMs, dense fp16
-    and bf16 tensor-core rate 989 TFLOPS at 1830 MHz: 4096 flops per SM and clock, 3.35 TB/s of HBM, 50 MB of L2,
-    228 KB of shared memory per SM); the rest are estimates a fit's per-kernel efficiencies absorb."""
+    """What the model needs to know of a GPU. The defaults are an H100 SXM's: its datasheet (132 SMs; the dense
+    fp16 and bf16 tensor-core rate, quoted at 1830 MHz, is 4096 flops per SM and clock; 3.35 TB/s of HBM, 50 MB of
+    L2, 228 KB of shared memory per SM); the rest are estimates a fit's per-kernel efficiencies absorb."""
     name: str = "H100 SXM"
     sms: int = 132
     clock_ghz: float = 1.83

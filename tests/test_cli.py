@@ -85,7 +85,7 @@ def test_plot_of_a_missing_file_is_one_line(tmp_path):
 def test_help_lists_every_verb():
     res = _compare("--help")
     assert res.returncode == 0
-    for verb in ("check", "bench", "plot", "inspect", "layouts"):
+    for verb in ("check", "bench", "plot", "inspect", "layouts", "tune", "sweep"):
         assert verb in res.stdout.split("positional arguments")[0], verb
 
 
