@@ -23,26 +23,14 @@ processes (`compare.tune.warm`). `--budget-s` stops the run cleanly before a blo
 would not cover, so each chunk fits a device command's limit. A case whose start is in the file twice without
 its end (the process died on it twice) is recorded as crashed and skipped.
 
-The data file (JSON lines; `read` parses it, skipping a truncated last line):
-- {"type": "run", "run", "environment", "frame", "args"}: one per run;
-- {"type": "start", "run", "case"}: before a case is measured;
-- {"type": "candidate", "run", "case", "seed", "index", "side": "triton" | "auto" | "ptx", "call" (what was
-  called), "problem", "plan" (the cost model's Problem and Plan), "status", "detail", "ms" (median device time),
-  "spread_pct", "samples", "wall_us", "torch_ms", "x_torch"}: one per candidate of a case;
-- {"type": "case", "run", "case", "seed", "index", "problem", "status", "torch_ms", "control_ratio", "auto",
-  "candidates", "timed", "seconds"}: a case done;
-- {"type": "end", "run", "cases", "stopped", "during_run"}: a run's end.
-`python -m compare tune` writes its per-candidate times as candidate records too (`tune_records`), so `--fit` reads
-both.
+The data file: `compare.sweep_data` (its records, how it is read and appended to).
 """
 from __future__ import annotations
 
-import json
 import math
 import os
 import statistics
 import time
-from collections import Counter
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
@@ -54,8 +42,8 @@ from hgemm_common.record import ACCS_FOR
 
 from .bench import CONTROL, random_shapes
 from .registry import BASELINE
+from .sweep_data import Data, append, read, triton_plan
 
-FORMAT = 1
 DEFAULT_BUDGET_MS = 10.0  # timed GPU ms per candidate and case (the bench's --budget-ms: a few dozen calls each)
 DEFAULT_BLOCK = 48  # cases compiled ahead together, then timed
 CRASHES = 2  # starts without an end after which a case is skipped
@@ -98,84 +86,8 @@ def draw(seeds: list[int], start: int, count: int, layouts: list[str], dtypes: l
 
 
 # ----------------------------------------------------------------------------------------------------------------
-# The data file
-# ----------------------------------------------------------------------------------------------------------------
-@dataclass
-class Data:
-    runs: list = field(default_factory=list)
-    cases: dict = field(default_factory=dict)  # case key -> its case record
-    candidates: list = field(default_factory=list)
-    starts: Counter = field(default_factory=Counter)  # case key -> starts recorded
-    bad_lines: int = 0  # lines that are not JSON objects (a run killed mid-write leaves at most one)
-
-
-def read(path: Path) -> Data:
-    """A data file's records by type; a missing file reads as empty."""
-    data = Data()
-    try:
-        lines = Path(path).read_text().splitlines()
-    except FileNotFoundError:
-        return data
-    for line in lines:
-        try:
-            rec = json.loads(line)
-            kind = rec["type"]
-        except (ValueError, KeyError, TypeError):
-            data.bad_lines += 1
-            continue
-        if kind == "run":
-            data.runs.append(rec)
-        elif kind == "case":
-            data.cases[rec["case"]] = rec
-        elif kind == "candidate":
-            data.candidates.append(rec)
-        elif kind == "start":
-            data.starts[rec["case"]] += 1
-    return data
-
-
-def append(path: Path, records: list[dict]) -> None:
-    """The records appended as one write (a process killed during it leaves at most a truncated last line, which
-    `read` skips and the next append cuts off first), flushed to the disk."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    text = "".join(json.dumps(r, separators=(",", ":")) + "\n" for r in records).encode()
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        size = os.lseek(fd, 0, os.SEEK_END)
-        if size and os.pread(fd, 1, size - 1) != b"\n":  # a truncated last line: cut back to the last newline
-            tail = os.pread(fd, min(size, 1 << 20), max(0, size - (1 << 20)))
-            keep = size - len(tail) + tail.rfind(b"\n") + 1
-            os.ftruncate(fd, keep)
-        os.lseek(fd, 0, os.SEEK_END)
-        os.write(fd, text)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-# ----------------------------------------------------------------------------------------------------------------
 # Candidates
 # ----------------------------------------------------------------------------------------------------------------
-def effective_split(kernel: str, k: int, cfg) -> int:
-    """The K slices a Triton configuration launches on K (fewer than its split where K is short)."""
-    if cfg.split_k == 1:
-        return 1
-    if kernel == "gluon":
-        from triton_kernels.gluon_persistent import split_slices
-        return split_slices(k, cfg.split_k)[1]
-    from triton_kernels.splitk import slices
-    return slices(k, cfg)[1]
-
-
-def triton_plan(kernel: str, cfg, stage: tuple, k: int) -> cm.Plan:
-    """The cost model's plan of a Triton (kernel, configuration, staging)."""
-    from triton_kernels.plan_table import stage_text
-
-    return cm.plan_for(kernel, cfg.block_m, cfg.block_n, cfg.block_k, cfg.num_stages, cfg.num_warps,
-                       effective_split(kernel, k, cfg), stage_text(stage))
-
-
 GRID_SLICE_KBLOCKS = 8  # hopper::kGridSliceKblocks: the grid split cuts K in slices of at least this many k-blocks
 
 
@@ -306,13 +218,18 @@ def measure_case(case: Case, *, timer, budget_ms: float, rounds: int, ptx: bool,
 
     t0 = time.time()
     head = {"run": run_id, "case": case.key, "seed": case.seed, "index": case.index}
-    a, b = gpu_operands(case.m, case.n, case.k, case.layout, case.dtype, case_seed(case))
-    problem = problem_of(case, a, b)
-    cands = case_candidates(case, a, b, ptx, gluon)
-    del a, b
-    rows = bench.bench_shape(registry._torch_entries(BASELINE) + [c.kernel for c in cands], case.m, case.n, case.k, layout=case.layout,
-                             rounds=rounds, budget_ms=budget_ms, timer=timer, seed=case_seed(case),
-                             copy_gb_s=copy_gb_s, dtype=case.dtype)
+    try:
+        a, b = gpu_operands(case.m, case.n, case.k, case.layout, case.dtype, case_seed(case))
+        problem = problem_of(case, a, b)
+        cands = case_candidates(case, a, b, ptx, gluon)
+        del a, b
+        rows = bench.bench_shape(registry._torch_entries(BASELINE) + [c.kernel for c in cands], case.m, case.n,
+                                 case.k, layout=case.layout, rounds=rounds, budget_ms=budget_ms, timer=timer,
+                                 seed=case_seed(case), copy_gb_s=copy_gb_s, dtype=case.dtype)
+    except torch.cuda.OutOfMemoryError as e:  # the case's operands and checks do not fit: recorded, the run goes on
+        torch.cuda.empty_cache()
+        return [{"type": "case", **head, "status": f"out of memory: {str(e).splitlines()[0]}",
+                 "seconds": round(time.time() - t0, 2)}]
     by_name = {r.kernel: r for r in rows}
     base, control = by_name.get(BASELINE.name), by_name.get(CONTROL)
     torch_ms = base.median_ms if base is not None else None
@@ -520,21 +437,3 @@ def run_fit(paths: list[Path], params_out: Path, holdout: list[int], log=print) 
     cm.save(params, params_out)
     log(f"wrote {params_out}")
     return params
-
-
-# ----------------------------------------------------------------------------------------------------------------
-# compare tune's per-candidate times, as candidate records
-# ----------------------------------------------------------------------------------------------------------------
-def tune_records(timed: list, a: torch.Tensor, b: torch.Tensor, dtype: str, acc: str, layout: str,
-                 case: str) -> list[dict]:
-    """Candidate records of the (kernel, stage, configuration, ms) `compare tune` timed on one case's operands
-    (`triton_kernels.dispatch.kept_timings`)."""
-    from triton_kernels.plan_table import align_class, stage_text
-
-    m, k = a.shape
-    n = b.shape[1]
-    problem = cm.Problem(m, n, k, layout, align_class(a, b, None), dtype, acc)
-    return [{"type": "candidate", "case": case, "side": "triton", "source": "tune",
-             "call": {"kernel": kern, "config": cfg.name, "stage": stage_text(stage)},
-             **cm.record_fields(problem, triton_plan(kern, cfg, stage, k)), "status": "ok", "ms": ms}
-            for kern, stage, cfg, ms in timed]

@@ -27,7 +27,7 @@ import torch
 from hgemm_common.errors import HgemmError
 from triton_kernels.common import Config, timing
 
-from .sweep import append, tune_records
+from .sweep_data import append, tune_records
 
 # (shape, layouts): the default grid. The harness's mixed suite (square, LLM, skinny M, odd), every power-of-two M
 # at N = K = 4096 (decode to prefill batch sizes), LLM projections at the M the suites and decoding meet, the

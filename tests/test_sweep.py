@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from compare import bench, sweep, tune
+from compare import bench, sweep, sweep_data, tune
 from compare.reference import make_inputs
 from hgemm_common import cost_model as cm
 from triton_kernels import dispatch
@@ -144,6 +144,17 @@ def test_a_case_records_every_candidate_then_itself(monkeypatch, hopper):
     assert all(cm.from_record(r).seconds == 0.5e-3 for r in timed)
 
 
+def test_a_case_that_does_not_fit_is_recorded_and_the_run_goes_on(monkeypatch):
+    from compare import parallel
+
+    def oom(*args):
+        raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 4.00 GiB\nmore")
+    monkeypatch.setattr(parallel, "gpu_operands", oom)
+    recs = sweep.measure_case(sweep.Case(1, 0, 16384, 32768, 256, "NN", "fp16", "fp32"), timer=None, budget_ms=1.0,
+                              rounds=1, ptx=False, gluon=False, copy_gb_s=None, run_id="r")
+    assert len(recs) == 1 and recs[0]["type"] == "case" and recs[0]["status"].startswith("out of memory: CUDA out")
+
+
 def _fake_run(monkeypatch, measure):
     """run_sweep with the GPU parts replaced: no compiling, timer, frame or sampler; `measure` for measure_case."""
     from compare import envinfo, frame
@@ -266,7 +277,7 @@ def test_tune_keeps_every_timing(monkeypatch, hopper):
     assert all(x[0] == "tma" for x in got) and cfg == got[0][2]
     dispatch._tune("blocked", (False, False, False), ("g",), a, b, c, False)
     assert len(got) == len([x for x in got if x[0] == "tma"])  # the block had ended
-    recs = sweep.tune_records(got, a, b, "fp16", "fp32", "NN", "tune/x")
+    recs = sweep_data.tune_records(got, a, b, "fp16", "fp32", "NN", "tune/x")
     assert len(recs) == len(got) and all(cm.from_record(r).plan.kernel == "tma" for r in recs)
     assert recs[0]["call"] == {"kernel": "tma", "config": got[0][2].name, "stage": ""}
 
