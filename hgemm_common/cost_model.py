@@ -12,7 +12,7 @@ Read top to bottom, as a prediction is made:
    fitted parameter, so a fit computes them once per record;
 5. the parameters (`KernelParams` per kernel: compute efficiency, HBM and L2 efficiency, latency per launch, per
    tile and per k-iteration; `Params`: those, the GPU and residual corrections) and `predict`: the terms, the
-   total and the term that decided (`Prediction`);
+   total and the term that decided (`Prediction`); `rank`: candidate plans by predicted time;
 6. `fit`: the parameters of each kernel from measured records (least squares in log time, Huber-weighted so that
    a few disturbed timings do not pull the fit), then the residual corrections; `quality`: median and p90 |log
    error| per kernel;
@@ -360,6 +360,11 @@ def predict(problem: Problem, plan: Plan, params: Params | None = None) -> Predi
     return Prediction(float(total(t)) * corr, t, decided(t), corr)
 
 
+def rank(problem: Problem, plans: list[Plan], params: Params | None = None) -> list[tuple[Prediction, Plan]]:
+    """The plans by predicted time, fastest first (a planner takes the first it can run)."""
+    return sorted(((predict(problem, plan, params), plan) for plan in plans), key=lambda t: t[0].seconds)
+
+
 # ----------------------------------------------------------------------------------------------------------------
 # 6. The fit
 # ----------------------------------------------------------------------------------------------------------------
@@ -474,8 +479,11 @@ def choices(records: list[Record], params: Params) -> list[tuple[str, Record, Re
     by_case: dict[str, list[Record]] = {}
     for r in records:
         by_case.setdefault(r.case, []).append(r)
-    return [(case, min(rs, key=lambda r: predict(r.problem, r.plan, params).seconds), min(rs, key=lambda r: r.seconds))
-            for case, rs in by_case.items()]
+    out = []
+    for case, rs in by_case.items():
+        fastest = rank(rs[0].problem, [r.plan for r in rs], params)[0][1]
+        out.append((case, next(r for r in rs if r.plan == fastest), min(rs, key=lambda r: r.seconds)))
+    return out
 
 
 # ----------------------------------------------------------------------------------------------------------------

@@ -175,6 +175,17 @@ def test_records_round_trip_through_their_fields():
     assert rec == cm.Record(prob, plan, 0.25e-3, "c")
 
 
+def test_rank_puts_the_split_first_where_tiles_leave_sms_idle():
+    """16 x 4096 x 4096: 128-row tiles compute mostly padding and 32 tiles leave 100 SMs idle; the 16-row split-K
+    plans rank first, the CUDA-core path (gemv) last, and the order is by predicted time."""
+    prob = cm.Problem(16, 4096, 4096)
+    plans = [cm.plan_for("tma", 128, 128, 64, 4, 8), cm.plan_for("gemv", 1, 32, 256, 1, 4, 2),
+             cm.plan_for("splitk", 16, 64, 128, 4, 4, 4), cm.plan_for("splitk", 16, 64, 128, 4, 4, 2)]
+    ranked = cm.rank(prob, plans)
+    assert [p.kernel for _, p in ranked][:2] == ["splitk", "splitk"] and ranked[-1][1].kernel == "gemv"
+    assert [x.seconds for x, _ in ranked] == sorted(x.seconds for x, _ in ranked)
+
+
 def test_features_stack_into_arrays():
     probs = [cm.Problem(64 * i, 512, 1024) for i in range(1, 5)]
     plan = cm.plan_for("tma", 128, 128, 64, 4, 8)
