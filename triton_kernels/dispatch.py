@@ -237,7 +237,7 @@ def kept_timings():
     try:
         yield got
     finally:
-        _KEPT.remove(got)
+        _KEPT[:] = [x for x in _KEPT if x is not got]  # by identity: two empty lists are equal
 
 
 def clear() -> None:
