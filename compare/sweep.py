@@ -381,11 +381,14 @@ def choice_report(raw: list[dict], recs: list[cm.Record], params: cm.Params, sid
     torch_ms = {raw[i]["case"]: raw[i]["torch_ms"] for i in idx if raw[i].get("torch_ms")}
     near = sum(c.seconds <= 1.05 * best.seconds for _, c, best in picked) / len(picked)
     regret = _geomean([c.seconds / best.seconds for _, c, best in picked])
-    x_model = _geomean([torch_ms[k] * 1e-3 / c.seconds for k, c, _ in picked if k in torch_ms])
-    x_best = _geomean([torch_ms[k] * 1e-3 / best.seconds for k, _, best in picked if k in torch_ms])
-    return (f"{side}: {len(picked)} cases; the model's choice within 5% of the fastest in {near:.0%}, "
-            f"{regret:.3f}x its time (geomean); x torch.matmul: model's choice {x_model:.3f}, fastest candidate "
-            f"{x_best:.3f}")
+    line = (f"{side}: {len(picked)} cases; the model's choice within 5% of the fastest in {near:.0%}, "
+            f"{regret:.3f}x its time (geomean)")
+    with_torch = [(k, c, best) for k, c, best in picked if k in torch_ms]
+    if with_torch:  # (tune's records have no torch.matmul beside them)
+        x_model = _geomean([torch_ms[k] * 1e-3 / c.seconds for k, c, _ in with_torch])
+        x_best = _geomean([torch_ms[k] * 1e-3 / best.seconds for k, _, best in with_torch])
+        line += f"; x torch.matmul: model's choice {x_model:.3f}, fastest candidate {x_best:.3f}"
+    return line
 
 
 def today_report(paths: list[Path]) -> str:

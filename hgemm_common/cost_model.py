@@ -305,12 +305,18 @@ def param_key(plan: Plan) -> str:
 TERMS = ("compute", "waves", "hbm", "l2", "staging", "reduce", "latency")
 
 
+def _pick(np_op, op, x, y):
+    """op on two floats (a planner's one prediction: Python's min/max, without numpy's per-call cost), np_op where
+    either is an array (a fit's many records at once)."""
+    return np_op(x, y) if isinstance(x, np.ndarray) or isinstance(y, np.ndarray) else op(x, y)
+
+
 def terms(f: Features, p: KernelParams) -> dict:
     """The named terms (seconds) of features f under parameters p; f may hold arrays (then so do the terms)."""
     rate = f.sm_rate * p.eff
     compute = f.flops / (f.sms * rate)
     return {"compute": compute, "waves": f.steps * f.tile_flops / rate - compute,
-            "hbm": f.bytes_hbm / np.minimum(f.hbm_rate * p.mem_eff, f.stream_rate),
+            "hbm": f.bytes_hbm / _pick(np.minimum, min, f.hbm_rate * p.mem_eff, f.stream_rate),
             "l2": f.bytes_l2 / (f.l2_rate * p.l2_eff),
             "staging": f.bytes_staging / (f.hbm_rate * p.mem_eff),
             "reduce": f.bytes_reduce / (f.hbm_rate * p.mem_eff),
@@ -319,8 +325,8 @@ def terms(f: Features, p: KernelParams) -> dict:
 
 def total(t: dict):
     """max(compute + waves, hbm, l2) + staging + reduce + latency, of terms(...)."""
-    return (np.maximum(t["compute"] + t["waves"], np.maximum(t["hbm"], t["l2"])) + t["staging"] + t["reduce"]
-            + t["latency"])
+    memory = _pick(np.maximum, max, t["hbm"], t["l2"])
+    return _pick(np.maximum, max, t["compute"] + t["waves"], memory) + t["staging"] + t["reduce"] + t["latency"]
 
 
 def correction_key(problem: Problem, plan: Plan) -> str:
@@ -355,9 +361,9 @@ def predict(problem: Problem, plan: Plan, params: Params | None = None) -> Predi
     """The plan's predicted time on the problem: its terms, the total (times the residual correction of its bin,
     where the parameters have one) and the term that decided."""
     params = params or Params()
-    t = {name: float(v) for name, v in terms(features(problem, plan, params.gpu), params.of(plan)).items()}
+    t = terms(features(problem, plan, params.gpu), params.of(plan))
     corr = math.exp(params.corrections.get(correction_key(problem, plan), 0.0))
-    return Prediction(float(total(t)) * corr, t, decided(t), corr)
+    return Prediction(total(t) * corr, t, decided(t), corr)
 
 
 def rank(problem: Problem, plans: list[Plan], params: Params | None = None) -> list[tuple[Prediction, Plan]]:
