@@ -65,12 +65,13 @@ GATE_SHARDS=(
   "triton2 2/4 tests/test_triton_hgemm.py"
   "triton3 3/4 tests/test_triton_hgemm.py"
   "triton4 4/4 tests/test_triton_hgemm.py"
-  "gluon - tests/test_gluon.py tests/test_linear.py tests/test_errors.py tests/test_validation.py"
+  "gluon - tests/test_gluon.py tests/test_linear.py tests/test_errors.py tests/test_validation.py tests/test_error_bound.py"
   "operators - tests/test_torch_integration.py"
   "ptx - tests/test_ptx_hgemm.py tests/test_ptx_bf16.py tests/test_sparse_gpu.py tests/test_layouts_gpu.py tests/test_dispatch.py tests/test_plan_table.py"
-  "harness - tests/test_harness.py tests/test_bf16_model.py tests/test_cli.py"
+  "harness - tests/test_harness.py tests/test_bf16_model.py tests/test_cli.py tests/test_random_suite.py"
   "model - tests/test_model.py tests/test_ptx_compile.py"
   "records - tests/test_records.py tests/test_study.py tests/test_docs.py tests/test_history.py tests/test_sparse_harness.py"
+  "docs - tests/test_doc_blocks.py tests/test_template_args.py"
 )
 # The raw files lie in GATE_RAW's folders (logs/, report/), three folders below OUTDIR, whose top keeps only the
 # gate's summary and tarball: a machine that copies back a few files from the top folders brings back those two.

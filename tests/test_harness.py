@@ -441,7 +441,8 @@ def test_time_passes_sizes_its_sleep_from_the_pass():
 
 
 def _rows(ratios, control=True, median_ms=1.0):
-    """BenchRows of a run: per shape torch.matmul, its A/A control at the given ratio, and a kernel at 0.9x."""
+    """BenchRows of a run: per shape torch.matmul, its A/A control at the given ratio, and a kernel
+    nine tenths as fast."""
     rows = []
     for i, x in enumerate(ratios):
         for name, ratio in (("torch.matmul", 1.0), *([(bench.CONTROL, x)] if control else []), ("triton", 0.9)):
