@@ -622,7 +622,8 @@ def test_the_heaviest_units_start_first():
     order = build.heaviest_first(todo)
     assert sorted(order, key=str) == sorted(todo, key=str)
     split = {src for src, part in todo if part is not None}
-    assert CSRC / "sm90" / "wgmma_persistent.cu" in split
+    assert {CSRC / "sm90" / "wgmma_persistent.cu", CSRC / "sm90" / "wgmma_splitk.cu",
+            CSRC / "sm90" / "wgmma_cluster.cu"} <= split
     for src in split:
         assert build.build_parts(src) == tuple(range(len(build.build_parts(src)))), src
         assert '#include "host/parts.h"' in src.read_text(), src
