@@ -329,6 +329,19 @@ def test_main_job_starts_the_build_first_and_waits_for_it_only_beside_the_check(
     assert result.phases["build (beside the check)"] >= 0
 
 
+def test_check_workers_yield_to_the_build_beside_them(monkeypatch):
+    """The check's worker processes run at a lower priority while the extension builds beside them (their PTX
+    cases wait for it), and at the normal one otherwise."""
+    from compare import parallel
+
+    seen = []
+    monkeypatch.setattr(parallel, "spawn_shares", lambda target, shares, collect, during=None, nice=0:
+                        seen.append((during is not None, nice)))
+    check.run_check_parallel({"fp16": []}, workers=2, during=lambda: None)
+    check.run_check_parallel({"fp16": []}, workers=2)
+    assert seen[0][0] and seen[0][1] > 0 and seen[1] == (False, 0), seen
+
+
 @pytest.mark.skipif(HAS_CUDA, reason="the CPU refusal")
 def test_bench_refuses_without_gpu():
     res = subprocess.run([sys.executable, "-m", "compare", "bench", "--shapes", "64x64x64"], cwd=ROOT,
