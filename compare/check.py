@@ -163,7 +163,8 @@ def run_check_parallel(kernels: list[Kernel], *, workers: int, dtypes=("fp16",),
     """run_check on the GPU for each dtype in `dtypes` (kernels: {dtype: list}), the cases spread over `workers`
     processes (each case whole in one process; each process its own CUDA context), plus `warm` jobs (compare.parallel:
     bench entries run once) in the same processes. `during()`, when given, runs in this process meanwhile (the
-    extension's build). Returns {dtype: (rows, pairwise names, pairwise matrix)}, rows in case order."""
+    extension's build: the workers then run at a lower priority, since their PTX cases wait for it, and every core
+    it gets brings them forward). Returns {dtype: (rows, pairwise names, pairwise matrix)}, rows in case order."""
     from .parallel import spawn_shares
 
     cases = cases_for(True, layouts)
@@ -183,7 +184,7 @@ def run_check_parallel(kernels: list[Kernel], *, workers: int, dtypes=("fp16",),
             if show:
                 show(len(results), total)
 
-    spawn_shares(_check_worker, [s for s in shares if s], collect, during=during)
+    spawn_shares(_check_worker, [s for s in shares if s], collect, during=during, nice=10 if during else 0)
     out = {}
     for d, dtype in enumerate(dtypes):
         rows, pair = [], ([], [])

@@ -37,9 +37,10 @@ def shares_by(jobs: list, key, workers: int) -> list[list]:
     return [s for s in shares if s]
 
 
-def spawn_shares(target, shares: list[list], collect, during=None) -> None:
+def spawn_shares(target, shares: list[list], collect, during=None, nice: int = 0) -> None:
     """target(share, queue) in one process per share; each puts (kind, payload) messages, which `collect(kind,
-    payload)` gets here in arrival order. `during()`, when given, runs in this process meanwhile."""
+    payload)` gets here in arrival order. `during()`, when given, runs in this process meanwhile. nice > 0: the
+    processes run at that lower priority (their children too)."""
     import queue as queue_mod
 
     ctx = mp.get_context("spawn")
@@ -47,6 +48,8 @@ def spawn_shares(target, shares: list[list], collect, during=None) -> None:
     procs = [ctx.Process(target=target, args=(share, q)) for share in shares]
     for p in procs:
         p.start()
+        if nice:
+            os.setpriority(os.PRIO_PROCESS, p.pid, nice)
     if during is not None:
         during()
     while True:

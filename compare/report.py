@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import json
+import os
+import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -241,6 +243,26 @@ def _timed(groups, progress, label: str, **kw) -> list:
     return rows
 
 
+def _start_build(result: Result, log) -> threading.Thread:
+    """The hand-written kernels' extension, built in a thread of this process (`ptx_kernels.load`: its nvcc processes
+    on every core); the phase's time and any failure go into `result`. Join it before reading them."""
+    def build():
+        import ptx_kernels
+
+        t0 = time.perf_counter()
+        try:
+            ptx_kernels.load()
+        except Exception as e:  # noqa: BLE001 - a thread's exception would be lost: the report names it
+            first = str(e).splitlines()[0] if str(e) else type(e).__name__
+            result.failures.append(f"the PTX extension did not build: {first}")
+        result.phases["build (beside the check)"] = time.perf_counter() - t0
+        log(f"phase build (beside the check): {result.phases['build (beside the check)']:.1f} s")
+
+    thread = threading.Thread(target=build, name="ptx build")
+    thread.start()
+    return thread
+
+
 def run(out: Path, *, gpu: bool, suite: str = SUITE, budget_ms: float = MAIN_JOB_BUDGET_MS, progress=None,
         log=lambda line: None, full: bool = False, workers: int | None = None) -> Result:
     from ptx_kernels import toolchain
@@ -257,10 +279,15 @@ def run(out: Path, *, gpu: bool, suite: str = SUITE, budget_ms: float = MAIN_JOB
     phase = _Phases(result, log)
     t_start = time.perf_counter()
     nvcc = toolchain.find_nvcc() is not None
+    # BUILD before anything else takes the CPU: the check's workers run their Triton cases meanwhile and wait for
+    # the extension only for the PTX ones (ptx_kernels.load's lock), so it starts first and keeps every core.
+    builder = _start_build(result, log) if gpu and nvcc else None
     # Inspect compiles on the CPU (nvcc, ptxas) while the check and the bench keep the GPU busy: a child process
-    # from the start, collected at the end.
+    # from the start, collected at the end, at the lowest priority, so that it takes no core from the build or the
+    # check (it has until the end of the bench; they are waited for).
     (out / "inspect" / "inspect.json").unlink(missing_ok=True)  # an earlier run's rows are not this run's
     inspect_job = disasm.start(out / "inspect")
+    os.setpriority(os.PRIO_PROCESS, inspect_job.pid, 19)
     env = environment()
     md = ["# tensorcore-hgemm report", "", f"Produced by `{env['command']}` on {env.get('gpu') or 'a machine without a GPU'}"
           f", {env['date']}, commit `{env['git_commit']}` (torch {env['torch']}, triton {env['triton']}"
@@ -283,22 +310,11 @@ def run(out: Path, *, gpu: bool, suite: str = SUITE, budget_ms: float = MAIN_JOB
                 or k.package == "triton"]
     if gpu:
         # The check's cases spread over worker processes (compiles side by side), with the bench's Triton entries
-        # run once there too; meanwhile this process builds the hand-written kernels (the workers' PTX pass waits
-        # for the build's lock).
-        def build():
-            t0 = time.perf_counter()
-            if nvcc:
-                import ptx_kernels
-                try:
-                    ptx_kernels.load()
-                except ptx_kernels.BuildError as e:
-                    result.failures.append(f"the PTX extension did not build: {str(e).splitlines()[0]}")
-            result.phases["build (beside the check)"] = time.perf_counter() - t0
-            log(f"phase build (beside the check): {result.phases['build (beside the check)']:.1f} s")
+        # run once there too; meanwhile the build started above goes on (the workers' PTX pass waits for its lock).
         with phase("build + check"):
             checked = check_mod.run_check_parallel({"fp16": kernels, "bf16": bkernels}, dtypes=("fp16", "bf16"),
                                                    workers=workers or default_workers(), warm=_warm_jobs(plan),
-                                                   progress=progress, during=build)
+                                                   progress=progress, during=builder and builder.join)
         rows, names, mat = checked["fp16"]
         crows_b = checked["bf16"][0]
     else:

@@ -3,7 +3,10 @@
 Two steps, the first in parallel:
 1. every kernel file (the records' offered on the running GPU, `min_arch`, plus the lab sources) compiles to its
    own object with plain nvcc (`compile_objects`: no Torch headers, as the sources promise; one process per file,
-   as many at once as there are CPUs);
+   as many at once as there are CPUs). A file with many kernel instances marks parts of itself (csrc/host/parts.h,
+   `build_parts`) and compiles to one object per part, so that no single nvcc process holds the build up; the
+   units start in `heaviest_first` order. A fresh build prints how long it took, and with verbose=True or
+   TENSORCORE_HGEMM_BUILD_TIMES=1 each unit's nvcc seconds, longest first;
 2. `load_inline` compiles the Torch glue (csrc/binding.cpp, read from its file) and links it with those objects into
    the Python module. Each kernel file registers its own launcher (csrc/host/registry.h), so the binding knows no
    variant by name.
@@ -17,10 +20,12 @@ from __future__ import annotations
 
 import fcntl
 import os
+import re
 import shutil
 import subprocess
 import sys
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -95,28 +100,72 @@ def object_flags(cuda_flags: list[str]) -> list[str]:
     return [*cuda_flags, "-Xcompiler", "-fPIC", f"-D_GLIBCXX_USE_CXX11_ABI={abi}", f"-I{CSRC}"]
 
 
+_PART = re.compile(r"HGEMM_IN_PART\((\d+)\)")
+
+
+def build_parts(src: Path) -> tuple[int, ...]:
+    """The parts a kernel file marks with `#if HGEMM_IN_PART(i)` (csrc/host/parts.h), each compiled on its own with
+    -DHGEMM_PART=i; () for a file compiled whole."""
+    return tuple(sorted({int(i) for i in _PART.findall(src.read_text())}))
+
+
+def units(sources: list[Path]) -> list[tuple[Path, int | None]]:
+    """(source, part) of each translation unit the sources compile to, in the sources' order (part None: whole)."""
+    return [(src, part) for src in sources for part in (build_parts(src) or (None,))]
+
+
+def unit_name(src: Path, part: int | None) -> str:
+    name = src.relative_to(CSRC).as_posix() if src.is_relative_to(CSRC) else str(src)
+    return name if part is None else f"{name} part {part}"
+
+
+def heaviest_first(todo: list[tuple[Path, int | None]]) -> list[tuple[Path, int | None]]:
+    """The units in the order the pool starts them, so that it does not end on a long one: the parts of split files
+    first (they are split because their kernels take the longest), then the Hopper files (wgmma's wide accumulator
+    tiles take ptxas the longest), the other kernel files, the lab sources; within each, files later in a ladder
+    (the more elaborate kernels, more instances) first."""
+    def rank(unit):
+        src, part = unit
+        folder = src.parent.name
+        return (part is None, {"sm90": 0, "sm80": 1}.get(folder, 2))
+    return sorted(reversed(todo), key=rank)
+
+
 def compile_objects(sources: list[Path], cuda_flags: list[str], out_dir: Path, nvcc: str,
-                    jobs: int | None = None) -> list[Path]:
-    """Each source compiled to out_dir/<stem>-<hash>.o (hash: every csrc/ file and the flags), in parallel; objects
-    already there are kept. Writes go to a temporary name first, so a killed build leaves no half object."""
+                    jobs: int | None = None, times: dict[str, float] | None = None) -> list[Path]:
+    """Each source compiled to out_dir/<stem>-<hash>.o (hash: every csrc/ file and the flags), or a split file to
+    one out_dir/<stem>.part<i>-<hash>.o per part (`build_parts`), in parallel, `heaviest_first`; objects already
+    there are kept. Writes go to a temporary name first, so a killed build leaves no half object. `times`, when
+    given, gets each compiled unit's nvcc seconds by `unit_name`. Returns the objects in the sources' order."""
     flags = object_flags(cuda_flags)
     key = csrc_hash(" ".join(flags), torch.__version__)
     out_dir.mkdir(parents=True, exist_ok=True)
 
-    def one(src: Path) -> Path:
-        obj = out_dir / f"{src.stem}-{key}.o"
+    def one(unit: tuple[Path, int | None]) -> Path:
+        src, part = unit
+        obj = out_dir / (f"{src.stem}-{key}.o" if part is None else f"{src.stem}.part{part}-{key}.o")
         if obj.exists():
             return obj
         tmp = obj.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
-        res = subprocess.run([nvcc, *flags, "-c", "-o", str(tmp), str(src)], capture_output=True, text=True)
+        defines = [] if part is None else [f"-DHGEMM_PART={part}"]
+        t0 = time.perf_counter()
+        res = subprocess.run([nvcc, *flags, *defines, "-c", "-o", str(tmp), str(src)], capture_output=True, text=True)
         if res.returncode != 0:
-            name = src.relative_to(CSRC) if src.is_relative_to(CSRC) else src
-            raise BuildError(f"nvcc failed on {name}:\n{res.stderr[-4000:]}")
+            raise BuildError(f"nvcc failed on {unit_name(src, part)}:\n{res.stderr[-4000:]}")
+        if times is not None:
+            times[unit_name(src, part)] = time.perf_counter() - t0
         os.replace(tmp, obj)
         return obj
 
+    todo = units(sources)
     with ThreadPoolExecutor(max_workers=jobs or os.cpu_count() or 1) as pool:
-        return list(pool.map(one, sources))
+        done = dict(zip(heaviest_first(todo), pool.map(one, heaviest_first(todo))))
+    return [done[u] for u in todo]
+
+
+def format_times(times: dict[str, float]) -> str:
+    """Each unit's nvcc seconds, longest first (a fresh build's `times`)."""
+    return "\n".join(f"{t:7.1f} s  {name}" for name, t in sorted(times.items(), key=lambda kv: -kv[1]))
 
 
 def _glue_args(build_dir: Path) -> dict:
@@ -143,8 +192,9 @@ def _start_glue(name: str, build_dir: Path) -> subprocess.Popen:
 
 
 def load(verbose: bool = False):
-    """The compiled extension for the current GPU, built on first use (about half a minute with a core per kernel
-    file), then loaded from the build folder."""
+    """The compiled extension for the current GPU, built on first use (about half a minute on 16 cores), then
+    loaded from the build folder. verbose (or TENSORCORE_HGEMM_BUILD_TIMES=1): print each translation unit's nvcc
+    seconds, longest first, and load_inline's commands."""
     global _module
     if _module is not None:  # every hgemm call asks: no lock once built
         return _module
@@ -165,20 +215,33 @@ def load(verbose: bool = False):
             stale = build_dir / "lock"
             if stale.exists():
                 stale.unlink()
-            if not (build_dir / f"{name}.so").exists():
-                print(f"ptx_kernels: building the extension ({len(sources)} kernel files and the binding, about half "
-                      f"a minute) in {build_dir}", file=sys.stderr, flush=True)
+            fresh = not (build_dir / f"{name}.so").exists()
+            if fresh:
+                print(f"ptx_kernels: building the extension ({len(units(sources))} translation units of "
+                      f"{len(sources)} kernel files, and the binding, about half a minute) in {build_dir}",
+                      file=sys.stderr, flush=True)
+            t0, times = time.perf_counter(), {}
             try:
                 glue = None if (build_dir / "main.o").exists() else _start_glue(name, build_dir)
-                objects = compile_objects(sources, cuda_flags, build_dir / "objects", nvcc_path())
+                objects = compile_objects(sources, cuda_flags, build_dir / "objects", nvcc_path(), times=times)
+                t_objects = time.perf_counter() - t0
                 if glue is not None:
                     glue.wait()
                     if stale.exists():  # the child ended without releasing torch's lock (killed): stale
                         stale.unlink()
+                t_glue = time.perf_counter() - t0
                 _module = load_inline(name=name, extra_ldflags=[str(o) for o in objects], verbose=verbose,
                                       **_glue_args(build_dir))
             except Exception as e:  # noqa: BLE001 - re-raised with the build folder named
                 if isinstance(e, BuildError):
                     raise
                 raise BuildError(f"building {name} in {build_dir} failed: {e}") from e
+            if fresh:
+                longest = max(times, key=times.get, default=None)
+                print(f"ptx_kernels: built in {time.perf_counter() - t0:.1f} s (kernel objects {t_objects:.1f} s"
+                      + (f", the longest {longest} {times[longest]:.1f} s" if longest else "")
+                      + f"; the binding ready at {t_glue:.1f} s)", file=sys.stderr, flush=True)
+                if times and (verbose or os.environ.get("TENSORCORE_HGEMM_BUILD_TIMES") == "1"):
+                    print(f"ptx_kernels: nvcc seconds per translation unit, {os.cpu_count()} cores:\n"
+                          + format_times(times), file=sys.stderr, flush=True)
         return _module

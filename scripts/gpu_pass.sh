@@ -46,6 +46,8 @@ PART=${1:?a part: tests, report, gate1, gate2, ...}; OUTDIR=${2:-gpu_out}; LAYOU
 mkdir -p "$OUTDIR"
 export PYTHONPATH=. PYTHONUNBUFFERED=1
 export TENSORCORE_HGEMM_BUILD_DIR=${TENSORCORE_HGEMM_BUILD_DIR:-/tmp/tensorcore_hgemm_build}
+# a fresh build prints each translation unit's nvcc seconds, longest first (ptx_kernels/build.py)
+export TENSORCORE_HGEMM_BUILD_TIMES=${TENSORCORE_HGEMM_BUILD_TIMES:-1}
 unset TRITON_INTERPRET
 nvidia-smi --query-gpu=name,driver_version,power.limit,clocks.max.sm --format=csv | tee "$OUTDIR/gpu.txt"
 

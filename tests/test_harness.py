@@ -284,6 +284,64 @@ def test_main_job_without_gpu(tmp_path):
     assert json.loads((tmp_path / "check.json").read_text())["rows"]
 
 
+def test_main_job_starts_the_build_first_and_waits_for_it_only_beside_the_check(tmp_path, monkeypatch):
+    """On a GPU the main job starts the PTX extension's build before anything else takes the CPU (the inspect child
+    after it, at the lowest priority), and the check runs beside it, joining it only at its end (`during`); a build
+    that fails is reported with its phase time. CPU: the build, the inspect child and the check are stand-ins."""
+    import threading
+
+    from compare import disasm, report
+
+    events, release = [], threading.Event()
+
+    def load():
+        release.wait(10)  # the build lasts until the check has started
+        raise ptx_kernels.BuildError("nvcc failed on sm90/x.cu part 1:\n(the error)")
+
+    def building() -> bool:
+        return any(t.name == "ptx build" for t in threading.enumerate())
+
+    class Child:
+        pid = os.getpid()
+
+    def run_check_parallel(kernels, *, during, **kw):
+        events.append(f"check started, building {building()}")
+        release.set()
+        during()
+        events.append(f"check joined, building {building()}")
+        raise KeyboardInterrupt  # the rest of the main job is not this test's
+
+    monkeypatch.setattr(ptx_kernels, "load", load)
+    monkeypatch.setattr(toolchain, "find_nvcc", lambda: "nvcc")
+    monkeypatch.setattr(disasm, "start", lambda out: events.append(f"inspect started, building {building()}")
+                        or Child())
+    monkeypatch.setattr(report.os, "setpriority", lambda which, pid, nice: events.append(f"inspect nice {nice}"))
+    monkeypatch.setattr(check, "run_check_parallel", run_check_parallel)
+    logged = []
+    with pytest.raises(KeyboardInterrupt):
+        report.run(tmp_path, gpu=True, workers=1, log=logged.append)
+    assert events == ["inspect started, building True", "inspect nice 19", "check started, building True",
+                      "check joined, building False"], events
+    assert any(line.startswith("phase build (beside the check): ") for line in logged), logged
+    result = report.Result()
+    report._start_build(result, logged.append).join()
+    assert result.failures == ["the PTX extension did not build: nvcc failed on sm90/x.cu part 1:"]
+    assert result.phases["build (beside the check)"] >= 0
+
+
+def test_check_workers_yield_to_the_build_beside_them(monkeypatch):
+    """The check's worker processes run at a lower priority while the extension builds beside them (their PTX
+    cases wait for it), and at the normal one otherwise."""
+    from compare import parallel
+
+    seen = []
+    monkeypatch.setattr(parallel, "spawn_shares", lambda target, shares, collect, during=None, nice=0:
+                        seen.append((during is not None, nice)))
+    check.run_check_parallel({"fp16": []}, workers=2, during=lambda: None)
+    check.run_check_parallel({"fp16": []}, workers=2)
+    assert seen[0][0] and seen[0][1] > 0 and seen[1] == (False, 0), seen
+
+
 @pytest.mark.skipif(HAS_CUDA, reason="the CPU refusal")
 def test_bench_refuses_without_gpu():
     res = subprocess.run([sys.executable, "-m", "compare", "bench", "--shapes", "64x64x64"], cwd=ROOT,

@@ -388,7 +388,8 @@ def test_registrations_and_records_agree():
 
 def test_registry_of_every_kernel_file_is_the_records(tmp_path):
     """CPU, no GPU: the kernel files of every record, compiled as the extension compiles them (one translation unit
-    each) and linked into one program, register exactly the records, each with the operands its record reads."""
+    each, or one per part of a file built in parts, `build.units`) and linked into one program, register exactly the
+    records, each with the operands its record reads: every launcher one part calls, another part holds."""
     got = registry_of([source(v) for v in VARIANTS], tmp_path)
     assert got == {v.name: (registered_operands(v), v.dtypes) for v in VARIANTS}
 
@@ -430,10 +431,11 @@ def test_no_measured_figures_in_sources():
 
 
 def registry_of(kernel_files, out_dir, csrc=CSRC) -> dict[str, tuple[str, tuple[str, ...]]]:
-    """{name: (operands, dtypes)} the registry holds once the kernel files (separate translation units) are linked into one
-    host program: the registrars run at load, no GPU needed. Device code as PTX only (no ptxas: the cubins are
-    the compile fixture's business), so this costs what the host code does; for compute_90a, the target every
-    kernel file builds for (the sm_90a-only ones included)."""
+    """{name: (operands, dtypes)} the registry holds once the kernel files (separate translation units, a file built
+    in parts one per part, as the extension builds them) are linked into one host program: the registrars run at
+    load, no GPU needed. Device code as unoptimized PTX only (cicc -O0, no ptxas: the cubins are the compile
+    fixture's business), so this costs about what the host code does; for compute_90a, the target every kernel file
+    builds for (the sm_90a-only ones included)."""
     import subprocess
 
     main = out_dir / "print_registry.cu"
@@ -443,16 +445,19 @@ def registry_of(kernel_files, out_dir, csrc=CSRC) -> dict[str, tuple[str, tuple[
                     '                int(kv.second.launch_bf16 != nullptr));\n}\n')
     nvcc = [toolchain.find_nvcc(), "-std=c++17", f"-I{csrc}"]
 
-    def obj(src):
-        out = out_dir / f"{src.stem}.o"
-        subprocess.run([*nvcc, "-O3", "-gencode=arch=compute_90a,code=compute_90a", "-c", "-o", str(out), str(src)],
-                       check=True, capture_output=True)
+    def obj(unit):
+        src, part = unit
+        out = out_dir / (f"{src.stem}.o" if part is None else f"{src.stem}.part{part}.o")
+        defines = [] if part is None else [f"-DHGEMM_PART={part}"]
+        subprocess.run([*nvcc, "-O3", "-Xcicc", "-O0", "-gencode=arch=compute_90a,code=compute_90a", *defines, "-c",
+                        "-o", str(out), str(src)], check=True, capture_output=True)
         return str(out)
 
     with ThreadPoolExecutor(max_workers=2) as pool:
-        objs = list(pool.map(obj, [*kernel_files, main]))
+        objs = list(pool.map(obj, [*build.units(kernel_files), (main, None)]))
     exe = out_dir / "print_registry"
-    subprocess.run([*nvcc, "-o", str(exe), *objs], check=True, capture_output=True)
+    linked = subprocess.run([*nvcc, "-o", str(exe), *objs], capture_output=True, text=True)
+    assert linked.returncode == 0, linked.stderr[-3000:]  # an undefined launcher: no part holds it
     out = subprocess.run([str(exe)], check=True, capture_output=True, text=True).stdout
     kinds = ("RowMajorA", "AnyStrides", "AnyMajor")  # hgemm::Operands, in order
     return {name: (kinds[int(k)], ("fp16", "bf16") if int(bf16) else ("fp16",))
@@ -534,7 +539,7 @@ def test_the_extension_is_built_by_load_inline(monkeypatch, tmp_path):
     monkeypatch.setenv("TENSORCORE_HGEMM_BUILD_DIR", str(tmp_path))
     monkeypatch.setattr(build, "nvcc_path", lambda: "nvcc")
 
-    def objects(sources, flags, out_dir, nvcc, jobs=None):
+    def objects(sources, flags, out_dir, nvcc, jobs=None, times=None):
         seen["sources"], seen["flags"] = sources, flags
         return [out_dir / f"{s.stem}.o" for s in sources]
 
@@ -584,3 +589,46 @@ def test_kernel_objects_compile_in_parallel_and_are_kept(tmp_path, monkeypatch):
     bad.write_text("this is not C++")
     with pytest.raises(build.BuildError, match="nvcc failed on .*bad.cu"):
         build.compile_objects([bad], flags, tmp_path / "b", toolchain.find_nvcc())
+
+
+def test_a_file_built_in_parts_compiles_to_one_object_per_part(tmp_path):
+    """A file that marks parts (csrc/host/parts.h) compiles to one object per part, each with HGEMM_PART set to its
+    number and only its part's code, in the sources' order beside a whole file; each unit's nvcc seconds are
+    reported under its name."""
+    import subprocess
+
+    src = tmp_path / "split.cu"
+    src.write_text('#include "host/parts.h"\n'
+                   "#if HGEMM_IN_PART(0)\nint in_part_zero() { return 0; }\n#endif\n"
+                   "#if HGEMM_IN_PART(1)\nint in_part_one() { return HGEMM_PART; }\n#endif\n")
+    whole = tmp_path / "whole.cu"
+    whole.write_text("int whole() { return 2; }\n")
+    assert build.build_parts(src) == (0, 1) and build.build_parts(whole) == ()
+    times = {}
+    flags = [*build.BASE_CUDA_FLAGS, "-gencode=arch=compute_80,code=sm_80"]
+    objs = build.compile_objects([whole, src], flags, tmp_path / "o", toolchain.find_nvcc(), times=times)
+    assert [o.name.split("-")[0] for o in objs] == ["whole", "split.part0", "split.part1"]
+    syms = [subprocess.run(["nm", str(o)], capture_output=True, text=True, check=True).stdout for o in objs[1:]]
+    assert "in_part_zero" in syms[0] and "in_part_one" not in syms[0]
+    assert "in_part_one" in syms[1] and "in_part_zero" not in syms[1]
+    assert sorted(times) == sorted([str(whole), f"{src} part 0", f"{src} part 1"])
+    assert all(t > 0 for t in times.values())
+    assert build.format_times(times).splitlines()[0].endswith(max(times, key=times.get))
+
+
+def test_the_heaviest_units_start_first():
+    """The build's translation units (`build.units`: a file built in parts is one per part, HGEMM_IN_PART) start
+    with the parts of split files, then the Hopper files, the other kernel files and the lab sources, so that the
+    pool does not end on a long unit; every split file numbers its parts from 0 (part 0: its registration)."""
+    sources = build.kernel_sources(90)
+    todo = build.units(sources)
+    order = build.heaviest_first(todo)
+    assert sorted(order, key=str) == sorted(todo, key=str)
+    split = {src for src, part in todo if part is not None}
+    assert {CSRC / "sm90" / "wgmma_persistent.cu", CSRC / "sm90" / "wgmma_splitk.cu",
+            CSRC / "sm90" / "wgmma_cluster.cu"} <= split
+    for src in split:
+        assert build.build_parts(src) == tuple(range(len(build.build_parts(src)))), src
+        assert '#include "host/parts.h"' in src.read_text(), src
+    kinds = ["part" if part is not None else src.parent.name for src, part in order]
+    assert kinds == sorted(kinds, key=["part", "sm90", "sm80", "lab"].index), kinds

@@ -286,6 +286,45 @@ def test_column_major_a_every_persistent_plan(dtype, acc):
     assert rows_nan[17] and c1[17].isnan().all() and int(rows_nan.sum()) == 1
 
 
+# The tiles GemmArgs::plan_tile pins (sm90/handoff.h): 1-3 128 x 256/128/64, 4 128 x 192, 5 and 6 256 x 152 in 4 and 3
+# stages (B column-major only).
+PLAN_TILES = {1: (128, 256), 2: (128, 128), 3: (128, 64), 4: (128, 192), 5: (256, 152), 6: (256, 152)}
+
+
+@pytest.mark.gpu(sm=90)
+@pytest.mark.parametrize("dtype,acc", DTYPE_ACCS)
+def test_every_instance_of_the_files_built_in_parts(dtype, acc):
+    """The kernel files the extension build compiles in parts (csrc/host/parts.h): wgmma_persistent on each tile
+    (GemmArgs::plan_tile 1-6, unsplit), wgmma_splitk on each of its tiles (split 2) and wgmma_cluster, with A and B
+    each row- and column-major in place and C 16-byte aligned (TMA stores) or one element off (register stores):
+    every instance those files compile runs, whichever part holds it, exact into a NaN-poisoned C, with the tile
+    and kernel it was pinned to."""
+    needs_hopper()
+    ext = ptx_kernels.load()
+    m, n, k = 520, 264, 136 if acc == "fp32" else 72  # fp16 accumulation: exact while partial sums stay small
+    runs = []  # (variant, tile, split, epilogue offsets)
+    runs += [("wgmma_persistent", t, 1, (0, 1)) for t in PLAN_TILES]
+    runs += [("wgmma_splitk", t, 2, (0,)) for t in (1, 2, 3)]
+    runs += [("wgmma_cluster", 0, 0, (0, 1))]
+    for i, layout in enumerate(LAYOUTS):
+        a_col, b_col = layout[0] == "T", layout[1] == "T"
+        a, b = make_inputs(m, n, k, layout, device="cuda", seed=i, dtype=dtype)
+        a, b = in_place_operand(a, a_col), in_place_operand(b, b_col)
+        for variant, tile, split, offsets in runs:
+            if tile >= 5 and not b_col:
+                continue  # 256 x 152 stages B whole 64-column boxes only column-major
+            for off in offsets:
+                buf = poisoned_out(m, n + 8, "cuda", dtype)
+                c = buf[:, off:off + n]  # off 1: C's rows 2 bytes past 16-byte alignment, no TMA store
+                info, ran = ext.hgemm_launch(variant, a, b, c, a_col, b_col, acc == "fp16", tile, split)
+                torch.cuda.synchronize()
+                what = f"{variant} tile={tile} split={split} {dtype} {acc} {layout} C offset {off}"
+                assert (ran or variant) == variant, (what, ran)
+                if tile:  # the launch's tile, and its split where it splits K (an unsplit launch reports 0)
+                    assert (info[5], info[6], info[7]) == (*PLAN_TILES[tile], split if split > 1 else 0), (what, info)
+                assert_exact(c, a, b, what)
+
+
 @pytest.mark.parametrize("v", ptx_kernels.variants(), ids=lambda v: v.name)
 def test_column_major_a_copies_where_not_in_place(v):
     """Column-major A: read in place by the records that list TN (a_col_major in last_launch, no copy); copied to

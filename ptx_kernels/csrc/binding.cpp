@@ -1,8 +1,15 @@
 // binding.cpp — the one place that knows about Torch: checks, the current stream, launch errors.
 // Kernels live in the .cu files (plain nvcc, no Torch headers); this file is compiled by the host compiler.
+// The headers of what it uses, not <torch/extension.h> (the whole C++ frontend: nn, optim, jit, ...): this file is
+// the build's one translation unit that includes Torch, compiled beside the kernel files, and the frontend's headers
+// were most of its compile time.
+#include <ATen/core/Tensor.h>
 #include <ATen/cuda/CUDAContext.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/empty_like.h>
+#include <ATen/ops/zeros.h>
 #include <c10/cuda/CUDAGuard.h>
-#include <torch/extension.h>
+#include <torch/csrc/utils/pybind.h>  // PYBIND11_MODULE and the Tensor, tuple and vector conversions
 
 #include <string>
 #include <tuple>
@@ -24,11 +31,11 @@ std::vector<std::string> hgemm_variants() {
 using LaunchReport = std::tuple<std::vector<int64_t>, std::string>;
 template <typename E>
 LaunchReport launch_registered(const std::string& variant, LauncherOf<E> launch, const GemmArgsOf<E>& p,
-                               const torch::Device& device, bool acc_fp16);
+                               const at::Device& device, bool acc_fp16);
 
 // The problem with typed pointers: A, B and C of element type E (half for kHalf, __nv_bfloat16 for kBFloat16).
 template <typename E>
-GemmArgsOf<E> gemm_args(const torch::Tensor& a, const torch::Tensor& b, const torch::Tensor& c, bool a_col_major,
+GemmArgsOf<E> gemm_args(const at::Tensor& a, const at::Tensor& b, const at::Tensor& c, bool a_col_major,
                         bool b_col_major) {
   GemmArgsOf<E> p;
   p.A = static_cast<const E*>(a.data_ptr());
@@ -55,15 +62,15 @@ constexpr int64_t kMaxTile = 6, kMaxSplit = 256;
 // the layouts (a_col_major only for the variants registered with Operands::AnyMajor); these checks guard the
 // contract again. tile, split: GemmArgs::tile, ::split. float16 runs the variant's fp16 launcher, bfloat16 its
 // bf16 one (registered by the variants that take bf16; fp32 accumulation).
-LaunchReport hgemm_launch(const std::string& variant, const torch::Tensor& a, const torch::Tensor& b,
-                          const torch::Tensor& c, bool a_col_major, bool b_col_major, bool acc_fp16, int64_t tile,
+LaunchReport hgemm_launch(const std::string& variant, const at::Tensor& a, const at::Tensor& b,
+                          const at::Tensor& c, bool a_col_major, bool b_col_major, bool acc_fp16, int64_t tile,
                           int64_t split) {
   const auto it = hgemm::registry().find(variant);
   TORCH_CHECK(it != hgemm::registry().end(), "hgemm: no PTX variant named '", variant, "' in this build");
   const auto dtype = a.scalar_type();
-  const bool bf16 = dtype == torch::kBFloat16;
+  const bool bf16 = dtype == at::kBFloat16;
   for (const auto* t : {&a, &b, &c}) {
-    TORCH_CHECK(t->is_cuda() && (dtype == torch::kHalf || bf16) && t->scalar_type() == dtype && t->dim() == 2,
+    TORCH_CHECK(t->is_cuda() && (dtype == at::kHalf || bf16) && t->scalar_type() == dtype && t->dim() == 2,
                 "hgemm_launch: expected 2-D CUDA tensors, all float16 or all bfloat16");
     TORCH_CHECK(t->device() == a.device(), "hgemm_launch: tensors on different devices");
   }
@@ -98,7 +105,7 @@ LaunchReport hgemm_launch(const std::string& variant, const torch::Tensor& a, co
 // The launch of a registered variant with its arguments filled, and the errors a launch can report, in words.
 template <typename E>
 LaunchReport launch_registered(const std::string& variant, LauncherOf<E> launch, const GemmArgsOf<E>& p,
-                               const torch::Device& device, bool acc_fp16) {
+                               const at::Device& device, bool acc_fp16) {
   LaunchInfo info;
   const Acc acc = acc_fp16 ? Acc::F16 : Acc::F32;
   const cudaStream_t stream = at::cuda::getCurrentCUDAStream(device.index());
@@ -106,8 +113,8 @@ LaunchReport launch_registered(const std::string& variant, LauncherOf<E> launch,
   if (err == kWorkspaceNeeded && info.workspace_bytes > p.workspace_bytes) {
     // From the caching allocator on this stream: the launch that reads it is queued on the same stream before the
     // block can be handed out again (and a CUDA graph capture takes it from the graph's pool).
-    const torch::Tensor workspace =
-        at::empty({info.workspace_bytes}, torch::TensorOptions().dtype(torch::kUInt8).device(device));
+    const at::Tensor workspace =
+        at::empty({info.workspace_bytes}, at::TensorOptions().dtype(at::kByte).device(device));
     GemmArgsOf<E> q = p;
     q.workspace = workspace.data_ptr();
     q.workspace_bytes = info.workspace_bytes;
@@ -129,16 +136,16 @@ LaunchReport launch_registered(const std::string& variant, LauncherOf<E> launch,
 
 // Launch 2:4 sparse `variant` on the current stream: C = decompress(values, meta) @ B with the dense K = k. Python
 // has validated the operands (ptx_kernels.sparse_hgemm); these checks guard the contract again.
-LaunchReport sparse_launch(const std::string& variant, const torch::Tensor& values, const torch::Tensor& meta,
-                           const torch::Tensor& b, const torch::Tensor& c, int64_t k, bool b_col_major,
+LaunchReport sparse_launch(const std::string& variant, const at::Tensor& values, const at::Tensor& meta,
+                           const at::Tensor& b, const at::Tensor& c, int64_t k, bool b_col_major,
                            bool acc_fp16, int64_t tile, int64_t schedule) {
   const auto it = hgemm::registry().find(variant);
   TORCH_CHECK(it != hgemm::registry().end(), "sparse_hgemm: no PTX variant named '", variant, "' in this build");
   for (const auto* t : {&values, &b, &c})
-    TORCH_CHECK(t->is_cuda() && t->scalar_type() == torch::kHalf && t->dim() == 2 && t->device() == values.device(),
+    TORCH_CHECK(t->is_cuda() && t->scalar_type() == at::kHalf && t->dim() == 2 && t->device() == values.device(),
                 "sparse_launch: expected 2-D CUDA float16 tensors on one device");
   const int64_t kp = (k + 31) / 32 * 32, m = values.size(0);
-  TORCH_CHECK(meta.is_cuda() && meta.device() == values.device() && meta.scalar_type() == torch::kInt &&
+  TORCH_CHECK(meta.is_cuda() && meta.device() == values.device() && meta.scalar_type() == at::kInt &&
                   meta.is_contiguous() && meta.dim() == 3 && meta.size(0) == kp / 32 && meta.size(1) == (m + 15) / 16 &&
                   meta.size(2) == 16,
               "sparse_launch: metadata must be a contiguous CUDA int32 tensor of shape (", kp / 32, ", ", (m + 15) / 16,
@@ -181,7 +188,7 @@ std::vector<std::string> hgemm_ceilings() {
 // time into TFLOPS.
 // blocks_per_sm: 0 takes the ceiling's own (as many warps as saturate the pipe); fewer ask what the pipe gives at a
 // GEMM kernel's occupancy.
-double hgemm_ceiling(const std::string& name, const torch::Tensor& sink, int64_t iters, bool acc_fp16,
+double hgemm_ceiling(const std::string& name, const at::Tensor& sink, int64_t iters, bool acc_fp16,
                      int64_t blocks_per_sm) {
   const auto it = hgemm::ceilings().find(name);
   TORCH_CHECK(it != hgemm::ceilings().end(), "hgemm_ceiling: no ceiling named '", name, "' in this build");
@@ -189,7 +196,7 @@ double hgemm_ceiling(const std::string& name, const torch::Tensor& sink, int64_t
   TORCH_CHECK(blocks_per_sm >= 0 && blocks_per_sm <= 64, "hgemm_ceiling: blocks_per_sm must be 0 (the ceiling's own) to 64");
   const int64_t per_sm = blocks_per_sm ? blocks_per_sm : int64_t(c.blocks_per_sm);
   const int64_t blocks = per_sm * at::cuda::getDeviceProperties(sink.device().index())->multiProcessorCount;
-  TORCH_CHECK(sink.is_cuda() && sink.scalar_type() == torch::kFloat && sink.numel() >= blocks * c.sink_per_block,
+  TORCH_CHECK(sink.is_cuda() && sink.scalar_type() == at::kFloat && sink.numel() >= blocks * c.sink_per_block,
               "hgemm_ceiling: sink must be a CUDA float tensor of at least ", blocks * c.sink_per_block, " elements");
   const c10::cuda::CUDAGuard guard(sink.device());
   const cudaError_t err = c.launch(static_cast<int>(blocks), static_cast<int>(iters), acc_fp16 ? Acc::F16 : Acc::F32,
@@ -200,53 +207,53 @@ double hgemm_ceiling(const std::string& name, const torch::Tensor& sink, int64_t
 
 // ---- fragment-layout probes: small outputs, one warp, synchronous results for the tests -------------------
 namespace {
-cudaStream_t stream_of(const torch::Tensor& t) { return at::cuda::getCurrentCUDAStream(t.device().index()); }
+cudaStream_t stream_of(const at::Tensor& t) { return at::cuda::getCurrentCUDAStream(t.device().index()); }
 void check_probe(cudaError_t err, const char* what) {
   TORCH_CHECK(err != cudaErrorInvalidDeviceFunction, what, " needs sm_90 (stmatrix)");
   TORCH_CHECK(err == cudaSuccess, what, " failed: ", cudaGetErrorString(err));
 }
-torch::TensorOptions on_cuda(torch::ScalarType t) { return torch::TensorOptions().dtype(t).device(torch::kCUDA); }
+at::TensorOptions on_cuda(at::ScalarType t) { return at::TensorOptions().dtype(t).device(at::kCUDA); }
 }  // namespace
 
-torch::Tensor probe_ldmatrix(int64_t num, bool trans) {
-  auto out = torch::zeros({32, 2 * num}, on_cuda(torch::kInt16));
+at::Tensor probe_ldmatrix(int64_t num, bool trans) {
+  auto out = at::zeros({32, 2 * num}, on_cuda(at::kShort));
   check_probe(launch_probe_ldmatrix(static_cast<int>(num), trans, reinterpret_cast<uint16_t*>(out.data_ptr<int16_t>()),
                                     stream_of(out)), "probe_ldmatrix");
   return out;
 }
 
-torch::Tensor probe_stmatrix(int64_t num, bool trans) {
-  auto out = torch::zeros({num * 64}, on_cuda(torch::kInt16));
+at::Tensor probe_stmatrix(int64_t num, bool trans) {
+  auto out = at::zeros({num * 64}, on_cuda(at::kShort));
   check_probe(launch_probe_stmatrix(static_cast<int>(num), trans, reinterpret_cast<uint16_t*>(out.data_ptr<int16_t>()),
                                     stream_of(out)), "probe_stmatrix");
   return out;
 }
 
-torch::Tensor probe_mma(const torch::Tensor& a, const torch::Tensor& b, const torch::Tensor& c, bool fp16) {
-  TORCH_CHECK(a.is_cuda() && a.scalar_type() == torch::kInt32 && a.numel() == 128, "probe_mma: a is (32, 4) int32");
-  TORCH_CHECK(b.is_cuda() && b.scalar_type() == torch::kInt32 && b.numel() == 64, "probe_mma: b is (32, 2) int32");
+at::Tensor probe_mma(const at::Tensor& a, const at::Tensor& b, const at::Tensor& c, bool fp16) {
+  TORCH_CHECK(a.is_cuda() && a.scalar_type() == at::kInt && a.numel() == 128, "probe_mma: a is (32, 4) int32");
+  TORCH_CHECK(b.is_cuda() && b.scalar_type() == at::kInt && b.numel() == 64, "probe_mma: b is (32, 2) int32");
   TORCH_CHECK(c.is_cuda() && c.is_contiguous() && a.is_contiguous() && b.is_contiguous(), "probe_mma: contiguous CUDA");
-  TORCH_CHECK(fp16 ? (c.scalar_type() == torch::kInt32 && c.numel() == 64)
-                   : (c.scalar_type() == torch::kFloat && c.numel() == 128),
+  TORCH_CHECK(fp16 ? (c.scalar_type() == at::kInt && c.numel() == 64)
+                   : (c.scalar_type() == at::kFloat && c.numel() == 128),
               "probe_mma: c is (32, 2) int32 for fp16 accumulation, (32, 4) float32 for fp32");
-  auto d = torch::empty_like(c);
+  auto d = at::empty_like(c);
   check_probe(launch_probe_mma(fp16, reinterpret_cast<const uint32_t*>(a.data_ptr<int32_t>()),
                                reinterpret_cast<const uint32_t*>(b.data_ptr<int32_t>()), c.data_ptr(), d.data_ptr(),
                                stream_of(a)), "probe_mma");
   return d;
 }
 
-torch::Tensor probe_mma_sp(const torch::Tensor& a, const torch::Tensor& b, const torch::Tensor& e,
-                           const torch::Tensor& c, bool fp16, int64_t sel) {
+at::Tensor probe_mma_sp(const at::Tensor& a, const at::Tensor& b, const at::Tensor& e, const at::Tensor& c, bool fp16,
+                        int64_t sel) {
   for (const auto* t : {&a, &b, &e, &c})
     TORCH_CHECK(t->is_cuda() && t->is_contiguous(), "probe_mma_sp: contiguous CUDA tensors");
-  TORCH_CHECK(a.scalar_type() == torch::kInt32 && a.numel() == 128 && b.scalar_type() == torch::kInt32 &&
-                  b.numel() == 128 && e.scalar_type() == torch::kInt32 && e.numel() == 32,
+  TORCH_CHECK(a.scalar_type() == at::kInt && a.numel() == 128 && b.scalar_type() == at::kInt &&
+                  b.numel() == 128 && e.scalar_type() == at::kInt && e.numel() == 32,
               "probe_mma_sp: a, b are (32, 4) int32, e is (32,) int32");
-  TORCH_CHECK(fp16 ? (c.scalar_type() == torch::kInt32 && c.numel() == 64)
-                   : (c.scalar_type() == torch::kFloat && c.numel() == 128),
+  TORCH_CHECK(fp16 ? (c.scalar_type() == at::kInt && c.numel() == 64)
+                   : (c.scalar_type() == at::kFloat && c.numel() == 128),
               "probe_mma_sp: c is (32, 2) int32 for fp16 accumulation, (32, 4) float32 for fp32");
-  auto d = torch::empty_like(c);
+  auto d = at::empty_like(c);
   check_probe(launch_probe_mma_sp(fp16, static_cast<int>(sel), reinterpret_cast<const uint32_t*>(a.data_ptr<int32_t>()),
                                   reinterpret_cast<const uint32_t*>(b.data_ptr<int32_t>()),
                                   reinterpret_cast<const uint32_t*>(e.data_ptr<int32_t>()), c.data_ptr(), d.data_ptr(),
@@ -256,15 +263,15 @@ torch::Tensor probe_mma_sp(const torch::Tensor& a, const torch::Tensor& b, const
 
 // a: (64, 32) int16 compressed values, b: (256, 64) int16 (n, k), e: (128, 2) int32 metadata registers; returns the
 // accumulators per thread in register order: (128, 128) int32 bits of fp32, or (128, 64) fp16 pairs.
-torch::Tensor probe_wgmma_sp(const torch::Tensor& a, const torch::Tensor& b, const torch::Tensor& e, bool fp16,
-                             bool b_col, int64_t sel) {
+at::Tensor probe_wgmma_sp(const at::Tensor& a, const at::Tensor& b, const at::Tensor& e, bool fp16, bool b_col,
+                          int64_t sel) {
   TORCH_CHECK(wgmma_sp_probe() != nullptr, "probe_wgmma_sp needs a build for sm_90a (wgmma.mma_async.sp)");
   for (const auto* t : {&a, &b, &e})
     TORCH_CHECK(t->is_cuda() && t->is_contiguous(), "probe_wgmma_sp: contiguous CUDA tensors");
-  TORCH_CHECK(a.scalar_type() == torch::kInt16 && a.numel() == 64 * 32 && b.scalar_type() == torch::kInt16 &&
-                  b.numel() == 256 * 64 && e.scalar_type() == torch::kInt32 && e.numel() == 128 * 2,
+  TORCH_CHECK(a.scalar_type() == at::kShort && a.numel() == 64 * 32 && b.scalar_type() == at::kShort &&
+                  b.numel() == 256 * 64 && e.scalar_type() == at::kInt && e.numel() == 128 * 2,
               "probe_wgmma_sp: a is (64, 32) int16, b (256, 64) int16, e (128, 2) int32");
-  auto d = torch::empty({128, fp16 ? 64 : 128}, on_cuda(torch::kInt32));
+  auto d = at::empty({128, fp16 ? 64 : 128}, on_cuda(at::kInt));
   check_probe(wgmma_sp_probe()(fp16, b_col, static_cast<int>(sel), reinterpret_cast<const uint16_t*>(a.data_ptr<int16_t>()),
                                reinterpret_cast<const uint16_t*>(b.data_ptr<int16_t>()),
                                reinterpret_cast<const uint32_t*>(e.data_ptr<int32_t>()),
@@ -272,18 +279,18 @@ torch::Tensor probe_wgmma_sp(const torch::Tensor& a, const torch::Tensor& b, con
   return d;
 }
 
-std::vector<torch::Tensor> probe_wmma(int64_t which) {
-  auto out = torch::zeros({32, 16}, on_cuda(torch::kInt32));
-  auto n = torch::zeros({1}, on_cuda(torch::kInt32));
+std::vector<at::Tensor> probe_wmma(int64_t which) {
+  auto out = at::zeros({32, 16}, on_cuda(at::kInt));
+  auto n = at::zeros({1}, on_cuda(at::kInt));
   check_probe(launch_probe_wmma(static_cast<int>(which), reinterpret_cast<uint32_t*>(out.data_ptr<int32_t>()),
                                 n.data_ptr<int32_t>(), stream_of(out)), "probe_wmma");
   return {out, n};
 }
 
-std::vector<torch::Tensor> probe_asm() {
-  auto out = torch::zeros({32, 16}, on_cuda(torch::kInt32));
-  auto out64 = torch::zeros({32}, on_cuda(torch::kInt64));
-  auto outd = torch::zeros({32}, on_cuda(torch::kFloat64));
+std::vector<at::Tensor> probe_asm() {
+  auto out = at::zeros({32, 16}, on_cuda(at::kInt));
+  auto out64 = at::zeros({32}, on_cuda(at::kLong));
+  auto outd = at::zeros({32}, on_cuda(at::kDouble));
   check_probe(launch_probe_asm(reinterpret_cast<uint32_t*>(out.data_ptr<int32_t>()),
                                reinterpret_cast<uint64_t*>(out64.data_ptr<int64_t>()), outd.data_ptr<double>(),
                                stream_of(out)), "probe_asm");

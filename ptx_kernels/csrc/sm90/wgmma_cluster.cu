@@ -22,9 +22,12 @@
 // shares its half of B, and its TMA stores are dropped (register stores masked).
 // Element types: fp16 (fp32 or fp16 accumulation) and bf16 (fp32), the template parameter E; A and B each row- or
 // column-major in place (A_COL, B_COL), as wgmma_persistent.cu takes them.
+// Built in two parts (host/parts.h), one per layout of A: its 24 kernels would keep one core busy far longer than
+// most files of the build.
 #include <algorithm>
 
 #include "blocks/wgmma_tile.cuh"
+#include "host/parts.h"
 #include "host/registry.h"
 #include "ptx/cluster.cuh"
 
@@ -156,19 +159,43 @@ cudaError_t launch_tile(const GemmArgsOf<E>& p, const hopper::Operands& ops, cud
 
 }  // namespace
 
+// The launches for one layout of A: a unit of the build's parts (host/parts.h), so outside the anonymous namespace;
+// declared here, so that the call below does not instantiate it, and instantiated in its part at the end.
+template <bool A_COL, typename E>
+cudaError_t launch_cluster_a(const GemmArgsOf<E>& p, Acc acc, const hopper::Operands& ops, cudaStream_t stream,
+                             LaunchInfo* info) {
+  return tile::dispatch<E>(acc, p.b_col_major, [&](auto acc_c, auto b_col_c) {
+    return ops.tma_store ? launch_tile<acc_c.value, b_col_c.value, true, A_COL>(p, ops, stream, info)
+                         : launch_tile<acc_c.value, b_col_c.value, false, A_COL>(p, ops, stream, info);
+  });
+}
+#define A_UNIT(EXTERN, A_COL)                                                                                      \
+  EXTERN template cudaError_t launch_cluster_a<A_COL, half>(const GemmArgsOf<half>&, Acc, const hopper::Operands&, \
+                                                            cudaStream_t, LaunchInfo*);                             \
+  EXTERN template cudaError_t launch_cluster_a<A_COL, __nv_bfloat16>(const GemmArgsOf<__nv_bfloat16>&, Acc,         \
+                                                                     const hopper::Operands&, cudaStream_t,         \
+                                                                     LaunchInfo*)
+A_UNIT(extern, false);
+A_UNIT(extern, true);
+
 // ---- HOST: check -> tensor maps -> launch ----
 template <typename E>
 cudaError_t launch_wgmma_cluster(const GemmArgsOf<E>& p, Acc acc, cudaStream_t stream, LaunchInfo* info) {
   hopper::Operands ops;
   const cudaError_t err = hopper::make_operands(p, BM, BN, &ops, /*b_box_n=*/BN / kCluster);
   if (err != cudaSuccess) return err;
-  const cudaError_t launched =
-      tile::dispatch_ab<E>(acc, p.a_col_major, p.b_col_major, [&](auto acc_c, auto a_col_c, auto b_col_c) {
-        return ops.tma_store ? launch_tile<acc_c.value, b_col_c.value, true, a_col_c.value>(p, ops, stream, info)
-                             : launch_tile<acc_c.value, b_col_c.value, false, a_col_c.value>(p, ops, stream, info);
-      });
+  const cudaError_t launched = p.a_col_major ? launch_cluster_a<true>(p, acc, ops, stream, info)
+                                             : launch_cluster_a<false>(p, acc, ops, stream, info);
   if (info) info->kernel = "wgmma_cluster";
   return launched;
 }
 
+// ---- PARTS (host/parts.h): part 0 the host code above, the registration and row-major A's kernels; part 1
+// column-major A's ----
+#if HGEMM_IN_PART(0)
 HGEMM_VARIANT_FP16_BF16(wgmma_cluster, launch_wgmma_cluster, AnyMajor);
+A_UNIT(, false);
+#endif
+#if HGEMM_IN_PART(1)
+A_UNIT(, true);
+#endif

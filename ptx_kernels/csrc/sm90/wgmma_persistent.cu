@@ -25,9 +25,14 @@
 // column-major (A_COL: M-major stages, read through wgmma's transpose bit, as row-major B is) and B row- or
 // column-major, all four in place, here and in wgmma_splitk.cu and wgmma_cluster.cu; wgmma_splitk_grid.cu reads
 // row-major A only, so a column-major A never takes the grid split.
+// Built in parts (host/parts.h): its 120 kernels would keep one core busy far longer than any other file of the
+// build, so each tile's launches for each A layout are a unit (launch_persistent_tile), and the units are spread
+// over parts at the end of the file.
 #include <algorithm>
+#include <tuple>
 
 #include "blocks/wgmma_tile.cuh"
+#include "host/parts.h"
 #include "host/registry.h"
 #include "sm90/handoff.h"
 
@@ -61,6 +66,7 @@ using Medium = Tile<128, 6>;  // 6 x 32 KB + 2 x 16 KB
 using Narrow = Tile<64, 8>;   // 8 x 24 KB + 2 x 8 KB
 using Tall = Tile<152, 4, 2, 152, 32>;  // 256 x 152: 4 x 51 KB + 2 x 9.5 KB (32-row rounds)
 using Tall3 = Tile<152, 3, 2, 152>;     // the same in 3 stages, 64-row rounds (the A/B of GemmArgs::plan_tile 6)
+using Tiles = std::tuple<Wide, Medium, Narrow, Wide192, Tall, Tall3>;  // GemmArgs::plan_tile's codes 1-6
 
 constexpr int GROUP_M = 8;
 // 128 x 192's speed relative to 128 x 256 at equal fill, for hopper::choose_plan: at 0.96 it is taken only where its
@@ -136,7 +142,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
 }
 
-template <typename T, typename E>
+template <typename T, bool A_COL, typename E>
 cudaError_t launch_tile(const GemmArgsOf<E>& p, Acc acc, cudaStream_t stream, LaunchInfo* info) {
   using Storage = typename T::template Storage<E>;
   constexpr bool kRowMajorB = T::BN % 64 == 0;  // a row-major B stage is whole 64-column boxes
@@ -146,22 +152,52 @@ cudaError_t launch_tile(const GemmArgsOf<E>& p, Acc acc, cudaStream_t stream, La
   if (err != cudaSuccess) return err;
   const int tiles = hopper::cdiv(p.M, T::BM) * hopper::cdiv(p.N, T::BN);
   const dim3 grid(hopper::persistent_blocks(tiles, hopper::sm_count(), p.grid));
-  return tile::dispatch_ab<E>(acc, p.a_col_major, p.b_col_major, [&](auto acc_c, auto a_col_c, auto b_col_c) {
+  return tile::dispatch<E>(acc, p.b_col_major, [&](auto acc_c, auto b_col_c) {
     if constexpr (!kRowMajorB && !b_col_c.value) {
       return cudaErrorInvalidValue;
     } else {
       constexpr Acc kAcc = acc_c.value;
-      constexpr bool kACol = a_col_c.value, kBCol = b_col_c.value;
+      constexpr bool kBCol = b_col_c.value;
       if (ops.tma_store)
-        return hopper::launch<wgmma_persistent_kernel<E, T, kAcc, kBCol, true, kACol>, Storage>(
+        return hopper::launch<wgmma_persistent_kernel<E, T, kAcc, kBCol, true, A_COL>, Storage>(
             grid, kThreads, T::BM, T::BN, p, ops, stream, info);
-      return hopper::launch<wgmma_persistent_kernel<E, T, kAcc, kBCol, false, kACol>, Storage>(
+      return hopper::launch<wgmma_persistent_kernel<E, T, kAcc, kBCol, false, A_COL>, Storage>(
           grid, kThreads, T::BM, T::BN, p, ops, stream, info);
     }
   });
 }
 
 }  // namespace
+
+// The launches of tile CODE (GemmArgs::plan_tile's codes, 1-6) for one layout of A: a unit of the build's parts
+// (host/parts.h), so outside the anonymous namespace; declared here, so that the calls below do not instantiate
+// it, and instantiated in its part at the end of the file. TILE_UNIT(extern, ...) declares a unit, TILE_UNIT(, ...)
+// instantiates it.
+template <int CODE, bool A_COL, typename E>
+cudaError_t launch_persistent_tile(const GemmArgsOf<E>& p, Acc acc, cudaStream_t stream, LaunchInfo* info) {
+  return launch_tile<std::tuple_element_t<CODE - 1, Tiles>, A_COL>(p, acc, stream, info);
+}
+#define TILE_UNIT(EXTERN, CODE, A_COL)                                                                      \
+  EXTERN template cudaError_t launch_persistent_tile<CODE, A_COL, half>(const GemmArgsOf<half>&, Acc,        \
+                                                                        cudaStream_t, LaunchInfo*);          \
+  EXTERN template cudaError_t launch_persistent_tile<CODE, A_COL, __nv_bfloat16>(                            \
+      const GemmArgsOf<__nv_bfloat16>&, Acc, cudaStream_t, LaunchInfo*)
+#define TILE_UNITS(EXTERN, CODE) \
+  TILE_UNIT(EXTERN, CODE, false); \
+  TILE_UNIT(EXTERN, CODE, true)
+TILE_UNITS(extern, 1);
+TILE_UNITS(extern, 2);
+TILE_UNITS(extern, 3);
+TILE_UNITS(extern, 4);
+TILE_UNITS(extern, 5);
+TILE_UNITS(extern, 6);
+
+// Tile CODE's launches for A's layout.
+template <int CODE, typename E>
+cudaError_t launch_plan_tile(const GemmArgsOf<E>& p, Acc acc, cudaStream_t stream, LaunchInfo* info) {
+  return p.a_col_major ? launch_persistent_tile<CODE, true>(p, acc, stream, info)
+                       : launch_persistent_tile<CODE, false>(p, acc, stream, info);
+}
 
 // ---- HOST: choose the tile (or another kernel) -> tensor maps -> launch ----
 // hopper::choose_plan scores 128 x 256, 128 x 128 and 128 x 64 tiles (128 x 192 where A's and B's rows are
@@ -190,12 +226,40 @@ cudaError_t launch_wgmma_persistent(const GemmArgsOf<E>& p, Acc acc, cudaStream_
   if (plan.split > 1) return launch_wgmma_splitk_plan(p, acc, stream, info, plan);
   const bool b_rows_straddle = !p.b_col_major && (p.sbk * int64_t(sizeof(E))) % 32 != 0;
   if (plan.bn == 256 && p.plan_tile == 0 && b_rows_straddle) return launch_wgmma_cluster(p, acc, stream, info);
-  if (plan.bn == 152 && p.plan_tile == 6) return launch_tile<Tall3>(p, acc, stream, info);
-  if (plan.bn == 152) return launch_tile<Tall>(p, acc, stream, info);
-  if (plan.bn == 256) return launch_tile<Wide>(p, acc, stream, info);
-  if (plan.bn == 192) return launch_tile<Wide192>(p, acc, stream, info);
-  if (plan.bn == 128) return launch_tile<Medium>(p, acc, stream, info);
-  return launch_tile<Narrow>(p, acc, stream, info);
+  if (plan.bn == 152 && p.plan_tile == 6) return launch_plan_tile<6>(p, acc, stream, info);
+  if (plan.bn == 152) return launch_plan_tile<5>(p, acc, stream, info);
+  if (plan.bn == 256) return launch_plan_tile<1>(p, acc, stream, info);
+  if (plan.bn == 192) return launch_plan_tile<4>(p, acc, stream, info);
+  if (plan.bn == 128) return launch_plan_tile<2>(p, acc, stream, info);
+  return launch_plan_tile<3>(p, acc, stream, info);
 }
 
+// ---- PARTS (host/parts.h): part 0 the choice above, the registration and the narrow tile; the others one or
+// two units each, the widest tiles' kernels (the slowest to compile) one A layout a part ----
+#if HGEMM_IN_PART(0)
 HGEMM_VARIANT_FP16_BF16(wgmma_persistent, launch_wgmma_persistent, AnyMajor);
+TILE_UNITS(, 3);
+#endif
+#if HGEMM_IN_PART(1)
+TILE_UNIT(, 1, false);
+#endif
+#if HGEMM_IN_PART(2)
+TILE_UNIT(, 1, true);
+#endif
+#if HGEMM_IN_PART(3)
+TILE_UNIT(, 4, false);
+#endif
+#if HGEMM_IN_PART(4)
+TILE_UNIT(, 4, true);
+#endif
+#if HGEMM_IN_PART(5)
+TILE_UNITS(, 2);
+#endif
+#if HGEMM_IN_PART(6)
+TILE_UNIT(, 5, false);
+TILE_UNIT(, 6, false);
+#endif
+#if HGEMM_IN_PART(7)
+TILE_UNIT(, 5, true);
+TILE_UNIT(, 6, true);
+#endif

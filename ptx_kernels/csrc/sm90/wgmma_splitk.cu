@@ -18,10 +18,13 @@
 // Edges as in the other Hopper kernels: TMA reads zeros past M, N and K; the stores are masked to M x N.
 // Element types: fp16 (fp32 or fp16 accumulation) and bf16 (fp32), the template parameter E; A and B each row- or
 // column-major in place (A_COL, B_COL), as wgmma_persistent.cu takes them.
+// Built in two parts (host/parts.h): the 128 x 256 tile's kernels in one, the rest of the file in the other; its 36
+// kernels would keep one core busy far longer than most files of the build.
 #include <algorithm>
 #include <atomic>
 
 #include "blocks/wgmma_tile.cuh"
+#include "host/parts.h"
 #include "host/registry.h"
 #include "ptx/cluster.cuh"
 #include "sm90/handoff.h"
@@ -172,7 +175,10 @@ cudaError_t launch_tile(const GemmArgsOf<E>& p, Acc acc, int split, cudaStream_t
 // Blocks of one split launch that run at once in clusters of `split`: cudaOccupancyMaxActiveClusters x split.
 // Clusters are placed inside a GPC, so fewer run than SMs / split (a 4-block cluster launch of 128 blocks took two
 // waves on the 132-SM H100, docs/design/hopper.md). Asked once per device and size; every instantiation has the
-// same shared memory and block (bf16's too), so one stands for all.
+// same shared memory and block (bf16's too), so one stands for all. Defined in part 0 only (host/parts.h): it
+// names a 128 x 128 kernel, which part 0 holds.
+int wave_blocks(int split);
+#if HGEMM_IN_PART(0)
 int wave_blocks(int split) {
   static std::atomic<int> cache[64][3] = {};
   int dev = 0;
@@ -195,8 +201,22 @@ int wave_blocks(int split) {
   cache[dev][slot].store(blocks, std::memory_order_relaxed);
   return blocks;
 }
+#endif
 
 }  // namespace
+
+// The 128 x 256 tile's launches: a unit of the build's parts (host/parts.h), so outside the anonymous namespace;
+// declared here, so that the call below does not instantiate it, and instantiated in its part at the end.
+template <typename E>
+cudaError_t launch_splitk_wide(const GemmArgsOf<E>& p, Acc acc, int split, cudaStream_t stream, LaunchInfo* info) {
+  return launch_tile<Wide>(p, acc, split, stream, info);
+}
+#define WIDE_UNIT(EXTERN)                                                                                         \
+  EXTERN template cudaError_t launch_splitk_wide<half>(const GemmArgsOf<half>&, Acc, int, cudaStream_t,           \
+                                                       LaunchInfo*);                                              \
+  EXTERN template cudaError_t launch_splitk_wide<__nv_bfloat16>(const GemmArgsOf<__nv_bfloat16>&, Acc, int,       \
+                                                                cudaStream_t, LaunchInfo*)
+WIDE_UNIT(extern);
 
 // ---- HOST: the plan -> tensor maps -> launch ----
 template <typename E>
@@ -220,7 +240,7 @@ cudaError_t launch_wgmma_splitk_plan(const GemmArgsOf<E>& p, Acc acc, cudaStream
                                      hopper::Plan plan) {
   if (plan.bn == 192 || plan.bn == 152 || plan.grid)
     return cudaErrorInvalidValue;  // the persistent kernel's own tiles (GemmArgs::plan_tile 4-6), the grid's splits
-  if (plan.bn == 256) return launch_tile<Wide>(p, acc, plan.split, stream, info);
+  if (plan.bn == 256) return launch_splitk_wide(p, acc, plan.split, stream, info);
   if (plan.bn == 128) return launch_tile<Medium>(p, acc, plan.split, stream, info);
   return launch_tile<Narrow>(p, acc, plan.split, stream, info);
 }
@@ -233,6 +253,9 @@ cudaError_t launch_wgmma_splitk(const GemmArgsOf<E>& p, Acc acc, cudaStream_t st
   return launch_wgmma_splitk_plan(p, acc, stream, info, plan_wgmma(p));
 }
 
+// ---- PARTS (host/parts.h): part 0 the host code above with the 128 x 128 and 128 x 64 tiles' kernels, and the
+// registration; part 1 the 128 x 256 tile's kernels ----
+#if HGEMM_IN_PART(0)
 // The hand-off's entry points (sm90/handoff.h), for wgmma_persistent.cu's translation unit.
 template hopper::Plan plan_wgmma<half>(const GemmArgsOf<half>&, double, double, bool);
 template hopper::Plan plan_wgmma<__nv_bfloat16>(const GemmArgsOf<__nv_bfloat16>&, double, double, bool);
@@ -242,3 +265,7 @@ template cudaError_t launch_wgmma_splitk_plan<__nv_bfloat16>(const GemmArgsOf<__
                                                              LaunchInfo*, hopper::Plan);
 
 HGEMM_VARIANT_FP16_BF16(wgmma_splitk, launch_wgmma_splitk, AnyMajor);
+#endif
+#if HGEMM_IN_PART(1)
+WIDE_UNIT();
+#endif
