@@ -183,15 +183,20 @@ def _child_env() -> dict:
     return env
 
 
-def start(out: Path, kernels: list[str] | None = None, dtype: str = "fp16"):
-    """`python -m compare inspect` in a child process (outside the interpreter, beside other work); collect its
-    rows with `finish`."""
+def start(out: Path, kernels: list[str] | None = None, dtype: str = "fp16", nice: int = 0):
+    """`python -m compare inspect` in a child process (outside the interpreter, beside other work), `nice` added to
+    its priority (the main job's 19: it takes no core from the build or the check); collect its rows with
+    `finish`."""
+    import os
     import subprocess
     import sys
 
-    return subprocess.Popen([sys.executable, "-m", "compare", "inspect", "--out", str(out), "--dtype", dtype,
+    proc = subprocess.Popen([sys.executable, "-m", "compare", "inspect", "--out", str(out), "--dtype", dtype,
                              *(kernels or [])],
                             env=_child_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    if nice:
+        os.setpriority(os.PRIO_PROCESS, proc.pid, nice)
+    return proc
 
 
 def finish(proc, out: Path) -> tuple[list[InspectRow], dict[str, str]]:

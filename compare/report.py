@@ -286,8 +286,7 @@ def run(out: Path, *, gpu: bool, suite: str = SUITE, budget_ms: float = MAIN_JOB
     # from the start, collected at the end, at the lowest priority, so that it takes no core from the build or the
     # check (it has until the end of the bench; they are waited for).
     (out / "inspect" / "inspect.json").unlink(missing_ok=True)  # an earlier run's rows are not this run's
-    inspect_job = disasm.start(out / "inspect")
-    os.setpriority(os.PRIO_PROCESS, inspect_job.pid, 19)
+    inspect_job = disasm.start(out / "inspect", nice=19)
     env = environment()
     md = ["# tensorcore-hgemm report", "", f"Produced by `{env['command']}` on {env.get('gpu') or 'a machine without a GPU'}"
           f", {env['date']}, commit `{env['git_commit']}` (torch {env['torch']}, triton {env['triton']}"

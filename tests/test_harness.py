@@ -313,9 +313,8 @@ def test_main_job_starts_the_build_first_and_waits_for_it_only_beside_the_check(
 
     monkeypatch.setattr(ptx_kernels, "load", load)
     monkeypatch.setattr(toolchain, "find_nvcc", lambda: "nvcc")
-    monkeypatch.setattr(disasm, "start", lambda out: events.append(f"inspect started, building {building()}")
-                        or Child())
-    monkeypatch.setattr(report.os, "setpriority", lambda which, pid, nice: events.append(f"inspect nice {nice}"))
+    monkeypatch.setattr(disasm, "start", lambda out, nice=0: events.append(f"inspect started, building {building()}")
+                        or events.append(f"inspect nice {nice}") or Child())
     monkeypatch.setattr(check, "run_check_parallel", run_check_parallel)
     logged = []
     with pytest.raises(KeyboardInterrupt):
