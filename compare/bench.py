@@ -464,9 +464,10 @@ def bench_shape(kernels: list[Kernel], m: int, n: int, k: int, *, layout: str = 
         except Exception as e:  # noqa: BLE001
             row.status, row.detail = "error", f"{type(e).__name__}: {e}"
             continue
-        if kern.acc not in bounds:
-            bounds[kern.acc] = error_bound(a, b, ref, kern.acc)
-        v = compare(c, ref, bounds[kern.acc])
+        acc = kern.bound_acc(a)
+        if acc not in bounds:
+            bounds[acc] = error_bound(a, b, ref, acc)
+        v = compare(c, ref, bounds[acc])
         if not v.ok:
             row.status, row.detail = "failed check", v.detail
             continue

@@ -50,9 +50,10 @@ def _run_case(kernels: list[Kernel], m: int, n: int, k: int, layout: str, kind: 
         if kind == "int":
             bound = None
         else:
-            bound = bounds.get(kern.acc)
+            acc = kern.bound_acc(a)
+            bound = bounds.get(acc)
             if bound is None:
-                bound = bounds[kern.acc] = error_bound(a, b, ref, kern.acc)
+                bound = bounds[acc] = error_bound(a, b, ref, acc)
         out = poisoned_out(m, n, device, dtype)
         try:
             c = kern.run(a, b, out)

@@ -6,6 +6,7 @@ plus, for Triton kernels, one entry per pinned configuration.
 """
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -54,6 +55,13 @@ class Kernel:
     # skinny outputs on a large problem.
     bench_skip: Callable[[torch.Tensor, torch.Tensor], "str | None"] | None = field(default=None, repr=False,
                                                                                    compare=False)
+
+    def bound_acc(self, a: torch.Tensor) -> str:
+        """The accumulation its random-input check assumes (`error_bound`) on operands like `a`: its own, except
+        torch.matmul's (`torch_matmul_acc`: cuBLAS may add split-K partials in the output's dtype)."""
+        from .reference import torch_matmul_acc
+
+        return torch_matmul_acc(a.dtype) if self.record.package == "torch" and self.acc == "fp32" else self.acc
 
     @property
     def family(self) -> str:
@@ -173,16 +181,17 @@ SEMI_STRUCTURED = Variant("torch.sparse_semi_structured", "torch", "sparse", "",
 
 
 class _PerA:
-    """make(a) kept for the last A it was made from (same storage, shape, strides and version)."""
+    """make(a) kept for the last A it was made from: the same tensor object, alive since, unmodified (its version).
+    Not by address: the caching allocator hands a freed A's block to the next A of that size, and a key of pointer,
+    shape and strides then served the old A's compressed form for the new one (a wrong product)."""
 
     def __init__(self, make):
         self.make, self.key, self.value = make, None, None
 
     def __call__(self, a: torch.Tensor):
-        key = (a.data_ptr(), tuple(a.shape), tuple(a.stride()), a._version)
-        if key != self.key:
+        if self.key is None or self.key[0]() is not a or self.key[1] != a._version:
             self.key, self.value = None, self.make(a)
-            self.key = key
+            self.key = (weakref.ref(a), a._version)
         return self.value
 
 

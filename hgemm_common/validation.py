@@ -6,6 +6,7 @@ same words. Messages follow torch.mm's where torch.mm has one
 """
 from __future__ import annotations
 
+import functools
 import os
 from dataclasses import dataclass
 
@@ -45,6 +46,19 @@ def check_dtype_offered(dtype: str, offered: tuple[str, ...], who: str) -> None:
 def interpreter_active() -> bool:
     """True when Triton runs kernels in its CPU interpreter (TRITON_INTERPRET=1)."""
     return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
+
+
+@functools.cache
+def interpreter_numpy_problem() -> str | None:
+    """Why Triton's interpreter cannot run kernels with the installed numpy (None when it can): from numpy 2.4 on,
+    int() of a one-element array raises, and the interpreter (Triton 3.6) relies on it for every index it reads."""
+    import numpy as np
+
+    major, minor = (int(x) for x in np.__version__.split(".")[:2])
+    if (major, minor) >= (2, 4):
+        return (f"Triton's interpreter (TRITON_INTERPRET=1) needs numpy<2.4, and numpy {np.__version__} is "
+                "installed: pip install 'numpy<2.4'")
+    return None
 
 
 @dataclass(frozen=True)

@@ -71,7 +71,9 @@ GATE_SHARDS=(
   "operators - tests/test_torch_integration.py"
   "ptx - tests/test_ptx_hgemm.py tests/test_ptx_bf16.py tests/test_sparse_gpu.py tests/test_layouts_gpu.py tests/test_dispatch.py tests/test_plan_table.py"
   "harness - tests/test_harness.py tests/test_bf16_model.py tests/test_cli.py tests/test_random_suite.py"
-  "model - tests/test_model.py tests/test_ptx_compile.py"
+  "model - tests/test_model.py"
+  "compile1 1/2 tests/test_ptx_compile.py"
+  "compile2 2/2 tests/test_ptx_compile.py"
   "records - tests/test_records.py tests/test_study.py tests/test_docs.py tests/test_history.py tests/test_sparse_harness.py"
   "docs - tests/test_doc_blocks.py tests/test_template_args.py"
 )

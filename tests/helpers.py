@@ -49,6 +49,11 @@ def assert_exact(c: torch.Tensor, a: torch.Tensor, b: torch.Tensor, what: str = 
     assert verdict.ok, f"{what}: {verdict.detail}" if what else verdict.detail
 
 
+def a_copies(launch: dict) -> list[str]:
+    """The copies of A that a PTX call (`ptx_kernels.last_launch()`) made before its kernel read it."""
+    return [c for c in launch["copies"] if c.startswith("A ")]
+
+
 def poisoned_call(run: Callable[[torch.Tensor], torch.Tensor], m: int, n: int, device,
                   dtype: str = "fp16") -> torch.Tensor:
     """run(out) with `out` an (m, n) tensor full of NaN, so an element the kernel does not write fails the check;

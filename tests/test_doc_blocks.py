@@ -29,6 +29,8 @@ from pathlib import Path
 
 import pytest
 
+from hgemm_common.validation import interpreter_numpy_problem
+
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = ("README.md", "docs/usage.md")
 FENCE = re.compile(r"^```python(?:[ \t]+(\w+))?[ \t]*\n(.*?)^```[ \t]*$", re.M | re.S)
@@ -157,6 +159,9 @@ def run_page(text: str, page: str, gpu: bool) -> dict[str, int]:
     for marker, code, line in python_blocks(text):
         where = f"{page}:{line}"
         if marker == "script":
+            if "TRITON_INTERPRET" in code and interpreter_numpy_problem():
+                counts["unrunnable"] = counts.get("unrunnable", 0) + 1  # the page says what it needs; not here
+                continue
             run_script(code, where)
             counts["scripts"] += 1
             continue

@@ -117,3 +117,29 @@ def test_interpreter_switched_on_after_import_is_explained():
             "at import whether its kernels are interpreted; set it before the first import (in the shell, or at the "
             "top of the script)")
     assert res.stdout.splitlines() == [want, want], res.stdout
+
+
+def test_interpreter_with_too_new_numpy_is_explained(monkeypatch):
+    """Under the interpreter, a numpy the interpreter cannot run on (2.4 and later) gets one line from the library
+    naming the version and the fix, before any kernel runs (not numpy's TypeError from deep inside Triton)."""
+    import numpy as np
+
+    from hgemm_common.validation import interpreter_numpy_problem
+    from triton_kernels.launch import Spec, jit_launch
+
+    monkeypatch.setattr(np, "__version__", "2.4.1")
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    interpreter_numpy_problem.cache_clear()
+    try:
+        assert interpreter_numpy_problem() == ("Triton's interpreter (TRITON_INTERPRET=1) needs numpy<2.4, and numpy "
+                                               "2.4.1 is installed: pip install 'numpy<2.4'")
+        from triton_kernels import launch
+
+        monkeypatch.setattr(launch, "interpreter_switched", lambda: None)
+        with pytest.raises(HgemmError, match=r"^hgemm: Triton's interpreter .* needs numpy<2.4, and numpy 2.4.1 "):
+            jit_launch(Spec(None, (1,), (), 4, 3))
+        monkeypatch.setattr(np, "__version__", "2.3.5")
+        interpreter_numpy_problem.cache_clear()
+        assert interpreter_numpy_problem() is None
+    finally:
+        interpreter_numpy_problem.cache_clear()

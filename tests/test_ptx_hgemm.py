@@ -6,7 +6,8 @@ import torch
 import ptx_kernels
 from ptx_kernels.variants import BY_NAME, a_col_in_place, any_strides
 from compare.reference import LAYOUTS, compare, error_bound, make_inputs, negative_view, poisoned_out, reference
-from helpers import assert_exact, poisoned_call, shared_inputs
+from helpers import a_copies, assert_exact, poisoned_call, shared_inputs
+from hgemm_common.operands import is_row_major
 
 pytestmark = pytest.mark.gpu
 
@@ -148,7 +149,7 @@ def test_split_k_exact_and_deterministic(v, acc, split, layout):
         ran = launch["split"]
         assert ran is None or 1 <= ran <= split, ran
         # a split over the grid reads row-major A only: a column-major A is copied for it, never read in place
-        assert launch["a_col_major"] == (layout[0] == "T" and a_col_in_place(v, split)), launch
+        assert launch["a_col_major"] == (not is_row_major(a) and a_col_in_place(v, split)), launch
         assert_exact(c, a, b, f"{v.name} {acc} split={split} {layout} {m}x{n}x{k}")
     a, b = shared_inputs(16, 4096, 4096, layout, seed=9, kind="randn")
     c1 = ptx_kernels.hgemm(a, b, kernel=v.name, acc=acc, split=split)
@@ -240,7 +241,7 @@ def test_column_major_a_in_place_exact(v, dtype, acc, layout):
         torch.cuda.synchronize()
         launch = ptx_kernels.last_launch()
         what = f"{v.name} {dtype} {acc} {layout} {m}x{n}x{k}"
-        assert launch["copies"] == [] and launch["a_col_major"], (what, launch)
+        assert launch["a_col_major"] and not a_copies(launch), (what, launch)
         assert launch["b_col_major"] == (layout == "TT" and n > 1), (what, launch)
         ref = a.double() @ b.double()
         assert dtype == "fp16" or float(ref.abs().max()) <= 256, what  # bf16's exact integers
@@ -271,7 +272,7 @@ def test_column_major_a_every_persistent_plan(dtype, acc):
         c = run(v, acc, a, b, dtype=dtype)
         launch = ptx_kernels.last_launch()
         what = f"{dtype} {acc} {layout} {m}x{n}x{kk}"
-        assert launch["copies"] == [] and launch["a_col_major"], (what, launch)
+        assert launch["a_col_major"] and not a_copies(launch), (what, launch)
         assert planned(launch), (what, launch)
         verdict = compare(c, a.double() @ b.double())
         assert verdict.ok, f"{what}: {verdict.detail}"
@@ -534,7 +535,7 @@ def test_persistent_hands_small_outputs_with_long_k_to_the_grid_split(dtype, acc
         if layout[0] == "N":
             assert launch["kernel"] == "wgmma_splitk_grid" and launch["split"] >= 8, launch
         else:
-            assert launch["kernel"] != "wgmma_splitk_grid" and launch["a_col_major"] and not launch["copies"], launch
+            assert launch["kernel"] != "wgmma_splitk_grid" and launch["a_col_major"] and not a_copies(launch), launch
         verdict = compare(c, reference(a, b))
         assert verdict.ok, f"{dtype} {acc} {layout} {m}x{n}x{k}: {verdict.detail}"
 

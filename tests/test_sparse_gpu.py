@@ -196,7 +196,7 @@ def test_operator_and_opcheck():
     values, meta = S.compress(a)
     c = torch.ops.tensorcore_hgemm.ptx_sparse_hgemm(values, meta, b, "auto", "fp32")
     assert compare(c, reference(a, b)).ok
-    torch.library.opcheck(torch.ops.tensorcore_hgemm.ptx_sparse_hgemm, (values, meta, b, "auto", "fp32"),
+    torch.library.opcheck(torch.ops.tensorcore_hgemm.ptx_sparse_hgemm.default, (values, meta, b, "auto", "fp32"),
                           test_utils=("test_schema", "test_faketensor"))
 
 

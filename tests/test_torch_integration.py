@@ -231,15 +231,20 @@ def _inductor_code(f, *args):
 # `FallbackKernel.create` with acc=, kernel=, tune= as keywords), the others in order. So each operator is called
 # three ways: every argument by keyword at its default (all of them reach Inductor by name), every argument by
 # keyword at another value, and positionally with the defaults left out.
+def _other_acc(x):
+    """The accumulation other than the default that x's dtype takes: fp16 for fp16 (bf16 accumulates in fp32 only)."""
+    return "fp16" if x.dtype == torch.float16 else "fp32"
+
+
 def triton_calls(x, y):
     return (OPS.triton_hgemm(a=x, b=y, hgemm_acc="fp32", hgemm_kernel="auto", hgemm_tune=None),
-            OPS.triton_hgemm(a=x, b=y, hgemm_acc="fp16", hgemm_kernel="blocked", hgemm_tune="table").t(),
+            OPS.triton_hgemm(a=x, b=y, hgemm_acc=_other_acc(x), hgemm_kernel="blocked", hgemm_tune="table").t(),
             OPS.triton_hgemm(x, y, "fp32"))
 
 
 def ptx_calls(x, y):
     return (OPS.ptx_hgemm(a=x, b=y, hgemm_kernel="mma_stmatrix", hgemm_acc="fp32"),
-            OPS.ptx_hgemm(a=x, b=y, hgemm_kernel="mma_tiled", hgemm_acc="fp16").t(),
+            OPS.ptx_hgemm(a=x, b=y, hgemm_kernel="mma_tiled", hgemm_acc=_other_acc(x)).t(),
             OPS.ptx_hgemm(x, y),
             OPS.ptx_hgemm(a=x, b=y, variant="mma_naive", hgemm_acc="fp32"))
 

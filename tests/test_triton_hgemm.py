@@ -832,7 +832,8 @@ def test_auto_times_the_candidates_and_keeps_the_fastest(dtype, monkeypatch, tmp
     p = triton_kernels.plan(a, b, tune="exact")
     hopper = torch.cuda.get_device_capability() >= (9, 0)
     cands = dispatch.candidates(256, 256, 256, dispatch.device_arch(a), dispatch.sm_count(a), a, b, None)
-    assert ("tma", (False, False, False)) in cands if hopper else all(k in ("blocked", "splitk") for k, _ in cands)
+    assert (("triton_tma", (False, False, False)) in cands if hopper
+            else all(k in ("triton_blocked", "triton_splitk") for k, _ in cands))
     facts = dispatch.key_of(a, b, None, "fp32")  # a runner key without (kernel, config, tune)
     tuned = [dispatch.TUNED.get((facts, k, st)) for k, st in cands]
     close = dispatch.shortlist([ms for _, ms in tuned])

@@ -22,7 +22,7 @@ import torch
 from triton.tools.tensor_descriptor import TensorDescriptor
 
 from hgemm_common.errors import HgemmError
-from hgemm_common.validation import interpreter_active
+from hgemm_common.validation import interpreter_active, interpreter_numpy_problem
 
 from . import triton_internals
 from .common import INTERPRETED
@@ -89,6 +89,9 @@ def jit_launch(spec: Spec):
     if why is not None:
         raise HgemmError(f"hgemm: {why}")
     if interpreter_active():
+        why = interpreter_numpy_problem()
+        if why is not None:
+            raise HgemmError(f"hgemm: {why}")
         with _INTERPRETER_LOCK:
             return spec.fn[spec.grid](*args, num_warps=spec.num_warps, num_stages=spec.num_stages)
     pdl = {"launch_pdl": True} if spec.launch_pdl else {}
