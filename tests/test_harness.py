@@ -95,6 +95,36 @@ def test_check_catches_a_wrong_kernel():
     assert "wrong" in table and "check failed" in table
 
 
+@pytest.mark.parametrize("dtype", registry.DTYPES)
+def test_cpu_check_set_covers_every_kernel_and_layout(dtype):
+    """The interpreter's check set is sized for its cost, and shrinking it must not drop coverage silently: every
+    Triton kernel offered here, in every accumulation the dtype has, and kernel="auto", runs the exact check in all
+    four layouts and the random check, and some case runs past its interpreter tile in N and K (fp16: in M, N and K
+    in an exact case; bf16 adds the element type, not index arithmetic). Reads the set; runs no kernel."""
+    from hgemm_common.record import ACCS_FOR
+    from triton_kernels.dispatch import kernel_for
+    from triton_kernels.variants import BY_KERNEL, VARIANTS, kernel_module
+
+    entries = {k.name: k for k in registry.select(None, gpu=False, dtype=dtype) if k.package == "triton"}
+    kernels = {registry.entry_name(v, acc) for v in VARIANTS for acc in v.accs if acc in ACCS_FOR[dtype]}
+    assert kernels and set(entries) == kernels | {"triton"}
+    assert {k.acc for k in entries.values()} == set(ACCS_FOR[dtype])
+    cases = check.cases_for(False, dtype=dtype)
+    for name, k in entries.items():
+        runs = []
+        for i, ((m, n, kk), lay, kind) in enumerate(cases):
+            a, b = make_inputs(m, n, kk, lay, seed=i, kind=kind, dtype=dtype)
+            if check.takes_case(k, a, b, lay, dtype):
+                runs.append(((m, n, kk), lay, kind))
+        assert {lay for _, lay, kind in runs if kind == "int"} == set(check.LAYOUTS), name
+        assert any(kind == "randn" for *_, kind in runs), name
+        record = BY_KERNEL[kernel_for(None)] if k.record.dispatch else k.record  # what auto runs interpreted
+        tile = kernel_module(record).INTERPRETER_CONFIG
+        past = [kind for (m, n, kk), _, kind in runs if n > tile.block_n and kk > tile.block_k
+                and (dtype == "bf16" or m > tile.block_m and kind == "int")]
+        assert past, name
+
+
 def test_compare_reports_unwritten_and_bound():
     a, b = make_inputs(8, 8, 8, "NN", seed=1, kind="randn")
     ref = reference(a, b)
@@ -483,3 +513,7 @@ def test_report_says_why_tma_rows_have_fewer_checks():
     note = fewer_checks_note(rows, [blocked, tma])
     assert note.startswith("`triton_tma` show fewer checks: TMA describes only") and "misaligned" in note
     assert fewer_checks_note(rows[:2], [blocked, tma]) == ""
+    gemv = kernels["triton_gemv"]  # under the interpreter: the small cases only, and the note says so
+    rows = [row("triton_blocked"), row("triton_blocked"), row("triton_gemv")]
+    assert fewer_checks_note(rows, [blocked, gemv], interpreter=True).startswith(
+        f"`triton_gemv` show fewer checks: under the interpreter it runs the cases up to M = {check.CPU_ONE_ROW_MAX_M}")
