@@ -154,13 +154,22 @@ def cuda_source(v: Variant) -> Path:
     return source(v)
 
 
+def compile_for_inspect(v: Variant, dtype: str, acc: str, arch: str = "sm_90a") -> toolchain.Compiled:
+    """A hand-written variant's file compiled with only the instantiations `instance` chooses among: of `dtype`,
+    `acc`, row-major B and, where the record's `inspect` names it, its A layout (toolchain.only_flags). A few of a
+    file's kernels instead of its every combination (wgmma_persistent: 120), the compile that dominated the main job
+    on a CPU; the instance is the whole file's, to the SASS (tests/test_ptx_compile.py)."""
+    a_col = v.inspect.get("A_COL")
+    return toolchain.compile_cubin(cuda_source(v), arch, toolchain.only_flags(
+        dtype, acc, b_col=False, a_col=None if a_col is None else a_col == "true"))
+
+
 def inspect_cuda(t: Target, out: Path, arch: str = "sm_90a") -> InspectRow:
-    source = cuda_source(t.record)
-    c = toolchain.compile_cubin(source, arch)
+    c = compile_for_inspect(t.record, t.dtype, t.acc, arch)
     usage = toolchain.cubin_resource_usage(c.cubin)
     fn = instance(c.instances(), t.dtype, t.acc, t.record.inspect).name
     sass = toolchain.disassemble(c.cubin, fn)
-    ptx = toolchain.compile_ptx(source, arch)
+    ptx = c.ptx()
     stem = t.stem
     (out / f"{stem}.ptx").write_text(ptx)
     (out / f"{stem}.sass").write_text(sass)

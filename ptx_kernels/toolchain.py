@@ -64,9 +64,15 @@ class Compiled:
     log: str
     functions: list[FunctionUsage] = field(default_factory=list)
     includes: tuple[Path, ...] = ()  # the include folders it was compiled with
+    flags: tuple[str, ...] = ()  # the extra flags it was compiled with
 
     def sass(self) -> str:
         return disassemble(self.cubin)
+
+    def ptx(self) -> str:
+        """The PTX this compile went through (nvcc -keep's, cached beside the cubin; compile_ptx's for a plain
+        compile)."""
+        return compile_ptx(self.source, self.arch) if not self.flags else self.cubin.with_suffix(".ptx").read_text()
 
     def instances(self) -> list["Instance"]:
         """The kernel instances the source compiled to (`instances`)."""
@@ -121,22 +127,25 @@ def compile_cubin(source: Path, arch: str, extra_flags: list[str] | None = None,
             h.update(dep.name.encode() + dep.read_bytes())
     key = f"{source.stem}-{arch}-{csrc_hash(h.hexdigest(), ' '.join(flags))}"
     cubin, logf = _cache_dir() / f"{key}.cubin", _cache_dir() / f"{key}.log"
-    if not (cubin.exists() and logf.exists()):
+    # the PTX this compile makes on the way: a plain compile's for compile_ptx, another's beside its cubin
+    plain = not extra_flags and not include_dirs
+    keep_ptx = _ptx_cache(source, arch) if plain else cubin.with_suffix(".ptx")
+    if not (cubin.exists() and logf.exists() and (plain or keep_ptx.exists())):
         import tempfile
 
-        with tempfile.TemporaryDirectory() as keep:  # the PTX this compile makes on the way, kept for compile_ptx
+        with tempfile.TemporaryDirectory() as keep:
             cmd = [nvcc, *flags, *(f"-I{d}" for d in includes), "-keep", f"-keep-dir={keep}", "-cubin", "-o",
                    str(cubin) + ".tmp", str(source)]
             res = subprocess.run(cmd, capture_output=True, text=True)
             if res.returncode != 0:
                 raise subprocess.CalledProcessError(res.returncode, cmd, res.stdout, res.stderr)
             ptx = Path(keep) / f"{source.stem}.ptx"
-            if not extra_flags and not include_dirs and ptx.exists():
-                os.replace(ptx, _ptx_cache(source, arch))
+            if ptx.exists():
+                os.replace(ptx, keep_ptx)
         logf.write_text(res.stdout + res.stderr)
         os.replace(str(cubin) + ".tmp", cubin)
     log = logf.read_text()
-    return Compiled(source, arch, cubin, log, parse_resource_usage(log), tuple(includes))
+    return Compiled(source, arch, cubin, log, parse_resource_usage(log), tuple(includes), tuple(extra_flags or ()))
 
 
 def _cuobjdump(*args: str) -> str:
@@ -169,6 +178,17 @@ def cubin_resource_usage(cubin: Path) -> dict[str, FunctionUsage]:
 # the headers it includes. Nothing about them is written in the records.
 ACC_VALUES = {"0": "fp32", "1": "fp16"}  # hgemm.cuh: enum class Acc : int { F32 = 0, F16 = 1 }
 DTYPE_OF_ELEMENT = {"__half": "fp16", "half": "fp16", "__nv_bfloat16": "bf16"}
+ELEMENT_OF_DTYPE = {"fp16": "half", "bf16": "__nv_bfloat16"}
+ACC_OF_NAME = {name: int(value) for value, name in ACC_VALUES.items()}
+
+
+def only_flags(dtype: str, acc: str, b_col: bool | None = None, a_col: bool | None = None) -> list[str]:
+    """nvcc flags that build only the instantiations of one element type and accumulation (and B or A layout, where
+    given) of a kernel file (host/launch.h: builds; host/registry.h: HGEMM_ONLY_ELEMENT): what `compare inspect`
+    compiles to show one of them. Instantiations of templates these do not reach (a kernel's own acc switch) stay."""
+    flags = [f"-DHGEMM_ONLY_ELEMENT={ELEMENT_OF_DTYPE[dtype]}", f"-DHGEMM_ONLY_ACC={ACC_OF_NAME[acc]}"]
+    flags += [f"-DHGEMM_ONLY_B_COL={int(b_col)}"] if b_col is not None else []
+    return flags + ([f"-DHGEMM_ONLY_A_COL={int(a_col)}"] if a_col is not None else [])
 
 
 @dataclass(frozen=True)
