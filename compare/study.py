@@ -16,6 +16,7 @@ an optional extra (`pip install tensorcore-hgemm[study]`), imported only here.
 """
 from __future__ import annotations
 
+import functools
 import html
 import json
 import math
@@ -244,11 +245,16 @@ def _render(lst: Listing, lo: int = 0, hi: int | None = None, mark: tuple[int, i
 
 def _highlight_lines(path: Path) -> list[str]:
     """The file highlighted by Pygments, one balanced HTML string per line."""
+    return list(_highlighted(path.read_text(), path.suffix == ".py"))
+
+
+@functools.lru_cache(maxsize=64)
+def _highlighted(text: str, python: bool) -> tuple[str, ...]:
+    """_highlight_lines of a text, once per text (a helper file such as triton_kernels/common.py shows under
+    several kernels)."""
     highlight, HtmlFormatter, CudaLexer, PythonLexer = _pygments()
-    lexer = PythonLexer() if path.suffix == ".py" else CudaLexer()
-    text = path.read_text()
-    out = highlight(text, lexer, HtmlFormatter(nowrap=True)).split("\n")
-    return out[:len(text.splitlines())]
+    out = highlight(text, PythonLexer() if python else CudaLexer(), HtmlFormatter(nowrap=True)).split("\n")
+    return tuple(out[:len(text.splitlines())])
 
 
 def _excerpt(lines: list[str], marked: set[int], around: int = 2) -> str:

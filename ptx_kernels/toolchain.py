@@ -4,6 +4,7 @@ Used by the CPU tests (resource usage, SASS contents) and by `python -m compare 
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import re
@@ -476,16 +477,21 @@ def loops(instrs: list[Instruction], labels: dict[str, list[int]] | None = None)
     """The loops of one function: for each backward branch, the instructions from its target to the branch, in
     order. Targets are cuobjdump offsets or labels (Triton's nvdisasm `LBB6`, PTX `$L__BB0_2`), whose lines are
     looked up in `labels` (sass_labels, ptx_labels); of a label's several lines, the last one before the branch."""
+    import bisect
+
     labels = labels or {}
+    at_offset = {x.offset: j for j, x in enumerate(instrs) if x.offset is not None}
+    lines = [x.line for x in instrs]  # ascending: the instructions in text order
     out = []
     for k, ins in enumerate(instrs):
         if ins.target is None:
             continue
         if ins.offset is not None and re.fullmatch(r"[0-9a-f]+", ins.target):
-            first = next((j for j, x in enumerate(instrs) if x.offset == int(ins.target, 16)), None)
+            first = at_offset.get(int(ins.target, 16))
         elif any(line < ins.line for line in labels.get(ins.target, ())):
             at = max(line for line in labels[ins.target] if line < ins.line)
-            first = next((j for j, x in enumerate(instrs) if x.line > at), None)
+            first = bisect.bisect_right(lines, at)  # the first instruction after the label's line
+            first = first if first < len(instrs) else None
         else:
             continue
         if first is not None and first <= k:
@@ -521,6 +527,7 @@ _PTX_CLASS = (("tensor", ("mma.", "wmma.", "wgmma.")),
                            "setmaxnreg.", "elect.", "nanosleep.")))
 
 
+@functools.lru_cache(maxsize=4096)
 def instruction_class(op: str, isa: str = "sass") -> str:
     """The class of a mnemonic (one of CLASSES), or "" for arithmetic, moves and the rest. isa: "sass" or "ptx"."""
     table = _SASS_CLASS if isa == "sass" else _PTX_CLASS
