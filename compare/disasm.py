@@ -136,11 +136,15 @@ def inspect_triton(t: Target, out: Path) -> InspectRow:
                       toolchain.setmaxnreg_targets(sass), function=compiled.metadata.name)
 
 
+def _fits(instances: list[toolchain.Instance], dtype: str, acc: str, want: dict[str, str]) -> list:
+    return [i for i in instances if i.dtype == dtype and i.acc == acc and not i.b_col_major and i.matches(want)]
+
+
 def instance(instances: list[toolchain.Instance], dtype: str, acc: str, want: dict[str, str]) -> toolchain.Instance:
     """The instance inspect shows: of `dtype` and accumulation `acc`, B row-major (or a kernel with no B layout
     parameter), and the template arguments the record's `inspect` names (first in the cubin's order); a record whose
     `inspect` matches none raises ValueError."""
-    fit = [i for i in instances if i.dtype == dtype and i.acc == acc and not i.b_col_major and i.matches(want)]
+    fit = _fits(instances, dtype, acc, want)
     if not fit:
         raise HgemmValueError(f"no {dtype} instance with {acc} accumulation and row-major B matches {want} among "
                          f"{[i.template for i in instances]}")
@@ -155,13 +159,17 @@ def cuda_source(v: Variant) -> Path:
 
 
 def compile_for_inspect(v: Variant, dtype: str, acc: str, arch: str = "sm_90a") -> toolchain.Compiled:
-    """A hand-written variant's file compiled with only the instantiations `instance` chooses among: of `dtype`,
-    `acc`, row-major B and, where the record's `inspect` names it, its A layout (toolchain.only_flags). A few of a
-    file's kernels instead of its every combination (wgmma_persistent: 120), the compile that dominated the main job
-    on a CPU; the instance is the whole file's, to the SASS (tests/test_ptx_compile.py)."""
-    a_col = v.inspect.get("A_COL")
-    return toolchain.compile_cubin(cuda_source(v), arch, toolchain.only_flags(
+    """A hand-written variant's file compiled for what `instance` chooses: nvcc builds only the instantiations of
+    `dtype`, `acc`, row-major B and, where the record's `inspect` names it, its A layout (toolchain.only_flags: a few
+    of the file's kernels, not its every combination: wgmma_persistent's 120), and ptxas assembles the one that fits,
+    or all of them where several do (`instance` takes the first in the cubin's order). The compile that dominated the
+    main job on a CPU; the instance is the whole file's, to the SASS (tests/test_ptx_compile.py)."""
+    source, a_col = cuda_source(v), v.inspect.get("A_COL")
+    ptx = toolchain.compile_ptx_file(source, arch, toolchain.only_flags(
         dtype, acc, b_col=False, a_col=None if a_col is None else a_col == "true"))
+    found = toolchain.instances_of(source, (toolchain.CSRC,), toolchain.ptx_entries(ptx.read_text()))
+    fit = _fits(found, dtype, acc, v.inspect)
+    return toolchain.assemble(source, arch, ptx, [fit[0].name] if len(fit) == 1 else None)
 
 
 def inspect_cuda(t: Target, out: Path, arch: str = "sm_90a") -> InspectRow:
@@ -234,10 +242,12 @@ def run_inspect(kernels: list[str] | None, out: Path, dtype: str = "fp16") -> tu
 
     nvcc = toolchain.find_nvcc() is not None
     skipped = {t.label: "needs nvcc (the CUDA toolkit)" for t in chosen if t.record.package == "ptx" and not nvcc}
-    # nvcc and cuobjdump are subprocesses: the CUDA sources compile side by side (Triton's compiles stay serial)
+    # nvcc and cuobjdump are subprocesses: the CUDA sources compile side by side (Triton's compiles stay serial), the
+    # Hopper files first: they instantiate the most (tiles x epilogues x splits), and the last to finish sets the end
+    cuda_targets = sorted((t for t in chosen if t.record.package == "ptx" and t.label not in skipped),
+                          key=lambda t: -t.record.min_arch)
     with ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1)) as pool:
-        cuda = {t.label: pool.submit(inspect_cuda, t, out) for t in chosen
-                if t.record.package == "ptx" and t.label not in skipped}
+        cuda = {t.label: pool.submit(inspect_cuda, t, out) for t in cuda_targets}
         triton_rows = {t.label: inspect_triton(t, out) for t in chosen if t.record.package == "triton"}
         rows = [triton_rows[t.label] if t.label in triton_rows else cuda[t.label].result() for t in chosen
                 if t.label not in skipped]

@@ -65,15 +65,14 @@ class Compiled:
     log: str
     functions: list[FunctionUsage] = field(default_factory=list)
     includes: tuple[Path, ...] = ()  # the include folders it was compiled with
-    flags: tuple[str, ...] = ()  # the extra flags it was compiled with
+    ptx_file: Path | None = None  # the PTX it was assembled from (`assemble`); None: compile_ptx's of the source
 
     def sass(self) -> str:
         return disassemble(self.cubin)
 
     def ptx(self) -> str:
-        """The PTX this compile went through (nvcc -keep's, cached beside the cubin; compile_ptx's for a plain
-        compile)."""
-        return compile_ptx(self.source, self.arch) if not self.flags else self.cubin.with_suffix(".ptx").read_text()
+        """The PTX module of this compile: the one it was assembled from, or the source's (compile_ptx)."""
+        return self.ptx_file.read_text() if self.ptx_file else compile_ptx(self.source, self.arch)
 
     def instances(self) -> list["Instance"]:
         """The kernel instances the source compiled to (`instances`)."""
@@ -128,25 +127,44 @@ def compile_cubin(source: Path, arch: str, extra_flags: list[str] | None = None,
             h.update(dep.name.encode() + dep.read_bytes())
     key = f"{source.stem}-{arch}-{csrc_hash(h.hexdigest(), ' '.join(flags))}"
     cubin, logf = _cache_dir() / f"{key}.cubin", _cache_dir() / f"{key}.log"
-    # the PTX this compile makes on the way: a plain compile's for compile_ptx, another's beside its cubin
-    plain = not extra_flags and not include_dirs
-    keep_ptx = _ptx_cache(source, arch) if plain else cubin.with_suffix(".ptx")
-    if not (cubin.exists() and logf.exists() and (plain or keep_ptx.exists())):
+    if not (cubin.exists() and logf.exists()):
         import tempfile
 
-        with tempfile.TemporaryDirectory() as keep:
+        with tempfile.TemporaryDirectory() as keep:  # the PTX this compile makes on the way, kept for compile_ptx
             cmd = [nvcc, *flags, *(f"-I{d}" for d in includes), "-keep", f"-keep-dir={keep}", "-cubin", "-o",
                    str(cubin) + ".tmp", str(source)]
             res = subprocess.run(cmd, capture_output=True, text=True)
             if res.returncode != 0:
                 raise subprocess.CalledProcessError(res.returncode, cmd, res.stdout, res.stderr)
             ptx = Path(keep) / f"{source.stem}.ptx"
-            if ptx.exists():
-                os.replace(ptx, keep_ptx)
+            if not extra_flags and not include_dirs and ptx.exists():
+                os.replace(ptx, _ptx_cache(source, arch))
         logf.write_text(res.stdout + res.stderr)
         os.replace(str(cubin) + ".tmp", cubin)
     log = logf.read_text()
-    return Compiled(source, arch, cubin, log, parse_resource_usage(log), tuple(includes), tuple(extra_flags or ()))
+    return Compiled(source, arch, cubin, log, parse_resource_usage(log), tuple(includes))
+
+
+def assemble(source: Path, arch: str, ptx: Path, entries: list[str] | None = None) -> Compiled:
+    """ptxas of a PTX module (compile_ptx's file), as nvcc runs it for a cubin, for the entry functions `entries` only
+    (ptxas -e; None: all of them): a cubin of one kernel costs that kernel's assembly, not the module's. Cached by
+    the PTX's content, the arch and the entries."""
+    nvcc = find_nvcc()
+    if nvcc is None:
+        raise ToolMissing("nvcc not found (PATH, CUDA_HOME)")
+    cmd = [str(Path(nvcc).parent / "ptxas"), f"-arch={arch}", "-m64", "-v", "--generate-line-info",
+           *(f"--entry={e}" for e in entries or ())]
+    key = hashlib.sha256(Path(ptx).read_bytes() + " ".join(cmd[1:]).encode()).hexdigest()[:12]
+    cubin = _cache_dir() / f"{Path(source).stem}-{arch}-{key}.cubin"
+    logf = cubin.with_suffix(".log")
+    if not (cubin.exists() and logf.exists()):
+        res = subprocess.run([*cmd, str(ptx), "-o", f"{cubin}.tmp"], capture_output=True, text=True)
+        if res.returncode != 0:
+            raise subprocess.CalledProcessError(res.returncode, cmd, res.stdout, res.stderr)
+        logf.write_text(res.stdout + res.stderr)
+        os.replace(f"{cubin}.tmp", cubin)
+    log = logf.read_text()
+    return Compiled(Path(source), arch, cubin, log, parse_resource_usage(log), (CSRC,), Path(ptx))
 
 
 def _cuobjdump(*args: str) -> str:
@@ -289,8 +307,12 @@ def demangle(names: list[str]) -> list[str]:
 def instances(c: Compiled) -> list[Instance]:
     """The instances of the source's kernel templates in a compiled cubin, in the cubin's order (cuobjdump's
     listing), each with its template arguments by name."""
-    templates = kernel_templates(c.source, c.includes)
-    names = list(cubin_resource_usage(c.cubin))
+    return instances_of(c.source, c.includes, list(cubin_resource_usage(c.cubin)))
+
+
+def instances_of(source: Path, includes: tuple[Path, ...], names: list[str]) -> list[Instance]:
+    """`instances` of the functions `names` (mangled) of a compile of `source`, in their order."""
+    templates = kernel_templates(source, includes)
     out = []
     for mangled, plain in zip(names, demangle(names)):
         plain = _QUALIFIER.sub("", plain)
@@ -308,26 +330,39 @@ def instances(c: Compiled) -> list[Instance]:
     return out
 
 
-def _ptx_cache(source: Path, arch: str) -> Path:
+def _ptx_cache(source: Path, arch: str, extra_flags: list[str] | None = None) -> Path:
     """Where compile_ptx keeps a source's PTX: keyed like the cubins (every csrc/ file, the source, the flags);
     compile_cubin's plain compiles leave it there on the way (nvcc -keep), so inspect runs the front end once."""
-    key = csrc_hash(hashlib.sha256(Path(source).read_bytes()).hexdigest(), " ".join([*NVCC_FLAGS, ARCHS[arch]]))
+    key = csrc_hash(hashlib.sha256(Path(source).read_bytes()).hexdigest(),
+                    " ".join([*NVCC_FLAGS, ARCHS[arch], *(extra_flags or ())]))
     return _cache_dir() / f"{Path(source).stem}-{arch}-{key}.ptx"
 
 
-def compile_ptx(source: Path, arch: str) -> str:
-    """The PTX nvcc generates for one source (all its template instantiations), cached (_ptx_cache)."""
+def compile_ptx(source: Path, arch: str, extra_flags: list[str] | None = None) -> str:
+    """The PTX nvcc generates for one source (all its template instantiations, or those `extra_flags` leave:
+    only_flags), cached (_ptx_cache: compile_ptx_file)."""
+    return compile_ptx_file(source, arch, extra_flags).read_text()
+
+
+def compile_ptx_file(source: Path, arch: str, extra_flags: list[str] | None = None) -> Path:
+    """compile_ptx's cached file."""
     nvcc = find_nvcc()
     if nvcc is None:
         raise ToolMissing("nvcc not found (PATH, CUDA_HOME)")
     source = Path(source)
-    cached = _ptx_cache(source, arch)
+    cached = _ptx_cache(source, arch, extra_flags)
     if not cached.exists():
-        res = subprocess.run([nvcc, *NVCC_FLAGS, ARCHS[arch], f"-I{CSRC}", "-ptx", "-o", "-", str(source)],
-                             capture_output=True, text=True, check=True)
-        cached.with_suffix(".tmp").write_text(res.stdout)
-        os.replace(cached.with_suffix(".tmp"), cached)
-    return cached.read_text()
+        res = subprocess.run([nvcc, *NVCC_FLAGS, ARCHS[arch], f"-I{CSRC}", *(extra_flags or ()), "-ptx", "-o", "-",
+                              str(source)], capture_output=True, text=True, check=True)
+        tmp = cached.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(res.stdout)
+        os.replace(tmp, cached)
+    return cached
+
+
+def ptx_entries(ptx: str) -> list[str]:
+    """The entry functions (kernels) of a PTX module, mangled, in its order."""
+    return re.findall(r"^\s*(?:\.visible\s+)?\.entry\s+([\w$]+)", ptx, re.MULTILINE)
 
 
 # SASS opcodes the harness counts, grouped by what they mean for a GEMM.
