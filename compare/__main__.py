@@ -247,7 +247,8 @@ def cmd_study(args) -> int:
             Path(args.out).mkdir(parents=True, exist_ok=True)
             study.collect_ncu([t.label for t in targets(args.kernels or None)], Path(args.out), log=print)
         index = study.build(Path(args.out), args.kernels or None, bench=args.bench, inspect_dir=args.inspect,
-                            layouts_dir=args.layouts, log=print)
+                            layouts_dir=args.layouts, log=lambda line: print(f"study: {line}", flush=True),
+                            progress=_progress("study: inspect"))
     except (UnknownKernel, study.MissingExtra) as e:
         return _user_error(str(e))
     print(f"wrote {index} (open it in a browser; the folder is self-contained)")

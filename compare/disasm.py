@@ -211,15 +211,28 @@ def start(out: Path, kernels: list[str] | None = None, dtype: str = "fp16"):
                             env=_child_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
 
 
-def finish(proc, out: Path) -> tuple[list[InspectRow], dict[str, str]]:
-    """The child's rows; if it failed, a RuntimeError with its last line (the whole stderr in out/inspect.log)."""
-    _, err = proc.communicate()
+def finish(proc, out: Path, progress=None, total: int = 0) -> tuple[list[InspectRow], dict[str, str]]:
+    """The child's rows; if it failed, a RuntimeError with its last line (the whole stderr in out/inspect.log).
+    progress(done, total), when given, follows the SASS files the child writes meanwhile (one per row)."""
+    import subprocess
+
+    while True:
+        try:
+            _, err = proc.communicate(timeout=1.0)
+            break
+        except subprocess.TimeoutExpired:  # communicate again: no output is lost
+            done = len(list(Path(out).glob("*.sass")))
+            if progress and done < total:
+                progress(done, total)
     if proc.returncode != 0:
         Path(out).mkdir(parents=True, exist_ok=True)
         (Path(out) / "inspect.log").write_text(err)
         last = err.strip().splitlines()[-1] if err.strip() else f"exit status {proc.returncode}"
         raise HgemmError(f"{last} (full output in {Path(out) / 'inspect.log'})")
-    return load(out)
+    rows, skipped = load(out)
+    if progress:
+        progress(len(rows), len(rows))
+    return rows, skipped
 
 
 def load(out: Path) -> tuple[list[InspectRow], dict[str, str]]:
@@ -227,28 +240,98 @@ def load(out: Path) -> tuple[list[InspectRow], dict[str, str]]:
     return [InspectRow(**r) for r in data["rows"]], data["skipped"]
 
 
-def run_inspect(kernels: list[str] | None, out: Path, dtype: str = "fp16") -> tuple[list[InspectRow], dict[str, str]]:
+# ---- the inspect cache: a row and its PTX and SASS, kept per target in the user's cache folder -------------------
+# Keyed by everything the row comes from: the target, the arch, Triton's version and the Triton package's sources,
+# or nvcc's version, every csrc/ file and the flags, and the code that makes rows (this file, toolchain.py). Data
+# only (JSON), written atomically; an entry that does not read back as a row is ignored with a warning.
+CACHE_VERSION = 1
+
+
+def cache_dir() -> Path:
+    """TENSORCORE_HGEMM_BUILD_DIR/inspect, else ~/.cache/tensorcore_hgemm/inspect (the cubin cache's root)."""
+    import os
+
+    root = Path(os.environ.get("TENSORCORE_HGEMM_BUILD_DIR", Path.home() / ".cache" / "tensorcore_hgemm"))
+    return root / "inspect"
+
+
+def cache_key(t: Target) -> str:
+    import hashlib
+
+    h = hashlib.sha256(f"{CACHE_VERSION}|{t.label}|{t.acc}|{t.config}|{t.dtype}|{t.record}|sm_{ARCH}".encode())
+    for code in (Path(__file__), Path(toolchain.__file__)):
+        h.update(code.read_bytes())
+    if t.record.package == "triton":
+        import triton
+
+        from triton_kernels.plan_table import source_hash
+        h.update(f"|{triton.__version__}|{source_hash()}".encode())
+    else:
+        from ptx_kernels.variants import csrc_hash
+        h.update(f"|{toolchain.nvcc_version()}|{csrc_hash(*toolchain.NVCC_FLAGS)}".encode())
+    return h.hexdigest()[:20]
+
+
+def cached(t: Target, out: Path, make) -> InspectRow:
+    """make(t, out)'s row, or the cache's copy of it (its PTX and SASS written to `out` as make writes them)."""
+    import os
+    import warnings
+
+    entry = cache_dir() / f"{t.stem}-{cache_key(t)}.json"
+    if entry.exists():
+        try:
+            data = json.loads(entry.read_text())
+            row = InspectRow(**data["row"])
+            (out / row.ptx_file).write_text(data["ptx"])
+            (out / row.sass_file).write_text(data["sass"])
+            return row
+        except (ValueError, KeyError, TypeError, OSError) as e:  # truncated, foreign, another version's fields
+            warnings.warn(f"ignoring the inspect cache entry {entry} ({type(e).__name__}: {e}); inspecting {t.label} "
+                          "again", RuntimeWarning, stacklevel=2)
+    row = make(t, out)
+    entry.parent.mkdir(parents=True, exist_ok=True)
+    tmp = entry.with_suffix(f".{os.getpid()}.{id(row)}.tmp")
+    tmp.write_text(json.dumps({"row": asdict(row), "ptx": (out / row.ptx_file).read_text(),
+                               "sass": (out / row.sass_file).read_text()}))
+    os.replace(tmp, entry)
+    return row
+
+
+def run_inspect(kernels: list[str] | None, out: Path, dtype: str = "fp16",
+                progress=None) -> tuple[list[InspectRow], dict[str, str]]:
     """Inspect `kernels` (None: every record that takes `dtype`) in `dtype` into `out`; returns the rows and, per
-    kernel left out, why (the hand-written ones need nvcc)."""
+    kernel left out, why (the hand-written ones need nvcc). Each row is compiled once per source and toolchain
+    (`cached`). progress(done, total), when given, is called as rows arrive."""
     from hgemm_common.validation import interpreter_active
 
     out = Path(out)
     chosen = targets(kernels, dtype)  # unknown names fail here, before any work
     out.mkdir(parents=True, exist_ok=True)
-    if interpreter_active():
-        return finish(start(out, kernels, dtype), out)
-    import os
-    from concurrent.futures import ThreadPoolExecutor
-
     nvcc = toolchain.find_nvcc() is not None
     skipped = {t.label: "needs nvcc (the CUDA toolkit)" for t in chosen if t.record.package == "ptx" and not nvcc}
+    if interpreter_active():
+        return finish(start(out, kernels, dtype), out, progress, len(chosen) - len(skipped))
+    import os
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    done, lock = [0], threading.Lock()
+
+    def one(t: Target) -> InspectRow:
+        row = cached(t, out, inspect_triton if t.record.package == "triton" else inspect_cuda)
+        with lock:
+            done[0] += 1
+            if progress:
+                progress(done[0], len(chosen) - len(skipped))
+        return row
+
     # nvcc and cuobjdump are subprocesses: the CUDA sources compile side by side (Triton's compiles stay serial), the
     # Hopper files first: they instantiate the most (tiles x epilogues x splits), and the last to finish sets the end
     cuda_targets = sorted((t for t in chosen if t.record.package == "ptx" and t.label not in skipped),
                           key=lambda t: -t.record.min_arch)
     with ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1)) as pool:
-        cuda = {t.label: pool.submit(inspect_cuda, t, out) for t in cuda_targets}
-        triton_rows = {t.label: inspect_triton(t, out) for t in chosen if t.record.package == "triton"}
+        cuda = {t.label: pool.submit(one, t) for t in cuda_targets}
+        triton_rows = {t.label: one(t) for t in chosen if t.record.package == "triton"}
         rows = [triton_rows[t.label] if t.label in triton_rows else cuda[t.label].result() for t in chosen
                 if t.label not in skipped]
     (out / "inspect.json").write_text(json.dumps({"rows": [asdict(r) for r in rows], "skipped": skipped}, indent=1))

@@ -543,14 +543,21 @@ def ladders_html(studies: dict[str, KernelStudy], bench: dict[str, list[dict]], 
 
 
 # ------------------------------------------------------------------------------ fragment maps, ncu, inspect table --
+def _maps_to_draw(out: Path, layouts_dir: Path | None) -> bool:
+    """Whether the page's fragment maps must be drawn here (no `compare layouts` folder to copy, none drawn yet)."""
+    dest = out / "layouts"
+    given = layouts_dir and Path(layouts_dir).resolve() != dest.resolve() and Path(layouts_dir, "layouts.md").exists()
+    return not given and not (dest / "layouts.md").exists()
+
+
 def fragments_html(out: Path, layouts_dir: Path | None) -> str:
     from .layouts import draw_all
 
     dest = out / "layouts"
-    if layouts_dir and Path(layouts_dir).resolve() != dest.resolve() and Path(layouts_dir, "layouts.md").exists():
-        shutil.copytree(layouts_dir, dest, dirs_exist_ok=True)
-    elif not (dest / "layouts.md").exists():
+    if _maps_to_draw(out, layouts_dir):
         draw_all(dest)
+    elif not (dest / "layouts.md").exists():
+        shutil.copytree(layouts_dir, dest, dirs_exist_ok=True)
     md = (dest / "layouts.md").read_text()
     probes = re.findall(r"^\| ([^|]+?) \| (yes|NO) \| ([^|]*)\|", md, re.MULTILINE)
     if probes:
@@ -688,9 +695,11 @@ def legend() -> str:
 
 
 # -------------------------------------------------------------------------------------------------------- build --
-def _rows(kernels: list[str] | None, out: Path, inspect_dir: Path | None, log) -> tuple[list, dict, Path]:
+def _rows(kernels: list[str] | None, out: Path, inspect_dir: Path | None, log,
+          progress=None) -> tuple[list, dict, Path]:
     """Inspect rows for `kernels`: from inspect_dir's inspect.json where it has them all, else a fresh inspect into
-    out/inspect (its compiles cached: ptx_kernels.toolchain's cubin and PTX cache, Triton's own)."""
+    out/inspect (disasm.run_inspect: rows cached per source and toolchain, compiles in ptx_kernels.toolchain's cubin
+    and PTX cache and Triton's own)."""
     if inspect_dir and (Path(inspect_dir) / "inspect.json").exists():
         rows, skipped = disasm.load(Path(inspect_dir))
         have = {r.kernel for r in rows}
@@ -698,23 +707,38 @@ def _rows(kernels: list[str] | None, out: Path, inspect_dir: Path | None, log) -
             rows = [r for r in rows if not kernels or r.kernel in kernels]
             return rows, skipped, Path(inspect_dir)
         log(f"{inspect_dir} lacks some of {kernels}: inspecting again")
-    rows, skipped = disasm.run_inspect(kernels or None, out / "inspect")
+    log(f"inspecting {len(disasm.targets(kernels or None))} kernels into {out / 'inspect'} (Triton for sm_90, nvcc "
+        f"for sm_90a; each row kept in {disasm.cache_dir()} for the next run)")
+    rows, skipped = disasm.run_inspect(kernels or None, out / "inspect", progress=progress)
     return rows, skipped, out / "inspect"
 
 
 def build(out: Path, kernels: list[str] | None = None, bench: Path | None = None, inspect_dir: Path | None = None,
-          layouts_dir: Path | None = None, pairs: list[tuple[str, str]] | None = None, log=lambda line: None) -> Path:
+          layouts_dir: Path | None = None, pairs: list[tuple[str, str]] | None = None, log=lambda line: None,
+          progress=None) -> Path:
     """Write the study page into `out` (index.html, study.css, study.js, kernels/*.js, layouts/, inspect/ when
-    inspected here); returns index.html's path."""
+    inspected here); returns index.html's path. log(line): what it is doing; progress(done, total): the inspect's
+    rows as they arrive."""
+    from concurrent.futures import ThreadPoolExecutor
+
     from triton_kernels.variants import BY_NAME as TRITON
     from ptx_kernels.variants import BY_NAME as PTX
 
     from .envinfo import git_commit
+    from .layouts import draw_all
 
     _pygments()  # fail before any work if the extra is missing
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    rows, skipped, idir = _rows(kernels, out, inspect_dir, log)
+    # fragment maps to draw (matplotlib) go beside the inspect, whose compiles are nvcc and ptxas subprocesses
+    with ThreadPoolExecutor(max_workers=1) as side:
+        maps = side.submit(draw_all, out / "layouts") if _maps_to_draw(out, layouts_dir) else None
+        if maps:
+            log(f"drawing the fragment maps into {out / 'layouts'}")
+        rows, skipped, idir = _rows(kernels, out, inspect_dir, log, progress)
+        if maps:
+            maps.result()
+    log(f"writing the page: {len(rows)} kernels")
     records = {**TRITON, **PTX}
     studies = {}
     for r in rows:

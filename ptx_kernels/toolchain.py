@@ -33,6 +33,16 @@ def find_nvcc() -> str | None:
     return cand if os.path.exists(cand) else None
 
 
+@functools.lru_cache(maxsize=1)
+def nvcc_version() -> str:
+    """`nvcc --version`'s release line ("" without nvcc): what caches of nvcc's output key on."""
+    nvcc = find_nvcc()
+    if nvcc is None:
+        return ""
+    out = subprocess.run([nvcc, "--version"], capture_output=True, text=True).stdout
+    return next((line.strip() for line in out.splitlines() if "release" in line), out.strip())
+
+
 def find_cuobjdump() -> str | None:
     """cuobjdump from PATH, or the copy the triton wheel ships."""
     cand = shutil.which("cuobjdump")

@@ -272,6 +272,41 @@ def test_inspect_triton_keeps_its_promises(tmp_path):
     assert "| `triton_tma` |" in (tmp_path / "inspect.md").read_text()
 
 
+def test_inspect_cache_reuses_rows_and_ignores_a_bad_entry(tmp_path, monkeypatch):
+    """An inspected row, its PTX and SASS are kept per target in the user's cache folder: the next inspect of the
+    same sources and toolchain reads them back instead of compiling; a truncated entry is ignored with one warning
+    and written anew; another Triton version (or kernel source) has another key."""
+    import triton
+
+    from compare import disasm
+
+    monkeypatch.setenv("TENSORCORE_HGEMM_BUILD_DIR", str(tmp_path / "cache"))
+    (t,) = disasm.targets(["triton_gemv"])
+    made = []
+
+    def make(t, out):  # what inspect_triton writes and returns, without a compile
+        made.append(t.label)
+        (out / f"{t.stem}.ptx").write_text("// ptx")
+        (out / f"{t.stem}.sass").write_text("FFMA R0, R1, R2, R3 ;")
+        return disasm.InspectRow(t.label, "triton_kernels/gemv.py", "sm_90", 40, 0, 0, 0, {"FFMA": 1},
+                                 f"{t.stem}.ptx", f"{t.stem}.sass")
+
+    first, second = tmp_path / "first", tmp_path / "second"
+    first.mkdir()
+    second.mkdir()
+    row = disasm.cached(t, first, make)
+    assert disasm.cached(t, second, make) == row and made == [t.label]
+    assert (second / row.sass_file).read_text() == "FFMA R0, R1, R2, R3 ;"
+    (entry,) = disasm.cache_dir().glob("*.json")
+    entry.write_text(entry.read_text()[:50])
+    with pytest.warns(RuntimeWarning, match="ignoring the inspect cache entry"):
+        assert disasm.cached(t, second, make) == row
+    assert made == [t.label] * 2 and json.loads(entry.read_text())["row"]["kernel"] == t.label
+    key = disasm.cache_key(t)
+    monkeypatch.setattr(triton, "__version__", "0.0.0-another")
+    assert disasm.cache_key(t) != key
+
+
 @pytest.mark.skipif(toolchain.find_nvcc() is None, reason="nvcc not installed")
 def test_inspect_takes_report_names(tmp_path):
     """The names of the check and bench tables round-trip: an fp16-accumulation entry inspects that
