@@ -126,8 +126,8 @@ def interpreter_limit(kern: Kernel) -> str | None:
 
     if kernel_module(kern.record).INTERPRETER_CONFIG.block_m != 1:
         return None
-    return (f"under the interpreter it runs the cases up to M = {CPU_ONE_ROW_MAX_M} (one program per row of C, each "
-            "run in Python)")
+    return (f"under the interpreter a kernel of one-row tiles runs the cases up to M = {CPU_ONE_ROW_MAX_M} (a "
+            "program per row of C, each run in Python)")
 
 
 def takes_case(kern: Kernel, a: torch.Tensor, b: torch.Tensor, layout: str, dtype: str) -> bool:

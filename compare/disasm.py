@@ -248,11 +248,8 @@ CACHE_VERSION = 1
 
 
 def cache_dir() -> Path:
-    """TENSORCORE_HGEMM_BUILD_DIR/inspect, else ~/.cache/tensorcore_hgemm/inspect (the cubin cache's root)."""
-    import os
-
-    root = Path(os.environ.get("TENSORCORE_HGEMM_BUILD_DIR", Path.home() / ".cache" / "tensorcore_hgemm"))
-    return root / "inspect"
+    """TENSORCORE_HGEMM_BUILD_DIR/inspect, else ~/.cache/tensorcore_hgemm/inspect (beside the cubin cache)."""
+    return toolchain.cache_root() / "inspect"
 
 
 def cache_key(t: Target) -> str:

@@ -113,9 +113,13 @@ def parse_resource_usage(log: str) -> list[FunctionUsage]:
     return list(funcs.values())
 
 
+def cache_root() -> Path:
+    """The project's cache folder: $TENSORCORE_HGEMM_BUILD_DIR, else ~/.cache/tensorcore_hgemm."""
+    return Path(os.environ.get("TENSORCORE_HGEMM_BUILD_DIR", Path.home() / ".cache" / "tensorcore_hgemm"))
+
+
 def _cache_dir() -> Path:
-    root = Path(os.environ.get("TENSORCORE_HGEMM_BUILD_DIR", Path.home() / ".cache" / "tensorcore_hgemm"))
-    d = root / "cubins"
+    d = cache_root() / "cubins"
     d.mkdir(parents=True, exist_ok=True)
     return d
 

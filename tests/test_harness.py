@@ -551,4 +551,5 @@ def test_report_says_why_tma_rows_have_fewer_checks():
     gemv = kernels["triton_gemv"]  # under the interpreter: the small cases only, and the note says so
     rows = [row("triton_blocked"), row("triton_blocked"), row("triton_gemv")]
     assert fewer_checks_note(rows, [blocked, gemv], interpreter=True).startswith(
-        f"`triton_gemv` show fewer checks: under the interpreter it runs the cases up to M = {check.CPU_ONE_ROW_MAX_M}")
+        "`triton_gemv` show fewer checks: under the interpreter a kernel of one-row tiles runs the cases up to "
+        f"M = {check.CPU_ONE_ROW_MAX_M}")
