@@ -194,8 +194,17 @@ _PTX_TOKEN = re.compile(r"(?P<reg>%\w+(?:\.\w)?)|(?P<imm>-?\b0[xX][0-9a-fA-F]+\b
                         r"|(?P<lbl>\$L\w+)")
 
 
+_SPECIAL = re.compile(r"[&<>\"']")  # what html.escape changes
+
+
+def _span(m: re.Match) -> str:
+    return f'<span class="{m.lastgroup}">{m.group()}</span>'
+
+
 def _tokens(text: str, pattern: re.Pattern) -> str:
     """The small PTX/SASS operand formatter: registers, immediates, constants and labels get a class."""
+    if not _SPECIAL.search(text):  # nothing to escape (nearly every line): one substitution
+        return pattern.sub(_span, text)
     out, pos = [], 0
     for m in pattern.finditer(text):
         out.append(html.escape(text[pos:m.start()]))
@@ -725,14 +734,17 @@ def build(out: Path, kernels: list[str] | None = None, bench: Path | None = None
     from ptx_kernels.variants import BY_NAME as PTX
 
     from .envinfo import git_commit
-    from .layouts import draw_all
 
     _pygments()  # fail before any work if the extra is missing
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     # fragment maps to draw (matplotlib) go beside the inspect, whose compiles are nvcc and ptxas subprocesses
     with ThreadPoolExecutor(max_workers=1) as side:
-        maps = side.submit(draw_all, out / "layouts") if _maps_to_draw(out, layouts_dir) else None
+        if _maps_to_draw(out, layouts_dir):
+            from .layouts import draw_all
+            maps = side.submit(draw_all, out / "layouts")
+        else:
+            maps = None
         if maps:
             log(f"drawing the fragment maps into {out / 'layouts'}")
         rows, skipped, idir = _rows(kernels, out, inspect_dir, log, progress)
