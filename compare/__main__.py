@@ -287,7 +287,8 @@ def cmd_study(args) -> int:
             study.collect_ncu([t.label for t in targets(args.kernels or None)], Path(args.out), log=print)
         missing = {}
         index = study.build(Path(args.out), args.kernels or None, bench=args.bench, inspect_dir=args.inspect,
-                            layouts_dir=args.layouts, log=print, missing=missing)
+                            layouts_dir=args.layouts, log=lambda line: print(f"study: {line}", flush=True),
+                            progress=_progress("study: inspect"), missing=missing)
     except (UnknownKernel, study.MissingExtra) as e:
         return _user_error(str(e))
     print(f"wrote {index} (open it in a browser; the folder is self-contained)")

@@ -12,8 +12,31 @@ from .registry import BASELINE, Kernel
 # square tile multiple. Every layout runs each.
 GPU_EXACT = [(1, 1, 1), (17, 33, 100), (129, 7, 311), (496, 233, 4099), (136, 264, 520), (1024, 1024, 1024)]
 GPU_RANDOM = [(1024, 1024, 1024), (3000, 5000, 2000)]
-CPU_EXACT = [(1, 7, 129), (17, 33, 100), (33, 16, 7), (40, 24, 72)]  # the last has 16-byte rows (TMA)
-CPU_RANDOM = [(40, 24, 72)]
+# Without a GPU the Triton kernels run under the interpreter, which runs every program of a grid in Python (tens of ms
+# each): the CPU set is sized for it. Each shape runs in the layouts it is there for, and together they give every
+# Triton entry the exact checks in all four layouts, an odd shape past its tiles and a random check, in both dtypes
+# (tests/test_harness.py: test_cpu_check_set_covers_every_kernel_and_layout). The interpreter configurations'
+# tiles (triton_kernels/*.py INTERPRETER_CONFIG): 32x32x32 (blocked, tma), 16x32x32 split 3 or 5 (the split-K
+# kernels), 1x32x16 split 3 (gemv). Entries: (M, N, K), layouts, inputs.
+CPU_CASES = [
+    ((1, 7, 129), LAYOUTS, "int"),  # one row, N under a tile, K past four 32-deep steps by one
+    ((2, 40, 50), ("TT",), "int"),  # gemv past one row and its 32 columns; K one 32-deep step + 18
+    ((8, 24, 40), LAYOUTS, "int"),  # 16-byte rows in every layout: the TMA kernels' four layouts
+    ((33, 40, 72), ("NN",), "int"),  # one row past a 32-row tile, two column tiles, K two tiles + 8 (TMA: NN)
+    ((17, 33, 100), ("TN",), "int"),  # odd in every dimension, A column-major
+    ((2, 40, 72), ("NN",), "randn"),  # the random check (every kernel, gemv too: two rows)
+]
+# bf16 adds the element type (loads and descriptors of 2-byte elements of another format, the dot's operand type, the
+# store): every kernel with A and with B each row- and column-major (NN and TT, or NT and TN: the TMA kernels'
+# 16-byte rows), and the random check.
+CPU_BF16_CASES = [
+    ((1, 7, 129), ("NN", "TT"), "int"),
+    ((8, 24, 40), ("NT", "TN"), "int"),
+    ((2, 40, 72), ("NN",), "randn"),
+]
+# A kernel whose interpreter tile is one row (gemv: one program per row of C, 32 columns and a K slice each) runs the
+# CPU cases up to this M: on (33, 40, 72) it would run about 200 programs, seconds a call.
+CPU_ONE_ROW_MAX_M = 2
 
 
 @dataclass
@@ -43,10 +66,8 @@ def _run_case(kernels: list[Kernel], m: int, n: int, k: int, layout: str, kind: 
     ref = reference(a, b)
     outs, rows, bounds = {}, [], {}
     for kern in kernels:
-        if not kern.supports(layout, None, dtype) or not kern.accepts(a, b):
-            continue  # by design (e.g. TMA needs 16-byte rows); the kernel raises a clear error there
-        if kern.skip_reason and kern.skip_reason(a, b):
-            continue  # limits no record states (torch's semi-structured shapes)
+        if not takes_case(kern, a, b, layout, dtype):
+            continue
         if kind == "int":
             bound = None
         else:
@@ -94,19 +115,42 @@ def pairwise(outs: dict[str, torch.Tensor]) -> tuple[list[str], list[list[float]
 # covered; the GPU tests cover every layout of every kernel): each new (shape, layout) compiles every Triton
 # entry's plan anew, and compiling dominates the check's time on a fresh machine.
 ALL_LAYOUTS_UP_TO = 2**24
-# Without a GPU the interpreter runs every program of every tile in numpy, and the main job must stay near a minute on
-# a 2-core machine: there every layout runs up to this many MACs (three of the four exact shapes), NN and TT above.
-ALL_LAYOUTS_UP_TO_CPU = 60_000
 
 
-def cases_for(gpu: bool, layouts=LAYOUTS) -> list[tuple[tuple[int, int, int], str, str]]:
-    exact, rand = (GPU_EXACT, GPU_RANDOM) if gpu else (CPU_EXACT, CPU_RANDOM)
+def cases_for(gpu: bool, layouts=LAYOUTS, dtype: str = "fp16") -> list[tuple[tuple[int, int, int], str, str]]:
+    """The check's cases ((M, N, K), layout, inputs) on a GPU, or under the interpreter (CPU_CASES, CPU_BF16_CASES
+    for bf16), of the given layouts."""
+    if not gpu:
+        return [(s, lay, kind) for s, lays, kind in (CPU_BF16_CASES if dtype == "bf16" else CPU_CASES)
+                for lay in lays if lay in layouts]
 
     def lays(m, n, k):
-        up_to = ALL_LAYOUTS_UP_TO if gpu else ALL_LAYOUTS_UP_TO_CPU
-        return layouts if m * n * k <= up_to else [x for x in layouts if x in ("NN", "TT")]
-    return [(s, lay, "int") for s in exact for lay in lays(*s)] + \
-        [(s, lay, "randn") for s in rand for lay in lays(*s)]
+        return layouts if m * n * k <= ALL_LAYOUTS_UP_TO else [x for x in layouts if x in ("NN", "TT")]
+    return [(s, lay, "int") for s in GPU_EXACT for lay in lays(*s)] + \
+        [(s, lay, "randn") for s in GPU_RANDOM for lay in lays(*s)]
+
+
+def interpreter_limit(kern: Kernel) -> str | None:
+    """Why the interpreter runs `kern` on fewer of the CPU cases (None: it runs them all): a kernel whose interpreter
+    tile is one row runs those up to CPU_ONE_ROW_MAX_M."""
+    if kern.package != "triton" or kern.record.dispatch:
+        return None
+    from triton_kernels.variants import kernel_module
+
+    if kernel_module(kern.record).INTERPRETER_CONFIG.block_m != 1:
+        return None
+    return (f"under the interpreter a kernel of one-row tiles runs the cases up to M = {CPU_ONE_ROW_MAX_M} (a "
+            "program per row of C, each run in Python)")
+
+
+def takes_case(kern: Kernel, a: torch.Tensor, b: torch.Tensor, layout: str, dtype: str) -> bool:
+    """Whether the check runs `kern` on these operands: what its record supports and takes (TMA kernels refuse
+    operands they cannot describe, by design: they raise a clear error there), and, on the CPU, interpreter_limit."""
+    if not kern.supports(layout, None, dtype) or not kern.accepts(a, b):
+        return False
+    if kern.skip_reason and kern.skip_reason(a, b):
+        return False  # limits no record states (torch's semi-structured shapes)
+    return a.device.type != "cpu" or a.shape[0] <= CPU_ONE_ROW_MAX_M or interpreter_limit(kern) is None
 
 
 def run_check(kernels: list[Kernel], *, gpu: bool, layouts=LAYOUTS, progress=None, sparse: bool = False,
@@ -117,7 +161,7 @@ def run_check(kernels: list[Kernel], *, gpu: bool, layouts=LAYOUTS, progress=Non
     device = "cuda" if gpu else "cpu"
     if sparse:
         layouts = [x for x in layouts if x in ("NN", "NT")]
-    cases = cases_for(gpu, layouts)
+    cases = cases_for(gpu, layouts, dtype)
     rows, pair = [], ([], [])
     for i, ((m, n, k), lay, kind) in enumerate(cases):
         r, outs = _run_case(kernels, m, n, k, lay, kind, device, seed=i, sparse=sparse, dtype=dtype)

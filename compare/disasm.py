@@ -136,11 +136,15 @@ def inspect_triton(t: Target, out: Path) -> InspectRow:
                       toolchain.setmaxnreg_targets(sass), function=compiled.metadata.name)
 
 
+def _fits(instances: list[toolchain.Instance], dtype: str, acc: str, want: dict[str, str]) -> list:
+    return [i for i in instances if i.dtype == dtype and i.acc == acc and not i.b_col_major and i.matches(want)]
+
+
 def instance(instances: list[toolchain.Instance], dtype: str, acc: str, want: dict[str, str]) -> toolchain.Instance:
     """The instance inspect shows: of `dtype` and accumulation `acc`, B row-major (or a kernel with no B layout
     parameter), and the template arguments the record's `inspect` names (first in the cubin's order); a record whose
     `inspect` matches none raises ValueError."""
-    fit = [i for i in instances if i.dtype == dtype and i.acc == acc and not i.b_col_major and i.matches(want)]
+    fit = _fits(instances, dtype, acc, want)
     if not fit:
         raise HgemmValueError(f"no {dtype} instance with {acc} accumulation and row-major B matches {want} among "
                          f"{[i.template for i in instances]}")
@@ -154,13 +158,26 @@ def cuda_source(v: Variant) -> Path:
     return source(v)
 
 
+def compile_for_inspect(v: Variant, dtype: str, acc: str, arch: str = "sm_90a") -> toolchain.Compiled:
+    """A hand-written variant's file compiled for what `instance` chooses: nvcc builds only the instantiations of
+    `dtype`, `acc`, row-major B and, where the record's `inspect` names it, its A layout (toolchain.only_flags: a few
+    of the file's kernels, not its every combination: wgmma_persistent's 120), and ptxas assembles the one that fits,
+    or all of them where several do (`instance` takes the first in the cubin's order). The compile that dominated the
+    main job on a CPU; the instance is the whole file's, to the SASS (tests/test_ptx_compile.py)."""
+    source, a_col = cuda_source(v), v.inspect.get("A_COL")
+    ptx = toolchain.compile_ptx_file(source, arch, toolchain.only_flags(
+        dtype, acc, b_col=False, a_col=None if a_col is None else a_col == "true"))
+    found = toolchain.instances_of(source, (toolchain.CSRC,), toolchain.ptx_entries(ptx.read_text()))
+    fit = _fits(found, dtype, acc, v.inspect)
+    return toolchain.assemble(source, arch, ptx, [fit[0].name] if len(fit) == 1 else None)
+
+
 def inspect_cuda(t: Target, out: Path, arch: str = "sm_90a") -> InspectRow:
-    source = cuda_source(t.record)
-    c = toolchain.compile_cubin(source, arch)
+    c = compile_for_inspect(t.record, t.dtype, t.acc, arch)
     usage = toolchain.cubin_resource_usage(c.cubin)
     fn = instance(c.instances(), t.dtype, t.acc, t.record.inspect).name
     sass = toolchain.disassemble(c.cubin, fn)
-    ptx = toolchain.compile_ptx(source, arch)
+    ptx = c.ptx()
     stem = t.stem
     (out / f"{stem}.ptx").write_text(ptx)
     (out / f"{stem}.sass").write_text(sass)
@@ -199,15 +216,28 @@ def start(out: Path, kernels: list[str] | None = None, dtype: str = "fp16", nice
     return proc
 
 
-def finish(proc, out: Path) -> tuple[list[InspectRow], dict[str, str]]:
-    """The child's rows; if it failed, a RuntimeError with its last line (the whole stderr in out/inspect.log)."""
-    _, err = proc.communicate()
+def finish(proc, out: Path, progress=None, total: int = 0) -> tuple[list[InspectRow], dict[str, str]]:
+    """The child's rows; if it failed, a RuntimeError with its last line (the whole stderr in out/inspect.log).
+    progress(done, total), when given, follows the SASS files the child writes meanwhile (one per row)."""
+    import subprocess
+
+    while True:
+        try:
+            _, err = proc.communicate(timeout=1.0)
+            break
+        except subprocess.TimeoutExpired:  # communicate again: no output is lost
+            done = len(list(Path(out).glob("*.sass")))
+            if progress and done < total:
+                progress(done, total)
     if proc.returncode != 0:
         Path(out).mkdir(parents=True, exist_ok=True)
         (Path(out) / "inspect.log").write_text(err)
         last = err.strip().splitlines()[-1] if err.strip() else f"exit status {proc.returncode}"
         raise HgemmError(f"{last} (full output in {Path(out) / 'inspect.log'})")
-    return load(out)
+    rows, skipped = load(out)
+    if progress:
+        progress(len(rows), len(rows))
+    return rows, skipped
 
 
 def load(out: Path) -> tuple[list[InspectRow], dict[str, str]]:
@@ -215,36 +245,102 @@ def load(out: Path) -> tuple[list[InspectRow], dict[str, str]]:
     return [InspectRow(**r) for r in data["rows"]], data["skipped"]
 
 
-def run_inspect(kernels: list[str] | None, out: Path, dtype: str = "fp16") -> tuple[list[InspectRow], dict[str, str]]:
+# ---- the inspect cache: a row and its PTX and SASS, kept per target in the user's cache folder -------------------
+# Keyed by everything the row comes from: the target, the arch, Triton's version and the Triton package's sources,
+# or nvcc's version, every csrc/ file and the flags, and the code that makes rows (this file, toolchain.py). Data
+# only (JSON), written atomically; an entry that does not read back as a row is ignored with a warning.
+CACHE_VERSION = 1
+
+
+def cache_dir() -> Path:
+    """TENSORCORE_HGEMM_BUILD_DIR/inspect, else ~/.cache/tensorcore_hgemm/inspect (beside the cubin cache)."""
+    return toolchain.cache_root() / "inspect"
+
+
+def cache_key(t: Target) -> str:
+    import hashlib
+
+    h = hashlib.sha256(f"{CACHE_VERSION}|{t.label}|{t.acc}|{t.config}|{t.dtype}|{t.record}|sm_{ARCH}".encode())
+    for code in (Path(__file__), Path(toolchain.__file__)):
+        h.update(code.read_bytes())
+    if t.record.package == "triton":
+        import triton
+
+        from triton_kernels.plan_table import source_hash
+        h.update(f"|{triton.__version__}|{source_hash()}".encode())
+    else:
+        from ptx_kernels.variants import csrc_hash
+        h.update(f"|{toolchain.nvcc_version()}|{csrc_hash(*toolchain.NVCC_FLAGS)}".encode())
+    return h.hexdigest()[:20]
+
+
+def cached(t: Target, out: Path, make) -> InspectRow:
+    """make(t, out)'s row, or the cache's copy of it (its PTX and SASS written to `out` as make writes them)."""
+    import os
+    import warnings
+
+    entry = cache_dir() / f"{t.stem}-{cache_key(t)}.json"
+    if entry.exists():
+        try:
+            data = json.loads(entry.read_text())
+            row = InspectRow(**data["row"])
+            (out / row.ptx_file).write_text(data["ptx"])
+            (out / row.sass_file).write_text(data["sass"])
+            return row
+        except (ValueError, KeyError, TypeError, OSError) as e:  # truncated, foreign, another version's fields
+            warnings.warn(f"ignoring the inspect cache entry {entry} ({type(e).__name__}: {e}); inspecting {t.label} "
+                          "again", RuntimeWarning, stacklevel=2)
+    row = make(t, out)
+    entry.parent.mkdir(parents=True, exist_ok=True)
+    tmp = entry.with_suffix(f".{os.getpid()}.{id(row)}.tmp")
+    tmp.write_text(json.dumps({"row": asdict(row), "ptx": (out / row.ptx_file).read_text(),
+                               "sass": (out / row.sass_file).read_text()}))
+    os.replace(tmp, entry)
+    return row
+
+
+def run_inspect(kernels: list[str] | None, out: Path, dtype: str = "fp16",
+                progress=None) -> tuple[list[InspectRow], dict[str, str]]:
     """Inspect `kernels` (None: every record that takes `dtype`) in `dtype` into `out`; returns the rows and, per
-    kernel left out, why (the hand-written ones need nvcc). A kernel whose inspect raises is named in inspect.json's
-    `failed` with its error, the others' rows are written all the same, and then an HgemmError names it."""
+    kernel left out, why (the hand-written ones need nvcc). Each row is compiled once per source and toolchain
+    (`cached`). progress(done, total), when given, is called as rows arrive. A kernel whose inspect raises is named
+    in inspect.json's `failed` with its error, the others' rows are written all the same, and then an HgemmError
+    names it."""
     from hgemm_common.validation import interpreter_active
 
     out = Path(out)
     chosen = targets(kernels, dtype)  # unknown names fail here, before any work
     out.mkdir(parents=True, exist_ok=True)
-    if interpreter_active():
-        return finish(start(out, kernels, dtype), out)
-    import os
-    from concurrent.futures import ThreadPoolExecutor
-
     nvcc = toolchain.find_nvcc() is not None
     skipped = {t.label: "needs nvcc (the CUDA toolkit)" for t in chosen if t.record.package == "ptx" and not nvcc}
+    if interpreter_active():
+        return finish(start(out, kernels, dtype), out, progress, len(chosen) - len(skipped))
+    import os
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    done, lock = [0], threading.Lock()
     failed: dict[str, str] = {}
 
-    def one(inspect, t: Target) -> InspectRow | None:  # a kernel that fails leaves the others their rows
+    def one(t: Target) -> InspectRow | None:  # a kernel that fails leaves the others their rows
         try:
-            return inspect(t, out)
+            row = cached(t, out, inspect_triton if t.record.package == "triton" else inspect_cuda)
         except Exception as e:  # noqa: BLE001 - named in inspect.json and in the error raised below
             failed[t.label] = error_line(e)
-            return None
+            row = None
+        with lock:
+            done[0] += 1
+            if progress:
+                progress(done[0], len(chosen) - len(skipped))
+        return row
 
-    # nvcc and cuobjdump are subprocesses: the CUDA sources compile side by side (Triton's compiles stay serial)
+    # nvcc and cuobjdump are subprocesses: the CUDA sources compile side by side (Triton's compiles stay serial), the
+    # Hopper files first: they instantiate the most (tiles x epilogues x splits), and the last to finish sets the end
+    cuda_targets = sorted((t for t in chosen if t.record.package == "ptx" and t.label not in skipped),
+                          key=lambda t: -t.record.min_arch)
     with ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1)) as pool:
-        cuda = {t.label: pool.submit(one, inspect_cuda, t) for t in chosen
-                if t.record.package == "ptx" and t.label not in skipped}
-        triton_rows = {t.label: one(inspect_triton, t) for t in chosen if t.record.package == "triton"}
+        cuda = {t.label: pool.submit(one, t) for t in cuda_targets}
+        triton_rows = {t.label: one(t) for t in chosen if t.record.package == "triton"}
         rows = [triton_rows[t.label] if t.label in triton_rows else cuda[t.label].result() for t in chosen
                 if t.label not in skipped]
     rows = [r for r in rows if r is not None]

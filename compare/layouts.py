@@ -32,7 +32,8 @@ def _grid(ax, fragment_map: np.ndarray, shape: tuple[int, int], title: str, regs
     ax.imshow(lane_of, cmap="tab20", vmin=0, vmax=31, aspect="equal")
     for r in range(shape[0]):
         for c in range(shape[1]):
-            ax.text(c, r, text[r, c], ha="center", va="center", fontsize=4.5)
+            # in_layout=False: inside the image, so tight_layout need not measure each of them
+            ax.text(c, r, text[r, c], ha="center", va="center", fontsize=4.5, in_layout=False)
     ax.set_xticks(range(shape[1]))
     ax.set_yticks(range(shape[0]))
     ax.tick_params(labelsize=5)

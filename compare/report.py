@@ -41,10 +41,11 @@ def check_markdown(rows) -> str:
                       "rms err / torch", "first failure"], out)
 
 
-def fewer_checks_note(rows, kernels) -> str:
+def fewer_checks_note(rows, kernels, interpreter: bool = False) -> str:
     """A sentence naming the kernels with fewer check rows than the others and why: a record that refuses operands
     its loads cannot describe (`misaligned="refuse"`: the TMA kernels) is run only on the cases whose operands it
-    takes (`Kernel.accepts`); "" when every kernel ran every case."""
+    takes (`Kernel.accepts`); under the interpreter (`interpreter`), a kernel `check.interpreter_limit` names runs
+    the small cases only; "" when every kernel ran every case."""
     counts: dict[str, int] = {}
     for r in rows:
         counts[r.kernel] = counts.get(r.kernel, 0) + 1
@@ -52,10 +53,11 @@ def fewer_checks_note(rows, kernels) -> str:
     fewer = [k for k in kernels if 0 < counts.get(k.name, 0) < most]
     if not fewer:
         return ""
-    refusing = [k for k in fewer if k.record.misaligned == "refuse"]
-    other = [k for k in fewer if k.record.misaligned != "refuse"]
+    limited = [k for k in fewer if interpreter and check_mod.interpreter_limit(k)]
+    refusing = [k for k in fewer if k.record.misaligned == "refuse" and k not in limited]
+    other = [k for k in fewer if k.record.misaligned != "refuse" and k not in limited]
     names = lambda ks: ", ".join(f"`{k.name}`" for k in ks)  # noqa: E731
-    parts = []
+    parts = [f"{names(limited)} show fewer checks: {check_mod.interpreter_limit(limited[0])}"] if limited else []
     if refusing:
         parts.append(f"{names(refusing)} show fewer checks: TMA describes only operands with 16-byte aligned bases "
                      "and rows and a unit inner stride, and these kernels refuse the others by design (their records' "
@@ -333,7 +335,7 @@ def run(out: Path, *, gpu: bool, suite: str = SUITE, budget_ms: float = MAIN_JOB
             + ", ".join(f"{m}x{n}x{k} {lay} {kind}" for (m, n, k), lay, kind in check_mod.cases_for(gpu)) + "."
             + ("" if gpu else " Triton ran under the interpreter (TRITON_INTERPRET=1).")),
            "", check_markdown(rows), "", f"{len(rows) - len(failed)} of {len(rows)} checks passed.", ""]
-    note = fewer_checks_note(rows, kernels)
+    note = fewer_checks_note(rows, kernels, interpreter=not gpu)
     md += [note, ""] if note else []
     bad = [r for r in crows_b if not r.ok]
     if bad:
@@ -342,9 +344,11 @@ def run(out: Path, *, gpu: bool, suite: str = SUITE, budget_ms: float = MAIN_JOB
     (out / "bf16" / "check.json").write_text(json.dumps({"environment": env,
                                                          "rows": [r.as_dict() for r in crows_b]}, indent=1))
     md += ["## bf16 checks", "", "The kernels that take bf16 (A, B and C bf16, fp32 accumulation), checked like the "
-           "fp16 ones (integers are exact in bf16 too)" + ("" if gpu else ", Triton under the interpreter") + ".", "",
+           "fp16 ones (integers are exact in bf16 too)" + ("" if gpu else ", Triton under the interpreter, on what "
+           "bf16 adds: " + ", ".join(f"{m}x{n}x{k} {lay} {kind}" for (m, n, k), lay, kind
+                                     in check_mod.cases_for(gpu, dtype="bf16"))) + ".", "",
            check_markdown(crows_b), "", f"{len(crows_b) - len(bad)} of {len(crows_b)} bf16 checks passed.", ""]
-    note = fewer_checks_note(crows_b, bkernels)
+    note = fewer_checks_note(crows_b, bkernels, interpreter=not gpu)
     md += [note, ""] if note else []
 
     # BENCH + FRAME + PLOTS

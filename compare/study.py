@@ -18,6 +18,7 @@ an optional extra (`pip install tensorcore-hgemm[study]`), imported only here.
 """
 from __future__ import annotations
 
+import functools
 import html
 import json
 import math
@@ -195,8 +196,17 @@ _PTX_TOKEN = re.compile(r"(?P<reg>%\w+(?:\.\w)?)|(?P<imm>-?\b0[xX][0-9a-fA-F]+\b
                         r"|(?P<lbl>\$L\w+)")
 
 
+_SPECIAL = re.compile(r"[&<>\"']")  # what html.escape changes
+
+
+def _span(m: re.Match) -> str:
+    return f'<span class="{m.lastgroup}">{m.group()}</span>'
+
+
 def _tokens(text: str, pattern: re.Pattern) -> str:
     """The small PTX/SASS operand formatter: registers, immediates, constants and labels get a class."""
+    if not _SPECIAL.search(text):  # nothing to escape (nearly every line): one substitution
+        return pattern.sub(_span, text)
     out, pos = [], 0
     for m in pattern.finditer(text):
         out.append(html.escape(text[pos:m.start()]))
@@ -246,11 +256,16 @@ def _render(lst: Listing, lo: int = 0, hi: int | None = None, mark: tuple[int, i
 
 def _highlight_lines(path: Path) -> list[str]:
     """The file highlighted by Pygments, one balanced HTML string per line."""
+    return list(_highlighted(path.read_text(), path.suffix == ".py"))
+
+
+@functools.lru_cache(maxsize=64)
+def _highlighted(text: str, python: bool) -> tuple[str, ...]:
+    """_highlight_lines of a text, once per text (a helper file such as triton_kernels/common.py shows under
+    several kernels)."""
     highlight, HtmlFormatter, CudaLexer, PythonLexer = _pygments()
-    lexer = PythonLexer() if path.suffix == ".py" else CudaLexer()
-    text = path.read_text()
-    out = highlight(text, lexer, HtmlFormatter(nowrap=True)).split("\n")
-    return out[:len(text.splitlines())]
+    out = highlight(text, PythonLexer() if python else CudaLexer(), HtmlFormatter(nowrap=True)).split("\n")
+    return tuple(out[:len(text.splitlines())])
 
 
 def _excerpt(lines: list[str], marked: set[int], around: int = 2) -> str:
@@ -539,14 +554,21 @@ def ladders_html(studies: dict[str, KernelStudy], bench: dict[str, list[dict]], 
 
 
 # ------------------------------------------------------------------------------ fragment maps, ncu, inspect table --
+def _maps_to_draw(out: Path, layouts_dir: Path | None) -> bool:
+    """Whether the page's fragment maps must be drawn here (no `compare layouts` folder to copy, none drawn yet)."""
+    dest = out / "layouts"
+    given = layouts_dir and Path(layouts_dir).resolve() != dest.resolve() and Path(layouts_dir, "layouts.md").exists()
+    return not given and not (dest / "layouts.md").exists()
+
+
 def fragments_html(out: Path, layouts_dir: Path | None) -> str:
     from .layouts import draw_all
 
     dest = out / "layouts"
-    if layouts_dir and Path(layouts_dir).resolve() != dest.resolve() and Path(layouts_dir, "layouts.md").exists():
-        shutil.copytree(layouts_dir, dest, dirs_exist_ok=True)
-    elif not (dest / "layouts.md").exists():
+    if _maps_to_draw(out, layouts_dir):
         draw_all(dest)
+    elif not (dest / "layouts.md").exists():
+        shutil.copytree(layouts_dir, dest, dirs_exist_ok=True)
     md = (dest / "layouts.md").read_text()
     probes = re.findall(r"^\| ([^|]+?) \| (yes|NO) \| ([^|]*)\|", md, re.MULTILINE)
     if probes:
@@ -719,9 +741,11 @@ def legend() -> str:
 
 
 # -------------------------------------------------------------------------------------------------------- build --
-def _rows(kernels: list[str] | None, out: Path, inspect_dir: Path | None, log) -> tuple[list, dict, Path]:
+def _rows(kernels: list[str] | None, out: Path, inspect_dir: Path | None, log,
+          progress=None) -> tuple[list, dict, Path]:
     """Inspect rows for `kernels`: from inspect_dir's inspect.json where it has them all, else a fresh inspect into
-    out/inspect (its compiles cached: ptx_kernels.toolchain's cubin and PTX cache, Triton's own)."""
+    out/inspect (disasm.run_inspect: rows cached per source and toolchain, compiles in ptx_kernels.toolchain's cubin
+    and PTX cache and Triton's own)."""
     if inspect_dir and (Path(inspect_dir) / "inspect.json").exists():
         rows, skipped = disasm.load(Path(inspect_dir))
         have = {r.kernel for r in rows}
@@ -729,7 +753,9 @@ def _rows(kernels: list[str] | None, out: Path, inspect_dir: Path | None, log) -
             rows = [r for r in rows if not kernels or r.kernel in kernels]
             return rows, skipped, Path(inspect_dir)
         log(f"{inspect_dir} lacks some of {kernels}: inspecting again")
-    rows, skipped = disasm.run_inspect(kernels or None, out / "inspect")
+    log(f"inspecting {len(disasm.targets(kernels or None))} kernels into {out / 'inspect'} (Triton for sm_90, nvcc "
+        f"for sm_90a; each row kept in {disasm.cache_dir()} for the next run)")
+    rows, skipped = disasm.run_inspect(kernels or None, out / "inspect", progress=progress)
     return rows, skipped, out / "inspect"
 
 
@@ -756,15 +782,18 @@ def _part(name: str, missing: dict[str, str], make, empty: str = ""):
 
 def build(out: Path, kernels: list[str] | None = None, bench: Path | None = None, inspect_dir: Path | None = None,
           layouts_dir: Path | None = None, pairs: list[tuple[str, str]] | None = None, log=lambda line: None,
-          missing: dict[str, str] | None = None) -> Path:
+          missing: dict[str, str] | None = None, progress=None) -> Path:
     """Write the study page into `out` (index.html, study.css, study.js, kernels/*.js, layouts/, inspect/ when
-    inspected here); returns index.html's path.
+    inspected here); returns index.html's path. log(line): what it is doing; progress(done, total): the inspect's
+    rows as they arrive.
 
     The page is built from what there is. `missing`: the parts an earlier phase failed to make, by the main job's
     phase names ("inspect", "fragment maps"), each with its error line; the page goes without them (no fresh inspect
     when inspect failed: the rows inspect_dir holds, if any) and names them at its top. The dict is updated in place
     with the parts this build could not make itself ("inspect", "kernel NAME", "fragment maps", "ladders", "profiler
     metrics"), so that the caller can report them."""
+    from concurrent.futures import ThreadPoolExecutor
+
     from triton_kernels.variants import BY_NAME as TRITON
     from ptx_kernels.variants import BY_NAME as PTX
 
@@ -776,13 +805,25 @@ def build(out: Path, kernels: list[str] | None = None, bench: Path | None = None
     missing = {} if missing is None else missing
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    if "inspect" in missing:  # what inspect wrote before it failed (a partial inspect.json), else no kernel rows
-        have = inspect_dir and (Path(inspect_dir) / "inspect.json").exists()
-        rows, skipped = disasm.load(Path(inspect_dir)) if have else ([], {})
-        idir = Path(inspect_dir) if have else out / "inspect"
-    else:
-        rows, skipped, idir = _part("inspect", missing, lambda: _rows(kernels, out, inspect_dir, log),
-                                    ([], {}, out / "inspect"))
+    # fragment maps to draw (matplotlib) go beside the inspect, whose compiles are nvcc and ptxas subprocesses; maps
+    # that fail here are drawn again by their part below, which names the error
+    with ThreadPoolExecutor(max_workers=1) as side:
+        maps = None
+        if "fragment maps" not in missing and _maps_to_draw(out, layouts_dir):
+            from .layouts import draw_all
+
+            log(f"drawing the fragment maps into {out / 'layouts'}")
+            maps = side.submit(draw_all, out / "layouts")
+        if "inspect" in missing:  # what inspect wrote before it failed (a partial inspect.json), else no kernel rows
+            have = inspect_dir and (Path(inspect_dir) / "inspect.json").exists()
+            rows, skipped = disasm.load(Path(inspect_dir)) if have else ([], {})
+            idir = Path(inspect_dir) if have else out / "inspect"
+        else:
+            rows, skipped, idir = _part("inspect", missing, lambda: _rows(kernels, out, inspect_dir, log, progress),
+                                        ([], {}, out / "inspect"))
+        if maps is not None and maps.exception() is not None:
+            shutil.rmtree(out / "layouts", ignore_errors=True)
+    log(f"writing the page: {len(rows)} kernels")
     records = {**TRITON, **PTX}
     studies = {}
     for r in rows:

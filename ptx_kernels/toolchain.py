@@ -4,6 +4,7 @@ Used by the CPU tests (resource usage, SASS contents) and by `python -m compare 
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import re
@@ -32,6 +33,16 @@ def find_nvcc() -> str | None:
     home = os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH") or "/usr/local/cuda"
     cand = os.path.join(home, "bin", "nvcc")
     return cand if os.path.exists(cand) else None
+
+
+@functools.lru_cache(maxsize=1)
+def nvcc_version() -> str:
+    """`nvcc --version`'s release line ("" without nvcc): what caches of nvcc's output key on."""
+    nvcc = find_nvcc()
+    if nvcc is None:
+        return ""
+    out = subprocess.run([nvcc, "--version"], capture_output=True, text=True).stdout
+    return next((line.strip() for line in out.splitlines() if "release" in line), out.strip())
 
 
 def find_cuobjdump() -> str | None:
@@ -66,9 +77,14 @@ class Compiled:
     log: str
     functions: list[FunctionUsage] = field(default_factory=list)
     includes: tuple[Path, ...] = ()  # the include folders it was compiled with
+    ptx_file: Path | None = None  # the PTX it was assembled from (`assemble`); None: compile_ptx's of the source
 
     def sass(self) -> str:
         return disassemble(self.cubin)
+
+    def ptx(self) -> str:
+        """The PTX module of this compile: the one it was assembled from, or the source's (compile_ptx)."""
+        return self.ptx_file.read_text() if self.ptx_file else compile_ptx(self.source, self.arch)
 
     def instances(self) -> list["Instance"]:
         """The kernel instances the source compiled to (`instances`)."""
@@ -99,9 +115,13 @@ def parse_resource_usage(log: str) -> list[FunctionUsage]:
     return list(funcs.values())
 
 
+def cache_root() -> Path:
+    """The project's cache folder: $TENSORCORE_HGEMM_BUILD_DIR, else ~/.cache/tensorcore_hgemm."""
+    return Path(os.environ.get("TENSORCORE_HGEMM_BUILD_DIR", Path.home() / ".cache" / "tensorcore_hgemm"))
+
+
 def _cache_dir() -> Path:
-    root = Path(os.environ.get("TENSORCORE_HGEMM_BUILD_DIR", Path.home() / ".cache" / "tensorcore_hgemm"))
-    d = root / "cubins"
+    d = cache_root() / "cubins"
     d.mkdir(parents=True, exist_ok=True)
     return d
 
@@ -141,6 +161,28 @@ def compile_cubin(source: Path, arch: str, extra_flags: list[str] | None = None,
     return Compiled(source, arch, cubin, log, parse_resource_usage(log), tuple(includes))
 
 
+def assemble(source: Path, arch: str, ptx: Path, entries: list[str] | None = None) -> Compiled:
+    """ptxas of a PTX module (compile_ptx's file), as nvcc runs it for a cubin, for the entry functions `entries` only
+    (ptxas -e; None: all of them): a cubin of one kernel costs that kernel's assembly, not the module's. Cached by
+    the PTX's content, the arch and the entries."""
+    nvcc = find_nvcc()
+    if nvcc is None:
+        raise ToolMissing("nvcc not found (PATH, CUDA_HOME)")
+    cmd = [str(Path(nvcc).parent / "ptxas"), f"-arch={arch}", "-m64", "-v", "--generate-line-info",
+           *(f"--entry={e}" for e in entries or ())]
+    key = hashlib.sha256(Path(ptx).read_bytes() + " ".join(cmd[1:]).encode()).hexdigest()[:12]
+    cubin = _cache_dir() / f"{Path(source).stem}-{arch}-{key}.cubin"
+    logf = cubin.with_suffix(".log")
+    if not (cubin.exists() and logf.exists()):
+        res = subprocess.run([*cmd, str(ptx), "-o", f"{cubin}.tmp"], capture_output=True, text=True)
+        if res.returncode != 0:
+            raise subprocess.CalledProcessError(res.returncode, cmd, res.stdout, res.stderr)
+        logf.write_text(res.stdout + res.stderr)
+        os.replace(f"{cubin}.tmp", cubin)
+    log = logf.read_text()
+    return Compiled(Path(source), arch, cubin, log, parse_resource_usage(log), (CSRC,), Path(ptx))
+
+
 def _cuobjdump(*args: str) -> str:
     tool = find_cuobjdump()
     if tool is None:
@@ -171,6 +213,17 @@ def cubin_resource_usage(cubin: Path) -> dict[str, FunctionUsage]:
 # the headers it includes. Nothing about them is written in the records.
 ACC_VALUES = {0: "fp32", 1: "fp16"}  # hgemm.cuh: enum class Acc : int { F32 = 0, F16 = 1 }
 DTYPE_OF_ELEMENT = {"__half": "fp16", "half": "fp16", "__nv_bfloat16": "bf16"}
+ELEMENT_OF_DTYPE = {"fp16": "half", "bf16": "__nv_bfloat16"}
+ACC_OF_NAME = {name: int(value) for value, name in ACC_VALUES.items()}
+
+
+def only_flags(dtype: str, acc: str, b_col: bool | None = None, a_col: bool | None = None) -> list[str]:
+    """nvcc flags that build only the instantiations of one element type and accumulation (and B or A layout, where
+    given) of a kernel file (host/launch.h: builds; host/registry.h: HGEMM_ONLY_ELEMENT): what `compare inspect`
+    compiles to show one of them. Instantiations of templates these do not reach (a kernel's own acc switch) stay."""
+    flags = [f"-DHGEMM_ONLY_ELEMENT={ELEMENT_OF_DTYPE[dtype]}", f"-DHGEMM_ONLY_ACC={ACC_OF_NAME[acc]}"]
+    flags += [f"-DHGEMM_ONLY_B_COL={int(b_col)}"] if b_col is not None else []
+    return flags + ([f"-DHGEMM_ONLY_A_COL={int(a_col)}"] if a_col is not None else [])
 
 # A template argument's value as the demanglers spell it. The same mangled literal reads differently by tool: GNU
 # c++filt and llvm-cxxfilt write a bool `true`/`false`, an int `128`, other integer types with a suffix (`128u`,
@@ -334,8 +387,12 @@ def demangle(names: list[str]) -> list[str]:
 def instances(c: Compiled) -> list[Instance]:
     """The instances of the source's kernel templates in a compiled cubin, in the cubin's order (cuobjdump's
     listing), each with its template arguments by name."""
-    templates = kernel_templates(c.source, c.includes)
-    names = list(cubin_resource_usage(c.cubin))
+    return instances_of(c.source, c.includes, list(cubin_resource_usage(c.cubin)))
+
+
+def instances_of(source: Path, includes: tuple[Path, ...], names: list[str]) -> list[Instance]:
+    """`instances` of the functions `names` (mangled) of a compile of `source`, in their order."""
+    templates = kernel_templates(source, includes)
     found = (instance_of(mangled, plain, templates) for mangled, plain in zip(names, demangle(names)))
     return [i for i in found if i is not None]
 
@@ -358,26 +415,39 @@ def instance_of(mangled: str, demangled: str, templates: dict[str, list[str]]) -
     return Instance(mangled, m.group(1), dict(zip(templates[m.group(1)], args)), plain)
 
 
-def _ptx_cache(source: Path, arch: str) -> Path:
+def _ptx_cache(source: Path, arch: str, extra_flags: list[str] | None = None) -> Path:
     """Where compile_ptx keeps a source's PTX: keyed like the cubins (every csrc/ file, the source, the flags);
     compile_cubin's plain compiles leave it there on the way (nvcc -keep), so inspect runs the front end once."""
-    key = csrc_hash(hashlib.sha256(Path(source).read_bytes()).hexdigest(), " ".join([*NVCC_FLAGS, ARCHS[arch]]))
+    key = csrc_hash(hashlib.sha256(Path(source).read_bytes()).hexdigest(),
+                    " ".join([*NVCC_FLAGS, ARCHS[arch], *(extra_flags or ())]))
     return _cache_dir() / f"{Path(source).stem}-{arch}-{key}.ptx"
 
 
-def compile_ptx(source: Path, arch: str) -> str:
-    """The PTX nvcc generates for one source (all its template instantiations), cached (_ptx_cache)."""
+def compile_ptx(source: Path, arch: str, extra_flags: list[str] | None = None) -> str:
+    """The PTX nvcc generates for one source (all its template instantiations, or those `extra_flags` leave:
+    only_flags), cached (_ptx_cache: compile_ptx_file)."""
+    return compile_ptx_file(source, arch, extra_flags).read_text()
+
+
+def compile_ptx_file(source: Path, arch: str, extra_flags: list[str] | None = None) -> Path:
+    """compile_ptx's cached file."""
     nvcc = find_nvcc()
     if nvcc is None:
         raise ToolMissing("nvcc not found (PATH, CUDA_HOME)")
     source = Path(source)
-    cached = _ptx_cache(source, arch)
+    cached = _ptx_cache(source, arch, extra_flags)
     if not cached.exists():
-        res = subprocess.run([nvcc, *NVCC_FLAGS, ARCHS[arch], f"-I{CSRC}", "-ptx", "-o", "-", str(source)],
-                             capture_output=True, text=True, check=True)
-        cached.with_suffix(".tmp").write_text(res.stdout)
-        os.replace(cached.with_suffix(".tmp"), cached)
-    return cached.read_text()
+        res = subprocess.run([nvcc, *NVCC_FLAGS, ARCHS[arch], f"-I{CSRC}", *(extra_flags or ()), "-ptx", "-o", "-",
+                              str(source)], capture_output=True, text=True, check=True)
+        tmp = cached.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(res.stdout)
+        os.replace(tmp, cached)
+    return cached
+
+
+def ptx_entries(ptx: str) -> list[str]:
+    """The entry functions (kernels) of a PTX module, mangled, in its order."""
+    return re.findall(r"^\s*(?:\.visible\s+)?\.entry\s+([\w$]+)", ptx, re.MULTILINE)
 
 
 # SASS opcodes the harness counts, grouped by what they mean for a GEMM.
@@ -527,16 +597,21 @@ def loops(instrs: list[Instruction], labels: dict[str, list[int]] | None = None)
     """The loops of one function: for each backward branch, the instructions from its target to the branch, in
     order. Targets are cuobjdump offsets or labels (Triton's nvdisasm `LBB6`, PTX `$L__BB0_2`), whose lines are
     looked up in `labels` (sass_labels, ptx_labels); of a label's several lines, the last one before the branch."""
+    import bisect
+
     labels = labels or {}
+    at_offset = {x.offset: j for j, x in enumerate(instrs) if x.offset is not None}
+    lines = [x.line for x in instrs]  # ascending: the instructions in text order
     out = []
     for k, ins in enumerate(instrs):
         if ins.target is None:
             continue
         if ins.offset is not None and re.fullmatch(r"[0-9a-f]+", ins.target):
-            first = next((j for j, x in enumerate(instrs) if x.offset == int(ins.target, 16)), None)
+            first = at_offset.get(int(ins.target, 16))
         elif any(line < ins.line for line in labels.get(ins.target, ())):
             at = max(line for line in labels[ins.target] if line < ins.line)
-            first = next((j for j, x in enumerate(instrs) if x.line > at), None)
+            first = bisect.bisect_right(lines, at)  # the first instruction after the label's line
+            first = first if first < len(instrs) else None
         else:
             continue
         if first is not None and first <= k:
@@ -572,6 +647,7 @@ _PTX_CLASS = (("tensor", ("mma.", "wmma.", "wgmma.")),
                            "setmaxnreg.", "elect.", "nanosleep.")))
 
 
+@functools.lru_cache(maxsize=4096)
 def instruction_class(op: str, isa: str = "sass") -> str:
     """The class of a mnemonic (one of CLASSES), or "" for arithmetic, moves and the rest. isa: "sass" or "ptx"."""
     table = _SASS_CLASS if isa == "sass" else _PTX_CLASS

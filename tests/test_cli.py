@@ -175,8 +175,11 @@ def test_inspect_keeps_the_rows_of_the_kernels_that_inspected(tmp_path, monkeypa
     def fake(t, out):
         if t.label == "mma_tiled":
             raise KeyError("(bool)0")
+        for suffix in ("ptx", "sass"):
+            (out / f"{t.stem}.{suffix}").write_text(f"// {t.label}\n")
         return disasm.InspectRow(t.label, "src", "sm_90a", 64, 0, None, 0, {}, f"{t.stem}.ptx", f"{t.stem}.sass")
 
+    monkeypatch.setenv("TENSORCORE_HGEMM_BUILD_DIR", str(tmp_path / "cache"))  # the fake rows stay out of the cache
     monkeypatch.setattr(disasm, "inspect_cuda", fake)
     monkeypatch.setattr(disasm, "inspect_triton", fake)
     monkeypatch.setattr(disasm.toolchain, "find_nvcc", lambda: "nvcc")

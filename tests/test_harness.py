@@ -95,6 +95,40 @@ def test_check_catches_a_wrong_kernel():
     assert "wrong" in table and "check failed" in table
 
 
+@pytest.mark.parametrize("dtype", registry.DTYPES)
+def test_cpu_check_set_covers_every_kernel_and_layout(dtype):
+    """The interpreter's check set is sized for its cost, and shrinking it must not drop coverage silently: every
+    Triton kernel offered here, in every accumulation the dtype has, and kernel="auto", runs the exact check in all
+    four layouts (bf16, which adds the element type, not index arithmetic: with A and with B each row- and
+    column-major) and the random check, and some case runs past its interpreter tile in N and K (fp16: in M, N and K
+    in an exact case). Reads the set; runs no kernel."""
+    from hgemm_common.record import ACCS_FOR
+    from triton_kernels.dispatch import kernel_for
+    from triton_kernels.variants import BY_KERNEL, VARIANTS, kernel_module
+
+    entries = {k.name: k for k in registry.select(None, gpu=False, dtype=dtype) if k.package == "triton"}
+    kernels = {registry.entry_name(v, acc) for v in VARIANTS for acc in v.accs if acc in ACCS_FOR[dtype]}
+    assert kernels and set(entries) == kernels | {"triton"}
+    assert {k.acc for k in entries.values()} == set(ACCS_FOR[dtype])
+    cases = check.cases_for(False, dtype=dtype)
+    for name, k in entries.items():
+        runs = []
+        for i, ((m, n, kk), lay, kind) in enumerate(cases):
+            a, b = make_inputs(m, n, kk, lay, seed=i, kind=kind, dtype=dtype)
+            if check.takes_case(k, a, b, lay, dtype):
+                runs.append(((m, n, kk), lay, kind))
+        exact = {lay for _, lay, kind in runs if kind == "int"}
+        if dtype == "fp16":
+            assert exact == set(check.LAYOUTS), name
+        assert {lay[0] for lay in exact} == {lay[1] for lay in exact} == {"N", "T"}, (name, exact)
+        assert any(kind == "randn" for *_, kind in runs), name
+        record = BY_KERNEL[kernel_for(None)] if k.record.dispatch else k.record  # what auto runs interpreted
+        tile = kernel_module(record).INTERPRETER_CONFIG
+        past = [kind for (m, n, kk), _, kind in runs if n > tile.block_n and kk > tile.block_k
+                and (dtype == "bf16" or m > tile.block_m and kind == "int")]
+        assert past, name
+
+
 def test_compare_reports_unwritten_and_bound():
     a, b = make_inputs(8, 8, 8, "NN", seed=1, kind="randn")
     ref = reference(a, b)
@@ -240,6 +274,41 @@ def test_inspect_triton_keeps_its_promises(tmp_path):
     for r in rows:
         assert (tmp_path / r.ptx_file).read_text().startswith("//") and (tmp_path / r.sass_file).stat().st_size
     assert "| `triton_tma` |" in (tmp_path / "inspect.md").read_text()
+
+
+def test_inspect_cache_reuses_rows_and_ignores_a_bad_entry(tmp_path, monkeypatch):
+    """An inspected row, its PTX and SASS are kept per target in the user's cache folder: the next inspect of the
+    same sources and toolchain reads them back instead of compiling; a truncated entry is ignored with one warning
+    and written anew; another Triton version (or kernel source) has another key."""
+    import triton
+
+    from compare import disasm
+
+    monkeypatch.setenv("TENSORCORE_HGEMM_BUILD_DIR", str(tmp_path / "cache"))
+    (t,) = disasm.targets(["triton_gemv"])
+    made = []
+
+    def make(t, out):  # what inspect_triton writes and returns, without a compile
+        made.append(t.label)
+        (out / f"{t.stem}.ptx").write_text("// ptx")
+        (out / f"{t.stem}.sass").write_text("FFMA R0, R1, R2, R3 ;")
+        return disasm.InspectRow(t.label, "triton_kernels/gemv.py", "sm_90", 40, 0, 0, 0, {"FFMA": 1},
+                                 f"{t.stem}.ptx", f"{t.stem}.sass")
+
+    first, second = tmp_path / "first", tmp_path / "second"
+    first.mkdir()
+    second.mkdir()
+    row = disasm.cached(t, first, make)
+    assert disasm.cached(t, second, make) == row and made == [t.label]
+    assert (second / row.sass_file).read_text() == "FFMA R0, R1, R2, R3 ;"
+    (entry,) = disasm.cache_dir().glob("*.json")
+    entry.write_text(entry.read_text()[:50])
+    with pytest.warns(RuntimeWarning, match="ignoring the inspect cache entry"):
+        assert disasm.cached(t, second, make) == row
+    assert made == [t.label] * 2 and json.loads(entry.read_text())["row"]["kernel"] == t.label
+    key = disasm.cache_key(t)
+    monkeypatch.setattr(triton, "__version__", "0.0.0-another")
+    assert disasm.cache_key(t) != key
 
 
 @pytest.mark.skipif(toolchain.find_nvcc() is None, reason="nvcc not installed")
@@ -699,3 +768,8 @@ def test_report_says_why_tma_rows_have_fewer_checks():
     note = fewer_checks_note(rows, [blocked, tma])
     assert note.startswith("`triton_tma` show fewer checks: TMA describes only") and "misaligned" in note
     assert fewer_checks_note(rows[:2], [blocked, tma]) == ""
+    gemv = kernels["triton_gemv"]  # under the interpreter: the small cases only, and the note says so
+    rows = [row("triton_blocked"), row("triton_blocked"), row("triton_gemv")]
+    assert fewer_checks_note(rows, [blocked, gemv], interpreter=True).startswith(
+        "`triton_gemv` show fewer checks: under the interpreter a kernel of one-row tiles runs the cases up to "
+        f"M = {check.CPU_ONE_ROW_MAX_M}")

@@ -97,6 +97,24 @@ def test_inspect_names_one_instance_per_dtype_and_accumulation(compiled, variant
         assert (i.dtype, i.acc, i.b_col_major) == (d, a, None if any_strides(v) else False) and i.matches(v.inspect)
 
 
+@pytest.mark.parametrize("variant, dtype, acc", [("mma_multistage", "bf16", "fp32"),
+                                                 ("wgmma_persistent", "fp16", "fp16")])
+def test_inspect_compile_shows_the_whole_files_instance(variant, dtype, acc):
+    """`compare inspect` compiles a kernel file with only the instantiations it chooses among (the element type and
+    accumulation macros; wgmma_persistent: its A layout too): the instance it shows is the one the whole file's
+    compile holds, to the SASS."""
+    from compare.disasm import compile_for_inspect, instance
+
+    v = BY_NAME[variant]
+    whole, part = toolchain.compile_cubin(source(v), "sm_90a"), compile_for_inspect(v, dtype, acc)
+    assert len(part.instances()) < len(whole.instances())
+    i, j = (instance(c.instances(), dtype, acc, v.inspect) for c in (whole, part))
+    assert i.template == j.template
+    body = lambda c, fn: [line for line in toolchain.disassemble(c.cubin, fn).splitlines()  # noqa: E731
+                          if "Function" not in line]  # the name differs: an anonymous namespace's hash
+    assert body(whole, i.name) == body(part, j.name)
+
+
 @pytest.mark.parametrize("variant, arch", TARGETS)
 def test_sass_has_the_promised_instructions(compiled, variant, arch):
     """The record's promises (`Variant.promises`) are in the variant's SASS (its instantiations together) and its

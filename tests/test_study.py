@@ -135,8 +135,22 @@ def page(tmp_path_factory):
     pytest.importorskip("pygments", reason="the study page needs the study extra (pygments)")
     root = tmp_path_factory.mktemp("study")
     rows, _ = disasm.run_inspect(PAGE_KERNELS, root / "inspect")
-    index = study.build(root / "page", PAGE_KERNELS)
+    index = study.build(root / "page", PAGE_KERNELS, log=LOG.append, progress=lambda i, n: LOG.append((i, n)))
     return index, {r.kernel: r for r in rows}
+
+
+LOG = []  # what the page fixture's build said as it worked
+
+
+@needs_compilers
+def test_page_build_says_what_it_does(page):
+    """The build logs each step and reports the inspect's rows as they arrive, up to all of them."""
+    lines = [x for x in LOG if isinstance(x, str)]
+    assert any(line.startswith(f"inspecting {len(PAGE_KERNELS)} kernels into ") for line in lines), lines
+    assert any(line.startswith("drawing the fragment maps") for line in lines), lines
+    assert lines[-1] == f"writing the page: {len(PAGE_KERNELS)} kernels"
+    counts = [x for x in LOG if isinstance(x, tuple)]
+    assert counts and counts[-1] == (len(PAGE_KERNELS), len(PAGE_KERNELS)) and counts == sorted(counts)
 
 
 def _parts(index: Path, kernel: str) -> dict:

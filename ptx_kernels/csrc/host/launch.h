@@ -65,6 +65,29 @@ inline cudaError_t prepare_smem(Kernel kernel, int bytes, LaunchInfo* info) {
   return err;
 }
 
+// The instantiations a translation unit builds: every one (the extension), or, where `compare inspect` compiles a
+// kernel file for the one instantiation it shows (ptx_kernels/toolchain.py: only_flags), those of one accumulation
+// and operand layout, as -DHGEMM_ONLY_ACC=0|1 (Acc), -DHGEMM_ONLY_B_COL=0|1 and -DHGEMM_ONLY_A_COL=0|1 name them
+// (each optional; host/registry.h: HGEMM_ONLY_ELEMENT): a few of wgmma_persistent's 120 kernels instead of all.
+// A launch of one left out returns cudaErrorNotSupported.
+constexpr bool builds(Acc acc, bool b_col) {
+  return true
+#ifdef HGEMM_ONLY_ACC
+         && int(acc) == HGEMM_ONLY_ACC
+#endif
+#ifdef HGEMM_ONLY_B_COL
+         && b_col == bool(HGEMM_ONLY_B_COL)
+#endif
+      ;
+}
+constexpr bool builds_a(bool a_col) {
+  return true
+#ifdef HGEMM_ONLY_A_COL
+         && a_col == bool(HGEMM_ONLY_A_COL)
+#endif
+      ;
+}
+
 // Call launch(acc, b_col) with both as compile-time constants (std::integral_constant), so one host-side lambda
 // launches whichever of a kernel's instantiations (accumulation x B layout) the problem needs: four for fp16
 // operands (E = half), two for bf16 (E = __nv_bfloat16: fp32 accumulation only, so no bf16 x fp16-accumulation
@@ -73,9 +96,16 @@ template <typename E = half, class F>
 inline cudaError_t dispatch(Acc acc, bool b_col_major, F&& launch) {
   using F32 = std::integral_constant<Acc, Acc::F32>;
   using F16 = std::integral_constant<Acc, Acc::F16>;
-  if (acc == Acc::F32) return b_col_major ? launch(F32{}, std::true_type{}) : launch(F32{}, std::false_type{});
+  auto built = [&](auto acc_c, auto b_col_c) -> cudaError_t {
+    if constexpr (builds(decltype(acc_c)::value, decltype(b_col_c)::value)) {
+      return launch(acc_c, b_col_c);
+    } else {
+      return cudaErrorNotSupported;
+    }
+  };
+  if (acc == Acc::F32) return b_col_major ? built(F32{}, std::true_type{}) : built(F32{}, std::false_type{});
   if constexpr (std::is_same<E, half>::value) {
-    return b_col_major ? launch(F16{}, std::true_type{}) : launch(F16{}, std::false_type{});
+    return b_col_major ? built(F16{}, std::true_type{}) : built(F16{}, std::false_type{});
   } else {
     return cudaErrorNotSupported;
   }
@@ -85,8 +115,13 @@ inline cudaError_t dispatch(Acc acc, bool b_col_major, F&& launch) {
 // of variants that read column-major A in place (Operands::AnyMajor): twice dispatch's instantiations.
 template <typename E = half, class F>
 inline cudaError_t dispatch_ab(Acc acc, bool a_col_major, bool b_col_major, F&& launch) {
-  return dispatch<E>(acc, b_col_major, [&](auto acc_c, auto b_col_c) {
-    return a_col_major ? launch(acc_c, std::true_type{}, b_col_c) : launch(acc_c, std::false_type{}, b_col_c);
+  return dispatch<E>(acc, b_col_major, [&](auto acc_c, auto b_col_c) -> cudaError_t {
+    if (a_col_major) {
+      if constexpr (builds_a(true)) return launch(acc_c, std::true_type{}, b_col_c);
+    } else {
+      if constexpr (builds_a(false)) return launch(acc_c, std::false_type{}, b_col_c);
+    }
+    return cudaErrorNotSupported;
   });
 }
 

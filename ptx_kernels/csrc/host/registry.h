@@ -70,11 +70,19 @@ struct CeilingRegistrar {
 // The same for a variant that takes fp16 and bf16: LAUNCHER is a function template over the element type, explicitly
 // instantiated here for both (other translation units may declare and call them: wgmma_persistent hands problems
 // to wgmma_cluster's launcher).
+// With -DHGEMM_ONLY_ELEMENT=half (or __nv_bfloat16), as `compare inspect` compiles a file for one instantiation
+// (host/launch.h: builds), it instantiates that element type's launcher alone and registers nothing.
+#ifdef HGEMM_ONLY_ELEMENT
+#define HGEMM_VARIANT_FP16_BF16(NAME, LAUNCHER, OPERANDS)                                                    \
+  template cudaError_t LAUNCHER<HGEMM_ONLY_ELEMENT>(const GemmArgsOf<HGEMM_ONLY_ELEMENT>&, Acc, cudaStream_t, \
+                                                    LaunchInfo*)
+#else
 #define HGEMM_VARIANT_FP16_BF16(NAME, LAUNCHER, OPERANDS)                                                      \
   template cudaError_t LAUNCHER<half>(const GemmArgsOf<half>&, Acc, cudaStream_t, LaunchInfo*);                 \
   template cudaError_t LAUNCHER<__nv_bfloat16>(const GemmArgsOf<__nv_bfloat16>&, Acc, cudaStream_t, LaunchInfo*); \
   static const ::hgemm::Registrar hgemm_registrar_##NAME(#NAME, LAUNCHER<half>, ::hgemm::Operands::OPERANDS,     \
                                                          LAUNCHER<__nv_bfloat16>)
+#endif
 
 // At the end of a ceiling file: HGEMM_CEILING(wgmma, "wgmma", {launch_wgmma_ceiling, wgmma_ceiling_flops, 1, 256});
 // NAME is the record's `ceiling` ("mma.sync", "wgmma").

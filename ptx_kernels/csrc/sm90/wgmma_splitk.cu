@@ -256,13 +256,16 @@ cudaError_t launch_wgmma_splitk(const GemmArgsOf<E>& p, Acc acc, cudaStream_t st
 // ---- PARTS (host/parts.h): part 0 the host code above with the 128 x 128 and 128 x 64 tiles' kernels, and the
 // registration; part 1 the 128 x 256 tile's kernels ----
 #if HGEMM_IN_PART(0)
-// The hand-off's entry points (sm90/handoff.h), for wgmma_persistent.cu's translation unit.
+// The hand-off's entry points (sm90/handoff.h), for wgmma_persistent.cu's translation unit (not where `compare
+// inspect` compiles this file for one element type: host/registry.h, HGEMM_ONLY_ELEMENT).
+#ifndef HGEMM_ONLY_ELEMENT
 template hopper::Plan plan_wgmma<half>(const GemmArgsOf<half>&, double, double, bool);
 template hopper::Plan plan_wgmma<__nv_bfloat16>(const GemmArgsOf<__nv_bfloat16>&, double, double, bool);
 template cudaError_t launch_wgmma_splitk_plan<half>(const GemmArgsOf<half>&, Acc, cudaStream_t, LaunchInfo*,
                                                     hopper::Plan);
 template cudaError_t launch_wgmma_splitk_plan<__nv_bfloat16>(const GemmArgsOf<__nv_bfloat16>&, Acc, cudaStream_t,
                                                              LaunchInfo*, hopper::Plan);
+#endif
 
 HGEMM_VARIANT_FP16_BF16(wgmma_splitk, launch_wgmma_splitk, AnyMajor);
 #endif

@@ -246,10 +246,13 @@ cudaError_t launch_wgmma_splitk_grid(const GemmArgsOf<E>& p, Acc acc, cudaStream
       p, acc, stream, info, hopper::choose_grid_split(p.M, p.N, p.K, hopper::sm_count(), force_bn, p.split));
 }
 
-// The hand-off's entry point (sm90/handoff.h), for wgmma_persistent.cu's translation unit.
+// The hand-off's entry point (sm90/handoff.h), for wgmma_persistent.cu's translation unit (not where `compare
+// inspect` compiles this file for one element type: host/registry.h, HGEMM_ONLY_ELEMENT).
+#ifndef HGEMM_ONLY_ELEMENT
 template cudaError_t launch_wgmma_splitk_grid_plan<half>(const GemmArgsOf<half>&, Acc, cudaStream_t, LaunchInfo*,
                                                          hopper::Plan);
 template cudaError_t launch_wgmma_splitk_grid_plan<__nv_bfloat16>(const GemmArgsOf<__nv_bfloat16>&, Acc,
                                                                   cudaStream_t, LaunchInfo*, hopper::Plan);
+#endif
 
 HGEMM_VARIANT_FP16_BF16(wgmma_splitk_grid, launch_wgmma_splitk_grid, RowMajorA);
