@@ -31,7 +31,7 @@ from pathlib import Path
 
 import torch
 
-from hgemm_common.errors import HgemmError
+from hgemm_common.errors import HgemmError, error_line
 
 from .variants import CSRC, VARIANTS, csrc_hash, lab_sources, source
 
@@ -168,10 +168,21 @@ def format_times(times: dict[str, float]) -> str:
     return "\n".join(f"{t:7.1f} s  {name}" for name, t in sorted(times.items(), key=lambda kv: -kv[1]))
 
 
-def _glue_args(build_dir: Path) -> dict:
-    """load_inline's arguments for the Torch glue, other than the name and the kernel objects."""
-    return dict(cpp_sources=[BINDING.read_text()], extra_cflags=["-O2", "-std=c++17"],
+def _glue_args(build_dir: Path, own_headers: bool = True) -> dict:
+    """load_inline's arguments for the Torch glue, other than the name and the kernel objects.
+
+    own_headers: binding.cpp includes the ATen, c10 and pybind headers it uses, and load_inline is told not to put
+    <torch/extension.h> (all of Torch's C++ frontend) in front of it (`no_implicit_headers`, where the installed
+    torch has it): those headers were most of the build's critical path. False: load_inline's default."""
+    import inspect
+
+    from torch.utils.cpp_extension import load_inline
+
+    args = dict(cpp_sources=[BINDING.read_text()], extra_cflags=["-O2", "-std=c++17"],
                 extra_include_paths=[str(CSRC)], build_directory=str(build_dir), with_cuda=True)
+    if own_headers and "no_implicit_headers" in inspect.signature(load_inline).parameters:
+        args["no_implicit_headers"] = True
+    return args
 
 
 def _start_glue(name: str, build_dir: Path) -> subprocess.Popen:
@@ -230,8 +241,16 @@ def load(verbose: bool = False):
                     if stale.exists():  # the child ended without releasing torch's lock (killed): stale
                         stale.unlink()
                 t_glue = time.perf_counter() - t0
-                _module = load_inline(name=name, extra_ldflags=[str(o) for o in objects], verbose=verbose,
-                                      **_glue_args(build_dir))
+                try:
+                    _module = load_inline(name=name, extra_ldflags=[str(o) for o in objects], verbose=verbose,
+                                          **_glue_args(build_dir))
+                except Exception as e:  # noqa: BLE001 - said, then built as load_inline builds by default
+                    if "no_implicit_headers" not in _glue_args(build_dir):
+                        raise
+                    print(f"ptx_kernels: binding.cpp did not build on its own headers ({error_line(e)}); building "
+                          "it again behind <torch/extension.h>", file=sys.stderr, flush=True)
+                    _module = load_inline(name=name, extra_ldflags=[str(o) for o in objects], verbose=verbose,
+                                          **_glue_args(build_dir, own_headers=False))
             except Exception as e:  # noqa: BLE001 - re-raised with the build folder named
                 if isinstance(e, BuildError):
                     raise

@@ -650,3 +650,18 @@ def test_the_heaviest_units_start_first():
         assert '#include "host/parts.h"' in src.read_text(), src
     kinds = ["part" if part is not None else src.parent.name for src, part in order]
     assert kinds == sorted(kinds, key=["part", "sm90", "sm80", "lab"].index), kinds
+
+
+def test_the_binding_builds_on_its_own_headers(tmp_path):
+    """load_inline is told not to put <torch/extension.h> in front of binding.cpp (where torch has the option), and
+    binding.cpp names every header it needs; the fallback (load_inline's default) is the same call without it."""
+    import inspect
+
+    from torch.utils.cpp_extension import load_inline
+
+    own, default = build._glue_args(tmp_path), build._glue_args(tmp_path, own_headers=False)
+    assert "no_implicit_headers" not in default and {k: v for k, v in own.items() if k != "no_implicit_headers"} == default
+    if "no_implicit_headers" in inspect.signature(load_inline).parameters:
+        assert own["no_implicit_headers"] is True
+    text = build.BINDING.read_text()
+    assert "torch/extension.h>" not in re.sub(r"//.*", "", text) and "#include <torch/csrc/utils/pybind.h>" in text
