@@ -28,8 +28,9 @@ def _child(code: str, timeout: int) -> dict:
 
 
 # ------------------------------------------------------------------------------------------------------------ CPU
-# Every config x (fp16 fp32-acc, fp16 fp16-acc, bf16) x layout (A, B row- or column-major), compiled for sm_90a;
-# SASS facts of each.
+# Every config in each of (fp16 fp32-acc, fp16 fp16-acc, bf16), each of those in a layout (A, B row- or
+# column-major) that turns with the config, so that every (dtype, layout) pair is compiled somewhere, for sm_90a;
+# SASS facts of each. (Every config runs in every dtype and layout on the GPU: the exact tests.)
 _COMPILE_PROBE = """
 import json, re, tempfile
 from pathlib import Path
@@ -40,38 +41,38 @@ from ptx_kernels import toolchain
 from triton_kernels import gluon_persistent as g
 
 rows, failed = [], []
+LAYOUTS = ((False, False), (False, True), (True, False), (True, True))  # (A, B) column-major
 cases = [(i, c, f) for i, c in enumerate(g.configs()) for f in ((False, True) if c.split_k > 1 else (None,))
          if i % PARTS == PART]  # this child's share of the configurations (helpers.run_children)
 for i, cfg, fused in cases:
-    for dtype, acc in (("fp16", "fp32"), ("fp16", "fp16"), ("bf16", "fp32")):
-        for a_t in (False, True):
-            for b_t in (False, True):
-                fn, sig, consts, attrs = g.inspect_source(cfg, dtype, a_t, b_t, fused)
-                consts["ACC_FP16"] = acc == "fp16"
-                for name in consts:
-                    sig.setdefault(name, "constexpr")
-                try:
-                    k = triton.compile(GluonASTSource(fn, sig, consts, attrs), target=GPUTarget("cuda", 90, 32),
-                                       options=g.compile_options(cfg))
-                except Exception as e:  # noqa: BLE001 - reported by name
-                    failed.append([cfg.name, dtype, acc, a_t, b_t, f"{type(e).__name__}: {str(e)[:300]}"])
-                    continue
-                sass = k.asm["sass"]
-                with tempfile.NamedTemporaryFile(suffix=".cubin", delete=False) as f:
-                    f.write(k.asm["cubin"])
-                usage = next(iter(toolchain.cubin_resource_usage(Path(f.name)).values()))
-                Path(f.name).unlink()
-                mix = toolchain.instruction_mix(sass)
-                rows.append(dict(config=i, dtype=dtype, acc=acc, a_t=a_t, b_t=b_t, block_m=cfg.block_m,
-                                 split=cfg.split_k, fused=fused,
-                                 atoms=len(re.findall(r"atom\\.global\\.gpu\\.acq_rel", k.asm["ptx"])),
-                                 mix={op: mix.get(op, 0) for op in ("HGMMA", "UTMALDG", "UTMASTG", "SYNCS",
-                                                                    "USETMAXREG", "BAR", "LDL", "STL", "LDGSTS",
-                                                                    "STG")},
-                                 hgmma=sorted(set(re.findall(r"HGMMA\\.[\\w.]+", sass))),
-                                 setmaxnreg=toolchain.setmaxnreg_targets(sass), shared=k.metadata.shared,
-                                 warps=k.metadata.num_warps, stack=usage.stack_bytes, spills=usage.spill_stores,
-                                 smem_design=g.smem_bytes(cfg, partial=cfg.split_k > 1)))
+    for j, (dtype, acc) in enumerate((("fp16", "fp32"), ("fp16", "fp16"), ("bf16", "fp32"))):
+        a_t, b_t = LAYOUTS[(i + j) % 4]
+        fn, sig, consts, attrs = g.inspect_source(cfg, dtype, a_t, b_t, fused)
+        consts["ACC_FP16"] = acc == "fp16"
+        for name in consts:
+            sig.setdefault(name, "constexpr")
+        try:
+            k = triton.compile(GluonASTSource(fn, sig, consts, attrs), target=GPUTarget("cuda", 90, 32),
+                               options=g.compile_options(cfg))
+        except Exception as e:  # noqa: BLE001 - reported by name
+            failed.append([cfg.name, dtype, acc, a_t, b_t, f"{type(e).__name__}: {str(e)[:300]}"])
+            continue
+        sass = k.asm["sass"]
+        with tempfile.NamedTemporaryFile(suffix=".cubin", delete=False) as f:
+            f.write(k.asm["cubin"])
+        usage = next(iter(toolchain.cubin_resource_usage(Path(f.name)).values()))
+        Path(f.name).unlink()
+        mix = toolchain.instruction_mix(sass)
+        rows.append(dict(config=i, dtype=dtype, acc=acc, a_t=a_t, b_t=b_t, block_m=cfg.block_m,
+                         split=cfg.split_k, fused=fused,
+                         atoms=len(re.findall(r"atom\\.global\\.gpu\\.acq_rel", k.asm["ptx"])),
+                         mix={op: mix.get(op, 0) for op in ("HGMMA", "UTMALDG", "UTMASTG", "SYNCS",
+                                                            "USETMAXREG", "BAR", "LDL", "STL", "LDGSTS",
+                                                            "STG")},
+                         hgmma=sorted(set(re.findall(r"HGMMA\\.[\\w.]+", sass))),
+                         setmaxnreg=toolchain.setmaxnreg_targets(sass), shared=k.metadata.shared,
+                         warps=k.metadata.num_warps, stack=usage.stack_bytes, spills=usage.spill_stores,
+                         smem_design=g.smem_bytes(cfg, partial=cfg.split_k > 1)))
 print(json.dumps(dict(rows=rows, failed=failed)))
 """
 
@@ -98,12 +99,14 @@ def compiles() -> dict:
 
 
 @needs_api
-def test_every_config_compiles_in_every_dtype_and_layout(compiles):
+def test_every_config_compiles_in_every_dtype_and_each_layout(compiles):
     from triton_kernels import gluon_persistent as g
 
     assert compiles["failed"] == []
     splits = sum(c.split_k > 1 for c in g.configs())
-    assert splits and len(compiles["rows"]) == (len(g.configs()) + splits) * 3 * 4  # split-K: fused and two-pass
+    assert splits and len(compiles["rows"]) == (len(g.configs()) + splits) * 3  # split-K: fused and two-pass
+    pairs = {(r["dtype"], r["acc"], r["a_t"], r["b_t"]) for r in compiles["rows"]}
+    assert len(pairs) == 3 * 4, sorted(pairs)  # every accumulation and dtype in every layout
 
 
 @needs_api
