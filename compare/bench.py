@@ -353,9 +353,13 @@ class Live:
 
 def call_counts(live: list[Live], budget_ms: float, rounds: int, flush_ms: float) -> list[int]:
     """Timed calls of each kernel over all rounds: its budget over the GPU time of one sample (the call and the
-    flush ahead of it), at least one a round, at most MAX_CALLS_PER_ROUND a round."""
-    return [min(MAX_CALLS_PER_ROUND * rounds, max(rounds, int(budget_ms / max(x.est_ms + flush_ms, 1e-3))))
-            for x in live]
+    flush ahead of it), at least one a round, at most MAX_CALLS_PER_ROUND a round. The A/A control is the
+    baseline's call again and is timed as often as the baseline (its own estimate differs from the baseline's by
+    noise, which gave it a call more or fewer)."""
+    counts = [min(MAX_CALLS_PER_ROUND * rounds, max(rounds, int(budget_ms / max(x.est_ms + flush_ms, 1e-3))))
+              for x in live]
+    base = next((c for x, c in zip(live, counts) if x.name == BASELINE.name), None)
+    return [base if x.name == CONTROL and base is not None else c for x, c in zip(live, counts)]
 
 
 def pass_schedule(counts: list[int]) -> list[list[int]]:
