@@ -219,9 +219,11 @@ ACC_OF_NAME = {name: int(value) for value, name in ACC_VALUES.items()}
 
 def only_flags(dtype: str, acc: str, b_col: bool | None = None, a_col: bool | None = None) -> list[str]:
     """nvcc flags that build only the instantiations of one element type and accumulation (and B or A layout, where
-    given) of a kernel file (host/launch.h: builds; host/registry.h: HGEMM_ONLY_ELEMENT): what `compare inspect`
+    given) of a kernel file (host/launch.h: builds; host/registry.h: HGEMM_ONLY_ELEMENT; host/parts.h: the units'
+    explicit instantiations, HGEMM_ONLY_BF16 and HGEMM_ONLY_A_COL): what `compare inspect`
     compiles to show one of them. Instantiations of templates these do not reach (a kernel's own acc switch) stay."""
-    flags = [f"-DHGEMM_ONLY_ELEMENT={ELEMENT_OF_DTYPE[dtype]}", f"-DHGEMM_ONLY_ACC={ACC_OF_NAME[acc]}"]
+    flags = [f"-DHGEMM_ONLY_ELEMENT={ELEMENT_OF_DTYPE[dtype]}", f"-DHGEMM_ONLY_BF16={int(dtype == 'bf16')}",
+             f"-DHGEMM_ONLY_ACC={ACC_OF_NAME[acc]}"]
     flags += [f"-DHGEMM_ONLY_B_COL={int(b_col)}"] if b_col is not None else []
     return flags + ([f"-DHGEMM_ONLY_A_COL={int(a_col)}"] if a_col is not None else [])
 

@@ -17,3 +17,33 @@
 #else
 #define HGEMM_IN_PART(i) 1
 #endif
+
+// Where `compare inspect` compiles a whole file for the instances it shows (ptx_kernels/toolchain.py: only_flags
+// sets HGEMM_ONLY_BF16 beside HGEMM_ONLY_ELEMENT, and HGEMM_ONLY_A_COL), a part's explicit instantiation of another
+// element type or A layout is only declared: HGEMM_UNIT(BUILDS, EXTERN) is EXTERN where BUILDS is 1, `extern` where
+// it is 0, and the builds are HGEMM_UNIT_HALF, HGEMM_UNIT_BF16 and HGEMM_UNIT_A_COL_true / _false (all 1 in the
+// extension's build). A unit macro writes HGEMM_UNIT(HGEMM_UNIT_HALF, HGEMM_UNIT(HGEMM_UNIT_A_COL_##A_COL, EXTERN)).
+#define HGEMM_UNIT_KEEP_1(EXTERN) EXTERN
+#define HGEMM_UNIT_KEEP_0(EXTERN) extern
+#define HGEMM_UNIT_KEEP_(BUILDS, EXTERN) HGEMM_UNIT_KEEP_##BUILDS(EXTERN)
+#define HGEMM_UNIT(BUILDS, EXTERN) HGEMM_UNIT_KEEP_(BUILDS, EXTERN)
+#if defined(HGEMM_ONLY_BF16) && HGEMM_ONLY_BF16
+#define HGEMM_UNIT_HALF 0
+#else
+#define HGEMM_UNIT_HALF 1
+#endif
+#if defined(HGEMM_ONLY_BF16) && !HGEMM_ONLY_BF16
+#define HGEMM_UNIT_BF16 0
+#else
+#define HGEMM_UNIT_BF16 1
+#endif
+#if defined(HGEMM_ONLY_A_COL) && HGEMM_ONLY_A_COL
+#define HGEMM_UNIT_A_COL_false 0
+#else
+#define HGEMM_UNIT_A_COL_false 1
+#endif
+#if defined(HGEMM_ONLY_A_COL) && !HGEMM_ONLY_A_COL
+#define HGEMM_UNIT_A_COL_true 0
+#else
+#define HGEMM_UNIT_A_COL_true 1
+#endif

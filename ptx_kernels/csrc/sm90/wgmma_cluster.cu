@@ -169,12 +169,13 @@ cudaError_t launch_cluster_a(const GemmArgsOf<E>& p, Acc acc, const hopper::Oper
                          : launch_tile<acc_c.value, b_col_c.value, false, A_COL>(p, ops, stream, info);
   });
 }
-#define A_UNIT(EXTERN, A_COL)                                                                                      \
-  EXTERN template cudaError_t launch_cluster_a<A_COL, half>(const GemmArgsOf<half>&, Acc, const hopper::Operands&, \
-                                                            cudaStream_t, LaunchInfo*);                             \
-  EXTERN template cudaError_t launch_cluster_a<A_COL, __nv_bfloat16>(const GemmArgsOf<__nv_bfloat16>&, Acc,         \
-                                                                     const hopper::Operands&, cudaStream_t,         \
-                                                                     LaunchInfo*)
+#define A_UNIT(EXTERN, A_COL)                                                                                 \
+  HGEMM_UNIT(HGEMM_UNIT_HALF, HGEMM_UNIT(HGEMM_UNIT_A_COL_##A_COL, EXTERN))                                     \
+  template cudaError_t launch_cluster_a<A_COL, half>(const GemmArgsOf<half>&, Acc, const hopper::Operands&,    \
+                                                     cudaStream_t, LaunchInfo*);                               \
+  HGEMM_UNIT(HGEMM_UNIT_BF16, HGEMM_UNIT(HGEMM_UNIT_A_COL_##A_COL, EXTERN))                                     \
+  template cudaError_t launch_cluster_a<A_COL, __nv_bfloat16>(const GemmArgsOf<__nv_bfloat16>&, Acc,           \
+                                                              const hopper::Operands&, cudaStream_t, LaunchInfo*)
 A_UNIT(extern, false);
 A_UNIT(extern, true);
 

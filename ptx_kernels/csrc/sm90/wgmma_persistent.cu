@@ -178,9 +178,11 @@ cudaError_t launch_persistent_tile(const GemmArgsOf<E>& p, Acc acc, cudaStream_t
   return launch_tile<std::tuple_element_t<CODE - 1, Tiles>, A_COL>(p, acc, stream, info);
 }
 #define TILE_UNIT(EXTERN, CODE, A_COL)                                                                      \
-  EXTERN template cudaError_t launch_persistent_tile<CODE, A_COL, half>(const GemmArgsOf<half>&, Acc,        \
-                                                                        cudaStream_t, LaunchInfo*);          \
-  EXTERN template cudaError_t launch_persistent_tile<CODE, A_COL, __nv_bfloat16>(                            \
+  HGEMM_UNIT(HGEMM_UNIT_HALF, HGEMM_UNIT(HGEMM_UNIT_A_COL_##A_COL, EXTERN))                                 \
+  template cudaError_t launch_persistent_tile<CODE, A_COL, half>(const GemmArgsOf<half>&, Acc, cudaStream_t, \
+                                                                 LaunchInfo*);                               \
+  HGEMM_UNIT(HGEMM_UNIT_BF16, HGEMM_UNIT(HGEMM_UNIT_A_COL_##A_COL, EXTERN))                                 \
+  template cudaError_t launch_persistent_tile<CODE, A_COL, __nv_bfloat16>(                                   \
       const GemmArgsOf<__nv_bfloat16>&, Acc, cudaStream_t, LaunchInfo*)
 #define TILE_UNITS(EXTERN, CODE) \
   TILE_UNIT(EXTERN, CODE, false); \

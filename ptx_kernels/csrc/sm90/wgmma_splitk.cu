@@ -212,10 +212,11 @@ cudaError_t launch_splitk_wide(const GemmArgsOf<E>& p, Acc acc, int split, cudaS
   return launch_tile<Wide>(p, acc, split, stream, info);
 }
 #define WIDE_UNIT(EXTERN)                                                                                         \
-  EXTERN template cudaError_t launch_splitk_wide<half>(const GemmArgsOf<half>&, Acc, int, cudaStream_t,           \
-                                                       LaunchInfo*);                                              \
-  EXTERN template cudaError_t launch_splitk_wide<__nv_bfloat16>(const GemmArgsOf<__nv_bfloat16>&, Acc, int,       \
-                                                                cudaStream_t, LaunchInfo*)
+  HGEMM_UNIT(HGEMM_UNIT_HALF, EXTERN)                                                                            \
+  template cudaError_t launch_splitk_wide<half>(const GemmArgsOf<half>&, Acc, int, cudaStream_t, LaunchInfo*);    \
+  HGEMM_UNIT(HGEMM_UNIT_BF16, EXTERN)                                                                            \
+  template cudaError_t launch_splitk_wide<__nv_bfloat16>(const GemmArgsOf<__nv_bfloat16>&, Acc, int,              \
+                                                         cudaStream_t, LaunchInfo*)
 WIDE_UNIT(extern);
 
 // ---- HOST: the plan -> tensor maps -> launch ----
