@@ -84,16 +84,7 @@ def shard_units(items) -> list[list]:
     return units
 
 
-# The files whose cold compiles take minutes, first: xdist's workers take whole files in collection order, and a
-# heavy file left for last runs on one core while the other idles.
-HEAVY_FIRST = ("test_ptx_compile.py", "test_triton_hgemm.py", "test_harness.py", "test_gluon.py", "test_records.py",
-               "test_cli.py", "test_study.py")
-
-
 def pytest_collection_modifyitems(config, items):
-    if hasattr(config, "workerinput"):  # an xdist worker (every worker sorts alike, as the scheduler needs)
-        rank = {name: i for i, name in enumerate(HEAVY_FIRST)}
-        items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: a file's own order kept
     for item in items:
         marker = item.get_closest_marker("gpu")
         reason = gpu_skip_reason(marker) if marker is not None else None
