@@ -205,8 +205,8 @@ def error_bound(a: torch.Tensor, b: torch.Tensor, ref: torch.Tensor, acc: str = 
     cuBLAS may split K and add the slices' partial sums in the output's dtype, each slice rounded there, as many
     slices as it likes. Rounding to nearest at most once per k-step in the output's unit u, that is the fp16 term
     with u for 2**-11: 8 u sqrt(S2) per element, u^2 S2 / 3 of variance. An emulated 16-way split with fp16 slices
-    and an fp16 reduction is past `out` + `fp32` alone (tests/test_error_bound.py), and cuBLAS was, at one element
-    of a million, on an odd shape with a long K.
+    and an fp16 reduction is past `out` + `fp32` alone (tests/test_error_bound.py), as cuBLAS's own results were
+    on a GPU.
 
     The per-element bound alone cannot see an error spread thin over every element: with fp16 accumulation at
     K = 16384, a result missing 32 of its K terms is off by sqrt(32) (unit inputs) where the bound allows ~45.

@@ -241,11 +241,12 @@ def load(verbose: bool = False):
                     if stale.exists():  # the child ended without releasing torch's lock (killed): stale
                         stale.unlink()
                 t_glue = time.perf_counter() - t0
+                glue_args = _glue_args(build_dir)
                 try:
                     _module = load_inline(name=name, extra_ldflags=[str(o) for o in objects], verbose=verbose,
-                                          **_glue_args(build_dir))
+                                          **glue_args)
                 except Exception as e:  # noqa: BLE001 - said, then built as load_inline builds by default
-                    if "no_implicit_headers" not in _glue_args(build_dir):
+                    if "no_implicit_headers" not in glue_args:
                         raise
                     print(f"ptx_kernels: binding.cpp did not build on its own headers ({error_line(e)}); building "
                           "it again behind <torch/extension.h>", file=sys.stderr, flush=True)

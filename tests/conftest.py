@@ -41,8 +41,8 @@ def gpu_skip_reason(marker) -> str | None:
 def pytest_cmdline_main(config):
     """The whole suite on a machine without a GPU, with pytest-xdist installed (the test extra) and no -n given:
     one worker process per core, each taking whole test files (`--dist loadfile`: a file's module-scoped compile
-    probes run once). The suite is mostly one-threaded Python (the interpreter), so a 2-core CI machine does it in
-    about half the time. Not on a GPU (one device shared by the tests: the GPU gate shards it itself), not for a
+    probes run once). The suite is mostly one-threaded Python (the interpreter) and one-threaded compiles, so
+    every core works. Not on a GPU (one device shared by the tests: the GPU gate shards it itself), not for a
     chosen file or test, not in a shard or a worker; `-n 0` or `-p no:xdist` keeps one process."""
     if (HAS_CUDA or not config.pluginmanager.hasplugin("xdist") or os.environ.get(SHARD_ENV)
             or hasattr(config, "workerinput") or config.getoption("numprocesses", None) is not None

@@ -131,8 +131,8 @@ def _reduced_split(a, b, splits):
 def test_torch_matmul_reduced_precision_reduction(k, dtype):
     """torch.matmul is checked as acc="reduced" while torch allows reduced-precision reductions (its default): a
     split of K into up to 64 slices added in the output's dtype passes, and zeros and half-K still fail (a missing
-    block too in fp16; a bf16 reduction's noise hides it); the 16-way split is past the fp32 check's per-element bound somewhere on a wide output (cuBLAS was, on a
-    GPU, on one element of 122 x 2267 x 6043)."""
+    block too in fp16; a bf16 reduction's noise hides it); the 16-way split is past the fp32 check somewhere on a
+    wide output (as cuBLAS's own result was, on a GPU, at 122 x 2267 x 6043)."""
     from compare.reference import torch_matmul_acc
 
     assert torch_matmul_acc(torch.float16) == torch_matmul_acc(torch.bfloat16) == "reduced"  # torch's defaults

@@ -660,7 +660,8 @@ def test_the_binding_builds_on_its_own_headers(tmp_path):
     from torch.utils.cpp_extension import load_inline
 
     own, default = build._glue_args(tmp_path), build._glue_args(tmp_path, own_headers=False)
-    assert "no_implicit_headers" not in default and {k: v for k, v in own.items() if k != "no_implicit_headers"} == default
+    assert "no_implicit_headers" not in default
+    assert {k: v for k, v in own.items() if k != "no_implicit_headers"} == default
     if "no_implicit_headers" in inspect.signature(load_inline).parameters:
         assert own["no_implicit_headers"] is True
     text = build.BINDING.read_text()

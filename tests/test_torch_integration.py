@@ -12,6 +12,8 @@ from tests.conftest import DEVICE, HAS_CUDA
 from triton_kernels import ops as triton_ops  # noqa: F401  registers torch.ops.tensorcore_hgemm.triton_hgemm
 from compare import registry
 from compare.nn import HGEMMLinear
+from hgemm_common.record import ACCS_FOR
+from hgemm_common.validation import DTYPE_NAMES
 
 OPS = torch.ops.tensorcore_hgemm
 # The last step of each family of hand-written kernel, for the GPU tests of the operator (each takes a different
@@ -232,8 +234,8 @@ def _inductor_code(f, *args):
 # three ways: every argument by keyword at its default (all of them reach Inductor by name), every argument by
 # keyword at another value, and positionally with the defaults left out.
 def _other_acc(x):
-    """The accumulation other than the default that x's dtype takes: fp16 for fp16 (bf16 accumulates in fp32 only)."""
-    return "fp16" if x.dtype == torch.float16 else "fp32"
+    """The last accumulation x's dtype takes (`ACCS_FOR`): fp16 for fp16, fp32 for bf16 (it has no other)."""
+    return ACCS_FOR[DTYPE_NAMES[x.dtype]][-1]
 
 
 def triton_calls(x, y):
