@@ -1,4 +1,4 @@
-"""python -m compare [check|bench|plot|inspect|layouts|tune|model|kernels|study] ... — see docs/harness.md.
+"""python -m compare [check|bench|plot|inspect|layouts|tune|sweep|model|kernels|study] ... — see docs/harness.md.
 
 With no subcommand: the main job — check, bench (GPU), plots (GPU), inspect, fragment maps — into one report
 folder (--out). Without a GPU (or without nvcc) it does what can be done here and says which sections need what."""
@@ -264,7 +264,55 @@ def cmd_tune(args) -> int:
         if acc not in ("fp32", "fp16"):
             return _user_error(f"--accs takes fp32, fp16 or both, got {args.accs!r}")
     tune.run_tune(args.grid, args.dtypes.split(","), args.accs.split(","), args.out, args.workers,
-                  merge=not args.replace)
+                  merge=not args.replace, timings=Path(args.timings))
+    return 0
+
+
+def _int_list(text: str, flag: str) -> list[int]:
+    """"101,102" -> [101, 102]; a ValueError naming the flag otherwise."""
+    try:
+        values = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        values = []
+    if not values or any(v < 0 for v in values):
+        raise ValueError(f"{flag} takes a comma list of integers >= 0, got {text!r}")
+    return values
+
+
+def cmd_sweep(args) -> int:
+    from hgemm_common.errors import HgemmValueError
+
+    from . import bench, sweep
+    from .registry import DTYPES
+
+    try:
+        if args.fit:
+            missing = [p for p in args.fit if not Path(p).exists()]
+            if missing:
+                return _user_error(f"sweep --fit: no such file: {', '.join(missing)}")
+            holdout = _int_list(args.holdout, "--holdout") if args.holdout else []
+            sweep.run_fit([Path(p) for p in args.fit], Path(args.params), holdout)
+            return 0
+        if args.seeds is None:
+            return _user_error("sweep needs --seeds (the random-suite seeds to draw from; keep the seeds a result is "
+                               "judged on out of it), or --fit DATA")
+        seeds = _int_list(args.seeds, "--seeds")
+        layouts = bench.parse_layouts(args.layout)
+        dtypes, accs = args.dtypes.split(","), args.accs.split(",")
+        if any(d not in DTYPES for d in dtypes) or any(a not in ("fp32", "fp16") for a in accs):
+            return _user_error(f"--dtypes takes fp16, bf16 and --accs fp32, fp16 (comma lists), got {args.dtypes!r} "
+                               f"and {args.accs!r}")
+        for flag, v in (("--count", args.count), ("--rounds", args.rounds), ("--block", args.block)):
+            if v < 1:
+                return _user_error(f"{flag} must be at least 1, got {v}")
+        cases = sweep.draw(seeds, args.start, args.count, layouts, dtypes, accs)
+    except (ValueError, HgemmValueError) as e:
+        return _user_error(str(e))
+    if not _gpu():
+        return _user_error("sweep times kernels on a CUDA GPU, and none is here (sweep --fit DATA needs none)")
+    sweep.run_sweep(cases, Path(args.out), budget_ms=args.budget_ms, rounds=args.rounds, ptx=args.ptx,
+                    gluon=args.gluon, workers=args.workers, block=args.block, budget_s=args.budget_s,
+                    args={k: v for k, v in vars(args).items() if k != "cmd"}, progress=_progress("sweep"))
     return 0
 
 
@@ -333,6 +381,8 @@ TOOLS = {"levels": "the three levels of one Hopper GEMM side by side: Triton, Gl
 
 def main(argv=None) -> int:
     from .bench import RANDOM_BUDGET_MS, RANDOM_COUNT, SUITES
+    from .sweep import DEFAULT_BLOCK as SWEEP_BLOCK, DEFAULT_BUDGET_MS as SWEEP_BUDGET_MS
+    from .tune import DEFAULT_TIMINGS
     from .registry import DTYPES
     from .report import MAIN_JOB_BUDGET_MS
 
@@ -411,6 +461,39 @@ def main(argv=None) -> int:
     t.add_argument("--workers", type=int, default=min(12, max(1, (os.cpu_count() or 2) - 2)),
                    help="processes compiling the candidates before the timing")
     t.add_argument("--replace", action="store_true", help="drop the file's classes this run did not time")
+    t.add_argument("--timings", default=DEFAULT_TIMINGS,
+                   help=f"JSON-lines file every timed configuration is appended to, the data `sweep --fit` reads "
+                        f"(default: {DEFAULT_TIMINGS})")
+    sw = sub.add_parser("sweep", help="time every candidate plan on random-suite shapes into a data file (GPU); "
+                                      "--fit DATA: fit the cost model to it (no GPU)")
+    sw.add_argument("--seeds", help="comma list of random-suite seeds to draw shapes from (not the seeds a result "
+                                    "is judged on)")
+    sw.add_argument("--start", type=int, default=0, help="first shape of each seed's draw (default 0)")
+    sw.add_argument("--count", type=int, default=RANDOM_COUNT, help=f"shapes per seed from --start (default "
+                                                                    f"{RANDOM_COUNT})")
+    sw.add_argument("--layout", default="NN,NT", help="comma list of layouts each shape's is drawn from (default "
+                                                      "NN,NT)")
+    sw.add_argument("--dtypes", default="fp16", help="comma list of fp16, bf16 (default fp16)")
+    sw.add_argument("--accs", default="fp32", help="comma list of fp32, fp16 accumulation (default fp32)")
+    sw.add_argument("--ptx", action="store_true", help="also the hand-written side: wgmma_persistent's own plan, its "
+                                                       "tiles and splits pinned, the kernels it hands problems to")
+    sw.add_argument("--gluon", action="store_true", help="also the Gluon kernel's configurations")
+    sw.add_argument("--budget-ms", type=float, default=SWEEP_BUDGET_MS,
+                    help=f"timed GPU ms per candidate and case, flushes included (default {SWEEP_BUDGET_MS:g})")
+    sw.add_argument("--rounds", type=int, default=3, help="timing rounds (as bench's)")
+    sw.add_argument("--budget-s", type=float, default=None,
+                    help="stop cleanly before a case or a block of cases this many seconds from the start would not "
+                         "cover (a chunk that fits a time limit; rerun the command to go on)")
+    sw.add_argument("--block", type=int, default=SWEEP_BLOCK, help=f"cases compiled ahead together (default "
+                                                                   f"{SWEEP_BLOCK})")
+    sw.add_argument("--workers", type=int, default=min(12, max(1, (os.cpu_count() or 2) - 2)),
+                    help="processes compiling each block's Triton candidates before its timing (1: none)")
+    sw.add_argument("--out", default="sweep.jsonl", help="the data file, appended to (default sweep.jsonl)")
+    sw.add_argument("--fit", nargs="+", metavar="DATA", help="instead of timing: fit the cost model to these data "
+                                                              "files (sweep's, tune's --timings) and print its quality")
+    sw.add_argument("--holdout", help="with --fit: comma list of seeds left out of the fit and judged apart")
+    sw.add_argument("--params", default="cost_model.json", help="with --fit: where the fitted parameters go "
+                                                                "(default cost_model.json)")
     from .model import add_arguments as model_arguments
     model_arguments(sub.add_parser("model", help="a Llama-style model end to end, every nn.Linear routed, vs torch: "
                                                  "logits checked, then prefill/decode/graph/train timed (GPU)"))
@@ -428,8 +511,8 @@ def main(argv=None) -> int:
                                                        "(GPU and ncu) into ncu.json, shown on the page")
     args = ap.parse_args(argv)
     commands = {"check": cmd_check, "bench": cmd_bench, "plot": cmd_plot, "inspect": cmd_inspect,
-                "layouts": cmd_layouts, "tune": cmd_tune, "model": cmd_model, "kernels": cmd_kernels,
-                "study": cmd_study, None: cmd_main}
+                "layouts": cmd_layouts, "tune": cmd_tune, "sweep": cmd_sweep, "model": cmd_model,
+                "kernels": cmd_kernels, "study": cmd_study, None: cmd_main}
     return commands[args.cmd](args)
 
 

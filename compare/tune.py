@@ -25,7 +25,9 @@ from pathlib import Path
 import torch
 
 from hgemm_common.errors import HgemmError
-from triton_kernels.common import timing
+from triton_kernels.common import Config, timing
+
+from .sweep_data import append, tune_records
 
 # (shape, layouts): the default grid. The harness's mixed suite (square, LLM, skinny M, odd), every power-of-two M
 # at N = K = 4096 (decode to prefill batch sizes), LLM projections at the M the suites and decoding meet, the
@@ -72,6 +74,7 @@ class CaseResult:
     cls: str  # ShapeClass.key
     best: dict  # Plan.as_json() of the winner
     kernels: dict  # kernel -> (config name, ms) of each candidate's best configuration
+    timings: list  # every configuration timed, as candidate records (`compare.sweep.tune_records`)
 
 
 def _operands(dtype: str, layout: str, shape, seed: int):
@@ -87,21 +90,28 @@ def cases(grid, dtypes, accs) -> list[tuple[str, str, str, tuple[int, int, int]]
             for shape, lays in grid for lay in lays]
 
 
-def _jobs(todo: list) -> list[tuple[int, str, tuple, str]]:
-    """(case index, kernel, stage, configuration name) of every candidate configuration of every case: what the
-    timing will run."""
+def candidate_plans(a: torch.Tensor, b: torch.Tensor) -> list[tuple[str, tuple, Config]]:
+    """(kernel, stage, configuration) of every candidate kernel="auto" times on these operands (out=None):
+    `dispatch.candidates` x each one's `problem_configs`, as tune="exact" times them."""
     from triton_kernels import dispatch
     from triton_kernels.common import problem_configs
     from triton_kernels.variants import BY_KERNEL, kernel_module
 
+    m, k = a.shape
+    n = b.shape[1]
+    sms = dispatch.sm_count(a)
+    pairs = dispatch.candidates(m, n, k, dispatch.device_arch(a), sms, a, b, None)
+    return [(kern, stage, cfg) for kern, stage in pairs for cfg in problem_configs(kernel_module(BY_KERNEL[kern]), m, n,
+                                                                                   k, sms)]
+
+
+def _jobs(todo: list) -> list[tuple[int, str, tuple, str]]:
+    """(case index, kernel, stage, configuration name) of every candidate configuration of every case: what the
+    timing will run."""
     jobs = []
     for i, (dtype, acc, layout, shape) in enumerate(todo):
         a, b = _operands(dtype, layout, shape, i)
-        m, n, k = shape
-        sms = dispatch.sm_count(a)
-        for kern, stage in dispatch.candidates(m, n, k, dispatch.device_arch(a), sms, a, b, None):
-            for cfg in problem_configs(kernel_module(BY_KERNEL[kern]), m, n, k, sms):
-                jobs.append((i, kern, stage, cfg.name))
+        jobs += [(i, kern, stage, cfg.name) for kern, stage, cfg in candidate_plans(a, b)]
         del a, b
     return jobs
 
@@ -180,7 +190,8 @@ def time_case(dtype: str, acc: str, layout: str, shape, seed: int) -> CaseResult
     m, n, k = shape
     c = torch.empty((m, n), dtype=a.dtype, device="cuda")
     facts = dispatch.key_of(a, b, None, acc)
-    best, every = dispatch.time_auto(a, b, c, None, acc, facts, dispatch.device_arch(a))
+    with dispatch.kept_timings() as timed:
+        best, every = dispatch.time_auto(a, b, c, None, acc, facts, dispatch.device_arch(a))
     correct = _Checker(a, b, acc)
     if not correct(best):  # the fastest candidate that computes the product instead
         for kern, stage, cfg, ms in sorted(every, key=lambda t: t[3]):
@@ -195,9 +206,18 @@ def time_case(dtype: str, acc: str, layout: str, shape, seed: int) -> CaseResult
         if not any(stage) and (kern not in kernels or ms < kernels[kern][1]) and kern not in correct.failed:
             kernels[kern] = (cfg.name, ms)
     cls = plan_table.shape_class(a, b, None, DTYPE_NAMES[a.dtype], acc)
-    return CaseResult(dtype, acc, layout, shape, cls.key, best.as_json(), kernels)
+    records = tune_records(timed, a, b, dtype, acc, layout, f"tune/{dtype}/{acc}/{layout}/{m}x{n}x{k}")
+    kept = {k: best.as_json()[k] for k in ("kernel", "config", "stage")}
+    for r in records:  # the tuner checks the plans it keeps: the other times are recorded as unchecked
+        if r["call"]["kernel"] in correct.failed:
+            r.update(status="failed check", ms=None)
+        elif r["call"] != kept:
+            r["status"] = "unchecked"
+    return CaseResult(dtype, acc, layout, shape, cls.key, best.as_json(), kernels, records)
 
 
+# Where run_tune writes every configuration's time (`--timings`): a side file, so the table stays small.
+DEFAULT_TIMINGS = "tune_timings.jsonl"
 # Warm-up and repetition milliseconds of each timing in the tuner: a grid of a hundred cases times some 4,000
 # (kernel, configuration) pairs, and 5 ms of repetitions (after a 1 ms warm-up: twenty calls of a 0.2 ms problem,
 # flush included) ranks them; the close ones are timed again in interleaved rounds (dispatch.refine) either way.
@@ -245,9 +265,12 @@ def settle(results: list[CaseResult], log=print) -> dict[str, dict]:
     return entries
 
 
-def write_table(path: Path, entries: dict, env: dict, earlier_runs: list | None = None) -> None:
+def write_table(path: Path, entries: dict, env: dict, earlier_runs: list | None = None,
+                timings: dict | None = None) -> None:
     """The table as JSON, written atomically. Its header names this run (device, versions, commit, date,
-    command); `runs` lists every run whose entries the file holds, oldest first (a merge keeps the older runs')."""
+    command); `runs` lists every run whose entries the file holds, oldest first (a merge keeps the older runs'),
+    each with where its per-configuration times went (`timings`: file name, run id, records), which the table itself
+    does not hold."""
     from triton_kernels.plan_table import FORMAT
 
     p = torch.cuda.get_device_properties(0)
@@ -258,7 +281,8 @@ def write_table(path: Path, entries: dict, env: dict, earlier_runs: list | None 
             "versions": {"torch": env["torch"], "triton": env["triton"], "cuda": env.get("cuda_runtime"),
                          "driver": env.get("driver")},
             "commit": env["git_commit"], "date": env["date"], "command": env["command"],
-            "runs": [*(earlier_runs or []), {k: env[k] for k in ("git_commit", "date", "command")}],
+            "runs": [*(earlier_runs or []), {**{k: env[k] for k in ("git_commit", "date", "command")},
+                                             **({"timings": timings} if timings else {})}],
             "entries": dict(sorted(entries.items()))}
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
@@ -277,7 +301,10 @@ def default_out() -> Path:
 
 
 def run_tune(grid_name: str, dtypes: list[str], accs: list[str], out: Path | None, workers: int,
-             merge: bool = True, log=print) -> Path:
+             merge: bool = True, log=print, timings: Path = Path(DEFAULT_TIMINGS)) -> Path:
+    """Time the grid, settle each class's plan and write the table to `out`; every configuration's time goes to
+    `timings` as it is measured (JSON lines, `compare.sweep`'s candidate records, appended: what `python -m compare
+    sweep --fit` reads)."""
     from triton_kernels import plan_table
 
     from .envinfo import environment
@@ -286,15 +313,22 @@ def run_tune(grid_name: str, dtypes: list[str], accs: list[str], out: Path | Non
     grid = GRIDS[grid_name]()
     todo = cases(grid, dtypes, accs)
     out = Path(out) if out else default_out()
-    log(f"tune: {len(todo)} cases ({grid_name} grid, {','.join(dtypes)}, acc {','.join(accs)}) -> {out}")
+    log(f"tune: {len(todo)} cases ({grid_name} grid, {','.join(dtypes)}, acc {','.join(accs)}) -> {out}, every "
+        f"configuration's time -> {timings}")
+    run_id = f"tune-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}"
+    append(timings, [{"type": "run", "run": run_id, "environment": env, "source": "tune",
+                      "args": {"grid": grid_name, "dtypes": dtypes, "accs": accs, "table": str(out)}}])
     t0 = time.time()
     warm(todo, workers, log)
     log(f"tune: compiled in {time.time() - t0:.0f} s; timing")
     results, t1 = [], time.time()
+    kept = 0
     for i, case in enumerate(todo):
         with timing(*TUNE_TIMING_MS):
             results.append(time_case(*case, seed=i))
         r = results[-1]
+        append(timings, [{**x, "run": run_id} for x in r.timings])
+        kept += len(r.timings)
         eta = (time.time() - t1) / (i + 1) * (len(todo) - i - 1)
         log(f"tune: [{i + 1}/{len(todo)}] {r.dtype} {r.acc} {r.layout} {r.shape[0]}x{r.shape[1]}x{r.shape[2]}: "
             f"{r.best['kernel']} {r.best['config']} {r.best['ms'] * 1e3:.1f} us  (ETA {eta:.0f} s)")
@@ -307,7 +341,7 @@ def run_tune(grid_name: str, dtypes: list[str], accs: list[str], out: Path | Non
             earlier = old.get("runs") or [{"git_commit": old["commit"], "date": old["date"], "command": old["command"]}]
         except (OSError, ValueError, KeyError) as e:
             log(f"tune: not merging with {out}: {e}")
-    write_table(out, entries, env, earlier)
+    write_table(out, entries, env, earlier, {"file": timings.name, "run": run_id, "records": kept})
     plan_table.clear_tables()
-    log(f"tune: wrote {len(entries)} classes to {out} in {time.time() - t0:.0f} s")
+    log(f"tune: wrote {len(entries)} classes to {out} and {kept} timings to {timings} in {time.time() - t0:.0f} s")
     return out

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import statistics
 import threading
+from contextlib import contextmanager
 from dataclasses import replace
 
 import torch
@@ -223,6 +224,20 @@ PLANS = LRU(PLAN_CAPACITY)  # key_of(...) -> Runner
 TUNED = LRU(4 * PLAN_CAPACITY)  # (key facts, kernel, stage) -> (Config, ms): per-kernel timing results
 LAST_TUNED: dict[str, Config] = {}  # kernel -> the configuration its most recent timing chose (best_config)
 _TUNING = threading.Lock()  # one timing at a time: concurrent timings on one GPU would disturb each other
+_KEPT: list[list] = []  # the lists `kept_timings` blocks collect into
+
+
+@contextmanager
+def kept_timings():
+    """A list that receives every (kernel, stage, Config, device ms) `_tune` times inside the block: `python -m
+    compare tune` keeps them beside its table, the data a cost model is fitted on. Only records; no choice reads
+    it."""
+    got: list = []
+    _KEPT.append(got)
+    try:
+        yield got
+    finally:
+        _KEPT[:] = [x for x in _KEPT if x is not got]  # by identity: two empty lists are equal
 
 
 def clear() -> None:
@@ -339,6 +354,8 @@ def _tune(kernel: str, stage: tuple, facts: tuple, a, b, c, acc_fp16: bool) -> t
             timed.append((time_ms(lambda: run(a, b, c)), cfg, run))
         except (OutOfResources, PTXASError, CompilationError):
             continue
+        for kept in _KEPT:
+            kept.append((kernel, stage, cfg, timed[-1][0]))
     if not timed:
         raise HgemmError(f"hgemm(kernel={kernel!r}): no configuration of this kernel runs on this device")
     close = shortlist([t[0] for t in timed])

@@ -1,0 +1,442 @@
+"""`python -m compare sweep`: every candidate plan timed on shapes nobody chose, the data a cost model
+(`hgemm_common.cost_model`) is fitted on; `--fit` fits it and says how well it predicts.
+
+The draw is the random suite's (`compare.bench.random_shapes`): for each of --seeds, the shapes --start to
+--start + --count - 1 of that seed's draw (a longer draw's prefix is a shorter draw, so chunks of one seed never
+overlap), each shape in its drawn layout and in every --dtypes x --accs pair (bf16 accumulates in fp32 only). One
+such (shape, layout, dtype, accumulation) is a *case*. Per case:
+
+1. the candidates: every (kernel, staging, configuration) kernel="auto" times with tune="exact"
+   (`compare.tune.candidate_plans`); kernel="auto" as a call runs it today (the plan table's choice, its source
+   recorded); with --gluon the Gluon kernel's configurations; with --ptx the hand-written side's plans
+   (`ptx_plans`: wgmma_persistent's own choice, each of its tiles and K splits pinned, the grid split and the
+   cluster kernel it hands problems to), each with what the launch reports it ran;
+2. each candidate checked on NaN-poisoned output against the reference on the very inputs it is timed on, then
+   the ones that pass timed per call and interleaved with torch.matmul and its A/A control (`compare.bench.
+   bench_shape`: the bench's timer, L2 flushed before each call, the GPU queue kept full). A candidate that fails
+   its check or raises is recorded with its status and no time;
+3. the case's records appended to the data file in one write, the case record last.
+
+Chunks: a run takes the cases of its draw that the data file does not hold yet (a rerun of the same command goes
+on where the last one stopped), in blocks of --block cases, each block's Triton candidates compiled first in worker
+processes (`compare.tune.warm`). `--budget-s` stops the run cleanly before a block or a case that the time left
+would not cover, so each chunk fits a device command's limit. A case whose start is in the file twice without
+its end (the process died on it twice) is recorded as crashed and skipped.
+
+The data file: `compare.sweep_data` (its records, how it is read and appended to).
+"""
+from __future__ import annotations
+
+import math
+import os
+import statistics
+import time
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+
+import torch
+
+from hgemm_common import cost_model as cm
+from hgemm_common.errors import HgemmValueError
+from hgemm_common.record import ACCS_FOR
+
+from .bench import CONTROL, random_shapes
+from .registry import BASELINE
+from .sweep_data import Data, append, read, triton_plan
+
+DEFAULT_BUDGET_MS = 10.0  # timed GPU ms per candidate and case (the bench's --budget-ms: a few dozen calls each)
+DEFAULT_BLOCK = 48  # cases compiled ahead together, then timed
+CRASHES = 2  # starts without an end after which a case is skipped
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# The draw
+# ----------------------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Case:
+    seed: int
+    index: int  # the shape's position in its seed's draw
+    m: int
+    n: int
+    k: int
+    layout: str
+    dtype: str
+    acc: str
+
+    @property
+    def key(self) -> str:
+        return f"{self.seed}/{self.index}/{self.m}x{self.n}x{self.k}/{self.layout}/{self.dtype}/{self.acc}"
+
+    @property
+    def shape(self) -> tuple[int, int, int]:
+        return (self.m, self.n, self.k)
+
+
+def draw(seeds: list[int], start: int, count: int, layouts: list[str], dtypes: list[str],
+         accs: list[str]) -> list[Case]:
+    """The cases of a sweep: shapes start .. start + count - 1 of each seed's random-suite draw, each in every dtype
+    and the accumulations it offers among `accs`."""
+    if isinstance(start, bool) or not isinstance(start, int) or start < 0:
+        raise HgemmValueError(f"sweep: --start must be an integer >= 0, got {start!r}")
+    out = []
+    for seed in seeds:
+        for i, (m, n, k, layout) in enumerate(random_shapes(seed, start + count, layouts)[start:], start):
+            out += [Case(seed, i, m, n, k, layout, d, acc) for d in dtypes for acc in accs if acc in ACCS_FOR[d]]
+    return out
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Candidates
+# ----------------------------------------------------------------------------------------------------------------
+GRID_SLICE_KBLOCKS = 8  # hopper::kGridSliceKblocks: the grid split cuts K in slices of at least this many k-blocks
+
+
+def ptx_plans(m: int, n: int, k: int, layout: str) -> list[tuple[str, int, int]]:
+    """(record, tile code, split) of the hand-written side's plans (ptx_kernels/csrc/sm90/handoff.h, GemmArgs::
+    plan_tile and ::split; 0 lets the launcher choose): wgmma_persistent's own choice; each of its tiles pinned
+    unsplit (1-4: 128 x 256/128/64/192; 5, 6: 256 x 152 in 4 or 3 stages, column-major B only); its 128-row tiles
+    split over clusters of 2 and 4 (wgmma_splitk) where each part keeps 4 k-blocks; the grid split's three tiles
+    (wgmma_splitk_grid, its own slice count) where K holds two slices; the cluster kernel (wgmma_cluster)."""
+    kblocks = -(-k // 64)
+    plans = [("wgmma_persistent", 0, 0)]
+    plans += [("wgmma_persistent", t, 1) for t in (1, 2, 3, 4, *((5, 6) if layout[1] == "T" else ()))]
+    plans += [("wgmma_persistent", t, s) for s in (2, 4) for t in (1, 2, 3) if kblocks >= 4 * s]
+    if kblocks >= 2 * GRID_SLICE_KBLOCKS:
+        plans += [("wgmma_splitk_grid", t, 0) for t in (1, 2, 3)]
+    return plans + [("wgmma_cluster", 0, 0)]
+
+
+# The pipeline depth of each hand-written tile (the Tile<BN, STAGES> of sm90/*.cu): by (kernel that ran, BN).
+PTX_STAGES = {256: 4, 192: 5, 128: 6, 64: 8, 152: 4}
+
+
+def ptx_plan(ran: str, tile_m: int, tile_n: int, split: int, tile_code: int) -> cm.Plan:
+    """The cost model's plan of what a PTX launch reported it ran: its kernel, tile and split."""
+    stages = 3 if tile_code == 6 else PTX_STAGES.get(tile_n, 4)
+    return cm.plan_for(ran, tile_m or 128, tile_n or 256, 64, stages, 12, max(split, 1))
+
+
+class PtxCall:
+    """A PTX plan as a harness runner (a, b, out): the operands prepared as `ptx_kernels.hgemm` prepares them
+    (column-major A read in place where the record says so, other layouts and unaligned rows copied, counted in the
+    call), launched with its tile code and split; `report` keeps what the latest launch said it ran."""
+
+    def __init__(self, kernel: str, acc: str, tile: int, split: int):
+        self.kernel, self.acc, self.tile, self.split = kernel, acc, tile, split
+        self.report: dict | None = None
+
+    def __call__(self, a, b, out=None):
+        import ptx_kernels
+        from ptx_kernels import call
+        from ptx_kernels.variants import BY_NAME, a_col_in_place
+
+        copies: list[str] = []
+        a, a_col = call._a_layout(a, a_col_in_place(BY_NAME[self.kernel]), copies)
+        b, b_col = call._b_layout(b, copies)
+        a, b = call._aligned(a, a_col, "A", copies), call._aligned(b, b_col, "B", copies)
+        out = out if out is not None else a.new_empty(a.shape[0], b.shape[1])
+        c = call._c_for_kernel(out, copies)
+        info, ran = ptx_kernels.load().hgemm_launch(self.kernel, a, b, c, a_col, b_col, self.acc == "fp16", self.tile,
+                                                    self.split)
+        if c is not out:
+            out.copy_(c)
+        self.report = {"ran": ran or self.kernel, "tile_m": info[5], "tile_n": info[6], "split": info[7],
+                       "grid": [info[0], info[1]], "copies": copies}
+        return out
+
+
+@dataclass
+class Candidate:
+    side: str  # "triton" (a candidate of kernel="auto"), "auto" (kernel="auto" as called today), "ptx"
+    name: str  # unique within the case (the bench row's kernel name)
+    call: dict  # what is called: kernel and configuration or tile/split pins
+    kernel: object  # compare.registry.Kernel: what bench_shape checks and times
+    plan: cm.Plan | None  # the cost model's plan (PTX: from the launch's report, after the timing)
+
+
+def case_candidates(case: Case, a: torch.Tensor, b: torch.Tensor, ptx: bool, gluon: bool) -> list[Candidate]:
+    """A case's candidates on its operands (a, b: its layout, its dtype)."""
+    from triton_kernels import dispatch
+    from triton_kernels.common import problem_configs
+    from triton_kernels.plan_table import stage_text
+    from triton_kernels.variants import AUTO, BY_KERNEL, GLUON, VARIANTS, kernel_module
+
+    from . import registry
+    from .tune import candidate_plans
+
+    def triton_entry(side, kern, cfg, stage):
+        name = f"{side}:{kern}[{cfg.name}]" + (f"+{stage_text(stage)}" if any(stage) else "")
+        run = dispatch.Runner(dispatch.Plan(kern, cfg, stage), case.acc == "fp16")
+        entry = registry.Kernel(name, replace(BY_KERNEL[kern], misaligned="copy"), case.acc,
+                                lambda a, b, out=None, run=run: (run(a, b, out), out)[1], config=cfg.name)
+        return Candidate(side, name, {"kernel": kern, "config": cfg.name, "stage": stage_text(stage)}, entry,
+                         triton_plan(kern, cfg, stage, case.k))
+
+    out = [triton_entry("triton", kern, cfg, stage) for kern, stage, cfg in candidate_plans(a, b)]
+    if gluon and GLUON in VARIANTS:
+        stage = dispatch.copy_stage(GLUON.alignment, a, b, None)
+        out += [triton_entry("triton", "gluon", cfg, stage)
+                for cfg in problem_configs(kernel_module(GLUON), case.m, case.n, case.k, dispatch.sm_count(a))]
+    import triton_kernels
+
+    today = triton_kernels.plan(a, b, acc=case.acc)
+    auto = registry.Kernel("auto:triton", AUTO, case.acc, registry._triton(case.acc, None, "auto"), config="plan")
+    out.append(Candidate("auto", auto.name, {"kernel": "auto", "plan": today.name, "source": today.source}, auto,
+                         triton_plan(today.kernel, today.config, today.stage, case.k)))
+    if ptx:
+        from ptx_kernels.variants import BY_NAME
+
+        for kern, tile, split in ptx_plans(case.m, case.n, case.k, case.layout):
+            run = PtxCall(kern, case.acc, tile, split)
+            name = f"ptx:{kern}[tile{tile},split{split}]"
+            out.append(Candidate("ptx", name, {"kernel": kern, "tile": tile, "split": split},
+                                 registry.Kernel(name, BY_NAME[kern], case.acc, run, config=f"tile{tile}_split{split}"),
+                                 None))
+    return out
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# One case
+# ----------------------------------------------------------------------------------------------------------------
+def case_seed(case: Case) -> int:
+    """The operands' seed: one per shape of the draw, the same for every dtype and accumulation."""
+    return (case.seed * 1_000_003 + case.index) % 2**31
+
+
+def problem_of(case: Case, a: torch.Tensor, b: torch.Tensor) -> cm.Problem:
+    from triton_kernels.plan_table import align_class
+
+    return cm.Problem(case.m, case.n, case.k, case.layout, align_class(a, b, None), case.dtype, case.acc)
+
+
+def measure_case(case: Case, *, timer, budget_ms: float, rounds: int, ptx: bool, gluon: bool,
+                 copy_gb_s: float | None, run_id: str) -> list[dict]:
+    """The records of one case: its candidates checked and timed beside torch.matmul (`bench.bench_shape`), one
+    record each, then the case record."""
+    from . import bench, registry
+    from .parallel import gpu_operands
+
+    t0 = time.time()
+    head = {"run": run_id, "case": case.key, "seed": case.seed, "index": case.index}
+    try:
+        a, b = gpu_operands(case.m, case.n, case.k, case.layout, case.dtype, case_seed(case))
+        problem = problem_of(case, a, b)
+        cands = case_candidates(case, a, b, ptx, gluon)
+        del a, b
+        rows = bench.bench_shape(registry._torch_entries(BASELINE) + [c.kernel for c in cands], case.m, case.n,
+                                 case.k, layout=case.layout, rounds=rounds, budget_ms=budget_ms, timer=timer,
+                                 seed=case_seed(case), copy_gb_s=copy_gb_s, dtype=case.dtype)
+    except torch.cuda.OutOfMemoryError as e:  # the case's operands and checks do not fit: recorded, the run goes on
+        torch.cuda.empty_cache()
+        return [{"type": "case", **head, "status": f"out of memory: {str(e).splitlines()[0]}",
+                 "seconds": round(time.time() - t0, 2)}]
+    by_name = {r.kernel: r for r in rows}
+    base, control = by_name.get(BASELINE.name), by_name.get(CONTROL)
+    torch_ms = base.median_ms if base is not None else None
+    records = []
+    for c in cands:
+        row = by_name[c.name]
+        plan = c.plan
+        if c.side == "ptx" and c.kernel.run.report is not None:
+            rep = c.kernel.run.report
+            c.call.update(ran=rep["ran"], tile_mn=[rep["tile_m"], rep["tile_n"]], ran_split=rep["split"],
+                          grid=rep["grid"], copies=rep["copies"])
+            plan = ptx_plan(rep["ran"], rep["tile_m"], rep["tile_n"], rep["split"], c.call["tile"])
+        if c.side == "auto" and row.config:
+            c.call["plan"] = row.config  # "<source>: <plan name>", as the call planned it
+        ok = row.status == "ok" and row.median_ms is not None
+        fields_ = cm.record_fields(problem, plan) if plan is not None else {"problem": asdict(problem), "plan": None}
+        records.append({"type": "candidate", **head, "side": c.side, "call": c.call, **fields_,
+                        "status": row.status, "detail": row.detail, "ms": row.median_ms if ok else None,
+                        "spread_pct": row.spread_pct, "samples": row.samples, "wall_us": row.wall_us,
+                        "torch_ms": torch_ms, "x_torch": (torch_ms / row.median_ms) if ok and torch_ms else None})
+    auto = next((r for r in records if r["side"] == "auto"), None)
+    own = next((r for r in records if r["side"] == "ptx" and r["call"].get("tile") == 0
+                and r["call"]["kernel"] == "wgmma_persistent"), None)
+    records.append({"type": "case", **head, "problem": asdict(problem), "status": "ok" if torch_ms else "no baseline",
+                    "torch_ms": torch_ms, "torch_wall_us": base.wall_us if base else None,
+                    "control_ratio": control.ratio_to_torch if control else None,
+                    "auto": {"triton": auto["call"].get("plan") if auto else None,
+                             "ptx": own["call"] if own else None},
+                    "candidates": len(cands), "timed": sum(r["ms"] is not None for r in records),
+                    "seconds": round(time.time() - t0, 2)})
+    return records
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# The run
+# ----------------------------------------------------------------------------------------------------------------
+@dataclass
+class Budget:
+    """Seconds a run may take (None: no limit) and what it has learnt of its cases' and blocks' times."""
+    seconds: float | None
+    t0: float = field(default_factory=time.time)
+    case_s: list = field(default_factory=list)
+    warm_s: list = field(default_factory=list)
+
+    def left(self) -> float:
+        return math.inf if self.seconds is None else self.seconds - (time.time() - self.t0)
+
+    def covers_case(self) -> bool:
+        """Whether the time left covers one more case: 1.5 times the slowest recent case (a first case: 30 s)."""
+        return self.left() >= 1.5 * max(self.case_s[-20:], default=30.0)
+
+    def covers_block(self) -> bool:
+        """Whether the time left covers compiling a block and timing one of its cases."""
+        return self.left() >= max(self.warm_s[-3:], default=0.0) + 1.5 * max(self.case_s[-20:], default=30.0)
+
+
+def pending(cases: list[Case], data: Data) -> tuple[list[Case], list[Case]]:
+    """(cases to measure, cases to record as crashed): the draw's cases the file does not hold, those it saw start
+    CRASHES times without an end apart."""
+    todo = [c for c in cases if c.key not in data.cases]
+    crashed = [c for c in todo if data.starts[c.key] >= CRASHES]
+    return [c for c in todo if data.starts[c.key] < CRASHES], crashed
+
+
+def run_sweep(cases: list[Case], out: Path, *, budget_ms: float, rounds: int, ptx: bool, gluon: bool, workers: int,
+              block: int, budget_s: float | None, args: dict, log=print, progress=None) -> int:
+    """Measure the cases `out` does not hold yet, appending as it goes; the number of cases measured."""
+    from . import bench, frame as frame_mod
+    from .envinfo import Sampler, environment
+    from .tune import warm
+
+    budget = Budget(budget_s)
+    data = read(out)
+    todo, crashed = pending(cases, data)
+    run_id = f"{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}"
+    for c in crashed:
+        append(out, [{"type": "case", "run": run_id, "case": c.key, "seed": c.seed, "index": c.index,
+                      "status": f"crashed: started {data.starts[c.key]} times without an end; skipped"}])
+    log(f"sweep: {len(cases)} cases in the draw, {len(cases) - len(todo) - len(crashed)} in {out} already, "
+        f"{len(crashed)} crashed twice (skipped), {len(todo)} to measure")
+    if not todo:
+        return 0
+    timer = bench.Timer()
+    fr = frame_mod.measure(timer) if ptx else {"copy_gb_s": frame_mod.copy_bandwidth(timer)}
+    append(out, [{"type": "run", "run": run_id, "environment": environment(), "frame": fr, "args": args}])
+    done, stopped = 0, "finished"
+    with Sampler() as sampler:
+        for lo in range(0, len(todo), block):
+            if not budget.covers_block():
+                stopped = "budget"
+                break
+            part = todo[lo:lo + block]
+            t0 = time.time()
+            warm([(c.dtype, c.acc, c.layout, c.shape) for c in part], workers, log)
+            budget.warm_s.append(time.time() - t0)
+            for c in part:
+                if not budget.covers_case():
+                    stopped = "budget"
+                    break
+                append(out, [{"type": "start", "run": run_id, "case": c.key}])
+                t1 = time.time()
+                append(out, measure_case(c, timer=timer, budget_ms=budget_ms, rounds=rounds, ptx=ptx, gluon=gluon,
+                                         copy_gb_s=fr.get("copy_gb_s"), run_id=run_id))
+                budget.case_s.append(time.time() - t1)
+                done += 1
+                if progress:
+                    progress(done, len(todo))
+            if stopped == "budget":
+                break
+    append(out, [{"type": "end", "run": run_id, "cases": done, "stopped": stopped,
+                  "during_run": sampler.summary()}])
+    left = len(todo) - done
+    log(f"sweep: measured {done} cases into {out} ({stopped}); {left} left" +
+        (": run the same command again to go on" if left else ""))
+    return done
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# The fit
+# ----------------------------------------------------------------------------------------------------------------
+def fit_records(paths: list[Path]) -> tuple[list[dict], list[cm.Record], int]:
+    """(the candidate records, the cost model's Records of those timed with a plan, candidates left out) of data
+    files (sweep or tune). kernel="auto" as called is left out: it repeats one of the candidates."""
+    raw = [r for p in paths for r in read(p).candidates]
+    kept, recs = [], []
+    for r in raw:
+        if r.get("side") == "auto" or r.get("ms") is None or r.get("plan") is None:
+            continue
+        try:
+            recs.append(cm.from_record(r))
+        except (HgemmValueError, KeyError, TypeError, ValueError):
+            continue
+        kept.append(r)
+    return kept, recs, len(raw) - len(kept)
+
+
+def _geomean(xs: list[float]) -> float:
+    return math.exp(statistics.fmean(math.log(x) for x in xs)) if xs else float("nan")
+
+
+def choice_report(raw: list[dict], recs: list[cm.Record], params: cm.Params, side: str) -> str:
+    """How the model would choose among one side's candidates, case by case: the share of cases where its choice
+    measured within 5% of the case's fastest, the geomean of choice over fastest, and the geomeans x torch.matmul
+    of its choice, of the fastest candidate and (Triton) of kernel="auto" as called today."""
+    idx = [i for i, r in enumerate(raw) if r["side"] == side]
+    if not idx:
+        return f"{side}: no timed candidates"
+    picked = cm.choices([recs[i] for i in idx], params)
+    torch_ms = {raw[i]["case"]: raw[i]["torch_ms"] for i in idx if raw[i].get("torch_ms")}
+    near = sum(c.seconds <= 1.05 * best.seconds for _, c, best in picked) / len(picked)
+    regret = _geomean([c.seconds / best.seconds for _, c, best in picked])
+    line = (f"{side}: {len(picked)} cases; the model's choice within 5% of the fastest in {near:.0%}, "
+            f"{regret:.3f}x its time (geomean)")
+    with_torch = [(k, c, best) for k, c, best in picked if k in torch_ms]
+    if with_torch:  # (tune's records have no torch.matmul beside them)
+        x_model = _geomean([torch_ms[k] * 1e-3 / c.seconds for k, c, _ in with_torch])
+        x_best = _geomean([torch_ms[k] * 1e-3 / best.seconds for k, _, best in with_torch])
+        line += f"; x torch.matmul: model's choice {x_model:.3f}, fastest candidate {x_best:.3f}"
+    return line
+
+
+def today_report(paths: list[Path]) -> str:
+    """kernel="auto" as called today, x torch.matmul over the cases of the files (geomean, p10, min)."""
+    xs = sorted(r["x_torch"] for p in paths for r in read(p).candidates if r.get("side") == "auto" and r.get("x_torch"))
+    if not xs:
+        return "kernel='auto' today: not timed in these files"
+    return (f"kernel='auto' today: {len(xs)} cases, x torch.matmul geomean {_geomean(xs):.3f}, "
+            f"p10 {xs[int(0.1 * (len(xs) - 1))]:.3f}, min {xs[0]:.3f}")
+
+
+def format_quality(q: dict, title: str) -> str:
+    lines = [f"{title}: {q['all']['records']} records, median |log error| {q['all']['median_abs_log_error']:.3f}, "
+             f"p90 {q['all']['p90_abs_log_error']:.3f}",
+             f"  {'kernel':<22} {'records':>8} {'median':>8} {'p90':>8}"]
+    lines += [f"  {name:<22} {x['records']:>8} {x['median_abs_log_error']:>8.3f} {x['p90_abs_log_error']:>8.3f}"
+              for name, x in q["kernels"].items()]
+    return "\n".join(lines)
+
+
+def run_fit(paths: list[Path], params_out: Path, holdout: list[int], log=print) -> cm.Params:
+    """Fit the cost model to data files (the candidates of `holdout` seeds left out of the fit and judged apart),
+    print its quality and how it would choose, write its parameters."""
+    raw, recs, skipped = fit_records(paths)
+    train = [i for i, r in enumerate(raw) if r.get("seed") not in holdout]
+    test = [i for i, r in enumerate(raw) if r.get("seed") in holdout]
+    if not train:
+        raise HgemmValueError(f"sweep --fit: no timed candidate records to fit in {', '.join(map(str, paths))}"
+                              + (" outside the held-out seeds" if holdout else ""))
+    log(f"sweep --fit: {len(recs)} timed candidates ({skipped} left out: kernel='auto' as called, untimed or "
+        f"without a plan) from {len(paths)} file(s); fitting on {len(train)}" +
+        (f", judging on {len(test)} of seeds {','.join(map(str, holdout))}" if holdout else ""))
+    params = cm.fit([recs[i] for i in train])
+    log(format_quality(params.about["quality"], "fit (the records it was fitted on)"))
+    if test:
+        q = cm.quality([recs[i] for i in test], params)
+        params.about["holdout"] = {"seeds": holdout, "quality": q}
+        log(format_quality(q, "held out"))
+    for which, ids in (("fitted", train), ("held out", test)):
+        if ids:
+            for side in ("triton", "ptx"):
+                sub = [raw[i] for i in ids]
+                if any(r["side"] == side for r in sub):
+                    log(f"choice ({which}) " + choice_report(sub, [recs[i] for i in ids], params, side))
+    log(today_report(paths))
+    runs = [r for p in paths for r in read(p).runs]
+    params.about.update(sources=[str(p) for p in paths], commits=sorted({r["environment"].get("git_commit", "?")
+                                                                        for r in runs if "environment" in r}))
+    cm.save(params, params_out)
+    log(f"wrote {params_out}")
+    return params

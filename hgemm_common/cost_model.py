@@ -1,0 +1,540 @@
+"""A cost model of a GEMM plan: its predicted time on a problem and a GPU as named terms, and the fit of its
+parameters to measured times (`python -m compare sweep --fit`).
+
+Read top to bottom, as a prediction is made:
+1. the GPU (`GPU`): SMs, clock, the instructions' rates, HBM and L2 bandwidth, memory latency; H100 defaults;
+2. the problem (`Problem`): M, N, K, layout, alignment class, dtype, accumulation;
+3. the candidate plan (`Plan`): kernel, tile BM x BN x BK, stages, warps, K split, schedule (data-parallel,
+   persistent, split-K, stream-K, the bandwidth path), instruction, staged operands, how K-split partials are
+   summed; `plan_for` says what each of the project's kernels is;
+4. `features`: the counts a plan implies on a problem and a GPU (tiles, work units, rounds, k-iterations on the
+   busiest SM, bytes from HBM, bytes through L2, staging copies, split-K partials, launches). None depends on a
+   fitted parameter, so a fit computes them once per record;
+5. the parameters (`KernelParams` per kernel: compute efficiency, HBM and L2 efficiency, latency per launch, per
+   tile and per k-iteration; `Params`: those, the GPU and residual corrections) and `predict`: the terms, the
+   total and the term that decided (`Prediction`); `rank`: candidate plans by predicted time;
+6. `fit`: the parameters of each kernel from measured records (least squares in log time, Huber-weighted so that
+   a few disturbed timings do not pull the fit), then the residual corrections; `quality`: median and p90 |log
+   error| per kernel;
+7. the parameter file (`save`, `load`): JSON, the format of the correction table a planner ships.
+
+The time of a plan:
+
+    total = max(compute + waves, hbm, l2) + staging + reduce + latency
+
+- compute: the problem's 2 M N K flops at the plan's efficiency of its instruction's peak rate over all SMs;
+- waves: what the tile grid adds to that: padded tiles past M and N, and the last round of work units that leaves
+  SMs idle (quantization: a grid of 133 tiles on 132 SMs takes two rounds);
+- hbm: the bytes that must cross HBM (A, B, C once) at the bandwidth the plan reaches: HBM's at the kernel's
+  efficiency, or less where too few CTAs keep too few bytes in flight (bytes in flight / memory latency);
+- l2: the operand re-reads of the tile grid (A once per tile column, B once per tile row: halved where a cluster
+  multicasts B) at the kernel's efficiency of L2's bandwidth, or of the active SMs' ports to it;
+- staging: copies of operands a kernel cannot read in place, made before it (read and write);
+- reduce: K-split partials written and read again in fp32 (through HBM; a cluster's exchange costs none);
+- latency: fixed costs per launch, per tile an SM takes (pipeline fill, epilogue) and per k-iteration.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from dataclasses import asdict, dataclass, field, fields, replace
+
+import numpy as np
+
+from .errors import HgemmValueError
+
+
+def cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# 1. The GPU
+# ----------------------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class GPU:
+    """What the model needs to know of a GPU. The defaults are an H100 SXM's: its datasheet (132 SMs; the dense
+    fp16 and bf16 tensor-core rate, quoted at 1830 MHz, is 4096 flops per SM and clock; 3.35 TB/s of HBM, 50 MB of
+    L2, 228 KB of shared memory per SM); the rest are estimates a fit's per-kernel efficiencies absorb."""
+    name: str = "H100 SXM"
+    sms: int = 132
+    clock_ghz: float = 1.83
+    # flops per SM and clock of each instruction path: wgmma; mma.sync (about two thirds of wgmma's rate, the
+    # ceiling the harness's frame measures, compare/frame.py); CUDA-core fp32 FMA (128 lanes, 2 flops each)
+    wgmma_flops: int = 4096
+    mma_flops: int = 2731
+    fma_flops: int = 256
+    hbm_gbps: float = 3350.0
+    # L2's bandwidth has no datasheet figure: an estimate, at least what 132 SMs drawing 128 x 256 x 64 tiles at the
+    # peak rate need (48 KB per 4.2 MFLOP, about 11 TB/s), since such kernels run near the peak; each kernel's
+    # l2_eff scales it. And each SM's port to L2, bytes per clock.
+    l2_gbps: float = 12000.0
+    sm_l2_bytes_per_clock: int = 64
+    l2_bytes: int = 50 * 2**20
+    smem_per_sm: int = 228 * 1024
+    threads_per_sm: int = 2048
+    # A load's round trip under load: a CTA streams at most its bytes in flight per this long (Little's law)
+    mem_latency_us: float = 1.0
+
+    def flops_per_clock(self, isa: str) -> int:
+        return {"wgmma": self.wgmma_flops, "mma": self.mma_flops, "fma": self.fma_flops}[isa]
+
+    def peak_tflops(self, isa: str = "wgmma") -> float:
+        return self.sms * self.clock_ghz * 1e9 * self.flops_per_clock(isa) / 1e12
+
+
+H100 = GPU()
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# 2. The problem
+# ----------------------------------------------------------------------------------------------------------------
+ELEMENT_BYTES = 2  # fp16 and bf16 operands and output
+PARTIAL_BYTES = 4  # fp32 split-K partials
+
+
+@dataclass(frozen=True)
+class Problem:
+    """C (M x N) = A (M x K) @ B (K x N). align: three letters for A, B, C as `triton_kernels.plan_table.align_class`
+    writes them ("t" TMA reads it in place, "o" in place with rows off the 32-byte sectors, "-" not describable)."""
+    m: int
+    n: int
+    k: int
+    layout: str = "NN"
+    align: str = "ttt"
+    dtype: str = "fp16"
+    acc: str = "fp32"
+
+    def __post_init__(self):
+        if min(self.m, self.n, self.k) < 1:
+            raise HgemmValueError(f"cost model: a problem needs M, N, K >= 1, got {self.m}x{self.n}x{self.k}")
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# 3. The plan
+# ----------------------------------------------------------------------------------------------------------------
+# data_parallel: one CTA per work unit, as many resident per SM as shared memory and threads allow; persistent: one
+# CTA per SM walking the tiles; split_k: K cut in `split` slices, one CTA each, partials summed after (`reduce`);
+# stream_k: whole tiles in data-parallel rounds and the remainder's k-iterations shared equally by every SM (the
+# hybrid of Osama et al., PPoPP 2023), partial tiles fixed up through a workspace; bandwidth: the CUDA-core path for
+# a single row (B streamed through registers), its K split like split_k's.
+SCHEDULES = ("data_parallel", "persistent", "split_k", "stream_k", "bandwidth")
+REDUCES = ("none", "fused", "two_pass", "cluster")
+ISAS = ("wgmma", "mma", "fma")
+
+
+@dataclass(frozen=True)
+class Plan:
+    kernel: str  # the kernel's name: hgemm's kernel= (Triton) or the record's (PTX)
+    bm: int
+    bn: int
+    bk: int
+    stages: int = 1
+    warps: int = 4
+    split: int = 1
+    schedule: str = "data_parallel"
+    isa: str = "wgmma"
+    staged: str = ""  # the operands copied to aligned buffers first: letters of "ABC"
+    reduce: str = "none"  # how K-split partials are summed: in the GEMM's launch, by a second one, over a cluster
+    cluster: int = 1  # CTAs sharing each B tile by TMA multicast
+
+    def __post_init__(self):
+        if self.schedule not in SCHEDULES or self.reduce not in REDUCES or self.isa not in ISAS:
+            raise HgemmValueError(f"cost model: plan {self.kernel!r}: schedule, reduce and isa must be among "
+                                  f"{SCHEDULES}, {REDUCES}, {ISAS}; got {self.schedule!r}, {self.reduce!r}, "
+                                  f"{self.isa!r}")
+        if min(self.bm, self.bn, self.bk, self.stages, self.warps, self.split, self.cluster) < 1:
+            raise HgemmValueError(f"cost model: plan {self.kernel!r}: tile, stages, warps, split and cluster must be "
+                                  ">= 1")
+        if not set(self.staged) <= set("ABC"):
+            raise HgemmValueError(f"cost model: plan {self.kernel!r}: staged names operands among A, B, C, got "
+                                  f"{self.staged!r}")
+
+
+# What each kernel of the project is to the model: (schedule, how its K-split partials are summed). A split of 1
+# makes a split-K kernel data-parallel. Triton (kernel= names): the blocked kernel launches one program per tile,
+# the TMA kernels are persistent, split-K and gemv sum their slices in the launch (the last slice of each tile),
+# splitk_wide and the Gluon kernel's splits in a second launch. PTX (record names): wgmma_persistent and the kernels
+# it hands problems to.
+KERNELS = {
+    "blocked": ("data_parallel", "none"),
+    "tma": ("persistent", "none"),
+    "splitk": ("split_k", "fused"),
+    "splitk_tma": ("split_k", "fused"),
+    "splitk_wide": ("split_k", "two_pass"),
+    "gemv": ("bandwidth", "fused"),
+    "gluon": ("persistent", "two_pass"),
+    "wgmma_persistent": ("persistent", "none"),
+    "wgmma_splitk": ("split_k", "cluster"),
+    "wgmma_splitk_grid": ("split_k", "two_pass"),
+    "wgmma_cluster": ("persistent", "none"),
+}
+PTX_KERNELS = ("wgmma_persistent", "wgmma_splitk", "wgmma_splitk_grid", "wgmma_cluster")
+
+
+def plan_for(kernel: str, bm: int, bn: int, bk: int, stages: int = 1, warps: int = 4, split: int = 1,
+             staged: str = "") -> Plan:
+    """The model's plan of one of the project's kernels (`KERNELS`) with a tile, stages, warps and K split. The
+    instruction: the CUDA-core FMA for gemv; wgmma for the hand-written Hopper kernels; for Triton's tl.dot, wgmma
+    from 64-row tiles (a warpgroup's) and mma.sync below."""
+    if kernel not in KERNELS:
+        raise HgemmValueError(f"cost model: unknown kernel {kernel!r}; known: {', '.join(KERNELS)}")
+    schedule, reduce = KERNELS[kernel]
+    if split == 1 and schedule == "split_k":
+        schedule = "data_parallel"
+    if split > 1 and schedule == "persistent":  # the Gluon kernel's split configurations
+        schedule = "split_k"
+    isa = "fma" if schedule == "bandwidth" else "wgmma" if kernel in PTX_KERNELS or bm >= 64 else "mma"
+    return Plan(kernel, bm, bn, bk, stages, warps, split, schedule, isa, staged,
+                reduce if split > 1 else "none", 2 if kernel == "wgmma_cluster" else 1)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# 4. Features: what a plan implies on a problem and a GPU, before any fitted parameter
+# ----------------------------------------------------------------------------------------------------------------
+@dataclass
+class Features:
+    """Counts of one (problem, plan, GPU), or of many stacked as arrays (`stack`)."""
+    flops: float  # 2 M N K
+    tile_flops: float  # 2 BM BN BK: one k-iteration of one tile
+    sm_rate: float  # the instruction's peak flops per second of one SM
+    sms: float
+    steps: float  # k-iterations on the busiest SM (tile padding and the last round included)
+    rounds: float  # tiles the busiest SM starts
+    bytes_hbm: float  # A, B and C once
+    hbm_rate: float  # HBM bytes per second at full efficiency
+    stream_rate: float  # what the active CTAs keep in flight, per second of memory latency
+    bytes_l2: float  # operand reads of the tile grid and the C write
+    l2_rate: float  # L2 bytes per second, capped by the active SMs' ports
+    bytes_staging: float  # copies made before the GEMM, read and written
+    bytes_reduce: float  # fp32 partials written and read again
+    launches: float
+
+
+def occupancy(plan: Plan, gpu: GPU) -> int:
+    """CTAs of a plan resident on one SM: one for persistent schedules (one CTA per SM by design), else as many as
+    shared memory (the operand ring) and threads allow."""
+    if plan.schedule in ("persistent", "stream_k"):
+        return 1
+    ring = plan.stages * (plan.bm + plan.bn) * plan.bk * ELEMENT_BYTES
+    by_smem = gpu.smem_per_sm // ring if plan.schedule != "bandwidth" else gpu.threads_per_sm
+    return max(1, min(by_smem, gpu.threads_per_sm // (32 * plan.warps)))
+
+
+def features(problem: Problem, plan: Plan, gpu: GPU = H100) -> Features:
+    m, n, k, e = problem.m, problem.n, problem.k, ELEMENT_BYTES
+    tiles_m, tiles_n = cdiv(m, plan.bm), cdiv(n, plan.bn)
+    tiles = tiles_m * tiles_n
+    split = plan.split if plan.schedule in ("split_k", "bandwidth") else 1
+    kiters = cdiv(cdiv(k, split), plan.bk)
+    units = tiles * split
+    if plan.schedule == "stream_k":  # whole rounds of tiles, then the remainder's k-iterations shared by every SM
+        full, rest = divmod(tiles, gpu.sms)
+        steps = full * kiters + cdiv(rest * kiters, gpu.sms)
+        rounds = full + (2 if rest else 0)  # a share of the remainder can start inside one tile and end in another
+        grid = gpu.sms
+        bytes_reduce = 2 * PARTIAL_BYTES * plan.bm * plan.bn * min(rest * kiters, gpu.sms) if rest else 0
+    else:
+        steps = cdiv(units, gpu.sms) * kiters
+        rounds = cdiv(units, gpu.sms)
+        grid = min(units, gpu.sms) if plan.schedule == "persistent" else units
+        partials = split > 1 and plan.reduce in ("fused", "two_pass")
+        bytes_reduce = 2 * PARTIAL_BYTES * split * m * n if partials else 0
+    active_ctas = min(grid, gpu.sms * occupancy(plan, gpu))
+    active_sms = min(grid, gpu.sms)
+    in_flight = plan.stages * (plan.bm + plan.bn) * plan.bk * e
+    clock = gpu.clock_ghz * 1e9
+    staged = {"A": m * k, "B": k * n, "C": m * n}
+    return Features(
+        flops=2.0 * m * n * k, tile_flops=2.0 * plan.bm * plan.bn * plan.bk,
+        sm_rate=gpu.flops_per_clock(plan.isa) * clock, sms=float(gpu.sms), steps=float(steps),
+        rounds=float(rounds), bytes_hbm=float(e * (m * k + k * n + m * n)), hbm_rate=gpu.hbm_gbps * 1e9,
+        stream_rate=active_ctas * in_flight / (gpu.mem_latency_us * 1e-6),
+        bytes_l2=float(e * (k * (tiles_n * m + tiles_m * n / plan.cluster) + m * n)),
+        l2_rate=min(gpu.l2_gbps * 1e9, active_sms * gpu.sm_l2_bytes_per_clock * clock),
+        bytes_staging=float(2 * e * sum(staged[x] for x in plan.staged)), bytes_reduce=float(bytes_reduce),
+        launches=float(1 + len(plan.staged) + (plan.reduce == "two_pass" and split > 1)))
+
+
+def stack(many: list[Features]) -> Features:
+    """Features of many records as one Features of arrays (what `fit` evaluates at once)."""
+    return Features(**{f.name: np.array([getattr(x, f.name) for x in many], dtype=np.float64)
+                       for f in fields(Features)})
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# 5. Parameters and the prediction
+# ----------------------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class KernelParams:
+    """One kernel's fitted parameters (defaults: a reasonable kernel of its instruction, before any fit)."""
+    eff: float = 0.75  # of its instruction's peak rate, at full tiles
+    mem_eff: float = 0.85  # of HBM's bandwidth
+    l2_eff: float = 1.0  # of L2's
+    launch_us: float = 3.0  # per launch (its own, a copy's, a reduction's)
+    tile_us: float = 1.0  # per tile an SM starts: the pipeline's fill and the epilogue
+    kiter_us: float = 0.01  # per k-iteration on the busiest SM, beyond its flops
+
+    def as_array(self) -> np.ndarray:
+        return np.array([getattr(self, f.name) for f in fields(self)], dtype=np.float64)
+
+
+PARAM_NAMES = tuple(f.name for f in fields(KernelParams))
+DEFAULTS = {"wgmma": KernelParams(), "mma": KernelParams(), "fma": KernelParams(eff=0.5)}
+
+
+@dataclass
+class Params:
+    gpu: GPU = H100
+    kernels: dict[str, KernelParams] = field(default_factory=dict)
+    corrections: dict[str, float] = field(default_factory=dict)  # correction_key -> log factor on the total
+    about: dict = field(default_factory=dict)  # where the fit came from and how well it fits
+
+    def of(self, plan: Plan) -> KernelParams:
+        return self.kernels.get(param_key(plan)) or DEFAULTS[plan.isa]
+
+
+def param_key(plan: Plan) -> str:
+    """Whose parameters a plan takes: its kernel's, or a Triton kernel's mma.sync tiles' (below 64 rows) apart from
+    its wgmma tiles' (each efficiency is of its own instruction's rate)."""
+    return plan.kernel + (".mma" if plan.isa == "mma" else "")
+
+
+TERMS = ("compute", "waves", "hbm", "l2", "staging", "reduce", "latency")
+
+
+def _pick(np_op, op, x, y):
+    """op on two floats (a planner's one prediction: Python's min/max, without numpy's per-call cost), np_op where
+    either is an array (a fit's many records at once)."""
+    return np_op(x, y) if isinstance(x, np.ndarray) or isinstance(y, np.ndarray) else op(x, y)
+
+
+def terms(f: Features, p: KernelParams) -> dict:
+    """The named terms (seconds) of features f under parameters p; f may hold arrays (then so do the terms)."""
+    rate = f.sm_rate * p.eff
+    compute = f.flops / (f.sms * rate)
+    return {"compute": compute, "waves": f.steps * f.tile_flops / rate - compute,
+            "hbm": f.bytes_hbm / _pick(np.minimum, min, f.hbm_rate * p.mem_eff, f.stream_rate),
+            "l2": f.bytes_l2 / (f.l2_rate * p.l2_eff),
+            "staging": f.bytes_staging / (f.hbm_rate * p.mem_eff),
+            "reduce": f.bytes_reduce / (f.hbm_rate * p.mem_eff),
+            "latency": 1e-6 * (f.launches * p.launch_us + f.rounds * p.tile_us + f.steps * p.kiter_us)}
+
+
+def total(t: dict):
+    """max(compute + waves, hbm, l2) + staging + reduce + latency, of terms(...)."""
+    memory = _pick(np.maximum, max, t["hbm"], t["l2"])
+    return _pick(np.maximum, max, t["compute"] + t["waves"], memory) + t["staging"] + t["reduce"] + t["latency"]
+
+
+def correction_key(problem: Problem, plan: Plan) -> str:
+    """The bin a residual correction applies to: the kernel, M's power-of-two bucket, and whether every operand
+    is TMA-describable in place ("a") or not ("u")."""
+    return f"{plan.kernel}/m{1 << (problem.m - 1).bit_length()}/{'u' if '-' in problem.align else 'a'}"
+
+
+@dataclass(frozen=True)
+class Prediction:
+    seconds: float  # the total, the residual correction applied
+    terms: dict  # each term's seconds (TERMS)
+    decided: str  # the term that contributed most to the total
+    correction: float  # the factor the total was multiplied by (1.0: none)
+
+    @property
+    def us(self) -> float:
+        return self.seconds * 1e6
+
+
+def decided(t: dict) -> str:
+    """The term that contributed most: of max(compute + waves, hbm, l2) only the larger side contributes (compute
+    and waves each their part), then staging, reduce and latency add theirs."""
+    core = t["compute"] + t["waves"]
+    parts = {"compute": t["compute"], "waves": t["waves"]} if core >= max(t["hbm"], t["l2"]) else \
+        {"hbm": t["hbm"]} if t["hbm"] >= t["l2"] else {"l2": t["l2"]}
+    parts.update(staging=t["staging"], reduce=t["reduce"], latency=t["latency"])
+    return max(parts, key=parts.get)
+
+
+def predict(problem: Problem, plan: Plan, params: Params | None = None) -> Prediction:
+    """The plan's predicted time on the problem: its terms, the total (times the residual correction of its bin,
+    where the parameters have one) and the term that decided."""
+    params = params or Params()
+    t = terms(features(problem, plan, params.gpu), params.of(plan))
+    corr = math.exp(params.corrections.get(correction_key(problem, plan), 0.0))
+    return Prediction(total(t) * corr, t, decided(t), corr)
+
+
+def rank(problem: Problem, plans: list[Plan], params: Params | None = None) -> list[tuple[Prediction, Plan]]:
+    """The plans by predicted time, fastest first (a planner takes the first it can run)."""
+    return sorted(((predict(problem, plan, params), plan) for plan in plans), key=lambda t: t[0].seconds)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# 6. The fit
+# ----------------------------------------------------------------------------------------------------------------
+# Parameters are fitted as logarithms (they stay positive) within these bounds, per PARAM_NAMES.
+LOG_BOUNDS = np.log(np.array([[0.02, 2.0], [0.05, 2.0], [0.1, 4.0], [0.05, 100.0], [0.001, 50.0], [1e-5, 1.0]]))
+HUBER = 0.1  # |log error| past which a record's weight falls off as 1 / |error| (about 10%)
+ITERATIONS = 60
+MIN_BIN = 8  # records a bin needs before its median residual becomes a correction
+MIN_CORRECTION = 0.02  # smaller median residuals (|log|) are not kept
+
+
+@dataclass(frozen=True)
+class Record:
+    """One measured time of one plan on one problem (a sweep's or tune's candidate record, `from_record`)."""
+    problem: Problem
+    plan: Plan
+    seconds: float
+    case: str = ""  # which measured case it belongs to (the records of one case compete for one choice)
+
+
+def record_fields(problem: Problem, plan: Plan) -> dict:
+    """The problem and the plan as a data file's record holds them (`from_record` reads them back)."""
+    return {"problem": asdict(problem), "plan": asdict(plan)}
+
+
+def from_record(d: dict) -> Record:
+    """A Record from a data file's candidate record: its "problem" and "plan" (`record_fields`), its "ms" and
+    "case". Raises HgemmValueError, KeyError or TypeError on a record without them."""
+    return Record(Problem(**d["problem"]), Plan(**d["plan"]), float(d["ms"]) * 1e-3, str(d.get("case", "")))
+
+
+def _loss_weights(r: np.ndarray) -> np.ndarray:
+    a = np.abs(r)
+    return np.where(a <= HUBER, 1.0, HUBER / np.maximum(a, 1e-300))
+
+
+def _fit_kernel(f: Features, y: np.ndarray, start: KernelParams) -> KernelParams:
+    """Levenberg-Marquardt on log(total) - log(measured) over log-parameters, reweighted each step (Huber)."""
+    theta = np.clip(np.log(start.as_array()), LOG_BOUNDS[:, 0], LOG_BOUNDS[:, 1])
+
+    def residual(th):
+        return np.log(total(terms(f, KernelParams(*np.exp(th))))) - y
+
+    r = residual(theta)
+    lam, h = 1e-2, 1e-4
+    for _ in range(ITERATIONS):
+        w = _loss_weights(r)
+        jac = np.stack([(residual(theta + h * np.eye(len(theta))[j]) - r) / h for j in range(len(theta))], axis=1)
+        jtw = jac.T * w
+        a, g = jtw @ jac, jtw @ r
+        loss = float(np.sum(w * r * r))
+        improved = False
+        while lam < 1e8:
+            step = np.linalg.solve(a + lam * np.diag(np.diag(a) + 1e-12), -g)
+            trial = np.clip(theta + step, LOG_BOUNDS[:, 0], LOG_BOUNDS[:, 1])
+            rt = residual(trial)
+            if float(np.sum(w * rt * rt)) < loss:
+                theta, r, lam, improved = trial, rt, max(lam / 3, 1e-7), True
+                break
+            lam *= 4
+        if not improved or np.max(np.abs(step)) < 1e-6:
+            break
+    return KernelParams(*(float(x) for x in np.exp(theta)))
+
+
+def fit(records: list[Record], gpu: GPU = H100, start: Params | None = None) -> Params:
+    """Parameters fitted to measured records: per kernel its KernelParams (started from `start`'s, else the
+    defaults of its instruction), then the residual corrections (the median log residual of each bin of at least
+    MIN_BIN records, where it exceeds MIN_CORRECTION). `about` holds the fit's quality (`quality`)."""
+    if not records:
+        raise HgemmValueError("cost model: no records to fit")
+    start = start or Params(gpu)
+    params = Params(gpu, dict(start.kernels))
+    by_kernel: dict[str, list[Record]] = {}
+    for rec in records:
+        by_kernel.setdefault(param_key(rec.plan), []).append(rec)
+    residuals: dict[str, list[float]] = {}
+    for name, recs in sorted(by_kernel.items()):
+        f = stack([features(r.problem, r.plan, gpu) for r in recs])
+        y = np.log([r.seconds for r in recs])
+        params.kernels[name] = _fit_kernel(f, y, start.of(recs[0].plan))
+        r = np.log(total(terms(f, params.kernels[name]))) - y
+        for rec, x in zip(recs, r):
+            residuals.setdefault(correction_key(rec.problem, rec.plan), []).append(-float(x))
+    params.corrections = {key: round(float(np.median(rs)), 4) for key, rs in sorted(residuals.items())
+                          if len(rs) >= MIN_BIN and abs(float(np.median(rs))) >= MIN_CORRECTION}
+    params.about = {"records": len(records), "quality": quality(records, params)}
+    return params
+
+
+def log_errors(records: list[Record], params: Params) -> np.ndarray:
+    """log(predicted / measured) of each record."""
+    return np.array([math.log(predict(r.problem, r.plan, params).seconds / r.seconds) for r in records])
+
+
+def _spread(errors: np.ndarray) -> dict:
+    a = np.abs(errors)
+    return {"records": int(a.size), "median_abs_log_error": round(float(np.median(a)), 4),
+            "p90_abs_log_error": round(float(np.percentile(a, 90)), 4)}
+
+
+def quality(records: list[Record], params: Params) -> dict:
+    """Median and p90 |log(predicted / measured)| over all records and per kernel (`param_key`)."""
+    err = log_errors(records, params)
+    keys = [param_key(r.plan) for r in records]
+    return {"all": _spread(err),
+            "kernels": {name: _spread(err[[i for i, x in enumerate(keys) if x == name]]) for name in sorted(set(keys))}}
+
+
+def choices(records: list[Record], params: Params) -> list[tuple[str, Record, Record]]:
+    """Per case (records sharing `case`): (case, the record the model predicts fastest, the measured fastest)."""
+    by_case: dict[str, list[Record]] = {}
+    for r in records:
+        by_case.setdefault(r.case, []).append(r)
+    out = []
+    for case, rs in by_case.items():
+        fastest = rank(rs[0].problem, [r.plan for r in rs], params)[0][1]
+        out.append((case, next(r for r in rs if r.plan == fastest), min(rs, key=lambda r: r.seconds)))
+    return out
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# 7. The parameter file
+# ----------------------------------------------------------------------------------------------------------------
+FORMAT = 1
+KIND = "tensorcore_hgemm cost model"
+
+
+def as_json(params: Params) -> dict:
+    return {"format": FORMAT, "kind": KIND, "gpu": asdict(params.gpu),
+            "kernels": {name: asdict(p) for name, p in sorted(params.kernels.items())},
+            "corrections": dict(sorted(params.corrections.items())), "about": params.about}
+
+
+def from_json(data: dict) -> Params:
+    """Raises HgemmValueError on anything but a parameter file of this format."""
+    if not isinstance(data, dict) or data.get("kind") != KIND or data.get("format") != FORMAT:
+        raise HgemmValueError(f"not a {KIND} file of format {FORMAT}")
+    try:
+        gpu = replace(H100, **data["gpu"])
+        kernels = {str(name): KernelParams(**{k: float(v) for k, v in p.items()})
+                   for name, p in data["kernels"].items()}
+        corrections = {str(k): float(v) for k, v in data.get("corrections", {}).items()}
+    except (KeyError, TypeError, ValueError, AttributeError) as e:
+        raise HgemmValueError(f"{KIND} file: {type(e).__name__}: {e}") from None
+    return Params(gpu, kernels, corrections, dict(data.get("about") or {}))
+
+
+def save(params: Params, path) -> None:
+    """The parameters as JSON, written atomically (a temporary file in the same folder, then renamed)."""
+    path = os.fspath(path)
+    folder = os.path.dirname(os.path.abspath(path))
+    os.makedirs(folder, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=os.path.basename(path) + ".", suffix=".tmp", dir=folder)
+    with os.fdopen(fd, "w") as f:
+        json.dump(as_json(params), f, indent=1)
+        f.write("\n")
+    os.replace(tmp, path)
+
+
+def load(path) -> Params:
+    with open(path) as f:
+        try:
+            data = json.load(f)
+        except ValueError as e:
+            raise HgemmValueError(f"{path}: not JSON: {e}") from None
+    return from_json(data)

@@ -1,0 +1,331 @@
+"""`python -m compare sweep` on the CPU: its draw is the random suite's, its data file round-trips and resumes,
+its cases' records say what was timed, `--fit` fits and reports; tune keeps every time it measures. The GPU run
+at the end times a small draw for real."""
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from compare import bench, sweep, sweep_data, tune
+from compare.reference import make_inputs
+from hgemm_common import cost_model as cm
+from triton_kernels import dispatch
+from triton_kernels.splitk import slices
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def hopper(monkeypatch):
+    """The candidates of an H100 on the CPU (as tests/test_dispatch.py asks for them)."""
+    monkeypatch.setattr(dispatch, "device_arch", lambda t: 90)
+    monkeypatch.setattr(dispatch, "sm_count", lambda t: 132)
+    dispatch.clear()
+    yield
+    dispatch.clear()
+
+
+def test_the_draw_is_the_random_suites():
+    """Each seed's shapes are bench.random_shapes' in order, chunks by --start/--count are slices of one draw,
+    every dtype and the accumulations it offers (bf16: fp32 only)."""
+    cases = sweep.draw([5, 9], 0, 12, ["NN", "NT"], ["fp16", "bf16"], ["fp32", "fp16"])
+    for seed in (5, 9):
+        mine = [c for c in cases if c.seed == seed]
+        assert [(c.m, c.n, c.k, c.layout) for c in mine if c.dtype == "fp16" and c.acc == "fp32"] == \
+            bench.random_shapes(seed, 12, ["NN", "NT"])
+        assert {(c.dtype, c.acc) for c in mine} == {("fp16", "fp32"), ("fp16", "fp16"), ("bf16", "fp32")}
+    chunk = sweep.draw([5], 4, 5, ["NN", "NT"], ["fp16"], ["fp32"])
+    assert [c.index for c in chunk] == list(range(4, 9))
+    assert [c.key for c in chunk] == [c.key for c in cases if c.seed == 5 and 4 <= c.index < 9 and c.dtype == "fp16"
+                                      and c.acc == "fp32"]
+    assert len({c.key for c in cases}) == len(cases)
+    with pytest.raises(ValueError, match="--start"):
+        sweep.draw([5], -1, 3, ["NN"], ["fp16"], ["fp32"])
+
+
+def test_data_file_round_trips_and_survives_a_torn_line(tmp_path):
+    path = tmp_path / "d.jsonl"
+    sweep.append(path, [{"type": "run", "run": "r"}, {"type": "start", "run": "r", "case": "a"}])
+    sweep.append(path, [{"type": "candidate", "case": "a", "ms": 1.0}, {"type": "case", "case": "a"}])
+    data = sweep.read(path)
+    assert [r["run"] for r in data.runs] == ["r"] and set(data.cases) == {"a"} and data.starts["a"] == 1
+    assert len(data.candidates) == 1 and data.bad_lines == 0
+    with open(path, "a") as f:  # a run killed in the middle of a write
+        f.write('{"type": "candidate", "case": "b", "m')
+    assert sweep.read(path).bad_lines == 1
+    sweep.append(path, [{"type": "case", "case": "b"}])  # the torn line is cut off first
+    data = sweep.read(path)
+    assert data.bad_lines == 0 and set(data.cases) == {"a", "b"} and path.read_text().endswith("}\n")
+    assert sweep.read(tmp_path / "none.jsonl").cases == {}
+
+
+def test_ptx_plans_pin_the_tiles_and_splits_it_has():
+    plans = sweep.ptx_plans(16, 4096, 4096, "NN")
+    assert plans[0] == ("wgmma_persistent", 0, 0) and plans[-1] == ("wgmma_cluster", 0, 0)
+    assert [t for k, t, s in plans if k == "wgmma_persistent" and s == 1] == [1, 2, 3, 4]  # no 256 x 152: B row-major
+    assert {s for k, t, s in plans if k == "wgmma_persistent"} == {0, 1, 2, 4}
+    assert [t for k, t, s in plans if k == "wgmma_splitk_grid"] == [1, 2, 3]
+    assert [t for k, t, s in sweep.ptx_plans(16, 4096, 4096, "NT") if k == "wgmma_persistent" and s == 1] == \
+        [1, 2, 3, 4, 5, 6]
+    short = sweep.ptx_plans(16, 4096, 448, "NN")  # 7 k-blocks: no part of a split keeps 4, no grid slices
+    assert {s for k, t, s in short} == {0, 1} and not any(k == "wgmma_splitk_grid" for k, *_ in short)
+    assert sweep.ptx_plan("wgmma_splitk", 128, 64, 2, 0) == cm.Plan("wgmma_splitk", 128, 64, 64, 8, 12, 2, "split_k",
+                                                                     "wgmma", "", "cluster")
+
+
+def test_case_candidates_are_autos_plus_todays_call(hopper):
+    """A case's Triton candidates: every (kernel, staging, configuration) tune="exact" times, each with its cost
+    model plan (effective K split), and kernel="auto" as called today with the plan's source."""
+    case = sweep.Case(1, 0, 16, 4096, 4096, "NN", "fp16", "fp32")
+    a, b = make_inputs(16, 4096, 4096, "NN")
+    cands = sweep.case_candidates(case, a, b, ptx=False, gluon=False)
+    plans = tune.candidate_plans(a, b)
+    assert len(cands) == len(plans) + 1 and len({c.name for c in cands}) == len(cands)
+    assert [c.side for c in cands] == ["triton"] * len(plans) + ["auto"]
+    assert {c.call["kernel"] for c in cands[:-1]} == {"blocked", "splitk", "splitk_tma", "tma"}
+    for c, (kern, stage, cfg) in zip(cands, plans):
+        assert c.plan.kernel == kern and (c.plan.bm, c.plan.bn, c.plan.bk) == (cfg.block_m, cfg.block_n, cfg.block_k)
+        assert c.plan.split == (1 if cfg.split_k == 1 else slices(4096, cfg)[1])
+    assert cands[-1].call["source"] in ("table", "nearest", "heuristic") and cands[-1].plan is not None
+
+
+def _fake_bench(status):
+    """bench_shape's stand-in: torch.matmul at 1 ms, its control at 1.01 ms, each candidate at status(name) (a
+    time, or a failure); a PTX candidate's runner reports what it ran."""
+    def fake(kernels, m, n, k, **kw):
+        rows = [bench.BenchRow("torch.matmul", "torch", "fp32", "", m, n, k, kw["layout"], "ok", median_ms=1.0,
+                               wall_us=9.0),
+                bench.BenchRow(bench.CONTROL, "torch", "fp32", "", m, n, k, kw["layout"], "ok", median_ms=1.01,
+                               ratio_to_torch=0.99)]
+        for kern in kernels[1:]:
+            if isinstance(kern.run, sweep.PtxCall):
+                kern.run.report = {"ran": "wgmma_splitk", "tile_m": 128, "tile_n": 64, "split": 2, "grid": [64, 2],
+                                   "copies": []}
+            got = status(kern.name)
+            row = bench.BenchRow(kern.name, "x", "fp32", kern.config, m, n, k, kw["layout"], "ok")
+            if isinstance(got, str):
+                row.status, row.detail = got, "wrong"
+            else:
+                row.median_ms, row.spread_pct, row.samples, row.wall_us = got, 2.0, 30, 11.0
+            if kern.config == "plan":
+                row.config = "table: tma 64x64x128_w4_s6_g8"
+            rows.append(row)
+        return rows
+    return fake
+
+
+def test_a_case_records_every_candidate_then_itself(monkeypatch, hopper):
+    """measure_case (bench_shape replaced): one record per candidate with the problem, the call, the plan and the
+    times (none for a failed check), the PTX plan from what the launch reported, and the case record last."""
+    from compare import parallel
+
+    monkeypatch.setattr(parallel, "gpu_operands", lambda m, n, k, layout, dtype, seed: make_inputs(m, n, k, layout))
+    monkeypatch.setattr(bench, "bench_shape", _fake_bench(lambda name: "failed check" if "blocked" in name else 0.5))
+    case = sweep.Case(1, 3, 16, 4096, 4096, "NT", "fp16", "fp32")
+    recs = sweep.measure_case(case, timer=None, budget_ms=5.0, rounds=3, ptx=True, gluon=False, copy_gb_s=None,
+                              run_id="r1")
+    *cands, last = recs
+    assert last["type"] == "case" and last["case"] == case.key and last["torch_ms"] == 1.0
+    assert last["control_ratio"] == 0.99 and last["auto"]["triton"] == "table: tma 64x64x128_w4_s6_g8"
+    assert last["auto"]["ptx"]["ran"] == "wgmma_splitk" and last["candidates"] == len(cands)
+    assert all(r["type"] == "candidate" and r["case"] == case.key and r["problem"]["m"] == 16 for r in cands)
+    assert all(r["problem"]["align"] == "ttt" and r["problem"]["layout"] == "NT" for r in cands)
+    failed = [r for r in cands if r["call"]["kernel"] == "blocked"]
+    assert failed and all(r["status"] == "failed check" and r["ms"] is None and r["x_torch"] is None for r in failed)
+    timed = [r for r in cands if r["ms"] is not None]
+    assert last["timed"] == len(timed) and all(r["x_torch"] == 2.0 for r in timed)
+    ptx = [r for r in cands if r["side"] == "ptx"]
+    assert len(ptx) == len(sweep.ptx_plans(16, 4096, 4096, "NT"))
+    assert all(r["plan"]["kernel"] == "wgmma_splitk" and r["plan"]["split"] == 2 for r in ptx)
+    assert all(cm.from_record(r).seconds == 0.5e-3 for r in timed)
+
+
+def test_a_case_that_does_not_fit_is_recorded_and_the_run_goes_on(monkeypatch):
+    from compare import parallel
+
+    def oom(*args):
+        raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 4.00 GiB\nmore")
+    monkeypatch.setattr(parallel, "gpu_operands", oom)
+    recs = sweep.measure_case(sweep.Case(1, 0, 16384, 32768, 256, "NN", "fp16", "fp32"), timer=None, budget_ms=1.0,
+                              rounds=1, ptx=False, gluon=False, copy_gb_s=None, run_id="r")
+    assert len(recs) == 1 and recs[0]["type"] == "case" and recs[0]["status"].startswith("out of memory: CUDA out")
+
+
+def _fake_run(monkeypatch, measure):
+    """run_sweep with the GPU parts replaced: no compiling, timer, frame or sampler; `measure` for measure_case."""
+    from compare import envinfo, frame
+
+    monkeypatch.setattr(tune, "warm", lambda todo, workers, log: None)
+    monkeypatch.setattr(bench, "Timer", lambda: None)
+    monkeypatch.setattr(frame, "copy_bandwidth", lambda timer: 3000.0)
+    monkeypatch.setattr(envinfo, "environment", lambda: {"git_commit": "test"})
+    monkeypatch.setattr(envinfo.Sampler, "__enter__", lambda self: self)
+    monkeypatch.setattr(sweep, "measure_case", measure)
+
+
+def _measure(seen, fail_at=None):
+    def measure(case, *, run_id, **kw):
+        if case.key == fail_at:
+            raise KeyboardInterrupt  # the process killed mid-case
+        seen.append(case.key)
+        return [{"type": "candidate", "run": run_id, "case": case.key, "ms": 1.0},
+                {"type": "case", "run": run_id, "case": case.key}]
+    return measure
+
+
+def _run(cases, out, budget_s=None):
+    return sweep.run_sweep(cases, out, budget_ms=1.0, rounds=1, ptx=False, gluon=False, workers=1, block=2,
+                           budget_s=budget_s, args={}, log=lambda *a: None)
+
+
+def test_a_sweep_resumes_where_it_stopped(monkeypatch, tmp_path):
+    """A killed run keeps the cases it finished; the same command goes on with the rest; a case the process died
+    on twice is recorded as crashed and skipped; a finished draw measures nothing."""
+    out, seen = tmp_path / "s.jsonl", []
+    cases = sweep.draw([2], 0, 5, ["NN"], ["fp16"], ["fp32"])
+    _fake_run(monkeypatch, _measure(seen, fail_at=cases[3].key))
+    with pytest.raises(KeyboardInterrupt):
+        _run(cases, out)
+    assert seen == [c.key for c in cases[:3]] and set(sweep.read(out).cases) == set(seen)
+    with pytest.raises(KeyboardInterrupt):  # the same command again: on from case 3, which kills it again
+        _run(cases, out)
+    assert seen == [c.key for c in cases[:3]] and sweep.read(out).starts[cases[3].key] == 2
+    monkeypatch.setattr(sweep, "measure_case", _measure(seen))
+    assert _run(cases, out) == 1  # case 3 skipped as crashed, case 4 measured
+    data = sweep.read(out)
+    assert seen[-1] == cases[4].key and set(data.cases) == {c.key for c in cases}
+    assert data.cases[cases[3].key]["status"].startswith("crashed")
+    assert _run(cases, out) == 0 and [r["type"] for r in map(json.loads, out.read_text().splitlines())].count(
+        "end") == 1  # a run with nothing to do writes nothing
+
+
+def test_a_time_budget_stops_before_a_case_it_cannot_cover(monkeypatch, tmp_path):
+    out, seen = tmp_path / "s.jsonl", []
+    cases = sweep.draw([2], 0, 6, ["NN"], ["fp16"], ["fp32"])
+    _fake_run(monkeypatch, _measure(seen))
+    calls = iter([True, True, True, False])
+    monkeypatch.setattr(sweep.Budget, "covers_case", lambda self: next(calls))
+    assert _run(cases, out, budget_s=100.0) == 3
+    end = [r for r in map(json.loads, out.read_text().splitlines()) if r["type"] == "end"]
+    assert end[-1]["stopped"] == "budget" and end[-1]["cases"] == 3
+    monkeypatch.undo()
+    budget = sweep.Budget(10.0)
+    assert not budget.covers_case()  # a first case is taken to need 30 s
+    budget.case_s.append(2.0)
+    assert budget.covers_case() and sweep.Budget(None).covers_block()
+
+
+def _synthetic_file(path, seeds=(11, 12), count=80):
+    """A data file of candidate records the cost model makes with known parameters (and a little noise)."""
+    true = cm.Params(kernels={"tma": cm.KernelParams(eff=0.6, mem_eff=0.7, launch_us=4.0),
+                              "splitk.mma": cm.KernelParams(eff=0.4, mem_eff=0.6, launch_us=3.0)})
+    recs = []
+    for seed in seeds:
+        for case in sweep.draw([seed], 0, count, ["NN"], ["fp16"], ["fp32"]):
+            prob = cm.Problem(case.m, case.n, case.k)
+            plans = [cm.plan_for("tma", 128, 256, 64, 3, 8), cm.plan_for("tma", 128, 128, 64, 4, 8)]
+            plans += [cm.plan_for("splitk", 16, 64, 128, 4, 4, s) for s in (2, 4)] if case.m <= 64 else []
+            for i, plan in enumerate(plans):
+                ms = cm.predict(prob, plan, true).seconds * 1e3 * math.exp(0.02 * math.sin(7 * case.index + i))
+                recs.append({"type": "candidate", "case": case.key, "seed": seed, "side": "triton",
+                             **cm.record_fields(prob, plan), "status": "ok", "ms": ms, "torch_ms": 0.9 * ms})
+            recs.append({"type": "candidate", "case": case.key, "seed": seed, "side": "auto", "ms": 1.0,
+                         "x_torch": 0.8, "plan": None})
+    sweep.append(path, recs)
+
+
+def test_fit_reports_quality_and_writes_parameters(tmp_path, capsys):
+    from compare.__main__ import main
+
+    data, params = tmp_path / "s.jsonl", tmp_path / "model.json"
+    _synthetic_file(data)
+    assert main(["sweep", "--fit", str(data), "--holdout", "12", "--params", str(params)]) == 0
+    out = capsys.readouterr().out
+    assert "fit (the records it was fitted on)" in out and "held out" in out and "splitk.mma" in out
+    assert "choice (held out) triton:" in out and "kernel='auto' today: 160 cases" in out
+    p = cm.load(params)
+    assert p.kernels["tma"].eff == pytest.approx(0.6, rel=0.05)
+    assert p.about["holdout"]["seeds"] == [12] and p.about["holdout"]["quality"]["all"]["median_abs_log_error"] < 0.05
+
+
+def test_fit_refuses_in_one_line(tmp_path, capsys):
+    from compare.__main__ import main
+
+    assert main(["sweep", "--fit", str(tmp_path / "none.jsonl")]) == 2
+    assert "no such file" in capsys.readouterr().err
+    empty = tmp_path / "e.jsonl"
+    sweep.append(empty, [{"type": "run", "run": "r"}])
+    assert main(["sweep", "--fit", str(empty), "--params", str(tmp_path / "p.json")]) == 2
+    err = capsys.readouterr().err
+    assert "no timed candidate records" in err and len(err.strip().splitlines()) == 1
+
+
+def test_tune_keeps_every_timing(monkeypatch, hopper):
+    """`_tune` hands each configuration's time to a kept_timings block (and to nothing outside one), and tune's
+    records of them are the sweep's candidate records."""
+    ms = iter(range(1, 1000))
+    monkeypatch.setattr(dispatch, "time_ms", lambda call: float(next(ms)))
+    a, b = make_inputs(64, 256, 512, "NN")
+    c = torch.empty(64, 256, dtype=torch.float16)
+    with dispatch.kept_timings() as got:
+        with dispatch.kept_timings() as inner:
+            pass  # an empty block inside leaves the outer one collecting
+        cfg, best = dispatch._tune("tma", (False, False, False), ("f",), a, b, c, False)
+    assert not inner and got and [x[3] for x in got] == [float(i) for i in range(1, len(got) + 1)]
+    assert all(x[0] == "tma" for x in got) and cfg == got[0][2]
+    dispatch._tune("blocked", (False, False, False), ("g",), a, b, c, False)
+    assert len(got) == len([x for x in got if x[0] == "tma"])  # the block had ended
+    recs = sweep_data.tune_records(got, a, b, "fp16", "fp32", "NN", "tune/x")
+    assert len(recs) == len(got) and all(cm.from_record(r).plan.kernel == "tma" for r in recs)
+    assert recs[0]["call"] == {"kernel": "tma", "config": got[0][2].name, "stage": ""}
+
+
+@pytest.mark.gpu(sm=90)
+def test_sweep_end_to_end(tmp_path):
+    """Two shapes, the PTX side too: every case recorded with its candidates, checked and timed, the auto calls
+    beside them; a second run measures nothing; the fit reads the file."""
+    out = tmp_path / "s.jsonl"
+    cmd = [sys.executable, "-m", "compare", "sweep", "--seeds", "7", "--count", "2", "--ptx", "--budget-ms", "2",
+           "--workers", "4", "--out", str(out)]
+    res = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    data = sweep.read(out)
+    assert len(data.cases) == 2 and all(c["status"] == "ok" and c["torch_ms"] > 0 for c in data.cases.values())
+    sides = {r["side"] for r in data.candidates}
+    assert sides == {"triton", "auto", "ptx"}
+    ok = [r for r in data.candidates if r["status"] == "ok"]
+    assert ok and all(r["ms"] > 0 and r["samples"] >= 3 and r["plan"] is not None for r in ok if r["side"] != "auto")
+    assert all(r["call"].get("ran") for r in data.candidates if r["side"] == "ptx" and r["status"] == "ok")
+    res = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0 and "0 to measure" in res.stdout
+    res = subprocess.run([sys.executable, "-m", "compare", "sweep", "--fit", str(out), "--params",
+                          str(tmp_path / "m.json")], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0 and (tmp_path / "m.json").exists(), res.stdout + res.stderr
+
+
+@pytest.mark.gpu(sm=90)
+def test_tune_writes_every_timing_beside_a_small_table(tmp_path):
+    """`compare tune --grid quick`: the table loads as before and names its timings file; the file holds a
+    candidate record for every configuration timed (the kept plans checked, failures without a time), which
+    `sweep --fit` reads."""
+    from triton_kernels import plan_table
+
+    table, timings = tmp_path / "t.json", tmp_path / "t.jsonl"
+    res = subprocess.run([sys.executable, "-m", "compare", "tune", "--grid", "quick", "--accs", "fp32", "--workers",
+                          "2", "--out", str(table), "--timings", str(timings)], cwd=ROOT, capture_output=True,
+                         text=True, timeout=900)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    t = plan_table.Table.load(table)
+    run = json.loads(table.read_text())["runs"][-1]
+    recs = sweep.read(timings).candidates
+    assert t.entries and run["timings"]["file"] == timings.name and run["timings"]["records"] == len(recs) > 0
+    assert {r["status"] for r in recs} <= {"ok", "unchecked", "failed check"}
+    assert sum(r["status"] == "ok" for r in recs) >= len({r["case"] for r in recs})  # each case's kept plan
+    assert all((r["ms"] is None) == (r["status"] == "failed check") for r in recs)
+    res = subprocess.run([sys.executable, "-m", "compare", "sweep", "--fit", str(timings), "--params",
+                          str(tmp_path / "m.json")], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stdout + res.stderr
