@@ -175,7 +175,7 @@ def case_candidates(case: Case, a: torch.Tensor, b: torch.Tensor, ptx: bool, glu
     out = [triton_entry("triton", kern, cfg, stage) for kern, stage, cfg in candidate_plans(a, b)]
     if gluon and GLUON in VARIANTS:
         stage = dispatch.copy_stage(GLUON.alignment, a, b, None)
-        out += [triton_entry("triton", "gluon", cfg, stage)
+        out += [triton_entry("triton", "gluon_persistent", cfg, stage)
                 for cfg in problem_configs(kernel_module(GLUON), case.m, case.n, case.k, dispatch.sm_count(a))]
     import triton_kernels
 

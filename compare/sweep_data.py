@@ -90,7 +90,7 @@ def effective_split(kernel: str, k: int, cfg) -> int:
     """The K slices a Triton configuration launches on K (fewer than its split where K is short)."""
     if cfg.split_k == 1:
         return 1
-    if kernel == "gluon":
+    if kernel == "gluon_persistent":
         from triton_kernels.gluon_persistent import split_slices
         return split_slices(k, cfg.split_k)[1]
     from triton_kernels.splitk import slices

@@ -159,13 +159,13 @@ class Plan:
 # splitk_wide and the Gluon kernel's splits in a second launch. PTX (record names): wgmma_persistent and the kernels
 # it hands problems to.
 KERNELS = {
-    "blocked": ("data_parallel", "none"),
-    "tma": ("persistent", "none"),
-    "splitk": ("split_k", "fused"),
-    "splitk_tma": ("split_k", "fused"),
-    "splitk_wide": ("split_k", "two_pass"),
-    "gemv": ("bandwidth", "fused"),
-    "gluon": ("persistent", "two_pass"),
+    "triton_blocked": ("data_parallel", "none"),
+    "triton_tma": ("persistent", "none"),
+    "triton_splitk": ("split_k", "fused"),
+    "triton_splitk_tma": ("split_k", "fused"),
+    "triton_splitk_wide": ("split_k", "two_pass"),
+    "triton_gemv": ("bandwidth", "fused"),
+    "gluon_persistent": ("persistent", "two_pass"),
     "wgmma_persistent": ("persistent", "none"),
     "wgmma_splitk": ("split_k", "cluster"),
     "wgmma_splitk_grid": ("split_k", "two_pass"),

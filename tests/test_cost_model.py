@@ -18,7 +18,7 @@ def core(problem, plan, params=None):
     return t["compute"] + t["waves"]
 
 
-@pytest.mark.parametrize("kernel,stages", [("tma", 4), ("blocked", 4)])
+@pytest.mark.parametrize("kernel,stages", [("triton_tma", 4), ("triton_blocked", 4)])
 def test_waves_step_at_multiples_of_the_sm_count(kernel, stages):
     """With one tile per row of tiles, M = t x 128 makes t tiles: the compute side of the time (compute + waves) is
     one round's up to 132 tiles, two rounds' from 133 to 264, three from 265; the waves term is what the last
@@ -36,21 +36,21 @@ def test_a_split_fills_the_rounds_a_few_tiles_leave_empty():
     """16 x 4096 x 4096 in 16 x 64 tiles is 64 tiles on 132 SMs: split in 2 its compute side halves, and splits
     past the SM count add rounds again."""
     prob = cm.Problem(16, 4096, 4096)
-    q = {s: core(prob, cm.plan_for("splitk", 16, 64, 128, 4, 4, s)) for s in (1, 2, 4)}
+    q = {s: core(prob, cm.plan_for("triton_splitk", 16, 64, 128, 4, 4, s)) for s in (1, 2, 4)}
     assert q[2] == pytest.approx(q[1] / 2) and q[4] == pytest.approx(q[2])
 
 
 def test_bandwidth_decides_at_m_1():
     """A single row: B's bytes are the time, for the CUDA-core path and for a 16-row tensor-core split alike."""
     prob = cm.Problem(1, 8192, 8192)
-    for plan in (cm.plan_for("gemv", 1, 32, 256, 1, 4, 2), cm.plan_for("splitk", 16, 64, 128, 4, 4, 4)):
+    for plan in (cm.plan_for("triton_gemv", 1, 32, 256, 1, 4, 2), cm.plan_for("triton_splitk", 16, 64, 128, 4, 4, 4)):
         p = cm.predict(prob, plan)
         assert p.decided == "hbm", (plan, p)
         assert p.terms["hbm"] >= 2 * 8192 * 8192 / (cm.H100.hbm_gbps * 1e9)  # B alone, at HBM's bandwidth at best
 
 
-@pytest.mark.parametrize("kernel,bn,stages,warps", [("tma", 256, 3, 8), ("wgmma_persistent", 256, 4, 12),
-                                                    ("blocked", 256, 3, 8)])
+@pytest.mark.parametrize("kernel,bn,stages,warps", [("triton_tma", 256, 3, 8), ("wgmma_persistent", 256, 4, 12),
+                                                    ("triton_blocked", 256, 3, 8)])
 @pytest.mark.parametrize("size", [4096, 8192])
 def test_compute_decides_at_large_squares(kernel, bn, stages, warps, size):
     p = cm.predict(cm.Problem(size, size, size), cm.plan_for(kernel, 128, bn, 64, stages, warps))
@@ -62,7 +62,7 @@ def test_staging_reduce_and_latency_terms():
     """Staged operands add their copies (read + write) and a launch each; fp32 partials go through HBM for a fused
     or two-pass split, not for a cluster's; a two-pass split launches twice; a cluster halves B's L2 reads."""
     prob = cm.Problem(3000, 5000, 2000, align="--t")
-    plain, staged = cm.plan_for("tma", 128, 256, 64, 3, 8), cm.plan_for("tma", 128, 256, 64, 3, 8, staged="AB")
+    plain, staged = cm.plan_for("triton_tma", 128, 256, 64, 3, 8), cm.plan_for("triton_tma", 128, 256, 64, 3, 8, staged="AB")
     f0, f1 = cm.features(prob, plain), cm.features(prob, staged)
     assert f1.bytes_staging == 2 * 2 * (3000 * 2000 + 2000 * 5000) and f0.bytes_staging == 0
     assert f1.launches == f0.launches + 2
@@ -81,25 +81,25 @@ def test_stream_k_shares_the_last_round():
     """Stream-K's busiest SM takes whole rounds of tiles plus an equal share of the remainder's k-iterations: at
     133 tiles it runs about one round plus 1/132 of one, where data-parallel tiles take two rounds."""
     prob = cm.Problem(128 * 133, 128, 4096)
-    dp = cm.features(prob, cm.plan_for("tma", 128, 128, 64, 4, 8))
-    sk = cm.features(prob, replace(cm.plan_for("tma", 128, 128, 64, 4, 8), schedule="stream_k"))
+    dp = cm.features(prob, cm.plan_for("triton_tma", 128, 128, 64, 4, 8))
+    sk = cm.features(prob, replace(cm.plan_for("triton_tma", 128, 128, 64, 4, 8), schedule="stream_k"))
     assert dp.steps == 2 * 64 and sk.steps == 64 + 1 and sk.bytes_reduce > 0
 
 
 def test_plans_refuse_what_they_cannot_be():
     with pytest.raises(HgemmValueError, match="schedule"):
-        cm.Plan("tma", 128, 128, 64, schedule="waves")
+        cm.Plan("triton_tma", 128, 128, 64, schedule="waves")
     with pytest.raises(HgemmValueError, match="unknown kernel"):
         cm.plan_for("nope", 128, 128, 64)
     with pytest.raises(HgemmValueError, match="M, N, K >= 1"):
         cm.Problem(0, 4, 4)
-    assert cm.plan_for("splitk", 16, 64, 128, 4, 4, 1).schedule == "data_parallel"
-    assert cm.plan_for("splitk", 16, 64, 128, 4, 4, 2).isa == "mma" and cm.plan_for("gemv", 1, 32, 256).isa == "fma"
+    assert cm.plan_for("triton_splitk", 16, 64, 128, 4, 4, 1).schedule == "data_parallel"
+    assert cm.plan_for("triton_splitk", 16, 64, 128, 4, 4, 2).isa == "mma" and cm.plan_for("triton_gemv", 1, 32, 256).isa == "fma"
 
 
-TRUE = {"tma": cm.KernelParams(eff=0.62, mem_eff=0.7, l2_eff=1.4, launch_us=5.0, tile_us=2.0, kiter_us=0.02),
-        "splitk.mma": cm.KernelParams(eff=0.4, mem_eff=0.55, l2_eff=1.0, launch_us=4.0, tile_us=1.5, kiter_us=0.05),
-        "gemv": cm.KernelParams(eff=0.3, mem_eff=0.8, l2_eff=1.0, launch_us=2.5, tile_us=0.8, kiter_us=0.01)}
+TRUE = {"triton_tma": cm.KernelParams(eff=0.62, mem_eff=0.7, l2_eff=1.4, launch_us=5.0, tile_us=2.0, kiter_us=0.02),
+        "triton_splitk.mma": cm.KernelParams(eff=0.4, mem_eff=0.55, l2_eff=1.0, launch_us=4.0, tile_us=1.5, kiter_us=0.05),
+        "triton_gemv": cm.KernelParams(eff=0.3, mem_eff=0.8, l2_eff=1.0, launch_us=2.5, tile_us=0.8, kiter_us=0.01)}
 
 
 def synthetic(seed=3, count=250, noise=0.03, outliers=0.03, bias=None):
@@ -110,12 +110,12 @@ def synthetic(seed=3, count=250, noise=0.03, outliers=0.03, bias=None):
     out = []
     for i, (m, n, k, layout) in enumerate(random_shapes(seed, count)):
         prob = cm.Problem(m, n, k, layout)
-        plans = [cm.plan_for("tma", 128, 256, 64, 3, 8), cm.plan_for("tma", 128, 128, 64, 4, 8),
-                 cm.plan_for("tma", 64, 128, 128, 4, 4)]
+        plans = [cm.plan_for("triton_tma", 128, 256, 64, 3, 8), cm.plan_for("triton_tma", 128, 128, 64, 4, 8),
+                 cm.plan_for("triton_tma", 64, 128, 128, 4, 4)]
         if m <= 64:
-            plans += [cm.plan_for("splitk", 16, 64, 128, 4, 4, s) for s in (2, 4, 8)]
+            plans += [cm.plan_for("triton_splitk", 16, 64, 128, 4, 4, s) for s in (2, 4, 8)]
         if m == 1:
-            plans.append(cm.plan_for("gemv", 1, 32, 256, 1, 4, 2))
+            plans.append(cm.plan_for("triton_gemv", 1, 32, 256, 1, 4, 2))
         for plan in plans:
             s = cm.predict(prob, plan, params).seconds * math.exp(rng.gauss(0, noise))
             if rng.random() < outliers:
@@ -129,24 +129,24 @@ def synthetic(seed=3, count=250, noise=0.03, outliers=0.03, bias=None):
 def test_fit_recovers_the_parameters_it_generated():
     recs = synthetic()
     params = cm.fit(recs)
-    got = params.kernels["tma"]
-    assert got.eff == pytest.approx(TRUE["tma"].eff, rel=0.05)
-    assert got.mem_eff == pytest.approx(TRUE["tma"].mem_eff, rel=0.08)
-    assert got.launch_us == pytest.approx(TRUE["tma"].launch_us, rel=0.25)
+    got = params.kernels["triton_tma"]
+    assert got.eff == pytest.approx(TRUE["triton_tma"].eff, rel=0.05)
+    assert got.mem_eff == pytest.approx(TRUE["triton_tma"].mem_eff, rel=0.08)
+    assert got.launch_us == pytest.approx(TRUE["triton_tma"].launch_us, rel=0.25)
     q = params.about["quality"]
     assert q["all"]["median_abs_log_error"] < 0.04, q  # the noise's own median |log| is 0.02
-    assert set(q["kernels"]) == {"tma", "splitk.mma", "gemv"}
+    assert set(q["kernels"]) == {"triton_tma", "triton_splitk.mma", "triton_gemv"}
     picked = cm.choices(recs, params)
     assert sum(chosen.seconds <= 1.1 * best.seconds for _, chosen, best in picked) >= 0.9 * len(picked)
 
 
 def test_fit_learns_a_bin_correction_and_applies_it():
-    key = "tma/m4096/a"
+    key = "triton_tma/m4096/a"
     recs = synthetic(seed=4, count=300, outliers=0.0, bias=(key, 1.4))
     params = cm.fit(recs)
     assert params.corrections[key] == pytest.approx(math.log(1.4), abs=0.12)
     prob = cm.Problem(4000, 4096, 4096)
-    plan = cm.plan_for("tma", 128, 256, 64, 3, 8)
+    plan = cm.plan_for("triton_tma", 128, 256, 64, 3, 8)
     assert cm.correction_key(prob, plan) == key
     p = cm.predict(prob, plan, params)
     assert p.correction == pytest.approx(math.exp(params.corrections[key]))
@@ -170,7 +170,7 @@ def test_parameter_file_round_trips(tmp_path):
 
 
 def test_records_round_trip_through_their_fields():
-    prob, plan = cm.Problem(7, 300, 5000, "TN", "-tt", "bf16"), cm.plan_for("splitk_tma", 16, 64, 128, 4, 4, 8)
+    prob, plan = cm.Problem(7, 300, 5000, "TN", "-tt", "bf16"), cm.plan_for("triton_splitk_tma", 16, 64, 128, 4, 4, 8)
     rec = cm.from_record({**json.loads(json.dumps(cm.record_fields(prob, plan))), "ms": 0.25, "case": "c"})
     assert rec == cm.Record(prob, plan, 0.25e-3, "c")
 
@@ -179,16 +179,16 @@ def test_rank_puts_the_split_first_where_tiles_leave_sms_idle():
     """16 x 4096 x 4096: 128-row tiles compute mostly padding and 32 tiles leave 100 SMs idle; the 16-row split-K
     plans rank first, the CUDA-core path (gemv) last, and the order is by predicted time."""
     prob = cm.Problem(16, 4096, 4096)
-    plans = [cm.plan_for("tma", 128, 128, 64, 4, 8), cm.plan_for("gemv", 1, 32, 256, 1, 4, 2),
-             cm.plan_for("splitk", 16, 64, 128, 4, 4, 4), cm.plan_for("splitk", 16, 64, 128, 4, 4, 2)]
+    plans = [cm.plan_for("triton_tma", 128, 128, 64, 4, 8), cm.plan_for("triton_gemv", 1, 32, 256, 1, 4, 2),
+             cm.plan_for("triton_splitk", 16, 64, 128, 4, 4, 4), cm.plan_for("triton_splitk", 16, 64, 128, 4, 4, 2)]
     ranked = cm.rank(prob, plans)
-    assert [p.kernel for _, p in ranked][:2] == ["splitk", "splitk"] and ranked[-1][1].kernel == "gemv"
+    assert [p.kernel for _, p in ranked][:2] == ["triton_splitk", "triton_splitk"] and ranked[-1][1].kernel == "triton_gemv"
     assert [x.seconds for x, _ in ranked] == sorted(x.seconds for x, _ in ranked)
 
 
 def test_features_stack_into_arrays():
     probs = [cm.Problem(64 * i, 512, 1024) for i in range(1, 5)]
-    plan = cm.plan_for("tma", 128, 128, 64, 4, 8)
+    plan = cm.plan_for("triton_tma", 128, 128, 64, 4, 8)
     f = cm.stack([cm.features(p, plan) for p in probs])
     t = cm.total(cm.terms(f, cm.KernelParams()))
     assert isinstance(t, np.ndarray) and np.allclose(t, [cm.predict(p, plan).seconds for p in probs])

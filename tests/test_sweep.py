@@ -86,7 +86,7 @@ def test_case_candidates_are_autos_plus_todays_call(hopper):
     plans = tune.candidate_plans(a, b)
     assert len(cands) == len(plans) + 1 and len({c.name for c in cands}) == len(cands)
     assert [c.side for c in cands] == ["triton"] * len(plans) + ["auto"]
-    assert {c.call["kernel"] for c in cands[:-1]} == {"blocked", "splitk", "splitk_tma", "tma"}
+    assert {c.call["kernel"] for c in cands[:-1]} == {"triton_blocked", "triton_splitk", "triton_splitk_tma", "triton_tma"}
     for c, (kern, stage, cfg) in zip(cands, plans):
         assert c.plan.kernel == kern and (c.plan.bm, c.plan.bn, c.plan.bk) == (cfg.block_m, cfg.block_n, cfg.block_k)
         assert c.plan.split == (1 if cfg.split_k == 1 else slices(4096, cfg)[1])
@@ -124,7 +124,7 @@ def test_a_case_records_every_candidate_then_itself(monkeypatch, hopper):
     from compare import parallel
 
     monkeypatch.setattr(parallel, "gpu_operands", lambda m, n, k, layout, dtype, seed: make_inputs(m, n, k, layout))
-    monkeypatch.setattr(bench, "bench_shape", _fake_bench(lambda name: "failed check" if "blocked" in name else 0.5))
+    monkeypatch.setattr(bench, "bench_shape", _fake_bench(lambda name: "failed check" if "triton_blocked" in name else 0.5))
     case = sweep.Case(1, 3, 16, 4096, 4096, "NT", "fp16", "fp32")
     recs = sweep.measure_case(case, timer=None, budget_ms=5.0, rounds=3, ptx=True, gluon=False, copy_gb_s=None,
                               run_id="r1")
@@ -134,7 +134,7 @@ def test_a_case_records_every_candidate_then_itself(monkeypatch, hopper):
     assert last["auto"]["ptx"]["ran"] == "wgmma_splitk" and last["candidates"] == len(cands)
     assert all(r["type"] == "candidate" and r["case"] == case.key and r["problem"]["m"] == 16 for r in cands)
     assert all(r["problem"]["align"] == "ttt" and r["problem"]["layout"] == "NT" for r in cands)
-    failed = [r for r in cands if r["call"]["kernel"] == "blocked"]
+    failed = [r for r in cands if r["call"]["kernel"] == "triton_blocked"]
     assert failed and all(r["status"] == "failed check" and r["ms"] is None and r["x_torch"] is None for r in failed)
     timed = [r for r in cands if r["ms"] is not None]
     assert last["timed"] == len(timed) and all(r["x_torch"] == 2.0 for r in timed)
@@ -221,14 +221,14 @@ def test_a_time_budget_stops_before_a_case_it_cannot_cover(monkeypatch, tmp_path
 
 def _synthetic_file(path, seeds=(11, 12), count=80):
     """A data file of candidate records the cost model makes with known parameters (and a little noise)."""
-    true = cm.Params(kernels={"tma": cm.KernelParams(eff=0.6, mem_eff=0.7, launch_us=4.0),
-                              "splitk.mma": cm.KernelParams(eff=0.4, mem_eff=0.6, launch_us=3.0)})
+    true = cm.Params(kernels={"triton_tma": cm.KernelParams(eff=0.6, mem_eff=0.7, launch_us=4.0),
+                              "triton_splitk.mma": cm.KernelParams(eff=0.4, mem_eff=0.6, launch_us=3.0)})
     recs = []
     for seed in seeds:
         for case in sweep.draw([seed], 0, count, ["NN"], ["fp16"], ["fp32"]):
             prob = cm.Problem(case.m, case.n, case.k)
-            plans = [cm.plan_for("tma", 128, 256, 64, 3, 8), cm.plan_for("tma", 128, 128, 64, 4, 8)]
-            plans += [cm.plan_for("splitk", 16, 64, 128, 4, 4, s) for s in (2, 4)] if case.m <= 64 else []
+            plans = [cm.plan_for("triton_tma", 128, 256, 64, 3, 8), cm.plan_for("triton_tma", 128, 128, 64, 4, 8)]
+            plans += [cm.plan_for("triton_splitk", 16, 64, 128, 4, 4, s) for s in (2, 4)] if case.m <= 64 else []
             for i, plan in enumerate(plans):
                 ms = cm.predict(prob, plan, true).seconds * 1e3 * math.exp(0.02 * math.sin(7 * case.index + i))
                 recs.append({"type": "candidate", "case": case.key, "seed": seed, "side": "triton",
@@ -245,10 +245,10 @@ def test_fit_reports_quality_and_writes_parameters(tmp_path, capsys):
     _synthetic_file(data)
     assert main(["sweep", "--fit", str(data), "--holdout", "12", "--params", str(params)]) == 0
     out = capsys.readouterr().out
-    assert "fit (the records it was fitted on)" in out and "held out" in out and "splitk.mma" in out
+    assert "fit (the records it was fitted on)" in out and "held out" in out and "triton_splitk.mma" in out
     assert "choice (held out) triton:" in out and "kernel='auto' today: 160 cases" in out
     p = cm.load(params)
-    assert p.kernels["tma"].eff == pytest.approx(0.6, rel=0.05)
+    assert p.kernels["triton_tma"].eff == pytest.approx(0.6, rel=0.05)
     assert p.about["holdout"]["seeds"] == [12] and p.about["holdout"]["quality"]["all"]["median_abs_log_error"] < 0.05
 
 
@@ -274,14 +274,14 @@ def test_tune_keeps_every_timing(monkeypatch, hopper):
     with dispatch.kept_timings() as got:
         with dispatch.kept_timings() as inner:
             pass  # an empty block inside leaves the outer one collecting
-        cfg, best = dispatch._tune("tma", (False, False, False), ("f",), a, b, c, False)
+        cfg, best = dispatch._tune("triton_tma", (False, False, False), ("f",), a, b, c, False)
     assert not inner and got and [x[3] for x in got] == [float(i) for i in range(1, len(got) + 1)]
-    assert all(x[0] == "tma" for x in got) and cfg == got[0][2]
-    dispatch._tune("blocked", (False, False, False), ("g",), a, b, c, False)
-    assert len(got) == len([x for x in got if x[0] == "tma"])  # the block had ended
+    assert all(x[0] == "triton_tma" for x in got) and cfg == got[0][2]
+    dispatch._tune("triton_blocked", (False, False, False), ("g",), a, b, c, False)
+    assert len(got) == len([x for x in got if x[0] == "triton_tma"])  # the block had ended
     recs = sweep_data.tune_records(got, a, b, "fp16", "fp32", "NN", "tune/x")
-    assert len(recs) == len(got) and all(cm.from_record(r).plan.kernel == "tma" for r in recs)
-    assert recs[0]["call"] == {"kernel": "tma", "config": got[0][2].name, "stage": ""}
+    assert len(recs) == len(got) and all(cm.from_record(r).plan.kernel == "triton_tma" for r in recs)
+    assert recs[0]["call"] == {"kernel": "triton_tma", "config": got[0][2].name, "stage": ""}
 
 
 @pytest.mark.gpu(sm=90)
