@@ -435,8 +435,12 @@ def run_fit(paths: list[Path], params_out: Path, holdout: list[int], log=print) 
                     log(f"choice ({which}) " + choice_report(sub, [recs[i] for i in ids], params, side))
     log(today_report(paths))
     runs = [r for p in paths for r in read(p).runs]
-    params.about.update(sources=[str(p) for p in paths], commits=sorted({r["environment"].get("git_commit", "?")
-                                                                        for r in runs if "environment" in r}))
+    envs = [r["environment"] for r in runs if "environment" in r]
+    params.about.update(sources=[str(p) for p in paths], commits=sorted({e.get("git_commit", "?") for e in envs}),
+                        devices=sorted({e.get("gpu", "?") for e in envs}),
+                        commands=sorted({e.get("command", "?") for e in envs}),
+                        fit_command="python -m compare sweep --fit " + " ".join(map(str, paths))
+                        + (f" --holdout {','.join(map(str, holdout))}" if holdout else "") + f" --params {params_out}")
     cm.save(params, params_out)
     log(f"wrote {params_out}")
     return params

@@ -15,6 +15,7 @@ source "tune"), so `--fit` reads both.
 """
 from __future__ import annotations
 
+import gzip
 import json
 import os
 from collections import Counter
@@ -39,10 +40,12 @@ class Data:
 
 
 def read(path: Path) -> Data:
-    """A data file's records by type; a missing file reads as empty."""
+    """A data file's records by type (a committed one may be gzipped: name ending .gz); a missing file reads as
+    empty."""
     data = Data()
     try:
-        lines = Path(path).read_text().splitlines()
+        raw = Path(path).read_bytes()
+        lines = (gzip.decompress(raw) if str(path).endswith(".gz") else raw).decode().splitlines()
     except FileNotFoundError:
         return data
     for line in lines:
@@ -86,23 +89,11 @@ def append(path: Path, records: list[dict]) -> None:
 # ----------------------------------------------------------------------------------------------------------------
 # Records of Triton plans
 # ----------------------------------------------------------------------------------------------------------------
-def effective_split(kernel: str, k: int, cfg) -> int:
-    """The K slices a Triton configuration launches on K (fewer than its split where K is short)."""
-    if cfg.split_k == 1:
-        return 1
-    if kernel == "gluon_persistent":
-        from triton_kernels.gluon_persistent import split_slices
-        return split_slices(k, cfg.split_k)[1]
-    from triton_kernels.splitk import slices
-    return slices(k, cfg)[1]
-
-
 def triton_plan(kernel: str, cfg, stage: tuple, k: int) -> cm.Plan:
-    """The cost model's plan of a Triton (kernel, configuration, staging)."""
-    from triton_kernels.plan_table import stage_text
+    """The cost model's plan of a Triton (kernel, configuration, staging): the planner's own description."""
+    from triton_kernels.planner import model_plan_of
 
-    return cm.plan_for(kernel, cfg.block_m, cfg.block_n, cfg.block_k, cfg.num_stages, cfg.num_warps,
-                       effective_split(kernel, k, cfg), stage_text(stage))
+    return model_plan_of(kernel, cfg, stage, k)
 
 
 # compare tune's per-candidate times, as candidate records

@@ -211,6 +211,34 @@ class Features:
     bytes_staging: float  # copies made before the GEMM, read and written
     bytes_reduce: float  # fp32 partials written and read again
     launches: float
+    loads: float  # a pointer kernel's warp-wide load instructions on the busiest SM (0 for TMA kernels)
+
+
+# Kernels that load A and B through pointers (cp.async or plain loads), not TMA: their loads are only as wide as the
+# operands' alignment allows, so on operands TMA cannot describe (a leading dimension off 16 bytes) they issue one load
+# per element (the `loads` feature) and run at other efficiencies, fitted apart.
+POINTER_KERNELS = ("triton_blocked", "triton_splitk", "triton_gemv")
+
+
+def pointer_loads(problem: Problem, plan: Plan) -> float:
+    """Warp-wide load instructions one k-iteration of a pointer kernel's CTA issues, weighted by what they cost.
+    Triton vectorizes a load only where it can prove 16-byte alignment, which its specialization on divisibility
+    by 16 gives for rows on 32-byte sectors ("t") only: other operands load one element per instruction, held in
+    registers until stored to shared memory, so past SPILL_ELEMENTS elements per thread and stage the registers
+    spill and the cost grows with the square."""
+    threads = 32 * plan.warps
+    total = 0.0
+    for letter, elems in ((problem.align[0], plan.bm * plan.bk), (problem.align[1], plan.bk * plan.bn)):
+        if letter == "t":
+            total += elems / (16 // ELEMENT_BYTES) / 32
+        else:
+            per_thread = elems / threads
+            total += elems / 32 * (1 + max(0.0, per_thread / SPILL_ELEMENTS - 1) ** 2 * SPILL_WEIGHT)
+    return total
+
+
+SPILL_ELEMENTS = 32
+SPILL_WEIGHT = 1.0
 
 
 def occupancy(plan: Plan, gpu: GPU) -> int:
@@ -247,6 +275,9 @@ def features(problem: Problem, plan: Plan, gpu: GPU = H100) -> Features:
     in_flight = plan.stages * (plan.bm + plan.bn) * plan.bk * e
     clock = gpu.clock_ghz * 1e9
     staged = {"A": m * k, "B": k * n, "C": m * n}
+    loads = 0.0
+    if plan.kernel in POINTER_KERNELS:
+        loads = steps * pointer_loads(problem, plan)
     return Features(
         flops=2.0 * m * n * k, tile_flops=2.0 * plan.bm * plan.bn * plan.bk,
         sm_rate=gpu.flops_per_clock(plan.isa) * clock, sms=float(gpu.sms), steps=float(steps),
@@ -255,7 +286,7 @@ def features(problem: Problem, plan: Plan, gpu: GPU = H100) -> Features:
         bytes_l2=float(e * (k * (tiles_n * m + tiles_m * n / plan.cluster) + m * n)),
         l2_rate=min(gpu.l2_gbps * 1e9, active_sms * gpu.sm_l2_bytes_per_clock * clock),
         bytes_staging=float(2 * e * sum(staged[x] for x in plan.staged)), bytes_reduce=float(bytes_reduce),
-        launches=float(1 + len(plan.staged) + (plan.reduce == "two_pass" and split > 1)))
+        launches=float(1 + len(plan.staged) + (plan.reduce == "two_pass" and split > 1)), loads=float(loads))
 
 
 def stack(many: list[Features]) -> Features:
@@ -276,6 +307,7 @@ class KernelParams:
     launch_us: float = 3.0  # per launch (its own, a copy's, a reduction's)
     tile_us: float = 1.0  # per tile an SM starts: the pipeline's fill and the epilogue
     kiter_us: float = 0.01  # per k-iteration on the busiest SM, beyond its flops
+    load_us: float = 1e-4  # per warp-wide load instruction of a pointer kernel on the busiest SM
 
     def as_array(self) -> np.ndarray:
         return np.array([getattr(self, f.name) for f in fields(self)], dtype=np.float64)
@@ -292,14 +324,16 @@ class Params:
     corrections: dict[str, float] = field(default_factory=dict)  # correction_key -> log factor on the total
     about: dict = field(default_factory=dict)  # where the fit came from and how well it fits
 
-    def of(self, plan: Plan) -> KernelParams:
-        return self.kernels.get(param_key(plan)) or DEFAULTS[plan.isa]
+    def of(self, plan: Plan, problem: Problem | None = None) -> KernelParams:
+        return self.kernels.get(param_key(plan, problem)) or DEFAULTS[plan.isa]
 
 
-def param_key(plan: Plan) -> str:
+def param_key(plan: Plan, problem: Problem | None = None) -> str:
     """Whose parameters a plan takes: its kernel's, or a Triton kernel's mma.sync tiles' (below 64 rows) apart from
-    its wgmma tiles' (each efficiency is of its own instruction's rate)."""
-    return plan.kernel + (".mma" if plan.isa == "mma" else "")
+    its wgmma tiles' (each efficiency is of its own instruction's rate); a pointer kernel's on A or B that TMA
+    cannot describe (".u") apart from its aligned calls'."""
+    unaligned = problem is not None and plan.kernel in POINTER_KERNELS and problem.align[:2] != "tt"
+    return plan.kernel + (".mma" if plan.isa == "mma" else "") + (".u" if unaligned else "")
 
 
 TERMS = ("compute", "waves", "hbm", "l2", "staging", "reduce", "latency")
@@ -320,7 +354,8 @@ def terms(f: Features, p: KernelParams) -> dict:
             "l2": f.bytes_l2 / (f.l2_rate * p.l2_eff),
             "staging": f.bytes_staging / (f.hbm_rate * p.mem_eff),
             "reduce": f.bytes_reduce / (f.hbm_rate * p.mem_eff),
-            "latency": 1e-6 * (f.launches * p.launch_us + f.rounds * p.tile_us + f.steps * p.kiter_us)}
+            "latency": 1e-6 * (f.launches * p.launch_us + f.rounds * p.tile_us + f.steps * p.kiter_us
+                               + f.loads * p.load_us)}
 
 
 def total(t: dict):
@@ -361,7 +396,7 @@ def predict(problem: Problem, plan: Plan, params: Params | None = None) -> Predi
     """The plan's predicted time on the problem: its terms, the total (times the residual correction of its bin,
     where the parameters have one) and the term that decided."""
     params = params or Params()
-    t = terms(features(problem, plan, params.gpu), params.of(plan))
+    t = terms(features(problem, plan, params.gpu), params.of(plan, problem))
     corr = math.exp(params.corrections.get(correction_key(problem, plan), 0.0))
     return Prediction(total(t) * corr, t, decided(t), corr)
 
@@ -375,7 +410,8 @@ def rank(problem: Problem, plans: list[Plan], params: Params | None = None) -> l
 # 6. The fit
 # ----------------------------------------------------------------------------------------------------------------
 # Parameters are fitted as logarithms (they stay positive) within these bounds, per PARAM_NAMES.
-LOG_BOUNDS = np.log(np.array([[0.02, 2.0], [0.05, 2.0], [0.1, 4.0], [0.05, 100.0], [0.001, 50.0], [1e-5, 1.0]]))
+LOG_BOUNDS = np.log(np.array([[0.02, 2.0], [0.05, 2.0], [0.1, 4.0], [0.05, 100.0], [0.001, 50.0], [1e-5, 1.0],
+                              [1e-7, 0.1]]))
 HUBER = 0.1  # |log error| past which a record's weight falls off as 1 / |error| (about 10%)
 ITERATIONS = 60
 MIN_BIN = 8  # records a bin needs before its median residual becomes a correction
@@ -446,12 +482,12 @@ def fit(records: list[Record], gpu: GPU = H100, start: Params | None = None) -> 
     params = Params(gpu, dict(start.kernels))
     by_kernel: dict[str, list[Record]] = {}
     for rec in records:
-        by_kernel.setdefault(param_key(rec.plan), []).append(rec)
+        by_kernel.setdefault(param_key(rec.plan, rec.problem), []).append(rec)
     residuals: dict[str, list[float]] = {}
     for name, recs in sorted(by_kernel.items()):
         f = stack([features(r.problem, r.plan, gpu) for r in recs])
         y = np.log([r.seconds for r in recs])
-        params.kernels[name] = _fit_kernel(f, y, start.of(recs[0].plan))
+        params.kernels[name] = _fit_kernel(f, y, start.of(recs[0].plan, recs[0].problem))
         r = np.log(total(terms(f, params.kernels[name]))) - y
         for rec, x in zip(recs, r):
             residuals.setdefault(correction_key(rec.problem, rec.plan), []).append(-float(x))
@@ -475,7 +511,7 @@ def _spread(errors: np.ndarray) -> dict:
 def quality(records: list[Record], params: Params) -> dict:
     """Median and p90 |log(predicted / measured)| over all records and per kernel (`param_key`)."""
     err = log_errors(records, params)
-    keys = [param_key(r.plan) for r in records]
+    keys = [param_key(r.plan, r.problem) for r in records]
     return {"all": _spread(err),
             "kernels": {name: _spread(err[[i for i, x in enumerate(keys) if x == name]]) for name in sorted(set(keys))}}
 

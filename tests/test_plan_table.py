@@ -11,7 +11,7 @@ import torch
 
 import triton_kernels
 from compare.reference import compare, make_inputs, poisoned_out, reference
-from triton_kernels import Config, configs, dispatch, plan_table
+from triton_kernels import Config, configs, dispatch, plan_table, planner
 from triton_kernels.plan_table import ExactCache, Plan, ShapeClass, Table, bucket, heuristic
 from triton_kernels.variants import kernel_module
 
@@ -137,6 +137,8 @@ def test_heuristic_rules(m, n, k, arch, align, kernel):
 
 
 def test_table_plan_takes_the_table_else_the_heuristic(monkeypatch):
+    """On a GPU with no cost model (tests/test_planner.py has the model's step between the two)."""
+    monkeypatch.setenv(planner.MODEL_ENV, "off")
     monkeypatch.setattr(dispatch, "device_arch", lambda t: 90)
     monkeypatch.setattr(dispatch, "sm_count", lambda t: 132)
     a, b = make_inputs(40, 32, 64, "NN", device=DEVICE)
@@ -154,7 +156,8 @@ def test_table_plan_takes_the_table_else_the_heuristic(monkeypatch):
 
 def test_a_plan_that_cannot_run_the_operands_is_not_taken(monkeypatch):
     """A table entry naming a TMA plan without staging, met by operands TMA cannot read in place (a hand-edited
-    table, or one from another version): the heuristic instead, never a launch that raises."""
+    table, or one from another version): the heuristic instead (no cost model), never a launch that raises."""
+    monkeypatch.setenv(planner.MODEL_ENV, "off")
     monkeypatch.setattr(dispatch, "device_arch", lambda t: 90)
     monkeypatch.setattr(dispatch, "sm_count", lambda t: 132)
     a, b = make_inputs(40, 33, 72, "NN", device=DEVICE)

@@ -44,9 +44,9 @@ def hgemm(a: torch.Tensor, b: torch.Tensor, *, out: torch.Tensor | None = None, 
         over very long K), "gluon_persistent" (the TMA ones raise if the operands are not TMA-compatible). The
         short names these took before ("blocked", "tma", "gluon", ...: `Variant.aliases`) are still taken.
     variant: another name for `kernel` (the name `ptx_kernels.hgemm` used to take); give one of the two.
-    tune: "table" (the default: table, nearest class or heuristic; nothing is timed on the call path) or "exact"
-        (the candidates timed on this kind of call's own operands once, the result kept in the user's plan cache
-        file for later processes); None takes TENSORCORE_HGEMM_TUNE, else "table".
+    tune: "table" (the default: table, cost model, nearest class or heuristic; nothing is timed on the call path)
+        or "exact" (the candidates timed on this kind of call's own operands once, the result kept in the user's
+        plan cache file for later processes); None takes TENSORCORE_HGEMM_TUNE, else "table".
     The first call of a kind validates, chooses and compiles the one configuration its plan names; later ones reuse
     that plan and launch the compiled kernels directly (`plan(...)` shows it).
     With inputs that require grad (and no `out` or `config`), the call goes through the autograd-recording operator

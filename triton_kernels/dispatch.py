@@ -8,8 +8,9 @@ overlapping an input) and launches the kept compiled kernels directly (triton_ke
 microseconds of Python instead of Triton's binder and descriptor encoding.
 
 Choosing a plan for kernel="auto" on a GPU (`choose`):
-- tune="table" (the default): the plan of the call's shape class, from the GPU's plan table, its nearest class or
-  a heuristic (`table_plan`, `triton_kernels.plan_table`). Nothing is timed, synchronized or allocated for it, so
+- tune="table" (the default): the plan of the call's shape class from the GPU's plan table, else the candidate
+  the GPU's fitted cost model predicts fastest (`triton_kernels.planner`), else (no model for the GPU) the nearest
+  class's plan or a heuristic (`table_plan`, `triton_kernels.plan_table`). Nothing is timed, synchronized or allocated for it, so
   a first call works inside CUDA-graph capture, on any stream and under torch.compile.
 - tune="exact": timed on the call's own operands (`time_auto`), once per kind of call and GPU, the result kept in
   the user's plan cache file (`exact_plan`):
@@ -48,7 +49,7 @@ from hgemm_common.plans import LRU, byte_extents, call_key, out_overlaps
 from hgemm_common.timing import wall_us
 from hgemm_common.validation import DTYPE_NAMES, interpreter_active
 
-from . import plan_table
+from . import plan_table, planner
 from .common import Config, problem_configs, time_ms
 from .contract import optional
 from .launch import Direct, Kept, direct_supported, hooks_idle, jit_launch
@@ -433,10 +434,28 @@ def usable(plan: Plan, arch: int, a: torch.Tensor, b: torch.Tensor, out: torch.T
     return plan.config.split_k == 1 or triton.cdiv(a.shape[1], plan.config.split_k) >= plan.config.block_k
 
 
+def model_plan(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None, acc: str, arch: int,
+               sms: int) -> Plan | None:
+    """The candidate (`candidates` x `problem_configs`, as tune="exact" would time) that the GPU's fitted cost
+    model predicts fastest among those that can run these operands (`planner.ranked`, `usable`); None where the
+    GPU has no model. Nothing is timed, synchronized or allocated."""
+    params = planner.params_for(arch, sms)
+    if params is None:
+        return None
+    m, k = a.shape
+    n = b.shape[1]
+    pairs = candidates(m, n, k, arch, sms, a, b, out)
+    for _, plan in planner.ranked(planner.problem_of(a, b, out, acc), pairs, sms, params):
+        if usable(plan, arch, a, b, out):
+            return plan
+    return None
+
+
 def table_plan(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None, acc: str, kernel: str, arch: int,
                sms: int, stage: tuple[bool, bool, bool] = (False, False, False)) -> Plan:
-    """The plan of the call's shape class (`plan_table`): the GPU's table entry, its nearest neighbour, or the
-    heuristic; for an explicit kernel= the configuration the table's timing chose for that kernel, or the
+    """kernel="auto": the GPU's table entry of the call's shape class (`plan_table`); else the candidate its cost
+    model predicts fastest (`model_plan`); else, on a GPU with no model, the nearest class's entry or the
+    heuristic. For an explicit kernel= the configuration the table's timing chose for that kernel, or the
     heuristic's, with `stage` (the operands it copies first). Nothing is timed."""
     m, k = a.shape
     n = b.shape[1]
@@ -445,6 +464,11 @@ def table_plan(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None, acc: 
     entry, distance = table.lookup(cls) if table is not None else (None, -1)
     source = "table" if distance == 0 else "nearest"
     if kernel == "auto":
+        if entry is not None and distance == 0 and usable(entry.plan, arch, a, b, out):
+            return replace(entry.plan, ms=None, source=source)
+        modelled = model_plan(a, b, out, acc, arch, sms)
+        if modelled is not None:
+            return modelled
         if entry is not None and usable(entry.plan, arch, a, b, out):
             return replace(entry.plan, ms=None, source=source)
         plan = plan_table.heuristic(m, n, k, arch, sms, cls.align)

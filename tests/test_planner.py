@@ -1,0 +1,122 @@
+"""kernel="auto"'s model step (triton_kernels/planner.py): on a GPU with a fitted cost model, a call whose shape
+class has no table entry of its own takes the candidate the model predicts fastest; the shipped parameters are
+what refitting the committed sweep gives; nothing on the path times, synchronizes or allocates. Runs on the CPU
+(the GPU's arch and SM count stubbed): a plan is arithmetic on sizes."""
+import json
+import random
+
+import pytest
+import torch
+
+import triton_kernels
+from compare.sweep import run_fit
+from hgemm_common import cost_model as cm
+from triton_kernels import dispatch, plan_table, planner
+from triton_kernels.planner import MODEL_DIR
+
+TMA_KERNELS = ("triton_tma", "triton_splitk_tma", "triton_splitk_wide")
+
+
+@pytest.fixture(autouse=True)
+def hopper(monkeypatch):
+    """An H100-like GPU (sm_90, 132 SMs) and no plan table: every call reaches the model."""
+    monkeypatch.delenv(planner.MODEL_ENV, raising=False)
+    monkeypatch.setattr(dispatch, "device_arch", lambda t: 90)
+    monkeypatch.setattr(dispatch, "sm_count", lambda t: 132)
+    monkeypatch.setattr(plan_table, "table_for", lambda arch, sms: None)
+    dispatch.clear()
+    planner.clear()
+    yield
+    dispatch.clear()
+    planner.clear()
+
+
+def operands(m: int, n: int, k: int, layout: str):
+    """A (M x K, row-major) and B (K x N; "NT": column-major) without storage (meta tensors): planning reads
+    shapes, strides and alignment only."""
+    a = torch.empty((m, k), dtype=torch.float16, device="meta")
+    b = torch.empty((n, k) if layout == "NT" else (k, n), dtype=torch.float16, device="meta")
+    return a, b.t() if layout == "NT" else b
+
+
+def shapes(seed: int, count: int):
+    """Shapes of the random suite's kind, drawn here (seed of this test's own): M log-uniform in [1, 16384], N and
+    K in [16, 32768], half of N and K off multiples of 8, both layouts."""
+    rng = random.Random(seed)
+    out = []
+    for i in range(count):
+        m, n, k = (max(1, int(2 ** rng.uniform(lo, 14 if j == 0 else 15))) for j, lo in enumerate((0, 4, 4)))
+        if i % 2:
+            n, k = -(-n // 8) * 8, -(-k // 8) * 8
+        out.append((m, n, k, "NN" if i % 3 else "NT"))
+    return out
+
+
+@pytest.mark.parametrize("m,n,k,layout", shapes(20261128, 24))
+def test_the_model_picks_the_fastest_predicted_candidate_that_can_run(m, n, k, layout):
+    a, b = operands(m, n, k, layout)
+    p = triton_kernels.plan(a, b)
+    assert p.source.startswith("model: ") and p.source.split(": ")[1] in cm.TERMS
+    assert dispatch.usable(p, 90, a, b, None)
+    params = planner.params_for(90, 132)
+    pairs = dispatch.candidates(m, n, k, 90, 132, a, b, None)
+    scored = planner.ranked(planner.problem_of(a, b, None, "fp32"), pairs, 132, params)
+    runnable = [(pred, q) for pred, q in scored if dispatch.usable(q, 90, a, b, None)]
+    chosen = next(pred for pred, q in runnable if (q.kernel, q.config, q.stage) == (p.kernel, p.config, p.stage))
+    assert all(chosen.seconds <= pred.seconds for pred, _ in runnable)
+    # never a pointer (cp.async) kernel where a usable TMA plan is predicted faster
+    tma = [pred.seconds for pred, q in runnable if q.kernel in TMA_KERNELS]
+    if p.kernel in cm.POINTER_KERNELS and tma:
+        assert chosen.seconds <= min(tma)
+
+
+def test_a_gpu_without_a_model_keeps_the_nearest_class_and_the_heuristic(monkeypatch):
+    a, b = operands(300, 500, 700, "NN")
+    assert triton_kernels.plan(a, b).source.startswith("model: ")
+    monkeypatch.setenv(planner.MODEL_ENV, "off")
+    dispatch.clear()
+    assert triton_kernels.plan(a, b).source == "heuristic"
+    monkeypatch.delenv(planner.MODEL_ENV)
+    monkeypatch.setattr(dispatch, "device_arch", lambda t: 80)  # no file for sm_80
+    dispatch.clear()
+    assert triton_kernels.plan(a, b).source == "heuristic"
+
+
+def test_an_unreadable_model_file_warns_once_and_plans_without_it(tmp_path, monkeypatch):
+    bad = tmp_path / "m.json"
+    bad.write_text('{"kind": "something else"}')
+    monkeypatch.setenv(planner.MODEL_ENV, str(bad))
+    a, b = operands(300, 500, 700, "NN")
+    with pytest.warns(RuntimeWarning, match="ignoring cost model file"):
+        assert triton_kernels.plan(a, b).source == "heuristic"
+
+
+def test_planning_times_synchronizes_and_allocates_nothing(monkeypatch):
+    def forbidden(*args, **kwargs):
+        raise AssertionError("the planning path must not time, synchronize or allocate")
+    calls = [operands(m, n, k, layout) for m, n, k, layout in shapes(7, 12)]
+    for mod, name in ((dispatch, "time_ms"), (dispatch, "time_auto"), (torch.cuda, "synchronize"),
+                      (torch, "empty"), (torch, "zeros"), (torch, "empty_strided")):
+        monkeypatch.setattr(mod, name, forbidden)
+    for a, b in calls:
+        assert dispatch.model_plan(a, b, None, "fp32", 90, 132) is not None
+
+
+def test_the_shipped_model_is_what_refitting_its_committed_sweep_gives(tmp_path):
+    """Each shipped parameter file names the sweep it was fitted on (committed, gzipped) and the commands; a refit
+    of that data reproduces its parameters and corrections."""
+    files = sorted(MODEL_DIR.glob("*.json"))
+    assert files, "no cost model ships with the package"
+    for path in files:
+        shipped = cm.load(path)
+        about = shipped.about
+        assert about["fit_command"].startswith("python -m compare sweep --fit ")
+        assert about["commands"] and all(c.startswith("python -m compare sweep ") for c in about["commands"])
+        assert about["devices"] and about["records"] > 1000
+        sources = [plan_table.Path(__file__).parent.parent / s for s in about["sources"]]
+        assert all(s.exists() for s in sources), sources
+        refit = run_fit(sources, tmp_path / path.name, [], log=lambda *_: None)
+        for name, kp in shipped.kernels.items():
+            assert refit.kernels[name].as_array() == pytest.approx(kp.as_array(), rel=1e-6), name
+        assert refit.corrections == pytest.approx(shipped.corrections, abs=1e-4)
+        assert json.loads(path.read_text())["kind"] == cm.KIND
