@@ -269,13 +269,15 @@ def cmd_tune(args) -> int:
 
 
 def _int_list(text: str, flag: str) -> list[int]:
-    """"101,102" -> [101, 102]; a ValueError naming the flag otherwise."""
+    """"101,102" -> [101, 102]; an HgemmValueError (a ValueError) naming the flag otherwise."""
+    from hgemm_common.errors import HgemmValueError
+
     try:
         values = [int(x) for x in text.split(",") if x.strip()]
     except ValueError:
         values = []
     if not values or any(v < 0 for v in values):
-        raise ValueError(f"{flag} takes a comma list of integers >= 0, got {text!r}")
+        raise HgemmValueError(f"{flag} takes a comma list of integers >= 0, got {text!r}")
     return values
 
 

@@ -70,7 +70,7 @@ GATE_SHARDS=(
   "gluon - tests/test_gluon.py tests/test_linear.py tests/test_errors.py tests/test_validation.py tests/test_error_bound.py"
   "operators - tests/test_torch_integration.py"
   "ptx - tests/test_ptx_hgemm.py tests/test_ptx_bf16.py tests/test_sparse_gpu.py tests/test_layouts_gpu.py tests/test_dispatch.py tests/test_plan_table.py"
-  "harness - tests/test_harness.py tests/test_bf16_model.py tests/test_cli.py tests/test_random_suite.py"
+  "harness - tests/test_harness.py tests/test_bf16_model.py tests/test_cli.py tests/test_random_suite.py tests/test_sweep.py"
   "model - tests/test_model.py"
   "compile1 1/2 tests/test_ptx_compile.py"
   "compile2 2/2 tests/test_ptx_compile.py"
@@ -130,7 +130,7 @@ gate_shard() {  # NAME SPLIT FILE...: one pytest process of part 2
   shift 2
   t0=$(now)
   # SIGINT first: pytest stops and still prints its summary and durations; KILL 20 s later if it does not
-  HGEMM_TEST_SHARD="${split#-}" OMP_NUM_THREADS="${GATE_THREADS:-2}" timeout -s INT -k 20 "${GATE_SHARD_LIMIT:-330}" \
+  HGEMM_TEST_SHARD="${split#-}" OMP_NUM_THREADS="${GATE_THREADS:-2}" timeout -s INT -k 20 "${GATE_SHARD_LIMIT:-420}" \
     python -m pytest -q -p no:cacheprovider -rfEsxXp --durations=25 --durations-min=1 "$@" > "$log" 2>&1
   rc=$?
   gate_phase "tests $name" "$(since "$t0")" "$rc" "$(grep -E '(passed|failed|error|no tests ran)' "$log" | tail -1)"
