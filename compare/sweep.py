@@ -6,11 +6,12 @@ The draw is the random suite's (`compare.bench.random_shapes`): for each of --se
 overlap), each shape in its drawn layout and in every --dtypes x --accs pair (bf16 accumulates in fp32 only). One
 such (shape, layout, dtype, accumulation) is a *case*. Per case:
 
-1. the candidates: every (kernel, staging, configuration) kernel="auto" times with tune="exact"
-   (`compare.tune.candidate_plans`); kernel="auto" as a call runs it today (the plan table's choice, its source
-   recorded); with --gluon the Gluon kernel's configurations; with --ptx the hand-written side's plans
-   (`ptx_plans`: wgmma_persistent's own choice, each of its tiles and K splits pinned, the grid split and the
-   cluster kernel it hands problems to), each with what the launch reports it ran;
+1. the candidates: every (kernel, staging, configuration) kernel="auto"'s cost model scores: what tune="exact"
+   times, and every staging of the TMA kernels (`compare.tune.candidate_plans`, every_staging); kernel="auto" as
+   a call runs it today (the plan table's choice, its source recorded); with --gluon the Gluon kernel's
+   configurations; with --ptx the hand-written side's plans (`ptx_plans`: wgmma_persistent's own choice, each of
+   its tiles and K splits pinned, the grid split and the cluster kernel it hands problems to), each with what the
+   launch reports it ran;
 2. each candidate checked on NaN-poisoned output against the reference on the very inputs it is timed on, then
    the ones that pass timed per call and interleaved with torch.matmul and its A/A control (`compare.bench.
    bench_shape`: the bench's timer, L2 flushed before each call, the GPU queue kept full). A candidate that fails
@@ -172,7 +173,8 @@ def case_candidates(case: Case, a: torch.Tensor, b: torch.Tensor, ptx: bool, glu
         return Candidate(side, name, {"kernel": kern, "config": cfg.name, "stage": stage_text(stage)}, entry,
                          triton_plan(kern, cfg, stage, case.k))
 
-    out = [triton_entry("triton", kern, cfg, stage) for kern, stage, cfg in candidate_plans(a, b)]
+    out = [triton_entry("triton", kern, cfg, stage)
+           for kern, stage, cfg in candidate_plans(a, b, every_staging=True)]
     if gluon and GLUON in VARIANTS:
         stage = dispatch.copy_stage(GLUON.alignment, a, b, None)
         out += [triton_entry("triton", "gluon_persistent", cfg, stage)
@@ -323,7 +325,7 @@ def run_sweep(cases: list[Case], out: Path, *, budget_ms: float, rounds: int, pt
                 break
             part = todo[lo:lo + block]
             t0 = time.time()
-            warm([(c.dtype, c.acc, c.layout, c.shape) for c in part], workers, log)
+            warm([(c.dtype, c.acc, c.layout, c.shape) for c in part], workers, log, every_staging=True)
             budget.warm_s.append(time.time() - t0)
             for c in part:
                 if not budget.covers_case():

@@ -90,9 +90,11 @@ def cases(grid, dtypes, accs) -> list[tuple[str, str, str, tuple[int, int, int]]
             for shape, lays in grid for lay in lays]
 
 
-def candidate_plans(a: torch.Tensor, b: torch.Tensor) -> list[tuple[str, tuple, Config]]:
+def candidate_plans(a: torch.Tensor, b: torch.Tensor,
+                    every_staging: bool = False) -> list[tuple[str, tuple, Config]]:
     """(kernel, stage, configuration) of every candidate kernel="auto" times on these operands (out=None):
-    `dispatch.candidates` x each one's `problem_configs`, as tune="exact" times them."""
+    `dispatch.candidates` x each one's `problem_configs`, as tune="exact" times them; every_staging: also every
+    staging the cost model scores (the sweep's candidates)."""
     from triton_kernels import dispatch
     from triton_kernels.common import problem_configs
     from triton_kernels.variants import BY_KERNEL, kernel_module
@@ -100,18 +102,18 @@ def candidate_plans(a: torch.Tensor, b: torch.Tensor) -> list[tuple[str, tuple, 
     m, k = a.shape
     n = b.shape[1]
     sms = dispatch.sm_count(a)
-    pairs = dispatch.candidates(m, n, k, dispatch.device_arch(a), sms, a, b, None)
+    pairs = dispatch.candidates(m, n, k, dispatch.device_arch(a), sms, a, b, None, every_staging)
     return [(kern, stage, cfg) for kern, stage in pairs for cfg in problem_configs(kernel_module(BY_KERNEL[kern]), m, n,
                                                                                    k, sms)]
 
 
-def _jobs(todo: list) -> list[tuple[int, str, tuple, str]]:
+def _jobs(todo: list, every_staging: bool = False) -> list[tuple[int, str, tuple, str]]:
     """(case index, kernel, stage, configuration name) of every candidate configuration of every case: what the
     timing will run."""
     jobs = []
     for i, (dtype, acc, layout, shape) in enumerate(todo):
         a, b = _operands(dtype, layout, shape, i)
-        jobs += [(i, kern, stage, cfg.name) for kern, stage, cfg in candidate_plans(a, b)]
+        jobs += [(i, kern, stage, cfg.name) for kern, stage, cfg in candidate_plans(a, b, every_staging)]
         del a, b
     return jobs
 
@@ -142,15 +144,15 @@ def _warm_worker(job_share: list, queue) -> None:
     torch.cuda.synchronize()
 
 
-def warm(todo: list, workers: int, log=print) -> None:
-    """Compile every case's candidate configurations in `workers` processes (compare/parallel.py). A
-    configuration goes to one worker for all the cases that use it, so no two workers compile the same kernel for
-    the same specialization."""
+def warm(todo: list, workers: int, log=print, every_staging: bool = False) -> None:
+    """Compile every case's candidate configurations (every_staging: `candidate_plans`') in `workers` processes
+    (compare/parallel.py). A configuration goes to one worker for all the cases that use it, so no two workers
+    compile the same kernel for the same specialization."""
     from .parallel import run_shares, shares_by
 
     if workers <= 1 or not todo:
         return
-    jobs = [(todo[i], i, kern, stage, cfg) for i, kern, stage, cfg in _jobs(todo)]
+    jobs = [(todo[i], i, kern, stage, cfg) for i, kern, stage, cfg in _jobs(todo, every_staging)]
     run_shares(_warm_worker, shares_by(jobs, lambda j: j[2:], workers), "tune: compiled", log)
 
 

@@ -78,19 +78,21 @@ def test_ptx_plans_pin_the_tiles_and_splits_it_has():
 
 
 def test_case_candidates_are_autos_plus_todays_call(hopper):
-    """A case's Triton candidates: every (kernel, staging, configuration) tune="exact" times, each with its cost
-    model plan (effective K split), and kernel="auto" as called today with the plan's source."""
+    """A case's Triton candidates: every (kernel, staging, configuration) the planner's model scores (tune="exact"'s
+    and every staging of the TMA kernels), each with its cost model plan (effective K split), and kernel="auto" as
+    called today with the plan's source."""
     case = sweep.Case(1, 0, 16, 4096, 4096, "NN", "fp16", "fp32")
     a, b = make_inputs(16, 4096, 4096, "NN")
     cands = sweep.case_candidates(case, a, b, ptx=False, gluon=False)
-    plans = tune.candidate_plans(a, b)
+    plans = tune.candidate_plans(a, b, every_staging=True)
     assert len(cands) == len(plans) + 1 and len({c.name for c in cands}) == len(cands)
     assert [c.side for c in cands] == ["triton"] * len(plans) + ["auto"]
     assert {c.call["kernel"] for c in cands[:-1]} == {"triton_blocked", "triton_splitk", "triton_splitk_tma", "triton_tma"}
     for c, (kern, stage, cfg) in zip(cands, plans):
         assert c.plan.kernel == kern and (c.plan.bm, c.plan.bn, c.plan.bk) == (cfg.block_m, cfg.block_n, cfg.block_k)
         assert c.plan.split == (1 if cfg.split_k == 1 else slices(4096, cfg)[1])
-    assert cands[-1].call["source"] in ("table", "nearest", "heuristic") and cands[-1].plan is not None
+    assert cands[-1].call["source"].split(":")[0] in ("table", "model", "nearest", "heuristic")
+    assert cands[-1].plan is not None
 
 
 def _fake_bench(status):
@@ -159,7 +161,7 @@ def _fake_run(monkeypatch, measure):
     """run_sweep with the GPU parts replaced: no compiling, timer, frame or sampler; `measure` for measure_case."""
     from compare import envinfo, frame
 
-    monkeypatch.setattr(tune, "warm", lambda todo, workers, log: None)
+    monkeypatch.setattr(tune, "warm", lambda todo, workers, log, every_staging=False: None)
     monkeypatch.setattr(bench, "Timer", lambda: None)
     monkeypatch.setattr(frame, "copy_bandwidth", lambda timer: 3000.0)
     monkeypatch.setattr(envinfo, "environment", lambda: {"git_commit": "test"})

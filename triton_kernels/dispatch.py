@@ -10,8 +10,8 @@ microseconds of Python instead of Triton's binder and descriptor encoding.
 Choosing a plan for kernel="auto" on a GPU (`choose`):
 - tune="table" (the default): the plan of the call's shape class from the GPU's plan table, else the candidate
   the GPU's fitted cost model predicts fastest (`triton_kernels.planner`), else (no model for the GPU) the nearest
-  class's plan or a heuristic (`table_plan`, `triton_kernels.plan_table`). Nothing is timed, synchronized or allocated for it, so
-  a first call works inside CUDA-graph capture, on any stream and under torch.compile.
+  class's plan or a heuristic (`table_plan`, `triton_kernels.plan_table`). Nothing is timed, synchronized or
+  allocated for it, so a first call works inside CUDA-graph capture, on any stream and under torch.compile.
 - tune="exact": timed on the call's own operands (`time_auto`), once per kind of call and GPU, the result kept in
   the user's plan cache file (`exact_plan`):
   1. candidates: every record offered on the device whose kernel takes the operands (their dtype among the
@@ -318,8 +318,10 @@ def staging_worth_timing(m: int, n: int, k: int, stage: tuple[bool, bool, bool])
 
 
 def candidates(m: int, n: int, k: int, arch: int, sms: int, a: torch.Tensor, b: torch.Tensor,
-               out: torch.Tensor | None) -> list[tuple[str, tuple[bool, bool, bool]]]:
-    """(kernel, staging) pairs kernel="auto" times for this problem (see the module's header)."""
+               out: torch.Tensor | None, every_staging: bool = False) -> list[tuple[str, tuple[bool, bool, bool]]]:
+    """(kernel, staging) pairs kernel="auto" times for this problem (see the module's header). every_staging: also
+    the staged ones whose copies `staging_worth_timing` judges too dear to time (the cost model scores every
+    candidate and prices the copies itself; `python -m compare sweep` times them all)."""
     offered = [v for v in VARIANTS if v.offered_on(arch) and takes_dtype(v, a)]
     stages = {v.name: staging(v.alignment, a, b, out) for v in offered}
     tma_in_place = any(v.alignment != "none" and not any(stages[v.name]) for v in offered)
@@ -328,11 +330,11 @@ def candidates(m: int, n: int, k: int, arch: int, sms: int, a: torch.Tensor, b: 
         kernel, stage = v.name, stages[v.name]
         if not kernel_module(v).worth_timing(m, n, k, sms, tma_in_place):
             continue
-        if not any(stage) or staging_worth_timing(m, n, k, stage):
+        if not any(stage) or every_staging or staging_worth_timing(m, n, k, stage):
             out_.append((kernel, stage))
         if v.alignment != "none":  # also describable A / B whose rows lie off the 32-byte sectors, copied
             sectored = (stage[0] or rows_off_sectors(a), stage[1] or rows_off_sectors(b), stage[2])
-            if sectored != stage and staging_worth_timing(m, n, k, sectored):
+            if sectored != stage and (every_staging or staging_worth_timing(m, n, k, sectored)):
                 out_.append((kernel, sectored))
     return out_ or [(kernel_for(arch, a, b, out), (False, False, False))]
 
@@ -436,15 +438,16 @@ def usable(plan: Plan, arch: int, a: torch.Tensor, b: torch.Tensor, out: torch.T
 
 def model_plan(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None, acc: str, arch: int,
                sms: int) -> Plan | None:
-    """The candidate (`candidates` x `problem_configs`, as tune="exact" would time) that the GPU's fitted cost
-    model predicts fastest among those that can run these operands (`planner.ranked`, `usable`); None where the
-    GPU has no model. Nothing is timed, synchronized or allocated."""
+    """The candidate (`candidates` x `problem_configs`: what tune="exact" would time, and every staging of the TMA
+    kernels, whose copies the model prices) that the GPU's fitted cost model predicts fastest among those that can
+    run these operands (`planner.ranked`, `usable`); None where the GPU has no model. Nothing is timed,
+    synchronized or allocated."""
     params = planner.params_for(arch, sms)
     if params is None:
         return None
     m, k = a.shape
     n = b.shape[1]
-    pairs = candidates(m, n, k, arch, sms, a, b, out)
+    pairs = candidates(m, n, k, arch, sms, a, b, out, every_staging=True)
     for _, plan in planner.ranked(planner.problem_of(a, b, out, acc), pairs, sms, params):
         if usable(plan, arch, a, b, out):
             return plan
