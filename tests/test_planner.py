@@ -59,7 +59,8 @@ def test_the_model_picks_the_fastest_predicted_candidate_that_can_run(m, n, k, l
     assert p.source.startswith("model: ") and p.source.split(": ")[1] in cm.TERMS
     assert dispatch.usable(p, 90, a, b, None)
     params = planner.params_for(90, 132)
-    pairs = dispatch.candidates(m, n, k, 90, 132, a, b, None, every_staging=True)
+    pairs = [(kern, stage) for kern, stage in dispatch.candidates(m, n, k, 90, 132, a, b, None, every_staging=True)
+             if stage == dispatch.staging(dispatch.BY_KERNEL[kern].alignment, a, b, None)]
     scored = planner.ranked(planner.problem_of(a, b, None, "fp32"), pairs, 132, params)
     runnable = [(pred, q) for pred, q in scored if dispatch.usable(q, 90, a, b, None)]
     chosen = next(pred for pred, q in runnable if (q.kernel, q.config, q.stage) == (p.kernel, p.config, p.stage))

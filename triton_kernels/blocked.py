@@ -16,7 +16,7 @@ import triton.language as tl
 
 from hgemm_common.validation import needs_int64_indexing
 
-from .common import (Config, div8_args, dot_k_loop, grouped_pid, operand_ptrs, out_offsets, to_output,
+from .common import (Config, cdiv, div8_args, dot_k_loop, grouped_pid, operand_ptrs, out_offsets, to_output,
                      unscale_strides)
 from .launch import Spec
 
@@ -96,7 +96,7 @@ def launches(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, acc_fp16: bool, 
     """C = A @ B on the blocked kernel: one launch; the caller has validated."""
     m, k = a.shape
     n = b.shape[1]
-    grid = (triton.cdiv(m, config.block_m) * triton.cdiv(n, config.block_n),)
+    grid = (cdiv(m, config.block_m) * cdiv(n, config.block_n),)
     strides, div8 = div8_args((*a.stride(), *b.stride(), *c.stride()), m, n)
     args = (a, b, c, m, n, k, *strides, acc_fp16, needs_int64_indexing(a, b, c), k % config.block_k == 0,
             *config.meta.values(), div8)

@@ -24,6 +24,12 @@ from hgemm_common.validation import interpreter_active
 INTERPRETED = tl.constexpr(interpreter_active())
 
 
+def cdiv(a: int, b: int) -> int:
+    """ceil(a / b) of host integers: triton.cdiv is a JIT function, whose every call on the host goes through
+    the JIT launcher's argument handling (the planner calls this thousands of times)."""
+    return -(-a // b)
+
+
 _CONFIG_NAME = re.compile(r"(\d+)x(\d+)x(\d+)_w(\d+)_s(\d+)_g(\d+)(?:_k(\d+))?(?:_e(\d+))?")
 
 
@@ -245,7 +251,7 @@ def prune_for_problem(configs: list[Config], m: int, n: int, k: int) -> list[Con
     cap_m = max(min(c.block_m for c in configs), triton.next_power_of_2(m))
     cap_n = max(min(c.block_n for c in configs), triton.next_power_of_2(n))
     kept = [c for c in configs if c.block_m <= cap_m and c.block_n <= cap_n
-            and (c.split_k == 1 or triton.cdiv(k, c.split_k) >= 2 * c.block_k)]
+            and (c.split_k == 1 or cdiv(k, c.split_k) >= 2 * c.block_k)]
     if kept:
         return kept
     return [min(configs, key=lambda c: (c.block_m * c.block_n, c.split_k))]

@@ -50,7 +50,7 @@ from hgemm_common.timing import wall_us
 from hgemm_common.validation import DTYPE_NAMES, interpreter_active
 
 from . import plan_table, planner
-from .common import Config, problem_configs, time_ms
+from .common import Config, cdiv, problem_configs, time_ms
 from .contract import optional
 from .launch import Direct, Kept, direct_supported, hooks_idle, jit_launch
 from .plan_table import Plan, rows_off_sectors
@@ -87,7 +87,7 @@ def _aligned_copy(t: torch.Tensor) -> torch.Tensor:
     if t.stride(0) == 1 and t.stride(1) != 1:
         return _aligned_copy(t.t()).t()
     rows, cols = t.shape
-    buf = torch.empty((rows, triton.cdiv(cols, 64) * 64), dtype=t.dtype, device=t.device)[:, :cols]
+    buf = torch.empty((rows, cdiv(cols, 64) * 64), dtype=t.dtype, device=t.device)[:, :cols]
     copy_rows(buf, t)
     return buf
 
@@ -122,7 +122,7 @@ def row_copy_width(dst: torch.Tensor, src: torch.Tensor) -> int | None:
 
 
 def _aligned_empty(rows: int, cols: int, like: torch.Tensor) -> torch.Tensor:
-    return torch.empty((rows, triton.cdiv(cols, 8) * 8), dtype=like.dtype, device=like.device)[:, :cols]
+    return torch.empty((rows, cdiv(cols, 8) * 8), dtype=like.dtype, device=like.device)[:, :cols]
 
 
 class Runner:
@@ -433,7 +433,7 @@ def usable(plan: Plan, arch: int, a: torch.Tensor, b: torch.Tensor, out: torch.T
         return False
     if any(need and not has for need, has in zip(staging(v.alignment, a, b, out), plan.stage)):
         return False
-    return plan.config.split_k == 1 or triton.cdiv(a.shape[1], plan.config.split_k) >= plan.config.block_k
+    return plan.config.split_k == 1 or cdiv(a.shape[1], plan.config.split_k) >= plan.config.block_k
 
 
 def model_plan(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None, acc: str, arch: int,
@@ -447,7 +447,10 @@ def model_plan(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None, acc: 
         return None
     m, k = a.shape
     n = b.shape[1]
-    pairs = candidates(m, n, k, arch, sms, a, b, out, every_staging=True)
+    # copies of operands TMA reads in place (rows off the 32-byte sectors) cost the model a copy and buy nothing
+    # it can see: only each kernel's needed staging is scored
+    pairs = [(kern, stage) for kern, stage in candidates(m, n, k, arch, sms, a, b, out, every_staging=True)
+             if stage == staging(BY_KERNEL[kern].alignment, a, b, out)]
     for _, plan in planner.ranked(planner.problem_of(a, b, out, acc), pairs, sms, params):
         if usable(plan, arch, a, b, out):
             return plan

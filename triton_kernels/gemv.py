@@ -25,7 +25,7 @@ import triton.language as tl
 from hgemm_common.errors import HgemmValueError
 from hgemm_common.validation import needs_int64_indexing
 
-from .common import Config, div8_args, grouped_pid, operand_ptrs, to_output, unscale_strides
+from .common import Config, cdiv, div8_args, grouped_pid, operand_ptrs, to_output, unscale_strides
 from .launch import Spec
 from .splitk import fused_buffers, slices
 
@@ -152,7 +152,7 @@ def launches(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, acc_fp16: bool, 
     m, k = a.shape
     n = b.shape[1]
     k_slice, split = slices(k, config)
-    tiles = triton.cdiv(m, config.block_m) * triton.cdiv(n, config.block_n)
+    tiles = cdiv(m, config.block_m) * cdiv(n, config.block_n)
     p, counts, blocks = fused_buffers(a.device, tiles, split, config)
     strides, div8 = div8_args((*a.stride(), *b.stride(), *c.stride()), m, n)
     args = (a, b, c, p, counts, m, n, k, k_slice, split, *strides, acc_fp16,

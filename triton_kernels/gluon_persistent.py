@@ -60,7 +60,7 @@ from hgemm_common.errors import HgemmError, HgemmValueError
 from hgemm_common.operands import major as _major
 from hgemm_common.validation import interpreter_active, needs_int64_indexing
 
-from .common import Config, grouped_pid
+from .common import Config, cdiv, grouped_pid
 from .launch import Desc, Kept, Spec
 from .splitk import COUNTERS, REDUCE_BLOCK, WORKSPACES, splitk_reduce_kernel
 from .tma_persistent import num_sms, operand_descs, programs
@@ -193,9 +193,9 @@ def smem_bytes(cfg: Config, partial: bool = False) -> int:
 def split_slices(k: int, split: int) -> tuple[int, int]:
     """(k-blocks per slice, slices): `split` slices of whole 64-deep k-blocks, fewer where K is too short to give
     every slice one (no slice is empty)."""
-    k_tiles = triton.cdiv(k, 64)
-    per = triton.cdiv(k_tiles, max(split, 1))
-    return per, max(triton.cdiv(k_tiles, per), 1)
+    k_tiles = cdiv(k, 64)
+    per = cdiv(k_tiles, max(split, 1))
+    return per, max(cdiv(k_tiles, per), 1)
 
 
 def choose_config(m: int, n: int, k: int, sms: int) -> Config:
@@ -210,7 +210,7 @@ def choose_config(m: int, n: int, k: int, sms: int) -> Config:
         if c.split_k == 1:
             tiles.setdefault((c.block_m, c.block_n), c)
     rows = (64,) if m <= 64 else (128, 64) if skinny else (128,)
-    k_tiles = triton.cdiv(k, 64)
+    k_tiles = cdiv(k, 64)
     best, best_score, unsplit_fill = None, -1.0, 0.0
     for split in (1, *SPLITS):
         if split > 1 and (k_tiles < MIN_SLICE_TILES * split or
@@ -219,14 +219,14 @@ def choose_config(m: int, n: int, k: int, sms: int) -> Config:
         for (bm, bn), cfg in tiles.items():
             if bm not in rows:
                 continue
-            units = triton.cdiv(m, bm) * triton.cdiv(n, bn) * split
+            units = cdiv(m, bm) * cdiv(n, bn) * split
             if split > 1 and units > sms:
                 continue
-            fill = units / (triton.cdiv(units, sms) * sms)
+            fill = units / (cdiv(units, sms) * sms)
             if split == 1:
                 unsplit_fill = max(unsplit_fill, fill)
             speed = SKINNY_SPEED.get(bn, 1.0) if skinny else TILE_SPEED[bn]
-            score = speed * fill * n / (triton.cdiv(n, bn) * bn)
+            score = speed * fill * n / (cdiv(n, bn) * bn)
             score *= SPLIT_COST ** (split.bit_length() - 1)
             if score > best_score + 1e-9:
                 best, best_score = replace(cfg, split_k=split), score
@@ -509,7 +509,7 @@ def launches(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, acc_fp16: bool, 
         counts = Kept(COUNTERS.get(a.device, m * n), COUNTERS.get, m * n)
     elif mode == TWO_PASS:
         p = torch.empty((split, m, n), dtype=torch.float32, device=a.device)
-    units = triton.cdiv(m, config.block_m) * triton.cdiv(n, config.block_n) * split
+    units = cdiv(m, config.block_m) * cdiv(n, config.block_n) * split
     grid = (programs(units, num_sms(a.device)),)
     args = (GluonDesc(*a_desc), GluonDesc(*b_desc), GluonDesc(c, c_box(config)), c, p, counts, m, n, k, split,
             slice_tiles, c.stride(0), a_t, b_t, acc_fp16, *config.meta.values(), config.num_stages,
@@ -517,7 +517,7 @@ def launches(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, acc_fp16: bool, 
     specs = [Spec(GluonLaunch(hgemm_gluon_kernel), grid, args, config.num_warps, config.num_stages)]
     if mode == TWO_PASS:
         reduce = (p, c, n, split, m * n, c.stride(0), c.stride(1), needs_int64_indexing(c, p), REDUCE_BLOCK)
-        specs.append(Spec(splitk_reduce_kernel, (triton.cdiv(m * n, REDUCE_BLOCK),), reduce, 4, 1))
+        specs.append(Spec(splitk_reduce_kernel, (cdiv(m * n, REDUCE_BLOCK),), reduce, 4, 1))
     return specs
 
 

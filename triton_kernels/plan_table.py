@@ -35,7 +35,7 @@ import triton
 from hgemm_common.errors import HgemmValueError
 from hgemm_common.operands import major, tma_describable
 
-from .common import Config
+from .common import Config, cdiv
 
 FORMAT = 1  # version of both file formats below; a file of another version is ignored with a warning
 TABLE_DIR = Path(__file__).parent / "tables"
@@ -293,7 +293,7 @@ def _first(configs: list[Config], **want) -> Config:
 def split_for(tiles: int, k: int, block_k: int, sms: int, splits: tuple[int, ...]) -> int:
     """The largest split of `splits` that keeps tiles x split within two rounds of the SMs and each slice at least
     two K tiles deep; the smallest split if none does."""
-    fit = [s for s in splits if tiles * s <= 2 * sms and triton.cdiv(k, s) >= 2 * block_k]
+    fit = [s for s in splits if tiles * s <= 2 * sms and cdiv(k, s) >= 2 * block_k]
     return max(fit) if fit else min(splits)
 
 
@@ -304,7 +304,7 @@ def _splitk_config(module, m: int, n: int, k: int, sms: int) -> Config:
 
     block_m = 16 if m <= 16 else 64 if m <= 64 else 128
     tile = _first(module.configs(), block_m=block_m, split_k=splitk.SPLITS[0])
-    tiles = triton.cdiv(m, tile.block_m) * triton.cdiv(n, tile.block_n)
+    tiles = cdiv(m, tile.block_m) * cdiv(n, tile.block_n)
     split = split_for(tiles, k, tile.block_k, sms, splitk.SPLITS)
     return _first(module.configs(), block_m=tile.block_m, block_n=tile.block_n, block_k=tile.block_k,
                   num_stages=tile.num_stages, split_k=split)
@@ -315,7 +315,7 @@ def _tiled_config(kernel: str, m: int, n: int, sms: int) -> Config:
     the SMs, else 128 x 128."""
     from . import blocked, tma_persistent
 
-    big = triton.cdiv(m, 128) * triton.cdiv(n, 256) >= sms
+    big = cdiv(m, 128) * cdiv(n, 256) >= sms
     if kernel == "triton_tma":
         cfgs = tma_persistent.configs()
         return cfgs[0] if big else _first(cfgs, block_m=128, block_n=128, block_k=64, num_warps=8)
@@ -337,7 +337,7 @@ def heuristic(m: int, n: int, k: int, arch: int, sms: int, align: str) -> Plan:
     if m == 1 and k >= 256:
         return Plan("triton_gemv", gemv.configs()[0], source="heuristic")
     tma_ab = arch >= 90 and "-" not in align[:2]
-    if triton.cdiv(m, 128) * triton.cdiv(n, 128) < sms and k >= 1024:
+    if cdiv(m, 128) * cdiv(n, 128) < sms and k >= 1024:
         module, kernel = (splitk_tma, "triton_splitk_tma") if tma_ab else (splitk, "triton_splitk")
         return Plan(kernel, _splitk_config(module, m, n, k, sms), source="heuristic")
     kernel = "triton_tma" if tma_ab and align[2] != "-" else "triton_blocked"

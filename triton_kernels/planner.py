@@ -16,6 +16,7 @@ allocates: a prediction is arithmetic on the call's sizes, made once per kind of
 """
 from __future__ import annotations
 
+import functools
 import os
 import threading
 import warnings
@@ -83,8 +84,13 @@ def effective_split(kernel: str, k: int, cfg) -> int:
 
 def model_plan_of(kernel: str, cfg, stage: tuple, k: int) -> cm.Plan:
     """The cost model's description of a Triton (kernel, configuration, staging) on a K this long."""
-    return cm.plan_for(kernel, cfg.block_m, cfg.block_n, cfg.block_k, cfg.num_stages, cfg.num_warps,
-                       effective_split(kernel, k, cfg), stage_text(stage))
+    return _model_plan(kernel, cfg, tuple(stage), effective_split(kernel, k, cfg))
+
+
+@functools.lru_cache(maxsize=4096)
+def _model_plan(kernel: str, cfg, stage: tuple, split: int) -> cm.Plan:
+    return cm.plan_for(kernel, cfg.block_m, cfg.block_n, cfg.block_k, cfg.num_stages, cfg.num_warps, split,
+                       stage_text(stage))
 
 
 def problem_of(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None, acc: str) -> cm.Problem:

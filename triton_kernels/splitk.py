@@ -26,7 +26,7 @@ import triton.language as tl
 
 from hgemm_common.validation import needs_int64_indexing
 
-from .common import (Config, div8_args, dot_k_loop, grouped_pid, operand_ptrs, out_offsets, to_output,
+from .common import (Config, cdiv, div8_args, dot_k_loop, grouped_pid, operand_ptrs, out_offsets, to_output,
                      unscale_strides)
 from .launch import Kept, Spec
 
@@ -73,7 +73,7 @@ TILE_FOR_FILL = 128  # the output tile whose count, against the SM count, says w
 def worth_timing(m: int, n: int, k: int, sms: int, tma_in_place: bool) -> bool:
     """Timed where a grid of 128x128 output tiles leaves SMs idle (16x4096x4096: 32 tiles on 132 SMs) and K is
     long enough to give each slice at least two K tiles of the longest BLOCK_K."""
-    tiles = triton.cdiv(m, TILE_FOR_FILL) * triton.cdiv(n, TILE_FOR_FILL)
+    tiles = cdiv(m, TILE_FOR_FILL) * cdiv(n, TILE_FOR_FILL)
     return tiles < sms and k >= 2 * min(SPLITS) * 128
 
 
@@ -264,9 +264,9 @@ WORKSPACES = StreamBuffers(torch.float32, zeroed=False, minimum=1 << 16)
 def slices(k: int, config: Config) -> tuple[int, int]:
     """(slice length, number of slices): config.split_k slices of whole K tiles, fewer when K is too short to
     give every slice one."""
-    k_tiles = triton.cdiv(k, config.block_k)
-    k_slice = triton.cdiv(k_tiles, config.split_k) * config.block_k
-    return k_slice, triton.cdiv(k, k_slice)
+    k_tiles = cdiv(k, config.block_k)
+    k_slice = cdiv(k_tiles, config.split_k) * config.block_k
+    return k_slice, cdiv(k, k_slice)
 
 
 def fused_buffers(device: torch.device, tiles: int, split: int, config: Config) -> tuple[Kept, Kept, int]:
@@ -287,7 +287,7 @@ def launches(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, acc_fp16: bool, 
     m, k = a.shape
     n = b.shape[1]
     k_slice, split = slices(k, config)
-    tiles = triton.cdiv(m, config.block_m) * triton.cdiv(n, config.block_n)
+    tiles = cdiv(m, config.block_m) * cdiv(n, config.block_n)
     if fused:
         p, counts, blocks = fused_buffers(a.device, tiles, split, config)
         strides, div8 = div8_args((*a.stride(), *b.stride(), *c.stride()), m, n)
@@ -300,7 +300,7 @@ def launches(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, acc_fp16: bool, 
                acc_fp16, index_64, k % config.block_k == 0, *config.meta.values())
     reduce = (p, c, n, split, m * n, c.stride(0), c.stride(1), index_64, REDUCE_BLOCK)
     return [Spec(splitk_partial_kernel, (tiles, split), partial, config.num_warps, config.num_stages),
-            Spec(splitk_reduce_kernel, (triton.cdiv(m * n, REDUCE_BLOCK),), reduce, 4, 1)]
+            Spec(splitk_reduce_kernel, (cdiv(m * n, REDUCE_BLOCK),), reduce, 4, 1)]
 
 
 def inspect_source(cfg: Config, dtype: str = "fp16") -> tuple:

@@ -24,7 +24,7 @@ import triton.language as tl
 from hgemm_common.validation import needs_int64_indexing
 
 from . import splitk
-from .common import Config, grouped_pid
+from .common import Config, cdiv, grouped_pid
 from .launch import Spec
 from .splitk import fused_buffers, slices, sum_slices
 from .tma_persistent import operand_descs, tma_dot_step
@@ -115,7 +115,7 @@ def launches(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, acc_fp16: bool, 
     m, k = a.shape
     n = b.shape[1]
     k_slice, split = slices(k, config)
-    tiles = triton.cdiv(m, config.block_m) * triton.cdiv(n, config.block_n)
+    tiles = cdiv(m, config.block_m) * cdiv(n, config.block_n)
     p, counts, blocks = fused_buffers(a.device, tiles, split, config)
     a_desc, b_desc, a_t, b_t = operand_descs(a, b, config)
     args = (a_desc, b_desc, c, p, counts, m, n, k, k_slice, split, c.stride(0), c.stride(1), a_t, b_t, acc_fp16,

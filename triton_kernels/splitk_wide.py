@@ -27,7 +27,7 @@ from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
 
 from hgemm_common.validation import interpreter_active, needs_int64_indexing
 
-from .common import Config, out_offsets, prune_for_problem, to_output
+from .common import Config, cdiv, out_offsets, prune_for_problem, to_output
 from .launch import Spec
 from .splitk import slices
 from .splitk_tma import tma_slice_product
@@ -68,7 +68,7 @@ def worth_timing(m: int, n: int, k: int, sms: int, tma_in_place: bool) -> bool:
     """Timed where A and B are read in place, 128 x 128 tiles leave SMs idle, and K is long beside the output (at
     least four times its longer side): there the operands' bytes are the time, and the partials are few beside
     them."""
-    tiles = triton.cdiv(m, 128) * triton.cdiv(n, 128)
+    tiles = cdiv(m, 128) * cdiv(n, 128)
     return tma_in_place and tiles < sms and k >= 4 * max(m, n) and k >= 2 * min(SPLITS) * 64
 
 
@@ -78,7 +78,7 @@ def prune(cfgs: list[Config], m: int, n: int, k: int, sms: int) -> list[Config]:
     kept = prune_for_problem(cfgs, m, n, k)
 
     def rounds(c):
-        return triton.cdiv(m, c.block_m) * triton.cdiv(n, c.block_n) * slices(k, c)[1] / sms
+        return cdiv(m, c.block_m) * cdiv(n, c.block_n) * slices(k, c)[1] / sms
     fit = [c for c in kept if MIN_ROUNDS <= rounds(c) <= MAX_ROUNDS]
     return fit or [min(kept, key=lambda c: abs(rounds(c) - 1.0))]
 
@@ -163,7 +163,7 @@ def launches(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, acc_fp16: bool, 
     m, k = a.shape
     n = b.shape[1]
     k_slice, split = slices(k, config)
-    tiles = triton.cdiv(m, config.block_m) * triton.cdiv(n, config.block_n)
+    tiles = cdiv(m, config.block_m) * cdiv(n, config.block_n)
     p = torch.empty((split, m, n), dtype=torch.float32, device=a.device)
     index_64 = needs_int64_indexing(c, p)
     pdl = PDL and not interpreter_active()
@@ -172,7 +172,7 @@ def launches(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, acc_fp16: bool, 
     slices_, block = reduce_shape(split)
     reduce = (p, c, m, n, split, c.stride(0), c.stride(1), index_64, pdl, slices_, block)
     return [Spec(splitk_wide_partial_kernel, (tiles, split), partial, config.num_warps, config.num_stages),
-            Spec(splitk_wide_reduce_kernel, (triton.cdiv(m * n, block),), reduce, REDUCE_WARPS, 1, launch_pdl=pdl)]
+            Spec(splitk_wide_reduce_kernel, (cdiv(m * n, block),), reduce, REDUCE_WARPS, 1, launch_pdl=pdl)]
 
 
 def inspect_source(cfg: Config, dtype: str = "fp16") -> tuple:

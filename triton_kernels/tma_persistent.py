@@ -25,7 +25,7 @@ from hgemm_common.errors import HgemmValueError
 from hgemm_common.operands import major as _major
 from hgemm_common.validation import interpreter_active
 
-from .common import Config, dot_acc, grouped_pid, to_output
+from .common import Config, cdiv, dot_acc, grouped_pid, to_output
 from .launch import Desc, Spec
 
 
@@ -152,7 +152,7 @@ def programs(tiles: int, slots: int) -> int:
         return tiles
     if not BALANCED:
         return slots
-    return triton.cdiv(tiles, triton.cdiv(tiles, slots))
+    return cdiv(tiles, cdiv(tiles, slots))
 
 
 def operand_descs(a: torch.Tensor, b: torch.Tensor, config: Config) -> tuple[Desc, Desc, bool, bool]:
@@ -173,7 +173,7 @@ def launches(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, acc_fp16: bool, 
     if _major(c) != "N":
         raise HgemmValueError("hgemm(kernel='triton_tma'): the output must be row-major for the TMA store")
     a_desc, b_desc, a_t, b_t = operand_descs(a, b, config)
-    grid = (programs(triton.cdiv(m, config.block_m) * triton.cdiv(n, config.block_n), num_sms(a.device)),)
+    grid = (programs(cdiv(m, config.block_m) * cdiv(n, config.block_n), num_sms(a.device)),)
     c_box = (config.block_m, config.block_n // config.epilogue_split)
     args = (a_desc, b_desc, Desc(c, c_box), m, n, k, a_t, b_t, acc_fp16, *config.meta.values(),
             config.epilogue_split)

@@ -36,7 +36,7 @@ import triton.language as tl
 
 from hgemm_common.validation import needs_int64_indexing
 
-from .common import Config, grouped_pid, out_offsets, to_output
+from .common import Config, cdiv, grouped_pid, out_offsets, to_output
 from .launch import Spec
 from .tma_persistent import num_sms, operand_descs, tma_dot_step
 
@@ -99,7 +99,7 @@ def launches(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, acc_fp16: bool, 
     n = b.shape[1]
     a_desc, b_desc, a_t, b_t = operand_descs(a, b, config)
     sms = num_sms(a.device)
-    grid = (min(sms, triton.cdiv(m, config.block_m) * triton.cdiv(n, config.block_n)),)
+    grid = (min(sms, cdiv(m, config.block_m) * cdiv(n, config.block_n)),)
     args = (a_desc, b_desc, c, m, n, k, c.stride(0), c.stride(1), a_t, b_t, acc_fp16, needs_int64_indexing(c), sms,
             *config.meta.values())
     return [Spec(hgemm_tma_ws_kernel, grid, args, config.num_warps, config.num_stages)]
