@@ -1,9 +1,10 @@
 """kernel="auto"'s model step: every candidate plan of a call scored by the cost model, the fastest predicted taken.
 
 Where a call's shape class has no entry of its own in the GPU's plan table (`plan_table`), `dispatch.model_plan`
-asks `ranked`. It lists the same candidates tune="exact" would time (`dispatch.candidates`: each kernel offered
-on the GPU, in place or with its unreadable operands staged, times each of its configurations that fit the problem,
-`problem_configs`), describes each to the cost model (`hgemm_common.cost_model`: compute at the kernel's fitted
+asks `ranked`. It lists the candidates tune="exact" would time (`dispatch.candidates`: each kernel offered on the
+GPU, in place or with its unreadable operands staged, times each of its configurations that fit the problem,
+`problem_configs`), with every staging the TMA kernels need, even where tune="exact" judges the copies too dear to
+time (the model prices them), and describes each to the cost model (`hgemm_common.cost_model`: compute at the kernel's fitted
 efficiency, the tile grid's waves, HBM and L2 bytes, staging copies, split-K partials, latency per launch, tile,
 k-iteration and, for pointer kernels, load instruction); the fastest predicted that can run is the plan, its source
 naming the term that decided ("model: compute", "model: waves", ...).
