@@ -6,8 +6,8 @@ The draw is the random suite's (`compare.bench.random_shapes`): for each of --se
 overlap), each shape in its drawn layout and in every --dtypes x --accs pair (bf16 accumulates in fp32 only). One
 such (shape, layout, dtype, accumulation) is a *case*. Per case:
 
-1. the candidates: every (kernel, staging, configuration) kernel="auto"'s cost model scores: what tune="exact"
-   times, and every staging of the TMA kernels (`compare.tune.candidate_plans`, every_staging); kernel="auto" as
+1. the candidates: every (kernel, staging, configuration) tune="exact" times and every staging it skips as too
+   dear (`compare.tune.candidate_plans`, every_staging: a superset of what the cost model scores); kernel="auto" as
    a call runs it today (the plan table's choice, its source recorded); with --gluon the Gluon kernel's
    configurations; with --ptx the hand-written side's plans (`ptx_plans`: wgmma_persistent's own choice, each of
    its tiles and K splits pinned, the grid split and the cluster kernel it hands problems to), each with what the
@@ -411,6 +411,23 @@ def format_quality(q: dict, title: str) -> str:
     return "\n".join(lines)
 
 
+def gpu_of(paths: list[Path]) -> cm.GPU:
+    """The cost model's GPU for the data files' runs: the device's name and SM count (what the model counts waves
+    on), its measured device-copy bandwidth as HBM's; the model's defaults for the rest. Data from devices of
+    different SM counts is refused (one parameter file describes one kind of GPU)."""
+    runs = [r for p in paths for r in read(p).runs if "environment" in r]
+    sms = {r["environment"].get("sm_count") for r in runs}
+    if len(sms) > 1:
+        raise HgemmValueError(f"sweep --fit: the data files come from GPUs of {sorted(map(str, sms))} SMs; fit "
+                              "one kind of GPU at a time")
+    if not runs or None in sms:
+        return cm.H100
+    copies = [r.get("frame", {}).get("copy_gb_s") for r in runs]
+    copies = [c for c in copies if c]
+    return replace(cm.H100, name=str(runs[0]["environment"].get("gpu", cm.H100.name)), sms=int(sms.pop()),
+                   hbm_gbps=round(statistics.median(copies), 1) if copies else cm.H100.hbm_gbps)
+
+
 def run_fit(paths: list[Path], params_out: Path, holdout: list[int], log=print) -> cm.Params:
     """Fit the cost model to data files (the candidates of `holdout` seeds left out of the fit and judged apart),
     print its quality and how it would choose, write its parameters."""
@@ -423,7 +440,7 @@ def run_fit(paths: list[Path], params_out: Path, holdout: list[int], log=print) 
     log(f"sweep --fit: {len(recs)} timed candidates ({skipped} left out: kernel='auto' as called, untimed or "
         f"without a plan) from {len(paths)} file(s); fitting on {len(train)}" +
         (f", judging on {len(test)} of seeds {','.join(map(str, holdout))}" if holdout else ""))
-    params = cm.fit([recs[i] for i in train])
+    params = cm.fit([recs[i] for i in train], gpu_of(paths))
     log(format_quality(params.about["quality"], "fit (the records it was fitted on)"))
     if test:
         q = cm.quality([recs[i] for i in test], params)

@@ -93,8 +93,8 @@ def cases(grid, dtypes, accs) -> list[tuple[str, str, str, tuple[int, int, int]]
 def candidate_plans(a: torch.Tensor, b: torch.Tensor,
                     every_staging: bool = False) -> list[tuple[str, tuple, Config]]:
     """(kernel, stage, configuration) of every candidate kernel="auto" times on these operands (out=None):
-    `dispatch.candidates` x each one's `problem_configs`, as tune="exact" times them; every_staging: also every
-    staging the cost model scores (the sweep's candidates)."""
+    `dispatch.candidates` x each one's `problem_configs`, as tune="exact" times them; every_staging: also the
+    stagings tune="exact" skips as too dear (the sweep's candidates, which the cost model is fitted on)."""
     from triton_kernels import dispatch
     from triton_kernels.common import problem_configs
     from triton_kernels.variants import BY_KERNEL, kernel_module

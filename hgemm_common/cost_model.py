@@ -214,9 +214,10 @@ class Features:
     loads: float  # a pointer kernel's warp-wide load instructions on the busiest SM (0 for TMA kernels)
 
 
-# Kernels that load A and B through pointers (cp.async or plain loads), not TMA: their loads are only as wide as the
-# operands' alignment allows, so on operands TMA cannot describe (a leading dimension off 16 bytes) they issue one load
-# per element (the `loads` feature) and run at other efficiencies, fitted apart.
+# Kernels that load A and B through pointers (cp.async or plain loads), not TMA: their loads are only as wide as
+# Triton can prove the operands aligned, so on operands whose rows lie off the 32-byte sectors ("o") or that TMA
+# cannot describe at all ("-") they issue one load per element (`pointer_loads`) and run at other efficiencies,
+# fitted apart (`param_key`'s ".u").
 POINTER_KERNELS = ("triton_blocked", "triton_splitk", "triton_gemv")
 
 

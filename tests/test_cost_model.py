@@ -62,7 +62,8 @@ def test_staging_reduce_and_latency_terms():
     """Staged operands add their copies (read + write) and a launch each; fp32 partials go through HBM for a fused
     or two-pass split, not for a cluster's; a two-pass split launches twice; a cluster halves B's L2 reads."""
     prob = cm.Problem(3000, 5000, 2000, align="--t")
-    plain, staged = cm.plan_for("triton_tma", 128, 256, 64, 3, 8), cm.plan_for("triton_tma", 128, 256, 64, 3, 8, staged="AB")
+    plain = cm.plan_for("triton_tma", 128, 256, 64, 3, 8)
+    staged = cm.plan_for("triton_tma", 128, 256, 64, 3, 8, staged="AB")
     f0, f1 = cm.features(prob, plain), cm.features(prob, staged)
     assert f1.bytes_staging == 2 * 2 * (3000 * 2000 + 2000 * 5000) and f0.bytes_staging == 0
     assert f1.launches == f0.launches + 2
@@ -94,11 +95,13 @@ def test_plans_refuse_what_they_cannot_be():
     with pytest.raises(HgemmValueError, match="M, N, K >= 1"):
         cm.Problem(0, 4, 4)
     assert cm.plan_for("triton_splitk", 16, 64, 128, 4, 4, 1).schedule == "data_parallel"
-    assert cm.plan_for("triton_splitk", 16, 64, 128, 4, 4, 2).isa == "mma" and cm.plan_for("triton_gemv", 1, 32, 256).isa == "fma"
+    assert cm.plan_for("triton_splitk", 16, 64, 128, 4, 4, 2).isa == "mma"
+    assert cm.plan_for("triton_gemv", 1, 32, 256).isa == "fma"
 
 
 TRUE = {"triton_tma": cm.KernelParams(eff=0.62, mem_eff=0.7, l2_eff=1.4, launch_us=5.0, tile_us=2.0, kiter_us=0.02),
-        "triton_splitk.mma": cm.KernelParams(eff=0.4, mem_eff=0.55, l2_eff=1.0, launch_us=4.0, tile_us=1.5, kiter_us=0.05),
+        "triton_splitk.mma": cm.KernelParams(eff=0.4, mem_eff=0.55, l2_eff=1.0, launch_us=4.0, tile_us=1.5,
+                                             kiter_us=0.05),
         "triton_gemv": cm.KernelParams(eff=0.3, mem_eff=0.8, l2_eff=1.0, launch_us=2.5, tile_us=0.8, kiter_us=0.01)}
 
 
@@ -182,7 +185,8 @@ def test_rank_puts_the_split_first_where_tiles_leave_sms_idle():
     plans = [cm.plan_for("triton_tma", 128, 128, 64, 4, 8), cm.plan_for("triton_gemv", 1, 32, 256, 1, 4, 2),
              cm.plan_for("triton_splitk", 16, 64, 128, 4, 4, 4), cm.plan_for("triton_splitk", 16, 64, 128, 4, 4, 2)]
     ranked = cm.rank(prob, plans)
-    assert [p.kernel for _, p in ranked][:2] == ["triton_splitk", "triton_splitk"] and ranked[-1][1].kernel == "triton_gemv"
+    assert [p.kernel for _, p in ranked][:2] == ["triton_splitk", "triton_splitk"]
+    assert ranked[-1][1].kernel == "triton_gemv"
     assert [x.seconds for x, _ in ranked] == sorted(x.seconds for x, _ in ranked)
 
 

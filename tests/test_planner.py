@@ -4,6 +4,7 @@ what refitting the committed sweep gives; nothing on the path times, synchronize
 (the GPU's arch and SM count stubbed): a plan is arithmetic on sizes."""
 import json
 import random
+from dataclasses import replace
 
 import pytest
 import torch
@@ -59,8 +60,10 @@ def test_the_model_picks_the_fastest_predicted_candidate_that_can_run(m, n, k, l
     assert p.source.startswith("model: ") and p.source.split(": ")[1] in cm.TERMS
     assert dispatch.usable(p, 90, a, b, None)
     params = planner.params_for(90, 132)
-    pairs = [(kern, stage) for kern, stage in dispatch.candidates(m, n, k, 90, 132, a, b, None, every_staging=True)
-             if stage == dispatch.staging(dispatch.BY_KERNEL[kern].alignment, a, b, None)]
+    pairs = dispatch.model_candidates(m, n, k, 90, 132, a, b, None)
+    needed = {kern: dispatch.staging(dispatch.BY_KERNEL[kern].alignment, a, b, None) for kern, _ in pairs}
+    assert all(stage == needed[kern] for kern, stage in pairs)  # each kernel's needed staging, no extra copies
+    assert {kern for kern, _ in dispatch.candidates(m, n, k, 90, 132, a, b, None)} <= set(needed)
     scored = planner.ranked(planner.problem_of(a, b, None, "fp32"), pairs, 132, params)
     runnable = [(pred, q) for pred, q in scored if dispatch.usable(q, 90, a, b, None)]
     chosen = next(pred for pred, q in runnable if (q.kernel, q.config, q.stage) == (p.kernel, p.config, p.stage))
@@ -89,6 +92,16 @@ def test_an_unreadable_model_file_warns_once_and_plans_without_it(tmp_path, monk
     monkeypatch.setenv(planner.MODEL_ENV, str(bad))
     a, b = operands(300, 500, 700, "NN")
     with pytest.warns(RuntimeWarning, match="ignoring cost model file"):
+        assert triton_kernels.plan(a, b).source == "heuristic"
+
+
+def test_a_model_file_of_another_sm_count_is_not_used(tmp_path, monkeypatch):
+    params = cm.load(MODEL_DIR / "sm90-132.json")
+    other = tmp_path / "m.json"
+    cm.save(cm.Params(replace(params.gpu, sms=114), params.kernels, params.corrections, params.about), other)
+    monkeypatch.setenv(planner.MODEL_ENV, str(other))
+    a, b = operands(300, 500, 700, "NN")
+    with pytest.warns(RuntimeWarning, match="fitted for 114 SMs, this GPU has 132"):
         assert triton_kernels.plan(a, b).source == "heuristic"
 
 

@@ -87,7 +87,8 @@ def test_case_candidates_are_autos_plus_todays_call(hopper):
     plans = tune.candidate_plans(a, b, every_staging=True)
     assert len(cands) == len(plans) + 1 and len({c.name for c in cands}) == len(cands)
     assert [c.side for c in cands] == ["triton"] * len(plans) + ["auto"]
-    assert {c.call["kernel"] for c in cands[:-1]} == {"triton_blocked", "triton_splitk", "triton_splitk_tma", "triton_tma"}
+    assert {c.call["kernel"] for c in cands[:-1]} == {"triton_blocked", "triton_splitk", "triton_splitk_tma",
+                                                      "triton_tma"}
     for c, (kern, stage, cfg) in zip(cands, plans):
         assert c.plan.kernel == kern and (c.plan.bm, c.plan.bn, c.plan.bk) == (cfg.block_m, cfg.block_n, cfg.block_k)
         assert c.plan.split == (1 if cfg.split_k == 1 else slices(4096, cfg)[1])
@@ -126,7 +127,8 @@ def test_a_case_records_every_candidate_then_itself(monkeypatch, hopper):
     from compare import parallel
 
     monkeypatch.setattr(parallel, "gpu_operands", lambda m, n, k, layout, dtype, seed: make_inputs(m, n, k, layout))
-    monkeypatch.setattr(bench, "bench_shape", _fake_bench(lambda name: "failed check" if "triton_blocked" in name else 0.5))
+    monkeypatch.setattr(bench, "bench_shape",
+                        _fake_bench(lambda name: "failed check" if "triton_blocked" in name else 0.5))
     case = sweep.Case(1, 3, 16, 4096, 4096, "NT", "fp16", "fp32")
     recs = sweep.measure_case(case, timer=None, budget_ms=5.0, rounds=3, ptx=True, gluon=False, copy_gb_s=None,
                               run_id="r1")

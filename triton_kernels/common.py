@@ -25,8 +25,8 @@ INTERPRETED = tl.constexpr(interpreter_active())
 
 
 def cdiv(a: int, b: int) -> int:
-    """ceil(a / b) of host integers: triton.cdiv is a JIT function, whose every call on the host goes through
-    the JIT launcher's argument handling (the planner calls this thousands of times)."""
+    """ceil(a / b) of host integers. triton.cdiv is a constexpr function: every host call unwraps its arguments
+    through Triton's machinery, and the planner makes thousands of such calls per new kind of call."""
     return -(-a // b)
 
 

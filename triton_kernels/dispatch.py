@@ -436,21 +436,27 @@ def usable(plan: Plan, arch: int, a: torch.Tensor, b: torch.Tensor, out: torch.T
     return plan.config.split_k == 1 or cdiv(a.shape[1], plan.config.split_k) >= plan.config.block_k
 
 
+def model_candidates(m: int, n: int, k: int, arch: int, sms: int, a: torch.Tensor, b: torch.Tensor,
+                     out: torch.Tensor | None) -> list[tuple[str, tuple[bool, bool, bool]]]:
+    """The (kernel, staging) pairs the cost model scores: those tune="exact" times (`candidates`) and each TMA
+    kernel's needed staging even where tune="exact" judges its copies too dear to time (the model prices them),
+    but no copy of an operand TMA reads in place (rows off the 32-byte sectors): it costs the model a copy and buys
+    nothing the model can see."""
+    return [(kern, stage) for kern, stage in candidates(m, n, k, arch, sms, a, b, out, every_staging=True)
+            if stage == staging(BY_KERNEL[kern].alignment, a, b, out)]
+
+
 def model_plan(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None, acc: str, arch: int,
                sms: int) -> Plan | None:
-    """The candidate (`candidates` x `problem_configs`: what tune="exact" would time, and every staging of the TMA
-    kernels, whose copies the model prices) that the GPU's fitted cost model predicts fastest among those that can
-    run these operands (`planner.ranked`, `usable`); None where the GPU has no model. Nothing is timed,
-    synchronized or allocated."""
+    """The candidate (`model_candidates` x `problem_configs`) that the GPU's fitted cost model predicts fastest
+    among those that can run these operands (`planner.ranked`, `usable`); None where the GPU has no model. Nothing
+    is timed, synchronized or allocated."""
     params = planner.params_for(arch, sms)
     if params is None:
         return None
     m, k = a.shape
     n = b.shape[1]
-    # copies of operands TMA reads in place (rows off the 32-byte sectors) cost the model a copy and buy nothing
-    # it can see: only each kernel's needed staging is scored
-    pairs = [(kern, stage) for kern, stage in candidates(m, n, k, arch, sms, a, b, out, every_staging=True)
-             if stage == staging(BY_KERNEL[kern].alignment, a, b, out)]
+    pairs = model_candidates(m, n, k, arch, sms, a, b, out)
     for _, plan in planner.ranked(planner.problem_of(a, b, out, acc), pairs, sms, params):
         if usable(plan, arch, a, b, out):
             return plan
@@ -511,8 +517,9 @@ def exact_plan(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, out: torch.Ten
 def choose(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, out: torch.Tensor | None, acc: str, kernel: str,
            config: Config | None, facts: tuple, tune: str | None = None) -> Plan:
     """The plan of a new kind of call (validated; c is the output the call writes, where exact timing may write).
-    tune: "table" (plan_table: the table, its nearest class or the heuristic; nothing timed), "exact" (timed on
-    these operands, cached in the user's plan cache), None: TENSORCORE_HGEMM_TUNE's value, else "table"."""
+    tune: "table" (`table_plan`: the table, the cost model, the nearest class or the heuristic; nothing timed),
+    "exact" (timed on these operands, cached in the user's plan cache), None: TENSORCORE_HGEMM_TUNE's value, else
+    "table"."""
     arch = device_arch(a)
     stage = (False, False, False)  # an explicit kernel's staged operands (kernel="auto" plans its own)
     if kernel == "auto":

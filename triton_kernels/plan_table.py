@@ -141,7 +141,9 @@ class Plan:
     config: Config
     stage: tuple[bool, bool, bool] = (False, False, False)
     ms: float | None = None  # measured device time when the plan was chosen by timing
-    source: str = "table"  # where it came from: "table", "nearest", "heuristic", "exact", "pinned", "interpreter"
+    # where it came from: "table", "model: TERM" (triton_kernels/planner.py), "nearest", "heuristic", "exact",
+    # "pinned", "interpreter"
+    source: str = "table"
 
     @property
     def name(self) -> str:

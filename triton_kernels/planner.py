@@ -1,13 +1,13 @@
 """kernel="auto"'s model step: every candidate plan of a call scored by the cost model, the fastest predicted taken.
 
 Where a call's shape class has no entry of its own in the GPU's plan table (`plan_table`), `dispatch.model_plan`
-asks `ranked`. It lists the candidates tune="exact" would time (`dispatch.candidates`: each kernel offered on the
-GPU, in place or with its unreadable operands staged, times each of its configurations that fit the problem,
-`problem_configs`), with every staging the TMA kernels need, even where tune="exact" judges the copies too dear to
-time (the model prices them), and describes each to the cost model (`hgemm_common.cost_model`: compute at the kernel's fitted
-efficiency, the tile grid's waves, HBM and L2 bytes, staging copies, split-K partials, latency per launch, tile,
-k-iteration and, for pointer kernels, load instruction); the fastest predicted that can run is the plan, its source
-naming the term that decided ("model: compute", "model: waves", ...).
+asks `ranked`. The candidates are `dispatch.model_candidates`: what tune="exact" would time (each kernel offered on
+the GPU, in place or with its unreadable operands staged), with each TMA kernel's needed staging even where
+tune="exact" judges the copies too dear to time (the model prices them), times each kernel's configurations that
+fit the problem (`problem_configs`). Each is described to the cost model (`hgemm_common.cost_model`: compute at
+the kernel's fitted efficiency, the tile grid's waves, HBM and L2 bytes, staging copies, split-K partials, latency
+per launch, tile, k-iteration and, for pointer kernels, load instruction); the fastest predicted that can run is
+the plan, its source naming the term that decided ("model: compute", "model: waves", ...).
 
 The model's parameters for a GPU are fitted by `python -m compare sweep --fit` to candidates timed on shapes drawn
 at random (`python -m compare sweep`); the fitted files ship in `triton_kernels/models/`, one per kind of GPU
@@ -49,7 +49,7 @@ _lock = threading.Lock()
 
 def params_for(arch: int, sms: int) -> cm.Params | None:
     """The fitted parameters for a GPU of compute capability `arch` (x10) with `sms` SMs, loaded once; None where
-    there is no file, or (with one warning) where the file cannot be read."""
+    there is no file, or (with one warning) where the file cannot be read or was fitted for another SM count."""
     path = model_file(arch, sms)
     key = (arch, sms, str(path))
     if key not in _params:
@@ -62,6 +62,10 @@ def params_for(arch: int, sms: int) -> cm.Params | None:
                     except (OSError, ValueError) as e:
                         warnings.warn(f"ignoring cost model file {path}: {type(e).__name__}: {e}", RuntimeWarning,
                                       stacklevel=3)
+                    if got is not None and got.gpu.sms != sms:  # its waves would be counted on other SMs
+                        warnings.warn(f"ignoring cost model file {path}: fitted for {got.gpu.sms} SMs, this GPU has "
+                                      f"{sms}", RuntimeWarning, stacklevel=3)
+                        got = None
                 _params[key] = got
     return _params[key]
 
