@@ -15,6 +15,10 @@
 #                                             # (python -m compare bench --all; SHAPES=...)
 #   bash scripts/gpu_pass.sh triton-bench OUTDIR  # kernel="auto" on the mixed suite, NN and NT, and the
 #                                             # per-call wall times of hgemm and the operator
+#   bash scripts/gpu_pass.sh random OUTDIR    # the random suite per seed and dtype (SEEDS="S1 S2 S3", DTYPES="fp16 bf16",
+#                                             # COUNT=200, KERNELS=...): OUTDIR/random-SEED-DTYPE/
+#   bash scripts/gpu_pass.sh sweep OUTDIR     # a chunk of the cost model's data (SEEDS=S1,S2, COUNT, DTYPES, GLUON=0/1,
+#                                             # BUDGET_S=470): appended to OUTDIR/sweep.jsonl; fit on a CPU
 #   bash scripts/gpu_pass.sh yardsticks OUTDIR    # what cuBLAS and cuSPARSELt launch per shape, how they accumulate
 #                                             # (scripts/library_kernels.py), and ncu of torch.matmul, the Triton
 #                                             # plan and wgmma_persistent at 1024^3 and 128x4096x4096
@@ -230,6 +234,28 @@ case "$PART" in
     python scripts/wall_time.py --shapes 16x4096x4096,128x4096x4096 --kernels torch.matmul triton --ops 2>&1 \
       | tee "$OUTDIR/wall.log"
     ;;
+  random)
+    # the random suite's acceptance runs: for each seed of SEEDS and dtype of DTYPES, COUNT shapes (NN and NT
+    # drawn per shape) with KERNELS, into OUTDIR/random-SEED-DTYPE/ (bench.csv, bench.json) and its log
+    K=(torch.matmul triton wgmma_persistent gluon_persistent)
+    [ -n "${KERNELS:-}" ] && read -ra K <<< "$KERNELS"
+    for S in ${SEEDS:?SEEDS=\"S1 S2 S3\": seeds of your own, none the model was fitted on}; do
+      for D in ${DTYPES:-fp16}; do
+        python -m compare bench --suite random --seed "$S" --count "${COUNT:-200}" --layout NN,NT --dtype "$D" \
+          --kernels "${K[@]}" --budget-ms "${BUDGET_MS:-8}" --out "$OUTDIR/random-$S-$D" > "$OUTDIR/random-$S-$D.log" 2>&1
+        echo "random seed $S $D: rc=$?"
+        grep -A8 "^random suite, seed" "$OUTDIR/random-$S-$D.log" | head -9
+      done
+    done
+    ;;
+  sweep)
+    # a chunk of the cost model's data (python -m compare sweep): SEEDS as a comma list, every staging timed, the
+    # Gluon kernel's configurations too (GLUON=0: not); appended to OUTDIR/sweep.jsonl within BUDGET_S seconds
+    python -m compare sweep --seeds "${SEEDS:?SEEDS=S1,S2: seeds of your own}" --count "${COUNT:-100}" --layout NN,NT \
+      --dtypes "${DTYPES:-fp16}" $([ "${GLUON:-1}" = 1 ] && echo --gluon) --budget-s "${BUDGET_S:-470}" \
+      --workers "${WORKERS:-15}" --out "$OUTDIR/sweep.jsonl" > "$OUTDIR/sweep.log" 2>&1
+    echo "sweep rc=$?"; tail -3 "$OUTDIR/sweep.log"
+    ;;
   yardsticks)
     python -c "import ptx_kernels; ptx_kernels.load()" 2>&1 | tail -3
     python scripts/library_kernels.py 2>&1 | tee "$OUTDIR/library_kernels.log"
@@ -280,5 +306,5 @@ case "$PART" in
     [ "$PART" = gate1 ] || gate_part2
     gate_verdict
     ;;
-  *) echo "unknown part $PART (tests, report, gate, gate1, gate2, lab, sanitize, wall, triton, triton-bench, yardsticks, sustained, sparse, plans, plan-table, classes)"; exit 2 ;;
+  *) echo "unknown part $PART (tests, report, gate, gate1, gate2, lab, sanitize, wall, triton, triton-bench, random, sweep, yardsticks, sustained, sparse, plans, plan-table, classes)"; exit 2 ;;
 esac
