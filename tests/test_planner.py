@@ -74,6 +74,30 @@ def test_the_model_picks_the_fastest_predicted_candidate_that_can_run(m, n, k, l
         assert chosen.seconds <= min(tma)
 
 
+def test_the_gluon_kernel_is_scored_only_where_the_model_has_fitted_it(monkeypatch):
+    """gluon_persistent is never timed by tune="exact"; the model scores it once a parameter file fits it (a sweep
+    with --gluon). Its plans carry its needed staging, like the TMA kernels'."""
+    from triton_kernels import variants
+
+    a, b = operands(3000, 5000, 2000, "NN")
+    gluon = next(v for v in variants.RECORDS if v.name == "gluon_persistent")
+    if gluon.name not in dispatch.BY_KERNEL:  # under the interpreter (or a Triton without Gluon): offered anyway
+        monkeypatch.setattr(dispatch, "VARIANTS", (*dispatch.VARIANTS, gluon))
+        monkeypatch.setattr(dispatch, "BY_KERNEL", {**dispatch.BY_KERNEL, gluon.name: gluon})
+        monkeypatch.setitem(variants.BY_KERNEL, gluon.name, gluon)
+        monkeypatch.setattr(type(gluon), "offered_on", lambda self, arch: True)
+    without = dispatch.model_candidates(3000, 5000, 2000, 90, 132, a, b, None, frozenset({"triton_tma"}))
+    assert "gluon_persistent" not in {k for k, _ in without}
+    fitted = frozenset({"triton_tma", "gluon_persistent"})
+    got = dict(dispatch.model_candidates(3000, 5000, 2000, 90, 132, a, b, None, fitted))
+    assert got["gluon_persistent"] == dispatch.staging(gluon.alignment, a, b, None)
+    params = planner.params_for(90, 132)
+    faster = cm.Params(params.gpu, {**params.kernels, "gluon_persistent": cm.KernelParams(eff=1.9, launch_us=0.1,
+                                                                                          tile_us=0.01)})
+    ranked = planner.ranked(planner.problem_of(a, b, None, "fp32"), list(got.items()), 132, faster)
+    assert ranked[0][1].kernel == "gluon_persistent"  # a fit that makes it fastest makes it the plan
+
+
 def test_a_gpu_without_a_model_keeps_the_nearest_class_and_the_heuristic(monkeypatch):
     a, b = operands(300, 500, 700, "NN")
     assert triton_kernels.plan(a, b).source.startswith("model: ")

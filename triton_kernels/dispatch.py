@@ -437,13 +437,20 @@ def usable(plan: Plan, arch: int, a: torch.Tensor, b: torch.Tensor, out: torch.T
 
 
 def model_candidates(m: int, n: int, k: int, arch: int, sms: int, a: torch.Tensor, b: torch.Tensor,
-                     out: torch.Tensor | None) -> list[tuple[str, tuple[bool, bool, bool]]]:
+                     out: torch.Tensor | None,
+                     fitted: frozenset = frozenset()) -> list[tuple[str, tuple[bool, bool, bool]]]:
     """The (kernel, staging) pairs the cost model scores: those tune="exact" times (`candidates`) and each TMA
     kernel's needed staging even where tune="exact" judges its copies too dear to time (the model prices them),
     but no copy of an operand TMA reads in place (rows off the 32-byte sectors): it costs the model a copy and buys
-    nothing the model can see."""
-    return [(kern, stage) for kern, stage in candidates(m, n, k, arch, sms, a, b, out, every_staging=True)
-            if stage == staging(BY_KERNEL[kern].alignment, a, b, out)]
+    nothing the model can see. And kernels tune="exact" never times whose module marks them MODEL_CANDIDATE (the
+    Gluon kernel), where `fitted` (the kernels the GPU's model has parameters for) holds them."""
+    pairs = [(kern, stage) for kern, stage in candidates(m, n, k, arch, sms, a, b, out, every_staging=True)
+             if stage == staging(BY_KERNEL[kern].alignment, a, b, out)]
+    for v in VARIANTS:
+        if v.name in fitted and v.offered_on(arch) and takes_dtype(v, a) \
+                and getattr(kernel_module(v), "MODEL_CANDIDATE", False) and v.name not in (p[0] for p in pairs):
+            pairs.append((v.name, staging(v.alignment, a, b, out)))
+    return pairs
 
 
 def model_plan(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None, acc: str, arch: int,
@@ -456,7 +463,7 @@ def model_plan(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None, acc: 
         return None
     m, k = a.shape
     n = b.shape[1]
-    pairs = model_candidates(m, n, k, arch, sms, a, b, out)
+    pairs = model_candidates(m, n, k, arch, sms, a, b, out, planner.fitted_kernels(params))
     for _, plan in planner.ranked(planner.problem_of(a, b, out, acc), pairs, sms, params):
         if usable(plan, arch, a, b, out):
             return plan

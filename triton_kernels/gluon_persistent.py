@@ -239,6 +239,11 @@ def worth_timing(m: int, n: int, k: int, sms: int, tma_in_place: bool) -> bool:
     return False
 
 
+# kernel="auto"'s cost model scores it where the GPU's parameter file has fitted it (`dispatch.model_candidates`;
+# `python -m compare sweep --gluon` times its configurations)
+MODEL_CANDIDATE = True
+
+
 # ----------------------------------------------------------------------------------------------------------------
 # Kernel
 # ----------------------------------------------------------------------------------------------------------------

@@ -70,6 +70,11 @@ def params_for(arch: int, sms: int) -> cm.Params | None:
     return _params[key]
 
 
+def fitted_kernels(params: cm.Params) -> frozenset:
+    """The kernels a parameter file has fitted parameters for (`cost_model.param_key`'s kernel part)."""
+    return frozenset(key.split(".")[0] for key in params.kernels)
+
+
 def clear() -> None:
     """Forget the loaded parameter files (tests)."""
     with _lock:
