@@ -250,9 +250,10 @@ case "$PART" in
     ;;
   sweep)
     # a chunk of the cost model's data (python -m compare sweep): SEEDS as a comma list, every staging timed, the
-    # Gluon kernel's configurations too (GLUON=0: not); appended to OUTDIR/sweep.jsonl within BUDGET_S seconds
+    # Gluon kernel's configurations with GLUON=1 (never yet run on a GPU); appended to OUTDIR/sweep.jsonl within
+    # BUDGET_S seconds
     python -m compare sweep --seeds "${SEEDS:?SEEDS=S1,S2: seeds of your own}" --count "${COUNT:-100}" --layout NN,NT \
-      --dtypes "${DTYPES:-fp16}" $([ "${GLUON:-1}" = 1 ] && echo --gluon) --budget-s "${BUDGET_S:-470}" \
+      --dtypes "${DTYPES:-fp16}" $([ "${GLUON:-0}" = 1 ] && echo --gluon) --budget-s "${BUDGET_S:-470}" \
       --workers "${WORKERS:-15}" --out "$OUTDIR/sweep.jsonl" > "$OUTDIR/sweep.log" 2>&1
     echo "sweep rc=$?"; tail -3 "$OUTDIR/sweep.log"
     ;;
