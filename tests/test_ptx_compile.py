@@ -451,9 +451,9 @@ def test_no_measured_figures_in_sources():
 def registry_of(kernel_files, out_dir, csrc=CSRC) -> dict[str, tuple[str, tuple[str, ...]]]:
     """{name: (operands, dtypes)} the registry holds once the kernel files (separate translation units, a file built
     in parts one per part, as the extension builds them) are linked into one host program: the registrars run at
-    load, no GPU needed. Device code as unoptimized PTX only (cicc -O0, no ptxas: the cubins are the compile
-    fixture's business), so this costs about what the host code does; for compute_90a, the target every kernel file
-    builds for (the sm_90a-only ones included)."""
+    load, no GPU needed. Host code unoptimized (-O0: only the registrars have to run) and device code as
+    unoptimized PTX only (cicc -O0, no ptxas: the cubins are the compile fixture's business); for compute_90a, the
+    target every kernel file builds for (the sm_90a-only ones included)."""
     import subprocess
 
     main = out_dir / "print_registry.cu"
@@ -467,7 +467,7 @@ def registry_of(kernel_files, out_dir, csrc=CSRC) -> dict[str, tuple[str, tuple[
         src, part = unit
         out = out_dir / (f"{src.stem}.o" if part is None else f"{src.stem}.part{part}.o")
         defines = [] if part is None else [f"-DHGEMM_PART={part}"]
-        subprocess.run([*nvcc, "-O3", "-Xcicc", "-O0", "-gencode=arch=compute_90a,code=compute_90a", *defines, "-c",
+        subprocess.run([*nvcc, "-O0", "-Xcicc", "-O0", "-gencode=arch=compute_90a,code=compute_90a", *defines, "-c",
                         "-o", str(out), str(src)], check=True, capture_output=True)
         return str(out)
 
