@@ -43,7 +43,7 @@ from hgemm_common.record import ACCS_FOR
 
 from .bench import CONTROL, random_shapes
 from .registry import BASELINE
-from .sweep_data import Data, append, read, triton_plan
+from .sweep_data import Data, append, read
 
 DEFAULT_BUDGET_MS = 10.0  # timed GPU ms per candidate and case (the bench's --budget-ms: a few dozen calls each)
 DEFAULT_BLOCK = 48  # cases compiled ahead together, then timed
@@ -160,6 +160,7 @@ def case_candidates(case: Case, a: torch.Tensor, b: torch.Tensor, ptx: bool, glu
     from triton_kernels import dispatch
     from triton_kernels.common import problem_configs
     from triton_kernels.plan_table import stage_text
+    from triton_kernels.planner import model_plan_of
     from triton_kernels.variants import AUTO, BY_KERNEL, GLUON, VARIANTS, kernel_module
 
     from . import registry
@@ -171,7 +172,7 @@ def case_candidates(case: Case, a: torch.Tensor, b: torch.Tensor, ptx: bool, glu
         entry = registry.Kernel(name, replace(BY_KERNEL[kern], misaligned="copy"), case.acc,
                                 lambda a, b, out=None, run=run: (run(a, b, out), out)[1], config=cfg.name)
         return Candidate(side, name, {"kernel": kern, "config": cfg.name, "stage": stage_text(stage)}, entry,
-                         triton_plan(kern, cfg, stage, case.k))
+                         model_plan_of(kern, cfg, stage, case.k))
 
     out = [triton_entry("triton", kern, cfg, stage)
            for kern, stage, cfg in candidate_plans(a, b, every_staging=True)]
@@ -184,7 +185,7 @@ def case_candidates(case: Case, a: torch.Tensor, b: torch.Tensor, ptx: bool, glu
     today = triton_kernels.plan(a, b, acc=case.acc)
     auto = registry.Kernel("auto:triton", AUTO, case.acc, registry._triton(case.acc, None, "auto"), config="plan")
     out.append(Candidate("auto", auto.name, {"kernel": "auto", "plan": today.name, "source": today.source}, auto,
-                         triton_plan(today.kernel, today.config, today.stage, case.k)))
+                         model_plan_of(today.kernel, today.config, today.stage, case.k)))
     if ptx:
         from ptx_kernels.variants import BY_NAME
 

@@ -89,24 +89,18 @@ def append(path: Path, records: list[dict]) -> None:
 # ----------------------------------------------------------------------------------------------------------------
 # Records of Triton plans
 # ----------------------------------------------------------------------------------------------------------------
-def triton_plan(kernel: str, cfg, stage: tuple, k: int) -> cm.Plan:
-    """The cost model's plan of a Triton (kernel, configuration, staging): the planner's own description."""
-    from triton_kernels.planner import model_plan_of
-
-    return model_plan_of(kernel, cfg, stage, k)
-
-
 # compare tune's per-candidate times, as candidate records
 def tune_records(timed: list, a: torch.Tensor, b: torch.Tensor, dtype: str, acc: str, layout: str,
                  case: str) -> list[dict]:
     """Candidate records of the (kernel, stage, configuration, ms) `compare tune` timed on one case's operands
     (`triton_kernels.dispatch.kept_timings`)."""
     from triton_kernels.plan_table import align_class, stage_text
+    from triton_kernels.planner import model_plan_of
 
     m, k = a.shape
     n = b.shape[1]
     problem = cm.Problem(m, n, k, layout, align_class(a, b, None), dtype, acc)
     return [{"type": "candidate", "case": case, "side": "triton", "source": "tune",
              "call": {"kernel": kern, "config": cfg.name, "stage": stage_text(stage)},
-             **cm.record_fields(problem, triton_plan(kern, cfg, stage, k)), "status": "ok", "ms": ms}
+             **cm.record_fields(problem, model_plan_of(kern, cfg, stage, k)), "status": "ok", "ms": ms}
             for kern, stage, cfg, ms in timed]

@@ -47,6 +47,7 @@ from .errors import HgemmValueError
 
 
 def cdiv(a: int, b: int) -> int:
+    """ceil(a / b) of host integers (b > 0); triton_kernels' host code uses it too."""
     return -(-a // b)
 
 

@@ -9,6 +9,9 @@ from dataclasses import dataclass
 import triton
 import triton.language as tl
 
+# host-side ceil(a / b): triton.cdiv is a constexpr function, each host call unwrapping its arguments through
+# Triton's machinery, and the planner makes thousands of such calls per new kind of call
+from hgemm_common.cost_model import cdiv  # noqa: F401  (re-exported to the kernel modules)
 from hgemm_common.errors import HgemmValueError
 from hgemm_common.timing import L2Flush, device_ms
 from hgemm_common.validation import interpreter_active
@@ -22,12 +25,6 @@ from hgemm_common.validation import interpreter_active
 # `to_output` rounds to bf16 by hand; compiled kernels never contain these branches (their SASS keeps the bf16
 # tensor-core instructions: test_bf16_compiles_to_bf16_tensor_cores).
 INTERPRETED = tl.constexpr(interpreter_active())
-
-
-def cdiv(a: int, b: int) -> int:
-    """ceil(a / b) of host integers. triton.cdiv is a constexpr function: every host call unwraps its arguments
-    through Triton's machinery, and the planner makes thousands of such calls per new kind of call."""
-    return -(-a // b)
 
 
 _CONFIG_NAME = re.compile(r"(\d+)x(\d+)x(\d+)_w(\d+)_s(\d+)_g(\d+)(?:_k(\d+))?(?:_e(\d+))?")
