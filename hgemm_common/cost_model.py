@@ -367,9 +367,10 @@ def total(t: dict):
 
 
 def correction_key(problem: Problem, plan: Plan) -> str:
-    """The bin a residual correction applies to: the kernel, M's power-of-two bucket, and whether every operand
-    is TMA-describable in place ("a") or not ("u")."""
-    return f"{plan.kernel}/m{1 << (problem.m - 1).bit_length()}/{'u' if '-' in problem.align else 'a'}"
+    """The bin a residual correction applies to: the parameter set the plan takes (`param_key`: a bin's residuals
+    are of one fitted set, never of two averaged), M's power-of-two bucket, and whether every operand is
+    TMA-describable in place ("a") or not ("u")."""
+    return f"{param_key(plan, problem)}/m{1 << (problem.m - 1).bit_length()}/{'u' if '-' in problem.align else 'a'}"
 
 
 @dataclass(frozen=True)

@@ -156,6 +156,16 @@ def test_fit_learns_a_bin_correction_and_applies_it():
     assert p.seconds == pytest.approx(cm.total(p.terms) * p.correction)
 
 
+def test_a_correction_bin_holds_the_residuals_of_one_parameter_set():
+    # A pointer kernel fits separate parameters for A or B off TMA's alignment (".u"); a correction bin shared by
+    # both would move one set's predictions by the other's residuals.
+    plan = cm.plan_for("triton_blocked", 128, 128, 64, 4, 8)
+    aligned, offset = cm.Problem(12000, 560, 272, align="ttt"), cm.Problem(12000, 280, 12552, align="oot")
+    assert cm.param_key(plan, aligned) != cm.param_key(plan, offset)
+    assert cm.correction_key(aligned, plan) != cm.correction_key(offset, plan)
+    assert cm.correction_key(aligned, plan).startswith(cm.param_key(plan, aligned) + "/")
+
+
 def test_parameter_file_round_trips(tmp_path):
     params = cm.fit(synthetic(count=60))
     path = tmp_path / "model.json"
