@@ -74,6 +74,19 @@ def test_the_model_picks_the_fastest_predicted_candidate_that_can_run(m, n, k, l
         assert chosen.seconds <= min(tma)
 
 
+@pytest.mark.parametrize("m,n,k,layout", [(8, 27704, 5728, "NT"), (48, 20480, 4096, "NN")])
+def test_skinny_outputs_on_a_wide_n_score_the_split_k_tiles_that_tune_exact_skips(m, n, k, layout):
+    # 128 x 128 tiles fill the SMs here, so tune="exact" does not time split-K (`worth_timing`); the model scores
+    # its 16- to 64-row tiles anyway (`worth_scoring`) and weighs them against the TMA tiles.
+    a, b = operands(m, n, k, layout)
+    timed = {kern for kern, _ in dispatch.candidates(m, n, k, 90, 132, a, b, None)}
+    scored = {kern for kern, _ in dispatch.model_candidates(m, n, k, 90, 132, a, b, None)}
+    assert not timed & {"triton_splitk", "triton_splitk_tma"}
+    assert {"triton_splitk", "triton_splitk_tma", "triton_tma"} <= scored
+    assert not {kern for kern, _ in dispatch.model_candidates(4096, n, k, 90, 132, *operands(4096, n, k, layout),
+                                                               None)} & {"triton_splitk", "triton_splitk_tma"}
+
+
 def test_the_gluon_kernel_is_scored_only_where_the_model_has_fitted_it(monkeypatch):
     """gluon_persistent is never timed by tune="exact"; the model scores it once a parameter file fits it (a sweep
     with --gluon). Its plans carry its needed staging, like the TMA kernels'."""

@@ -58,7 +58,11 @@ def test_every_kernel_module_meets_the_contract(record):
         assert [p.name for p in inspect.signature(mod.prune).parameters.values()][1:] == ["m", "n", "k", "sms"]
     if hasattr(mod, "choose_config"):
         assert [p.name for p in inspect.signature(mod.choose_config).parameters.values()][:4] == ["m", "n", "k", "sms"]
-    assert set(OPTIONAL) == {"check_config", "compile_options", "MAX_M", "UNAVAILABLE", "prune", "choose_config"}
+    if hasattr(mod, "worth_scoring"):
+        assert [p.name for p in inspect.signature(mod.worth_scoring).parameters.values()] == \
+            [p.name for p in inspect.signature(mod.worth_timing).parameters.values()]
+    assert set(OPTIONAL) == {"check_config", "compile_options", "MAX_M", "UNAVAILABLE", "prune", "choose_config",
+                             "worth_scoring"}
 
 
 def test_records_have_typed_fields_only():

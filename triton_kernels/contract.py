@@ -14,7 +14,10 @@ Optional members, each with the default the callers fall back to (`optional`):
 - `prune(configs, m, n, k, sms) -> list[Config]`: the configurations worth trying on a problem, where that needs the
   SM count (default `common.prune_for_problem`; `common.problem_configs` asks);
 - `choose_config(m, n, k, sms) -> Config`: a rule of its own for an untimed choice (default: the first of
-  `problem_configs`; `plan_table.heuristic_config` asks).
+  `problem_configs`; `plan_table.heuristic_config` asks);
+- `worth_scoring(m, n, k, sms, tma_in_place) -> bool`: whether the cost model scores it on a problem (and the sweep
+  times it there), where that reaches past what tune="exact" times (default `worth_timing`;
+  `dispatch.candidates(every_staging=True)` asks).
 """
 from __future__ import annotations
 
@@ -55,6 +58,7 @@ OPTIONAL = {
     "UNAVAILABLE": None,
     "prune": None,
     "choose_config": None,
+    "worth_scoring": None,
 }
 
 

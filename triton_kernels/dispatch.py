@@ -319,16 +319,19 @@ def staging_worth_timing(m: int, n: int, k: int, stage: tuple[bool, bool, bool])
 
 def candidates(m: int, n: int, k: int, arch: int, sms: int, a: torch.Tensor, b: torch.Tensor,
                out: torch.Tensor | None, every_staging: bool = False) -> list[tuple[str, tuple[bool, bool, bool]]]:
-    """(kernel, staging) pairs kernel="auto" times for this problem (see the module's header). every_staging: also
-    the staged ones whose copies `staging_worth_timing` judges too dear to time (the cost model scores every
-    candidate and prices the copies itself; `python -m compare sweep` times them all)."""
+    """(kernel, staging) pairs kernel="auto" times for this problem (see the module's header). every_staging: the
+    cost model's set (`python -m compare sweep` times it all): also the staged ones whose copies
+    `staging_worth_timing` judges too dear to time (the model prices the copies itself), and each kernel where its
+    module's `worth_scoring` (default `worth_timing`) holds."""
     offered = [v for v in VARIANTS if v.offered_on(arch) and takes_dtype(v, a)]
     stages = {v.name: staging(v.alignment, a, b, out) for v in offered}
     tma_in_place = any(v.alignment != "none" and not any(stages[v.name]) for v in offered)
     out_ = []
     for v in offered:
         kernel, stage = v.name, stages[v.name]
-        if not kernel_module(v).worth_timing(m, n, k, sms, tma_in_place):
+        module = kernel_module(v)
+        worth = (optional(module, "worth_scoring") if every_staging else None) or module.worth_timing
+        if not worth(m, n, k, sms, tma_in_place):
             continue
         if not any(stage) or every_staging or staging_worth_timing(m, n, k, stage):
             out_.append((kernel, stage))

@@ -77,6 +77,16 @@ def worth_timing(m: int, n: int, k: int, sms: int, tma_in_place: bool) -> bool:
     return tiles < sms and k >= 2 * min(SPLITS) * 128
 
 
+SKINNY_M = 64  # at most this many rows: the 128-row tile count says nothing of how 16- to 64-row tiles fill the SMs
+
+
+def worth_scoring(m: int, n: int, k: int, sms: int, tma_in_place: bool) -> bool:
+    """Scored by the cost model (and timed by the sweep) where it is timed, and on every skinny output (M up to
+    SKINNY_M) with K long enough to split: there 128 x 128 tiles can fill the SMs on a wide N while this kernel's
+    16- to 64-row tiles stream B with less waste, and the model, not the tile count, weighs the two."""
+    return worth_timing(m, n, k, sms, tma_in_place) or (m <= SKINNY_M and k >= 2 * min(SPLITS) * 128)
+
+
 # ----------------------------------------------------------------------------------------------------------------
 # Kernels
 # ----------------------------------------------------------------------------------------------------------------

@@ -58,6 +58,11 @@ def worth_timing(m: int, n: int, k: int, sms: int, tma_in_place: bool) -> bool:
     return tma_in_place and splitk.worth_timing(m, n, k, sms, tma_in_place)
 
 
+def worth_scoring(m: int, n: int, k: int, sms: int, tma_in_place: bool) -> bool:
+    """Where splitk.py is scored (`splitk.worth_scoring`: also every skinny output) and A and B are read in place."""
+    return tma_in_place and splitk.worth_scoring(m, n, k, sms, tma_in_place)
+
+
 # ----------------------------------------------------------------------------------------------------------------
 # Kernel
 # ----------------------------------------------------------------------------------------------------------------
