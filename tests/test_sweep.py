@@ -12,6 +12,7 @@ import torch
 
 from compare import bench, sweep, sweep_data, tune
 from compare.reference import make_inputs
+from conftest import DEVICE
 from hgemm_common import cost_model as cm
 from triton_kernels import dispatch
 from triton_kernels.splitk import slices
@@ -82,7 +83,7 @@ def test_case_candidates_are_autos_plus_todays_call(hopper):
     and every staging of the TMA kernels), each with its cost model plan (effective K split), and kernel="auto" as
     called today with the plan's source."""
     case = sweep.Case(1, 0, 16, 4096, 4096, "NN", "fp16", "fp32")
-    a, b = make_inputs(16, 4096, 4096, "NN")
+    a, b = make_inputs(16, 4096, 4096, "NN", device=DEVICE)  # CPU tensors only under the interpreter
     cands = sweep.case_candidates(case, a, b, ptx=False, gluon=False)
     plans = tune.candidate_plans(a, b, every_staging=True)
     assert len(cands) == len(plans) + 1 and len({c.name for c in cands}) == len(cands)
@@ -126,7 +127,8 @@ def test_a_case_records_every_candidate_then_itself(monkeypatch, hopper):
     times (none for a failed check), the PTX plan from what the launch reported, and the case record last."""
     from compare import parallel
 
-    monkeypatch.setattr(parallel, "gpu_operands", lambda m, n, k, layout, dtype, seed: make_inputs(m, n, k, layout))
+    monkeypatch.setattr(parallel, "gpu_operands",
+                        lambda m, n, k, layout, dtype, seed: make_inputs(m, n, k, layout, device=DEVICE))
     monkeypatch.setattr(bench, "bench_shape",
                         _fake_bench(lambda name: "failed check" if "triton_blocked" in name else 0.5))
     case = sweep.Case(1, 3, 16, 4096, 4096, "NT", "fp16", "fp32")
