@@ -78,9 +78,14 @@ class Compiled:
     functions: list[FunctionUsage] = field(default_factory=list)
     includes: tuple[Path, ...] = ()  # the include folders it was compiled with
     ptx_file: Path | None = None  # the PTX it was assembled from (`assemble`); None: compile_ptx's of the source
+    _sass: str | None = field(default=None, init=False, repr=False, compare=False)
 
     def sass(self) -> str:
-        return disassemble(self.cubin)
+        """The whole cubin's SASS, disassembled once per Compiled (cuobjdump of a cubin with many instantiations is
+        slow, and the compile tests read it again and again)."""
+        if self._sass is None:
+            self._sass = disassemble(self.cubin)
+        return self._sass
 
     def ptx(self) -> str:
         """The PTX module of this compile: the one it was assembled from, or the source's (compile_ptx)."""
