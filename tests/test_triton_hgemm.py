@@ -497,10 +497,12 @@ def facts(k):
                 ffma=len(re.findall(r"\\bFFMA\\b", sass)),
                 local=len(re.findall(r"\\b(?:LDL|STL)\\b", sass)), rn_bf16="cvt.rn.bf16" in k.asm["ptx"])
 
-units = iter(range(10**6))
+units = {}
 
-def mine():  # whether the next unit (a config in all its dtypes, or one reduction) is this child's (PART of PARTS)
-    return next(units) % PARTS == PART
+def mine(unit):  # whether a unit (a config in all its dtypes, or one reduction) is this child's (PART of PARTS): dealt
+    # in turn, configs that compile alike one unit (split_k is a run-time argument of some split-K kernels), so that
+    # one child compiles them and its Triton cache serves the others
+    return units.setdefault(unit, len(units)) % PARTS == PART
 
 failed, rows = [], []
 for v in VARIANTS:
@@ -508,7 +510,7 @@ for v in VARIANTS:
         continue
     mod = kernel_module(v)
     for i, cfg in enumerate(mod.configs()):
-        if not mine():
+        if not mine(repr([v.name, cfg.num_warps, cfg.num_stages, *(mod.inspect_source(cfg, d)[1:] for d in v.dtypes)])):
             continue
         for dtype in v.dtypes:
             for acc in ACCS_FOR[dtype]:
@@ -525,7 +527,7 @@ for v in VARIANTS:
                     rows.append(dict(record=v.name, config=cfg.name, first=i == 0, dtype=dtype, descs=descs,
                                      **facts(k)))
 reduce = {}
-for dtype in ("fp16", "bf16") if mine() else ():
+for dtype in ("fp16", "bf16") if mine("reduce") else ():
     sig = {"p_ptr": "*fp32", "c_ptr": f"*{dtype}", "N": "i32", "SPLITS": "i32", "stride_ps": "i32",
            "stride_cm": "i32", "stride_cn": "i32"}
     k = compile_(splitk.splitk_reduce_kernel, sig, dict(INDEX_64=False, BLOCK=splitk.REDUCE_BLOCK), {}, 4, 1)
@@ -533,7 +535,7 @@ for dtype in ("fp16", "bf16") if mine() else ():
 # the wide split-K kernel's reduction (its partial kernel stores fp32; this one rounds and writes C), 256 x 256 in
 # 32 slices: M, N multiples of 16, a programmatic dependent launch
 wide = {}
-for dtype in ("fp16", "bf16") if mine() else ():
+for dtype in ("fp16", "bf16") if mine("wide reduce") else ():
     sig = {"p_ptr": "*fp32", "c_ptr": f"*{dtype}", "M": "i32", "N": "i32", "SPLIT": "i32", "stride_cm": "i32"}
     slices_, block = splitk_wide.reduce_shape(32)
     attrs = {(i,): [["tt.divisibility", 16]] for i in (0, 1, 2, 3, 5)}
@@ -547,7 +549,7 @@ from triton_kernels import blocked
 from triton_kernels.common import div8_args
 loads = {}
 div8 = div8_args((2000, 1, 5000, 1, 5000, 1), 3000, 5000)[1]
-for d in (0, div8) if mine() else ():
+for d in (0, div8) if mine("div8") else ():
     fn, sig, consts, _ = blocked.inspect_source(blocked.configs()[0])
     attrs = {(i,): [["tt.divisibility", 16]] for i in (0, 1, 2, 5, 6)}
     k = compile_(fn, sig, dict(consts, EVEN_K=False, DIV8=d), attrs, 8, 3)
