@@ -51,6 +51,10 @@ def pytest_cmdline_main(config):
     config.option.numprocesses = "auto"
     if config.option.dist == "no":
         config.option.dist = "loadfile"
+    # each worker one-threaded (the workers and the processes they start inherit this): torch's and numpy's thread
+    # pools otherwise start a thread per core in every worker, and on the interpreter's many small operations the
+    # spare threads mostly take CPU from the other workers
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 
 SHARD_ENV = "HGEMM_TEST_SHARD"
