@@ -510,7 +510,8 @@ for v in VARIANTS:
         continue
     mod = kernel_module(v)
     for i, cfg in enumerate(mod.configs()):
-        if not mine(repr([v.name, cfg.num_warps, cfg.num_stages, *(mod.inspect_source(cfg, d)[1:] for d in v.dtypes)])):
+        unit = [v.name, cfg.num_warps, cfg.num_stages, *(mod.inspect_source(cfg, d)[1:] for d in v.dtypes)]
+        if not mine(repr(unit)):
             continue
         for dtype in v.dtypes:
             for acc in ACCS_FOR[dtype]:

@@ -74,7 +74,12 @@ def worth_timing(m: int, n: int, k: int, sms: int, tma_in_place: bool) -> bool:
     """Timed where a grid of 128x128 output tiles leaves SMs idle (16x4096x4096: 32 tiles on 132 SMs) and K is
     long enough to give each slice at least two K tiles of the longest BLOCK_K."""
     tiles = cdiv(m, TILE_FOR_FILL) * cdiv(n, TILE_FOR_FILL)
-    return tiles < sms and k >= 2 * min(SPLITS) * 128
+    return tiles < sms and long_enough_to_split(k)
+
+
+def long_enough_to_split(k: int) -> bool:
+    """K gives each slice of the fewest splits at least two K tiles of the longest BLOCK_K."""
+    return k >= 2 * min(SPLITS) * 128
 
 
 SKINNY_M = 64  # at most this many rows: the 128-row tile count says nothing of how 16- to 64-row tiles fill the SMs
@@ -84,7 +89,7 @@ def worth_scoring(m: int, n: int, k: int, sms: int, tma_in_place: bool) -> bool:
     """Scored by the cost model (and timed by the sweep) where it is timed, and on every skinny output (M up to
     SKINNY_M) with K long enough to split: there 128 x 128 tiles can fill the SMs on a wide N while this kernel's
     16- to 64-row tiles stream B with less waste, and the model, not the tile count, weighs the two."""
-    return worth_timing(m, n, k, sms, tma_in_place) or (m <= SKINNY_M and k >= 2 * min(SPLITS) * 128)
+    return worth_timing(m, n, k, sms, tma_in_place) or (m <= SKINNY_M and long_enough_to_split(k))
 
 
 # ----------------------------------------------------------------------------------------------------------------
