@@ -157,7 +157,8 @@ class Plan:
 # What each kernel of the project is to the model: (schedule, how its K-split partials are summed). A split of 1
 # makes a split-K kernel data-parallel. Triton (kernel= names): the blocked kernel launches one program per tile,
 # the TMA kernels are persistent, split-K and gemv sum their slices in the launch (the last slice of each tile),
-# splitk_wide and the Gluon kernel's splits in a second launch. PTX (record names): wgmma_persistent and the kernels
+# splitk_wide and the Gluon kernel's splits in a second launch; streamk shares the tiles past whole rounds by
+# k-iteration (its cut tiles summed in the launch, `features`' stream_k partials). PTX (record names): wgmma_persistent and the kernels
 # it hands problems to.
 KERNELS = {
     "triton_blocked": ("data_parallel", "none"),
@@ -165,6 +166,7 @@ KERNELS = {
     "triton_splitk": ("split_k", "fused"),
     "triton_splitk_tma": ("split_k", "fused"),
     "triton_splitk_wide": ("split_k", "two_pass"),
+    "triton_streamk": ("stream_k", "fused"),
     "triton_gemv": ("bandwidth", "fused"),
     "gluon_persistent": ("persistent", "two_pass"),
     "wgmma_persistent": ("persistent", "none"),

@@ -60,7 +60,7 @@ def test_the_model_picks_the_fastest_predicted_candidate_that_can_run(m, n, k, l
     assert p.source.startswith("model: ") and p.source.split(": ")[1] in cm.TERMS
     assert dispatch.usable(p, 90, a, b, None)
     params = planner.params_for(90, 132)
-    pairs = dispatch.model_candidates(m, n, k, 90, 132, a, b, None)
+    pairs = dispatch.model_candidates(m, n, k, 90, 132, a, b, None, planner.fitted_kernels(params))
     needed = {kern: dispatch.staging(dispatch.BY_KERNEL[kern].alignment, a, b, None) for kern, _ in pairs}
     assert all(stage == needed[kern] for kern, stage in pairs)  # each kernel's needed staging, no extra copies
     assert {kern for kern, _ in dispatch.candidates(m, n, k, 90, 132, a, b, None)} <= set(needed)
@@ -85,6 +85,28 @@ def test_skinny_outputs_on_a_wide_n_score_the_split_k_tiles_that_tune_exact_skip
     assert {"triton_splitk", "triton_splitk_tma", "triton_tma"} <= scored
     assert not {kern for kern, _ in dispatch.model_candidates(4096, n, k, 90, 132, *operands(4096, n, k, layout),
                                                                None)} & {"triton_splitk", "triton_splitk_tma"}
+
+
+def test_a_kernel_the_model_has_not_fitted_is_swept_but_never_scored():
+    """The stream-K kernel (no parameters in the shipped file yet) is among the sweep's candidates where its widest
+    tile's grid leaves a partial round (`streamk.worth_scoring`), so a sweep times it; the model scores it only once
+    a parameter file fits it, and kernel="auto" does not pick it before."""
+    m, n, k = 200, 8192, 8192  # 64 tiles of 128 x 256 on 132 SMs
+    a, b = operands(m, n, k, "NN")
+    params = planner.params_for(90, 132)
+    assert "triton_streamk" not in planner.fitted_kernels(params)
+    swept = {kern for kern, _ in dispatch.candidates(m, n, k, 90, 132, a, b, None, every_staging=True)}
+    assert "triton_streamk" in swept and "triton_streamk" not in {
+        kern for kern, _ in dispatch.candidates(m, n, k, 90, 132, a, b, None)}  # tune="exact" does not time it
+    fitted = planner.fitted_kernels(params)
+    assert "triton_streamk" not in {kern for kern, _ in dispatch.model_candidates(m, n, k, 90, 132, a, b, None,
+                                                                                   fitted)}
+    assert "triton_streamk" in {kern for kern, _ in dispatch.model_candidates(m, n, k, 90, 132, a, b, None,
+                                                                               fitted | {"triton_streamk"})}
+    assert triton_kernels.plan(a, b).kernel != "triton_streamk"
+    # 4224 x 4096 in 128 x 256 tiles: 33 x 16 = 528 = 4 x 132, whole rounds (the TMA kernel's schedule): not swept
+    assert "triton_streamk" not in {kern for kern, _ in dispatch.candidates(
+        4224, 4096, 1024, 90, 132, *operands(4224, 4096, 1024, "NN"), None, every_staging=True)}
 
 
 def test_the_gluon_kernel_is_scored_only_where_the_model_has_fitted_it(monkeypatch):

@@ -50,7 +50,8 @@ GPU_GEMV = pytest.param("gemv", marks=pytest.mark.gpu)
 # tests below and in tests/test_dispatch.py.
 GPU_PIN = {"triton_blocked": configs("triton_blocked")[5], "triton_tma": configs("triton_tma")[5],
            "triton_splitk": configs("triton_splitk")[4], "triton_splitk_tma": configs("triton_splitk_tma")[9],
-           "triton_gemv": configs("triton_gemv")[1], "triton_splitk_wide": configs("triton_splitk_wide")[0]}
+           "triton_gemv": configs("triton_gemv")[1], "triton_splitk_wide": configs("triton_splitk_wide")[0],
+           "triton_streamk": configs("triton_streamk")[1]}
 
 
 def pinned(a, b, **kw) -> dict:
@@ -645,7 +646,7 @@ def test_tma_descriptors_carry_the_element_type(sm90_compiles):
     host = {"fp16": 6, "bf16": 9}
     tma = [r for r in sm90_compiles["rows"] if r["descs"]]
     assert {r["dtype"] for r in tma} == {"fp16", "bf16"}
-    assert {r["record"] for r in tma} == {"triton_tma", "triton_splitk_tma", "triton_splitk_wide"}
+    assert {r["record"] for r in tma} == {"triton_tma", "triton_splitk_tma", "triton_splitk_wide", "triton_streamk"}
     for r in tma:
         descs = 2 if r["record"] in ("triton_splitk_tma", "triton_splitk_wide") else 3
         assert [(size, _TMA_DTYPE_DEVICE_TO_HOST[t]) for size, t in r["descs"]] == [(2, host[r["dtype"]])] * descs, r
@@ -720,8 +721,9 @@ def test_tma_rejects_unaligned_and_auto_falls_back():
 def test_kernel_argument_checked():
     a, b = make_inputs(8, 8, 8, "NN", device=DEVICE)
     with pytest.raises(ValueError, match=r"kernel must be one of \('auto', 'triton_blocked', 'triton_splitk', "
-                       r"'triton_gemv', 'triton_tma', 'triton_splitk_tma', 'triton_splitk_wide'(, 'gluon_persistent')?"
-                       r"\) \(or an older name: blocked, splitk, gemv, tma, splitk_tma, splitk_wide(, gluon)?\), got "
+                       r"'triton_gemv', 'triton_tma', 'triton_splitk_tma', 'triton_splitk_wide', 'triton_streamk'"
+                       r"(, 'gluon_persistent')?\) \(or an older name: blocked, splitk, gemv, tma, splitk_tma, "
+                       r"splitk_wide, streamk(, gluon)?\), got "
                        r"'cublas'$"):
         triton_kernels.hgemm(a, b, kernel="cublas")
     with pytest.raises(ValueError, match=r"configs: kernel must be one of \('auto', 'triton_blocked', .*\), got "

@@ -441,16 +441,19 @@ def usable(plan: Plan, arch: int, a: torch.Tensor, b: torch.Tensor, out: torch.T
 
 def model_candidates(m: int, n: int, k: int, arch: int, sms: int, a: torch.Tensor, b: torch.Tensor,
                      out: torch.Tensor | None,
-                     fitted: frozenset = frozenset()) -> list[tuple[str, tuple[bool, bool, bool]]]:
+                     fitted: frozenset | None = None) -> list[tuple[str, tuple[bool, bool, bool]]]:
     """The (kernel, staging) pairs the cost model scores: those tune="exact" times (`candidates`) and each TMA
     kernel's needed staging even where tune="exact" judges its copies too dear to time (the model prices them),
     but no copy of an operand TMA reads in place (rows off the 32-byte sectors): it costs the model a copy and buys
     nothing the model can see. And kernels tune="exact" never times whose module marks them MODEL_CANDIDATE (the
-    Gluon kernel), where `fitted` (the kernels the GPU's model has parameters for) holds them."""
+    Gluon kernel). `fitted`: the kernels the GPU's model has parameters for; where given, only those are scored (a
+    kernel the fit has not seen, such as a new one the sweep times through its `worth_scoring` before any refit,
+    would be predicted with default parameters, and kernel="auto" must not pick it on a guess). None: every
+    candidate, no MODEL_CANDIDATE kernel."""
     pairs = [(kern, stage) for kern, stage in candidates(m, n, k, arch, sms, a, b, out, every_staging=True)
-             if stage == staging(BY_KERNEL[kern].alignment, a, b, out)]
+             if stage == staging(BY_KERNEL[kern].alignment, a, b, out) and (fitted is None or kern in fitted)]
     for v in VARIANTS:
-        if v.name in fitted and v.offered_on(arch) and takes_dtype(v, a) \
+        if fitted is not None and v.name in fitted and v.offered_on(arch) and takes_dtype(v, a) \
                 and getattr(kernel_module(v), "MODEL_CANDIDATE", False) and v.name not in (p[0] for p in pairs):
             pairs.append((v.name, staging(v.alignment, a, b, out)))
     return pairs

@@ -112,32 +112,49 @@ def slice_product(a_ptr, b_ptr, tile, s, M, N, K, K_SLICE, stride_am, stride_ak,
 
 
 @triton.jit
-def sum_slices(acc, tile, s, pid_m, pid_n, c_ptr, p_ptr, count_ptr, M, N, SPLIT, stride_cm, stride_cn,
-               INDEX_64: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
-    """The fused split-K epilogue of program (tile, s), whose product over its K slice is `acc`: write it as the
-    fp32 block P[tile, s], count it in (an acq_rel atomic on the tile's counter); the program that arrives last,
-    whichever slice it has, sums P[tile, 0], P[tile, 1], ... in slice order, writes C (masked, any strides) and sets
-    the counter back to zero for the next call on the stream. The bits do not depend on the arrival order."""
-    # PARTIAL: a whole BLOCK_M x BLOCK_N block per (tile, slice), contiguous, no mask
+def store_tile(acc, pid_m, pid_n, c_ptr, M, N, stride_cm, stride_cn, INDEX_64: tl.constexpr, BLOCK_M: tl.constexpr,
+               BLOCK_N: tl.constexpr):
+    """Output tile (pid_m, pid_n) rounded to C's dtype and stored through pointers: masked at M and N, any strides."""
+    offs_cm, offs_cn = out_offsets(pid_m * BLOCK_M, pid_n * BLOCK_N, INDEX_64, BLOCK_M, BLOCK_N)
+    c_ptrs = c_ptr + offs_cm[:, None] * stride_cm + offs_cn[None, :] * stride_cn
+    tl.store(c_ptrs, to_output(acc, c_ptr.dtype.element_ty), mask=(offs_cm[:, None] < M) & (offs_cn[None, :] < N))
+
+
+@triton.jit
+def sum_parts(acc, tile, j, parts, slots, pid_m, pid_n, c_ptr, p_ptr, count_ptr, M, N, stride_cm, stride_cn,
+              INDEX_64: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    """The deterministic fix-up of a tile computed in `parts` pieces by as many programs, `acc` being piece j's
+    product: write it as the fp32 block P[tile, j] (`slots` blocks per tile, slots >= parts), count it in (an
+    acq_rel atomic on the tile's counter); the program that arrives last, whichever piece it has, sums P[tile, 0],
+    P[tile, 1], ..., P[tile, parts - 1] in that order, writes C (`store_tile`) and sets the counter back to zero for
+    the next call on the stream. The bits do not depend on the arrival order. Split-K's slices (`sum_slices`) and
+    stream-K's tile pieces (triton_kernels/streamk.py) both end here."""
+    # PARTIAL: a whole BLOCK_M x BLOCK_N block per (tile, piece), contiguous, no mask
     block = tl.arange(0, BLOCK_M)[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
-    first = tile * SPLIT  # P[tile, 0]
+    first = tile * slots  # P[tile, 0]
     if INDEX_64:
         first = first.to(tl.int64)
-    tl.store(p_ptr + (first + s) * (BLOCK_M * BLOCK_N) + block, acc.to(tl.float32))
+    tl.store(p_ptr + (first + j) * (BLOCK_M * BLOCK_N) + block, acc.to(tl.float32))
     # every thread's partial is written before one thread releases it at GPU scope with the count
     tl.debug_barrier()
     arrived = tl.atomic_add(count_ptr + tile, 1, sem="acq_rel", scope="gpu")
 
     # EPILOGUE (last program of the tile): the fixed-order sum, read past L1 (.cg: the other SMs' writes)
-    if arrived == SPLIT - 1:
+    if arrived == parts - 1:
         total = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-        for t in range(SPLIT):
+        for t in range(parts):
             total += tl.load(p_ptr + (first + t) * (BLOCK_M * BLOCK_N) + block, cache_modifier=".cg")
-        offs_cm, offs_cn = out_offsets(pid_m * BLOCK_M, pid_n * BLOCK_N, INDEX_64, BLOCK_M, BLOCK_N)
-        c_ptrs = c_ptr + offs_cm[:, None] * stride_cm + offs_cn[None, :] * stride_cn
-        tl.store(c_ptrs, to_output(total, c_ptr.dtype.element_ty),
-                 mask=(offs_cm[:, None] < M) & (offs_cn[None, :] < N))
+        store_tile(total, pid_m, pid_n, c_ptr, M, N, stride_cm, stride_cn, INDEX_64, BLOCK_M, BLOCK_N)
         tl.atomic_xchg(count_ptr + tile, 0, sem="relaxed", scope="gpu")
+
+
+@triton.jit
+def sum_slices(acc, tile, s, pid_m, pid_n, c_ptr, p_ptr, count_ptr, M, N, SPLIT, stride_cm, stride_cn,
+               INDEX_64: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    """The fused split-K epilogue of program (tile, s), whose product over its K slice is `acc`: `sum_parts` with
+    the tile's SPLIT slices as its pieces (P[tile, s], summed in slice order by the tile's last program)."""
+    sum_parts(acc, tile, s, SPLIT, SPLIT, pid_m, pid_n, c_ptr, p_ptr, count_ptr, M, N, stride_cm, stride_cn, INDEX_64,
+              BLOCK_M, BLOCK_N)
 
 
 @triton.jit

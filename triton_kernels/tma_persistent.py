@@ -86,6 +86,54 @@ def tma_dot_step(a_desc, b_desc, off_m, off_n, off_k, acc, A_T: tl.constexpr, B_
 
 
 @triton.jit
+def tile_k_range(a_desc, b_desc, tile_id, ki_start, ki_end, num_pid_m, num_pid_n, A_T: tl.constexpr,
+                 B_T: tl.constexpr, ACC_FP16: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                 BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
+    """Output tile `tile_id`'s (grouped order) product over k-iterations [ki_start, ki_end): the whole K loop of a
+    data-parallel tile, or a stream-K program's piece of one (triton_kernels/streamk.py)."""
+    pid_m, pid_n = grouped_pid(tile_id, num_pid_m, num_pid_n, GROUP_M)
+    off_m = pid_m * BLOCK_M
+    off_n = pid_n * BLOCK_N
+    if ACC_FP16:
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float16)
+    else:
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for ki in range(ki_start, ki_end):
+        acc = tma_dot_step(a_desc, b_desc, off_m, off_n, ki * BLOCK_K, acc, A_T, B_T, ACC_FP16)
+    return acc
+
+
+@triton.jit
+def data_parallel_tiles(a_desc, b_desc, c_desc, M, N, K, FIRST_TILE, A_T: tl.constexpr, B_T: tl.constexpr,
+                        ACC_FP16: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                        GROUP_M: tl.constexpr, EPI_SPLIT: tl.constexpr):
+    """The persistent walk over tiles FIRST_TILE, FIRST_TILE + 1, ... (grouped order), each tile's whole K loop by
+    one program: program p takes FIRST_TILE + p, then every num_programs-th tile. The TMA kernel walks every tile
+    (FIRST_TILE 0); the stream-K kernel (triton_kernels/streamk.py) the whole waves after its stream-K tiles."""
+    num_pid_m = tl.cdiv(M, BLOCK_M)
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    k_tiles = tl.cdiv(K, BLOCK_K)
+    num_tiles = num_pid_m * num_pid_n
+    # The epilogue recomputes its tile from its own counter: with flatten=True the K loop of the next tile is
+    # already being issued when this one's result is stored.
+    n_programs = tl.num_programs(0)  # the stride: the launcher sizes the grid (`programs` below)
+    tile_id_c = FIRST_TILE + tl.program_id(0) - n_programs
+    for tile_id in tl.range(FIRST_TILE + tl.program_id(0), num_tiles, n_programs, flatten=True):
+        # MAIN LOOP
+        acc = tile_k_range(a_desc, b_desc, tile_id, 0, k_tiles, num_pid_m, num_pid_n, A_T, B_T, ACC_FP16, BLOCK_M,
+                           BLOCK_N, BLOCK_K, GROUP_M)
+        # EPILOGUE
+        tile_id_c += n_programs
+        pid_cm, pid_cn = grouped_pid(tile_id_c, num_pid_m, num_pid_n, GROUP_M)
+        if EPI_SPLIT == 2:  # columns [0, BLOCK_N / 2) and [BLOCK_N / 2, BLOCK_N) as two accumulators
+            acc0, acc1 = tl.split(tl.permute(tl.reshape(acc, (BLOCK_M, 2, BLOCK_N // 2)), (0, 2, 1)))
+            c_desc.store([pid_cm * BLOCK_M, pid_cn * BLOCK_N], to_output(acc0, c_desc.dtype))
+            c_desc.store([pid_cm * BLOCK_M, pid_cn * BLOCK_N + BLOCK_N // 2], to_output(acc1, c_desc.dtype))
+        else:
+            c_desc.store([pid_cm * BLOCK_M, pid_cn * BLOCK_N], to_output(acc, c_desc.dtype))
+
+
+@triton.jit
 def hgemm_tma_kernel(
     # descriptors
     a_desc, b_desc, c_desc,
@@ -98,34 +146,9 @@ def hgemm_tma_kernel(
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
     EPI_SPLIT: tl.constexpr = 1,  # 2: the C tile stored as two (BLOCK_M, BLOCK_N / 2) halves (c_desc's box)
 ):
-    num_pid_m = tl.cdiv(M, BLOCK_M)
-    num_pid_n = tl.cdiv(N, BLOCK_N)
-    k_tiles = tl.cdiv(K, BLOCK_K)
-    num_tiles = num_pid_m * num_pid_n
-    # The epilogue recomputes its tile from its own counter: with flatten=True the K loop of the next tile is
-    # already being issued when this one's result is stored.
-    n_programs = tl.num_programs(0)  # the stride: the launcher sizes the grid (`programs` below)
-    tile_id_c = tl.program_id(0) - n_programs
-    for tile_id in tl.range(tl.program_id(0), num_tiles, n_programs, flatten=True):
-        pid_m, pid_n = grouped_pid(tile_id, num_pid_m, num_pid_n, GROUP_M)
-        off_m = pid_m * BLOCK_M
-        off_n = pid_n * BLOCK_N
-        if ACC_FP16:
-            acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float16)
-        else:
-            acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-        # MAIN LOOP
-        for ki in range(k_tiles):
-            acc = tma_dot_step(a_desc, b_desc, off_m, off_n, ki * BLOCK_K, acc, A_T, B_T, ACC_FP16)
-        # EPILOGUE
-        tile_id_c += n_programs
-        pid_cm, pid_cn = grouped_pid(tile_id_c, num_pid_m, num_pid_n, GROUP_M)
-        if EPI_SPLIT == 2:  # columns [0, BLOCK_N / 2) and [BLOCK_N / 2, BLOCK_N) as two accumulators
-            acc0, acc1 = tl.split(tl.permute(tl.reshape(acc, (BLOCK_M, 2, BLOCK_N // 2)), (0, 2, 1)))
-            c_desc.store([pid_cm * BLOCK_M, pid_cn * BLOCK_N], to_output(acc0, c_desc.dtype))
-            c_desc.store([pid_cm * BLOCK_M, pid_cn * BLOCK_N + BLOCK_N // 2], to_output(acc1, c_desc.dtype))
-        else:
-            c_desc.store([pid_cm * BLOCK_M, pid_cn * BLOCK_N], to_output(acc, c_desc.dtype))
+    """Every tile, data-parallel: `data_parallel_tiles` from tile 0."""
+    data_parallel_tiles(a_desc, b_desc, c_desc, M, N, K, 0, A_T, B_T, ACC_FP16, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
+                        EPI_SPLIT)
 
 
 @functools.lru_cache(maxsize=None)

@@ -69,6 +69,12 @@ RECORDS: tuple[Variant, ...] = (
             # 64- and 128-row tiles: wgmma, operands by TMA
             promises={"sm_90": ("HGMMA", "UTMALDG")}, forbids={"sm_90": ("LDGSTS",)}, ceiling="wgmma",
             aliases=("splitk_wide",)),
+    Variant("triton_streamk", "triton", "triton", "streamk.py", "one of streamk.configs()",
+            "+ stream-K on the TMA persistent kernel: whole rounds of tiles data-parallel, the rest shared out by "
+            "k-iteration, cut tiles summed in a fixed order by their last program", "tl.dot", min_arch=90,
+            native_layouts=LAYOUTS, alignment="tma", misaligned="refuse", dtypes=DTYPES,
+            promises={"sm_90": ("HGMMA", "UTMALDG")}, forbids={"sm_90": ("LDGSTS",)}, ceiling="wgmma",
+            aliases=("streamk",)),
     # The Gluon level (triton.experimental.gluon): the same persistent warp-specialized design as the hand-written
     # wgmma_persistent, written in Python. Offered only where it can run: its Gluon API's Triton versions
     # (`triton_versions`), compiled (the interpreter cannot run Gluon). kernel="auto" does not time it
