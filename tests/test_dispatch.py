@@ -438,17 +438,18 @@ def side_stream_and_graph(kernel: str, cfg: Config, ins: list, refs: list) -> tu
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("kernel", ["splitk", "splitk_tma"])
+@pytest.mark.parametrize("kernel", ["splitk", "splitk_tma", "streamk"])
 def test_splitk_counters_on_streams_threads_and_graphs(kernel):
-    """The fused split-K kernels' (pointer and TMA loads) tile counters and workspace (triton_kernels.splitk.COUNTERS, WORKSPACES: one buffer
+    """The fused split-K kernels' (pointer and TMA loads) and the stream-K kernel's (130 x 264 in 64 x 64 tiles: 15
+    tiles, every one stream-K on an H100) tile counters and workspace (triton_kernels.splitk.COUNTERS, WORKSPACES: one buffer
     each per stream, the counters left at zero by every call): three threads on three streams calling at once with
     different data, every result exact; then a CUDA graph capturing the call (fresh buffers inside the capture)
     replayed on new data, between eager calls on the capture's stream; at the end every counter is zero again."""
     from triton_kernels import splitk
 
-    if kernel == "splitk_tma" and torch.cuda.get_device_capability() < (9, 0):
+    if kernel in ("splitk_tma", "streamk") and torch.cuda.get_device_capability() < (9, 0):
         pytest.skip("TMA kernels need sm_90")
-    cfg = Config(64, 64, 64, group_m=8, num_warps=4, num_stages=4, split_k=4)
+    cfg = Config(64, 64, 64, group_m=8, num_warps=4, num_stages=4, split_k=1 if kernel == "streamk" else 4)
     ins = [make_inputs(130, 264, 1000, "NN", device="cuda", seed=s) for s in range(3)]
     refs = [reference(a, b) for a, b in ins]
     streams = [torch.cuda.Stream() for _ in ins]
