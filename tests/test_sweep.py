@@ -88,8 +88,9 @@ def test_case_candidates_are_autos_plus_todays_call(hopper):
     plans = tune.candidate_plans(a, b, every_staging=True)
     assert len(cands) == len(plans) + 1 and len({c.name for c in cands}) == len(cands)
     assert [c.side for c in cands] == ["triton"] * len(plans) + ["auto"]
+    # (the stream-K kernel too: 16 tiles of 128 x 256 leave most SMs idle, `streamk.worth_scoring`)
     assert {c.call["kernel"] for c in cands[:-1]} == {"triton_blocked", "triton_splitk", "triton_splitk_tma",
-                                                      "triton_tma"}
+                                                      "triton_tma", "triton_streamk"}
     for c, (kern, stage, cfg) in zip(cands, plans):
         assert c.plan.kernel == kern and (c.plan.bm, c.plan.bn, c.plan.bk) == (cfg.block_m, cfg.block_n, cfg.block_k)
         assert c.plan.split == (1 if cfg.split_k == 1 else slices(4096, cfg)[1])
