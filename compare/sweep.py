@@ -443,16 +443,20 @@ def run_fit(paths: list[Path], params_out: Path, holdout: list[int], log=print) 
         (f", judging on {len(test)} of seeds {','.join(map(str, holdout))}" if holdout else ""))
     params = cm.fit([recs[i] for i in train], gpu_of(paths))
     log(format_quality(params.about["quality"], "fit (the records it was fitted on)"))
+    log(f"measured neighbours: {sum(map(len, params.neighbours.values()))} records of "
+        f"{len(params.neighbours)} plans (cost_model.neighbour_correction)")
     if test:
         q = cm.quality([recs[i] for i in test], params)
         params.about["holdout"] = {"seeds": holdout, "quality": q}
         log(format_quality(q, "held out"))
-    for which, ids in (("fitted", train), ("held out", test)):
+    # On the records it was fitted on, the model chooses without its measured neighbours (each record would be
+    # its own nearest); held out, with them, as a planner would.
+    for which, ids, p in (("fitted", train, replace(params, neighbours={})), ("held out", test, params)):
         if ids:
             for side in ("triton", "ptx"):
                 sub = [raw[i] for i in ids]
                 if any(r["side"] == side for r in sub):
-                    log(f"choice ({which}) " + choice_report(sub, [recs[i] for i in ids], params, side))
+                    log(f"choice ({which}) " + choice_report(sub, [recs[i] for i in ids], p, side))
     log(today_report(paths))
     runs = [r for p in paths for r in read(p).runs]
     envs = [r["environment"] for r in runs if "environment" in r]

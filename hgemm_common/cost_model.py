@@ -327,6 +327,8 @@ class Params:
     kernels: dict[str, KernelParams] = field(default_factory=dict)
     corrections: dict[str, float] = field(default_factory=dict)  # correction_key -> log factor on the total
     about: dict = field(default_factory=dict)  # where the fit came from and how well it fits
+    # neighbour_key -> the measured problems of that plan: (log2 M, log2 N, log2 K, log residual) each
+    neighbours: dict[str, list[tuple[float, float, float, float]]] = field(default_factory=dict)
 
     def of(self, plan: Plan, problem: Problem | None = None) -> KernelParams:
         return self.kernels.get(param_key(plan, problem)) or DEFAULTS[plan.isa]
@@ -397,12 +399,50 @@ def decided(t: dict) -> str:
     return max(parts, key=parts.get)
 
 
+def neighbour_key(problem: Problem, plan: Plan) -> str:
+    """Which measured records can correct a prediction (`neighbour_correction`): those of the same plan (kernel,
+    tile, stages, warps, split, staged operands) on problems of the same layout, alignment of A and B, and
+    accumulation."""
+    return (f"{plan.kernel}/{plan.bm}x{plan.bn}x{plan.bk}/s{plan.stages}/w{plan.warps}/k{plan.split}/"
+            f"{plan.staged or '-'}/{problem.layout}/{problem.align[:2]}/{problem.acc}")
+
+
+# A prediction is corrected by what the sweep measured for the same plan on the nearest problems: the median log
+# residual of at most NEIGHBOURS of them within NEIGHBOUR_DISTANCE (|log2| ratios of M, N and K, summed), shrunk by
+# n / (n + 1) for n of them and clipped to MAX_NEIGHBOUR_CORRECTION. What the terms cannot express (a copy that runs
+# slower on one layout, a tile that spills on one shape family) is then learned where it was measured, and nowhere
+# else: far from any measured problem the terms and bins decide alone.
+NEIGHBOURS = 5
+NEIGHBOUR_DISTANCE = 5.0
+MAX_NEIGHBOUR_CORRECTION = 1.0
+
+
+def neighbour_correction(problem: Problem, plan: Plan, params: Params) -> float:
+    """The log factor the measured neighbours of (problem, plan) put on its prediction (0.0: none near)."""
+    rows = params.neighbours.get(neighbour_key(problem, plan))
+    if not rows:
+        return 0.0
+    lm, ln, lk = math.log2(problem.m), math.log2(problem.n), math.log2(problem.k)
+    near = sorted((abs(m - lm) + abs(n - ln) + abs(k - lk), r) for m, n, k, r in rows)
+    res = [r for d, r in near[:NEIGHBOURS] if d <= NEIGHBOUR_DISTANCE]
+    if not res:
+        return 0.0
+    res.sort()
+    h = len(res) // 2
+    median = res[h] if len(res) % 2 else 0.5 * (res[h - 1] + res[h])
+    return max(-MAX_NEIGHBOUR_CORRECTION, min(MAX_NEIGHBOUR_CORRECTION, median * len(res) / (len(res) + 1)))
+
+
 def predict(problem: Problem, plan: Plan, params: Params | None = None) -> Prediction:
     """The plan's predicted time on the problem: its terms, the total (times the residual correction of its bin,
-    where the parameters have one) and the term that decided."""
+    where the parameters have one, and that of its measured neighbours, where it has some) and the term that
+    decided."""
     params = params or Params()
     t = terms(features(problem, plan, params.gpu), params.of(plan, problem))
-    corr = math.exp(params.corrections.get(correction_key(problem, plan), 0.0))
+    log_corr = params.corrections.get(correction_key(problem, plan), 0.0)
+    if params.neighbours:
+        log_corr += neighbour_correction(problem, plan, params)
+    corr = math.exp(log_corr)
     return Prediction(total(t) * corr, t, decided(t), corr)
 
 
@@ -503,8 +543,22 @@ def fit(records: list[Record], gpu: GPU = H100, start: Params | None = None) -> 
     params.corrections = {key: round(float(np.clip(np.median(rs), -MAX_CORRECTION, MAX_CORRECTION)), 4)
                           for key, rs in sorted(residuals.items())
                           if len(rs) >= MIN_BIN and abs(float(np.median(rs))) >= MIN_CORRECTION}
+    # the fit's quality is of the terms and bins: with the neighbours each record would correct itself
     params.about = {"records": len(records), "quality": quality(records, params)}
+    params.neighbours = neighbours_of(records, params)
     return params
+
+
+def neighbours_of(records: list[Record], params: Params) -> dict[str, list[tuple[float, float, float, float]]]:
+    """Each record's place (log2 M, N, K) and log residual (measured over predicted by the terms and bins), by
+    `neighbour_key`, for `neighbour_correction`."""
+    out: dict[str, list[tuple[float, float, float, float]]] = {}
+    for r in records:
+        res = math.log(r.seconds / predict(r.problem, r.plan, params).seconds)
+        out.setdefault(neighbour_key(r.problem, r.plan), []).append(
+            (round(math.log2(r.problem.m), 4), round(math.log2(r.problem.n), 4), round(math.log2(r.problem.k), 4),
+             round(res, 4)))
+    return {key: sorted(rows) for key, rows in sorted(out.items())}
 
 
 def log_errors(records: list[Record], params: Params) -> np.ndarray:
@@ -548,7 +602,10 @@ KIND = "tensorcore_hgemm cost model"
 def as_json(params: Params) -> dict:
     return {"format": FORMAT, "kind": KIND, "gpu": asdict(params.gpu),
             "kernels": {name: asdict(p) for name, p in sorted(params.kernels.items())},
-            "corrections": dict(sorted(params.corrections.items())), "about": params.about}
+            "corrections": dict(sorted(params.corrections.items())), "about": params.about,
+            # one line per measured record: "log2(M) log2(N) log2(K) log-residual"
+            "neighbours": {key: [" ".join(f"{x:g}" for x in row) for row in rows]
+                           for key, rows in sorted(params.neighbours.items())}}
 
 
 def from_json(data: dict) -> Params:
@@ -560,9 +617,16 @@ def from_json(data: dict) -> Params:
         kernels = {str(name): KernelParams(**{k: float(v) for k, v in p.items()})
                    for name, p in data["kernels"].items()}
         corrections = {str(k): float(v) for k, v in data.get("corrections", {}).items()}
+        neighbours = {str(key): [_neighbour_row(row) for row in rows]
+                      for key, rows in data.get("neighbours", {}).items()}
     except (KeyError, TypeError, ValueError, AttributeError) as e:
         raise HgemmValueError(f"{KIND} file: {type(e).__name__}: {e}") from None
-    return Params(gpu, kernels, corrections, dict(data.get("about") or {}))
+    return Params(gpu, kernels, corrections, dict(data.get("about") or {}), neighbours)
+
+
+def _neighbour_row(text: str) -> tuple[float, float, float, float]:
+    m, n, k, r = (float(x) for x in text.split())
+    return m, n, k, r
 
 
 def save(params: Params, path) -> None:

@@ -154,9 +154,56 @@ def test_fit_learns_a_bin_correction_and_applies_it():
     prob = cm.Problem(4000, 4096, 4096)
     plan = cm.plan_for("triton_tma", 128, 256, 64, 3, 8)
     assert cm.correction_key(prob, plan) == key
-    p = cm.predict(prob, plan, params)
+    p = cm.predict(prob, plan, replace(params, neighbours={}))  # the bin alone (neighbours: the tests below)
     assert p.correction == pytest.approx(math.exp(params.corrections[key]))
     assert p.seconds == pytest.approx(cm.total(p.terms) * p.correction)
+
+
+def test_neighbour_correction_is_the_shrunk_median_of_the_nearest_records_of_the_same_plan():
+    plan = cm.plan_for("triton_tma", 64, 128, 128, 4, 4)
+    prob = cm.Problem(1024, 2048, 512, "NT")  # log2: 10, 11, 9
+    rows = [(10, 11, 9, 0.5), (10.5, 11, 9, 0.4), (9.5, 11.2, 9, 0.6), (10, 10, 9.5, 0.3), (10, 11, 8, 0.7),
+            (10, 11, 12.5, 0.9), (16, 16, 16, -2.0)]  # the last two: sixth nearest, and too far (|d| > 5)
+    params = cm.Params(neighbours={cm.neighbour_key(prob, plan): rows})
+    assert cm.neighbour_correction(prob, plan, params) == pytest.approx(0.5 * 5 / 6)
+    p = cm.predict(prob, plan, params)
+    assert p.correction == pytest.approx(math.exp(0.5 * 5 / 6))
+    assert p.seconds == pytest.approx(cm.total(p.terms) * p.correction)
+    # only the same plan on the same layout, alignment and accumulation; nothing far from every record
+    assert cm.neighbour_correction(replace(prob, layout="NN"), plan, params) == 0.0
+    assert cm.neighbour_correction(replace(prob, align="-tt"), plan, params) == 0.0
+    assert cm.neighbour_correction(prob, cm.plan_for("triton_tma", 64, 128, 128, 3, 4), params) == 0.0
+    assert cm.neighbour_correction(cm.Problem(2, 2, 2, "NT"), plan, params) == 0.0
+    # one record within reach counts half; a large residual is clipped
+    lone = cm.Params(neighbours={cm.neighbour_key(prob, plan): [(16, 16, 16, 3.0)]})
+    assert cm.neighbour_correction(cm.Problem(2 ** 15, 2 ** 16, 2 ** 16, "NT"), plan, lone) == \
+        pytest.approx(cm.MAX_NEIGHBOUR_CORRECTION)
+    assert cm.neighbour_correction(cm.Problem(2 ** 15, 2 ** 16, 2 ** 16, "NT"), plan,
+                                   replace(lone, neighbours={cm.neighbour_key(prob, plan): [(16, 16, 16, 0.4)]})) == \
+        pytest.approx(0.2)
+
+
+def test_measured_neighbours_learn_what_the_terms_miss_on_held_out_problems():
+    """A region the terms cannot express (one tile 1.8x slower on NT problems with K under 2048, a copy's layout
+    effect say): fitted on one draw, the neighbours carry it to another draw's problems in that region, and leave
+    the rest alone."""
+    plan = cm.plan_for("triton_tma", 64, 128, 128, 4, 4)
+
+    def slow(rec):
+        hit = rec.plan == plan and rec.problem.layout == "NT" and rec.problem.k < 2048
+        return replace(rec, seconds=rec.seconds * 1.8) if hit else rec
+
+    train = [slow(r) for r in synthetic(seed=4, count=400, outliers=0.0)]
+    test = [slow(r) for r in synthetic(seed=5, count=200, outliers=0.0) if r.plan == plan]
+    params = cm.fit(train)
+    assert params.neighbours and cm.neighbour_key(test[0].problem, plan) in params.neighbours
+    bare = replace(params, neighbours={})
+    region = [r for r in test if r.problem.layout == "NT" and 256 <= r.problem.k < 1500]
+    rest = [r for r in test if r.problem.layout == "NN"]
+    assert len(region) >= 10 and len(rest) >= 10
+    err = lambda recs, p: float(np.median(np.abs(cm.log_errors(recs, p))))
+    assert err(region, params) < 0.5 * err(region, bare)
+    assert err(rest, params) < err(rest, bare) + 0.02
 
 
 def test_a_correction_bin_holds_the_residuals_of_one_parameter_set():
@@ -175,6 +222,8 @@ def test_parameter_file_round_trips(tmp_path):
     cm.save(params, path)
     back = cm.load(path)
     assert back.kernels == params.kernels and back.corrections == params.corrections and back.gpu == params.gpu
+    assert back.neighbours.keys() == params.neighbours.keys() and params.neighbours
+    assert all(back.neighbours[key] == pytest.approx(rows) for key, rows in params.neighbours.items())
     data = json.loads(path.read_text())
     assert data["kind"] == cm.KIND and data["about"]["records"] == len(synthetic(count=60))
     (tmp_path / "bad.json").write_text(json.dumps({"kind": "something else", "format": 1}))
