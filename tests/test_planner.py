@@ -88,22 +88,21 @@ def test_skinny_outputs_on_a_wide_n_score_the_split_k_tiles_that_tune_exact_skip
 
 
 def test_a_kernel_the_model_has_not_fitted_is_swept_but_never_scored():
-    """The stream-K kernel (no parameters in the shipped file yet) is among the sweep's candidates where its widest
-    tile's grid leaves a partial round (`streamk.worth_scoring`), so a sweep times it; the model scores it only once
-    a parameter file fits it, and kernel="auto" does not pick it before."""
+    """The stream-K kernel is among the sweep's candidates where its widest tile's grid leaves a partial round
+    (`streamk.worth_scoring`), so a sweep times it; the model scores it only where a parameter file fits it (the
+    shipped one does, from its sweep of seed 9107), so kernel="auto" cannot pick it on a file without it."""
     m, n, k = 200, 8192, 8192  # 64 tiles of 128 x 256 on 132 SMs
     a, b = operands(m, n, k, "NN")
-    params = planner.params_for(90, 132)
-    assert "triton_streamk" not in planner.fitted_kernels(params)
+    shipped = planner.fitted_kernels(planner.params_for(90, 132))
+    assert "triton_streamk" in shipped
     swept = {kern for kern, _ in dispatch.candidates(m, n, k, 90, 132, a, b, None, every_staging=True)}
     assert "triton_streamk" in swept and "triton_streamk" not in {
         kern for kern, _ in dispatch.candidates(m, n, k, 90, 132, a, b, None)}  # tune="exact" does not time it
-    fitted = planner.fitted_kernels(params)
+    without = shipped - {"triton_streamk"}
     assert "triton_streamk" not in {kern for kern, _ in dispatch.model_candidates(m, n, k, 90, 132, a, b, None,
-                                                                                   fitted)}
+                                                                                   without)}
     assert "triton_streamk" in {kern for kern, _ in dispatch.model_candidates(m, n, k, 90, 132, a, b, None,
-                                                                               fitted | {"triton_streamk"})}
-    assert triton_kernels.plan(a, b).kernel != "triton_streamk"
+                                                                               shipped)}
     # 4224 x 4096 in 128 x 256 tiles: 33 x 16 = 528 = 4 x 132, whole rounds (the TMA kernel's schedule): not swept
     assert "triton_streamk" not in {kern for kern, _ in dispatch.candidates(
         4224, 4096, 1024, 90, 132, *operands(4224, 4096, 1024, "NN"), None, every_staging=True)}
@@ -192,4 +191,7 @@ def test_the_shipped_model_is_what_refitting_its_committed_sweep_gives(tmp_path)
         for name, kp in shipped.kernels.items():
             assert refit.kernels[name].as_array() == pytest.approx(kp.as_array(), rel=1e-6), name
         assert refit.corrections == pytest.approx(shipped.corrections, abs=1e-4)
+        assert refit.neighbours.keys() == shipped.neighbours.keys()
+        for key, rows in shipped.neighbours.items():
+            assert refit.neighbours[key] == pytest.approx(rows, abs=2e-4), key
         assert json.loads(path.read_text())["kind"] == cm.KIND
