@@ -12,7 +12,7 @@ import torch
 import triton_kernels
 from compare.sweep import run_fit
 from hgemm_common import cost_model as cm
-from triton_kernels import dispatch, plan_table, planner
+from triton_kernels import dispatch, plan_table, planner, streamk
 from triton_kernels.planner import MODEL_DIR
 
 TMA_KERNELS = ("triton_tma", "triton_splitk_tma", "triton_splitk_wide")
@@ -87,22 +87,22 @@ def test_skinny_outputs_on_a_wide_n_score_the_split_k_tiles_that_tune_exact_skip
                                                                None)} & {"triton_splitk", "triton_splitk_tma"}
 
 
-def test_a_kernel_the_model_has_not_fitted_is_swept_but_never_scored():
+def test_a_kernel_the_model_has_not_fitted_is_swept_but_never_scored(monkeypatch):
     """The stream-K kernel is among the sweep's candidates where its widest tile's grid leaves a partial round
-    (`streamk.worth_scoring`), so a sweep times it; the model scores it only where a parameter file fits it (the
-    shipped one does, from its sweep of seed 9107), so kernel="auto" cannot pick it on a file without it."""
+    (`streamk.worth_scoring`), so a sweep times it; the model scores a kernel only where a parameter file fits it,
+    and never one whose module says SWEEP_ONLY (stream-K's, for now), so kernel="auto" cannot pick it."""
     m, n, k = 200, 8192, 8192  # 64 tiles of 128 x 256 on 132 SMs
     a, b = operands(m, n, k, "NN")
     shipped = planner.fitted_kernels(planner.params_for(90, 132))
-    assert "triton_streamk" in shipped
+    assert "triton_streamk" in shipped and streamk.SWEEP_ONLY
     swept = {kern for kern, _ in dispatch.candidates(m, n, k, 90, 132, a, b, None, every_staging=True)}
     assert "triton_streamk" in swept and "triton_streamk" not in {
         kern for kern, _ in dispatch.candidates(m, n, k, 90, 132, a, b, None)}  # tune="exact" does not time it
-    without = shipped - {"triton_streamk"}
-    assert "triton_streamk" not in {kern for kern, _ in dispatch.model_candidates(m, n, k, 90, 132, a, b, None,
-                                                                                   without)}
-    assert "triton_streamk" in {kern for kern, _ in dispatch.model_candidates(m, n, k, 90, 132, a, b, None,
-                                                                               shipped)}
+    scored = lambda fitted: {kern for kern, _ in dispatch.model_candidates(m, n, k, 90, 132, a, b, None, fitted)}
+    assert "triton_streamk" not in scored(shipped)
+    assert triton_kernels.plan(a, b).kernel != "triton_streamk"
+    monkeypatch.setattr(streamk, "SWEEP_ONLY", None)  # once it may be picked: only where fitted
+    assert "triton_streamk" in scored(shipped) and "triton_streamk" not in scored(shipped - {"triton_streamk"})
     # 4224 x 4096 in 128 x 256 tiles: 33 x 16 = 528 = 4 x 132, whole rounds (the TMA kernel's schedule): not swept
     assert "triton_streamk" not in {kern for kern, _ in dispatch.candidates(
         4224, 4096, 1024, 90, 132, *operands(4224, 4096, 1024, "NN"), None, every_staging=True)}

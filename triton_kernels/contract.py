@@ -17,7 +17,9 @@ Optional members, each with the default the callers fall back to (`optional`):
   `problem_configs`; `plan_table.heuristic_config` asks);
 - `worth_scoring(m, n, k, sms, tma_in_place) -> bool`: whether the cost model scores it on a problem (and the sweep
   times it there), where that reaches past what tune="exact" times (default `worth_timing`;
-  `dispatch.candidates(every_staging=True)` asks).
+  `dispatch.candidates(every_staging=True)` asks);
+- `SWEEP_ONLY: str | None`: why kernel="auto" must not pick it although the sweep times it (its data gathered for a
+  later fit, its measured times not yet worth a choice; `dispatch.model_candidates` drops it; default None).
 """
 from __future__ import annotations
 
@@ -59,6 +61,7 @@ OPTIONAL = {
     "prune": None,
     "choose_config": None,
     "worth_scoring": None,
+    "SWEEP_ONLY": None,
 }
 
 

@@ -449,9 +449,10 @@ def model_candidates(m: int, n: int, k: int, arch: int, sms: int, a: torch.Tenso
     Gluon kernel). `fitted`: the kernels the GPU's model has parameters for; where given, only those are scored (a
     kernel the fit has not seen, such as a new one the sweep times through its `worth_scoring` before any refit,
     would be predicted with default parameters, and kernel="auto" must not pick it on a guess). None: every
-    candidate, no MODEL_CANDIDATE kernel."""
+    candidate, no MODEL_CANDIDATE kernel. A kernel whose module gives a SWEEP_ONLY reason is never scored."""
     pairs = [(kern, stage) for kern, stage in candidates(m, n, k, arch, sms, a, b, out, every_staging=True)
-             if stage == staging(BY_KERNEL[kern].alignment, a, b, out) and (fitted is None or kern in fitted)]
+             if stage == staging(BY_KERNEL[kern].alignment, a, b, out) and (fitted is None or kern in fitted)
+             and optional(kernel_module(BY_KERNEL[kern]), "SWEEP_ONLY") is None]
     for v in VARIANTS:
         if fitted is not None and v.name in fitted and v.offered_on(arch) and takes_dtype(v, a) \
                 and getattr(kernel_module(v), "MODEL_CANDIDATE", False) and v.name not in (p[0] for p in pairs):

@@ -69,9 +69,16 @@ INTERPRETER_CONFIG = Config(32, 32, 32, group_m=4, num_warps=4, num_stages=2)
 INTERPRETER_SMS = 5
 
 
+# The sweep times it; kernel="auto" does not pick it yet (`contract.SWEEP_ONLY`).
+SWEEP_ONLY = ("its shares start at a different k-iteration on every SM, so the tiles of one row or column of C no "
+              "longer load the same A and B blocks at the same time and share them in L2: on long K it streams "
+              "several times the bytes of the data-parallel TMA kernel and runs slower than it "
+              "(docs/design/triton.md, \"The GPU full whatever the tile count\")")
+
+
 def worth_timing(m: int, n: int, k: int, sms: int, tma_in_place: bool) -> bool:
-    """Not timed by tune="exact" (nor picked by kernel="auto" untimed): the cost model weighs it once a GPU's
-    parameter file has fitted it (`worth_scoring`, `dispatch.model_candidates`)."""
+    """Not timed by tune="exact" (nor picked by kernel="auto" untimed); the sweep times it (`worth_scoring`), and
+    the cost model would weigh it once a GPU's parameter file fits it, but for SWEEP_ONLY."""
     return False
 
 
