@@ -54,6 +54,7 @@ def test_every_kernel_module_meets_the_contract(record):
             assert len(inspect.signature(getattr(mod, name)).parameters) == 1, name
     assert isinstance(getattr(mod, "MAX_M", 0), int)
     assert getattr(mod, "UNAVAILABLE", None) is None or isinstance(mod.UNAVAILABLE, str)
+    assert getattr(mod, "SWEEP_ONLY", None) is None or (isinstance(mod.SWEEP_ONLY, str) and mod.SWEEP_ONLY)
     if hasattr(mod, "prune"):
         assert [p.name for p in inspect.signature(mod.prune).parameters.values()][1:] == ["m", "n", "k", "sms"]
     if hasattr(mod, "choose_config"):
@@ -62,7 +63,7 @@ def test_every_kernel_module_meets_the_contract(record):
         assert [p.name for p in inspect.signature(mod.worth_scoring).parameters.values()] == \
             [p.name for p in inspect.signature(mod.worth_timing).parameters.values()]
     assert set(OPTIONAL) == {"check_config", "compile_options", "MAX_M", "UNAVAILABLE", "prune", "choose_config",
-                             "worth_scoring"}
+                             "worth_scoring", "SWEEP_ONLY"}
 
 
 def test_records_have_typed_fields_only():
