@@ -184,7 +184,7 @@ def test_neighbour_correction_is_the_shrunk_median_of_the_nearest_records_of_the
 
 
 def test_measured_neighbours_learn_what_the_terms_miss_on_held_out_problems():
-    """A region the terms cannot express (one tile 1.8x slower on NT problems with K under 2048, a copy's layout
+    """A region the terms cannot express (one tile much slower on NT problems with K under 2048, a copy's layout
     effect say): fitted on one draw, the neighbours carry it to another draw's problems in that region, and leave
     the rest alone."""
     plan = cm.plan_for("triton_tma", 64, 128, 128, 4, 4)
