@@ -158,8 +158,9 @@ class Plan:
 # makes a split-K kernel data-parallel. Triton (kernel= names): the blocked kernel launches one program per tile,
 # the TMA kernels are persistent, split-K and gemv sum their slices in the launch (the last slice of each tile),
 # splitk_wide and the Gluon kernel's splits in a second launch; streamk shares the tiles past whole rounds by
-# k-iteration (its cut tiles summed in the launch, `features`' stream_k partials). PTX (record names): wgmma_persistent and the kernels
-# it hands problems to.
+# k-iteration (its cut tiles summed in the launch, `features`' stream_k partials; an approximation: the kernel also
+# shares one full round before a partial one). PTX (record names): wgmma_persistent and the kernels it hands
+# problems to.
 KERNELS = {
     "triton_blocked": ("data_parallel", "none"),
     "triton_tma": ("persistent", "none"),
@@ -327,8 +328,9 @@ class Params:
     kernels: dict[str, KernelParams] = field(default_factory=dict)
     corrections: dict[str, float] = field(default_factory=dict)  # correction_key -> log factor on the total
     about: dict = field(default_factory=dict)  # where the fit came from and how well it fits
-    # neighbour_key -> the measured problems of that plan: (log2 M, log2 N, log2 K, log residual) each
-    neighbours: dict[str, list[tuple[float, float, float, float]]] = field(default_factory=dict)
+    # neighbour_key -> the measured problems of that plan: (log2 M, log2 N, log2 K, log residual) each; a loaded
+    # file's rows are text until first looked up (`neighbour_rows`)
+    neighbours: dict[str, list] = field(default_factory=dict)
 
     def of(self, plan: Plan, problem: Problem | None = None) -> KernelParams:
         return self.kernels.get(param_key(plan, problem)) or DEFAULTS[plan.isa]
@@ -417,13 +419,23 @@ NEIGHBOUR_DISTANCE = 5.0
 MAX_NEIGHBOUR_CORRECTION = 1.0
 
 
+def neighbour_rows(params: Params, key: str) -> list[tuple[float, float, float, float]]:
+    """The measured rows of one neighbour_key (empty if none). A parameter file's rows stay text until their key is
+    first looked up: parsing every record at load would cost a process's first planned call more than the rest of
+    its planning."""
+    rows = params.neighbours.get(key)
+    if rows and isinstance(rows[0], str):
+        rows = params.neighbours[key] = [_neighbour_row(row) for row in rows]
+    return rows or []
+
+
 def neighbour_correction(problem: Problem, plan: Plan, params: Params) -> float:
     """The log factor the measured neighbours of (problem, plan) put on its prediction (0.0: none near)."""
-    rows = params.neighbours.get(neighbour_key(problem, plan))
+    rows = neighbour_rows(params, neighbour_key(problem, plan))
     if not rows:
         return 0.0
     lm, ln, lk = math.log2(problem.m), math.log2(problem.n), math.log2(problem.k)
-    near = sorted((abs(m - lm) + abs(n - ln) + abs(k - lk), r) for m, n, k, r in rows)
+    near = sorted(((abs(m - lm) + abs(n - ln) + abs(k - lk), r) for m, n, k, r in rows), key=lambda t: t[0])
     res = [r for d, r in near[:NEIGHBOURS] if d <= NEIGHBOUR_DISTANCE]
     if not res:
         return 0.0
@@ -604,7 +616,7 @@ def as_json(params: Params) -> dict:
             "kernels": {name: asdict(p) for name, p in sorted(params.kernels.items())},
             "corrections": dict(sorted(params.corrections.items())), "about": params.about,
             # one line per measured record: "log2(M) log2(N) log2(K) log-residual"
-            "neighbours": {key: [" ".join(f"{x:g}" for x in row) for row in rows]
+            "neighbours": {key: [row if isinstance(row, str) else " ".join(f"{x:g}" for x in row) for row in rows]
                            for key, rows in sorted(params.neighbours.items())}}
 
 
@@ -617,15 +629,20 @@ def from_json(data: dict) -> Params:
         kernels = {str(name): KernelParams(**{k: float(v) for k, v in p.items()})
                    for name, p in data["kernels"].items()}
         corrections = {str(k): float(v) for k, v in data.get("corrections", {}).items()}
-        neighbours = {str(key): [_neighbour_row(row) for row in rows]
-                      for key, rows in data.get("neighbours", {}).items()}
+        neighbours = {str(key): [str(row) for row in rows] for key, rows in data.get("neighbours", {}).items()}
+        for rows in neighbours.values():  # a file of another row format fails here (the rest: `_neighbour_row`)
+            if rows and len(rows[0].split()) != 4:
+                raise ValueError(f"a neighbour row must hold 4 numbers, got {rows[0]!r}")
     except (KeyError, TypeError, ValueError, AttributeError) as e:
         raise HgemmValueError(f"{KIND} file: {type(e).__name__}: {e}") from None
     return Params(gpu, kernels, corrections, dict(data.get("about") or {}), neighbours)
 
 
 def _neighbour_row(text: str) -> tuple[float, float, float, float]:
-    m, n, k, r = (float(x) for x in text.split())
+    try:
+        m, n, k, r = (float(x) for x in text.split())
+    except ValueError:
+        raise HgemmValueError(f"{KIND} file: a neighbour row must hold 4 numbers, got {text!r}") from None
     return m, n, k, r
 
 

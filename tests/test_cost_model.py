@@ -139,7 +139,7 @@ def test_fit_recovers_the_parameters_it_generated():
     q = params.about["quality"]
     assert q["all"]["median_abs_log_error"] < 0.04, q  # the noise's own median |log| is 0.02
     assert set(q["kernels"]) == {"triton_tma", "triton_splitk.mma", "triton_gemv"}
-    picked = cm.choices(recs, params)
+    picked = cm.choices(recs, replace(params, neighbours={}))  # with them each record would be its own nearest
     assert sum(chosen.seconds <= 1.1 * best.seconds for _, chosen, best in picked) >= 0.9 * len(picked)
 
 
@@ -221,10 +221,22 @@ def test_parameter_file_round_trips(tmp_path):
     path = tmp_path / "model.json"
     cm.save(params, path)
     back = cm.load(path)
+    data = json.loads(path.read_text())
     assert back.kernels == params.kernels and back.corrections == params.corrections and back.gpu == params.gpu
     assert back.neighbours.keys() == params.neighbours.keys() and params.neighbours
-    assert all(back.neighbours[key] == pytest.approx(rows) for key, rows in params.neighbours.items())
-    data = json.loads(path.read_text())
+    key = next(iter(params.neighbours))
+    assert all(isinstance(row, str) for row in back.neighbours[key])  # text until first looked up
+    assert all(cm.neighbour_rows(back, key) == pytest.approx(rows) for key, rows in params.neighbours.items())
+    assert all(isinstance(row, tuple) for row in back.neighbours[key])
+    cm.save(back, tmp_path / "again.json")  # a loaded file saves as it was, parsed or not
+    assert json.loads((tmp_path / "again.json").read_text())["neighbours"] == data["neighbours"]
+    bad = dict(data, neighbours={key: ["1 2 3"]})
+    (tmp_path / "bad_rows.json").write_text(json.dumps(bad))
+    with pytest.raises(HgemmValueError, match="4 numbers"):
+        cm.load(tmp_path / "bad_rows.json")
+    late = cm.from_json(dict(data, neighbours={key: ["1 2 3 4", "1 2 x 4"]}))
+    with pytest.raises(HgemmValueError, match="4 numbers"):
+        cm.neighbour_rows(late, key)
     assert data["kind"] == cm.KIND and data["about"]["records"] == len(synthetic(count=60))
     (tmp_path / "bad.json").write_text(json.dumps({"kind": "something else", "format": 1}))
     with pytest.raises(HgemmValueError, match="not a tensorcore_hgemm cost model"):

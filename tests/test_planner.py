@@ -174,6 +174,32 @@ def test_planning_times_synchronizes_and_allocates_nothing(monkeypatch):
         assert dispatch.model_plan(a, b, None, "fp32", 90, 132) is not None
 
 
+def test_the_planners_plans_find_the_measured_neighbours_the_fit_stored():
+    """The keys the planner builds (`planner.problem_of`, `model_plan_of`) are the ones the fit stored from the
+    sweep's records (`cost_model.neighbour_key`): on shapes a committed sweep measured, most of the plans the planner
+    ranks find rows of their own, and the planner's problem is the one the sweep recorded. A drift on either side (an
+    alignment letter, a staging name, a split) would switch every correction off without a word."""
+    from compare.sweep_data import read
+
+    params = planner.params_for(90, 132)
+    fitted = planner.fitted_kernels(params)
+    data = read(MODEL_DIR.parent.parent / "compare" / "sweeps" / "h200-seed-9107-fp16-streamk.jsonl.gz")
+    problems = {}
+    for r in data.candidates:
+        if r.get("side") == "triton" and r.get("problem") and r["problem"]["acc"] == "fp32":
+            problems.setdefault(r["case"], cm.Problem(**r["problem"]))
+    found = ranked_plans = 0
+    for problem in list(problems.values())[:12]:
+        a, b = operands(problem.m, problem.n, problem.k, problem.layout)
+        assert planner.problem_of(a, b, None, "fp32") == replace(problem, dtype="fp16")
+        pairs = dispatch.model_candidates(problem.m, problem.n, problem.k, 90, 132, a, b, None, fitted)
+        for _, plan in planner.ranked(problem, pairs, 132, params):
+            ranked_plans += 1
+            key = cm.neighbour_key(problem, planner.model_plan_of(plan.kernel, plan.config, plan.stage, problem.k))
+            found += bool(cm.neighbour_rows(params, key))
+    assert ranked_plans > 100 and found > 0.8 * ranked_plans, (found, ranked_plans)
+
+
 def test_the_shipped_model_is_what_refitting_its_committed_sweep_gives(tmp_path):
     """Each shipped parameter file names the sweep it was fitted on (committed, gzipped) and the commands; a refit
     of that data reproduces its parameters and corrections."""
@@ -192,6 +218,6 @@ def test_the_shipped_model_is_what_refitting_its_committed_sweep_gives(tmp_path)
             assert refit.kernels[name].as_array() == pytest.approx(kp.as_array(), rel=1e-6), name
         assert refit.corrections == pytest.approx(shipped.corrections, abs=1e-4)
         assert refit.neighbours.keys() == shipped.neighbours.keys()
-        for key, rows in shipped.neighbours.items():
-            assert refit.neighbours[key] == pytest.approx(rows, abs=2e-4), key
+        for key in shipped.neighbours:
+            assert refit.neighbours[key] == pytest.approx(cm.neighbour_rows(shipped, key), abs=2e-4), key
         assert json.loads(path.read_text())["kind"] == cm.KIND
