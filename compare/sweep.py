@@ -373,11 +373,22 @@ def _geomean(xs: list[float]) -> float:
     return math.exp(statistics.fmean(math.log(x) for x in xs)) if xs else float("nan")
 
 
+def _sweep_only(kernel: str) -> bool:
+    """Whether kernel="auto" never scores this kernel although the sweep times it (`contract.SWEEP_ONLY`): a choice
+    report leaves it out, as `dispatch.model_candidates` does."""
+    from triton_kernels.contract import optional
+    from triton_kernels.variants import BY_KERNEL, kernel_module
+
+    v = BY_KERNEL.get(kernel)
+    return v is not None and optional(kernel_module(v), "SWEEP_ONLY") is not None
+
+
 def choice_report(raw: list[dict], recs: list[cm.Record], params: cm.Params, side: str) -> str:
-    """How the model would choose among one side's candidates, case by case: the share of cases where its choice
-    measured within 5% of the case's fastest, the geomean of choice over fastest, and the geomeans x torch.matmul
-    of its choice, of the fastest candidate and (Triton) of kernel="auto" as called today."""
-    idx = [i for i, r in enumerate(raw) if r["side"] == side]
+    """How the model would choose among one side's candidates (those kernel="auto" may pick), case by case: the
+    share of cases where its choice measured within 5% of the case's fastest, the geomean of choice over fastest,
+    and the geomeans x torch.matmul of its choice, of the fastest candidate and (Triton) of kernel="auto" as called
+    today."""
+    idx = [i for i, r in enumerate(raw) if r["side"] == side and not _sweep_only(recs[i].plan.kernel)]
     if not idx:
         return f"{side}: no timed candidates"
     picked = cm.choices([recs[i] for i in idx], params)

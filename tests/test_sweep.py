@@ -259,6 +259,24 @@ def test_fit_reports_quality_and_writes_parameters(tmp_path, capsys):
     assert p.about["holdout"]["seeds"] == [12] and p.about["holdout"]["quality"]["all"]["median_abs_log_error"] < 0.05
 
 
+def test_a_choice_report_leaves_out_what_auto_cannot_pick():
+    """A SWEEP_ONLY kernel (stream-K, for now) is timed by the sweep but never scored by kernel="auto", so the
+    report's choices and its fastest candidate are among the others: here stream-K runs every case twice as fast
+    as the TMA kernel, and the report's fastest candidate is still the TMA kernel, at torch.matmul's time."""
+    from triton_kernels import streamk
+
+    assert streamk.SWEEP_ONLY
+    raw, recs = [], []
+    for i, (m, n, k) in enumerate([(2000, 1000, 8192), (300, 4000, 12000), (5000, 600, 9000)]):
+        prob = cm.Problem(m, n, k)
+        for plan, ms in ((cm.plan_for("triton_tma", 128, 128, 64, 4, 8), 1.0),
+                         (cm.plan_for("triton_streamk", 128, 128, 64, 4, 8), 0.5)):
+            raw.append({"case": f"c{i}", "side": "triton", "torch_ms": 1.0})
+            recs.append(cm.Record(prob, plan, ms * 1e-3, f"c{i}"))
+    line = sweep.choice_report(raw, recs, cm.Params(), "triton")
+    assert line.startswith("triton: 3 cases;") and "fastest candidate 1.000" in line, line
+
+
 def test_fit_refuses_in_one_line(tmp_path, capsys):
     from compare.__main__ import main
 
