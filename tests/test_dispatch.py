@@ -441,10 +441,11 @@ def side_stream_and_graph(kernel: str, cfg: Config, ins: list, refs: list) -> tu
 @pytest.mark.parametrize("kernel", ["splitk", "splitk_tma", "streamk"])
 def test_splitk_counters_on_streams_threads_and_graphs(kernel):
     """The fused split-K kernels' (pointer and TMA loads) and the stream-K kernel's (130 x 264 in 64 x 64 tiles: 15
-    tiles, every one stream-K on an H100) tile counters and workspace (triton_kernels.splitk.COUNTERS, WORKSPACES: one buffer
-    each per stream, the counters left at zero by every call): three threads on three streams calling at once with
-    different data, every result exact; then a CUDA graph capturing the call (fresh buffers inside the capture)
-    replayed on new data, between eager calls on the capture's stream; at the end every counter is zero again."""
+    tiles, every one stream-K on a 132-SM GPU) tile counters and workspace (triton_kernels.splitk.COUNTERS,
+    WORKSPACES: one buffer each per stream, the counters left at zero by every call): three threads on three streams
+    calling at once with different data, every result exact; then a CUDA graph capturing the call (fresh buffers
+    inside the capture) replayed on new data, between eager calls on the capture's stream; at the end every counter
+    is zero again."""
     from triton_kernels import splitk
 
     if kernel in ("splitk_tma", "streamk") and torch.cuda.get_device_capability() < (9, 0):

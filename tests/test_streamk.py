@@ -173,7 +173,8 @@ def test_gpu_bitwise_deterministic(m, n, k):
 
 @pytest.mark.gpu(sm=90)
 def test_gpu_every_config_exact_with_fp16_accumulation():
-    m, n, k = 1000, 1496, 1336  # TMA-describable (N a multiple of 8); random-sign integer sums stay far below 2048: fp16 accumulation exact
+    # TMA-describable (N a multiple of 8); random-sign integer sums stay far below 2048: fp16 accumulation exact
+    m, n, k = 1000, 1496, 1336
     a, b = make_inputs(m, n, k, "TN", device="cuda", seed=5)
     for cfg in configs("triton_streamk"):
         c = poisoned_call(lambda out: triton_kernels.hgemm(a, b, out=out, acc="fp16", kernel="triton_streamk",
