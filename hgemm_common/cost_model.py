@@ -630,11 +630,11 @@ def from_json(data: dict) -> Params:
                    for name, p in data["kernels"].items()}
         corrections = {str(k): float(v) for k, v in data.get("corrections", {}).items()}
         neighbours = {str(key): [str(row) for row in rows] for key, rows in data.get("neighbours", {}).items()}
-        for rows in neighbours.values():  # a file of another row format fails here (the rest: `_neighbour_row`)
-            if rows and len(rows[0].split()) != 4:
-                raise ValueError(f"a neighbour row must hold 4 numbers, got {rows[0]!r}")
     except (KeyError, TypeError, ValueError, AttributeError) as e:
         raise HgemmValueError(f"{KIND} file: {type(e).__name__}: {e}") from None
+    for rows in neighbours.values():  # a file of another row format fails here (the rest: `_neighbour_row`)
+        if rows:
+            _neighbour_row(rows[0])
     return Params(gpu, kernels, corrections, dict(data.get("about") or {}), neighbours)
 
 
