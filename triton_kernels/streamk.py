@@ -1,30 +1,29 @@
 """Stream-K Triton HGEMM with TMA loads (Hopper and newer): the persistent TMA kernel of
-triton_kernels/tma_persistent.py with the tiles that would leave SMs idle shared out by k-iteration.
+triton_kernels/tma_persistent.py with the tiles of its last, partial round cut into k-slices that fill the SMs.
 
 What it adds over tma_persistent.py: a persistent grid of G programs walking T output tiles takes cdiv(T, G)
 rounds, and when T is not a multiple of G the last round leaves SMs idle (200x8192x8192 in 128x256 tiles: 64 tiles
 on 132 SMs, half the GPU idle for the whole call). Stream-K (Osama et al., "Stream-K: Work-centric Parallel
 Decomposition for Dense Matrix-Matrix Multiplication on GPU", PPoPP 2023; the stream-K tile scheduler of CUTLASS's
-sm90 kernels) gives every program an equal share of the k-iterations instead (one k-iteration: one BLOCK_K step of
-one tile), so a share can start inside one tile and end inside another, and a tile cut between programs is fixed
-up: each program writes its piece as an fp32 block to a workspace, and the program that arrives last sums the
-pieces in a fixed order (splitk.py's `sum_parts`, the fused split-K epilogue), so the same inputs give the same bits
-on every run.
+sm90 kernels) hands that round's k-iterations (one k-iteration: one BLOCK_K step of one tile) to the idle SMs. Here
+it is the "data-parallel rounds + split remainder" hybrid, aligned in K:
 
-The schedule (`schedule`, on the host), the data-parallel-waves-plus-stream-K-remainder hybrid:
-- T % G == 0: every tile data-parallel (the TMA kernel's walk);
-- T < 2G: every tile stream-K;
-- else: the last partial round and one full round before it (T % G + G tiles) stream-K, the rest (whole rounds)
-  data-parallel: a share of at least one tile per program keeps the fix-ups few, where sharing only the partial
-  round would cut every one of its tiles.
-Stream-K tiles are tiles [0, SK_TILES) in grouped order, and each program runs its share of them first; then it
-walks the data-parallel tiles SK_TILES + pid, + G, ... (`tma_persistent.data_parallel_tiles`).
+The schedule (`schedule`, on the host): G = min(SMs, T x I) programs (I = cdiv(K, BLOCK_K) k-iterations a tile),
+T // G whole rounds data-parallel, and the R = T % G tiles of the partial round each cut into S equal k-slices,
+S = min(MAX_SLICES, G // R, I // MIN_SLICE_ITERS). Program p < R x S computes slice j = p % S of tile p // S,
+k-iterations [j x I // S, (j + 1) x I // S), then every program walks the data-parallel tiles R + p, R + p + G, ...
+(`tma_persistent.data_parallel_tiles`). The R stream-K tiles are the first in grouped order, so they are
+neighbours in C, and every program at slice j reads the same K range at the same time: the tiles of one row of C
+load the same A blocks together, those of one column the same B blocks, and L2 serves them once, as it does for
+the data-parallel rounds. (Equal shares of the flattened k-iteration space, Osama et al.'s basic form, start each
+program at its own k-iteration, so neighbouring tiles no longer read together and A and B come from HBM once per
+tile.) Where S < 2 (no partial round, one more than half full, or K too short to cut), nothing is stream-K and the
+schedule is the TMA kernel's (`tma_persistent.programs`).
 
-Program pid's share of the SK_TILES * I stream-K k-iterations (I = cdiv(K, BLOCK_K)) is [pid * P + min(pid, R),
-the next program's start), P = total // G, R = total % G: the first R programs take one more. A tile's pieces
-belong to the programs `owner` maps its first and last k-iteration to, and every program between; the piece of
-program pid is number pid - owner(first k-iteration) of the tile's workspace blocks. A tile one program covers
-whole is stored by that program directly.
+The fix-up is split-K's (splitk.py's `sum_parts`, the fused split-K epilogue): each slice is written as an fp32
+block of the stream's workspace at slot (tile, j) and counted in by an atomic on the tile's counter; the program
+that arrives last sums the S blocks in slot order, stores C and sets the counter back to zero. The sum's order is
+fixed, so the same inputs give the same bits on every run; no atomic touches the data.
 
 A and B must be TMA-describable and C row-major (alignment "tma", like the TMA kernel): data-parallel tiles store
 C by TMA; stream-K tiles through pointers (masked: a tile at the edge, any strides).
@@ -44,8 +43,8 @@ from hgemm_common.validation import interpreter_active, needs_int64_indexing
 
 from .common import Config, cdiv, grouped_pid
 from .launch import Desc, Spec
-from .splitk import fused_buffers, store_tile, sum_parts
-from .tma_persistent import _num_sms, data_parallel_tiles, operand_descs, tile_k_range
+from .splitk import fused_buffers, sum_parts
+from .tma_persistent import _num_sms, data_parallel_tiles, operand_descs, programs, tile_k_range
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -63,16 +62,23 @@ def configs() -> list[Config]:
     ]
 
 
+# Slices per stream-K tile at most: the last program of a cut tile sums its S fp32 blocks alone, one after another
+# (`sum_parts`), so the fix-up and the workspace round trip grow with S while the slice that S shortens shrinks as
+# 1/S; split-K's SPLITS (splitk.py) stops at 8 for the same round trip.
+MAX_SLICES = 8
+# k-iterations per slice at least: a shorter slice does not fill the TMA pipeline (3-4 stages deep) before its
+# fix-up, whose block write and read cost about as much as the slice's own loads.
+MIN_SLICE_ITERS = 4
+
 INTERPRETER_CONFIG = Config(32, 32, 32, group_m=4, num_warps=4, num_stages=2)
-# Programs under the interpreter: few, and not dividing the small tests' tile counts, so that their stream-K tiles
-# are cut between two and three programs and some shares are uneven (R > 0).
-INTERPRETER_SMS = 5
+# Programs under the interpreter: few, and odd, so that the small tests' tile counts leave partial rounds of one to
+# three tiles, cut into two to seven slices of uneven length (I not a multiple of S).
+INTERPRETER_SMS = 7
 
 
 # The sweep times it; kernel="auto" does not pick it yet (`contract.SWEEP_ONLY`).
-SWEEP_ONLY = ("its shares start at a different k-iteration on every SM, so the tiles of one row or column of C no "
-              "longer load the same A and B blocks at the same time and share them in L2: on long K it streams "
-              "several times the bytes of the data-parallel TMA kernel and runs slower than it "
+SWEEP_ONLY = ("its schedule (the partial round's tiles cut into k-slices aligned in K) has not yet been timed on a "
+              "GPU; the schedule it replaced lost L2 reuse and ran slower than the data-parallel TMA kernel "
               "(docs/design/triton.md, \"The GPU full whatever the tile count\")")
 
 
@@ -83,57 +89,37 @@ def worth_timing(m: int, n: int, k: int, sms: int, tma_in_place: bool) -> bool:
 
 
 def worth_scoring(m: int, n: int, k: int, sms: int, tma_in_place: bool) -> bool:
-    """Scored by the cost model (and timed by the sweep) where the widest tile's grid leaves a partial round
-    (T % G != 0) and A and B are read in place; where it does not, the schedule is the TMA kernel's."""
+    """Scored by the cost model (and timed by the sweep) where the widest tile's schedule cuts tiles into k-slices
+    (`schedule`: a partial round at most half full, K long enough) and A and B are read in place; elsewhere the
+    schedule is the TMA kernel's."""
     cfg = configs()[0]
     tiles = cdiv(m, cfg.block_m) * cdiv(n, cfg.block_n)
-    return tma_in_place and tiles % min(sms, tiles * cdiv(k, cfg.block_k)) != 0
+    return tma_in_place and schedule(tiles, cdiv(k, cfg.block_k), sms).sk_tiles > 0
 
 
 # ----------------------------------------------------------------------------------------------------------------
 # Kernel
 # ----------------------------------------------------------------------------------------------------------------
 @triton.jit
-def owner(it, P, R):
-    """The program whose share holds stream-K k-iteration `it`: shares are P + 1 long for the first R programs,
-    P after (P may be 0: then only R programs have work, one k-iteration each)."""
-    long_end = R * (P + 1)
-    return tl.where(it < long_end, it // (P + 1), R + (it - long_end) // tl.maximum(P, 1))
-
-
-@triton.jit
-def stream_k_share(a_desc, b_desc, c_ptr, p_ptr, count_ptr, M, N, K, SK_TILES, SLOTS, stride_cm, stride_cn,
+def stream_k_slice(a_desc, b_desc, c_ptr, p_ptr, count_ptr, M, N, K, SK_TILES, SLICES, stride_cm, stride_cn,
                    A_T: tl.constexpr, B_T: tl.constexpr, ACC_FP16: tl.constexpr, INDEX_64: tl.constexpr,
                    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
-    """This program's share of the stream-K k-iterations, tile piece by tile piece: each piece's K loop, then the
-    tile stored (the program covers it whole) or fixed up (`sum_parts`: piece j = pid - the tile's first owner)."""
+    """Program pid < SK_TILES x SLICES: k-slice j = pid % SLICES of stream-K tile pid // SLICES, k-iterations
+    [j x I // SLICES, (j + 1) x I // SLICES), then the tile's fix-up (`sum_parts`: slot j of SLICES)."""
     pid = tl.program_id(0)
-    G = tl.num_programs(0)
-    num_pid_m = tl.cdiv(M, BLOCK_M)
-    num_pid_n = tl.cdiv(N, BLOCK_N)
-    iters = tl.cdiv(K, BLOCK_K)
-    total = SK_TILES * iters
-    P = total // G
-    R = total % G
-    it = pid * P + tl.minimum(pid, R)
-    end = it + P + (pid < R).to(tl.int32)
-    while it < end:
-        tile = it // iters
-        k_first = it - tile * iters
-        piece_end = tl.minimum(end, (tile + 1) * iters)
-        # MAIN LOOP: this piece's k-iterations of the tile
-        acc = tile_k_range(a_desc, b_desc, tile, k_first, k_first + piece_end - it, num_pid_m, num_pid_n, A_T, B_T,
-                           ACC_FP16, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M)
+    if pid < SK_TILES * SLICES:
+        tile = pid // SLICES
+        j = pid - tile * SLICES
+        num_pid_m = tl.cdiv(M, BLOCK_M)
+        num_pid_n = tl.cdiv(N, BLOCK_N)
+        iters = tl.cdiv(K, BLOCK_K)
+        # MAIN LOOP: the slice's k-iterations, the same K range for slice j of every stream-K tile
+        acc = tile_k_range(a_desc, b_desc, tile, j * iters // SLICES, (j + 1) * iters // SLICES, num_pid_m,
+                           num_pid_n, A_T, B_T, ACC_FP16, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M)
         # EPILOGUE
         pid_m, pid_n = grouped_pid(tile, num_pid_m, num_pid_n, GROUP_M)
-        first = owner(tile * iters, P, R)
-        parts = owner(tile * iters + iters - 1, P, R) - first + 1
-        if parts == 1:
-            store_tile(acc, pid_m, pid_n, c_ptr, M, N, stride_cm, stride_cn, INDEX_64, BLOCK_M, BLOCK_N)
-        else:
-            sum_parts(acc, tile, pid - first, parts, SLOTS, pid_m, pid_n, c_ptr, p_ptr, count_ptr, M, N, stride_cm,
-                      stride_cn, INDEX_64, BLOCK_M, BLOCK_N)
-        it = piece_end
+        sum_parts(acc, tile, j, SLICES, SLICES, pid_m, pid_n, c_ptr, p_ptr, count_ptr, M, N, stride_cm, stride_cn,
+                  INDEX_64, BLOCK_M, BLOCK_N)
 
 
 @triton.jit
@@ -141,7 +127,7 @@ def hgemm_streamk_kernel(
     # descriptors and pointers
     a_desc, b_desc, c_desc, c_ptr, p_ptr, count_ptr,  # c_desc and c_ptr: the same C (TMA and pointer stores)
     # sizes
-    M, N, K, SK_TILES, SLOTS,  # SK_TILES: the stream-K tiles (the first, grouped order); SLOTS: blocks per tile
+    M, N, K, SK_TILES, SLICES,  # SK_TILES: the stream-K tiles (the first, grouped order); SLICES: k-slices of each
     # strides of C (elements)
     stride_cm, stride_cn,
     # meta-parameters
@@ -151,8 +137,9 @@ def hgemm_streamk_kernel(
     INDEX_64: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
 ):
-    """Each program: its share of the stream-K tiles (`stream_k_share`), then its data-parallel tiles."""
-    stream_k_share(a_desc, b_desc, c_ptr, p_ptr, count_ptr, M, N, K, SK_TILES, SLOTS, stride_cm, stride_cn, A_T, B_T,
+    """Each program: its k-slice of a stream-K tile, if it has one (`stream_k_slice`), then its data-parallel
+    tiles, whole rounds from tile SK_TILES."""
+    stream_k_slice(a_desc, b_desc, c_ptr, p_ptr, count_ptr, M, N, K, SK_TILES, SLICES, stride_cm, stride_cn, A_T, B_T,
                    ACC_FP16, INDEX_64, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M)
     data_parallel_tiles(a_desc, b_desc, c_desc, M, N, K, SK_TILES, A_T, B_T, ACC_FP16, BLOCK_M, BLOCK_N, BLOCK_K,
                         GROUP_M, 1)
@@ -162,39 +149,40 @@ def hgemm_streamk_kernel(
 # Host launcher
 # ----------------------------------------------------------------------------------------------------------------
 class Schedule(NamedTuple):
-    """A stream-K launch: `programs` persistent programs, the first `sk_tiles` tiles (grouped order) shared out by
-    k-iteration, and `slots`, the most programs any of them is cut between (workspace blocks per tile)."""
+    """A stream-K launch: `programs` persistent programs; the first `sk_tiles` tiles (grouped order) cut into
+    `slices` k-slices each, one program a slice (workspace slots per tile); the rest data-parallel."""
     programs: int
     sk_tiles: int
-    slots: int
-
-
-def share_start(pid: int, total: int, programs: int) -> int:
-    """The first stream-K k-iteration of program pid's share (the kernel's formula; `share_start(programs)` is
-    `total`)."""
-    p, r = divmod(total, programs)
-    return pid * p + min(pid, r)
-
-
-def owner_of(it: int, total: int, programs: int) -> int:
-    """The program whose share holds k-iteration `it` (the kernel's `owner`)."""
-    p, r = divmod(total, programs)
-    long_end = r * (p + 1)
-    return it // (p + 1) if it < long_end else r + (it - long_end) // max(p, 1)
+    slices: int
 
 
 @functools.lru_cache(maxsize=1024)
 def schedule(tiles: int, iters: int, sms: int) -> Schedule:
     """The hybrid schedule of `tiles` output tiles of `iters` k-iterations each on at most `sms` programs (module
-    header): a program for every SM that has a k-iteration to do; none, all, or the last partial round and one full
-    round of the tiles stream-K; and the exact count of pieces of its most divided tile."""
+    header): G programs, whole rounds data-parallel, the partial round's tiles cut into S k-slices; where S < 2 no
+    tile is stream-K and the grid is the TMA kernel's (`tma_persistent.programs`). With whole rounds the grid is G
+    (their stride); without, one program per slice."""
     g = max(1, min(sms, tiles * iters))
     rest = tiles % g
-    sk = 0 if rest == 0 else tiles if tiles < 2 * g else rest + g
-    total = sk * iters
-    slots = max((owner_of(t * iters + iters - 1, total, g) - owner_of(t * iters, total, g) + 1
-                 for t in range(sk)), default=1)
-    return Schedule(g, sk, slots)
+    slices = min(MAX_SLICES, g // rest, iters // MIN_SLICE_ITERS) if rest else 1
+    if slices < 2:
+        return Schedule(programs(tiles, sms), 0, 1)
+    return Schedule(g if tiles >= g else rest * slices, rest, slices)
+
+
+def slice_k_range(j: int, iters: int, slices: int) -> tuple[int, int]:
+    """The k-iterations [first, end) of slice j of a stream-K tile (the kernel's formula): lengths differ by at
+    most one, and slice j's range is the same for every tile."""
+    return j * iters // slices, (j + 1) * iters // slices
+
+
+def program_work(pid: int, s: Schedule, tiles: int, iters: int) -> list[tuple[int, int, int]]:
+    """What program pid computes, in order, as (tile, first k-iteration, end): its slice of a stream-K tile, if it
+    has one, then its data-parallel tiles whole (the kernel's walk)."""
+    work = []
+    if pid < s.sk_tiles * s.slices:
+        work.append((pid // s.slices, *slice_k_range(pid % s.slices, iters, s.slices)))
+    return work + [(t, 0, iters) for t in range(s.sk_tiles + pid, tiles, s.programs)]
 
 
 def num_sms(device: torch.device) -> int:
@@ -203,7 +191,7 @@ def num_sms(device: torch.device) -> int:
 
 
 def launches(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, acc_fp16: bool, config: Config) -> list[Spec]:
-    """C = A @ B in one persistent launch (`schedule`), with the stream's workspace (stream-K tiles x slots fp32
+    """C = A @ B in one persistent launch (`schedule`), with the stream's workspace (stream-K tiles x slices fp32
     blocks) and tile counters (`splitk.fused_buffers`); the caller has validated and checked that A, B and a
     row-major C are TMA-describable (`meets_alignment("tma", ...)`)."""
     m, k = a.shape
@@ -211,10 +199,10 @@ def launches(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, acc_fp16: bool, 
     if _major(c) != "N":
         raise HgemmValueError("hgemm(kernel='triton_streamk'): the output must be row-major for the TMA store")
     tiles = cdiv(m, config.block_m) * cdiv(n, config.block_n)
-    grid, sk_tiles, slots = schedule(tiles, cdiv(k, config.block_k), num_sms(a.device))
-    p, counts, blocks = fused_buffers(a.device, max(sk_tiles, 1), slots, config)
+    grid, sk_tiles, slices = schedule(tiles, cdiv(k, config.block_k), num_sms(a.device))
+    p, counts, blocks = fused_buffers(a.device, max(sk_tiles, 1), slices, config)
     a_desc, b_desc, a_t, b_t = operand_descs(a, b, config)
-    args = (a_desc, b_desc, Desc(c, (config.block_m, config.block_n)), c, p, counts, m, n, k, sk_tiles, slots,
+    args = (a_desc, b_desc, Desc(c, (config.block_m, config.block_n)), c, p, counts, m, n, k, sk_tiles, slices,
             c.stride(0), c.stride(1), a_t, b_t, acc_fp16, needs_int64_indexing(c) or blocks > 2**31,
             *config.meta.values())
     return [Spec(hgemm_streamk_kernel, (grid,), args, config.num_warps, config.num_stages)]
@@ -226,7 +214,7 @@ def inspect_source(cfg: Config, dtype: str = "fp16") -> tuple:
     bm, bn, bk = cfg.block_m, cfg.block_n, cfg.block_k
     sig = {"a_desc": f"tensordesc<{dtype}[{bm}, {bk}]>", "b_desc": f"tensordesc<{dtype}[{bk}, {bn}]>",
            "c_desc": f"tensordesc<{dtype}[{bm}, {bn}]>", "c_ptr": f"*{dtype}", "p_ptr": "*fp32", "count_ptr": "*i32",
-           "M": "i32", "N": "i32", "K": "i32", "SK_TILES": "i32", "SLOTS": "i32", "stride_cm": "i32",
+           "M": "i32", "N": "i32", "K": "i32", "SK_TILES": "i32", "SLICES": "i32", "stride_cm": "i32",
            "stride_cn": "constexpr"}
     consts = dict(stride_cn=1, A_T=False, B_T=False, ACC_FP16=False, INDEX_64=False, BLOCK_M=bm, BLOCK_N=bn,
                   BLOCK_K=bk, GROUP_M=cfg.group_m)
