@@ -70,9 +70,9 @@ RECORDS: tuple[Variant, ...] = (
             promises={"sm_90": ("HGMMA", "UTMALDG")}, forbids={"sm_90": ("LDGSTS",)}, ceiling="wgmma",
             aliases=("splitk_wide",)),
     Variant("triton_streamk", "triton", "triton", "streamk.py", "one of streamk.configs()",
-            "+ stream-K on the TMA persistent kernel: whole rounds of tiles data-parallel, the rest shared out by "
-            "k-iteration, cut tiles summed in a fixed order by their last program", "tl.dot", min_arch=90,
-            native_layouts=LAYOUTS, alignment="tma", misaligned="refuse", dtypes=DTYPES,
+            "+ stream-K on the TMA persistent kernel: whole rounds of tiles data-parallel, the partial round's "
+            "tiles cut into equal k-slices aligned in K, summed in a fixed order by their last program", "tl.dot",
+            min_arch=90, native_layouts=LAYOUTS, alignment="tma", misaligned="refuse", dtypes=DTYPES,
             promises={"sm_90": ("HGMMA", "UTMALDG")}, forbids={"sm_90": ("LDGSTS",)}, ceiling="wgmma",
             aliases=("streamk",)),
     # The Gluon level (triton.experimental.gluon): the same persistent warp-specialized design as the hand-written
