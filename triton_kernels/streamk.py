@@ -63,8 +63,8 @@ def configs() -> list[Config]:
 
 
 # Slices per stream-K tile at most: the last program of a cut tile sums its S fp32 blocks alone, one after another
-# (`sum_parts`), so the fix-up and the workspace round trip grow with S while the slice that S shortens shrinks as
-# 1/S; split-K's SPLITS (splitk.py) stops at 8 for the same round trip.
+# (`sum_parts`), so the fix-up and the workspace round trip grow with S while each slice's K loop shrinks as 1/S;
+# split-K's SPLITS (splitk.py) stops at 8 for the same round trip.
 MAX_SLICES = 8
 # k-iterations per slice at least: a shorter slice does not fill the TMA pipeline (3-4 stages deep) before its
 # fix-up, whose block write and read cost about as much as the slice's own loads.
