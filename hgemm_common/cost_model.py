@@ -44,6 +44,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 import numpy as np
 
 from .errors import HgemmValueError
+from .schedules import stream_k_cut
 
 
 def cdiv(a: int, b: int) -> int:
@@ -118,8 +119,8 @@ class Problem:
 # ----------------------------------------------------------------------------------------------------------------
 # data_parallel: one CTA per work unit, as many resident per SM as shared memory and threads allow; persistent: one
 # CTA per SM walking the tiles; split_k: K cut in `split` slices, one CTA each, partials summed after (`reduce`);
-# stream_k: whole tiles in data-parallel rounds and the remainder's k-iterations shared equally by every SM (the
-# hybrid of Osama et al., PPoPP 2023), partial tiles fixed up through a workspace; bandwidth: the CUDA-core path for
+# stream_k: whole tiles in data-parallel rounds and the partial round's tiles cut into k-slices aligned in K
+# (`schedules.stream_k_cut`), cut tiles fixed up through a workspace; bandwidth: the CUDA-core path for
 # a single row (B streamed through registers), its K split like split_k's.
 SCHEDULES = ("data_parallel", "persistent", "split_k", "stream_k", "bandwidth")
 REDUCES = ("none", "fused", "two_pass", "cluster")
@@ -263,16 +264,16 @@ def features(problem: Problem, plan: Plan, gpu: GPU = H100) -> Features:
     split = plan.split if plan.schedule in ("split_k", "bandwidth") else 1
     kiters = cdiv(cdiv(k, split), plan.bk)
     units = tiles * split
-    if plan.schedule == "stream_k":  # whole rounds of tiles, then the remainder's k-iterations shared by every SM
-        full, rest = divmod(tiles, gpu.sms)
-        steps = full * kiters + cdiv(rest * kiters, gpu.sms)
-        rounds = full + (2 if rest else 0)  # a share of the remainder can start inside one tile and end in another
-        grid = gpu.sms
-        bytes_reduce = 2 * PARTIAL_BYTES * plan.bm * plan.bn * min(rest * kiters, gpu.sms) if rest else 0
-    else:
+    g, rest, slices = stream_k_cut(tiles, kiters, gpu.sms) if plan.schedule == "stream_k" else (0, 0, 1)
+    if rest:  # stream-K: whole rounds of tiles, then one k-slice of a cut tile on each of R x S programs
+        steps = (tiles - rest) // g * kiters + cdiv(kiters, slices)
+        rounds = (tiles - rest) // g + 1
+        grid = g if tiles >= g else rest * slices
+        bytes_reduce = 2 * PARTIAL_BYTES * plan.bm * plan.bn * rest * slices
+    else:  # (stream-K with nothing cut is the persistent walk)
         steps = cdiv(units, gpu.sms) * kiters
         rounds = cdiv(units, gpu.sms)
-        grid = min(units, gpu.sms) if plan.schedule == "persistent" else units
+        grid = min(units, gpu.sms) if plan.schedule in ("persistent", "stream_k") else units
         partials = split > 1 and plan.reduce in ("fused", "two_pass")
         bytes_reduce = 2 * PARTIAL_BYTES * split * m * n if partials else 0
     active_ctas = min(grid, gpu.sms * occupancy(plan, gpu))

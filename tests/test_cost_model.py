@@ -78,13 +78,23 @@ def test_staging_reduce_and_latency_terms():
     assert cm.features(big, cluster).bytes_l2 < cm.features(big, wide).bytes_l2
 
 
-def test_stream_k_shares_the_last_round():
-    """Stream-K's busiest SM takes whole rounds of tiles plus an equal share of the remainder's k-iterations: at
-    133 tiles it runs about one round plus 1/132 of one, where data-parallel tiles take two rounds."""
+def test_stream_k_cuts_the_last_round_as_the_kernel_does():
+    """Stream-K's busiest SM takes the whole rounds of tiles plus one k-slice of a tile of the partial round
+    (`schedules.stream_k_cut`, the rule `triton_kernels.streamk.schedule` runs): at 133 tiles of 64 k-iterations, one
+    round plus 64 / 8, where data-parallel tiles take two rounds; its fix-up moves the cut tile's S fp32 blocks."""
+    from hgemm_common.schedules import MAX_SLICES, stream_k_cut
     prob = cm.Problem(128 * 133, 128, 4096)
-    dp = cm.features(prob, cm.plan_for("triton_tma", 128, 128, 64, 4, 8))
-    sk = cm.features(prob, replace(cm.plan_for("triton_tma", 128, 128, 64, 4, 8), schedule="stream_k"))
-    assert dp.steps == 2 * 64 and sk.steps == 64 + 1 and sk.bytes_reduce > 0
+    tma = cm.plan_for("triton_tma", 128, 128, 64, 4, 8)
+    dp, sk = cm.features(prob, tma), cm.features(prob, replace(tma, schedule="stream_k"))
+    assert stream_k_cut(133, 64, 132) == (132, 1, MAX_SLICES)
+    assert dp.steps == 2 * 64 and sk.steps == 64 + 64 // MAX_SLICES and sk.rounds == 2
+    assert sk.bytes_reduce == 2 * cm.PARTIAL_BYTES * 128 * 128 * MAX_SLICES
+    # a partial round more than half full is not cut: the TMA kernel's walk, priced as such
+    full = cm.Problem(128 * 200, 128, 4096)
+    assert cm.features(full, replace(tma, schedule="stream_k")) == cm.features(full, tma)
+    # fewer tiles than SMs: one program a slice, every tile cut
+    few = cm.features(cm.Problem(128 * 6, 128, 4096), replace(tma, schedule="stream_k"))
+    assert few.steps == 64 // MAX_SLICES and few.bytes_reduce == 2 * cm.PARTIAL_BYTES * 128 * 128 * 6 * MAX_SLICES
 
 
 def test_plans_refuse_what_they_cannot_be():

@@ -10,8 +10,9 @@ it is the "data-parallel rounds + split remainder" hybrid, aligned in K:
 
 The schedule (`schedule`, on the host): G = min(SMs, T x I) programs (I = cdiv(K, BLOCK_K) k-iterations a tile),
 T // G whole rounds data-parallel, and the R = T % G tiles of the partial round each cut into S equal k-slices,
-S = min(MAX_SLICES, G // R, I // MIN_SLICE_ITERS). Program p < R x S computes slice j = p % S of tile p // S,
-k-iterations [j x I // S, (j + 1) x I // S), then every program walks the data-parallel tiles R + p, R + p + G, ...
+S = min(MAX_SLICES, G // R, I // MIN_SLICE_ITERS) (`hgemm_common.schedules`: the rule the cost model prices too).
+Program p < R x S computes slice j = p % S of tile p // S, k-iterations [j x I // S, (j + 1) x I // S), then every
+program walks the data-parallel tiles R + p, R + p + G, ...
 (`tma_persistent.data_parallel_tiles`). The R stream-K tiles are the first in grouped order, so they are
 neighbours in C, and every program at slice j reads the same K range at the same time: the tiles of one row of C
 load the same A blocks together, those of one column the same B blocks, and L2 serves them once, as it does for
@@ -40,6 +41,7 @@ import triton.language as tl
 from hgemm_common.errors import HgemmValueError
 from hgemm_common.operands import major as _major
 from hgemm_common.validation import interpreter_active, needs_int64_indexing
+from hgemm_common.schedules import MAX_SLICES, MIN_SLICE_ITERS, stream_k_cut  # noqa: F401 (the rule's bounds)
 
 from .common import Config, cdiv, grouped_pid
 from .launch import Desc, Spec
@@ -61,14 +63,6 @@ def configs() -> list[Config]:
         Config(128, 128, 128, group_m=8, num_warps=8, num_stages=3),
     ]
 
-
-# Slices per stream-K tile at most: the last program of a cut tile sums its S fp32 blocks alone, one after another
-# (`sum_parts`), so the fix-up and the workspace round trip grow with S while each slice's K loop shrinks as 1/S;
-# split-K's SPLITS (splitk.py) stops at 8 for the same round trip.
-MAX_SLICES = 8
-# k-iterations per slice at least: a shorter slice does not fill the TMA pipeline (3-4 stages deep) before its
-# fix-up, whose block write and read cost about as much as the slice's own loads.
-MIN_SLICE_ITERS = 4
 
 INTERPRETER_CONFIG = Config(32, 32, 32, group_m=4, num_warps=4, num_stages=2)
 # Programs under the interpreter: few, and odd, so that the small tests' tile counts leave partial rounds of one to
@@ -162,9 +156,7 @@ def schedule(tiles: int, iters: int, sms: int) -> Schedule:
     header): G programs, whole rounds data-parallel, the partial round's tiles cut into S k-slices; where S < 2 no
     tile is stream-K and the grid is the TMA kernel's (`tma_persistent.programs`). With whole rounds the grid is G
     (their stride); without, one program per slice."""
-    g = max(1, min(sms, tiles * iters))
-    rest = tiles % g
-    slices = min(MAX_SLICES, g // rest, iters // MIN_SLICE_ITERS) if rest else 1
+    g, rest, slices = stream_k_cut(tiles, iters, sms)
     if slices < 2:
         return Schedule(programs(tiles, sms), 0, 1)
     return Schedule(g if tiles >= g else rest * slices, rest, slices)
