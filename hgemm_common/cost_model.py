@@ -158,10 +158,9 @@ class Plan:
 # What each kernel of the project is to the model: (schedule, how its K-split partials are summed). A split of 1
 # makes a split-K kernel data-parallel. Triton (kernel= names): the blocked kernel launches one program per tile,
 # the TMA kernels are persistent, split-K and gemv sum their slices in the launch (the last slice of each tile),
-# splitk_wide and the Gluon kernel's splits in a second launch; streamk shares the tiles past whole rounds by
-# k-iteration (its cut tiles summed in the launch, `features`' stream_k partials; an approximation: the kernel also
-# shares one full round before a partial one). PTX (record names): wgmma_persistent and the kernels it hands
-# problems to.
+# splitk_wide and the Gluon kernel's splits in a second launch; streamk cuts the partial round's tiles into
+# k-slices (`schedules.stream_k_cut`; its cut tiles summed in the launch, `features`' stream_k partials). PTX
+# (record names): wgmma_persistent and the kernels it hands problems to.
 KERNELS = {
     "triton_blocked": ("data_parallel", "none"),
     "triton_tma": ("persistent", "none"),
