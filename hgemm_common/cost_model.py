@@ -169,6 +169,7 @@ KERNELS = {
     "triton_splitk_wide": ("split_k", "two_pass"),
     "triton_streamk": ("stream_k", "fused"),
     "triton_gemv": ("bandwidth", "fused"),
+    "triton_realign": ("split_k", "fused"),
     "gluon_persistent": ("persistent", "two_pass"),
     "wgmma_persistent": ("persistent", "none"),
     "wgmma_splitk": ("split_k", "cluster"),
@@ -222,18 +223,22 @@ class Features:
 # Triton can prove the operands aligned, so on operands whose rows lie off the 32-byte sectors ("o") or that TMA
 # cannot describe at all ("-") they issue one load per element (`pointer_loads`) and run at other efficiencies,
 # fitted apart (`param_key`'s ".u").
-POINTER_KERNELS = ("triton_blocked", "triton_splitk", "triton_gemv")
+POINTER_KERNELS = ("triton_blocked", "triton_splitk", "triton_gemv", "triton_realign")
+# A pointer kernel that reads a K-major B (layout ?T) in 16-byte vectors however its rows lie (residue groups)
+SHIFTED_ROWS = ("triton_realign",)
 
 
 def pointer_loads(problem: Problem, plan: Plan) -> float:
     """Warp-wide load instructions one k-iteration of a pointer kernel's CTA issues, weighted by what they cost.
     Triton vectorizes a load only where it can prove 16-byte alignment, which its specialization on divisibility
-    by 16 gives for rows on 32-byte sectors ("t") only: other operands load one element per instruction, held in
+    by 16 gives for rows on 32-byte sectors ("t") only (and a SHIFTED_ROWS kernel's K-major B, whatever its rows):
+    other operands load one element per instruction, held in
     registers until stored to shared memory, so past SPILL_ELEMENTS elements per thread and stage the registers
     spill and the cost grows with the square."""
     threads = 32 * plan.warps
     total = 0.0
-    for letter, elems in ((problem.align[0], plan.bm * plan.bk), (problem.align[1], plan.bk * plan.bn)):
+    b_letter = "t" if plan.kernel in SHIFTED_ROWS and problem.layout[1] == "T" else problem.align[1]
+    for letter, elems in ((problem.align[0], plan.bm * plan.bk), (b_letter, plan.bk * plan.bn)):
         if letter == "t":
             total += elems / (16 // ELEMENT_BYTES) / 32
         else:

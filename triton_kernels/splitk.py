@@ -60,10 +60,10 @@ def configs() -> list[Config]:
     return with_splits(tiles)
 
 
-def with_splits(tiles: list[Config]) -> list[Config]:
-    """Each tile with every split of SPLITS."""
+def with_splits(tiles: list[Config], splits: tuple[int, ...] = SPLITS) -> list[Config]:
+    """Each tile with every split of `splits` (default: this kernel's SPLITS)."""
     return [Config(t.block_m, t.block_n, t.block_k, t.group_m, t.num_warps, t.num_stages, s)
-            for t in tiles for s in SPLITS]
+            for t in tiles for s in splits]
 
 
 INTERPRETER_CONFIG = Config(16, 32, 32, group_m=2, num_warps=4, num_stages=2, split_k=3)

@@ -29,7 +29,7 @@ from hgemm_common.validation import interpreter_active, needs_int64_indexing
 
 from .common import Config, cdiv, out_offsets, prune_for_problem, to_output
 from .launch import Spec
-from .splitk import slices
+from .splitk import slices, with_splits
 from .splitk_tma import tma_slice_product
 from .tma_persistent import operand_descs
 
@@ -57,8 +57,7 @@ def configs() -> list[Config]:
         Config(64, 128, 64, group_m=8, num_warps=4, num_stages=6),
         Config(64, 64, 128, group_m=8, num_warps=4, num_stages=6),
     ]
-    return [Config(t.block_m, t.block_n, t.block_k, t.group_m, t.num_warps, t.num_stages, s)
-            for t in tiles for s in SPLITS]
+    return with_splits(tiles, SPLITS)
 
 
 INTERPRETER_CONFIG = Config(16, 32, 32, group_m=2, num_warps=4, num_stages=2, split_k=5)

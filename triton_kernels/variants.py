@@ -45,6 +45,12 @@ RECORDS: tuple[Variant, ...] = (
             # the 16x64x128 tile of a 16-row problem: mma.sync (wgmma needs 64 rows), operands by cp.async
             promises={"sm_90": ("HMMA", "LDGSTS")}, forbids={"sm_90": ("UTMALDG",)}, ceiling="wgmma",
             aliases=("splitk",)),
+    Variant("triton_realign", "triton", "triton", "realign.py", "one of realign.configs()",
+            "+ a K-major B with rows off the 16-byte grid: rows grouped by misalignment, each group read shifted "
+            "in 16-byte vectors", "tl.dot", native_layouts=LAYOUTS, alignment="none", dtypes=DTYPES,
+            # the 16x64x128 tile of a 16-row problem: mma.sync, B's shifted rows by 16-byte cp.async
+            promises={"sm_90": ("HMMA", "LDGSTS")}, forbids={"sm_90": ("UTMALDG",)}, ceiling="wgmma",
+            aliases=("realign",)),
     Variant("triton_gemv", "triton", "triton", "gemv.py", "one of gemv.configs()",
             "+ M = 1 without tensor cores: B's tiles into registers, FFMA, split-K summed in a fixed order",
             "fma", native_layouts=LAYOUTS, alignment="none", dtypes=DTYPES,

@@ -1,0 +1,173 @@
+"""The residue-group kernel (triton_kernels/realign.py): a K-major B whose rows lie off the 16-byte grid, read in
+16-byte vectors by grouping its rows by misalignment and shifting each group's K index.
+
+On the CPU (the interpreter): exact integer checks for every residue count (B^T's row stride 8k + 1 ... 8k + 7,
+G = 8, 4, 2 and 1), K shorter than a tile and K spread over slices, N smaller than the residue count, both
+accumulations and bf16; the elements a shifted load brings from the neighbouring rows are poisoned with Inf and
+NaN and must not reach C; a B that is not K-major (read unshifted) and strided A and C; bitwise determinism. The
+compiled sm_90 kernel loads B's rows with 16-byte cp.async (the point of the kernel, seen in its PTX). On a GPU:
+the same checks on skinny shapes, and bitwise determinism over repeated calls."""
+import pytest
+import torch
+
+import triton_kernels
+from compare.reference import make_inputs, reference
+from hgemm_common.validation import DTYPES
+from triton_kernels import realign
+from triton_kernels.common import Config
+
+from conftest import DEVICE, HAS_CUDA
+from helpers import assert_exact, ints, poisoned_call, run_children
+
+# On a GPU the small CPU shapes run the first (16-row) configuration, with and without a split
+CFG = realign.INTERPRETER_CONFIG if not HAS_CUDA else realign.configs()[1]
+
+
+def nt_operands(m, n, k, ld, dtype="fp16", seed=0, pad=float("inf")):
+    """A (m, k) row-major and B = B^T.t() with B^T (n, k) inside an (n, ld) buffer whose ld - k padding columns
+    hold `pad` (a shifted load reads them as the previous or next row's elements); integers in [-3, 3]."""
+    g = torch.Generator().manual_seed(seed)
+    a = ints(m, k, dtype=dtype, generator=g).to(DEVICE)
+    buf = torch.full((n, ld), pad, dtype=DTYPES[dtype])
+    buf[:, :k] = ints(n, k, dtype=dtype, generator=g)
+    bt = buf.to(DEVICE)[:, :k]
+    return a, bt.t()
+
+
+def run(a, b, config=CFG, acc="fp32"):
+    return poisoned_call(lambda out: triton_kernels.hgemm(a, b, out=out, acc=acc, kernel="triton_realign",
+                                                          config=config), a.shape[0], b.shape[1], a.device,
+                         "bf16" if a.dtype == torch.bfloat16 else "fp16")
+
+
+def with_split(cfg: Config, split: int) -> Config:
+    return Config(cfg.block_m, cfg.block_n, cfg.block_k, cfg.group_m, cfg.num_warps, cfg.num_stages, split)
+
+
+# ---------------------------------------------------------------------------------------------- the residues
+@pytest.mark.parametrize("ld,want", [(4095, (8, True)), (4094, (4, True)), (4092, (2, True)), (4096, (1, True)),
+                                     (4104, (1, True))])
+def test_residue_count_follows_the_row_stride(ld, want):
+    """G = 8 / gcd(ld, 8): rows n and n + G start at the same offset from the 16-byte grid."""
+    b = torch.empty(16, ld)[:, :4000].t()
+    assert realign.residues(b) == want
+    g = want[0]
+    assert {(n * ld) % 8 for n in range(64)} == {(r * ld) % 8 for r in range(g)}
+    assert all((n * ld) % 8 == ((n + g) * ld) % 8 for n in range(64))
+
+
+def test_a_row_major_b_is_read_unshifted():
+    assert realign.residues(torch.empty(100, 37)) == (1, False)
+
+
+# ---------------------------------------------------------------------------------------------- exact checks
+@pytest.mark.parametrize("m,n,k,extra", [
+    (3, 37, 101, 0),  # ld = 101: eight residues, K in four 32-deep tiles (the first and last masked)
+    (5, 50, 77, 2),  # ld = 79
+    (16, 17, 64, 2),  # ld = 66: four residues; N = 17 leaves residue 1 one column more than the others
+    (20, 9, 130, 1),  # ld = 131, two row blocks
+    (1, 8, 33, 3),  # ld = 36: two residues
+    (7, 100, 200, 0),  # ld = 200: one residue, no shift
+    (2, 3, 5, 0),  # K under one tile, N under the residue count: most programs store nothing
+    (9, 70, 7, 6),  # ld = 13: K = 7 and a shift of up to 7 in one masked tile
+])
+@pytest.mark.parametrize("split", [1, 3])
+def test_exact_with_poisoned_neighbours(m, n, k, extra, split):
+    """Exact integer products for every residue count and slice count, with Inf in B^T's padding: a shifted tile's
+    first columns are the previous row's padding and its last the next row's, and both must be masked to zero
+    (0 x Inf would be NaN)."""
+    a, b = nt_operands(m, n, k, k + extra)
+    assert_exact(run(a, b, with_split(CFG, split)), a, b, f"{m}x{n}x{k} ld {k + extra} split {split}")
+
+
+@pytest.mark.parametrize("pad", [float("nan"), float("-inf"), 65504.0])
+def test_no_neighbour_reaches_c(pad):
+    a, b = nt_operands(6, 41, 45, 47, pad=pad)
+    assert_exact(run(a, b), a, b, f"pad {pad}")
+
+
+@pytest.mark.parametrize("dtype,acc", [("fp16", "fp16"), ("bf16", "fp32")])
+def test_exact_other_dtype_and_accumulation(dtype, acc):
+    a, b = nt_operands(11, 29, 90, 93, dtype=dtype, seed=3)
+    assert_exact(run(a, b, acc=acc), a, b, f"{dtype} acc {acc}")
+
+
+@pytest.mark.parametrize("layout", ["NN", "TN", "TT", "NT"])
+def test_exact_in_every_layout(layout):
+    """A B that is not K-major (NN, TN) is read unshifted (one residue); A in either layout."""
+    a, b = make_inputs(13, 45, 99, layout, device=DEVICE, seed=5)
+    assert_exact(run(a, b), a, b, layout)
+
+
+def test_strided_a_and_c():
+    """A a column slice of a wider matrix, C a column slice of a wider buffer: pointers, any strides."""
+    g = torch.Generator().manual_seed(7)
+    a = ints(9, 140, generator=g).to(DEVICE)[:, 3:104]
+    bt = ints(33, 105, generator=g).to(DEVICE)[:, 1:102]
+    b = bt.t()
+    big = torch.full((9, 50), float("nan"), dtype=torch.float16, device=DEVICE)
+    out = big[:, 5:38]
+    c = triton_kernels.hgemm(a, b, out=out, kernel="triton_realign", config=CFG)
+    assert c is out
+    assert_exact(c, a, b, "strided")
+    assert torch.isnan(big[:, :5]).all() and torch.isnan(big[:, 38:]).all()
+
+
+def test_bitwise_deterministic():
+    """Random inputs over three slices (summed in a fixed order by each tile's last program): the same bits on every
+    run."""
+    g = torch.Generator().manual_seed(9)
+    a = torch.randn(7, 150, generator=g).half().to(DEVICE)
+    b = torch.randn(40, 151, generator=g).half().to(DEVICE)[:, :150].t()
+    cfg = with_split(CFG, 3)
+    first = triton_kernels.hgemm(a, b, kernel="triton_realign", config=cfg)
+    assert torch.equal(first, triton_kernels.hgemm(a, b, kernel="triton_realign", config=cfg))
+    assert (first.float() - reference(a, b).float()).abs().max() < 0.05
+
+
+# ---------------------------------------------------------------------------------------------- compiled for sm_90
+def test_sm90_loads_b_in_16_byte_vectors():
+    """The compiled kernel (16x64x128, eight residues: B^T's rows 4095 elements apart) brings B by 16-byte cp.async
+    and A per element: without the residue groups every B load of such rows is 2 bytes wide and synchronous."""
+    pytest.importorskip("triton")
+    code = """
+import json, re, triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+from triton_kernels import realign
+cfg = realign.configs()[0]
+fn, sig, consts, attrs = realign.inspect_source(cfg)
+ptx = triton.compile(ASTSource(fn, sig, consts, attrs), target=GPUTarget("cuda", 90, 32),
+                     options=dict(num_warps=cfg.num_warps, num_stages=cfg.num_stages)).asm["ptx"]
+sizes = re.findall(r"cp[.]async[.]c[ag][.]shared[.]global\\s*\\[[^\\]]+\\],\\s*\\[[^\\]]+\\],\\s*(0x[0-9a-f]+|[0-9]+)", ptx)
+print(json.dumps({"sizes": [int(s, 0) for s in sizes], "stages": cfg.num_stages}))
+"""
+    got = run_children(code, timeout=300, parts=1)[0]
+    assert got["sizes"] and set(got["sizes"]) == {16}, got["sizes"][:8]
+    # one B tile (128 x 64 elements) a stage, 8 elements a copy, 128 threads: 8 copies a thread a stage
+    assert len(got["sizes"]) == 8 * got["stages"]
+
+
+# ---------------------------------------------------------------------------------------------- GPU only
+GPU_SHAPES = [(1, 8191, 4097), (8, 12289, 2051), (16, 4099, 9999), (64, 3001, 5003), (200, 2047, 3071)]
+
+
+@pytest.mark.gpu(sm=90)
+@pytest.mark.parametrize("dtype", ["fp16", "bf16"])
+@pytest.mark.parametrize("m,n,k", GPU_SHAPES)
+def test_gpu_exact_on_misaligned_rows(m, n, k, dtype):
+    """Exact integer checks on skinny NT problems with K not a multiple of 8 (eight or four residues), every
+    configuration's first split and its deepest."""
+    a, b = make_inputs(m, n, k, "NT", device="cuda", seed=m + k, dtype=dtype)
+    for cfg in realign.configs():
+        if cfg.block_m <= max(16, 2 * m) and cfg.split_k in (1, 8):
+            assert_exact(run(a, b, cfg), a, b, f"{m}x{n}x{k} {dtype} {cfg.name}")
+
+
+@pytest.mark.gpu(sm=90)
+def test_gpu_bitwise_deterministic():
+    a, b = make_inputs(16, 4099, 9999, "NT", device="cuda", seed=4, kind="randn")
+    cfg = next(c for c in realign.configs() if c.split_k == 8)
+    first = triton_kernels.hgemm(a, b, kernel="triton_realign", config=cfg)
+    for _ in range(5):
+        assert torch.equal(triton_kernels.hgemm(a, b, kernel="triton_realign", config=cfg), first)
