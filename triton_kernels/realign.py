@@ -42,40 +42,28 @@ from .splitk import fused_buffers, slices, store_tile, sum_parts
 # Tuning constants
 # ----------------------------------------------------------------------------------------------------------------
 SPLITS = (1, 2, 4, 8)
-MAX_M = 256  # past a few hundred rows of A the problem is no longer reading B, and the staged TMA kernels win
+MAX_M = 48  # past this the A loads (per element, shifted) and B's re-reads per row block cost more than aligned B
 
 
 def configs() -> list[Config]:
-    """16- to 64-row tiles (mma.sync below 64 rows, wgmma from 64) over 64 or 128 output columns of one residue,
-    K tiles 64 or 128 deep, each with every split of SPLITS; none spills on sm_90 (the masked edge tiles load
-    per element into registers: 64x128x64 takes 8 warps for them, 64x64x128 spilled in 4)."""
+    """16- and 32-row tiles (mma.sync) over 64 or 128 output columns of one residue, K tiles 64 or 128 deep, each
+    with every split of SPLITS; none spills on sm_90 (the masked edge tiles load per element into registers)."""
     tiles = [
         Config(16, 64, 128, group_m=1, num_warps=4, num_stages=4),
         Config(16, 128, 64, group_m=1, num_warps=4, num_stages=4),
         Config(16, 128, 128, group_m=1, num_warps=4, num_stages=3),
         Config(32, 64, 128, group_m=1, num_warps=4, num_stages=4),
-        Config(64, 64, 64, group_m=8, num_warps=4, num_stages=4),
         Config(32, 128, 64, group_m=1, num_warps=4, num_stages=4),
-        Config(64, 128, 64, group_m=8, num_warps=8, num_stages=4),
     ]
     return splitk.with_splits(tiles, SPLITS)
 
 
 INTERPRETER_CONFIG = Config(16, 32, 32, group_m=2, num_warps=4, num_stages=2, split_k=3)
 
-# The sweep times it; kernel="auto" does not pick it yet (`contract.SWEEP_ONLY`).
-SWEEP_ONLY = "not yet timed on a GPU: the cost model has no parameters of its own for it"
-
-
 def worth_timing(m: int, n: int, k: int, sms: int, tma_in_place: bool) -> bool:
-    """Not timed by tune="exact" while SWEEP_ONLY (the sweep times it: `worth_scoring`)."""
-    return False
-
-
-def worth_scoring(m: int, n: int, k: int, sms: int, tma_in_place: bool) -> bool:
-    """Scored by the cost model (and timed by the sweep) on skinny problems (M up to MAX_M) whose operands the TMA
-    kernels cannot read in place: there the pointer kernels' B loads are as narrow as B's rows are misaligned, and
-    this kernel's are not."""
+    """Timed (and scored by the cost model) on skinny problems, M up to MAX_M, whose operands the TMA kernels cannot
+    read in place: there the other pointer kernels' loads are as narrow as B's rows are misaligned (and masked in
+    every K tile where K is not a multiple of theirs), and this kernel's are not."""
     return m <= MAX_M and not tma_in_place
 
 
