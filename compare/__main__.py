@@ -292,7 +292,7 @@ def cmd_sweep(args) -> int:
             missing = [p for p in args.fit if not Path(p).exists()]
             if missing:
                 return _user_error(f"sweep --fit: no such file: {', '.join(missing)}")
-            holdout = _int_list(args.holdout, "--holdout") if args.holdout else []
+            holdout = sweep.holdout_spec(args.holdout) if args.holdout else []
             sweep.run_fit([Path(p) for p in args.fit], Path(args.params), holdout)
             return 0
         if args.seeds is None:
@@ -493,7 +493,8 @@ def main(argv=None) -> int:
     sw.add_argument("--out", default="sweep.jsonl", help="the data file, appended to (default sweep.jsonl)")
     sw.add_argument("--fit", nargs="+", metavar="DATA", help="instead of timing: fit the cost model to these data "
                                                               "files (sweep's, tune's --timings) and print its quality")
-    sw.add_argument("--holdout", help="with --fit: comma list of seeds left out of the fit and judged apart")
+    sw.add_argument("--holdout", help="with --fit: comma list of seeds left out of the fit and judged apart; SEED:I "
+                                      "holds out that seed's cases from index I on (its first I cases are fitted)")
     sw.add_argument("--params", default="cost_model.json", help="with --fit: where the fitted parameters go "
                                                                 "(default cost_model.json)")
     from .model import add_arguments as model_arguments

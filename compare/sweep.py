@@ -440,25 +440,52 @@ def gpu_of(paths: list[Path]) -> cm.GPU:
                    hbm_gbps=round(statistics.median(copies), 1) if copies else cm.H100.hbm_gbps)
 
 
-def run_fit(paths: list[Path], params_out: Path, holdout: list[int], log=print) -> cm.Params:
-    """Fit the cost model to data files (the candidates of `holdout` seeds left out of the fit and judged apart),
-    print its quality and how it would choose, write its parameters."""
+def holdout_spec(text: str) -> list[tuple[int, int]]:
+    """--holdout's "9106,9110:62" -> [(9106, 0), (9110, 62)]: (seed, index of its first held-out case); an
+    HgemmValueError naming the flag otherwise."""
+    out = []
+    for part in (x.strip() for x in text.split(",")):
+        seed, _, first = part.partition(":")
+        try:
+            out.append((int(seed), int(first) if first else 0))
+        except ValueError:
+            out = []
+            break
+        if min(out[-1]) < 0:
+            out = []
+            break
+    if not out:
+        raise HgemmValueError(f"--holdout takes a comma list of SEED or SEED:I (integers >= 0), got {text!r}")
+    return out
+
+
+def held_out(record: dict, holdout: list[tuple[int, int]]) -> bool:
+    """Whether a candidate record is among the held-out cases: its seed's, from that seed's first held-out index on
+    (the index is the case's place in its seed's draw, the second field of its name)."""
+    seed = record.get("seed")
+    return any(seed == s and int(str(record["case"]).split("/")[1]) >= first for s, first in holdout)
+
+
+def run_fit(paths: list[Path], params_out: Path, holdout: list[tuple[int, int]], log=print) -> cm.Params:
+    """Fit the cost model to data files (the candidates of `holdout`'s cases left out of the fit and judged apart:
+    `holdout_spec`), print its quality and how it would choose, write its parameters."""
     raw, recs, skipped = fit_records(paths)
-    train = [i for i, r in enumerate(raw) if r.get("seed") not in holdout]
-    test = [i for i, r in enumerate(raw) if r.get("seed") in holdout]
+    train = [i for i, r in enumerate(raw) if not held_out(r, holdout)]
+    test = [i for i, r in enumerate(raw) if held_out(r, holdout)]
+    spec = ",".join(f"{s}:{first}" if first else str(s) for s, first in holdout)
     if not train:
         raise HgemmValueError(f"sweep --fit: no timed candidate records to fit in {', '.join(map(str, paths))}"
                               + (" outside the held-out seeds" if holdout else ""))
     log(f"sweep --fit: {len(recs)} timed candidates ({skipped} left out: kernel='auto' as called, untimed or "
         f"without a plan) from {len(paths)} file(s); fitting on {len(train)}" +
-        (f", judging on {len(test)} of seeds {','.join(map(str, holdout))}" if holdout else ""))
+        (f", judging on {len(test)} of seeds {spec}" if holdout else ""))
     params = cm.fit([recs[i] for i in train], gpu_of(paths))
     log(format_quality(params.about["quality"], "fit (the records it was fitted on)"))
     log(f"measured neighbours: {sum(map(len, params.neighbours.values()))} records of "
         f"{len(params.neighbours)} plans (cost_model.neighbour_correction)")
     if test:
         q = cm.quality([recs[i] for i in test], params)
-        params.about["holdout"] = {"seeds": holdout, "quality": q}
+        params.about["holdout"] = {"seeds": spec, "quality": q}
         log(format_quality(q, "held out"))
     # On the records it was fitted on, the model chooses without its measured neighbours (each record would be
     # its own nearest); held out, with them, as a planner would.
@@ -475,7 +502,7 @@ def run_fit(paths: list[Path], params_out: Path, holdout: list[int], log=print) 
                         devices=sorted({e.get("gpu", "?") for e in envs}),
                         commands=sorted({e.get("command", "?") for e in envs}),
                         fit_command="python -m compare sweep --fit " + " ".join(map(str, paths))
-                        + (f" --holdout {','.join(map(str, holdout))}" if holdout else "") + f" --params {params_out}")
+                        + (f" --holdout {spec}" if holdout else "") + f" --params {params_out}")
     cm.save(params, params_out)
     log(f"wrote {params_out}")
     return params

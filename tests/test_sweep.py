@@ -256,7 +256,27 @@ def test_fit_reports_quality_and_writes_parameters(tmp_path, capsys):
     assert "choice (held out) triton:" in out and "kernel='auto' today: 160 cases" in out
     p = cm.load(params)
     assert p.kernels["triton_tma"].eff == pytest.approx(0.6, rel=0.05)
-    assert p.about["holdout"]["seeds"] == [12] and p.about["holdout"]["quality"]["all"]["median_abs_log_error"] < 0.05
+    assert p.about["holdout"]["seeds"] == "12" and p.about["holdout"]["quality"]["all"]["median_abs_log_error"] < 0.05
+
+
+def test_a_holdout_can_start_inside_a_seeds_draw(tmp_path, capsys):
+    """--holdout 12:50 fits seed 11 and seed 12's first 50 cases and judges the other 30 (its later cases)."""
+    from compare.__main__ import main
+
+    data, params = tmp_path / "s.jsonl", tmp_path / "model.json"
+    _synthetic_file(data)
+    assert main(["sweep", "--fit", str(data), "--holdout", "11,12:50", "--params", str(params)]) == 0
+    assert "judging on" in capsys.readouterr().out
+    p = cm.load(params)
+    assert p.about["holdout"]["seeds"] == "11,12:50" and p.about["fit_command"].endswith(
+        f"--holdout 11,12:50 --params {params}")
+    raw, _, _ = sweep.fit_records([data])
+    held = [r for r in raw if sweep.held_out(r, sweep.holdout_spec("11,12:50"))]
+    assert {r["seed"] for r in held} == {11, 12}
+    assert sorted({int(r["case"].split("/")[1]) for r in held if r["seed"] == 12}) == list(range(50, 80))
+    for bad in ("12:x", "-1", "12:-3", ""):
+        with pytest.raises(ValueError, match="--holdout takes a comma list of SEED or SEED:I"):
+            sweep.holdout_spec(bad)
 
 
 def test_a_choice_report_leaves_out_what_auto_cannot_pick():
