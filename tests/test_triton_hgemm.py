@@ -713,8 +713,10 @@ def test_tma_rejects_unaligned_and_auto_falls_back():
     a, b = make_inputs(17, 33, 100, "NN", device=DEVICE, seed=3)  # N=33, K=100: rows not 16-byte multiples
     with pytest.raises(ValueError, match=r"kernel='triton_tma'\): TMA needs unit inner strides, 16-byte aligned"):
         triton_kernels.hgemm(a, b, kernel="triton_tma")
-    assert triton_kernels.choose_kernel(a, b, torch.empty(17, 33, dtype=torch.float16, device=DEVICE)) == \
-        "triton_blocked"
+    # auto takes a kernel that reads them in place through pointers (on a GPU the model may pick triton_realign
+    # for this skinny problem; the interpreter's untimed choice is triton_blocked), never a TMA one
+    chosen = triton_kernels.choose_kernel(a, b, torch.empty(17, 33, dtype=torch.float16, device=DEVICE))
+    assert BY_KERNEL[chosen].alignment == "none", chosen
     run_exact(a, b, kernel="auto")
 
 
