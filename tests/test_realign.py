@@ -12,7 +12,7 @@ import torch
 
 import triton_kernels
 from compare.reference import make_inputs, reference
-from hgemm_common.validation import DTYPES
+from hgemm_common.validation import DTYPES, needs_int64_indexing
 from triton_kernels import realign
 from triton_kernels.common import Config
 
@@ -58,6 +58,19 @@ def test_residue_count_follows_the_row_stride(ld, want):
 
 def test_a_row_major_b_is_read_unshifted():
     assert realign.residues(torch.empty(100, 37)) == (1, False)
+
+
+def test_huge_row_stride_takes_64_bit_offsets():
+    """A B^T whose rows are 3 x 10^8 elements apart (meta tensors: nothing is allocated): a residue group's row
+    step (G x ld, eight rows) passes 2^31 elements, so the kernel is told to compute offsets in int64 (its last
+    argument before the tile's) although B's two rows span less."""
+    a = torch.empty(2, 16, dtype=torch.float16, device="meta")
+    b = torch.empty_strided((16, 2), (1, 300_000_001), dtype=torch.float16, device="meta")
+    c = torch.empty(2, 2, dtype=torch.float16, device="meta")
+    assert not needs_int64_indexing(b)
+    spec, = realign.launches(a, b, c, False, CFG if not HAS_CUDA else realign.INTERPRETER_CONFIG)
+    assert spec.args[-5] is True  # INDEX_64, before BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M
+    assert realign.residues(b) == (8, True)
 
 
 # ---------------------------------------------------------------------------------------------- exact checks

@@ -123,8 +123,11 @@ def realign_kernel(
         i = i.to(tl.int64)
     n_ok = i < rows_r
     if K_MAJOR:
-        shift = (r * LD) % 8
-        b_rows = ((r * LD) // 8) * 8 + (i * LD8G) * 8
+        row_r = r * LD  # where residue r's first row starts
+        if INDEX_64:
+            row_r = r.to(tl.int64) * LD
+        shift = row_r % 8
+        b_rows = (row_r // 8) * 8 + (i * LD8G) * 8
     else:
         shift = 0
         b_rows = i * stride_bn
@@ -169,6 +172,12 @@ def residues(b: torch.Tensor) -> tuple[int, bool]:
     return 1, False
 
 
+def index_64(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, blocks: int, group_stride: int) -> bool:
+    """Whether the kernel computes offsets in int64: an operand spans 2^31 elements or more, or the workspace does,
+    or a residue group's row offsets (r x ld, r < G; G x ld a step) reach 2^31 on a B whose span does not."""
+    return needs_int64_indexing(a, b, c) or blocks > 2**31 or group_stride >= 2**31
+
+
 def launches(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, acc_fp16: bool, config: Config) -> list[Spec]:
     """C = A @ B in one launch over (tiles, slices): tiles = row blocks x column blocks of a residue x G, slices of
     the aligned K range (K + 7 columns where rows are shifted); fp32 partial blocks in the stream's workspace and
@@ -181,7 +190,7 @@ def launches(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, acc_fp16: bool, 
     tiles = cdiv(m, config.block_m) * cdiv(cdiv(n, g), config.block_n) * g
     p, counts, blocks = fused_buffers(a.device, tiles, split, config)
     args = (a, b, c, p, counts, m, n, k, k_slice, split, *a.stride(), *b.stride(), *c.stride(), ld, g * ld // 8,
-            g, k_major, acc_fp16, needs_int64_indexing(a, b, c) or blocks > 2**31, *config.meta.values())
+            g, k_major, acc_fp16, index_64(a, b, c, blocks, g * ld), *config.meta.values())
     return [Spec(realign_kernel, (tiles, split), args, config.num_warps, config.num_stages)]
 
 
