@@ -73,6 +73,46 @@ def test_huge_row_stride_takes_64_bit_offsets():
     assert realign.residues(b) == (8, True)
 
 
+def _huge(elements: int) -> torch.Tensor:
+    """A CPU buffer of that many fp16 elements, reserved but not touched (pages are mapped on first write); the
+    test is skipped where the machine will not reserve it."""
+    try:
+        return torch.empty(elements, dtype=torch.float16)
+    except RuntimeError as e:  # pragma: no cover - a machine that refuses the reservation
+        pytest.skip(f"cannot reserve {elements * 2 / 2**30:.0f} GiB of address space: {e}")
+
+
+@pytest.mark.skipif(HAS_CUDA, reason="CPU buffers reserved past 2^31 elements (the GPU's own checks cover int64)")
+@pytest.mark.parametrize("case", ["A", "B rows", "C columns"])
+def test_offsets_past_2_31_elements(case):
+    """Exact where an offset passes 2^31 elements, on tensors that touch only a few pages of a large reserved
+    buffer: A with a K stride of 2^31 / 48 (B not K-major: the unshifted path), B row-major with such a row stride,
+    and C with a column stride whose step over a residue group (8 columns) passes 2^31 (B K-major, eight
+    residues). Each wrapped in int32 before the kernel took these offsets in int64 throughout."""
+    m, n, k = 2, 9, 64
+    stride = 2**31 // 48 + 8
+    g = torch.Generator().manual_seed(1)
+    if case == "A":
+        a = torch.as_strided(_huge(2**31 + k * stride), (m, k), (1, stride), 2**31)
+        b = torch.empty(k, n + 3, dtype=torch.float16)[:, :n]
+        c = torch.full((m, n), float("nan"), dtype=torch.float16)
+    elif case == "B rows":
+        a = torch.empty(m, k, dtype=torch.float16)
+        b = torch.as_strided(_huge(2**31 + k * stride), (k, n), (stride, 1), 2**31)
+        c = torch.full((m, n), float("nan"), dtype=torch.float16)
+    else:
+        m, k, col = 1, 20, 2**31 // 8 + 1
+        a = torch.empty(m, k, dtype=torch.float16)
+        b = torch.empty(n, k + 1, dtype=torch.float16)[:, :k].t()
+        c = torch.as_strided(_huge(n * col + 1), (m, n), (1, col), 0)
+        c.fill_(float("nan"))
+    a.copy_(ints(*a.shape, generator=g))
+    b.copy_(ints(*b.shape, generator=g))
+    out = triton_kernels.hgemm(a, b, out=c, kernel="triton_realign", config=CFG)
+    assert out is c
+    assert_exact(c, a, b, case)
+
+
 # ---------------------------------------------------------------------------------------------- exact checks
 @pytest.mark.parametrize("m,n,k,extra", [
     (3, 37, 101, 0),  # ld = 101: eight residues, K in four 32-deep tiles (the first and last masked)

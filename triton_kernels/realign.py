@@ -72,12 +72,14 @@ def worth_timing(m: int, n: int, k: int, sms: int, tma_in_place: bool) -> bool:
 # ----------------------------------------------------------------------------------------------------------------
 @triton.jit
 def residue_step(acc, a_ptr, b_ptr, offs_am, b_rows, n_ok, c0, shift, K, stride_am, stride_ak, stride_bk,
-                 MASKED: tl.constexpr, ACC_FP16: tl.constexpr, BLOCK_K: tl.constexpr):
+                 MASKED: tl.constexpr, ACC_FP16: tl.constexpr, BLOCK_K: tl.constexpr, INDEX_64: tl.constexpr):
     """acc + one K tile: A's (BLOCK_M, BLOCK_K) and B's (BLOCK_K, BLOCK_N) at aligned column c0 of B's rows, which
     is K index c0 - shift. b_rows: the rows' offsets (aligned down by shift); n_ok: the rows inside N. MASKED: the
     tile reaches before K index 0 or past K (the first and last tiles), where both operands are zeroed; otherwise
     only rows past N are masked, along B's strided dimension, which keeps its loads 16 bytes wide."""
     c = c0 + tl.arange(0, BLOCK_K)
+    if INDEX_64:
+        c = c.to(tl.int64)
     kk = c - shift
     a_ptrs = a_ptr + offs_am[:, None] * stride_am + kk[None, :] * stride_ak
     b_ptrs = b_ptr + b_rows[None, :] + c[:, None] * stride_bk
@@ -97,8 +99,9 @@ def realign_kernel(
     a_ptr, b_ptr, c_ptr, p_ptr, count_ptr,
     # sizes
     M, N, K, K_SLICE, SPLIT,  # K_SLICE: aligned columns per slice, a multiple of BLOCK_K; SPLIT: number of slices
-    # strides (elements); LD: B's row stride (K-major B); LD8G: G x LD / 8
-    stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn, LD, LD8G,
+    # strides (elements); LD: B's row stride (K-major B); LD8G: G x LD / 8; STRIDE_CG: G x stride_cn, a residue's
+    # output column step (from the host: an int64 argument where it needs one)
+    stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn, LD, LD8G, STRIDE_CG,
     # meta-parameters
     G: tl.constexpr,  # residues: 8 / gcd(LD, 8) for a K-major B, else 1
     K_MAJOR: tl.constexpr,  # B's K stride is 1: rows are grouped by residue and read shifted
@@ -145,21 +148,24 @@ def realign_kernel(
     # MAIN LOOP: the first tile masked (before K index 0), the inner tiles unmasked, the last masked (past K)
     for t in range(t0, tl.minimum(lo, t1)):
         acc = residue_step(acc, a_ptr, b_ptr, offs_am, b_rows, n_ok, t * BLOCK_K, shift, K, stride_am, stride_ak,
-                           stride_bk, True, ACC_FP16, BLOCK_K)
+                           stride_bk, True, ACC_FP16, BLOCK_K, INDEX_64)
     for t in range(lo, hi):
         acc = residue_step(acc, a_ptr, b_ptr, offs_am, b_rows, n_ok, t * BLOCK_K, shift, K, stride_am, stride_ak,
-                           stride_bk, False, ACC_FP16, BLOCK_K)
+                           stride_bk, False, ACC_FP16, BLOCK_K, INDEX_64)
     for t in range(tl.maximum(hi, lo), t1):
         acc = residue_step(acc, a_ptr, b_ptr, offs_am, b_rows, n_ok, t * BLOCK_K, shift, K, stride_am, stride_ak,
-                           stride_bk, True, ACC_FP16, BLOCK_K)
+                           stride_bk, True, ACC_FP16, BLOCK_K, INDEX_64)
 
     # EPILOGUE: residue r's columns of C, G apart
-    c_r = c_ptr + r * stride_cn
+    if INDEX_64:
+        c_r = c_ptr + r.to(tl.int64) * stride_cn
+    else:
+        c_r = c_ptr + r * stride_cn
     if SPLIT == 1:
-        store_tile(acc, pid_m, pid_i, c_r, M, rows_r, stride_cm, stride_cn * G, INDEX_64, BLOCK_M, BLOCK_N)
+        store_tile(acc, pid_m, pid_i, c_r, M, rows_r, stride_cm, STRIDE_CG, INDEX_64, BLOCK_M, BLOCK_N)
     else:
         sum_parts(acc, tile, s, SPLIT, SPLIT, pid_m, pid_i, c_r, p_ptr, count_ptr, M, rows_r, stride_cm,
-                  stride_cn * G, INDEX_64, BLOCK_M, BLOCK_N)
+                  STRIDE_CG, INDEX_64, BLOCK_M, BLOCK_N)
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -174,7 +180,7 @@ def residues(b: torch.Tensor) -> tuple[int, bool]:
 
 def index_64(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, blocks: int, group_stride: int) -> bool:
     """Whether the kernel computes offsets in int64: an operand spans 2^31 elements or more, or the workspace does,
-    or a residue group's row offsets (r x ld, r < G; G x ld a step) reach 2^31 on a B whose span does not."""
+    or a residue group's steps (G x ld along B's rows, G x C's column stride) reach 2^31 where no span does."""
     return needs_int64_indexing(a, b, c) or blocks > 2**31 or group_stride >= 2**31
 
 
@@ -190,7 +196,8 @@ def launches(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, acc_fp16: bool, 
     tiles = cdiv(m, config.block_m) * cdiv(cdiv(n, g), config.block_n) * g
     p, counts, blocks = fused_buffers(a.device, tiles, split, config)
     args = (a, b, c, p, counts, m, n, k, k_slice, split, *a.stride(), *b.stride(), *c.stride(), ld, g * ld // 8,
-            g, k_major, acc_fp16, index_64(a, b, c, blocks, g * ld), *config.meta.values())
+            c.stride(1) * g, g, k_major, acc_fp16, index_64(a, b, c, blocks, g * max(ld, abs(c.stride(1)))),
+            *config.meta.values())
     return [Spec(realign_kernel, (tiles, split), args, config.num_warps, config.num_stages)]
 
 
@@ -201,7 +208,7 @@ def inspect_source(cfg: Config, dtype: str = "fp16") -> tuple:
     sig = {"a_ptr": f"*{dtype}", "b_ptr": f"*{dtype}", "c_ptr": f"*{dtype}", "p_ptr": "*fp32",
            "count_ptr": "*i32", "M": "i32", "N": "i32", "K": "i32", "K_SLICE": "i32", "SPLIT": "i32",
            "stride_am": "i32", "stride_ak": "constexpr", "stride_bk": "constexpr", "stride_bn": "i32",
-           "stride_cm": "i32", "stride_cn": "constexpr", "LD": "i32", "LD8G": "i32"}
+           "stride_cm": "i32", "stride_cn": "constexpr", "LD": "i32", "LD8G": "i32", "STRIDE_CG": "i32"}
     consts = dict(stride_ak=1, stride_bk=1, stride_cn=1, G=8, K_MAJOR=True, ACC_FP16=False, INDEX_64=False,
                   BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k, GROUP_M=cfg.group_m)
     attrs = {(i,): [["tt.divisibility", 16]] for i in (0, 1, 2, 3, 4, 5, 6, 8, 14)}
