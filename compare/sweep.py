@@ -443,18 +443,11 @@ def gpu_of(paths: list[Path]) -> cm.GPU:
 def holdout_spec(text: str) -> list[tuple[int, int]]:
     """--holdout's "9106,9110:62" -> [(9106, 0), (9110, 62)]: (seed, index of its first held-out case); an
     HgemmValueError naming the flag otherwise."""
-    out = []
-    for part in (x.strip() for x in text.split(",")):
-        seed, _, first = part.partition(":")
-        try:
-            out.append((int(seed), int(first) if first else 0))
-        except ValueError:
-            out = []
-            break
-        if min(out[-1]) < 0:
-            out = []
-            break
-    if not out:
+    try:
+        out = [(int(seed), int(first or 0)) for seed, _, first in (x.strip().partition(":") for x in text.split(","))]
+    except ValueError:
+        out = []
+    if not out or min(min(pair) for pair in out) < 0:
         raise HgemmValueError(f"--holdout takes a comma list of SEED or SEED:I (integers >= 0), got {text!r}")
     return out
 

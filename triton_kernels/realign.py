@@ -60,6 +60,7 @@ def configs() -> list[Config]:
 
 INTERPRETER_CONFIG = Config(16, 32, 32, group_m=2, num_warps=4, num_stages=2, split_k=3)
 
+
 def worth_timing(m: int, n: int, k: int, sms: int, tma_in_place: bool) -> bool:
     """Timed (and scored by the cost model) on skinny problems, M up to MAX_M, whose operands the TMA kernels cannot
     read in place: there the other pointer kernels' loads are as narrow as B's rows are misaligned (and masked in
@@ -134,7 +135,7 @@ def realign_kernel(
     else:
         shift = 0
         b_rows = i * stride_bn
-    # aligned K tiles [t0, t1) of this slice; those in [t_lo, t_hi) lie wholly inside K
+    # aligned K tiles [t0, t1) of this slice; those in [lo, hi) lie wholly inside K (the others are masked)
     k_tiles = tl.cdiv(K + shift, BLOCK_K)
     t0 = s * (K_SLICE // BLOCK_K)
     t1 = tl.minimum(t0 + K_SLICE // BLOCK_K, k_tiles)
