@@ -71,8 +71,8 @@ INTERPRETER_SMS = 7
 
 
 # The sweep times it; kernel="auto" does not pick it yet (`contract.SWEEP_ONLY`).
-SWEEP_ONLY = ("its schedule (the partial round's tiles cut into k-slices aligned in K) has not yet been timed on a "
-              "GPU; the schedule it replaced lost L2 reuse and ran slower than the data-parallel TMA kernel "
+SWEEP_ONLY = ("its schedule (the partial round's tiles cut into k-slices aligned in K) beats the data-parallel TMA "
+              "kernel where the cut round is most of the work, but the sweep's other candidates rarely lose to it "
               "(docs/design/triton.md, \"The GPU full whatever the tile count\")")
 
 
