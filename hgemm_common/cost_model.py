@@ -170,6 +170,7 @@ KERNELS = {
     "triton_streamk": ("stream_k", "fused"),
     "triton_gemv": ("bandwidth", "fused"),
     "triton_realign": ("split_k", "fused"),
+    "triton_realign_rows": ("split_k", "two_pass"),
     "gluon_persistent": ("persistent", "two_pass"),
     "wgmma_persistent": ("persistent", "none"),
     "wgmma_splitk": ("split_k", "cluster"),
@@ -223,9 +224,10 @@ class Features:
 # Triton can prove the operands aligned, so on operands whose rows lie off the 32-byte sectors ("o") or that TMA
 # cannot describe at all ("-") they issue one load per element (`pointer_loads`) and run at other efficiencies,
 # fitted apart (`param_key`'s ".u").
-POINTER_KERNELS = ("triton_blocked", "triton_splitk", "triton_gemv", "triton_realign")
-# A pointer kernel that reads a K-major B (layout ?T) in 16-byte vectors however its rows lie (residue groups)
-SHIFTED_ROWS = ("triton_realign",)
+POINTER_KERNELS = ("triton_blocked", "triton_splitk", "triton_gemv", "triton_realign", "triton_realign_rows")
+# Pointer kernels that read B in 16-byte vectors however its rows lie (residue groups), with the B major (the
+# layout's second letter) each does that for
+SHIFTED_ROWS = {"triton_realign": "T", "triton_realign_rows": "N"}
 
 
 def pointer_loads(problem: Problem, plan: Plan) -> float:
@@ -237,7 +239,7 @@ def pointer_loads(problem: Problem, plan: Plan) -> float:
     spill and the cost grows with the square."""
     threads = 32 * plan.warps
     total = 0.0
-    b_letter = "t" if plan.kernel in SHIFTED_ROWS and problem.layout[1] == "T" else problem.align[1]
+    b_letter = "t" if SHIFTED_ROWS.get(plan.kernel) == problem.layout[1] else problem.align[1]
     for letter, elems in ((problem.align[0], plan.bm * plan.bk), (b_letter, plan.bk * plan.bn)):
         if letter == "t":
             total += elems / (16 // ELEMENT_BYTES) / 32
@@ -266,6 +268,8 @@ def features(problem: Problem, plan: Plan, gpu: GPU = H100) -> Features:
     tiles_m, tiles_n = cdiv(m, plan.bm), cdiv(n, plan.bn)
     tiles = tiles_m * tiles_n
     split = plan.split if plan.schedule in ("split_k", "bandwidth") else 1
+    if plan.kernel == "triton_realign_rows" and problem.layout[1] == "N":  # a plane per residue and slice
+        split *= 8 // math.gcd(n, 8)
     kiters = cdiv(cdiv(k, split), plan.bk)
     units = tiles * split
     g, rest, slices = stream_k_cut(tiles, kiters, gpu.sms) if plan.schedule == "stream_k" else (0, 0, 1)

@@ -1,5 +1,6 @@
-"""The residue-group kernel (triton_kernels/realign.py): a K-major B whose rows lie off the 16-byte grid, read in
-16-byte vectors by grouping its rows by misalignment and shifting each group's K index.
+"""The residue-group kernels (triton_kernels/realign.py, realign_rows.py): a B whose rows lie off the 16-byte grid,
+read in 16-byte vectors by grouping its rows by misalignment and shifting each group's K index (K-major B) or its
+output columns, into planes summed in a fixed order (N-major B).
 
 On the CPU (the interpreter): exact integer checks for every residue count (B^T's row stride 8k + 1 ... 8k + 7,
 G = 8, 4, 2 and 1), K shorter than a tile and K spread over slices, N smaller than the residue count, both
@@ -13,7 +14,7 @@ import torch
 import triton_kernels
 from compare.reference import make_inputs, reference
 from hgemm_common.validation import DTYPES, needs_int64_indexing
-from triton_kernels import realign
+from triton_kernels import realign, realign_rows
 from triton_kernels.common import Config
 
 from conftest import DEVICE, HAS_CUDA
@@ -177,27 +178,93 @@ def test_bitwise_deterministic():
     assert (first.float() - reference(a, b).float()).abs().max() < 0.05
 
 
+# ---------------------------------------------------------------------------------------------- N-major B (planes)
+ROWS_CFG = realign_rows.INTERPRETER_CONFIG if not HAS_CUDA else realign_rows.configs()[1]
+
+
+def nn_operands(m, n, k, ld, dtype="fp16", seed=0, pad=float("inf")):
+    """A (m, k) and B (k, n) row-major inside a (k, ld) buffer whose ld - n padding columns hold `pad`."""
+    g = torch.Generator().manual_seed(seed)
+    a = ints(m, k, dtype=dtype, generator=g).to(DEVICE)
+    buf = torch.full((k, ld), pad, dtype=DTYPES[dtype])
+    buf[:, :n] = ints(k, n, dtype=dtype, generator=g)
+    return a, buf.to(DEVICE)[:, :n]
+
+
+def run_rows(a, b, config=ROWS_CFG, acc="fp32"):
+    return poisoned_call(lambda out: triton_kernels.hgemm(a, b, out=out, acc=acc, kernel="triton_realign_rows",
+                                                          config=config), a.shape[0], b.shape[1], a.device,
+                         "bf16" if a.dtype == torch.bfloat16 else "fp16")
+
+
+@pytest.mark.parametrize("m,n,k,extra", [
+    (3, 37, 101, 0),  # ld = 37: eight residues along K, every plane's shifted column blocks
+    (5, 50, 77, 3),  # ld = 53
+    (16, 17, 64, 1),  # ld = 18: four residues
+    (20, 9, 130, 0),  # N under one column block, two row blocks
+    (1, 8, 33, 4),  # ld = 12: two residues
+    (2, 3, 5, 0),  # K under the residue count: most residues have one row or none
+    (9, 70, 7, 7),  # ld = 77, K = 7
+    (4, 45, 300, 0),  # ld = 45: most rows read unmasked, the last rows masked (near B's end)
+])
+@pytest.mark.parametrize("split", [1, 3])
+def test_rows_exact_with_poisoned_neighbours(m, n, k, extra, split):
+    """Exact integer products for every residue count and slice count, Inf in B's padding: a shifted tile's columns
+    before 0 and past N belong to other rows and reach only columns of the planes that are never stored."""
+    a, b = nn_operands(m, n, k, n + extra)
+    assert_exact(run_rows(a, b, with_split(ROWS_CFG, split)), a, b, f"{m}x{n}x{k} ld {n + extra} split {split}")
+
+
+@pytest.mark.parametrize("dtype,acc", [("fp16", "fp16"), ("bf16", "fp32")])
+def test_rows_exact_other_dtype_and_accumulation(dtype, acc):
+    a, b = nn_operands(11, 29, 90, 31, dtype=dtype, seed=3)
+    assert_exact(run_rows(a, b, acc=acc), a, b, f"{dtype} acc {acc}")
+
+
+@pytest.mark.parametrize("layout", ["NN", "TN", "TT", "NT"])
+def test_rows_exact_in_every_layout(layout):
+    """A K-major B (NT, TT) goes to realign.py's kernel; an N-major one to the planes."""
+    a, b = make_inputs(13, 45, 99, layout, device=DEVICE, seed=5)
+    assert_exact(run_rows(a, b), a, b, layout)
+
+
+def test_rows_bitwise_deterministic_and_safe_rows():
+    g = torch.Generator().manual_seed(9)
+    a = torch.randn(7, 150, generator=g).half().to(DEVICE)
+    b = torch.randn(150, 61, generator=g).half().to(DEVICE)[:, :57]
+    cfg = with_split(ROWS_CFG, 2)
+    first = triton_kernels.hgemm(a, b, kernel="triton_realign_rows", config=cfg)
+    assert torch.equal(first, triton_kernels.hgemm(a, b, kernel="triton_realign_rows", config=cfg))
+    assert (first.float() - reference(a, b).float()).abs().max() < 0.05
+    # a row reads BLOCK_N + 7 elements past its N-th unmasked only while that many elements of B follow it
+    for k, ld, bn in ((150, 61, 32), (300, 45, 64), (10, 3, 128)):
+        safe = realign_rows.safe_rows(k, ld, bn)
+        assert safe == 0 or (k - 1 - (safe - 1)) * ld >= bn + 7
+
+
 # ---------------------------------------------------------------------------------------------- compiled for sm_90
-def test_sm90_loads_b_in_16_byte_vectors():
-    """The compiled kernel (16x64x128, eight residues: B^T's rows 4095 elements apart) brings B by 16-byte cp.async
+@pytest.mark.parametrize("module", ["realign", "realign_rows"])
+def test_sm90_loads_b_in_16_byte_vectors(module):
+    """The compiled kernels (16-row tiles, eight residues: B's rows 4095 elements apart) bring B by 16-byte cp.async
     and A per element: without the residue groups every B load of such rows is 2 bytes wide and synchronous."""
     pytest.importorskip("triton")
-    code = """
+    code = f"""
 import json, re, triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
-from triton_kernels import realign
-cfg = realign.configs()[0]
-fn, sig, consts, attrs = realign.inspect_source(cfg)
+from triton_kernels import {module} as mod
+cfg = mod.configs()[0]
+fn, sig, consts, attrs = mod.inspect_source(cfg)
 ptx = triton.compile(ASTSource(fn, sig, consts, attrs), target=GPUTarget("cuda", 90, 32),
                      options=dict(num_warps=cfg.num_warps, num_stages=cfg.num_stages)).asm["ptx"]
 sizes = re.findall(r"cp[.]async[.]c[ag][.]shared[.]global\\s*\\[[^\\]]+\\],\\s*\\[[^\\]]+\\],\\s*(0x[0-9a-f]+|[0-9]+)", ptx)
-print(json.dumps({"sizes": [int(s, 0) for s in sizes], "stages": cfg.num_stages}))
+print(json.dumps({{"sizes": [int(s, 0) for s in sizes], "per_stage": cfg.block_k * cfg.block_n // 8 // 128,
+                  "stages": cfg.num_stages}}))
 """
     got = run_children(code, timeout=300, parts=1)[0]
     assert got["sizes"] and set(got["sizes"]) == {16}, got["sizes"][:8]
-    # one B tile (128 x 64 elements) a stage, 8 elements a copy, 128 threads: 8 copies a thread a stage
-    assert len(got["sizes"]) == 8 * got["stages"]
+    # one B tile a stage, 8 elements a copy, 128 threads; the pipeline's stages ahead and the one in the loop
+    assert len(got["sizes"]) == got["per_stage"] * got["stages"]
 
 
 # ---------------------------------------------------------------------------------------------- GPU only
@@ -217,9 +284,22 @@ def test_gpu_exact_on_misaligned_rows(m, n, k, dtype):
 
 
 @pytest.mark.gpu(sm=90)
+@pytest.mark.parametrize("dtype", ["fp16", "bf16"])
+@pytest.mark.parametrize("m,n,k", [(1, 4097, 8191), (8, 2051, 12289), (16, 9999, 4099), (40, 5003, 3001)])
+def test_gpu_rows_exact_on_misaligned_rows(m, n, k, dtype):
+    """The planes kernel on skinny NN problems with N not a multiple of 8, each configuration unsplit and at its
+    deepest split."""
+    a, b = make_inputs(m, n, k, "NN", device="cuda", seed=m + n, dtype=dtype)
+    for cfg in realign_rows.configs():
+        if cfg.block_m <= max(16, 2 * m) and cfg.split_k in (1, max(realign_rows.SPLITS)):
+            assert_exact(run_rows(a, b, cfg), a, b, f"{m}x{n}x{k} {dtype} {cfg.name}")
+
+
+@pytest.mark.gpu(sm=90)
 def test_gpu_bitwise_deterministic():
-    a, b = make_inputs(16, 4099, 9999, "NT", device="cuda", seed=4, kind="randn")
-    cfg = next(c for c in realign.configs() if c.split_k == 8)
-    first = triton_kernels.hgemm(a, b, kernel="triton_realign", config=cfg)
-    for _ in range(5):
-        assert torch.equal(triton_kernels.hgemm(a, b, kernel="triton_realign", config=cfg), first)
+    for kernel, layout, mod in (("triton_realign", "NT", realign), ("triton_realign_rows", "NN", realign_rows)):
+        a, b = make_inputs(16, 4099, 9999, layout, device="cuda", seed=4, kind="randn")
+        cfg = next(c for c in mod.configs() if c.split_k == max(mod.SPLITS))
+        first = triton_kernels.hgemm(a, b, kernel=kernel, config=cfg)
+        for _ in range(5):
+            assert torch.equal(triton_kernels.hgemm(a, b, kernel=kernel, config=cfg), first), kernel

@@ -723,9 +723,9 @@ def test_tma_rejects_unaligned_and_auto_falls_back():
 def test_kernel_argument_checked():
     a, b = make_inputs(8, 8, 8, "NN", device=DEVICE)
     with pytest.raises(ValueError, match=r"kernel must be one of \('auto', 'triton_blocked', 'triton_splitk', "
-                       r"'triton_realign', 'triton_gemv', 'triton_tma', 'triton_splitk_tma', 'triton_splitk_wide', "
-                       r"'triton_streamk'(, 'gluon_persistent')?\) \(or an older name: blocked, splitk, realign, "
-                       r"gemv, tma, splitk_tma, "
+                       r"'triton_realign', 'triton_realign_rows', 'triton_gemv', 'triton_tma', 'triton_splitk_tma', "
+                       r"'triton_splitk_wide', 'triton_streamk'(, 'gluon_persistent')?\) \(or an older name: blocked, "
+                       r"splitk, realign, realign_rows, gemv, tma, splitk_tma, "
                        r"splitk_wide, streamk(, gluon)?\), got "
                        r"'cublas'$"):
         triton_kernels.hgemm(a, b, kernel="cublas")

@@ -51,6 +51,13 @@ RECORDS: tuple[Variant, ...] = (
             # the 16x64x128 tile of a 16-row problem: mma.sync, B's shifted rows by 16-byte cp.async
             promises={"sm_90": ("HMMA", "LDGSTS")}, forbids={"sm_90": ("UTMALDG",)}, ceiling="wgmma",
             aliases=("realign",)),
+    Variant("triton_realign_rows", "triton", "triton", "realign_rows.py", "one of realign_rows.configs()",
+            "+ the residue groups along K for an N-major B: each group's product written shifted into a plane of "
+            "its own, the planes summed in a fixed order", "tl.dot", native_layouts=LAYOUTS, alignment="none",
+            dtypes=DTYPES,
+            # 16-row tiles: mma.sync, B's shifted rows by 16-byte cp.async
+            promises={"sm_90": ("HMMA", "LDGSTS")}, forbids={"sm_90": ("UTMALDG",)}, ceiling="wgmma",
+            aliases=("realign_rows",)),
     Variant("triton_gemv", "triton", "triton", "gemv.py", "one of gemv.configs()",
             "+ M = 1 without tensor cores: B's tiles into registers, FFMA, split-K summed in a fixed order",
             "fma", native_layouts=LAYOUTS, alignment="none", dtypes=DTYPES,
