@@ -12,10 +12,10 @@ workspace at columns c - s_r, and a second kernel sums the G x slices planes in 
 two-pass reduction). Every element of every plane is written exactly once (a residue's column blocks, shifted,
 tile the columns), so the sum's order, and its bits, are the same on every run.
 
-A's columns r, r + G, r + 2G, ... are read per element (A is small where this kernel is for). Rows past K are
-masked, along B's strided dimension, which keeps the vectors. A shifted tile reads up to BLOCK_N + 7 elements past
-row k's N-th, which lie in the next rows' memory except near B's end: the last rows (`safe_rows`) load with a
-column mask too. The planes' round trip (2 x 4 x G x slices x M x N bytes) is what this costs over realign.py; the
+A's columns r, r + G, r + 2G, ... are read per element (A is small where this kernel is for). A shifted tile
+reads up to BLOCK_N + 6 elements past row k's N-th, which lie in the next rows' memory except near B's end: the
+whole steps of rows below `safe_rows` load unmasked, in 16-byte vectors; the rest of a slice (its last partial
+step, and the rows near B's end) loads masked on rows and columns, per element. The planes' round trip (2 x 4 x G x slices x M x N bytes) is what this costs over realign.py; the
 cost model weighs it against reading B per element.
 """
 from __future__ import annotations
@@ -39,7 +39,8 @@ MAX_M = realign.MAX_M
 
 
 def configs() -> list[Config]:
-    """realign.py's 16- and 32-row tiles; BLOCK_K counts one residue's rows (G x BLOCK_K rows of B a step)."""
+    """16- and 32-row tiles as in realign.py, shallower in K: BLOCK_K counts one residue's rows (G x BLOCK_K rows
+    of B a step)."""
     tiles = [
         Config(16, 64, 64, group_m=1, num_warps=4, num_stages=4),
         Config(16, 128, 64, group_m=1, num_warps=4, num_stages=4),
@@ -157,7 +158,7 @@ def residues(b: torch.Tensor) -> int:
 
 
 def safe_rows(k: int, ld: int, block_n: int) -> int:
-    """Rows of B a shifted tile reads unmasked: row k's tile reaches at most BLOCK_N + 7 elements past its N-th,
+    """Rows of B a shifted tile reads unmasked: row k's tile reaches at most BLOCK_N + 6 elements past its N-th,
     which lie inside B while at least that many elements of later rows follow."""
     return max(0, k - cdiv(block_n + 7, ld))
 
@@ -200,5 +201,5 @@ def inspect_source(cfg: Config, dtype: str = "fp16") -> tuple:
            "LD8G": "i32", "stride_ps": "i32"}
     consts = dict(stride_ak=1, G=8, ACC_FP16=False, INDEX_64=False, BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n,
                   BLOCK_K=cfg.block_k, GROUP_M=cfg.group_m)
-    attrs = {(i,): [["tt.divisibility", 16]] for i in (0, 1, 2, 3, 5, 6, 8)}
+    attrs = {(i,): [["tt.divisibility", 16]] for i in (0, 1, 2, 3, 5, 6, 8, 12)}
     return realign_rows_kernel, sig, consts, attrs
