@@ -307,7 +307,7 @@ def cmd_sweep(args) -> int:
         for flag, v in (("--count", args.count), ("--rounds", args.rounds), ("--block", args.block)):
             if v < 1:
                 return _user_error(f"{flag} must be at least 1, got {v}")
-        cases = sweep.draw(seeds, args.start, args.count, layouts, dtypes, accs)
+        cases = sweep.draw(seeds, args.start, args.count, layouts, dtypes, accs, args.max_m)
     except (ValueError, HgemmValueError) as e:
         return _user_error(str(e))
     if not _gpu():
@@ -475,6 +475,8 @@ def main(argv=None) -> int:
                                                                     f"{RANDOM_COUNT})")
     sw.add_argument("--layout", default="NN,NT", help="comma list of layouts each shape's is drawn from (default "
                                                       "NN,NT)")
+    sw.add_argument("--max-m", type=int, help="draw M from 1..MAX_M only (data for the kernels of skinny problems; "
+                                              "default: the random suite's whole range)")
     sw.add_argument("--dtypes", default="fp16", help="comma list of fp16, bf16 (default fp16)")
     sw.add_argument("--accs", default="fp32", help="comma list of fp32, fp16 accumulation (default fp32)")
     sw.add_argument("--ptx", action="store_true", help="also the hand-written side: wgmma_persistent's own plan, its "

@@ -98,12 +98,13 @@ def round8(x: int) -> int:
     return max(8, (x + 4) // 8 * 8)
 
 
-def random_shapes(seed: int, count: int, layouts=LAYOUTS) -> list[tuple[int, int, int, str]]:
+def random_shapes(seed: int, count: int, layouts=LAYOUTS, max_m: int | None = None) -> list[tuple[int, int, int, str]]:
     """The random suite: `count` shapes (M, N, K, layout) from `seed`, the same for the same seed on any machine
     (a generator of its own, seeded by the integer, drawing only with random(), whose sequence Python keeps across
     versions). Shape i is rounded to multiples of 8 when i is even and left as drawn when odd, so a prefix of a
     longer draw is a shorter one; its layout is drawn from `layouts` (the same shapes whatever layouts are
-    given)."""
+    given). `max_m` narrows M's range to 1..max_m (a sweep's draw aimed at the kernels of skinny problems; the
+    random suite itself never narrows it)."""
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise HgemmValueError(f"the random suite's seed must be an integer >= 0, got {seed!r}")
     if isinstance(count, bool) or not isinstance(count, int) or count < 1:
@@ -112,11 +113,15 @@ def random_shapes(seed: int, count: int, layouts=LAYOUTS) -> list[tuple[int, int
     bad = [lay for lay in layouts if lay not in LAYOUTS]
     if not layouts or bad:
         raise HgemmValueError(f"layouts must be among {', '.join(LAYOUTS)}, got {', '.join(layouts) or 'none'}")
+    if max_m is not None and (isinstance(max_m, bool) or not isinstance(max_m, int)
+                              or not RANDOM_M[0] <= max_m <= RANDOM_M[1]):
+        raise HgemmValueError(f"the draw's largest M must be an integer in {RANDOM_M[0]}..{RANDOM_M[1]}, got {max_m!r}")
+    m_range = RANDOM_M if max_m is None else (RANDOM_M[0], max_m)
     rng = random.Random(seed)
     shapes = []
     for i in range(count):
         while True:
-            m, n, k = _log_uniform(rng, *RANDOM_M), _log_uniform(rng, *RANDOM_NK), _log_uniform(rng, *RANDOM_NK)
+            m, n, k = _log_uniform(rng, *m_range), _log_uniform(rng, *RANDOM_NK), _log_uniform(rng, *RANDOM_NK)
             if i % 2 == 0:
                 m, n, k = round8(m), round8(n), round8(k)
             if m * n * k <= RANDOM_MAX_MACS:

@@ -65,6 +65,20 @@ def test_draw_is_deterministic_per_seed():
                                           (198, 746, 4466, "TT")]
 
 
+def test_max_m_narrows_only_m():
+    """A sweep's skinny draw: M within 1..max_m, spread over it (not piled at one end), half the shapes rounded to
+    multiples of 8 as in the full draw; N and K keep the random suite's range."""
+    shapes = bench.random_shapes(9, 400, max_m=48)
+    ms = [m for m, *_ in shapes]
+    assert 1 <= min(ms) and max(ms) <= 48 and len(set(ms)) > 15
+    odd = ms[1::2]  # as drawn: log-uniform, 1..7 holds about half of 1..48
+    assert 0.35 < sum(m <= 7 for m in odd) / len(odd) < 0.65
+    assert all(m % 8 == n % 8 == k % 8 == 0 for m, n, k, _ in shapes[::2])
+    assert max(n for _, n, _, _ in shapes) > 16384 and min(k for *_, k, _ in shapes) < 512
+    with pytest.raises(ValueError, match="largest M must be an integer in 1..16384, got 0"):
+        bench.random_shapes(9, 4, max_m=0)
+
+
 @pytest.mark.parametrize("seed,count,layouts,says", [(-1, 5, bench.LAYOUTS, "seed must be an integer >= 0"),
                                                      (1.5, 5, bench.LAYOUTS, "seed must be an integer >= 0"),
                                                      (1, 0, bench.LAYOUTS, "count must be an integer >= 1"),

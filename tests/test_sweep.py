@@ -44,6 +44,9 @@ def test_the_draw_is_the_random_suites():
     assert [c.key for c in chunk] == [c.key for c in cases if c.seed == 5 and 4 <= c.index < 9 and c.dtype == "fp16"
                                       and c.acc == "fp32"]
     assert len({c.key for c in cases}) == len(cases)
+    skinny = sweep.draw([5], 0, 12, ["NN"], ["fp16"], ["fp32"], max_m=48)  # --max-m: the narrowed draw's shapes
+    assert [(c.m, c.n, c.k) for c in skinny] == [s[:3] for s in bench.random_shapes(5, 12, ["NN"], 48)]
+    assert max(c.m for c in skinny) <= 48
     with pytest.raises(ValueError, match="--start"):
         sweep.draw([5], -1, 3, ["NN"], ["fp16"], ["fp32"])
 
