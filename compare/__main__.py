@@ -222,6 +222,23 @@ def cmd_inspect(args) -> int:
     from .disasm import format_markdown, run_inspect
     from .registry import UnknownKernel
 
+    if args.refresh_store:
+        from hgemm_common.validation import interpreter_active
+        from ptx_kernels import toolchain
+
+        from .disasm import SHIPPED, refresh_store
+
+        if args.kernels or args.dtype != "fp16" or args.out:
+            return _user_error("inspect --refresh-store writes the store of every kernel in fp16: it takes no kernel "
+                               "names, --dtype or --out")
+        if interpreter_active():
+            return _user_error("inspect --refresh-store compiles the Triton kernels: unset TRITON_INTERPRET")
+        if toolchain.find_nvcc() is None:
+            return _user_error("inspect --refresh-store compiles every hand-written kernel: it needs nvcc (the CUDA "
+                               "toolkit) on PATH or in CUDA_HOME")
+        written = refresh_store(progress=_progress("inspect"))
+        print(f"wrote {len(written)} entries in {SHIPPED} ({sum(p.stat().st_size for p in written) / 1e6:.2f} MB)")
+        return 0
     out = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="hgemm-inspect-"))
     try:
         rows, skipped = run_inspect(args.kernels or None, out, args.dtype)
@@ -450,6 +467,10 @@ def main(argv=None) -> int:
     i.add_argument("--out", help="folder for the files (default: a new temporary folder)")
     i.add_argument("--dtype", default="fp16", choices=list(DTYPES),
                    help="inspect the instantiations for these inputs (bf16: the kernels that take it)")
+    i.add_argument("--refresh-store", action="store_true",
+                   help="write the rows that ship with the package (compare/inspect_store: every kernel, fp16), read "
+                        "wherever this machine's compilers and the sources give the same key; needs nvcc. Run it "
+                        "after changing a kernel (a test says when the store is stale)")
     lay = sub.add_parser("layouts", help="PNG fragment maps of mma/ldmatrix/stmatrix: which lane holds which "
                                          "element (no GPU)")
     lay.add_argument("--out", help="folder for the PNGs and layouts.md (default: a new temporary folder)")

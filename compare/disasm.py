@@ -89,9 +89,8 @@ def targets(names: list[str] | None, dtype: str = "fp16") -> list[Target]:
     return [Target(n, entries[n].record, entries[n].acc, pinned.get(n, ""), dtype) for n in names]
 
 
-def _triton_compile(t: Target):
-    import triton
-    from triton.backends.compiler import GPUTarget
+def _triton_source(t: Target):
+    """What `triton.compile` gets for a Triton target, without compiling: (source, options, config, record)."""
     from triton.compiler import ASTSource
 
     import triton_kernels
@@ -114,9 +113,15 @@ def _triton_compile(t: Target):
         from triton.experimental.gluon._runtime import GluonASTSource as source_type
     src = source_type(fn=fn, signature=sig, constexprs=consts, attrs=attrs)
     # a module's own launch options where it has them (the Gluon kernel's register budget, maxnreg)
-    options = optional(mod, "compile_options")(cfg)
-    compiled = triton.compile(src, target=GPUTarget("cuda", ARCH, 32), options={**COMPILE_OPTIONS, **options})
-    return compiled, cfg, v
+    return src, {**COMPILE_OPTIONS, **optional(mod, "compile_options")(cfg)}, cfg, v
+
+
+def _triton_compile(t: Target):
+    import triton
+    from triton.backends.compiler import GPUTarget
+
+    src, options, cfg, v = _triton_source(t)
+    return triton.compile(src, target=GPUTarget("cuda", ARCH, 32), options=options), cfg, v
 
 
 def inspect_triton(t: Target, out: Path) -> InspectRow:
@@ -164,9 +169,8 @@ def compile_for_inspect(v: Variant, dtype: str, acc: str, arch: str = "sm_90a") 
     of the file's kernels, not its every combination: wgmma_persistent's 120), and ptxas assembles the one that fits,
     or all of them where several do (`instance` takes the first in the cubin's order). The compile that dominated the
     main job on a CPU; the instance is the whole file's, to the SASS (tests/test_ptx_compile.py)."""
-    source, a_col = cuda_source(v), v.inspect.get("A_COL")
-    ptx = toolchain.compile_ptx_file(source, arch, toolchain.only_flags(
-        dtype, acc, b_col=False, a_col=None if a_col is None else a_col == "true"))
+    source = cuda_source(v)
+    ptx = toolchain.compile_ptx_file(source, arch, _inspect_flags(v, dtype, acc))
     found = toolchain.instances_of(source, (toolchain.CSRC,), toolchain.ptx_entries(ptx.read_text()))
     fit = _fits(found, dtype, acc, v.inspect)
     return toolchain.assemble(source, arch, ptx, [fit[0].name] if len(fit) == 1 else None)
@@ -245,11 +249,17 @@ def load(out: Path) -> tuple[list[InspectRow], dict[str, str]]:
     return [InspectRow(**r) for r in data["rows"]], data["skipped"]
 
 
-# ---- the inspect cache: a row and its PTX and SASS, kept per target in the user's cache folder -------------------
-# Keyed by everything the row comes from: the target, the arch, Triton's version and the Triton package's sources,
-# or nvcc's version, every csrc/ file and the flags, and the code that makes rows (this file, toolchain.py). Data
-# only (JSON), written atomically; an entry that does not read back as a row is ignored with a warning.
-CACHE_VERSION = 1
+# ---- the inspect store: a row and its PTX and SASS per target ---------------------------------------------------
+# Kept in two places, both keyed by what the target's compile reads (`store_key`): the user's cache folder, which
+# every compile writes to, and the store that ships in the package (compare/inspect_store, one xz-compressed file
+# per target, written by `python -m compare inspect --refresh-store` on a machine with nvcc). A shipped entry is
+# used only where its key is the one this machine computes: the same compiler version and the same sources, so it
+# is what a compile here would give. The columns read off the SASS (the instruction mix, setmaxnreg) are counted
+# again from the stored SASS at every load, so a change to how they are counted never reads stale; STORE_VERSION
+# covers the rest of how a row is made (the compile's options, which instance is shown). Data only (JSON); an
+# entry that does not read back as a row is ignored with a warning.
+STORE_VERSION = 2
+SHIPPED = Path(__file__).resolve().parent / "inspect_store"
 
 
 def cache_dir() -> Path:
@@ -257,46 +267,175 @@ def cache_dir() -> Path:
     return toolchain.cache_root() / "inspect"
 
 
-def cache_key(t: Target) -> str:
+def _inspect_flags(v: Variant, dtype: str, acc: str) -> list[str]:
+    """nvcc's flags beyond NVCC_FLAGS for a hand-written target: only the instantiations `instance` can choose."""
+    a_col = v.inspect.get("A_COL")
+    return toolchain.only_flags(dtype, acc, b_col=False, a_col=None if a_col is None else a_col == "true")
+
+
+def store_key(t: Target, nvcc: str | None = None) -> str:
+    """The key of a target's row: the target, the arch and STORE_VERSION; for Triton its version and the compile's
+    source and options (`ASTSource.hash`: the kernel's code and the Triton functions it calls, its signature and
+    constants), for a hand-written kernel nvcc's version (`nvcc`, else this machine's), the flags, and the bytes of
+    its file and of every project header it includes."""
     import hashlib
 
-    h = hashlib.sha256(f"{CACHE_VERSION}|{t.label}|{t.acc}|{t.config}|{t.dtype}|{t.record}|sm_{ARCH}".encode())
-    for code in (Path(__file__), Path(toolchain.__file__)):
-        h.update(code.read_bytes())
+    h = hashlib.sha256(f"{STORE_VERSION}|{t.label}|{t.acc}|{t.config}|{t.dtype}|{t.record.name}|{t.record.file}|"
+                       f"{sorted(t.record.inspect.items())}|sm_{ARCH}".encode())
     if t.record.package == "triton":
         import triton
 
-        from triton_kernels.plan_table import source_hash
-        h.update(f"|{triton.__version__}|{source_hash()}".encode())
+        src, options, cfg, v = _triton_source(t)
+        h.update(f"|{triton.__version__}|{v.name}|{cfg.name}|{src.fn.__name__}|{sorted(src.signature.items())}|"
+                 f"{sorted((k, str(c)) for k, c in src.constants.items())}|{sorted(src.attrs.items())}|"
+                 f"{sorted(options.items())}".encode())
+        root = Path(triton_kernels_root()).parent
+        for path in jit_files(src.fn):
+            h.update(b"\0" + path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes())
     else:
-        from ptx_kernels.variants import csrc_hash
-        h.update(f"|{toolchain.nvcc_version()}|{csrc_hash(*toolchain.NVCC_FLAGS)}".encode())
+        flags = [*toolchain.NVCC_FLAGS, toolchain.ARCHS[f"sm_{ARCH}a"], *_inspect_flags(t.record, t.dtype, t.acc)]
+        h.update(f"|{toolchain.nvcc_version() if nvcc is None else nvcc}|{' '.join(flags)}".encode())
+        for path in toolchain.project_files(cuda_source(t.record), (toolchain.CSRC,)):
+            h.update(b"\0" + path.relative_to(toolchain.CSRC).as_posix().encode() + b"\0" + path.read_bytes())
     return h.hexdigest()[:20]
 
 
-def cached(t: Target, out: Path, make) -> InspectRow:
-    """make(t, out)'s row, or the cache's copy of it (its PTX and SASS written to `out` as make writes them)."""
+def triton_kernels_root() -> Path:
+    import triton_kernels
+
+    return Path(triton_kernels.__file__).resolve().parent
+
+
+def jit_files(fn) -> list[Path]:
+    """The files of the modules that hold `fn` and the Triton functions it can reach: the module of each Triton
+    function in a reached module's globals, transitively. What a Triton kernel's compile reads of ours, at file
+    granularity. (Not `fn.cache_key`: Triton merges a callee's global constants into a caller's key only where the
+    callee's own key was computed first, so that key depends on the order in which kernels were hashed.)"""
+    import sys
+
+    def jitted(v) -> bool:
+        return callable(getattr(v, "fn", None)) and hasattr(type(v), "cache_key")
+
+    files, seen, todo = set(), set(), [fn]
+    while todo:
+        name = getattr(todo.pop().fn, "__module__", None)
+        if name in seen or name not in sys.modules:
+            continue
+        seen.add(name)
+        mod = sys.modules[name]
+        files.add(Path(mod.__file__).resolve())
+        todo += [v for v in vars(mod).values() if jitted(v)]
+    return sorted(files)
+
+
+def shipped_entry(t: Target) -> Path:
+    return SHIPPED / f"{t.stem}.json.xz"
+
+
+def read_entry(path: Path) -> dict:
+    """An entry's JSON (a shipped one xz-compressed)."""
+    import lzma
+
+    raw = lzma.decompress(path.read_bytes()) if path.suffix == ".xz" else path.read_bytes()
+    return json.loads(raw)
+
+
+def _row_from(data: dict, out: Path) -> InspectRow:
+    """An entry's row, its PTX and SASS written to `out`, the SASS's columns counted again."""
+    row = InspectRow(**data["row"])
+    sass = data["sass"]
+    mix = toolchain.instruction_mix(sass)
+    row.mix, row.setmaxnreg = {c: mix.get(c, 0) for c in COLUMNS}, toolchain.setmaxnreg_targets(sass)
+    (out / row.ptx_file).write_text(data["ptx"])
+    (out / row.sass_file).write_text(sass)
+    return row
+
+
+def _entry(t: Target, key: str, row: InspectRow, out: Path) -> dict:
+    import triton
+
+    return {"key": key, "target": t.label, "triton": triton.__version__ if t.record.package == "triton" else None,
+            "nvcc": toolchain.nvcc_version() if t.record.package == "ptx" else None, "row": asdict(row),
+            "ptx": (out / row.ptx_file).read_text(), "sass": (out / row.sass_file).read_text()}
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
     import os
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".{os.getpid()}.{id(data)}.tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+
+
+def cached(t: Target, out: Path, make) -> InspectRow:
+    """make(t, out)'s row, or a stored copy of it under the same key (the user's cache, then the shipped store), its
+    PTX and SASS written to `out` as make writes them; a row made here goes to the user's cache."""
     import warnings
 
-    entry = cache_dir() / f"{t.stem}-{cache_key(t)}.json"
-    if entry.exists():
+    key = store_key(t)
+    mine = cache_dir() / f"{t.stem}-{key}.json"
+    for path in (mine, shipped_entry(t)):
+        if not path.exists():
+            continue
         try:
-            data = json.loads(entry.read_text())
-            row = InspectRow(**data["row"])
-            (out / row.ptx_file).write_text(data["ptx"])
-            (out / row.sass_file).write_text(data["sass"])
-            return row
-        except (ValueError, KeyError, TypeError, OSError) as e:  # truncated, foreign, another version's fields
-            warnings.warn(f"ignoring the inspect cache entry {entry} ({type(e).__name__}: {e}); inspecting {t.label} "
+            data = read_entry(path)
+            if data.get("key", key) == key:  # the user's entries are named by their key
+                return _row_from(data, out)
+        except (ValueError, KeyError, TypeError, OSError, EOFError) as e:  # truncated, foreign, older fields
+            warnings.warn(f"ignoring the inspect store entry {path} ({type(e).__name__}: {e}); inspecting {t.label} "
                           "again", RuntimeWarning, stacklevel=2)
     row = make(t, out)
-    entry.parent.mkdir(parents=True, exist_ok=True)
-    tmp = entry.with_suffix(f".{os.getpid()}.{id(row)}.tmp")
-    tmp.write_text(json.dumps({"row": asdict(row), "ptx": (out / row.ptx_file).read_text(),
-                               "sass": (out / row.sass_file).read_text()}))
-    os.replace(tmp, entry)
+    _write_atomic(mine, json.dumps(_entry(t, key, row, out)).encode())
     return row
+
+
+def stale_store() -> dict[str, str]:
+    """{target or file: why} for each default target (fp16) whose shipped entry is missing or was made from other
+    sources, and each shipped file of no target; empty when the store is current. A hand-written target is keyed
+    with the nvcc its entry was made with, so this needs no nvcc (a Triton target's key needs Triton's compiler,
+    not its interpreter)."""
+    found, names = {}, set()
+    for t in targets(None):
+        path = shipped_entry(t)
+        names.add(path.name)
+        if not path.exists():
+            found[t.label] = "no entry"
+            continue
+        data = read_entry(path)
+        if t.record.package == "triton":
+            import triton
+
+            if data["triton"] != triton.__version__:
+                found[t.label] = f"made with Triton {data['triton']}, not the installed {triton.__version__}"
+                continue
+        if data["key"] != store_key(t, nvcc=data["nvcc"]):
+            found[t.label] = "made from other sources"
+    found.update({p.name: "no such target" for p in SHIPPED.glob("*.json.xz") if p.name not in names})
+    return found
+
+
+def refresh_store(progress=None) -> list[Path]:
+    """Inspect every default target (fp16) and write the shipped store: one file per target, named by its stem, and
+    no file of a target that is gone. Needs nvcc (every hand-written target is in it). Returns the files written."""
+    import lzma
+    import tempfile
+
+    if toolchain.find_nvcc() is None:
+        raise HgemmError("inspect --refresh-store compiles every hand-written kernel: it needs nvcc (the CUDA toolkit)")
+    chosen = targets(None)
+    with tempfile.TemporaryDirectory(prefix="hgemm-store-") as tmp:
+        rows, _ = run_inspect(None, Path(tmp), progress=progress)
+        by_label = {r.kernel: r for r in rows}
+        written = []
+        for t in chosen:
+            entry = _entry(t, store_key(t), by_label[t.label], Path(tmp))
+            path = shipped_entry(t)
+            _write_atomic(path, lzma.compress(json.dumps(entry, indent=0).encode(), preset=9 | lzma.PRESET_EXTREME))
+            written.append(path)
+    for stale in set(SHIPPED.glob("*.json.xz")) - set(written):
+        stale.unlink()
+    return written
 
 
 def run_inspect(kernels: list[str] | None, out: Path, dtype: str = "fp16",

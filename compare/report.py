@@ -265,6 +265,26 @@ def _start_build(result: Result, log) -> threading.Thread:
     return thread
 
 
+def _start_layouts(out: Path):
+    """`python -m compare layouts --out out` (the model's fragment maps) in a child process; `_finish_layouts`."""
+    import subprocess
+    import sys
+
+    return subprocess.Popen([sys.executable, "-m", "compare", "layouts", "--out", str(out)], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def _finish_layouts(proc, out: Path) -> None:
+    """Waits for the child; if it failed, a RuntimeError with its last line (the whole stderr in out/layouts.log):
+    the phase failed, unlike draw_all's HgemmError (probes that disagree with the model: a finding)."""
+    _, err = proc.communicate()
+    if proc.returncode != 0:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "layouts.log").write_text(err)
+        last = err.strip().splitlines()[-1] if err.strip() else f"exit status {proc.returncode}"
+        raise RuntimeError(f"{last} (full output in {out / 'layouts.log'})")
+
+
 def run(out: Path, *, gpu: bool, suite: str = SUITE, budget_ms: float = MAIN_JOB_BUDGET_MS, progress=None,
         log=lambda line: None, full: bool = False, workers: int | None = None) -> Result:
     from ptx_kernels import toolchain
@@ -289,6 +309,10 @@ def run(out: Path, *, gpu: bool, suite: str = SUITE, budget_ms: float = MAIN_JOB
     # check (it has until the end of the bench; they are waited for).
     (out / "inspect" / "inspect.json").unlink(missing_ok=True)  # an earlier run's rows are not this run's
     inspect_job = disasm.start(out / "inspect", nice=19)
+    # The fragment maps of the model (matplotlib, no GPU) likewise, where no probes run beside them: drawn in a
+    # child from the start, on the core the check's interpreter leaves free. (The probes need this process's GPU.)
+    probes = gpu and nvcc
+    layouts_job = None if probes else _start_layouts(out / "layouts")
     env = environment()
     md = ["# tensorcore-hgemm report", "", f"Produced by `{env['command']}` on {env.get('gpu') or 'a machine without a GPU'}"
           f", {env['date']}, commit `{env['git_commit']}` (torch {env['torch']}, triton {env['triton']}"
@@ -466,13 +490,15 @@ def run(out: Path, *, gpu: bool, suite: str = SUITE, budget_ms: float = MAIN_JOB
 
     # LAYOUTS: the model; on a GPU also the probes, compared with it (a mismatch fails the job)
     from .layouts import draw_all
-    probes = gpu and nvcc
     if gpu and not nvcc:
         result.not_run.append("the fragment-map probes on the GPU need nvcc")
     verdict = ""
     with phase.guard("fragment maps"):
         try:
-            draw_all(out / "layouts", hardware=probes)
+            if layouts_job:
+                _finish_layouts(layouts_job, out / "layouts")
+            else:
+                draw_all(out / "layouts", hardware=probes)
             verdict = "; probes on this GPU agree with it for every ldmatrix, stmatrix and mma form" if probes else ""
         except HgemmError as e:  # the probes disagree with the model (draw_all's verdict): a finding, not a crash
             verdict = f"; {e}"

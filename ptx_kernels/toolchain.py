@@ -353,26 +353,33 @@ def _split_top(text: str) -> list[str]:
     return out + ([text[start:].strip()] if text.strip() else [])
 
 
-def kernel_templates(source: Path, includes: tuple[Path, ...] = ()) -> dict[str, list[str]]:
-    """{kernel template name: its parameter names} of every `template <...> __global__` declared in `source` or the
-    project headers it includes (resolved against its folder and `includes`)."""
-    seen: set[Path] = set()
-    found: dict[str, list[str]] = {}
+def project_files(source: Path, includes: tuple[Path, ...] = ()) -> list[Path]:
+    """`source` and the project headers it includes, transitively (`#include "..."` resolved against the including
+    file's folder, then `includes`), each once, in the order they are first reached: what a compile of it reads
+    besides the toolkit's headers."""
+    seen: list[Path] = []
 
     def read(path: Path) -> None:
         if path in seen:
             return
-        seen.add(path)
-        text = path.read_text()
-        for params, name in _KERNEL_TEMPLATE.findall(text):
-            found[name] = [p.split("=")[0].split()[-1] for p in _split_top(params)]
-        for inc in _INCLUDE.findall(text):
+        seen.append(path)
+        for inc in _INCLUDE.findall(path.read_text()):
             for d in (path.parent, *includes):
                 if (d / inc).is_file():
                     read((d / inc).resolve())
                     break
 
     read(Path(source).resolve())
+    return seen
+
+
+def kernel_templates(source: Path, includes: tuple[Path, ...] = ()) -> dict[str, list[str]]:
+    """{kernel template name: its parameter names} of every `template <...> __global__` declared in `source` or the
+    project headers it includes (`project_files`)."""
+    found: dict[str, list[str]] = {}
+    for path in project_files(source, includes):
+        for params, name in _KERNEL_TEMPLATE.findall(path.read_text()):
+            found[name] = [p.split("=")[0].split()[-1] for p in _split_top(params)]
     return found
 
 

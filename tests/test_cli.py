@@ -125,6 +125,17 @@ def test_inspect_child_failure_is_its_last_line(tmp_path):
     assert "unknown kernel" in (tmp_path / "inspect.log").read_text()
 
 
+def test_layouts_child_failure_is_one_line(tmp_path):
+    """The CPU main job draws the fragment maps in a child: its failure reaches the phase as one line naming the
+    log, and a child that succeeds writes the maps."""
+    from compare import report
+
+    (tmp_path / "file").write_text("")  # a file where the folder should go: the child fails
+    with pytest.raises(RuntimeError, match=r"layouts\.log\)$"):
+        report._finish_layouts(report._start_layouts(tmp_path / "file" / "layouts"), tmp_path / "logs")
+    assert (tmp_path / "logs" / "layouts.log").read_text().strip()
+
+
 @pytest.mark.skipif(HAS_CUDA, reason="the CPU main job")
 def test_main_job_goes_on_past_a_failing_inspect(tmp_path, monkeypatch, capsys):
     """A phase after the check that raises (inspect, as a demangler's `(bool)0` made it raise KeyError on the GPU
@@ -133,7 +144,7 @@ def test_main_job_goes_on_past_a_failing_inspect(tmp_path, monkeypatch, capsys):
     in this process with its slow parts cut short (no check cases, no model, no fragment-map drawing, no inspect
     child), the phases themselves and the study page as they are."""
     pytest.importorskip("pygments", reason="the study page needs the study extra (pygments)")
-    from compare import __main__ as cli, disasm, layouts, model
+    from compare import __main__ as cli, disasm, layouts, model, report
 
     def no_check(kernels, **kw):
         return [], [], []
@@ -149,6 +160,7 @@ def test_main_job_goes_on_past_a_failing_inspect(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(check, "run_check", no_check)
     monkeypatch.setattr(model, "run_model", lambda out, **kw: ([], "the model, cut short"))
     monkeypatch.setattr(layouts, "draw_all", layouts_md)
+    monkeypatch.setattr(report, "_start_layouts", lambda out: None)  # drawn here then, by draw_all
     monkeypatch.setattr(disasm, "start", lambda out, *a, **kw: None)
     monkeypatch.setattr(disasm, "finish", fails)
     status = cli.main(["--out", str(tmp_path)])
@@ -182,6 +194,8 @@ def test_inspect_keeps_the_rows_of_the_kernels_that_inspected(tmp_path, monkeypa
     monkeypatch.setenv("TENSORCORE_HGEMM_BUILD_DIR", str(tmp_path / "cache"))  # the fake rows stay out of the cache
     monkeypatch.setattr(disasm, "inspect_cuda", fake)
     monkeypatch.setattr(disasm, "inspect_triton", fake)
+    monkeypatch.setattr(disasm, "SHIPPED", tmp_path / "no-store")  # every row made (by fake), none read
+    monkeypatch.setattr(disasm, "store_key", lambda t, nvcc=None: t.stem)  # a Triton key needs the compiler's view
     monkeypatch.setattr(disasm.toolchain, "find_nvcc", lambda: "nvcc")
     monkeypatch.setattr("hgemm_common.validation.interpreter_active", lambda: False)
     with pytest.raises(RuntimeError, match=r"^inspect failed for 1 of 3 kernels: mma_tiled: KeyError: '\(bool\)0'$"):

@@ -282,36 +282,72 @@ def test_inspect_triton_keeps_its_promises(tmp_path):
 def test_inspect_cache_reuses_rows_and_ignores_a_bad_entry(tmp_path, monkeypatch):
     """An inspected row, its PTX and SASS are kept per target in the user's cache folder: the next inspect of the
     same sources and toolchain reads them back instead of compiling; a truncated entry is ignored with one warning
-    and written anew; another Triton version (or kernel source) has another key."""
-    import triton
+    and written anew; another nvcc has another key. A shipped entry is read where its key is this machine's and
+    never where it is not; the SASS's columns are counted again from the stored SASS. (A hand-written target: a
+    Triton target's key needs the compiler's view of its kernel, which the interpreter hides: test_inspect_store.)"""
+    import lzma
 
     from compare import disasm
 
     monkeypatch.setenv("TENSORCORE_HGEMM_BUILD_DIR", str(tmp_path / "cache"))
-    (t,) = disasm.targets(["triton_gemv"])
+    monkeypatch.setattr(disasm, "SHIPPED", tmp_path / "shipped")
+    monkeypatch.setattr(toolchain, "nvcc_version", lambda: "release 13.0")  # this machine's, with nvcc or without
+    (t,) = disasm.targets(["wmma_naive"])
+    FFMA, HMMA = "        /*0040*/   FFMA R0, R1, R2, R3 ;\n", "        /*0050*/   HMMA.16816.F32 R0, R2, R4, R0 ;\n"
     made = []
 
-    def make(t, out):  # what inspect_triton writes and returns, without a compile
+    def make(t, out):  # what inspect_cuda writes and returns, without a compile
         made.append(t.label)
         (out / f"{t.stem}.ptx").write_text("// ptx")
-        (out / f"{t.stem}.sass").write_text("FFMA R0, R1, R2, R3 ;")
-        return disasm.InspectRow(t.label, "triton_kernels/gemv.py", "sm_90", 40, 0, 0, 0, {"FFMA": 1},
-                                 f"{t.stem}.ptx", f"{t.stem}.sass")
+        (out / f"{t.stem}.sass").write_text(FFMA)
+        return disasm.InspectRow(t.label, "ptx_kernels/csrc/sm80/wmma_naive.cu", "sm_90a", 40, 0, 0, 0,
+                                 {c: int(c == "FFMA") for c in disasm.COLUMNS}, f"{t.stem}.ptx", f"{t.stem}.sass")
 
     first, second = tmp_path / "first", tmp_path / "second"
     first.mkdir()
     second.mkdir()
     row = disasm.cached(t, first, make)
+    assert row.mix["FFMA"] == 1
     assert disasm.cached(t, second, make) == row and made == [t.label]
-    assert (second / row.sass_file).read_text() == "FFMA R0, R1, R2, R3 ;"
+    assert (second / row.sass_file).read_text() == FFMA
     (entry,) = disasm.cache_dir().glob("*.json")
     entry.write_text(entry.read_text()[:50])
-    with pytest.warns(RuntimeWarning, match="ignoring the inspect cache entry"):
+    with pytest.warns(RuntimeWarning, match="ignoring the inspect store entry"):
         assert disasm.cached(t, second, make) == row
-    assert made == [t.label] * 2 and json.loads(entry.read_text())["row"]["kernel"] == t.label
-    key = disasm.cache_key(t)
-    monkeypatch.setattr(triton, "__version__", "0.0.0-another")
-    assert disasm.cache_key(t) != key
+    data = json.loads(entry.read_text())
+    assert made == [t.label] * 2 and data["row"]["kernel"] == t.label and data["key"] == disasm.store_key(t)
+
+    # the shipped store: the same entry, its SASS now with two FFMA and an HMMA, read without a compile
+    entry.unlink()
+    data["sass"] = FFMA + FFMA + HMMA
+    disasm.SHIPPED.mkdir()
+    disasm.shipped_entry(t).write_bytes(lzma.compress(json.dumps(data).encode()))
+    shipped = disasm.cached(t, second, make)
+    assert made == [t.label] * 2 and (shipped.mix["FFMA"], shipped.mix["HMMA"]) == (2, 1)
+    assert (second / row.sass_file).read_text() == data["sass"]
+    monkeypatch.setattr(toolchain, "nvcc_version", lambda: "release 13.1")  # another nvcc: another key, a compile
+    assert disasm.store_key(t) != data["key"] and disasm.store_key(t, nvcc="release 13.0") == data["key"]
+    assert disasm.cached(t, second, make) == row and made == [t.label] * 3
+
+
+def test_inspect_store_is_current():
+    """The inspect rows that ship (compare/inspect_store, read by the main job and the study page wherever the key
+    is this machine's) are those of today's sources: a kernel changed without `python -m compare inspect
+    --refresh-store` fails here, named. A Triton target's key follows its configuration and dtype. In a child
+    process: a Triton key needs Triton's compiler, which the interpreter replaces."""
+    from compare import disasm
+
+    code = ("import json; from compare import disasm as d; t = d.targets(['triton_tma', 'triton_tma[' + "
+            "d._triton_source(d.targets(['triton_tma'])[0])[2].name + ']'])\n"
+            "other = [c.name for c in __import__('triton_kernels.tma_persistent').tma_persistent.configs()][1]\n"
+            "keys = [d.store_key(x) for x in (*t, *d.targets(['triton_tma'], 'bf16'))]\n"
+            "print(json.dumps({'stale': d.stale_store(), 'keys': keys}))")
+    res = subprocess.run([sys.executable, "-c", code], env=disasm._child_env(), capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr[-2000:]
+    got = json.loads(res.stdout.splitlines()[-1])
+    assert not got["stale"], (f"the shipped inspect store is stale: {got['stale']}; run `python -m compare inspect "
+                              "--refresh-store` (needs nvcc) and commit compare/inspect_store")
+    assert len(set(got["keys"])) == 3
 
 
 @pytest.mark.skipif(toolchain.find_nvcc() is None, reason="nvcc not installed")
