@@ -193,7 +193,7 @@ HOPPER: tuple[Variant, ...] = (
             "a fixed order by a second kernel; wgmma_persistent hands it a few rows of A against a large B",
             isa="mma.sync", ceiling="mma.sync", min_arch=90, block=(16, 128, 128), stages=1, alignment="rows16",
             dtypes=BF16, native_layouts=_ALL_LAYOUTS, splits=(1, 2, 3, 7), max_split=256, mma_forms=_HMMA_FORMS,
-            promises={"sm_90a": ("HMMA", "LDG", "PRMT")},
+            max_m=16, promises={"sm_90a": ("HMMA", "LDG", "PRMT")},
             forbids={"sm_90a": ("LDGSTS", "LDSM", "STSM", "HGMMA", "UTMALDG", *_LOCAL)},
             # the warps' partial sums: 4 (B row-major) or 2 (column-major) k shares x 16 rows x (128 + 4) fp32
             static_smem=lambda acc, b_col: (2 if b_col else 4) * 16 * (128 + 4) * 4),
