@@ -128,12 +128,13 @@ def _torch_entries(v: Variant) -> list[Kernel]:
     return [Kernel(v.name, v, acc, _torch_matmul, config=v.tile, note=v.adds) for acc in v.accs]
 
 
-def _max_m_skip(max_m: int | None):
+def _max_m_skip(max_m: int | None, why: str = "each row of A re-reads B"):
     """A kernel made for skinny outputs (its module's MAX_M: gemv's one row of A per program re-reads B for every
-    row, a second a call at 8192^3) is timed up to that M only; the check and the tests run it on every shape."""
+    row, a second a call at 8192^3; a PTX record's `max_m`) is timed up to that M only; the check and the tests run
+    it on every shape."""
     if max_m is None:
         return None
-    return lambda a, b: None if a.shape[0] <= max_m else f"made for M <= {max_m} (each row of A re-reads B)"
+    return lambda a, b: None if a.shape[0] <= max_m else f"made for M <= {max_m} ({why})"
 
 
 def _triton_entries(v: Variant) -> list[Kernel]:
@@ -159,7 +160,9 @@ def _triton_entries(v: Variant) -> list[Kernel]:
 
 
 def _ptx_entries(v: Variant) -> list[Kernel]:
-    return [Kernel(entry_name(v, acc), v, acc, _ptx(v.name, acc), config=v.tile, note=v.adds) for acc in v.accs]
+    skip = _max_m_skip(v.max_m, "each block of 16 rows of A reads all of B again")
+    return [Kernel(entry_name(v, acc), v, acc, _ptx(v.name, acc), config=v.tile, note=v.adds, bench_skip=skip)
+            for acc in v.accs]
 
 
 ENTRIES = {"torch": _torch_entries, "triton": _triton_entries, "ptx": _ptx_entries}  # by the record's package

@@ -112,7 +112,10 @@ PTX_STAGES = {256: 4, 192: 5, 128: 6, 64: 8, 152: 4}
 
 
 def ptx_plan(ran: str, tile_m: int, tile_n: int, split: int, tile_code: int) -> cm.Plan:
-    """The cost model's plan of what a PTX launch reported it ran: its kernel, tile and split."""
+    """The cost model's plan of what a PTX launch reported it ran: its kernel, tile and split (the bandwidth path,
+    mma_stream: 8 warps over 128 k of its 16 x 128 unit a step, no ring)."""
+    if ran == "mma_stream":
+        return cm.plan_for(ran, tile_m or 16, tile_n or 128, 128, 1, 8, max(split, 1))
     stages = 3 if tile_code == 6 else PTX_STAGES.get(tile_n, 4)
     return cm.plan_for(ran, tile_m or 128, tile_n or 256, 64, stages, 12, max(split, 1))
 

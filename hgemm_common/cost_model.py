@@ -160,7 +160,7 @@ class Plan:
 # the TMA kernels are persistent, split-K and gemv sum their slices in the launch (the last slice of each tile),
 # splitk_wide and the Gluon kernel's splits in a second launch; streamk cuts the partial round's tiles into
 # k-slices (`schedules.stream_k_cut`; its cut tiles summed in the launch, `features`' stream_k partials). PTX
-# (record names): wgmma_persistent and the kernels it hands problems to.
+# (record names): wgmma_persistent and the kernels it hands problems to (mma_stream: the bandwidth path on mma.sync).
 KERNELS = {
     "triton_blocked": ("data_parallel", "none"),
     "triton_tma": ("persistent", "none"),
@@ -176,6 +176,7 @@ KERNELS = {
     "wgmma_splitk": ("split_k", "cluster"),
     "wgmma_splitk_grid": ("split_k", "two_pass"),
     "wgmma_cluster": ("persistent", "none"),
+    "mma_stream": ("bandwidth", "two_pass"),
 }
 PTX_KERNELS = ("wgmma_persistent", "wgmma_splitk", "wgmma_splitk_grid", "wgmma_cluster")
 
@@ -183,7 +184,7 @@ PTX_KERNELS = ("wgmma_persistent", "wgmma_splitk", "wgmma_splitk_grid", "wgmma_c
 def plan_for(kernel: str, bm: int, bn: int, bk: int, stages: int = 1, warps: int = 4, split: int = 1,
              staged: str = "") -> Plan:
     """The model's plan of one of the project's kernels (`KERNELS`) with a tile, stages, warps and K split. The
-    instruction: the CUDA-core FMA for gemv; wgmma for the hand-written Hopper kernels; for Triton's tl.dot, wgmma
+    instruction: the CUDA-core FMA for gemv, mma.sync for mma_stream; wgmma for the hand-written Hopper kernels; for Triton's tl.dot, wgmma
     from 64-row tiles (a warpgroup's) and mma.sync below."""
     if kernel not in KERNELS:
         raise HgemmValueError(f"cost model: unknown kernel {kernel!r}; known: {', '.join(KERNELS)}")
@@ -192,7 +193,8 @@ def plan_for(kernel: str, bm: int, bn: int, bk: int, stages: int = 1, warps: int
         schedule = "data_parallel"
     if split > 1 and schedule == "persistent":  # the Gluon kernel's split configurations
         schedule = "split_k"
-    isa = "fma" if schedule == "bandwidth" else "wgmma" if kernel in PTX_KERNELS or bm >= 64 else "mma"
+    isa = ("mma" if kernel == "mma_stream" else "fma") if schedule == "bandwidth" else \
+        "wgmma" if kernel in PTX_KERNELS or bm >= 64 else "mma"
     return Plan(kernel, bm, bn, bk, stages, warps, split, schedule, isa, staged,
                 reduce if split > 1 else "none", 2 if kernel == "wgmma_cluster" else 1)
 

@@ -79,6 +79,9 @@ class Variant:
     # {} = the first such instance.
     inspect: dict[str, str] = field(default_factory=dict, hash=False, compare=False)
     dense_peer: str | None = None  # a sparse record's dense kernel of the same ladder, timed beside it
+    # A kernel made for a few rows of A (mma_stream: each 16-row block reads all of B again): the bench times it up to
+    # this M only; the check and the tests run it on every shape. None: every M.
+    max_m: int | None = None
 
     def block_for(self, acc: str) -> tuple[int, int, int]:
         """The block tile (BM, BN, BK) the kernel runs with accumulation acc."""

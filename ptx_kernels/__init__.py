@@ -42,11 +42,11 @@ def hgemm(a: torch.Tensor, b: torch.Tensor, *, kernel: str | None = None, acc: s
     Layouts the kernel cannot read in place (column-major A, except on the kernels whose record lists "TN" in
     `native_layouts`: wgmma_persistent, wgmma_splitk, wgmma_cluster; strided views; unaligned rows for the cp.async
     and TMA kernels) are copied first; `last_launch()["copies"]` lists them.
-    split: for the kernels that split K (`Variant.splits`: wgmma_persistent, wgmma_splitk, wgmma_splitk_grid), None
-    lets the launcher choose, 1 never splits, S > 1 pins S parts: wgmma_splitk over a cluster (2 or 4),
-    wgmma_splitk_grid over the grid (up to `Variant.max_split`), wgmma_persistent 2 or 4 over a cluster and any
-    other count over the grid; `last_launch()["split"]` and `["kernel"]` say what ran. Forced splits are cut to the
-    K blocks there are.
+    split: for the kernels that split K (`Variant.splits`: wgmma_persistent, wgmma_splitk, wgmma_splitk_grid,
+    mma_stream), None lets the launcher choose, 1 never splits, S > 1 pins S parts: wgmma_splitk over a cluster (2 or
+    4), wgmma_splitk_grid and mma_stream over the grid (up to `Variant.max_split`), wgmma_persistent 2 or 4 over a
+    cluster and any other count over the grid; `last_launch()["split"]` and `["kernel"]` say what ran. Forced splits
+    are cut to the K blocks there are.
     Inputs that require grad go through the autograd-recording operator `torch.ops.tensorcore_hgemm.ptx_hgemm`.
     """
     if variant is not None:

@@ -32,8 +32,8 @@ def last_launch() -> dict:
     "auto" chose), grid, block, shared memory, whether the kernel read A and B column-major (a_col_major,
     b_col_major), any copies it made, the block tile (tile_m, tile_n) where the kernel
     chose between several (else None), the K parts of a split-K launch (else None), and "kernel", the one whose
-    code ran (wgmma_persistent hands skinny outputs to wgmma_splitk and some row-major B to wgmma_cluster; else the
-    one given)."""
+    code ran (wgmma_persistent hands a few rows of A against a large B to mma_stream, skinny outputs to wgmma_splitk
+    and some row-major B to wgmma_cluster; else the one given)."""
     if _last[0] is None:
         return {}
     variant, acc, (info, ran), (a_col, b_col), copies = _last[0]

@@ -182,6 +182,21 @@ HOPPER: tuple[Variant, ...] = (
             # inspect shows the 128x128 tile
             inspect={"T": "Tile<128, 6>"}, splits=(1, 2, 3, 8, 64), max_split=256,
             mma_forms=_hgmma_forms(256, 128, 64), **_HOPPER),
+    # The bandwidth path (mma.sync on Hopper, in the Hopper ladder because wgmma_persistent hands it a few rows of A
+    # against a large B): B streamed from memory into the fragment registers with 16-byte loads, no shared memory on
+    # the way in (loads "LDG"; alignment "rows16": B's rows 16-byte aligned, A read through its strides), K split
+    # over a persistent grid and the partials added by the grid kernel's reduction.
+    Variant("mma_stream", "ptx", "wgmma", "sm90/mma_stream.cu",
+            "persistent, 16 rows x 128 columns of C a unit, 8 warps x 4 KB of B in flight, K split over the grid",
+            "the bandwidth path for M <= 16: C^T = B^T A^T on mma.sync.m16n8k16 (N the MMA's M), B loaded straight "
+            "into the fragment registers (16-byte ld.global.nc, k order permuted to the fragment), partials added in "
+            "a fixed order by a second kernel; wgmma_persistent hands it a few rows of A against a large B",
+            isa="mma.sync", ceiling="mma.sync", min_arch=90, block=(16, 128, 128), stages=1, alignment="rows16",
+            dtypes=BF16, native_layouts=_ALL_LAYOUTS, splits=(1, 2, 3, 7), max_split=256, mma_forms=_HMMA_FORMS,
+            max_m=16, promises={"sm_90a": ("HMMA", "LDG", "PRMT")},
+            forbids={"sm_90a": ("LDGSTS", "LDSM", "STSM", "HGMMA", "UTMALDG", *_LOCAL)},
+            # the warps' partial sums: 4 (B row-major) or 2 (column-major) k shares x 16 rows x (128 + 4) fp32
+            static_smem=lambda acc, b_col: (2 if b_col else 4) * 16 * (128 + 4) * 4),
     Variant("wgmma_cluster", "ptx", "wgmma", "sm90/wgmma_cluster.cu",
             "persistent 2-CTA clusters, 128x256x64 tiles in 4 stages, B multicast",
             "thread block clusters: two blocks share each B tile through TMA multicast (a third less L2 traffic)",
@@ -249,7 +264,7 @@ def a_col_in_place(v: Variant, split: int | None = None) -> bool:
     wrapper copies it to row-major. A pinned split the kernel hands to wgmma_splitk_grid (any count but 1, 2 and 4
     where `Variant.max_split` allows the grid) reads row-major A only: left in place, a column-major A's tensor map
     would deliver boxes of another shape than the stages expect, and the kernel would wait on them forever."""
-    return "TN" in v.native_layouts and not (v.max_split and split not in (None, 0, 1, 2, 4))
+    return "TN" in v.native_layouts and not (v.isa == "wgmma" and v.max_split and split not in (None, 0, 1, 2, 4))
 
 
 def lab_sources(arch: int | None = None) -> list[str]:

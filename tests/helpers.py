@@ -54,6 +54,44 @@ def a_copies(launch: dict) -> list[str]:
     return [c for c in launch["copies"] if c.startswith("A ")]
 
 
+def in_place_operand(t: torch.Tensor, col: bool) -> torch.Tensor:
+    """t's values in its layout (col: column-major) in storage the Hopper kernels read in place whatever the shape:
+    the leading dimension rounded up to 8 elements (16-byte rows) plus 8, and 3 more rows of the other dimension;
+    the padding is NaN, so a kernel reading past the operand's edges writes NaN into C."""
+    rows, cols = t.shape
+    lines, length = (cols, rows) if col else (rows, cols)  # storage order: `lines` rows of `length` elements
+    buf = torch.full((lines + 3, -(-length // 8) * 8 + 8), float("nan"), dtype=t.dtype, device=t.device)
+    view = buf[:lines, :length]
+    view = view.t() if col else view
+    view.copy_(t)
+    return view
+
+
+def on_side_stream_and_in_graph(run: Callable[[torch.Tensor, torch.Tensor], torch.Tensor], ins, refs,
+                                 after_side: Callable[[], None]) -> None:
+    """run(a, b) for each (a, b) of `ins` on a side stream (each result compared with its ref of `refs`; then
+    after_side(), the caller's check of what launched), then one call captured in a CUDA graph on copies of ins[0]
+    and replayed on each input copied in: for a launcher that allocates a workspace from the caching allocator on the
+    current stream and queues a second kernel behind the first."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        outs = [run(a, b) for a, b in ins]
+    side.synchronize()
+    after_side()
+    assert all(compare(c, r).ok for c, r in zip(outs, refs))
+    a, b = (t.clone() for t in ins[0])
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph, stream=side):
+        out = run(a, b)
+    for i in (1, 2, 0):
+        a.copy_(ins[i][0])
+        b.copy_(ins[i][1])
+        graph.replay()
+        torch.cuda.synchronize()
+        assert compare(out, refs[i]).ok, i
+
+
 def poisoned_call(run: Callable[[torch.Tensor], torch.Tensor], m: int, n: int, device,
                   dtype: str = "fp16") -> torch.Tensor:
     """run(out) with `out` an (m, n) tensor full of NaN, so an element the kernel does not write fails the check;

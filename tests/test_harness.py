@@ -767,7 +767,8 @@ def test_library_kernels_summarize_groups_launches():
 def test_bench_times_gemv_on_skinny_outputs_only():
     """The CUDA-core gemv kernel (one row of A per program) is timed by the bench for M <= its MAX_M only (at
     8192^3 each of 8192 rows would re-read B), and so are the other skinny kernels whose modules set MAX_M (the
-    residue-group kernel); the check still runs them on every shape; no other entry is limited."""
+    residue-group kernel) and the PTX records with a `max_m` (the bandwidth path, mma_stream); the check still runs
+    them on every shape; no other entry is limited."""
     from triton_kernels import gemv
     from triton_kernels.contract import optional
     from triton_kernels.variants import BY_KERNEL, kernel_module
@@ -775,13 +776,17 @@ def test_bench_times_gemv_on_skinny_outputs_only():
     entries = {k.name: k for k in registry.kernels()}
     limited = {n for n, k in entries.items() if k.bench_skip is not None}
     skinny = {v for v in BY_KERNEL if optional(kernel_module(BY_KERNEL[v]), "MAX_M") is not None}
+    skinny |= {v.name for v in registry.ptx_records() if v.max_m is not None}
     base = lambda name: re.sub(r"(_fp16acc)?(\[.*\])?$", "", name)  # noqa: E731 - the kernel of an entry
-    assert "triton_gemv" in skinny and all(base(n) in skinny for n in limited)
+    assert {"triton_gemv", "mma_stream"} <= skinny and all(base(n) in skinny for n in limited)
     assert {n for n in entries if base(n) in skinny} == limited
     k = entries["triton_gemv"]
     one, two = torch.empty((gemv.MAX_M, 8)), torch.empty((gemv.MAX_M + 1, 8))
     assert k.bench_skip(one, None) is None and "M <= 1" in k.bench_skip(two, None)
     assert k.skip_reason is None  # the check runs it
+    stream = entries["mma_stream_fp16acc"]
+    assert stream.bench_skip(torch.empty((16, 8)), None) is None
+    assert "M <= 16" in stream.bench_skip(torch.empty((17, 8)), None) and stream.skip_reason is None
 
 
 @pytest.mark.gpu

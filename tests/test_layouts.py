@@ -268,3 +268,57 @@ def test_layouts_hardware_mismatch_is_an_error(fake_probes, monkeypatch, tmp_pat
     with pytest.raises(RuntimeError, match="hardware differs from the model"):
         page.draw_all(tmp_path, hardware=True)
     assert "| ldmatrix.x4 | NO |" in (tmp_path / "layouts.md").read_text()
+
+
+# ---- the bandwidth path (csrc/sm90/mma_stream.cu): B straight into registers, k order permuted to the fragment ----
+def _stream_warp_step(a, b, b_col):
+    """One warp step of mma_stream modelled lane by lane on the fragment layouts above: what each lane loads (its
+    16-byte chunks of B and of A), how its registers become the MMA's operands (the k slots of k16 step h: 2t, 2t+1
+    from k 8t + 4h + 0, 1 and 2t + 8, 2t + 9 from 8t + 4h + 2, 3 of the lane's chunk; row-major B's rows paired by
+    PRMT, its MMA rows permuted instead), the MMAs (C^T = B^T A^T: B's columns are the MMA's rows, A's 16 rows its
+    two n8 tiles), and where the epilogue puts each accumulator. a: (16, K) A rows, b: (K, N) as the kernel reads it
+    (row-major B: K = 32, N = 64; column-major B: K = 64, N = 32). Returns the (16, N) block of C it computes."""
+    fa, fb, fc = L.mma_a(), L.mma_b(), L.mma_c()
+    rb, ks = (2, 2) if b_col else (4, 1)
+    out = np.zeros((16, b.shape[1]), dtype=np.int64)
+
+    def col(j, hh, g):  # Warp<B_COL>::col: the C column of MMA row block j's row g (hh = 0) or g + 8 (hh = 1)
+        return 16 * j + 8 * hh + g if b_col else 8 * g + 2 * j + hh
+
+    for j in range(rb):
+        for s in range(ks):
+            for h in range(2):
+                for i in range(2):
+                    x = np.zeros((16, 16), dtype=np.int64)  # the MMA's A (B^T's 16 columns x 16 k slots)
+                    y = np.zeros((16, 8), dtype=np.int64)  # the MMA's B (16 k slots x A's 8 rows)
+                    for lane in range(32):
+                        g, t = lane // 4, lane % 4
+                        chunk = 32 * s + 8 * t + 4 * h  # the lane's k for slots 2t, 2t+1 (and + 2: 2t + 8, 2t + 9)
+                        # the fragment's registers {q(g, 2h), q(g + 8, 2h), q(g, 2h + 1), q(g + 8, 2h + 1)}, each two
+                        # consecutive k of one column: column-major B loads them as they are (a column's 8 k in 4
+                        # registers), row-major B pairs rows k, k + 1 of columns 8g + 2j (+1) with PRMT 0x5410 (the
+                        # low halves) and 0x7632 (the high halves)
+                        halves = [b[chunk + kk + p, col(j, hh, g)] for kk in (0, 2) for hh in (0, 1) for p in (0, 1)]
+                        for e, (row, kk) in enumerate(fa[lane]):
+                            x[row, kk] = halves[e]
+                        a_halves = [a[8 * i + g, chunk + p] for p in range(4)]  # registers 2h, 2h + 1 of A's chunk
+                        for e, (kk, n) in enumerate(fb[lane]):
+                            y[kk, n] = a_halves[e]
+                    d = x @ y
+                    for lane in range(32):
+                        g, t = lane // 4, lane % 4
+                        for e, (row, c) in enumerate(fc[lane]):
+                            hh, m = e // 2, 8 * i + 2 * t + e % 2  # value e: row half e // 2, column 2t + e % 2
+                            assert (row, c) == (g + 8 * hh, 2 * t + e % 2)
+                            out[m, col(j, hh, g)] += d[row, c]
+    return out
+
+
+@pytest.mark.parametrize("b_col", [False, True])
+def test_stream_warp_step_computes_its_block_of_c(b_col):
+    """mma_stream's warp step (the loads, the k permutation, row-major B's PRMT pairing, the epilogue's columns) is
+    exactly A @ B over the step: every column of the warp's block once, every k of the step once."""
+    rng = np.random.default_rng(3)
+    k, n = (64, 32) if b_col else (32, 64)
+    a, b = rng.integers(-3, 4, (16, k)), rng.integers(-3, 4, (k, n))
+    assert np.array_equal(_stream_warp_step(a, b, b_col), a @ b)

@@ -130,19 +130,22 @@ def test_sass_has_the_promised_instructions(compiled, variant, arch):
 
 @pytest.mark.parametrize("variant", [v.name for v in VARIANTS])
 def test_record_facts_agree(variant):
-    """Facts the records state twice agree: rows16 alignment is what a cp.async (LDGSTS) kernel needs; tensor-core
-    variants are scored by the mma.sync ceiling; a kernel reading any strides reads every layout in place; one that
-    reads column-major A in place reads B both ways too and needs TMA-describable operands (the Hopper kernels)."""
+    """Facts the records state twice agree: rows16 alignment is what a kernel loading 16 bytes a thread from global
+    memory needs (cp.async, LDGSTS; or straight into registers, LDG); tensor-core variants are scored by the
+    mma.sync ceiling; a kernel reading any strides reads every layout in place; one that reads column-major A in
+    place reads B both ways too and needs 16-byte aligned rows (TMA-describable operands: the Hopper kernels; rows16:
+    the bandwidth path, which reads A through its strides)."""
     v = BY_NAME[variant]
     for arch in (a for a in ARCHS if v.offered_on(arch_number(a))):
-        assert ("LDGSTS" in v.promised(arch)) == (v.alignment == "rows16"), arch
+        assert bool({"LDGSTS", "LDG"} & set(v.promised(arch))) == (v.alignment == "rows16"), arch
         assert ("HMMA" in v.promised(arch)) == (v.ceiling in ("mma.sync", "mma.sp")) == \
             (v.isa in ("wmma", "mma.sync", "mma.sp")), arch
     assert v.package == "ptx" and source(v).is_file() and v.static_smem is not None
     assert set(v.native_layouts) in ({"NN", "NT"}, {"NN", "NT", "TN", "TT"}), v.native_layouts
     assert any_strides(v) == (set(v.native_layouts) == {"NN", "NT", "TN", "TT"} and v.alignment == "none")
     assert a_col_in_place(v) == (set(v.native_layouts) == {"NN", "NT", "TN", "TT"})
-    assert not a_col_in_place(v) or any_strides(v) or (v.isa == "wgmma" and v.alignment == "tma")
+    assert not a_col_in_place(v) or any_strides(v) or (v.isa == "wgmma" and v.alignment == "tma") or \
+        (v.isa == "mma.sync" and v.alignment == "rows16" and v.min_arch == 90)
     # every dtype a record lists has an accumulation it offers (bf16: fp32), and the sparse kernels stay fp16
     assert v.dtypes[0] == "fp16" and set(v.dtypes) <= set(ACCS_FOR) and all(
         any(a in ACCS_FOR[d] for a in v.accs) for d in v.dtypes), v.dtypes
@@ -179,6 +182,28 @@ def test_column_major_a_reads_through_the_transpose_bit(compiled, variant):
     if a_col_in_place(v):  # the same instantiations for each A layout
         assert sum(i.flag("A_COL") for i in gemms) == sum(not i.flag("A_COL") for i in gemms) \
             == len(gemms) // 2
+
+
+def test_mma_stream_keeps_a_whole_step_of_b_in_flight(compiled):
+    """mma_stream (the bandwidth path) loads B straight into registers: in every instance's main loop (the loop with
+    the HMMAs), a run of the step's 8 streaming 16-byte loads (ld.global.nc.L1::no_allocate.L2::256B:
+    LDG.E.NA.LTC256B.128) with no HMMA and no branch among them (the fast path: a warp's whole step in flight before
+    it waits), 16 HMMAs a step (4 KB of B: 32 columns' or 64 columns' worth of k16 MMAs against A's two n8 tiles) on
+    the fast and the edge path; row-major B pairs its rows with PRMT, column-major B takes none, and nothing goes
+    through shared memory but the warps' partial sums after the loop."""
+    c = compiled[("mma_stream", "sm_90a")]
+    gemms = [i for i in c.instances() if i.acc is not None]
+    assert len(gemms) == 6, [i.template for i in gemms]
+    for i in gemms:
+        body = toolchain.sass_instructions("\n".join(main_loop(c.cubin, i.name)))
+        ops = [x.op for x in body]
+        assert sum(x.base == "HMMA" for x in body) == 32, (i.template, toolchain.instruction_mix("\n".join(ops)))
+        assert not any(x.base in ("LDS", "STS", "LDSM", "BAR", "LDL", "STL") for x in body), i.template
+        stream = [n for n, x in enumerate(body) if x.op.startswith("LDG.E.NA.LTC256B.128")]
+        runs = [stream[j:j + 8] for j in range(len(stream) - 7)
+                if not any(body[n].base in ("HMMA", "BRA") for n in range(stream[j], stream[j + 7]))]
+        assert runs, (i.template, ops)
+        assert (sum(x.base == "PRMT" for x in body) >= 32) == (not i.b_col_major), i.template
 
 
 def pipelined_hmma(variant: str) -> int:

@@ -6,7 +6,8 @@ import torch
 import ptx_kernels
 from ptx_kernels.variants import BY_NAME, a_col_in_place, any_strides
 from compare.reference import LAYOUTS, compare, error_bound, make_inputs, negative_view, poisoned_out, reference
-from helpers import a_copies, assert_exact, poisoned_call, shared_inputs
+from helpers import (a_copies, assert_exact, in_place_operand, on_side_stream_and_in_graph, poisoned_call,
+                     shared_inputs)
 from hgemm_common.operands import is_row_major
 
 pytestmark = pytest.mark.gpu
@@ -204,19 +205,6 @@ A_COL = [v for v in ptx_kernels.variants() if a_col_in_place(v) and not any_stri
 DTYPE_ACCS = (("fp16", "fp32"), ("fp16", "fp16"), ("bf16", "fp32"))
 
 
-def in_place_operand(t: torch.Tensor, col: bool) -> torch.Tensor:
-    """t's values in its layout (col: column-major) in storage the Hopper kernels read in place whatever the shape:
-    the leading dimension rounded up to 8 elements (16-byte rows) plus 8, and 3 more rows of the other dimension;
-    the padding is NaN, so a kernel reading past the operand's edges writes NaN into C."""
-    rows, cols = t.shape
-    lines, length = (cols, rows) if col else (rows, cols)  # storage order: `lines` rows of `length` elements
-    buf = torch.full((lines + 3, -(-length // 8) * 8 + 8), float("nan"), dtype=t.dtype, device=t.device)
-    view = buf[:lines, :length]
-    view = view.t() if col else view
-    view.copy_(t)
-    return view
-
-
 def a_col_case(m, n, k, layout, dtype, seed):
     """Integer A (column-major) and B (row- or column-major by layout) stored as in_place_operand stores them."""
     a, b = make_inputs(m, n, k, layout, device="cuda", seed=seed, dtype=dtype)
@@ -253,8 +241,9 @@ def test_column_major_a_in_place_exact(v, dtype, acc, layout):
 def test_column_major_a_every_persistent_plan(dtype, acc):
     """Column-major A on each kernel and tile wgmma_persistent plans, read in place and exact: 128x192 (3072 x 5120,
     128-byte rows), 256x152 (3000 x 5000, B column-major), wgmma_cluster (3000 x 5000, B row-major on 10,000-byte
-    rows), wgmma_splitk (16 x 4096 x 4096 and 4096 x 16 x 4096), 128x256 (4096 x 4096 x 512, the weight gradient's
-    layout TN); plus NaN in A[i, k] making row i of C NaN, and the same bits on a second run."""
+    rows), wgmma_splitk (32 x 4096 x 4096 and 4096 x 16 x 4096), mma_stream (16 x 4096 x 4096), 128x256 (4096 x 4096
+    x 512, the weight gradient's layout TN); plus NaN in A[i, k] making row i of C NaN, and the same bits on a second
+    run."""
     if not torch.cuda.get_device_capability() >= (9, 0):
         pytest.skip("wgmma_persistent needs sm_90")
     v = BY_NAME["wgmma_persistent"]
@@ -263,7 +252,8 @@ def test_column_major_a_every_persistent_plan(dtype, acc):
     cases = [((3072, 5120, 2048, 192), "TN", lambda l: l["tile"] == (128, 192)),
              ((3000, 5000, 2000, 193), "TT", lambda l: l["tile"] == (256, 152)),
              ((3000, 5000, 2000, 194), "TN", lambda l: l["kernel"] == "wgmma_cluster"),
-             ((16, 4096, 4096, 4096), "TN", lambda l: l["kernel"] == "wgmma_splitk" and l["split"] > 1),
+             ((32, 4096, 4096, 4096), "TN", lambda l: l["kernel"] == "wgmma_splitk" and l["split"] > 1),
+             ((16, 4096, 4096, 4096), "TN", lambda l: l["kernel"] == "mma_stream"),
              ((4096, 16, 4096, 4096), "TT", lambda l: l["kernel"] == "wgmma_splitk" and l["split"] > 1),
              ((4096, 4096, 512, 512), "TN", lambda l: l["tile"] == (128, 256) and l["kernel"] == "wgmma_persistent")]
     for i, ((m, n, k, k16), layout, planned) in enumerate(cases):
@@ -545,22 +535,10 @@ def test_grid_split_on_side_streams_and_in_cuda_graphs():
     dependent launch: correct on a side stream, and inside a captured CUDA graph replayed on new data."""
     needs_hopper()
     ins = [make_inputs(128, 256, 16384, "NT", device="cuda", seed=40 + s) for s in range(3)]
-    refs = [reference(a, b) for a, b in ins]
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        outs = [ptx_kernels.hgemm(a, b, variant="wgmma_persistent") for a, b in ins]
-    side.synchronize()
-    assert ptx_kernels.last_launch()["kernel"] == "wgmma_splitk_grid"
-    assert all(compare(c, r).ok for c, r in zip(outs, refs))
-    a, b = (t.clone() for t in ins[0])
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph, stream=side):
-        out = ptx_kernels.hgemm(a, b, variant="wgmma_persistent")
-    for i in (1, 2, 0):
-        a.copy_(ins[i][0])
-        b.copy_(ins[i][1])
-        graph.replay()
-        torch.cuda.synchronize()
-        assert compare(out, refs[i]).ok, i
+
+    def ran_the_grid_split():
+        assert ptx_kernels.last_launch()["kernel"] == "wgmma_splitk_grid"
+
+    on_side_stream_and_in_graph(lambda a, b: ptx_kernels.hgemm(a, b, variant="wgmma_persistent"), ins,
+                                [reference(a, b) for a, b in ins], ran_the_grid_split)
 

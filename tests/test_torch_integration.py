@@ -122,12 +122,12 @@ def test_ptx_split_choice_is_validated_before_any_device_work():
     import ptx_kernels
     a = torch.ones(4, 4, dtype=torch.float16)
     splitting = [v.name for v in ptx_kernels.variants() if v.splits]
-    assert splitting == ["wgmma_persistent", "wgmma_splitk", "wgmma_splitk_grid"]
+    assert splitting == ["wgmma_persistent", "wgmma_splitk", "wgmma_splitk_grid", "mma_stream"]
     with pytest.raises(ValueError, match=r"split=2 needs a kernel that splits K \(\['wgmma_persistent'"):
         ptx_kernels.hgemm(a, a, variant="mma_stmatrix", split=2)
     with pytest.raises(ValueError, match=r"kernel 'wgmma_splitk' takes \(1, 2, 4\)"):
         ptx_kernels.hgemm(a, a, variant="wgmma_splitk", split=3)
-    for variant in ("wgmma_persistent", "wgmma_splitk_grid"):
+    for variant in ("wgmma_persistent", "wgmma_splitk_grid", "mma_stream"):
         for bad in (0, 257, 2.0, True):
             with pytest.raises(ValueError, match=rf"kernel '{variant}' takes \(.*'1-256'\)"):
                 ptx_kernels.hgemm(a, a, variant=variant, split=bad)

@@ -1,7 +1,8 @@
 // sm90/handoff.h — the launches wgmma_persistent.cu hands problems to: wgmma_splitk.cu's split-K over a cluster and
-// wgmma_splitk_grid.cu's over the grid, for outputs with too few tiles to fill the GPU (plan_wgmma decides), and
-// wgmma_cluster.cu, for row-major B whose rows are not 32-byte aligned. Templates over the element type E (half,
-// __nv_bfloat16), instantiated for both in their own files.
+// wgmma_splitk_grid.cu's over the grid, for outputs with too few tiles to fill the GPU (plan_wgmma decides),
+// wgmma_cluster.cu, for row-major B whose rows are not 32-byte aligned, and mma_stream.cu's bandwidth path, for a few
+// rows of A against a large B (hands_to_stream). Templates over the element type E (half, __nv_bfloat16),
+// instantiated for both in their own files.
 #pragma once
 #include "blocks/wgmma_tile.cuh"
 
@@ -24,3 +25,20 @@ cudaError_t launch_wgmma_splitk_grid_plan(const GemmArgsOf<E>& p, Acc acc, cudaS
 
 template <typename E>
 cudaError_t launch_wgmma_cluster(const GemmArgsOf<E>& p, Acc acc, cudaStream_t stream, LaunchInfo* info);
+
+// The shapes wgmma_persistent hands to mma_stream.cu (unless GemmArgs::plan_tile or ::split pins a plan): at most
+// kStreamRows rows of A, against a B of at least kStreamMinB elements. There the GEMM is a read of B, and the tile
+// kernels, whose 128-row tiles such an output fills a fraction of, stream it at a fraction of the memory's speed
+// (docs/design/hopper.md, "The bandwidth path"); below that size of B, launch and latency dominate either way.
+constexpr int kStreamRows = 16;
+constexpr int64_t kStreamMinB = int64_t(1) << 22;
+__host__ __device__ constexpr bool hands_to_stream(int M, int N, int K) {
+  return M <= kStreamRows && int64_t(N) * K >= kStreamMinB;
+}
+static_assert(hands_to_stream(1, 4096, 4096) && hands_to_stream(16, 28672, 4096) && hands_to_stream(8, 64, 65536) &&
+                  !hands_to_stream(17, 4096, 4096) && !hands_to_stream(16, 1024, 2048) && !hands_to_stream(1, 1, 1),
+              "worked cases: decode rows against a 4096 x 4096 weight and wider go to the bandwidth path; 17 rows, or "
+              "a B of 2M elements, stay on the tile kernels");
+
+template <typename E>
+cudaError_t launch_mma_stream(const GemmArgsOf<E>& p, Acc acc, cudaStream_t stream, LaunchInfo* info);

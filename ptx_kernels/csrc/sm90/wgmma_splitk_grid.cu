@@ -8,11 +8,8 @@
 //      consumer warpgroups issuing wgmma, full/empty mbarriers);
 //   2. stores its fp32 accumulators straight from registers into slice `slice` of the workspace (S slices of
 //      M x ldw fp32, ldw = N rounded up to 4), rows < M and columns < N only;
-//   3. a second kernel, splitk_reduce_kernel, adds the S slices of every element and stores C in E.
-// The reduction is the same tree on every run, so the bits never depend on timing: in a block of 8 warps, warp w
-// adds slices [w S / 8, (w + 1) S / 8) of 32 float4 columns in index order, then warp 0 adds the 8 warps' sums in
-// warp order. The whole grid reduces: a 128 x 128 x 131072 product leaves 8 MB of partial tiles, which the last
-// block of the tile, adding them alone, would read through one SM.
+//   3. a second kernel (blocks/splitk_reduce.cuh) adds the S slices of every element in a fixed order and stores C
+//      in E.
 // Programmatic dependent launch (ptx/griddepcontrol.cuh): the reduce kernel is queued while the product still runs
 // (its launch overlaps the product's tail) and waits for the product's grid to complete before it reads.
 // The workspace is GemmArgs::workspace: the binding allocates it through Torch's caching allocator on the launch's
@@ -24,6 +21,7 @@
 // either way (fp16 accumulators are widened exactly), so partial sums are added in fp32.
 #include <algorithm>
 
+#include "blocks/splitk_reduce.cuh"
 #include "blocks/wgmma_tile.cuh"
 #include "host/registry.h"
 #include "ptx/griddepcontrol.cuh"
@@ -47,7 +45,6 @@ using Narrow = Tile<64, 8>;
 constexpr int GROUP_M = 8;
 constexpr int kConsumers = 2, kThreads = (1 + kConsumers) * hopper::kWarpgroup;
 constexpr int kProducerRegs = 40, kConsumerRegs = 232;  // as wgmma_persistent.cu
-constexpr int kReduceWarps = 8;                         // the reduce kernel's block: 8 warps x 32 float4 columns
 // Forced splits of a large output are cut to a workspace of at most this many bytes (the planned ones, on outputs
 // that fill a fraction of one wave of tiles, need a few MB).
 constexpr int64_t kMaxWorkspaceBytes = int64_t(256) << 20;
@@ -120,58 +117,6 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
 }
 
-// C = the sum of the workspace's S slices, in the fixed order of the file's header. Lane l of warp w takes float4
-// column chunk blockIdx.x * 32 + l of the M x ldw slices (row-major: chunk / (ldw / 4) is the row) and slices
-// [w S / 8, (w + 1) S / 8); a warp with no slices (S < 8) adds nothing. `vec`: C takes 8-byte stores of 4 elements
-// (8-byte aligned base, ldc a multiple of 4).
-template <typename E>
-__global__ void __launch_bounds__(kReduceWarps * 32)
-    splitk_reduce_kernel(const float* __restrict__ ws, int split, int ldw, E* __restrict__ C, int64_t ldc, int M,
-                         int N, bool vec) {
-  extern __shared__ float4 sums[];  // (warp, lane), kReduceWarps x 32: each warp's sum of its slices
-  ptx::griddepcontrol_wait();                // the product's partial tiles are complete and visible
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int64_t row_chunks = ldw / 4, slice_chunks = int64_t(M) * row_chunks;
-  const int64_t chunk = int64_t(blockIdx.x) * 32 + lane;
-  const auto first = [split](int w) { return int(int64_t(split) * w / kReduceWarps); };
-  const float4* src = reinterpret_cast<const float4*>(ws) + chunk;
-  if (chunk < slice_chunks && first(warp + 1) > first(warp)) {
-    const int s0 = first(warp), s1 = first(warp + 1);
-    float4 sum = __ldcs(src + s0 * slice_chunks);
-    for (int s = s0 + 1; s < s1; s += 4) {  // four loads in flight, then the adds in slice order
-      float4 v[4];
-#pragma unroll
-      for (int q = 0; q < 4; ++q)
-        if (s + q < s1) v[q] = __ldcs(src + (s + q) * slice_chunks);
-#pragma unroll
-      for (int q = 0; q < 4; ++q)
-        if (s + q < s1) sum.x += v[q].x, sum.y += v[q].y, sum.z += v[q].z, sum.w += v[q].w;
-    }
-    sums[warp * 32 + lane] = sum;
-  }
-  __syncthreads();
-  if (warp != 0 || chunk >= slice_chunks) return;
-  float4 t = make_float4(0.f, 0.f, 0.f, 0.f);
-  bool any = false;
-#pragma unroll
-  for (int w = 0; w < kReduceWarps; ++w) {
-    if (first(w + 1) == first(w)) continue;
-    const float4 v = sums[w * 32 + lane];
-    if (any) t.x += v.x, t.y += v.y, t.z += v.z, t.w += v.w;
-    else t = v;
-    any = true;
-  }
-  const int row = int(chunk / row_chunks), col = int(chunk % row_chunks) * 4;
-  if (col >= N) return;
-  E* dst = C + int64_t(row) * ldc + col;
-  if (vec && col + 3 < N) {
-    *reinterpret_cast<uint2*>(dst) = make_uint2(tile::pair_bits<E>(t.x, t.y), tile::pair_bits<E>(t.z, t.w));
-  } else {
-    const float v[4] = {t.x, t.y, t.z, t.w};
-    for (int e = 0; e < 4 && col + e < N; ++e) dst[e] = tile::to_element<E>(v[e]);
-  }
-}
-
 // Both launches of a plan: the product into the workspace, then the reduction into C (one slice: the product alone,
 // straight into C).
 template <typename T, typename E>
@@ -206,20 +151,7 @@ cudaError_t launch_tile(const GemmArgsOf<E>& p, Acc acc, int split, cudaStream_t
   }
   if (ws == nullptr) return cudaSuccess;
   // ---- the reduction, a programmatic dependent launch ----
-  const int64_t chunks = int64_t(p.M) * (ldw / 4);
-  cudaLaunchAttribute attr;
-  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr.val.programmaticStreamSerializationAllowed = 1;
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(unsigned((chunks + 31) / 32));
-  cfg.blockDim = dim3(kReduceWarps * 32);
-  cfg.dynamicSmemBytes = kReduceWarps * 32 * sizeof(float4);
-  cfg.stream = stream;
-  cfg.attrs = &attr;
-  cfg.numAttrs = 1;
-  const bool vec = p.ldc % 4 == 0 && reinterpret_cast<uintptr_t>(p.C) % 8 == 0;
-  return cudaLaunchKernelEx(&cfg, splitk_reduce_kernel<E>, static_cast<const float*>(ws), split, ldw, p.C, p.ldc,
-                            p.M, p.N, vec);
+  return splitk::launch_reduce(static_cast<const float*>(ws), split, ldw, p.C, p.ldc, p.M, p.N, stream);
 }
 
 }  // namespace

@@ -1,0 +1,366 @@
+// mma_stream.cu — the bandwidth path: C = A @ B for a few rows of A (M <= 16; a larger M runs in 16-row blocks), B
+// streamed from memory once, straight into mma.sync fragments, the K splits added in a fixed order.
+//
+// At M <= 16 a GEMM is a read of B (K x N x 2 bytes) with a few flops per byte: its speed is the bytes of B in
+// flight. The tile kernels (wgmma_persistent and the split-K kernels it hands skinny outputs to) stage 128-row tiles
+// of A, of which such an output fills an eighth, and B through a TMA ring of a few stages per SM. Here:
+//   - Roles swapped: C^T = B^T A^T with mma.sync.m16n8k16, N the MMA's M dimension (16 columns of C per MMA row
+//     block) and the 16 rows of A its two n8 tiles. The MMA's A fragment is a piece of B, its B fragment one of A.
+//   - No shared memory on the way in: each lane loads 16 bytes of B (8 elements) per instruction into the registers
+//     the MMA reads (ld.global.nc, no L1 allocation: B is read once). A dot product does not care in which order it
+//     visits k, so a lane's 8 consecutive k are assigned to the k slots its fragment registers hold (slots 2t, 2t+1,
+//     2t+8, 2t+9 of the k16 step h take k 8t + 4h + 0..3 of the lane's chunk), and A's fragment, loaded the same way,
+//     takes the same assignment: no shuffle. Column-major B (NT) then is two row loads per MMA row block; row-major B
+//     (NN) is loaded as 8 rows of 8 consecutive columns a lane, and a byte permute (PRMT) pairs rows k and k + 1 of
+//     each column into one register: the MMA rows (columns of C) are permuted instead of k (Warp<false> below).
+//   - Bytes in flight: a warp issues its whole step, 8 loads a lane (4 KB a warp), before the first MMA that reads it,
+//     and two blocks of 8 warps share an SM (the launch bounds), so most warps wait on loads at any time; the
+//     dependency chain of a step is loads -> PRMT -> MMA, nothing else.
+//   - Work units: a unit is kCols columns x kRows rows of C over one slice of K (S slices of near-equal k-steps); a
+//     block's 8 warps split the unit's columns (WN) and each k-step (WK): warp wk takes k-step chunk wk of every
+//     kStepK of the slice, so the block reads kCols x kStepK of B together. The warps' partial sums meet in shared
+//     memory and are added in warp order. A persistent grid (the blocks that fit at once) walks the units; the split
+//     S is chosen so that the units fill the grid in as few rounds of as few k-steps as possible (plan_stream).
+//   - The K splits: one slice (S = 1) stores C from the block; otherwise each unit writes its fp32 partial into slice
+//     s of a workspace (Torch's caching allocator, GemmArgs::workspace) and blocks/splitk_reduce.cuh adds the slices
+//     in a fixed order, a programmatic dependent launch as in wgmma_splitk_grid.cu. No atomics: the bits do not
+//     depend on timing.
+// Edges: loads past N or K read zeros (per element where a lane's 8 are cut), rows of A past M are zeros, and the
+// stores are masked. B's rows (of its storage order) must start 16-byte aligned (the wrapper copies others, record
+// alignment "rows16"); A is read through its strides, in 16-byte loads where it is row-major with aligned rows,
+// element by element otherwise (column-major A, layouts TN and TT, included).
+// Element types: fp16 (fp32 or fp16 accumulation) and bf16 (fp32), the template parameter E; the partials are fp32
+// either way (fp16 accumulators are widened exactly). wgmma_persistent.cu hands it the shapes of hands_to_stream
+// (sm90/handoff.h).
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+
+#include "blocks/common.cuh"
+#include "blocks/element.cuh"
+#include "blocks/fragments.cuh"
+#include "blocks/splitk_reduce.cuh"
+#include "host/launch.h"
+#include "host/registry.h"
+#include "ptx/griddepcontrol.cuh"
+#include "ptx/ld_global.cuh"
+#include "sm90/handoff.h"
+
+namespace {
+
+constexpr int kWarps = 8, kThreads = 32 * kWarps;
+constexpr int kBlocksPerSM = 2;  // 2 x 256 threads x <= 128 registers: the register file, full
+constexpr int kRows = 16;        // rows of C a unit covers: the two n8 tiles of the MMA
+constexpr int kCols = 128;       // columns of C a unit covers
+constexpr int kStepK = 128;      // k a block's warps cover together in one step
+constexpr int kPad = 4;          // floats after each row of the partial sums in shared memory (rows stay 16-byte aligned)
+constexpr int kMaxSplit = 256;
+// Forced splits of a large output are cut to a workspace of at most this many bytes (planned ones need a few MB).
+constexpr int64_t kMaxWorkspaceBytes = int64_t(256) << 20;
+
+// A warp's step: N columns x K of B, 8 16-byte loads a lane (g = lane / 4, t = lane % 4), in RB MMA row blocks of 16
+// columns and KS k32 chunks (two k16 MMAs each); col(j, hh): the column (from the warp's first) of MMA row block j's
+// row g (hh = 0) or g + 8 (hh = 1).
+template <bool B_COL>
+struct Warp;
+template <>
+struct Warp<false> {  // B row-major: lane (g, t) loads rows k0 + 8t + r (r < 8) at columns n0 + 8g .. n0 + 8g + 7
+  static constexpr int N = 64, K = 32, RB = 4, KS = 1;
+  __device__ __forceinline__ static int col(int j, int hh, int g) { return 8 * g + 2 * j + hh; }
+};
+template <>
+struct Warp<true> {  // B column-major: lane (g, t) loads columns n0 + 16j + 8hh + g at k0 + 32s + 8t .. + 7
+  static constexpr int N = 32, K = 64, RB = 2, KS = 2;
+  __device__ __forceinline__ static int col(int j, int hh, int g) { return 16 * j + 8 * hh + g; }
+};
+template <bool B_COL>
+constexpr int kWN = kCols / Warp<B_COL>::N;  // warps across a unit's columns
+template <bool B_COL>
+constexpr int kWK = kStepK / Warp<B_COL>::K;  // warps across a step's k
+static_assert(kWN<false> * kWK<false> == kWarps && kWN<true> * kWK<true> == kWarps, "8 warps tile a block's step");
+
+// ---- plan: the K split --------------------------------------------------------------------------------------------
+// S slices of K for an output of `tiles` units of kRows x kCols, `steps` k-steps of kStepK, on `slots` resident
+// blocks: the S (1 .. min(steps, kMaxSplit)) whose busiest block finishes first, counting a unit's epilogue (its
+// partial sums through shared memory, the stores) as half a step, and with S > 1 the partial's trip through the
+// workspace and the reduction as another half; ties go to the smaller S.
+// force_split (GemmArgs::split) pins S, cut to the steps there are.
+struct StreamPlan {
+  int split, units, grid;
+};
+__host__ __device__ constexpr StreamPlan plan_stream(int M, int N, int K, int slots, int force_split = 0) {
+  const int tiles = tile::cdiv(N, kCols) * tile::cdiv(M, kRows);
+  const int steps = K > 0 ? tile::cdiv(K, kStepK) : 1;
+  int split = 1;
+  if (force_split > 0) {
+    split = force_split < steps ? force_split : steps;
+  } else {
+    long best = -1;
+    for (int s = 1; s <= steps && s <= kMaxSplit; ++s) {
+      const long units = long(tiles) * s, grid = units < slots ? units : slots;
+      const long cost = (units + grid - 1) / grid * (2L * tile::cdiv(steps, s) + (s > 1 ? 2 : 1));  // half steps
+      if (best < 0 || cost < best) best = cost, split = s;
+    }
+  }
+  const long units = long(tiles) * split;
+  return StreamPlan{split, int(units), int(units < slots ? units : slots)};
+}
+static_assert(plan_stream(1, 8192, 8192, 264).split == 4 && plan_stream(1, 8192, 8192, 264).grid == 256 &&
+                  plan_stream(16, 4096, 4096, 264).split == 8 && plan_stream(16, 28672, 4096, 264).split == 1 &&
+                  plan_stream(8, 4096, 14336, 264).split == 8 && plan_stream(13, 5000, 7001, 264).split == 6 &&
+                  plan_stream(1, 128256, 4096, 264).split == 1 && plan_stream(1, 128256, 4096, 264).grid == 264 &&
+                  plan_stream(33, 300, 50, 264).split == 1 && plan_stream(16, 4096, 4096, 264, 1000).split == 32 &&
+                  plan_stream(4, 64, 0, 264).split == 1,
+              "worked cases (two 256-thread blocks on each of 132 SMs): 1 x 8192 x 8192 in 4 slices (256 units of 16 "
+              "steps: one round); 16 x 4096 x 4096 in 8; 16 x 28672 x 4096 unsplit (224 units fill a round); 1 x "
+              "128256 x 4096 unsplit, 4 rounds of the 264 blocks; a short K stays whole; forced splits are cut to the "
+              "steps; K = 0 is one slice of no steps (zeros)");
+
+// ---- loads ----------------------------------------------------------------------------------------------------------
+// 8 elements of E at p, stride apart, the first `valid` of them (any count, <= 0 included), zeros after: one element a
+// load (a lane's chunk cut by an edge, A read through its strides).
+template <typename E>
+__device__ __forceinline__ uint4 load8_elements(const E* p, int64_t stride, int valid) {
+  uint32_t h[8];
+#pragma unroll
+  for (int e = 0; e < 8; ++e) h[e] = e < valid ? ptx::ld_global_nc_b16(p + e * stride) : 0u;
+  return make_uint4(h[0] | h[1] << 16, h[2] | h[3] << 16, h[4] | h[5] << 16, h[6] | h[7] << 16);
+}
+
+// 8 consecutive elements of a row of B at p (16-byte aligned), the first `valid` of them: one streaming load where
+// all 8 are inside.
+template <typename E>
+__device__ __forceinline__ uint4 load_b8(const E* p, int valid) {
+  return valid >= 8 ? ptx::ld_global_nc_na_v4_b32(p) : load8_elements(p, 1, valid);
+}
+
+__device__ __forceinline__ void unpack(uint4 v, uint32_t (&r)[4]) { r[0] = v.x, r[1] = v.y, r[2] = v.z, r[3] = v.w; }
+
+// A's part of a warp step: rows m0 + 8i + g (i < 2: the MMA's two n8 tiles) at k0 + 32s + 8t .. + 7 (s < KS), zeros
+// past M and K. `a_vec`: A row-major with 16-byte aligned rows (16-byte loads, cached in L1: every warp of the block
+// working on this k reads them).
+template <int KS, typename E>
+__device__ __forceinline__ void load_a(uint32_t (&a)[KS][2][4], const E* A, int64_t sam, int64_t sak, int M, int K,
+                                       int m0, int k0, bool a_vec) {
+  const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+#pragma unroll
+  for (int s = 0; s < KS; ++s)
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      const int m = m0 + 8 * i + g, k = k0 + 32 * s + 8 * t;
+      uint4 v = make_uint4(0u, 0u, 0u, 0u);
+      if (m < M) {
+        const E* p = A + int64_t(m) * sam + int64_t(k) * sak;
+        v = a_vec && K - k >= 8 ? ptx::ld_global_nc_v4_b32(p) : load8_elements(p, sak, K - k);
+      }
+      unpack(v, a[s][i]);
+    }
+}
+
+// ---- one warp step: loads, then MMAs --------------------------------------------------------------------------------
+// acc[j][i]: MMA row block j (columns Warp::col(j, ..)) x n8 tile i (rows m0 + 8i ..) of the warp's part of C^T.
+// EDGE: some of the step's loads fall past N or K (each lane tests its own); otherwise none does.
+template <bool EDGE, bool B_COL, Acc ACC, typename E>
+__device__ __forceinline__ void warp_step(tile::MmaAcc<ACC, E> (&acc)[Warp<B_COL>::RB][2], const E* A, const E* B,
+                                          int64_t sam, int64_t sak, int64_t ldb, int M, int N, int K, int m0, int n0,
+                                          int k0, bool a_vec) {
+  using W = Warp<B_COL>;
+  const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  uint32_t a[W::KS][2][4];
+  if constexpr (!B_COL) {
+    // ---- B row-major: 8 rows x 8 columns a lane; registers q[r][j] hold columns 8g + 2j, 8g + 2j + 1 of row r ----
+    uint32_t q[8][4];
+    const int n = n0 + 8 * g, k = k0 + 8 * t;
+#pragma unroll
+    for (int r = 0; r < 8; ++r) {
+      const E* p = B + int64_t(k + r) * ldb + n;
+      uint4 v = make_uint4(0u, 0u, 0u, 0u);
+      if (!EDGE) v = ptx::ld_global_nc_na_v4_b32(p);
+      else if (k + r < K) v = load_b8(p, N - n);
+      unpack(v, q[r]);
+    }
+    load_a<W::KS>(a, A, sam, sak, M, K, m0, k0, a_vec);
+    // ---- MMAs: row block j's rows g / g + 8 are columns 8g + 2j / 8g + 2j + 1 (the low / high halves of q[.][j]);
+    // k16 step h's slots 2t, 2t+1 are rows 4h, 4h + 1 of the lane's 8, slots 2t + 8, 2t + 9 rows 4h + 2, 4h + 3 ----
+#pragma unroll
+    for (int j = 0; j < W::RB; ++j)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const uint32_t f[4] = {__byte_perm(q[4 * h][j], q[4 * h + 1][j], 0x5410),
+                               __byte_perm(q[4 * h][j], q[4 * h + 1][j], 0x7632),
+                               __byte_perm(q[4 * h + 2][j], q[4 * h + 3][j], 0x5410),
+                               __byte_perm(q[4 * h + 2][j], q[4 * h + 3][j], 0x7632)};
+#pragma unroll
+        for (int i = 0; i < 2; ++i) acc[j][i].mma(f, {a[0][i][2 * h], a[0][i][2 * h + 1]});
+      }
+  } else {
+    // ---- B column-major: per row block j, columns g and g + 8 (hh), k chunks s: q[j][hh][s] ----
+    uint32_t q[W::RB][2][W::KS][4];
+#pragma unroll
+    for (int j = 0; j < W::RB; ++j)
+#pragma unroll
+      for (int hh = 0; hh < 2; ++hh)
+#pragma unroll
+        for (int s = 0; s < W::KS; ++s) {
+          const int n = n0 + W::col(j, hh, g), k = k0 + 32 * s + 8 * t;
+          const E* p = B + int64_t(n) * ldb + k;
+          uint4 v = make_uint4(0u, 0u, 0u, 0u);
+          if (!EDGE) v = ptx::ld_global_nc_na_v4_b32(p);
+          else if (n < N) v = load_b8(p, K - k);
+          unpack(v, q[j][hh][s]);
+        }
+    load_a<W::KS>(a, A, sam, sak, M, K, m0, k0, a_vec);
+    // ---- MMAs: k16 step h of chunk s takes registers 2h (slots 2t, 2t+1) and 2h + 1 (slots 2t + 8, 2t + 9) ----
+#pragma unroll
+    for (int j = 0; j < W::RB; ++j)
+#pragma unroll
+      for (int s = 0; s < W::KS; ++s)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const uint32_t f[4] = {q[j][0][s][2 * h], q[j][1][s][2 * h], q[j][0][s][2 * h + 1], q[j][1][s][2 * h + 1]};
+#pragma unroll
+          for (int i = 0; i < 2; ++i) acc[j][i].mma(f, {a[s][i][2 * h], a[s][i][2 * h + 1]});
+        }
+  }
+}
+
+// An accumulator's row half hh (MMA row g or g + 8) as two floats: MMA columns 2t, 2t + 1 (rows 2t, 2t + 1 of C's
+// n8 tile).
+template <typename E>
+__device__ __forceinline__ float2 acc_pair(const tile::MmaAcc<Acc::F32, E>& c, int hh) {
+  return make_float2(c.v[2 * hh], c.v[2 * hh + 1]);
+}
+__device__ __forceinline__ float2 acc_pair(const tile::MmaAcc<Acc::F16, half>& c, int hh) {
+  return __half22float2(c.pair(hh));
+}
+
+// ---- the kernel ---------------------------------------------------------------------------------------------------
+// Units u = blockIdx.x, blockIdx.x + gridDim.x, ...: slice u / tiles; within a slice the kRows-row blocks of a column
+// block are adjacent (they read the same B, which the first brings into L2), then the column blocks. ws: the
+// workspace (S > 1: slice s at ws + s M ldw, M x ldw fp32), or null (S = 1: the blocks store C). `a_vec`: A
+// row-major with 16-byte aligned rows; `c_vec`: C takes 8-byte stores of 4 elements.
+template <typename E, Acc ACC, bool B_COL>
+__global__ void __launch_bounds__(kThreads, kBlocksPerSM)
+    mma_stream_kernel(const E* __restrict__ A, const E* __restrict__ B, E* __restrict__ C, float* __restrict__ ws,
+                      int M, int N, int K, int64_t sam, int64_t sak, int64_t ldb, int64_t ldc, int ldw, int split,
+                      bool a_vec, bool c_vec) {
+  using W = Warp<B_COL>;
+  constexpr int WN = kWN<B_COL>, WK = kWK<B_COL>;
+  __shared__ __align__(16) float partial[WK][kRows][kCols + kPad];  // (warp's k share, row of C, column of the unit)
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  const int wn = warp % WN, wk = warp / WN;
+  const int mblocks = tile::cdiv(M, kRows), tiles = tile::cdiv(N, kCols) * mblocks;
+  const int steps = tile::cdiv(K, kStepK), units = tiles * split;
+
+  for (int u = blockIdx.x; u < units; u += gridDim.x) {
+    const int slice = u / tiles, tile_id = u % tiles;
+    const int m0 = (tile_id % mblocks) * kRows, c0 = (tile_id / mblocks) * kCols;
+    const int step0 = int(int64_t(steps) * slice / split), step1 = int(int64_t(steps) * (slice + 1) / split);
+    const int n0 = c0 + wn * W::N;  // the warp's columns
+
+    // ---- MAIN LOOP: the warp's k chunk of each step of the slice ----
+    tile::MmaAcc<ACC, E> acc[W::RB][2];
+    if (n0 < N) {
+      const bool full_n = n0 + W::N <= N;
+      for (int step = step0; step < step1; ++step) {
+        const int k0 = step * kStepK + wk * W::K;
+        if (k0 >= K) break;
+        if (full_n && k0 + W::K <= K)
+          warp_step<false, B_COL>(acc, A, B, sam, sak, ldb, M, N, K, m0, n0, k0, a_vec);
+        else
+          warp_step<true, B_COL>(acc, A, B, sam, sak, ldb, M, N, K, m0, n0, k0, a_vec);
+      }
+    }
+
+    // ---- EPILOGUE: the warps' partial sums into shared memory, added in warp order, stored ----
+#pragma unroll
+    for (int j = 0; j < W::RB; ++j)
+#pragma unroll
+      for (int i = 0; i < 2; ++i)
+#pragma unroll
+        for (int hh = 0; hh < 2; ++hh) {
+          const float2 v = acc_pair(acc[j][i], hh);
+          const int col = wn * W::N + W::col(j, hh, g), row = 8 * i + 2 * t;
+          partial[wk][row][col] = v.x;
+          partial[wk][row + 1][col] = v.y;
+        }
+    __syncthreads();
+    for (int idx = threadIdx.x; idx < kRows * kCols / 4; idx += kThreads) {
+      const int row = idx / (kCols / 4), col = idx % (kCols / 4) * 4;
+      float4 sum = *reinterpret_cast<const float4*>(&partial[0][row][col]);
+#pragma unroll
+      for (int w = 1; w < WK; ++w) {
+        const float4 v = *reinterpret_cast<const float4*>(&partial[w][row][col]);
+        sum.x += v.x, sum.y += v.y, sum.z += v.z, sum.w += v.w;
+      }
+      const int m = m0 + row, n = c0 + col;
+      if (m >= M || n >= N) continue;
+      if (ws != nullptr)  // n + 3 < ldw: n is a multiple of 4 below N, and ldw is N rounded up to 4
+        *reinterpret_cast<float4*>(ws + (int64_t(slice) * M + m) * ldw + n) = sum;
+      else
+        splitk::store4(C + int64_t(m) * ldc + n, sum, N - n, c_vec);
+    }
+    __syncthreads();  // the partial sums are read before the next unit writes them
+  }
+  ptx::griddepcontrol_launch_dependents();  // the reduction (S > 1) may be scheduled as the last units finish
+}
+
+// Blocks of `kernel` resident at once on this device (the persistent grid's size), asked once per device.
+template <auto KERNEL>
+int resident_blocks() {
+  static std::atomic<int> cache[64] = {};
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess) return 0;
+  int blocks = dev < 64 ? cache[dev].load(std::memory_order_relaxed) : 0;
+  if (blocks > 0) return blocks;
+  int per_sm = 0, sms = 0;
+  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, KERNEL, kThreads, 0) != cudaSuccess ||
+      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || per_sm * sms <= 0) {
+    cudaGetLastError();  // not sticky: the plan falls back to one block per SM
+    return sms > 0 ? sms : 1;
+  }
+  blocks = per_sm * sms;
+  if (dev < 64) cache[dev].store(blocks, std::memory_order_relaxed);
+  return blocks;
+}
+
+}  // namespace
+
+// ---- HOST: check -> plan -> workspace -> launches ----
+// GemmArgs::split pins S (1 .. kMaxSplit, cut to the k-steps there are and to a workspace of kMaxWorkspaceBytes);
+// GemmArgs::plan_tile and ::tile are not read (one tile).
+template <typename E>
+cudaError_t launch_mma_stream(const GemmArgsOf<E>& p, Acc acc, cudaStream_t stream, LaunchInfo* info) {
+  const int64_t ldb = p.b_col_major ? p.sbn : p.sbk;
+  if (!tile::aligned16(p.B) || ldb % 8 != 0) return cudaErrorMisalignedAddress;  // 16-byte loads of B's rows
+  if (p.M <= 0 || p.N <= 0) return cudaSuccess;
+  const bool a_vec = p.sak == 1 && (p.sam % 8 == 0 || p.M == 1) && tile::aligned16(p.A);
+  const bool c_vec = p.ldc % 4 == 0 && reinterpret_cast<uintptr_t>(p.C) % 8 == 0;
+  const int ldw = (p.N + 3) / 4 * 4;
+  return tile::dispatch<E>(acc, p.b_col_major, [&](auto acc_c, auto b_col_c) {
+    constexpr auto kernel = mma_stream_kernel<E, acc_c.value, b_col_c.value>;
+    StreamPlan plan = plan_stream(p.M, p.N, p.K, resident_blocks<kernel>(), p.split);
+    const int64_t slice_bytes = int64_t(p.M) * ldw * int64_t(sizeof(float));
+    if (plan.split > 1 && plan.split * slice_bytes > kMaxWorkspaceBytes)
+      plan = plan_stream(p.M, p.N, p.K, resident_blocks<kernel>(),
+                         int(std::max<int64_t>(1, kMaxWorkspaceBytes / slice_bytes)));
+    const int64_t bytes = plan.split > 1 ? plan.split * slice_bytes : 0;
+    if (info) info->workspace_bytes = bytes;
+    if (p.workspace_bytes < bytes) return kWorkspaceNeeded;
+    float* ws = plan.split > 1 ? static_cast<float*>(p.workspace) : nullptr;
+    constexpr int smem = int(sizeof(float)) * kWK<b_col_c.value> * kRows * (kCols + kPad);  // the kernel's static
+    if (info) {
+      const int limit = info->smem_limit;
+      *info = LaunchInfo{unsigned(plan.grid), 1, unsigned(kThreads), smem, limit, kRows, kCols, plan.split};
+      info->kernel = "mma_stream";
+      info->workspace_bytes = bytes;
+    }
+    kernel<<<plan.grid, kThreads, 0, stream>>>(p.A, p.B, p.C, ws, p.M, p.N, p.K, p.sam, p.sak, ldb, p.ldc, ldw,
+                                               plan.split, a_vec, c_vec);
+    const cudaError_t err = cudaGetLastError();
+    if (err != cudaSuccess || ws == nullptr) return err;
+    return splitk::launch_reduce<E>(ws, plan.split, ldw, p.C, p.ldc, p.M, p.N, stream);
+  });
+}
+
+HGEMM_VARIANT_FP16_BF16(mma_stream, launch_mma_stream, AnyMajor);

@@ -1,0 +1,118 @@
+"""The bandwidth path (ptx_kernels/csrc/sm90/mma_stream.cu) on a GPU: exact integer checks for a few rows of A in every
+layout, dtype and accumulation, on odd N and K with operands whose padding is NaN, into NaN-poisoned outputs;
+bitwise the same result on every run whatever the K split; wgmma_persistent's hand-off (sm90/handoff.h,
+hands_to_stream) routes M <= 16 against a large B to it, and nothing else; side streams and CUDA graphs."""
+import pytest
+import torch
+
+import ptx_kernels
+from compare.reference import LAYOUTS, compare, error_bound, make_inputs, poisoned_out, reference
+from helpers import a_copies, assert_exact, in_place_operand, on_side_stream_and_in_graph, shared_inputs
+
+pytestmark = pytest.mark.gpu(sm=90)
+
+DTYPE_ACCS = (("fp16", "fp32"), ("fp16", "fp16"), ("bf16", "fp32"))
+ROWS = (1, 2, 5, 8, 13, 16)
+# (N, K): odd both ways, a K tail inside a lane's 8 elements, N inside one 128-column unit, K shorter than a step;
+# the last is large enough for wgmma_persistent to hand it over (K x N >= 2^22)
+SHAPES = ((1001, 777), (7, 4099), (129, 65), (3001, 1399))
+HANDED = (3001, 1399)
+
+
+def stream_call(a, b, kernel, acc, dtype, split=None):
+    """hgemm on `kernel` into a NaN-poisoned out (synchronized), and the launch it reported."""
+    c = poisoned_out(a.shape[0], b.shape[1], "cuda", dtype)
+    assert ptx_kernels.hgemm(a, b, kernel=kernel, acc=acc, out=c, split=split) is c
+    torch.cuda.synchronize()
+    return c, ptx_kernels.last_launch()
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("dtype,acc", DTYPE_ACCS)
+def test_exact_few_rows_every_layout(dtype, acc, layout):
+    """M in {1, 2, 5, 8, 13, 16} on odd N and K, A and B read in place from storage padded with NaN (a load past an
+    edge would make C NaN), every element of C written, exact against the float64 product; directly and through
+    wgmma_persistent where it hands the shape over."""
+    for i, m in enumerate(ROWS):
+        for j, (n, k) in enumerate(SHAPES):
+            a, b = make_inputs(m, n, k, layout, device="cuda", seed=10 * i + j, dtype=dtype)
+            a, b = in_place_operand(a, layout[0] == "T"), in_place_operand(b, layout[1] == "T")
+            kernels = ("mma_stream", "wgmma_persistent") if (n, k) == HANDED else ("mma_stream",)
+            for kernel in kernels:
+                c, launch = stream_call(a, b, kernel, acc, dtype)
+                what = f"{kernel} {dtype} {acc} {layout} {m}x{n}x{k}"
+                assert launch["kernel"] == "mma_stream" and not launch["copies"], (what, launch)
+                assert launch["a_col_major"] == (layout[0] == "T"), (what, launch)
+                assert_exact(c, a, b, what)
+
+
+@pytest.mark.parametrize("layout", ("NN", "NT", "TN"))
+@pytest.mark.parametrize("dtype,acc", DTYPE_ACCS)
+def test_every_split_exact_and_larger_m(dtype, acc, layout):
+    """Forced K splits (GemmArgs::split, cut to the 128-deep k-steps there are) from one slice to more slices than
+    steps, each exact: the workspace path and the fixed-order reduction for every count; M past 16 (16-row blocks of
+    the same B, the last one partial) too."""
+    for i, (m, n, k, splits) in enumerate([(5, 1000, 12000, (1, 2, 5, 64, 94, 256)), (16, 4099, 1037, (1, 3, 9)),
+                                           (40, 700, 3000, (1, 4, 24)), (3, 77, 100, (1, 2))]):
+        a, b = shared_inputs(m, n, k, layout, seed=40 + i, dtype=dtype)
+        ref = reference(a, b)
+        for split in splits:
+            c, launch = stream_call(a, b, "mma_stream", acc, dtype, split=split)
+            assert launch["split"] == min(split, -(-k // 128)), (split, launch)
+            verdict = compare(c, ref)
+            assert verdict.ok, f"{dtype} {acc} {layout} {m}x{n}x{k} split {split}: {verdict.detail}"
+
+
+@pytest.mark.parametrize("dtype,acc", DTYPE_ACCS)
+def test_same_bits_every_run(dtype, acc):
+    """Random inputs: the same bits on every call (the warps' partials are added in warp order, the slices in slice
+    order), through mma_stream and through wgmma_persistent's hand-off (the same plan), within the error bound; and a
+    forced split twice gives its own result twice."""
+    for layout in ("NN", "NT", "TN"):
+        a, b = shared_inputs(13, 5000, 7001, layout, seed=7, kind="randn", dtype=dtype)
+        ref = reference(a, b)
+        first, launch = stream_call(a, b, "mma_stream", acc, dtype)
+        assert launch["split"] > 1, launch  # the auto plan splits K here: the reduction runs
+        for _ in range(3):
+            assert torch.equal(stream_call(a, b, "mma_stream", acc, dtype)[0], first), layout
+        handed, launch = stream_call(a, b, "wgmma_persistent", acc, dtype)
+        assert launch["kernel"] == "mma_stream" and torch.equal(handed, first), (layout, launch)
+        verdict = compare(first, ref, error_bound(a, b, ref, acc))
+        assert verdict.ok, f"{layout}: {verdict.detail}"
+        forced = stream_call(a, b, "mma_stream", acc, dtype, split=17)[0]
+        assert torch.equal(stream_call(a, b, "mma_stream", acc, dtype, split=17)[0], forced)
+
+
+@pytest.mark.parametrize("dtype,acc", DTYPE_ACCS)
+def test_persistent_hands_few_rows_against_a_large_b_to_the_stream(dtype, acc):
+    """wgmma_persistent's plan (hands_to_stream): M <= 16 with K x N >= 2^22 runs mma_stream, in every layout with
+    nothing copied; 17 rows, a smaller B, or a pinned split or tile keep the tile kernels. Exact either way."""
+    cases = [((1, 4096, 4096), True), ((16, 4096, 4096), True), ((8, 64, 65536), True), ((16, 2048, 2048), True),
+             ((17, 4096, 4096), False), ((16, 1024, 2048), False)]
+    for i, ((m, n, k), handed) in enumerate(cases):
+        for layout in LAYOUTS:
+            a, b = shared_inputs(m, n, k, layout, seed=60 + i, dtype=dtype)
+            c, launch = stream_call(a, b, "wgmma_persistent", acc, dtype)
+            what = f"{dtype} {acc} {layout} {m}x{n}x{k}"
+            assert (launch["kernel"] == "mma_stream") == handed, (what, launch)
+            assert not a_copies(launch), (what, launch)
+            assert_exact(c, a, b, what)
+    a, b = shared_inputs(16, 4096, 4096, "NT", seed=60, dtype=dtype)
+    for split in (1, 2):
+        c, launch = stream_call(a, b, "wgmma_persistent", acc, dtype, split=split)
+        assert launch["kernel"] != "mma_stream", launch
+        assert_exact(c, a, b, f"wgmma_persistent split={split}")
+
+
+def test_side_streams_and_cuda_graphs():
+    """The workspace comes from the caching allocator on the current stream and the reduction is a programmatic
+    dependent launch: correct on a side stream, and inside a captured CUDA graph replayed on new data, through
+    wgmma_persistent's hand-off."""
+    ins = [make_inputs(4, 8192, 4096, "NT", device="cuda", seed=70 + s) for s in range(3)]
+
+    def ran_the_stream_split():
+        launch = ptx_kernels.last_launch()
+        assert launch["kernel"] == "mma_stream" and launch["split"] > 1, launch
+
+    on_side_stream_and_in_graph(lambda a, b: ptx_kernels.hgemm(a, b, kernel="wgmma_persistent"), ins,
+                                [reference(a, b) for a, b in ins], ran_the_stream_split)
