@@ -73,7 +73,7 @@ GATE_SHARDS=(
   "triton4 4/4 tests/test_triton_hgemm.py"
   "gluon - tests/test_gluon.py tests/test_streamk.py tests/test_realign.py tests/test_linear.py tests/test_errors.py tests/test_validation.py tests/test_error_bound.py"
   "operators - tests/test_torch_integration.py"
-  "ptx - tests/test_ptx_hgemm.py tests/test_ptx_bf16.py tests/test_sparse_gpu.py tests/test_layouts_gpu.py tests/test_dispatch.py tests/test_plan_table.py"
+  "ptx - tests/test_ptx_hgemm.py tests/test_ptx_stream.py tests/test_ptx_bf16.py tests/test_sparse_gpu.py tests/test_layouts_gpu.py tests/test_dispatch.py tests/test_plan_table.py"
   "harness - tests/test_harness.py tests/test_bf16_model.py tests/test_cli.py tests/test_random_suite.py tests/test_sweep.py"
   "model - tests/test_model.py"
   "compile1 1/2 tests/test_ptx_compile.py"
