@@ -105,6 +105,11 @@ def _aligned(t: torch.Tensor, col: bool, name: str, copies: list[str]) -> torch.
     copied in the same order when they are not (named in `copies`)."""
     if rows_aligned16(t, t.stride(1) if col else t.stride(0)):
         return t
+    if (t.shape[1] if col else t.shape[0]) == 1 and t.data_ptr() % 16 == 0:
+        # one row in storage order (a single row of A, a K of 1): its leading dimension is never stepped over, so
+        # the same view with a 16-byte multiple there (what a TMA descriptor requires of it) reads the same memory
+        ld = -(-(t.shape[0] if col else t.shape[1]) // 8) * 8
+        return t.as_strided(tuple(t.shape), (1, ld) if col else (ld, 1))
     copies.append(f"{name} to 16-byte aligned rows")
     return _aligned_copy(t.t()).t() if col else _aligned_copy(t)
 

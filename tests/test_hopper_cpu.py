@@ -225,3 +225,25 @@ def test_hopper_wrappers_refuse_a_wrong_target(tmp_path, header, target, message
     res = subprocess.run([toolchain.find_nvcc(), "-std=c++17", target, f"-I{CSRC}", "-c", "-o",
                           str(tmp_path / "use.o"), str(src)], capture_output=True, text=True)
     assert res.returncode != 0 and message in res.stderr, res.stderr[-800:]
+
+
+def test_one_storage_row_is_restrided_not_copied():
+    """An operand of one row in its storage order (A of one row, as the TN layout's transpose gives it with strides
+    (1, 1)) keeps its memory: the same view with a leading dimension of a multiple of 8 (what a TMA descriptor
+    takes), nothing copied; a misaligned base is still copied, and two rows of an odd stride too."""
+    import torch
+
+    from ptx_kernels.call import _aligned
+
+    base = torch.arange(3 * 4096, dtype=torch.float16)
+    one = base[:4093].reshape(4093, 1).t()  # (1, 4093), strides (1, 1)
+    copies = []
+    got = _aligned(one, False, "A", copies)
+    assert copies == [] and got.data_ptr() == one.data_ptr() and torch.equal(got, one) and got.stride() == (4096, 1)
+    col = base[:4093].reshape(4093, 1)  # column-major, one column
+    got = _aligned(col, True, "B", copies)
+    assert copies == [] and got.stride() == (1, 4096) and torch.equal(got, col)
+    for t in (base[1:4094].reshape(1, 4093), base[:2 * 4093].reshape(2, 4093)):
+        copies = []
+        got = _aligned(t, False, "A", copies)
+        assert copies == ["A to 16-byte aligned rows"] and torch.equal(got, t) and got.stride(0) % 8 == 0
