@@ -53,13 +53,10 @@ def configs() -> list[Config]:
 
 INTERPRETER_CONFIG = Config(16, 32, 16, group_m=2, num_warps=4, num_stages=2, split_k=2)
 
-# The sweep times it; kernel="auto" does not pick it yet (`contract.SWEEP_ONLY`).
-SWEEP_ONLY = "not yet timed on a GPU: the cost model has no parameters of its own for it"
-
 
 def worth_timing(m: int, n: int, k: int, sms: int, tma_in_place: bool) -> bool:
-    """Not timed by tune="exact" while SWEEP_ONLY (the sweep times it: `worth_scoring`)."""
-    return False
+    """Where tune="exact" times it: where the cost model scores it."""
+    return worth_scoring(m, n, k, sms, tma_in_place)
 
 
 def worth_scoring(m: int, n: int, k: int, sms: int, tma_in_place: bool) -> bool:
