@@ -310,7 +310,7 @@ def cmd_sweep(args) -> int:
             if missing:
                 return _user_error(f"sweep --fit: no such file: {', '.join(missing)}")
             holdout = sweep.holdout_spec(args.holdout) if args.holdout else []
-            sweep.run_fit([Path(p) for p in args.fit], Path(args.params), holdout)
+            sweep.run_fit([Path(p) for p in args.fit], Path(args.params), holdout, cv=args.cv)
             return 0
         if args.seeds is None:
             return _user_error("sweep needs --seeds (the random-suite seeds to draw from; keep the seeds a result is "
@@ -518,6 +518,8 @@ def main(argv=None) -> int:
                                                               "files (sweep's, tune's --timings) and print its quality")
     sw.add_argument("--holdout", help="with --fit: comma list of seeds left out of the fit and judged apart; SEED:I "
                                       "holds out that seed's cases from index I on (its first I cases are fitted)")
+    sw.add_argument("--cv", action="store_true", help="with --fit: first cross-validate the model's choices, each seed "
+                                                      "of the fitted data held out in turn and fitted on the others")
     sw.add_argument("--params", default="cost_model.json", help="with --fit: where the fitted parameters go "
                                                                 "(default cost_model.json)")
     from .model import add_arguments as model_arguments

@@ -35,6 +35,7 @@ import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
+import numpy as np
 import torch
 
 from hgemm_common import cost_model as cm
@@ -386,25 +387,71 @@ def _sweep_only(kernel: str) -> bool:
     return v is not None and optional(kernel_module(v), "SWEEP_ONLY") is not None
 
 
-def choice_report(raw: list[dict], recs: list[cm.Record], params: cm.Params, side: str) -> str:
-    """How the model would choose among one side's candidates (those kernel="auto" may pick), case by case: the
-    share of cases where its choice measured within 5% of the case's fastest, the geomean of choice over fastest,
-    and the geomeans x torch.matmul of its choice, of the fastest candidate and (Triton) of kernel="auto" as called
-    today."""
+@dataclass(frozen=True)
+class Choice:
+    """One case as the model would plan it: the candidate it predicts fastest, the measured fastest, the case's
+    torch.matmul time (ms; None where the data has none)."""
+    case: str
+    chosen: cm.Record
+    best: cm.Record
+    torch_ms: float | None
+
+    @property
+    def regret(self) -> float:
+        """The choice's time over the fastest's (1.0: the fastest was chosen)."""
+        return self.chosen.seconds / self.best.seconds
+
+
+def case_choices(raw: list[dict], recs: list[cm.Record], params: cm.Params, side: str,
+                 fitted_only: bool = False) -> list[Choice]:
+    """Per case, how the model would choose among one side's candidates (those kernel="auto" may pick).
+    fitted_only: score only the kernels the parameters were fitted for, as kernel="auto" does
+    (`planner.fitted_kernels`); the case's fastest is still of all its candidates, so a kernel the fit never saw
+    counts as a loss where it was the fastest."""
+    from triton_kernels.planner import fitted_kernels
+
     idx = [i for i, r in enumerate(raw) if r["side"] == side and not _sweep_only(recs[i].plan.kernel)]
-    if not idx:
+    fitted = fitted_kernels(params) if fitted_only else None
+    by_case: dict[str, list[int]] = {}
+    for i in idx:
+        by_case.setdefault(raw[i]["case"], []).append(i)
+    out = []
+    for case, ids in by_case.items():
+        scored = [recs[i] for i in ids if fitted is None or recs[i].plan.kernel in fitted]
+        if not scored:
+            continue
+        chosen = cm.choices(scored, params)[0][1]
+        out.append(Choice(case, chosen, min((recs[i] for i in ids), key=lambda r: r.seconds),
+                          next((raw[i]["torch_ms"] for i in ids if raw[i].get("torch_ms")), None)))
+    return out
+
+
+def choice_stats(picked: list[Choice]) -> dict:
+    """What the choices of some cases come to: the share within 5% of the case's fastest, the geomean of choice
+    over fastest, the p10 and the minimum of fastest over choice (the worst choices, as a fraction of the speed
+    there was), and the geomeans x torch.matmul of the choice and of the fastest (over the cases that have it)."""
+    speed = sorted(1 / c.regret for c in picked)
+    with_torch = [c for c in picked if c.torch_ms]
+    return {"cases": len(picked), "within_5pct": sum(c.regret <= 1.05 for c in picked) / len(picked),
+            "regret": _geomean([c.regret for c in picked]), "p10": speed[int(0.1 * (len(speed) - 1))],
+            "min": speed[0],
+            "x_torch": _geomean([c.torch_ms * 1e-3 / c.chosen.seconds for c in with_torch]) if with_torch else None,
+            "x_torch_best": _geomean([c.torch_ms * 1e-3 / c.best.seconds for c in with_torch]) if with_torch else None}
+
+
+def choice_report(raw: list[dict], recs: list[cm.Record], params: cm.Params, side: str,
+                  fitted_only: bool = False) -> str:
+    """How the model would choose among one side's candidates (`case_choices`), as one line: the share of cases
+    where its choice measured within 5% of the case's fastest, the geomean of choice over fastest, and the
+    geomeans x torch.matmul of its choice and of the fastest candidate."""
+    picked = case_choices(raw, recs, params, side, fitted_only)
+    if not picked:
         return f"{side}: no timed candidates"
-    picked = cm.choices([recs[i] for i in idx], params)
-    torch_ms = {raw[i]["case"]: raw[i]["torch_ms"] for i in idx if raw[i].get("torch_ms")}
-    near = sum(c.seconds <= 1.05 * best.seconds for _, c, best in picked) / len(picked)
-    regret = _geomean([c.seconds / best.seconds for _, c, best in picked])
-    line = (f"{side}: {len(picked)} cases; the model's choice within 5% of the fastest in {near:.0%}, "
-            f"{regret:.3f}x its time (geomean)")
-    with_torch = [(k, c, best) for k, c, best in picked if k in torch_ms]
-    if with_torch:  # (tune's records have no torch.matmul beside them)
-        x_model = _geomean([torch_ms[k] * 1e-3 / c.seconds for k, c, _ in with_torch])
-        x_best = _geomean([torch_ms[k] * 1e-3 / best.seconds for k, _, best in with_torch])
-        line += f"; x torch.matmul: model's choice {x_model:.3f}, fastest candidate {x_best:.3f}"
+    s = choice_stats(picked)
+    line = (f"{side}: {s['cases']} cases; the model's choice within 5% of the fastest in {s['within_5pct']:.0%}, "
+            f"{s['regret']:.3f}x its time (geomean)")
+    if s["x_torch"] is not None:  # (tune's records have no torch.matmul beside them)
+        line += f"; x torch.matmul: model's choice {s['x_torch']:.3f}, fastest candidate {s['x_torch_best']:.3f}"
     return line
 
 
@@ -462,9 +509,52 @@ def held_out(record: dict, holdout: list[tuple[int, int]]) -> bool:
     return any(seed == s and int(str(record["case"]).split("/")[1]) >= first for s, first in holdout)
 
 
-def run_fit(paths: list[Path], params_out: Path, holdout: list[tuple[int, int]], log=print) -> cm.Params:
+def cross_validate(raw: list[dict], recs: list[cm.Record], gpu: cm.GPU, side: str = "triton",
+                   log=print) -> dict:
+    """Leave-one-seed-out cross-validation of the model's choices: each seed's cases held out in turn, the model
+    fitted on the others' records (those without a seed, tune's, always fitted) and the held-out cases chosen as
+    kernel="auto" would choose them (with the fit's measured neighbours, scoring only the kernels it fitted:
+    `case_choices`). Prints a line per fold and the pooled held-out cases; returns {seed: choice_stats, ...,
+    "all": choice_stats} (seeds with no candidates of the side left out)."""
+    seeds = sorted({r["seed"] for r in raw if r.get("seed") is not None})
+    if len(seeds) < 2:
+        raise HgemmValueError(f"sweep --cv: cross-validation holds out one seed at a time and fits on the others; "
+                              f"the data has {len(seeds)} seed(s)")
+    head = f"  {'held out':>8} {'cases':>6} {'<=5%':>6} {'choice/best':>11} {'p10':>6} {'min':>6} " \
+           f"{'x torch':>8} {'x best':>8} {'|log err|':>9}"
+    log(f"cross-validation ({side}): each seed's cases held out in turn, fitted on the others; choice/best: "
+        "geomean of the choice's time over the fastest's; p10, min: of fastest over choice (the worst choices); "
+        "x torch: geomean x torch.matmul of the choice, of the fastest; |log err|: the held-out records' median")
+    log(head)
+    out, pooled, errors = {}, [], []
+
+    def row(name, picked, err):
+        s = choice_stats(picked)
+        xt = f"{s['x_torch']:>8.3f} {s['x_torch_best']:>8.3f}" if s["x_torch"] is not None else f"{'-':>8} {'-':>8}"
+        log(f"  {name:>8} {s['cases']:>6} {s['within_5pct']:>6.0%} {s['regret']:>11.3f} {s['p10']:>6.3f} "
+            f"{s['min']:>6.3f} {xt} {float(np.median(np.abs(err))):>9.3f}")
+        return {**s, "median_abs_log_error": float(np.median(np.abs(err)))}
+
+    for seed in seeds:
+        test = [i for i, r in enumerate(raw) if r.get("seed") == seed]
+        params = cm.fit([recs[i] for i, r in enumerate(raw) if r.get("seed") != seed], gpu)
+        picked = case_choices([raw[i] for i in test], [recs[i] for i in test], params, side, fitted_only=True)
+        if not picked:
+            continue
+        err = cm.log_errors([recs[i] for i in test if raw[i]["side"] == side], params)
+        out[seed] = row(str(seed), picked, err)
+        pooled += picked
+        errors.append(err)
+    if pooled:
+        out["all"] = row("all", pooled, np.concatenate(errors))
+    return out
+
+
+def run_fit(paths: list[Path], params_out: Path, holdout: list[tuple[int, int]], log=print,
+            cv: bool = False) -> cm.Params:
     """Fit the cost model to data files (the candidates of `holdout`'s cases left out of the fit and judged apart:
-    `holdout_spec`), print its quality and how it would choose, write its parameters."""
+    `holdout_spec`), print its quality and how it would choose, write its parameters. cv: first cross-validate
+    over the seeds of the records it fits (`cross_validate`)."""
     raw, recs, skipped = fit_records(paths)
     train = [i for i, r in enumerate(raw) if not held_out(r, holdout)]
     test = [i for i, r in enumerate(raw) if held_out(r, holdout)]
@@ -475,6 +565,8 @@ def run_fit(paths: list[Path], params_out: Path, holdout: list[tuple[int, int]],
     log(f"sweep --fit: {len(recs)} timed candidates ({skipped} left out: kernel='auto' as called, untimed or "
         f"without a plan) from {len(paths)} file(s); fitting on {len(train)}" +
         (f", judging on {len(test)} of seeds {spec}" if holdout else ""))
+    if cv:
+        cross_validate([raw[i] for i in train], [recs[i] for i in train], gpu_of(paths), log=log)
     params = cm.fit([recs[i] for i in train], gpu_of(paths))
     log(format_quality(params.about["quality"], "fit (the records it was fitted on)"))
     log(f"measured neighbours: {sum(map(len, params.neighbours.values()))} records of "
@@ -490,7 +582,8 @@ def run_fit(paths: list[Path], params_out: Path, holdout: list[tuple[int, int]],
             for side in ("triton", "ptx"):
                 sub = [raw[i] for i in ids]
                 if any(r["side"] == side for r in sub):
-                    log(f"choice ({which}) " + choice_report(sub, [recs[i] for i in ids], p, side))
+                    log(f"choice ({which}) " + choice_report(sub, [recs[i] for i in ids], p, side,
+                                                             fitted_only=which == "held out"))
     log(today_report(paths))
     runs = [r for p in paths for r in read(p).runs]
     envs = [r["environment"] for r in runs if "environment" in r]

@@ -219,7 +219,7 @@ class Features:
     bytes_staging: float  # copies made before the GEMM, read and written
     bytes_reduce: float  # fp32 partials written and read again
     launches: float
-    loads: float  # a pointer kernel's warp-wide load instructions on the busiest SM (0 for TMA kernels)
+    loads: float  # a pointer kernel's warp-wide load instructions on the busiest SM over its resident CTAs (0: TMA)
 
 
 # Kernels that load A and B through pointers (cp.async or plain loads), not TMA: their loads are only as wide as
@@ -265,6 +265,15 @@ def occupancy(plan: Plan, gpu: GPU) -> int:
     return max(1, min(by_smem, gpu.threads_per_sm // (32 * plan.warps)))
 
 
+def resident(units: int, plan: Plan, gpu: GPU) -> int:
+    """CTAs of a plan's `units` work units that run on the busiest SM at once: as many as it starts (its rounds),
+    up to its occupancy. A pointer kernel's per-element loads wait on memory one after the other within a CTA,
+    while CTAs resident together wait at the same time: its load term is the busiest SM's loads over this (a
+    split that doubles the CTAs to two per SM halves each CTA's k-iterations and, with them resident together,
+    the time its loads wait)."""
+    return max(1, min(occupancy(plan, gpu), cdiv(units, gpu.sms)))
+
+
 def features(problem: Problem, plan: Plan, gpu: GPU = H100) -> Features:
     m, n, k, e = problem.m, problem.n, problem.k, ELEMENT_BYTES
     tiles_m, tiles_n = cdiv(m, plan.bm), cdiv(n, plan.bn)
@@ -292,8 +301,8 @@ def features(problem: Problem, plan: Plan, gpu: GPU = H100) -> Features:
     clock = gpu.clock_ghz * 1e9
     staged = {"A": m * k, "B": k * n, "C": m * n}
     loads = 0.0
-    if plan.kernel in POINTER_KERNELS:
-        loads = steps * pointer_loads(problem, plan)
+    if plan.kernel in POINTER_KERNELS:  # (never persistent: their rounds are CTAs resident together, `resident`)
+        loads = steps * pointer_loads(problem, plan) / resident(units, plan, gpu)
     return Features(
         flops=2.0 * m * n * k, tile_flops=2.0 * plan.bm * plan.bn * plan.bk,
         sm_rate=gpu.flops_per_clock(plan.isa) * clock, sms=float(gpu.sms), steps=float(steps),
@@ -420,13 +429,18 @@ def neighbour_key(problem: Problem, plan: Plan) -> str:
             f"{plan.staged or '-'}/{problem.layout}/{problem.align[:2]}/{problem.acc}")
 
 
-# A prediction is corrected by what the sweep measured for the same plan on the nearest problems: the median log
-# residual of at most NEIGHBOURS of them within NEIGHBOUR_DISTANCE (|log2| ratios of M, N and K, summed), shrunk by
-# n / (n + 1) for n of them and clipped to MAX_NEIGHBOUR_CORRECTION. What the terms cannot express (a copy that runs
-# slower on one layout, a tile that spills on one shape family) is then learned where it was measured, and nowhere
-# else: far from any measured problem the terms and bins decide alone.
-NEIGHBOURS = 5
+# A prediction is corrected by what the sweep measured for the same plan on the nearest problems: the log residuals
+# of at most NEIGHBOURS of them within NEIGHBOUR_DISTANCE (|log2| ratios of M, N and K, summed), each clipped to
+# MAX_NEIGHBOUR_CORRECTION and weighted by exp(-distance / NEIGHBOUR_SCALE), averaged with NEIGHBOUR_PRIOR's weight
+# on no correction: a record at the problem itself weighs 1, one two octaves away 0.37, so a lone record carries 83%
+# of its residual there and 65% from two octaves, and several near ones carry nearly their mean. What the terms
+# cannot express (a copy that runs slower on one layout, a tile that spills on one shape family) is then learned
+# where it was measured, and nowhere else: far from any measured problem the terms and bins decide alone. The
+# constants are the leave-one-seed-out choice of `python -m compare sweep --fit ... --cv` (docs/design/triton.md).
+NEIGHBOURS = 10
 NEIGHBOUR_DISTANCE = 5.0
+NEIGHBOUR_SCALE = 2.0
+NEIGHBOUR_PRIOR = 0.2
 MAX_NEIGHBOUR_CORRECTION = 1.0
 
 
@@ -447,13 +461,14 @@ def neighbour_correction(problem: Problem, plan: Plan, params: Params) -> float:
         return 0.0
     lm, ln, lk = math.log2(problem.m), math.log2(problem.n), math.log2(problem.k)
     near = sorted(((abs(m - lm) + abs(n - ln) + abs(k - lk), r) for m, n, k, r in rows), key=lambda t: t[0])
-    res = [r for d, r in near[:NEIGHBOURS] if d <= NEIGHBOUR_DISTANCE]
-    if not res:
-        return 0.0
-    res.sort()
-    h = len(res) // 2
-    median = res[h] if len(res) % 2 else 0.5 * (res[h - 1] + res[h])
-    return max(-MAX_NEIGHBOUR_CORRECTION, min(MAX_NEIGHBOUR_CORRECTION, median * len(res) / (len(res) + 1)))
+    weights = residuals = 0.0
+    for d, r in near[:NEIGHBOURS]:
+        if d > NEIGHBOUR_DISTANCE:
+            break
+        w = math.exp(-d / NEIGHBOUR_SCALE)
+        weights += w
+        residuals += w * max(-MAX_NEIGHBOUR_CORRECTION, min(MAX_NEIGHBOUR_CORRECTION, r))
+    return residuals / (weights + NEIGHBOUR_PRIOR)
 
 
 def predict(problem: Problem, plan: Plan, params: Params | None = None) -> Prediction:

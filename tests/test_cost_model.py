@@ -97,6 +97,21 @@ def test_stream_k_cuts_the_last_round_as_the_kernel_does():
     assert few.steps == 64 // MAX_SLICES and few.bytes_reduce == 2 * cm.PARTIAL_BYTES * 128 * 128 * 6 * MAX_SLICES
 
 
+def test_a_pointer_kernels_loads_wait_together_on_the_ctas_an_sm_holds_at_once():
+    """Per-element loads (B off TMA's alignment) wait on memory within a CTA, and CTAs resident together wait at
+    once: a split that takes 63 tiles to two CTAs per SM keeps the busiest SM's loads but halves their term, where
+    occupancy holds both; a plan held to one CTA per SM (its ring fills shared memory) gains nothing."""
+    prob = cm.Problem(4, 3978, 5571, "NT", "---")
+    two, four = (cm.plan_for("triton_splitk", 16, 64, 128, 4, 4, s) for s in (2, 4))
+    assert cm.occupancy(four, cm.H100) >= 2 and cm.cdiv(3978, 64) * 4 <= 2 * cm.H100.sms
+    f2, f4 = cm.features(prob, two), cm.features(prob, four)
+    assert f4.steps == f2.steps and f4.loads == pytest.approx(f2.loads / 2)
+    big = [cm.plan_for("triton_splitk", 16, 64, 512, 12, 4, s) for s in (2, 4)]  # 12 x 80 x 512 x 2 bytes per ring
+    assert cm.occupancy(big[1], cm.H100) == 1
+    assert cm.features(prob, big[1]).loads == pytest.approx(cm.features(prob, big[0]).loads)
+    assert cm.features(prob, cm.plan_for("triton_tma", 128, 128, 64, 4, 8)).loads == 0
+
+
 def test_plans_refuse_what_they_cannot_be():
     with pytest.raises(HgemmValueError, match="schedule"):
         cm.Plan("triton_tma", 128, 128, 64, schedule="waves")
@@ -169,28 +184,35 @@ def test_fit_learns_a_bin_correction_and_applies_it():
     assert p.seconds == pytest.approx(cm.total(p.terms) * p.correction)
 
 
-def test_neighbour_correction_is_the_shrunk_median_of_the_nearest_records_of_the_same_plan():
+def test_neighbour_correction_is_the_distance_weighted_shrunk_mean_of_the_nearest_records_of_the_same_plan():
     plan = cm.plan_for("triton_tma", 64, 128, 128, 4, 4)
     prob = cm.Problem(1024, 2048, 512, "NT")  # log2: 10, 11, 9
-    rows = [(10, 11, 9, 0.5), (10.5, 11, 9, 0.4), (9.5, 11.2, 9, 0.6), (10, 10, 9.5, 0.3), (10, 11, 8, 0.7),
-            (10, 11, 12.5, 0.9), (16, 16, 16, -2.0)]  # the last two: sixth nearest, and too far (|d| > 5)
-    params = cm.Params(neighbours={cm.neighbour_key(prob, plan): rows})
-    assert cm.neighbour_correction(prob, plan, params) == pytest.approx(0.5 * 5 / 6)
+    near = [(10, 11, 9, 0.5), (10.5, 11, 9, 0.4), (9.5, 11.2, 9, 0.6), (10, 10, 9.5, 0.3), (10, 11, 8, 0.7),
+            (10, 11, 12.5, 0.9)]  # distances 0, 0.5, 0.7, 1.5, 1, 3.5
+    params = cm.Params(neighbours={cm.neighbour_key(prob, plan): near + [(16, 16, 16, -2.0)]})  # too far (d > 5)
+    w = [math.exp(-d / cm.NEIGHBOUR_SCALE) for d in (0, 0.5, 0.7, 1.5, 1, 3.5)]
+    want = sum(wi * r[3] for wi, r in zip(w, near)) / (sum(w) + cm.NEIGHBOUR_PRIOR)
+    assert cm.neighbour_correction(prob, plan, params) == pytest.approx(want)
     p = cm.predict(prob, plan, params)
-    assert p.correction == pytest.approx(math.exp(0.5 * 5 / 6))
+    assert p.correction == pytest.approx(math.exp(want))
     assert p.seconds == pytest.approx(cm.total(p.terms) * p.correction)
+    # at most NEIGHBOURS of them, the nearest: the farthest one is left out where the rows hold more
+    crowd = cm.Params(neighbours={cm.neighbour_key(prob, plan): near + [(10, 11, 9, 0.5)] * (cm.NEIGHBOURS - 5)})
+    assert cm.neighbour_correction(prob, plan, crowd) < want
     # only the same plan on the same layout, alignment and accumulation; nothing far from every record
     assert cm.neighbour_correction(replace(prob, layout="NN"), plan, params) == 0.0
     assert cm.neighbour_correction(replace(prob, align="-tt"), plan, params) == 0.0
     assert cm.neighbour_correction(prob, cm.plan_for("triton_tma", 64, 128, 128, 3, 4), params) == 0.0
     assert cm.neighbour_correction(cm.Problem(2, 2, 2, "NT"), plan, params) == 0.0
-    # one record within reach counts half; a large residual is clipped
-    lone = cm.Params(neighbours={cm.neighbour_key(prob, plan): [(16, 16, 16, 3.0)]})
-    assert cm.neighbour_correction(cm.Problem(2 ** 15, 2 ** 16, 2 ** 16, "NT"), plan, lone) == \
-        pytest.approx(cm.MAX_NEIGHBOUR_CORRECTION)
-    assert cm.neighbour_correction(cm.Problem(2 ** 15, 2 ** 16, 2 ** 16, "NT"), plan,
-                                   replace(lone, neighbours={cm.neighbour_key(prob, plan): [(16, 16, 16, 0.4)]})) == \
-        pytest.approx(0.2)
+    # a lone record at the problem moves it by 1 / (1 + prior) of its residual, a farther one by less; a large
+    # residual is clipped first
+    at = cm.Problem(2 ** 15, 2 ** 16, 2 ** 16, "NT")
+    lone = lambda row: cm.neighbour_correction(at, plan, cm.Params(neighbours={cm.neighbour_key(prob, plan): [row]}))
+    assert lone((15, 16, 16, 0.4)) == pytest.approx(0.4 / (1 + cm.NEIGHBOUR_PRIOR))
+    far = math.exp(-2 / cm.NEIGHBOUR_SCALE)
+    assert lone((13, 16, 16, 0.4)) == pytest.approx(0.4 * far / (far + cm.NEIGHBOUR_PRIOR))
+    assert lone((13, 16, 16, 0.4)) < lone((15, 16, 16, 0.4))
+    assert lone((15, 16, 16, 3.0)) == pytest.approx(cm.MAX_NEIGHBOUR_CORRECTION / (1 + cm.NEIGHBOUR_PRIOR))
 
 
 def test_measured_neighbours_learn_what_the_terms_miss_on_held_out_problems():

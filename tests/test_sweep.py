@@ -282,6 +282,33 @@ def test_a_holdout_can_start_inside_a_seeds_draw(tmp_path, capsys):
             sweep.holdout_spec(bad)
 
 
+def test_cross_validation_holds_out_each_seed_in_turn(tmp_path, capsys, monkeypatch):
+    """--cv: one fold per seed, fitted on the other seeds' records only, each held-out case chosen once; on data
+    the model generated its choices are near the fastest; a line per fold and one for all."""
+    from compare.__main__ import main
+
+    data = tmp_path / "s.jsonl"
+    _synthetic_file(data, seeds=(11, 12, 13), count=30)
+    raw, recs, _ = sweep.fit_records([data])
+    fitted_seeds = []
+    real_fit = cm.fit
+    monkeypatch.setattr(cm, "fit", lambda rs, *a, **k: (fitted_seeds.append({r.case.split("/")[0] for r in rs}),
+                                                        real_fit(rs, *a, **k))[1])
+    got = sweep.cross_validate(raw, recs, cm.H100, log=lambda line: None)
+    assert fitted_seeds == [{"12", "13"}, {"11", "13"}, {"11", "12"}]
+    assert set(got) == {11, 12, 13, "all"} and [got[s]["cases"] for s in (11, 12, 13)] == [30, 30, 30]
+    assert got["all"]["cases"] == 90 and got["all"]["within_5pct"] >= 0.9 and got["all"]["regret"] < 1.03
+    assert 0 < got["all"]["min"] <= got["all"]["p10"] <= 1 and got["all"]["x_torch"] <= got["all"]["x_torch_best"]
+    monkeypatch.undo()
+    assert main(["sweep", "--fit", str(data), "--cv", "--params", str(tmp_path / "m.json")]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split()[0] for line in lines if line.split() and line.split()[0] in ("11", "12", "13", "all")] == \
+        ["11", "12", "13", "all"]
+    with pytest.raises(ValueError, match="at least two|1 seed"):
+        sweep.cross_validate([r for r in raw if r["seed"] == 11], [recs[i] for i, r in enumerate(raw)
+                                                                  if r["seed"] == 11], cm.H100)
+
+
 def test_a_choice_report_leaves_out_what_auto_cannot_pick():
     """A SWEEP_ONLY kernel (stream-K, for now) is timed by the sweep but never scored by kernel="auto", so the
     report's choices and its fastest candidate are among the others: here stream-K runs every case twice as fast
