@@ -209,7 +209,8 @@ def hgemm(a: torch.Tensor, b: torch.Tensor, kernel: str = DEFAULT_KERNEL, acc: s
         b, b_col = _b_layout(b, copies)
         if v.alignment in ("rows16", "tma"):
             a = _aligned(a, a_col, "A", copies)
-            b = _aligned(b, b_col, "B", copies)
+            if not v.b_rows_any:
+                b = _aligned(b, b_col, "B", copies)
     else:
         a_col = b_col = False
     c = _c_for_kernel(p.out, copies)

@@ -184,8 +184,9 @@ HOPPER: tuple[Variant, ...] = (
             mma_forms=_hgmma_forms(256, 128, 64), **_HOPPER),
     # The bandwidth path (mma.sync on Hopper, in the Hopper ladder because wgmma_persistent hands it a few rows of A
     # against a large B): B streamed from memory into the fragment registers with 16-byte loads, no shared memory on
-    # the way in (loads "LDG"; alignment "rows16": B's rows 16-byte aligned, A read through its strides), K split
-    # over a persistent grid and the partials added by the grid kernel's reduction.
+    # the way in (loads "LDG"; alignment "rows16", held by A only: B's rows off 16-byte boundaries are rebuilt from
+    # aligned chunks in the kernel, b_rows_any), K split over a persistent grid and the partials added by the grid
+    # kernel's reduction.
     Variant("mma_stream", "ptx", "wgmma", "sm90/mma_stream.cu",
             "persistent, 16 rows x 128 columns of C a unit, 8 warps x 4 KB of B in flight, K split over the grid",
             "the bandwidth path for M <= 16: C^T = B^T A^T on mma.sync.m16n8k16 (N the MMA's M), B loaded straight "
@@ -193,8 +194,10 @@ HOPPER: tuple[Variant, ...] = (
             "a fixed order by a second kernel; wgmma_persistent hands it a few rows of A against a large B",
             isa="mma.sync", ceiling="mma.sync", min_arch=90, block=(16, 128, 128), stages=1, alignment="rows16",
             dtypes=BF16, native_layouts=_ALL_LAYOUTS, splits=(1, 2, 3, 7), max_split=256, mma_forms=_HMMA_FORMS,
-            max_m=16, promises={"sm_90a": ("HMMA", "LDG", "PRMT")},
+            max_m=16, b_rows_any=True, promises={"sm_90a": ("HMMA", "LDG", "PRMT")},
             forbids={"sm_90a": ("LDGSTS", "LDSM", "STSM", "HGMMA", "UTMALDG", *_LOCAL)},
+            # inspect shows B with 16-byte aligned rows (the instance that rebuilds rows off them: B_SHIFT true)
+            inspect={"B_SHIFT": "false"},
             # the warps' partial sums: 4 (B row-major) or 2 (column-major) k shares x 16 rows x (128 + 4) fp32
             static_smem=lambda acc, b_col: (2 if b_col else 4) * 16 * (128 + 4) * 4),
     Variant("wgmma_cluster", "ptx", "wgmma", "sm90/wgmma_cluster.cu",

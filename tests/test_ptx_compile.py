@@ -190,11 +190,11 @@ def test_mma_stream_keeps_a_whole_step_of_b_in_flight(compiled):
     LDG.E.NA.LTC256B.128) with no HMMA and no branch among them (the fast path: a warp's whole step in flight before
     it waits), 16 HMMAs a step (4 KB of B: 32 columns' or 64 columns' worth of k16 MMAs against A's two n8 tiles) on
     the fast and the edge path; row-major B pairs its rows with PRMT, column-major B takes none, and nothing goes
-    through shared memory but the warps' partial sums after the loop."""
+    through shared memory but the warps' partial sums after the loop. (Aligned B's instances; B_SHIFT's below.)"""
     c = compiled[("mma_stream", "sm_90a")]
     gemms = [i for i in c.instances() if i.acc is not None]
-    assert len(gemms) == 6, [i.template for i in gemms]
-    for i in gemms:
+    assert len(gemms) == 12 and sum(i.flag("B_SHIFT") for i in gemms) == 6, [i.template for i in gemms]
+    for i in (i for i in gemms if not i.flag("B_SHIFT")):
         body = toolchain.sass_instructions("\n".join(main_loop(c.cubin, i.name)))
         ops = [x.op for x in body]
         assert sum(x.base == "HMMA" for x in body) == 32, (i.template, toolchain.instruction_mix("\n".join(ops)))
@@ -204,6 +204,29 @@ def test_mma_stream_keeps_a_whole_step_of_b_in_flight(compiled):
                 if not any(body[n].base in ("HMMA", "BRA") for n in range(stream[j], stream[j + 7]))]
         assert runs, (i.template, ops)
         assert (sum(x.base == "PRMT" for x in body) >= 32) == (not i.b_col_major), i.template
+
+
+def test_mma_stream_reads_b_rows_off_16_bytes_in_full_loads(compiled):
+    """mma_stream's B_SHIFT instances (B's base or leading dimension off 16 bytes) still load B in 16-byte streaming
+    loads only: in the main loop a run of 9 of them (a step's 8 and the one extra chunk a lane) with no HMMA and no
+    branch among them, no streaming load (B's: A's loads are the cached kind) narrower than 16 bytes, the chunks
+    rebuilt by shuffles (two a register: 64 a step, on the fast and the edge path) and byte permutes (realign's,
+    plus row-major B's pairing); no local memory, the same 32 HMMAs."""
+    c = compiled[("mma_stream", "sm_90a")]
+    shifted = [i for i in c.instances() if i.acc is not None and i.flag("B_SHIFT")]
+    assert len(shifted) == 6, [i.template for i in c.instances()]
+    for i in shifted:
+        body = toolchain.sass_instructions("\n".join(main_loop(c.cubin, i.name)))
+        ops = [x.op for x in body]
+        assert sum(x.base == "HMMA" for x in body) == 32, i.template
+        assert not any(x.base in ("LDL", "STL", "LDS", "STS", "BAR") for x in body), i.template
+        streaming = [n for n, x in enumerate(body) if x.base == "LDG" and ".NA." in x.op]
+        assert streaming and all(".128" in body[n].op for n in streaming), (i.template, ops)
+        runs = [streaming[j:j + 9] for j in range(len(streaming) - 8)
+                if not any(body[n].base in ("HMMA", "BRA") for n in range(streaming[j], streaming[j + 8]))]
+        assert runs, (i.template, ops)
+        assert sum(x.base == "SHFL" for x in body) == 128, i.template
+        assert sum(x.base == "PRMT" for x in body) >= (64 if i.b_col_major else 128), i.template
 
 
 def pipelined_hmma(variant: str) -> int:

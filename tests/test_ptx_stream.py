@@ -46,6 +46,67 @@ def test_exact_few_rows_every_layout(dtype, acc, layout):
                 assert_exact(c, a, b, what)
 
 
+def off_grid_operand(t: torch.Tensor, col: bool, ld: int, offset: int) -> torch.Tensor:
+    """t's values in its layout (col: column-major) in storage of leading dimension `ld` starting `offset` elements
+    into a buffer that ends where t does, the padding between its rows alternately NaN and Inf (a misread element
+    makes C NaN or Inf), as is what lies before the first: rows off 16-byte boundaries where ld is not a multiple of 8
+    or offset is not one of 8."""
+    rows, cols = t.shape
+    lines, length = (cols, rows) if col else (rows, cols)
+    buf = torch.empty(offset + (lines - 1) * ld + length, dtype=t.dtype, device=t.device)
+    buf[0::2], buf[1::2] = float("nan"), float("inf")
+    view = buf.as_strided((lines, length), (ld, 1), offset)
+    view = view.t() if col else view
+    view.copy_(t)
+    return view
+
+
+# B's storage: (extra elements a row beyond its length, base offset in elements); the first is aligned where the
+# row's length is a multiple of 8, the others put rows at every shift
+OFF_GRID = ((0, 0), (1, 0), (3, 5), (8, 1), (5, 7))
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("dtype,acc", DTYPE_ACCS)
+def test_b_rows_off_16_bytes_read_in_place(dtype, acc, layout):
+    """B of a leading dimension that is not a multiple of 8 elements, or off a 16-byte base, in both layouts, N and
+    K odd and even: mma_stream rebuilds the rows from aligned 16-byte chunks, with no copy of B (last_launch), exact
+    against the float64 product with NaN/Inf between B's rows and before its start, the buffer ending where B does;
+    and with random inputs (M = 5), the same bits as on an aligned copy of B (the same products in the same order)."""
+    for i, m in enumerate((1, 5, 16)):
+        for j, (n, k) in enumerate(((1001, 777), (1000, 776), (130, 67), (3001, 1400), (64, 4099))):
+            length = k if layout[1] == "T" else n
+            for extra, offset in OFF_GRID:
+                for kind in ("int", "randn") if m == 5 else ("int",):
+                    a, b = make_inputs(m, n, k, layout, device="cuda", seed=100 * i + 10 * j + extra, kind=kind,
+                                       dtype=dtype)
+                    a = in_place_operand(a, layout[0] == "T")
+                    b_off = off_grid_operand(b, layout[1] == "T", length + extra, offset)
+                    c, launch = stream_call(a, b_off, "mma_stream", acc, dtype)
+                    what = f"{dtype} {acc} {layout} {m}x{n}x{k} ld {length + extra} offset {offset} {kind}"
+                    assert launch["kernel"] == "mma_stream" and not launch["copies"], (what, launch)
+                    if kind == "int":
+                        assert_exact(c, a, b, what)
+                    else:
+                        aligned = stream_call(a, in_place_operand(b, layout[1] == "T"), "mma_stream", acc, dtype)[0]
+                        assert torch.equal(c, aligned), what
+
+
+@pytest.mark.parametrize("layout", ("NN", "NT"))
+def test_b_rows_off_16_bytes_same_bits_every_run(layout):
+    """The shifted path's K split (auto plan, and a forced 17) gives the same bits on every run."""
+    a, b = make_inputs(13, 5001, 7003, layout, device="cuda", seed=7, kind="randn")
+    a = in_place_operand(a, False)
+    b = off_grid_operand(b, layout[1] == "T", (7003 if layout[1] == "T" else 5001) + 2, 3)
+    for split in (None, 17):
+        first, launch = stream_call(a, b, "mma_stream", "fp32", "fp16", split=split)
+        assert not launch["copies"] and (split is not None or launch["split"] > 1), launch
+        for _ in range(3):
+            assert torch.equal(stream_call(a, b, "mma_stream", "fp32", "fp16", split=split)[0], first), split
+        verdict = compare(first, reference(a, b), error_bound(a, b, reference(a, b), "fp32"))
+        assert verdict.ok, verdict.detail
+
+
 @pytest.mark.parametrize("layout", ("NN", "NT", "TN"))
 @pytest.mark.parametrize("dtype,acc", DTYPE_ACCS)
 def test_every_split_exact_and_larger_m(dtype, acc, layout):

@@ -26,9 +26,12 @@
 //     in a fixed order, a programmatic dependent launch as in wgmma_splitk_grid.cu. No atomics: the bits do not
 //     depend on timing.
 // Edges: loads past N or K read zeros (per element where a lane's 8 are cut), rows of A past M are zeros, and the
-// stores are masked. B's rows (of its storage order) must start 16-byte aligned (the wrapper copies others, record
-// alignment "rows16"); A is read through its strides, in 16-byte loads where it is row-major with aligned rows,
-// element by element otherwise (column-major A, layouts TN and TT, included).
+// stores are masked. B's rows (of its storage order) are read in place at any alignment: where its base or leading
+// dimension is off 16 bytes, the instance B_SHIFT loads the aligned 16-byte chunks that cover each row and every lane
+// rebuilds its 8 elements from its own chunk and the next one (a shuffle from the lane that loaded it), shifted by
+// the row's offset (realign); the chunk past a warp's run is one extra load a lane, and no chunk without an element
+// of B is read. A is read through its strides, in 16-byte loads where it is row-major with aligned rows, element by
+// element otherwise (column-major A, layouts TN and TT, included).
 // Element types: fp16 (fp32 or fp16 accumulation) and bf16 (fp32), the template parameter E; the partials are fp32
 // either way (fp16 accumulators are widened exactly). wgmma_persistent.cu hands it the shapes of hands_to_stream
 // (sm90/handoff.h).
@@ -136,6 +139,54 @@ __device__ __forceinline__ uint4 load_b8(const E* p, int valid) {
 
 __device__ __forceinline__ void unpack(uint4 v, uint32_t (&r)[4]) { r[0] = v.x, r[1] = v.y, r[2] = v.z, r[3] = v.w; }
 
+// ---- B rows off 16-byte boundaries (B_SHIFT) ----------------------------------------------------------------------
+// A lane's 8 elements of a row start `shift` (0..7) elements past a 16-byte boundary: the lane loads the aligned
+// chunk at or below them (its "own", a full 16-byte load), takes the next chunk from the neighbouring lane (whose own
+// it is) or, at the end of the lanes' run, from the lane that loaded the chunk past it, and keeps elements shift ..
+// shift + 7 of the 16.
+__device__ __forceinline__ int shift_of(const void* p) { return int(reinterpret_cast<uintptr_t>(p) >> 1) & 7; }
+
+// own[] := elements shift .. shift + 7 of (own, next) (element e in word e / 2, half e % 2): a barrel shifter of
+// selects by 4 and 2 elements (whole words), then a byte permute by 1 (half words). No indexing by a run-time value
+// (it would put the registers in local memory).
+__device__ __forceinline__ void realign(uint32_t (&own)[4], const uint32_t (&next)[4], int shift) {
+  const uint32_t w[8] = {own[0], own[1], own[2], own[3], next[0], next[1], next[2], next[3]};
+  uint32_t u[6], v[5];
+#pragma unroll
+  for (int i = 0; i < 6; ++i) u[i] = (shift & 4) ? w[i + 2] : w[i];
+#pragma unroll
+  for (int i = 0; i < 5; ++i) v[i] = (shift & 2) ? u[i + 1] : u[i];
+  const uint32_t sel = (shift & 1) ? 0x5432u : 0x3210u;
+#pragma unroll
+  for (int i = 0; i < 4; ++i) own[i] = __byte_perm(v[i], v[i + 1], sel);
+}
+
+// The first `valid` (any count) of a lane's 8 elements, zeros after (what a chunk holds past an edge may be padding).
+__device__ __forceinline__ void keep_first(uint32_t (&r)[4], int valid) {
+#pragma unroll
+  for (int i = 0; i < 4; ++i) r[i] = 2 * i >= valid ? 0u : 2 * i + 1 >= valid ? r[i] & 0xffffu : r[i];
+}
+
+// The aligned chunk at or below p (p `shift` elements past it) when it holds one of the `valid` elements from p on,
+// or one of the `shift` before p (which the neighbouring lane keeps); zeros otherwise. `extra`: the chunk after it,
+// when that holds one of the valid ones. Never a chunk with no element of the row: nothing past B's end is read.
+template <typename E>
+__device__ __forceinline__ uint4 load_chunk(const E* p, int shift, int valid, bool extra) {
+  if (extra ? valid > 8 - shift : valid > -shift) return ptx::ld_global_nc_na_v4_b32(p - shift + (extra ? 8 : 0));
+  return make_uint4(0u, 0u, 0u, 0u);
+}
+
+// The next chunk of a lane's segment: the lane `down` lanes on loaded it (own[]), unless the lane is the last of its
+// run (`last`), which takes `far` (that lane's register) from lane `holder`. Both shuffles run on every lane.
+__device__ __forceinline__ void next_chunk(uint32_t (&next)[4], const uint32_t (&own)[4], const uint32_t (&far)[4],
+                                           int down, int holder, bool last) {
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const uint32_t near = __shfl_down_sync(0xffffffffu, own[i], down), away = __shfl_sync(0xffffffffu, far[i], holder);
+    next[i] = last ? away : near;
+  }
+}
+
 // A's part of a warp step: rows m0 + 8i + g (i < 2: the MMA's two n8 tiles) at k0 + 32s + 8t .. + 7 (s < KS), zeros
 // past M and K. `a_vec`: A row-major with 16-byte aligned rows (16-byte loads, cached in L1: every warp of the block
 // working on this k reads them).
@@ -159,8 +210,10 @@ __device__ __forceinline__ void load_a(uint32_t (&a)[KS][2][4], const E* A, int6
 
 // ---- one warp step: loads, then MMAs --------------------------------------------------------------------------------
 // acc[j][i]: MMA row block j (columns Warp::col(j, ..)) x n8 tile i (rows m0 + 8i ..) of the warp's part of C^T.
-// EDGE: some of the step's loads fall past N or K (each lane tests its own); otherwise none does.
-template <bool EDGE, bool B_COL, Acc ACC, typename E>
+// EDGE: some of the step's loads fall past N or K (each lane tests its own); otherwise none does. B_SHIFT: B's rows
+// are not all 16-byte aligned (each lane rebuilds its 8 elements of a row from two aligned chunks: load_chunk,
+// next_chunk, realign).
+template <bool EDGE, bool B_COL, bool B_SHIFT, Acc ACC, typename E>
 __device__ __forceinline__ void warp_step(tile::MmaAcc<ACC, E> (&acc)[Warp<B_COL>::RB][2], const E* A, const E* B,
                                           int64_t sam, int64_t sak, int64_t ldb, int M, int N, int K, int m0, int n0,
                                           int k0, bool a_vec) {
@@ -170,14 +223,35 @@ __device__ __forceinline__ void warp_step(tile::MmaAcc<ACC, E> (&acc)[Warp<B_COL
   if constexpr (!B_COL) {
     // ---- B row-major: 8 rows x 8 columns a lane; registers q[r][j] hold columns 8g + 2j, 8g + 2j + 1 of row r ----
     uint32_t q[8][4];
+    int sh[8];  // B_SHIFT: row r's shift
     const int n = n0 + 8 * g, k = k0 + 8 * t;
 #pragma unroll
     for (int r = 0; r < 8; ++r) {
       const E* p = B + int64_t(k + r) * ldb + n;
       uint4 v = make_uint4(0u, 0u, 0u, 0u);
-      if (!EDGE) v = ptx::ld_global_nc_na_v4_b32(p);
-      else if (k + r < K) v = load_b8(p, N - n);
+      if constexpr (B_SHIFT) {
+        sh[r] = shift_of(p);
+        if (!EDGE || k + r < K) v = load_chunk(p, sh[r], EDGE ? N - n : 8, false);
+      } else {
+        if (!EDGE) v = ptx::ld_global_nc_na_v4_b32(p);
+        else if (k + r < K) v = load_b8(p, N - n);
+      }
       unpack(v, q[r]);
+    }
+    if constexpr (B_SHIFT) {
+      // the 8 lanes of a t run along a row: lane g's next chunk is lane g + 1's own; the run's last (g = 7) takes the
+      // chunk past the warp's 64 columns, which lane (r, t) loaded for row r (`far`: one extra load a lane)
+      uint32_t far[4];
+      const E* px = B + int64_t(k + g) * ldb + n0 + 56;
+      unpack(!EDGE || k + g < K ? load_chunk(px, shift_of(px), N - (n0 + 56), true) : make_uint4(0u, 0u, 0u, 0u),
+             far);
+#pragma unroll
+      for (int r = 0; r < 8; ++r) {
+        uint32_t next[4];
+        next_chunk(next, q[r], far, 4, 4 * r + t, g == 7);
+        realign(q[r], next, sh[r]);
+        if (EDGE) keep_first(q[r], k + r < K ? N - n : 0);
+      }
     }
     load_a<W::KS>(a, A, sam, sak, M, K, m0, k0, a_vec);
     // ---- MMAs: row block j's rows g / g + 8 are columns 8g + 2j / 8g + 2j + 1 (the low / high halves of q[.][j]);
@@ -196,6 +270,7 @@ __device__ __forceinline__ void warp_step(tile::MmaAcc<ACC, E> (&acc)[Warp<B_COL
   } else {
     // ---- B column-major: per row block j, columns g and g + 8 (hh), k chunks s: q[j][hh][s] ----
     uint32_t q[W::RB][2][W::KS][4];
+    int sh[W::RB][2][W::KS];  // B_SHIFT: each column's shift
 #pragma unroll
     for (int j = 0; j < W::RB; ++j)
 #pragma unroll
@@ -205,10 +280,36 @@ __device__ __forceinline__ void warp_step(tile::MmaAcc<ACC, E> (&acc)[Warp<B_COL
           const int n = n0 + W::col(j, hh, g), k = k0 + 32 * s + 8 * t;
           const E* p = B + int64_t(n) * ldb + k;
           uint4 v = make_uint4(0u, 0u, 0u, 0u);
-          if (!EDGE) v = ptx::ld_global_nc_na_v4_b32(p);
-          else if (n < N) v = load_b8(p, K - k);
+          if constexpr (B_SHIFT) {
+            sh[j][hh][s] = shift_of(p);
+            if (!EDGE || n < N) v = load_chunk(p, sh[j][hh][s], EDGE ? K - k : 8, false);
+          } else {
+            if (!EDGE) v = ptx::ld_global_nc_na_v4_b32(p);
+            else if (n < N) v = load_b8(p, K - k);
+          }
           unpack(v, q[j][hh][s]);
         }
+    if constexpr (B_SHIFT) {
+      // the 4 lanes of a g run along a column's 32 k of chunk s: lane t's next chunk is lane t + 1's own; the run's
+      // last (t = 3) takes, for s = 0, lane t = 0's own chunk of s = 1, and for s = 1 the chunk past the warp's 64 k,
+      // which lane (g, 2j + hh) loaded for row block j's column hh (`far`: one extra load a lane)
+      static_assert(W::RB * 2 == 4 && W::KS == 2, "4 lanes hold the far chunks of a g's 4 columns, 2 k32 chunks each");
+      uint32_t far[4];
+      const int nx = n0 + W::col(t / 2, t % 2, g);
+      const E* px = B + int64_t(nx) * ldb + k0 + 56;
+      unpack(!EDGE || nx < N ? load_chunk(px, shift_of(px), K - (k0 + 56), true) : make_uint4(0u, 0u, 0u, 0u), far);
+#pragma unroll
+      for (int j = 0; j < W::RB; ++j)
+#pragma unroll
+        for (int hh = 0; hh < 2; ++hh)
+#pragma unroll
+          for (int s = 0; s < W::KS; ++s) {  // s = 0 first: it reads s = 1's own chunk before that is rebuilt
+            uint32_t next[4];
+            next_chunk(next, q[j][hh][s], s == 0 ? q[j][hh][1] : far, 1, s == 0 ? 4 * g : 4 * g + 2 * j + hh, t == 3);
+            realign(q[j][hh][s], next, sh[j][hh][s]);
+            if (EDGE) keep_first(q[j][hh][s], n0 + W::col(j, hh, g) < N ? K - (k0 + 32 * s + 8 * t) : 0);
+          }
+    }
     load_a<W::KS>(a, A, sam, sak, M, K, m0, k0, a_vec);
     // ---- MMAs: k16 step h of chunk s takes registers 2h (slots 2t, 2t+1) and 2h + 1 (slots 2t + 8, 2t + 9) ----
 #pragma unroll
@@ -238,8 +339,9 @@ __device__ __forceinline__ float2 acc_pair(const tile::MmaAcc<Acc::F16, half>& c
 // Units u = blockIdx.x, blockIdx.x + gridDim.x, ...: slice u / tiles; within a slice the kRows-row blocks of a column
 // block are adjacent (they read the same B, which the first brings into L2), then the column blocks. ws: the
 // workspace (S > 1: slice s at ws + s M ldw, M x ldw fp32), or null (S = 1: the blocks store C). `a_vec`: A
-// row-major with 16-byte aligned rows; `c_vec`: C takes 8-byte stores of 4 elements.
-template <typename E, Acc ACC, bool B_COL>
+// row-major with 16-byte aligned rows; `c_vec`: C takes 8-byte stores of 4 elements. B_SHIFT: B's base or leading
+// dimension is not 16-byte aligned (warp_step).
+template <typename E, Acc ACC, bool B_COL, bool B_SHIFT>
 __global__ void __launch_bounds__(kThreads, kBlocksPerSM)
     mma_stream_kernel(const E* __restrict__ A, const E* __restrict__ B, E* __restrict__ C, float* __restrict__ ws,
                       int M, int N, int K, int64_t sam, int64_t sak, int64_t ldb, int64_t ldc, int ldw, int split,
@@ -266,9 +368,9 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSM)
         const int k0 = step * kStepK + wk * W::K;
         if (k0 >= K) break;
         if (full_n && k0 + W::K <= K)
-          warp_step<false, B_COL>(acc, A, B, sam, sak, ldb, M, N, K, m0, n0, k0, a_vec);
+          warp_step<false, B_COL, B_SHIFT>(acc, A, B, sam, sak, ldb, M, N, K, m0, n0, k0, a_vec);
         else
-          warp_step<true, B_COL>(acc, A, B, sam, sak, ldb, M, N, K, m0, n0, k0, a_vec);
+          warp_step<true, B_COL, B_SHIFT>(acc, A, B, sam, sak, ldb, M, N, K, m0, n0, k0, a_vec);
       }
     }
 
@@ -332,13 +434,15 @@ int resident_blocks() {
 template <typename E>
 cudaError_t launch_mma_stream(const GemmArgsOf<E>& p, Acc acc, cudaStream_t stream, LaunchInfo* info) {
   const int64_t ldb = p.b_col_major ? p.sbn : p.sbk;
-  if (!tile::aligned16(p.B) || ldb % 8 != 0) return cudaErrorMisalignedAddress;  // 16-byte loads of B's rows
+  if (reinterpret_cast<uintptr_t>(p.B) % sizeof(E) != 0) return cudaErrorMisalignedAddress;  // whole elements
+  // rows off 16-byte boundaries: the instance that rebuilds them from aligned chunks (one flag a launch, not a load)
+  const bool b_shift = !tile::aligned16(p.B) || ldb % 8 != 0;
   if (p.M <= 0 || p.N <= 0) return cudaSuccess;
   const bool a_vec = p.sak == 1 && (p.sam % 8 == 0 || p.M == 1) && tile::aligned16(p.A);
   const bool c_vec = p.ldc % 4 == 0 && reinterpret_cast<uintptr_t>(p.C) % 8 == 0;
   const int ldw = (p.N + 3) / 4 * 4;
-  return tile::dispatch<E>(acc, p.b_col_major, [&](auto acc_c, auto b_col_c) {
-    constexpr auto kernel = mma_stream_kernel<E, acc_c.value, b_col_c.value>;
+  auto launch = [&](auto acc_c, auto b_col_c, auto shift_c) -> cudaError_t {
+    constexpr auto kernel = mma_stream_kernel<E, acc_c.value, b_col_c.value, shift_c.value>;
     StreamPlan plan = plan_stream(p.M, p.N, p.K, resident_blocks<kernel>(), p.split);
     const int64_t slice_bytes = int64_t(p.M) * ldw * int64_t(sizeof(float));
     if (plan.split > 1 && plan.split * slice_bytes > kMaxWorkspaceBytes)
@@ -360,6 +464,9 @@ cudaError_t launch_mma_stream(const GemmArgsOf<E>& p, Acc acc, cudaStream_t stre
     const cudaError_t err = cudaGetLastError();
     if (err != cudaSuccess || ws == nullptr) return err;
     return splitk::launch_reduce<E>(ws, plan.split, ldw, p.C, p.ldc, p.M, p.N, stream);
+  };
+  return tile::dispatch<E>(acc, p.b_col_major, [&](auto acc_c, auto b_col_c) {
+    return b_shift ? launch(acc_c, b_col_c, std::true_type{}) : launch(acc_c, b_col_c, std::false_type{});
   });
 }
 
