@@ -179,12 +179,12 @@ def hgemm(a: torch.Tensor, b: torch.Tensor, kernel: str = DEFAULT_KERNEL, acc: s
     except (AttributeError, TypeError):  # not tensors, or unhashable arguments: the checks below name the problem
         key = plan = None
     if plan is not None:
-        ext, a_col, b_col, extents = plan
+        ext, a_col, b_col, extents, launched = plan
         if out is None:
             out = a.new_empty(a.shape[0], b.shape[1])  # A's dtype and device, contiguous
         elif out_overlaps(extents, a, b, out):
             validate(a, b, out, allow_cpu=False)  # raises the overlap error
-        _record_launch(kernel, acc, ext.hgemm_launch(kernel, a, b, out, a_col, b_col, acc == "fp16", TILES[tile],
+        _record_launch(kernel, acc, ext.hgemm_launch(launched, a, b, out, a_col, b_col, acc == "fp16", TILES[tile],
                                                      split or 0), a_col, b_col, ())
         return out
     v = check_variant(kernel, acc)
@@ -201,6 +201,9 @@ def hgemm(a: torch.Tensor, b: torch.Tensor, kernel: str = DEFAULT_KERNEL, acc: s
     check_arch(v, a.device, "hgemm")
     if max(p.m, p.n, p.k) > 2**31 - 1 - 256:
         raise HgemmValueError(f"hgemm: PTX kernels index M, N, K with 32-bit ints; got {p.m}x{p.n}x{p.k}")
+    launched = kernel
+    if hands_to_stream(v, p.m, p.n, p.k, tile, split):
+        v, launched = BY_NAME["mma_stream"], "mma_stream"
     ext = load()
     copies = []
     a, b = resolved(a, "A", copies), resolved(b, "B", copies)
@@ -214,13 +217,27 @@ def hgemm(a: torch.Tensor, b: torch.Tensor, kernel: str = DEFAULT_KERNEL, acc: s
     else:
         a_col = b_col = False
     c = _c_for_kernel(p.out, copies)
-    report = ext.hgemm_launch(kernel, a, b, c, a_col, b_col, acc == "fp16", TILES[tile], split or 0)
+    report = ext.hgemm_launch(launched, a, b, c, a_col, b_col, acc == "fp16", TILES[tile], split or 0)
     if c is not p.out:
         p.out.copy_(c)
     _record_launch(kernel, acc, report, a_col, b_col, copies)
     if key is not None and not copies:
-        _PLANS.put(key, (ext, a_col, b_col, byte_extents(a, b, p.out)))
+        _PLANS.put(key, (ext, a_col, b_col, byte_extents(a, b, p.out), launched))
     return p.out
+
+
+# wgmma_persistent hands a few rows of A against a large B to mma_stream (csrc/sm90/handoff.h, hands_to_stream: its
+# kStreamRows and kStreamMinB, which a CPU test reads there). Such a call launches mma_stream from here, as the
+# hand-off would, so that B's rows off the 16-byte grid are read in place (mma_stream's b_rows_any), not first copied
+# for wgmma_persistent's TMA descriptors: the same kernel and plan, the same bits.
+STREAM_ROWS, STREAM_MIN_B = 16, 1 << 22
+
+
+def hands_to_stream(v: Variant, m: int, n: int, k: int, tile: str, split) -> bool:
+    """Whether `hgemm(kernel=v.name)` on an M x N x K problem runs mma_stream: wgmma_persistent's own plan (no tile or
+    split pinned) on M <= STREAM_ROWS and N x K >= STREAM_MIN_B."""
+    return (v.name == "wgmma_persistent" and tile == "auto" and split is None and m <= STREAM_ROWS
+            and n * k >= STREAM_MIN_B)
 
 
 def planned(a: torch.Tensor, b: torch.Tensor, *, kernel: str, acc: str = "fp32"):
@@ -238,11 +255,11 @@ def planned(a: torch.Tensor, b: torch.Tensor, *, kernel: str, acc: str = "fp32")
         return None
     if plan is None:
         return None
-    ext, a_col, b_col, _ = plan
+    ext, a_col, b_col, _, launched = plan
     hgemm_launch, acc_fp16 = ext.hgemm_launch, acc == "fp16"
 
     def launch(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> None:
-        _last[0] = (kernel, acc, hgemm_launch(kernel, a, b, out, a_col, b_col, acc_fp16, 0, 0), (a_col, b_col), ())
+        _last[0] = (kernel, acc, hgemm_launch(launched, a, b, out, a_col, b_col, acc_fp16, 0, 0), (a_col, b_col), ())
 
     return launch
 

@@ -247,3 +247,24 @@ def test_one_storage_row_is_restrided_not_copied():
         copies = []
         got = _aligned(t, False, "A", copies)
         assert copies == ["A to 16-byte aligned rows"] and torch.equal(got, t) and got.stride(0) % 8 == 0
+
+
+def test_python_hand_off_to_the_stream_mirrors_handoff_h():
+    """ptx_kernels.call launches mma_stream itself where wgmma_persistent would hand the problem to it, so that B's
+    misaligned rows are read in place: its rule's constants are handoff.h's, and a pinned tile or split, 17 rows or
+    a small B keep wgmma_persistent."""
+    import re
+
+    from ptx_kernels import call
+    from ptx_kernels.variants import BY_NAME
+
+    text = (CSRC / "sm90" / "handoff.h").read_text()
+    assert int(re.search(r"kStreamRows = (\d+);", text).group(1)) == call.STREAM_ROWS
+    assert 1 << int(re.search(r"kStreamMinB = int64_t\(1\) << (\d+);", text).group(1)) == call.STREAM_MIN_B
+    wp = BY_NAME["wgmma_persistent"]
+    assert call.hands_to_stream(wp, 1, 4096, 4096, "auto", None) and call.hands_to_stream(wp, 16, 64, 65536, "auto", None)
+    assert not call.hands_to_stream(wp, 17, 4096, 4096, "auto", None)
+    assert not call.hands_to_stream(wp, 16, 1024, 2048, "auto", None)
+    assert not call.hands_to_stream(wp, 1, 4096, 4096, "large", None)
+    assert not call.hands_to_stream(wp, 1, 4096, 4096, "auto", 2)
+    assert not call.hands_to_stream(BY_NAME["wgmma_tma"], 1, 4096, 4096, "auto", None)

@@ -93,6 +93,29 @@ def test_b_rows_off_16_bytes_read_in_place(dtype, acc, layout):
 
 
 @pytest.mark.parametrize("layout", ("NN", "NT"))
+def test_persistent_hand_off_reads_off_grid_b_in_place(layout):
+    """wgmma_persistent on a few rows of A against a large B whose rows lie off the 16-byte grid runs mma_stream with
+    nothing copied (ptx_kernels.call launches it, as the hand-off would), exact, the same bits as mma_stream called
+    directly; the second call of the kind (the cached plan) and `planned` launch it too."""
+    from ptx_kernels.call import planned
+
+    m, n, k = 3, 4099, 2051
+    a, b = make_inputs(m, n, k, layout, device="cuda", seed=5)
+    b = off_grid_operand(b, layout[1] == "T", (k if layout[1] == "T" else n) + 1, 3)
+    direct = stream_call(a, b, "mma_stream", "fp32", "fp16")[0]
+    for _ in range(2):
+        c, launch = stream_call(a, b, "wgmma_persistent", "fp32", "fp16")
+        assert launch["kernel"] == "mma_stream" and not launch["copies"], launch
+        assert_exact(c, a, b, f"wgmma_persistent {layout} {m}x{n}x{k}")
+        assert torch.equal(c, direct)
+    assert torch.equal(ptx_kernels.hgemm(a, b, kernel="wgmma_persistent"), direct)  # out=None: what planned keeps
+    launch = planned(a, b, kernel="wgmma_persistent")
+    out = torch.full((m, n), float("nan"), dtype=a.dtype, device="cuda")
+    launch(a, b, out)
+    assert torch.equal(out, direct) and ptx_kernels.last_launch()["kernel"] == "mma_stream"
+
+
+@pytest.mark.parametrize("layout", ("NN", "NT"))
 def test_b_rows_off_16_bytes_same_bits_every_run(layout):
     """The shifted path's K split (auto plan, and a forced 17) gives the same bits on every run."""
     a, b = make_inputs(13, 5001, 7003, layout, device="cuda", seed=7, kind="randn")
