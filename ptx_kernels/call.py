@@ -207,13 +207,18 @@ def hgemm(a: torch.Tensor, b: torch.Tensor, kernel: str = DEFAULT_KERNEL, acc: s
     ext = load()
     copies = []
     a, b = resolved(a, "A", copies), resolved(b, "B", copies)
+    restrided = False
     if not any_strides(v):
         a, a_col = _a_layout(a, a_col_in_place(v, split), copies)
         b, b_col = _b_layout(b, copies)
         if v.alignment in ("rows16", "tma"):
+            a0, b0 = a, b
             a = _aligned(a, a_col, "A", copies)
             if not v.b_rows_any:
                 b = _aligned(b, b_col, "B", copies)
+            # an operand of one storage row re-strided (not copied): the cached plan would launch the caller's own
+            # view, whose leading dimension the kernel refuses, so such a call keeps no plan
+            restrided = a is not a0 or b is not b0
     else:
         a_col = b_col = False
     c = _c_for_kernel(p.out, copies)
@@ -221,7 +226,7 @@ def hgemm(a: torch.Tensor, b: torch.Tensor, kernel: str = DEFAULT_KERNEL, acc: s
     if c is not p.out:
         p.out.copy_(c)
     _record_launch(kernel, acc, report, a_col, b_col, copies)
-    if key is not None and not copies:
+    if key is not None and not copies and not restrided:
         _PLANS.put(key, (ext, a_col, b_col, byte_extents(a, b, p.out), launched))
     return p.out
 
