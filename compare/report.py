@@ -275,14 +275,13 @@ def _start_layouts(out: Path):
 
 
 def _finish_layouts(proc, out: Path) -> None:
-    """Waits for the child; if it failed, a RuntimeError with its last line (the whole stderr in out/layouts.log):
-    the phase failed, unlike draw_all's HgemmError (probes that disagree with the model: a finding)."""
+    """Waits for the child; if it failed, an HgemmError with its last line (the whole stderr in out/layouts.log)."""
     _, err = proc.communicate()
     if proc.returncode != 0:
         out.mkdir(parents=True, exist_ok=True)
         (out / "layouts.log").write_text(err)
         last = err.strip().splitlines()[-1] if err.strip() else f"exit status {proc.returncode}"
-        raise RuntimeError(f"{last} (full output in {out / 'layouts.log'})")
+        raise HgemmError(f"{last} (full output in {out / 'layouts.log'})")
 
 
 def run(out: Path, *, gpu: bool, suite: str = SUITE, budget_ms: float = MAIN_JOB_BUDGET_MS, progress=None,
@@ -494,15 +493,16 @@ def run(out: Path, *, gpu: bool, suite: str = SUITE, budget_ms: float = MAIN_JOB
         result.not_run.append("the fragment-map probes on the GPU need nvcc")
     verdict = ""
     with phase.guard("fragment maps"):
-        try:
-            if layouts_job:
-                _finish_layouts(layouts_job, out / "layouts")
-            else:
+        if layouts_job:  # a child that failed fails the phase (phase.guard)
+            _finish_layouts(layouts_job, out / "layouts")
+        else:
+            try:
                 draw_all(out / "layouts", hardware=probes)
-            verdict = "; probes on this GPU agree with it for every ldmatrix, stmatrix and mma form" if probes else ""
-        except HgemmError as e:  # the probes disagree with the model (draw_all's verdict): a finding, not a crash
-            verdict = f"; {e}"
-            result.failures.append(str(e))
+                verdict = ("; probes on this GPU agree with it for every ldmatrix, stmatrix and mma form" if probes
+                           else "")
+            except HgemmError as e:  # the probes disagree with the model (draw_all's verdict): a finding, not a crash
+                verdict = f"; {e}"
+                result.failures.append(str(e))
     fragment_md = ["## Fragment maps", "", "Which lane holds which element for mma.m16n8k16 and ldmatrix/stmatrix, "
                    f"from the model the tests check against the PTX ISA{verdict}: [layouts/layouts.md]"
                    "(layouts/layouts.md).", "", "![mma.m16n8k16](layouts/mma_m16n8k16.png)", ""]
