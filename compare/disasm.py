@@ -234,14 +234,20 @@ def finish(proc, out: Path, progress=None, total: int = 0) -> tuple[list[Inspect
             if progress and done < total:
                 progress(done, total)
     if proc.returncode != 0:
-        Path(out).mkdir(parents=True, exist_ok=True)
-        (Path(out) / "inspect.log").write_text(err)
-        last = err.strip().splitlines()[-1] if err.strip() else f"exit status {proc.returncode}"
-        raise HgemmError(f"{last} (full output in {Path(out) / 'inspect.log'})")
+        child_failed(proc.returncode, err, Path(out) / "inspect.log")
     rows, skipped = load(out)
     if progress:
         progress(len(rows), len(rows))
     return rows, skipped
+
+
+def child_failed(returncode: int, err: str, log: Path) -> None:
+    """A `python -m compare` child's failure (inspect here, the main job's fragment maps): its stderr into `log`,
+    then an HgemmError with its last line."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    log.write_text(err)
+    last = err.strip().splitlines()[-1] if err.strip() else f"exit status {returncode}"
+    raise HgemmError(f"{last} (full output in {log})")
 
 
 def load(out: Path) -> tuple[list[InspectRow], dict[str, str]]:

@@ -276,12 +276,11 @@ def _start_layouts(out: Path):
 
 def _finish_layouts(proc, out: Path) -> None:
     """Waits for the child; if it failed, an HgemmError with its last line (the whole stderr in out/layouts.log)."""
+    from .disasm import child_failed
+
     _, err = proc.communicate()
     if proc.returncode != 0:
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "layouts.log").write_text(err)
-        last = err.strip().splitlines()[-1] if err.strip() else f"exit status {proc.returncode}"
-        raise HgemmError(f"{last} (full output in {out / 'layouts.log'})")
+        child_failed(proc.returncode, err, out / "layouts.log")
 
 
 def run(out: Path, *, gpu: bool, suite: str = SUITE, budget_ms: float = MAIN_JOB_BUDGET_MS, progress=None,

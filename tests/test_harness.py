@@ -337,9 +337,9 @@ def test_inspect_store_is_current():
     process: a Triton key needs Triton's compiler, which the interpreter replaces."""
     from compare import disasm
 
-    code = ("import json; from compare import disasm as d; t = d.targets(['triton_tma', 'triton_tma[' + "
-            "d._triton_source(d.targets(['triton_tma'])[0])[2].name + ']'])\n"
+    code = ("import json; from compare import disasm as d\n"
             "other = [c.name for c in __import__('triton_kernels.tma_persistent').tma_persistent.configs()][1]\n"
+            "t = d.targets(['triton_tma', f'triton_tma[{other}]'])\n"
             "keys = [d.store_key(x) for x in (*t, *d.targets(['triton_tma'], 'bf16'))]\n"
             "print(json.dumps({'stale': d.stale_store(), 'keys': keys}))")
     res = subprocess.run([sys.executable, "-c", code], env=disasm._child_env(), capture_output=True, text=True)
