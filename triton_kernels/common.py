@@ -59,26 +59,40 @@ class Config:
         if m is None:
             raise HgemmValueError(f"config name {name!r} is not of the form BMxBNxBK_wW_sS_gG[_kK][_eE]")
         bm, bn, bk, w, s, g, k, e = (int(x) if x else 1 for x in m.groups())
-        return cls(bm, bn, bk, group_m=g, num_warps=w, num_stages=s, split_k=k, epilogue_split=e).check(1)
+        return cls(bm, bn, bk, group_m=g, num_warps=w, num_stages=s, split_k=k, epilogue_split=e).check(1, wide_n=True)
+
+    @property
+    def n_parts(self) -> tuple[int, int]:
+        """block_n as (main, tail): a power of two, and 0 or the smaller power of two a wide tile adds to it
+        (192 = 128 + 64: `wide_n` in `check`; the TMA kernel computes such a tile as two accumulators)."""
+        main = 1 << (self.block_n.bit_length() - 1)
+        return main, self.block_n - main
 
     @property
     def smem_bytes(self) -> int:
         """Shared memory of the operand pipeline: one A and one B tile per stage, 2-byte elements (fp16, bf16)."""
         return (self.block_m + self.block_n) * self.block_k * 2 * self.num_stages
 
-    def check(self, min_block_m: int = 16) -> "Config":
-        """The fields' ranges; min_block_m: the row block's floor (16 for tl.dot; the CUDA-core kernel's is 1)."""
+    def check(self, min_block_m: int = 16, wide_n: bool = False) -> "Config":
+        """The fields' ranges; min_block_m: the row block's floor (16 for tl.dot; the CUDA-core kernel's is 1);
+        wide_n: block_n may also be a power of two plus a smaller one of at least 16 (`n_parts`; the TMA kernel's
+        wide tiles)."""
+        main, tail = self.n_parts
         for field in ("block_m", "block_n", "block_k"):
             v = getattr(self, field)
             floor = min_block_m if field == "block_m" else 16
+            if field == "block_n" and wide_n and tail and v >= floor and tail >= 16 and not tail & (tail - 1):
+                continue
             if v < floor or v & (v - 1):
                 raise HgemmValueError(f"hgemm config {self.name}: {field}={v} must be a power of two >= {floor}"
-                                      + (" (tl.dot)" if floor == 16 else ""))
+                                      + (" (tl.dot)" if floor == 16 else "")
+                                      + (" or a power of two plus a smaller one >= 16" if wide_n and field == "block_n"
+                                         else ""))
         if self.num_warps not in (1, 2, 4, 8, 16):
             raise HgemmValueError(f"hgemm config {self.name}: num_warps={self.num_warps} must be 1, 2, 4, 8 or 16")
         if self.group_m < 1 or self.num_stages < 1 or self.split_k < 1:
             raise HgemmValueError(f"hgemm config {self.name}: group_m, num_stages and split_k must be >= 1")
-        if self.epilogue_split not in (1, 2) or self.block_n // self.epilogue_split < 16:
+        if self.epilogue_split not in (1, 2) or main // self.epilogue_split < 16:
             raise HgemmValueError(f"hgemm config {self.name}: epilogue_split={self.epilogue_split} must be 1 or 2 and "
                                   "leave slices of at least 16 columns")
         return self

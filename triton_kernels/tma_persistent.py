@@ -56,7 +56,20 @@ def configs() -> list[Config]:
         Config(64, 128, 64, group_m=8, num_warps=4, num_stages=6, epilogue_split=2),
         Config(64, 128, 128, group_m=8, num_warps=4, num_stages=4),
         Config(64, 64, 128, group_m=8, num_warps=4, num_stages=6),
+        # wide tiles (`Config.n_parts`): a power of two plus a smaller one, so that fewer columns of the last tile
+        # are padding and fewer tiles are left over for a last round (N = 272 in one 272-wide tile, not three 128s)
+        Config(128, 192, 64, group_m=8, num_warps=8, num_stages=4),
+        Config(128, 160, 64, group_m=8, num_warps=8, num_stages=4),
+        Config(128, 272, 64, group_m=8, num_warps=8, num_stages=3),
+        Config(128, 320, 64, group_m=8, num_warps=8, num_stages=3, epilogue_split=2),
+        Config(256, 144, 64, group_m=8, num_warps=8, num_stages=3),
+        Config(64, 192, 64, group_m=8, num_warps=4, num_stages=6),
     ]
+
+
+def check_config(cfg: Config) -> Config:
+    """A pinned configuration's ranges: block_n may be wide (`Config.n_parts`: 192 = 128 + 64)."""
+    return cfg.check(wide_n=True)
 
 
 INTERPRETER_CONFIG = Config(32, 32, 32, group_m=4, num_warps=4, num_stages=2)
@@ -69,20 +82,33 @@ def worth_timing(m: int, n: int, k: int, sms: int, tma_in_place: bool) -> bool:
 
 
 @triton.jit
+def load_tile(desc, row, col, T: tl.constexpr):
+    """The operand tile at (row, col) by descriptor: A's (BLOCK_M, BLOCK_K) at (off_m, off_k), B's (BLOCK_K, width
+    of its box) at (off_k, off_n). T: the operand is column-major, its descriptor describes the transpose, whose
+    tile is loaded at (col, row) and transposed in shared memory (wgmma reads it directly)."""
+    if T:
+        x = desc.load([col, row]).T
+    else:
+        x = desc.load([row, col])
+    return x
+
+
+@triton.jit
 def tma_dot_step(a_desc, b_desc, off_m, off_n, off_k, acc, A_T: tl.constexpr, B_T: tl.constexpr,
                  ACC_FP16: tl.constexpr):
-    """One K tile of the TMA kernels' main loop: load A's and B's tiles at off_k by descriptor (a column-major
-    operand's descriptor describes its transpose: the tile is transposed in shared memory, which wgmma reads
-    directly) and accumulate their product."""
-    if A_T:
-        a = a_desc.load([off_k, off_m]).T  # (BLOCK_K, BLOCK_M) tile of A^T
+    """One K tile of the TMA kernels' main loop: load A's and B's tiles at off_k by descriptor and accumulate their
+    product."""
+    return dot_acc(load_tile(a_desc, off_m, off_k, A_T), load_tile(b_desc, off_k, off_n, B_T), acc, ACC_FP16)
+
+
+@triton.jit
+def zeros_acc(BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, ACC_FP16: tl.constexpr):
+    """A (BLOCK_M, BLOCK_N) accumulator of zeros: fp16 when ACC_FP16, else fp32."""
+    if ACC_FP16:
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float16)
     else:
-        a = a_desc.load([off_m, off_k])  # (BLOCK_M, BLOCK_K)
-    if B_T:
-        b = b_desc.load([off_n, off_k]).T  # (BLOCK_N, BLOCK_K) tile of B^T
-    else:
-        b = b_desc.load([off_k, off_n])  # (BLOCK_K, BLOCK_N)
-    return dot_acc(a, b, acc, ACC_FP16)
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    return acc
 
 
 @triton.jit
@@ -94,24 +120,41 @@ def tile_k_range(a_desc, b_desc, tile_id, ki_start, ki_end, num_pid_m, num_pid_n
     pid_m, pid_n = grouped_pid(tile_id, num_pid_m, num_pid_n, GROUP_M)
     off_m = pid_m * BLOCK_M
     off_n = pid_n * BLOCK_N
-    if ACC_FP16:
-        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float16)
-    else:
-        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    acc = zeros_acc(BLOCK_M, BLOCK_N, ACC_FP16)
     for ki in range(ki_start, ki_end):
         acc = tma_dot_step(a_desc, b_desc, off_m, off_n, ki * BLOCK_K, acc, A_T, B_T, ACC_FP16)
     return acc
 
 
 @triton.jit
+def wide_tile_k_range(a_desc, b_desc, b2_desc, off_m, off_n, k_tiles, A_T: tl.constexpr, B_T: tl.constexpr,
+                      ACC_FP16: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_N2: tl.constexpr,
+                      BLOCK_K: tl.constexpr):
+    """The K loop of a wide tile, BLOCK_N + BLOCK_N2 columns from off_n (both powers of two: tl.dot's shapes are):
+    two accumulators side by side, (BLOCK_M, BLOCK_N) and (BLOCK_M, BLOCK_N2), fed by one A tile per k-step and B
+    tiles from two descriptors whose boxes are the two widths."""
+    acc = zeros_acc(BLOCK_M, BLOCK_N, ACC_FP16)
+    acc2 = zeros_acc(BLOCK_M, BLOCK_N2, ACC_FP16)
+    for ki in range(0, k_tiles):
+        off_k = ki * BLOCK_K
+        a = load_tile(a_desc, off_m, off_k, A_T)
+        acc = dot_acc(a, load_tile(b_desc, off_k, off_n, B_T), acc, ACC_FP16)
+        acc2 = dot_acc(a, load_tile(b2_desc, off_k, off_n + BLOCK_N, B_T), acc2, ACC_FP16)
+    return acc, acc2
+
+
+@triton.jit
 def data_parallel_tiles(a_desc, b_desc, c_desc, M, N, K, FIRST_TILE, A_T: tl.constexpr, B_T: tl.constexpr,
                         ACC_FP16: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-                        GROUP_M: tl.constexpr, EPI_SPLIT: tl.constexpr):
+                        GROUP_M: tl.constexpr, EPI_SPLIT: tl.constexpr, b2_desc=None, c2_desc=None,
+                        BLOCK_N2: tl.constexpr = 0):
     """The persistent walk over tiles FIRST_TILE, FIRST_TILE + 1, ... (grouped order), each tile's whole K loop by
     one program: program p takes FIRST_TILE + p, then every num_programs-th tile. The TMA kernel walks every tile
-    (FIRST_TILE 0); the stream-K kernel (triton_kernels/streamk.py) the whole waves after its stream-K tiles."""
+    (FIRST_TILE 0); the stream-K kernel (triton_kernels/streamk.py) the whole waves after its stream-K tiles.
+    BLOCK_N2 > 0: wide tiles of BLOCK_N + BLOCK_N2 columns (`wide_tile_k_range`), the last BLOCK_N2 read through
+    b2_desc and stored through c2_desc."""
     num_pid_m = tl.cdiv(M, BLOCK_M)
-    num_pid_n = tl.cdiv(N, BLOCK_N)
+    num_pid_n = tl.cdiv(N, BLOCK_N + BLOCK_N2)
     k_tiles = tl.cdiv(K, BLOCK_K)
     num_tiles = num_pid_m * num_pid_n
     # The epilogue recomputes its tile from its own counter: with flatten=True the K loop of the next tile is
@@ -120,17 +163,26 @@ def data_parallel_tiles(a_desc, b_desc, c_desc, M, N, K, FIRST_TILE, A_T: tl.con
     tile_id_c = FIRST_TILE + tl.program_id(0) - n_programs
     for tile_id in tl.range(FIRST_TILE + tl.program_id(0), num_tiles, n_programs, flatten=True):
         # MAIN LOOP
-        acc = tile_k_range(a_desc, b_desc, tile_id, 0, k_tiles, num_pid_m, num_pid_n, A_T, B_T, ACC_FP16, BLOCK_M,
-                           BLOCK_N, BLOCK_K, GROUP_M)
+        if BLOCK_N2 == 0:
+            acc = tile_k_range(a_desc, b_desc, tile_id, 0, k_tiles, num_pid_m, num_pid_n, A_T, B_T, ACC_FP16,
+                               BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M)
+        else:
+            pid_m, pid_n = grouped_pid(tile_id, num_pid_m, num_pid_n, GROUP_M)
+            acc, acc2 = wide_tile_k_range(a_desc, b_desc, b2_desc, pid_m * BLOCK_M, pid_n * (BLOCK_N + BLOCK_N2),
+                                          k_tiles, A_T, B_T, ACC_FP16, BLOCK_M, BLOCK_N, BLOCK_N2, BLOCK_K)
         # EPILOGUE
         tile_id_c += n_programs
         pid_cm, pid_cn = grouped_pid(tile_id_c, num_pid_m, num_pid_n, GROUP_M)
+        off_cm = pid_cm * BLOCK_M
+        off_cn = pid_cn * (BLOCK_N + BLOCK_N2)
         if EPI_SPLIT == 2:  # columns [0, BLOCK_N / 2) and [BLOCK_N / 2, BLOCK_N) as two accumulators
             acc0, acc1 = tl.split(tl.permute(tl.reshape(acc, (BLOCK_M, 2, BLOCK_N // 2)), (0, 2, 1)))
-            c_desc.store([pid_cm * BLOCK_M, pid_cn * BLOCK_N], to_output(acc0, c_desc.dtype))
-            c_desc.store([pid_cm * BLOCK_M, pid_cn * BLOCK_N + BLOCK_N // 2], to_output(acc1, c_desc.dtype))
+            c_desc.store([off_cm, off_cn], to_output(acc0, c_desc.dtype))
+            c_desc.store([off_cm, off_cn + BLOCK_N // 2], to_output(acc1, c_desc.dtype))
         else:
-            c_desc.store([pid_cm * BLOCK_M, pid_cn * BLOCK_N], to_output(acc, c_desc.dtype))
+            c_desc.store([off_cm, off_cn], to_output(acc, c_desc.dtype))
+        if BLOCK_N2 > 0:  # (a tile past N's end: the TMA store writes nothing there)
+            c2_desc.store([off_cm, off_cn + BLOCK_N], to_output(acc2, c2_desc.dtype))
 
 
 @triton.jit
@@ -145,10 +197,12 @@ def hgemm_tma_kernel(
     ACC_FP16: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
     EPI_SPLIT: tl.constexpr = 1,  # 2: the C tile stored as two (BLOCK_M, BLOCK_N / 2) halves (c_desc's box)
+    # wide tiles (BLOCK_N2 > 0): each tile BLOCK_N + BLOCK_N2 wide, its last BLOCK_N2 columns by these descriptors
+    b2_desc=None, c2_desc=None, BLOCK_N2: tl.constexpr = 0,
 ):
     """Every tile, data-parallel: `data_parallel_tiles` from tile 0."""
     data_parallel_tiles(a_desc, b_desc, c_desc, M, N, K, 0, A_T, B_T, ACC_FP16, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
-                        EPI_SPLIT)
+                        EPI_SPLIT, b2_desc, c2_desc, BLOCK_N2)
 
 
 @functools.lru_cache(maxsize=None)
@@ -181,7 +235,7 @@ def programs(tiles: int, slots: int) -> int:
 def operand_descs(a: torch.Tensor, b: torch.Tensor, config: Config) -> tuple[Desc, Desc, bool, bool]:
     """TMA descriptors of A and B over their row-major views (a column-major operand is described as its
     transpose, and the kernel transposes the tile in shared memory), with the config's boxes."""
-    bm, bn, bk = config.block_m, config.block_n, config.block_k
+    bm, bn, bk = config.block_m, config.n_parts[0], config.block_k  # (a wide tile's main part: `launches`)
     a_t, b_t = _major(a) == "T", _major(b) == "T"
     a_desc = Desc(a.t(), (bk, bm), a) if a_t else Desc(a, (bm, bk))
     b_desc = Desc(b.t(), (bn, bk), b) if b_t else Desc(b, (bk, bn))
@@ -197,19 +251,29 @@ def launches(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, acc_fp16: bool, 
         raise HgemmValueError("hgemm(kernel='triton_tma'): the output must be row-major for the TMA store")
     a_desc, b_desc, a_t, b_t = operand_descs(a, b, config)
     grid = (programs(cdiv(m, config.block_m) * cdiv(n, config.block_n), num_sms(a.device)),)
-    c_box = (config.block_m, config.block_n // config.epilogue_split)
-    args = (a_desc, b_desc, Desc(c, c_box), m, n, k, a_t, b_t, acc_fp16, *config.meta.values(),
-            config.epilogue_split)
+    bm, bk = config.block_m, config.block_k
+    main, tail = config.n_parts
+    wide = ()  # a wide tile's last `tail` columns: B's and C's descriptors with boxes that wide
+    if tail:
+        b2_desc = Desc(b.t(), (tail, bk), b) if b_t else Desc(b, (bk, tail))
+        wide = (b2_desc, Desc(c, (bm, tail)), tail)
+    args = (a_desc, b_desc, Desc(c, (bm, main // config.epilogue_split)), m, n, k, a_t, b_t, acc_fp16, bm, main, bk,
+            config.group_m, config.epilogue_split, *wide)
     return [Spec(hgemm_tma_kernel, grid, args, config.num_warps, config.num_stages)]
 
 
 def inspect_source(cfg: Config, dtype: str = "fp16") -> tuple:
     """What `triton.compile` needs to build the kernel as a 4096^3 NN problem on an H100 specializes it:
     (kernel, signature, constexprs, attrs) for inputs of `dtype` ("fp16", "bf16"), for `python -m compare inspect`."""
-    bm, bn, bk = cfg.block_m, cfg.block_n, cfg.block_k
+    bm, bk = cfg.block_m, cfg.block_k
+    bn, tail = cfg.n_parts
     sig = {"a_desc": f"tensordesc<{dtype}[{bm}, {bk}]>", "b_desc": f"tensordesc<{dtype}[{bk}, {bn}]>",
            "c_desc": f"tensordesc<{dtype}[{bm}, {bn // cfg.epilogue_split}]>", "M": "i32", "N": "i32", "K": "i32"}
     consts = dict(A_T=False, B_T=False, ACC_FP16=False, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
-                  GROUP_M=cfg.group_m, EPI_SPLIT=cfg.epilogue_split)
+                  GROUP_M=cfg.group_m, EPI_SPLIT=cfg.epilogue_split, BLOCK_N2=tail)
+    if tail:
+        sig.update(b2_desc=f"tensordesc<{dtype}[{bk}, {tail}]>", c2_desc=f"tensordesc<{dtype}[{bm}, {tail}]>")
+    else:
+        consts.update(b2_desc=None, c2_desc=None)
     attrs = {(i,): [["tt.divisibility", 16]] for i in (3, 4, 5)}
     return hgemm_tma_kernel, sig, consts, attrs
