@@ -253,7 +253,8 @@ def launches(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, acc_fp16: bool, 
     grid = (programs(cdiv(m, config.block_m) * cdiv(n, config.block_n), num_sms(a.device)),)
     bm, bk = config.block_m, config.block_k
     main, tail = config.n_parts
-    wide = ()  # a wide tile's last `tail` columns: B's and C's descriptors with boxes that wide
+    wide = (None, None, 0)  # a wide tile's last `tail` columns: B's and C's descriptors with boxes that wide
+    # (passed even where unused: `launch.Direct` passes exactly the arguments given, defaults included)
     if tail:
         b2_desc = Desc(b.t(), (tail, bk), b) if b_t else Desc(b, (bk, tail))
         wide = (b2_desc, Desc(c, (bm, tail)), tail)
