@@ -138,8 +138,10 @@ def wide_tile_k_range(a_desc, b_desc, b2_desc, off_m, off_n, k_tiles, A_T: tl.co
     for ki in range(0, k_tiles):
         off_k = ki * BLOCK_K
         a = load_tile(a_desc, off_m, off_k, A_T)
-        acc = dot_acc(a, load_tile(b_desc, off_k, off_n, B_T), acc, ACC_FP16)
-        acc2 = dot_acc(a, load_tile(b2_desc, off_k, off_n + BLOCK_N, B_T), acc2, ACC_FP16)
+        b = load_tile(b_desc, off_k, off_n, B_T)
+        b2 = load_tile(b2_desc, off_k, off_n + BLOCK_N, B_T)
+        acc = dot_acc(a, b, acc, ACC_FP16)
+        acc2 = dot_acc(a, b2, acc2, ACC_FP16)
     return acc, acc2
 
 
@@ -161,7 +163,9 @@ def data_parallel_tiles(a_desc, b_desc, c_desc, M, N, K, FIRST_TILE, A_T: tl.con
     # already being issued when this one's result is stored.
     n_programs = tl.num_programs(0)  # the stride: the launcher sizes the grid (`programs` below)
     tile_id_c = FIRST_TILE + tl.program_id(0) - n_programs
-    for tile_id in tl.range(FIRST_TILE + tl.program_id(0), num_tiles, n_programs, flatten=True):
+    # Wide tiles are not flattened: ptxas then serializes their two accumulators' wgmmas (its warning C7515, "non
+    # wgmma instructions defining accumulator registers ... between start and end of the pipeline stage").
+    for tile_id in tl.range(FIRST_TILE + tl.program_id(0), num_tiles, n_programs, flatten=BLOCK_N2 == 0):
         # MAIN LOOP
         if BLOCK_N2 == 0:
             acc = tile_k_range(a_desc, b_desc, tile_id, 0, k_tiles, num_pid_m, num_pid_n, A_T, B_T, ACC_FP16,
