@@ -108,6 +108,22 @@ def test_a_kernel_the_model_has_not_fitted_is_swept_but_never_scored(monkeypatch
         4224, 4096, 1024, 90, 132, *operands(4224, 4096, 1024, "NN"), None, every_staging=True)}
 
 
+def test_wide_tiles_are_scored_only_once_a_fit_has_measured_them():
+    """triton_tma's wide tiles (192 = 128 + 64 columns: two accumulators) take parameters of their own
+    (`cost_model.param_key`'s ".wide"): a parameter file without them leaves them out of the model's choice, and
+    one with them scores them."""
+    params = planner.params_for(90, 132)
+    plan = cm.plan_for("triton_tma", 128, 192, 64, 4, 8)
+    assert cm.param_key(plan) == "triton_tma.wide" and cm.unmeasured(plan, params)
+    assert not cm.unmeasured(cm.plan_for("triton_tma", 128, 256, 64, 3, 8), params)
+    problem = cm.Problem(8192, 272, 8192, "NN", "ttt", "fp16", "fp32")
+    pairs = [("triton_tma", (False, False, False))]
+    wide = lambda p: {pl.config.name for _, pl in planner.ranked(problem, pairs, 132, p) if pl.config.n_parts[1]}
+    assert wide(params) == set()
+    fitted = cm.Params(params.gpu, {**params.kernels, "triton_tma.wide": params.kernels["triton_tma"]})
+    assert wide(fitted) == {c.name for c in triton_kernels.configs("triton_tma") if c.n_parts[1]}
+
+
 def test_the_gluon_kernel_is_scored_only_where_the_model_has_fitted_it(monkeypatch):
     """gluon_persistent is never timed by tune="exact"; the model scores it once a parameter file fits it (a sweep
     with --gluon). Its plans carry its needed staging, like the TMA kernels'."""

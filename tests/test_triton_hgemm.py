@@ -312,6 +312,37 @@ def test_tma_every_config_exact(dtype, acc):
             run_exact(a, b, acc=acc, config=cfg, kernel=kernel)
 
 
+# Wide tiles under the interpreter: 32 + 16 columns, and 64 + 16 with the main part stored in halves
+WIDE = [Config(32, 48, 32, group_m=4, num_warps=4, num_stages=2),
+        Config(32, 80, 32, group_m=4, num_warps=4, num_stages=2, epilogue_split=2)]
+
+
+@pytest.mark.parametrize("dtype,layouts", [("fp16", LAYOUTS), ("bf16", ["NT"])])
+def test_tma_wide_tiles_exact(dtype, layouts):
+    """The TMA kernel's wide tiles (a power of two plus a smaller one, two accumulators side by side): N ending
+    inside the main part (the tail's loads and store wholly past the edge), inside the tail, on the tile's edge,
+    and three tiles with the last one partial; two row tiles, and K with a partial last tile."""
+    for cfg in WIDE:
+        main, tail = cfg.n_parts
+        for n in (main - 8, main + 8, main + tail, 2 * (main + tail) + main + 8):
+            for layout in layouts:
+                a, b = make_inputs(40, n, 72, layout, device=DEVICE, seed=n, dtype=dtype)
+                run_exact(a, b, config=cfg, kernel="tma")
+
+
+def test_wide_tile_widths_are_checked():
+    """A wide width is a power of two plus a smaller one of at least 16 (`Config.n_parts`), pinned for the TMA
+    kernel only; other kernels and other widths are refused by name."""
+    assert Config.from_name("128x192x64_w8_s4_g8").n_parts == (128, 64)
+    assert Config(128, 256, 64).n_parts == (256, 0)
+    a, b = make_inputs(40, 48, 32, "NN", device=DEVICE, seed=3)
+    with pytest.raises(ValueError, match=r"block_n=48 must be a power of two >= 16 \(tl.dot\)$"):
+        triton_kernels.hgemm(a, b, config=WIDE[0], kernel="blocked")
+    for name in ("128x200x64_w8_s4_g8", "128x136x64_w8_s4_g8"):  # 128 + 72; 128 + 8 (under 16)
+        with pytest.raises(ValueError, match=r"power of two >= 16 \(tl.dot\) or a power of two plus a smaller one"):
+            Config.from_name(name)
+
+
 @pytest.mark.parametrize("dtype,acc", DTYPE_ACCS)
 def test_splitk_every_config_exact(dtype, acc):
     """Every tile and split: one tile plus one on M and N, K cut into exactly split_k slices of two K tiles, the
@@ -498,7 +529,19 @@ def facts(k):
                 ffma=len(re.findall(r"\\bFFMA\\b", sass)),
                 local=len(re.findall(r"\\b(?:LDL|STL)\\b", sass)), rn_bf16="cvt.rn.bf16" in k.asm["ptx"])
 
-units = {}
+def ptxas_serializes(ptx):  # ptxas's warning C7515: it made the wgmmas wait for each other (Triton drops it)
+    import os, subprocess, tempfile
+    from triton import knobs
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "k.ptx")
+        with open(path, "w") as f:
+            f.write(ptx)
+        run = subprocess.run([knobs.nvidia.ptxas.path, "-arch=sm_90a", "-v", path, "-o", os.path.join(d, "k.cubin")],
+                             capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    return "C7515" in run.stderr
+
+units, serialized = {}, []
 
 def mine(unit):  # whether a unit (a config in all its dtypes, or one reduction) is this child's (PART of PARTS): dealt
     # in turn, configs that compile alike one unit (split_k is a run-time argument of some split-K kernels), so that
@@ -522,6 +565,8 @@ for v in VARIANTS:
                 except Exception as e:  # noqa: BLE001 - reported by name
                     failed.append([v.name, cfg.name, dtype, acc, type(e).__name__])
                     continue
+                if cfg.n_parts[1] and dtype == "fp16" and acc == "fp32":  # a wide tile: wgmmas left asynchronous?
+                    serialized.append([v.name, cfg.name, ptxas_serializes(k.asm["ptx"])])
                 # SASS (nvdisasm, the slow part): every bf16 instantiation, fp16's of the first config (what
                 # `compare inspect` shows)
                 if acc == "fp32" and (dtype == "bf16" or i == 0):
@@ -556,7 +601,8 @@ for d in (0, div8) if mine("div8") else ():
     attrs = {(i,): [["tt.divisibility", 16]] for i in (0, 1, 2, 5, 6)}
     k = compile_(fn, sig, dict(consts, EVEN_K=False, DIV8=d), attrs, 8, 3)
     loads["div8" if d else "plain"] = sorted(set(re.findall(r"\\bLDG[\\w.]*", k.asm["sass"])))
-print(json.dumps(dict(failed=failed, rows=rows, reduce_rn_bf16=reduce, x8_loads=loads, wide_reduce=wide)))
+print(json.dumps(dict(failed=failed, rows=rows, reduce_rn_bf16=reduce, x8_loads=loads, wide_reduce=wide,
+                      serialized=serialized)))
 """
 
 
@@ -565,7 +611,8 @@ def sm90_compiles() -> dict:
     """The child's report: compile failures, SASS facts of the instantiations it disassembled, the reduction (the
     configurations compiled by several children side by side, helpers.run_children)."""
     parts = run_children(_ALL_CONFIGS_PROBE, timeout=900)
-    merged = dict(failed=[f for p in parts for f in p["failed"]], rows=[r for p in parts for r in p["rows"]])
+    merged = dict(failed=[f for p in parts for f in p["failed"]], rows=[r for p in parts for r in p["rows"]],
+                  serialized=[r for p in parts for r in p["serialized"]])
     for key in ("reduce_rn_bf16", "x8_loads", "wide_reduce"):  # each computed by one child
         merged[key] = {k: v for p in parts for k, v in p[key].items()}
     return merged
@@ -573,6 +620,15 @@ def sm90_compiles() -> dict:
 
 def test_every_config_compiles_for_sm90_in_every_dtype_and_accumulation(sm90_compiles):
     assert sm90_compiles["failed"] == []
+
+
+def test_wide_tiles_keep_their_wgmmas_asynchronous(sm90_compiles):
+    """The TMA kernel's wide tiles (two accumulators, `tma_persistent.wide_tile_k_range`): ptxas does not serialize
+    their wgmmas (its warning C7515, which it gave while their tile loop was flattened, and the tiles then ran at
+    about half the power-of-two tiles' rate on an H200)."""
+    wide = [c.name for c in configs("triton_tma") if c.n_parts[1]]
+    assert wide and sorted(r[1] for r in sm90_compiles["serialized"]) == sorted(wide)
+    assert [r for r in sm90_compiles["serialized"] if r[2]] == []
 
 
 def test_bf16_compiles_to_bf16_tensor_cores(sm90_compiles):

@@ -118,7 +118,10 @@ def ranked(problem: cm.Problem, pairs: list[tuple[str, tuple]], sms: int,
     scored = []
     for kernel, stage in pairs:
         for cfg in problem_configs(kernel_module(BY_KERNEL[kernel]), problem.m, problem.n, problem.k, sms):
-            pred = cm.predict(problem, model_plan_of(kernel, cfg, stage, problem.k), params)
+            plan = model_plan_of(kernel, cfg, stage, problem.k)
+            if cm.unmeasured(plan, params):
+                continue
+            pred = cm.predict(problem, plan, params)
             scored.append((pred, Plan(kernel, cfg, stage, source=f"model: {pred.decided}")))
     scored.sort(key=lambda t: t[0].seconds)
     return scored

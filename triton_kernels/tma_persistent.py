@@ -37,7 +37,7 @@ def configs() -> list[Config]:
     faster on 8192x8192x1024 in the wide configuration sweeps, docs/design/triton.md);
     128x128x64 fits 4 to 6. 64x128 tiles 128 deep in K (4 x 48 KB) are for 1024^3-sized problems, where 128 tiles
     cover C and half as many k-steps (8 at K = 1024) as 64-deep tiles take, which ran faster there
-    (measured: docs/design/triton.md). The last, 64x64 tiles 128 deep in K and 6
+    (measured: docs/design/triton.md). The 64x64 tiles 128 deep in K and 6
     stages (192 KB of loads in flight per SM), is for memory-bound skinny problems such as 128x4096x4096, where 128
     such tiles cover C and each streams its whole K (cuBLAS runs 64x64 tiles there, `scripts/library_kernels.py`);
     it replaced 64-deep tiles 12 stages deep (cuBLAS: 13), which were slower on cold operands (measured:
@@ -57,13 +57,11 @@ def configs() -> list[Config]:
         Config(64, 128, 128, group_m=8, num_warps=4, num_stages=4),
         Config(64, 64, 128, group_m=8, num_warps=4, num_stages=6),
         # wide tiles (`Config.n_parts`): a power of two plus a smaller one, so that fewer columns of the last tile
-        # are padding and fewer tiles are left over for a last round (N = 272 in one 272-wide tile, not three 128s)
+        # are padding and fewer tiles are left over for a last round (N = 272 in one 272-wide tile, not three
+        # 128s). kernel="auto"'s model offers them only once a sweep has measured them (`cost_model.unmeasured`).
         Config(128, 192, 64, group_m=8, num_warps=8, num_stages=4),
-        Config(128, 160, 64, group_m=8, num_warps=8, num_stages=4),
         Config(128, 272, 64, group_m=8, num_warps=8, num_stages=3),
-        Config(128, 320, 64, group_m=8, num_warps=8, num_stages=3, epilogue_split=2),
         Config(256, 144, 64, group_m=8, num_warps=8, num_stages=3),
-        Config(64, 192, 64, group_m=8, num_warps=4, num_stages=6),
     ]
 
 
