@@ -359,17 +359,28 @@ class Params:
 def param_key(plan: Plan, problem: Problem | None = None) -> str:
     """Whose parameters a plan takes: its kernel's, or a Triton kernel's mma.sync tiles' (below 64 rows) apart from
     its wgmma tiles' (each efficiency is of its own instruction's rate); a pointer kernel's on A or B that TMA
-    cannot describe (".u") apart from its aligned calls'; a wide tile's (".wide": a width that is not a power of
-    two, two accumulators side by side, triton_kernels/tma_persistent.py) apart from its kernel's other tiles'."""
+    cannot describe (".u") apart from its aligned calls'; a Triton wide tile's (".wide": a width that is not a
+    power of two, two accumulators side by side, `two_accumulators`) apart from its kernel's other tiles'."""
     unaligned = problem is not None and plan.kernel in POINTER_KERNELS and problem.align[:2] != "tt"
     return (plan.kernel + (".mma" if plan.isa == "mma" else "") + (".u" if unaligned else "")
-            + (".wide" if plan.bn & (plan.bn - 1) else ""))
+            + (".wide" if two_accumulators(plan) else ""))
+
+
+# Kernels whose tiles of a width that is not a power of two are two tl.dot accumulators side by side (the
+# hand-written kernels' 128x192 and 256x152 tiles are one wgmma that wide, and take their kernel's parameters)
+WIDE_TILE_KERNELS = ("triton_tma",)
+
+
+def two_accumulators(plan: Plan) -> bool:
+    """A Triton wide tile: block_n not a power of two, computed as two accumulators (`WIDE_TILE_KERNELS`)."""
+    return plan.kernel in WIDE_TILE_KERNELS and plan.bn & (plan.bn - 1) != 0
 
 
 def unmeasured(plan: Plan, params: "Params") -> bool:
     """A wide tile (`param_key`'s ".wide") with no fitted parameters of its own: the planner does not offer it, as
-    nothing measured says how fast its two accumulators run (a sweep that timed such tiles gives the fit them)."""
-    return plan.bn & (plan.bn - 1) != 0 and param_key(plan) not in params.kernels
+    nothing measured says how fast its two accumulators run (a sweep that timed such tiles gives the fit their
+    records)."""
+    return two_accumulators(plan) and param_key(plan) not in params.kernels
 
 
 TERMS = ("compute", "waves", "hbm", "l2", "staging", "reduce", "latency")

@@ -116,6 +116,8 @@ def test_wide_tiles_are_scored_only_once_a_fit_has_measured_them():
     plan = cm.plan_for("triton_tma", 128, 192, 64, 4, 8)
     assert cm.param_key(plan) == "triton_tma.wide" and cm.unmeasured(plan, params)
     assert not cm.unmeasured(cm.plan_for("triton_tma", 128, 256, 64, 3, 8), params)
+    # the hand-written kernels' wide tiles are one wgmma that wide: their kernel's own parameters
+    assert cm.param_key(cm.plan_for("wgmma_persistent", 128, 192, 64, 5, 12)) == "wgmma_persistent"
     problem = cm.Problem(8192, 272, 8192, "NN", "ttt", "fp16", "fp32")
     pairs = [("triton_tma", (False, False, False))]
     wide = lambda p: {pl.config.name for _, pl in planner.ranked(problem, pairs, 132, p) if pl.config.n_parts[1]}

@@ -337,8 +337,9 @@ WIDE = [Config(32, 48, 32, group_m=4, num_warps=4, num_stages=2),
 def test_tma_wide_tiles_exact(dtype, layouts):
     """The TMA kernel's wide tiles (a power of two plus a smaller one, two accumulators side by side): N ending
     inside the main part (the tail's loads and store wholly past the edge), inside the tail, on the tile's edge,
-    and three tiles with the last one partial; two row tiles, and K with a partial last tile."""
-    for cfg in WIDE:
+    and three tiles with the last one partial; two row tiles, and K with a partial last tile. On a GPU the shipped
+    wide configurations too (their wgmma path: WIDE's 32-row tiles compile to mma.sync)."""
+    for cfg in WIDE + ([c for c in configs("triton_tma") if c.n_parts[1]] if HAS_CUDA else []):
         main, tail = cfg.n_parts
         for n in (main - 8, main + 8, main + tail, 2 * (main + tail) + main + 8):
             for layout in layouts:
@@ -357,6 +358,10 @@ def test_wide_tile_widths_are_checked():
     for name in ("128x200x64_w8_s4_g8", "128x136x64_w8_s4_g8"):  # 128 + 72; 128 + 8 (under 16)
         with pytest.raises(ValueError, match=r"power of two >= 16 \(tl.dot\) or a power of two plus a smaller one"):
             Config.from_name(name)
+    with pytest.raises(ValueError, match=r"block_n=0 must be a power of two >= 16"):
+        Config.from_name("128x0x64_w8_s4_g8")
+    with pytest.raises(ValueError, match=r"block_n=768: a TMA box holds at most 256 columns"):  # 512 + 256
+        triton_kernels.hgemm(a, b, config=Config(128, 768, 64, num_warps=8), kernel="tma")
 
 
 @pytest.mark.parametrize("dtype,acc", DTYPE_ACCS)
@@ -640,8 +645,8 @@ def test_every_config_compiles_for_sm90_in_every_dtype_and_accumulation(sm90_com
 
 def test_wide_tiles_keep_their_wgmmas_asynchronous(sm90_compiles):
     """The TMA kernel's wide tiles (two accumulators, `tma_persistent.wide_tile_k_range`): ptxas does not serialize
-    their wgmmas (its warning C7515, which it gave while their tile loop was flattened, and the tiles then ran at
-    about half the power-of-two tiles' rate on an H200)."""
+    their wgmmas (its warning C7515, which it gave while their tile loop was flattened; what that cost is in
+    docs/design/triton.md, "Wide tiles")."""
     wide = [c.name for c in configs("triton_tma") if c.n_parts[1]]
     assert wide and sorted(r[1] for r in sm90_compiles["serialized"]) == sorted(wide)
     assert [r for r in sm90_compiles["serialized"] if r[2]] == []

@@ -65,6 +65,8 @@ class Config:
     def n_parts(self) -> tuple[int, int]:
         """block_n as (main, tail): a power of two, and 0 or the smaller power of two a wide tile adds to it
         (192 = 128 + 64: `wide_n` in `check`; the TMA kernel computes such a tile as two accumulators)."""
+        if self.block_n < 1:  # (refused by name in `check`)
+            return self.block_n, 0
         main = 1 << (self.block_n.bit_length() - 1)
         return main, self.block_n - main
 
@@ -81,7 +83,7 @@ class Config:
         for field in ("block_m", "block_n", "block_k"):
             v = getattr(self, field)
             floor = min_block_m if field == "block_m" else 16
-            if field == "block_n" and wide_n and tail and v >= floor and tail >= 16 and not tail & (tail - 1):
+            if field == "block_n" and wide_n and tail >= 16 and not tail & (tail - 1):
                 continue
             if v < floor or v & (v - 1):
                 raise HgemmValueError(f"hgemm config {self.name}: {field}={v} must be a power of two >= {floor}"

@@ -462,9 +462,9 @@ def model_candidates(m: int, n: int, k: int, arch: int, sms: int, a: torch.Tenso
 
 def model_plan(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None, acc: str, arch: int,
                sms: int) -> Plan | None:
-    """The candidate (`model_candidates` x `problem_configs`) that the GPU's fitted cost model predicts fastest
-    among those that can run these operands (`planner.ranked`, `usable`); None where the GPU has no model. Nothing
-    is timed, synchronized or allocated."""
+    """The candidate (`model_candidates` x `problem_configs`, less the wide tiles it has not measured) that the
+    GPU's fitted cost model predicts fastest among those that can run these operands (`planner.ranked`, `usable`);
+    None where the GPU has no model. Nothing is timed, synchronized or allocated."""
     params = planner.params_for(arch, sms)
     if params is None:
         return None
@@ -540,7 +540,7 @@ def choose(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, out: torch.Tensor 
         if arch is None or config is not None:
             kernel = kernel_for(arch, a, b, out)
             module = kernel_module(BY_KERNEL[kernel])
-            return Plan(kernel, config.check() if config else module.INTERPRETER_CONFIG,
+            return Plan(kernel, optional(module, "check_config")(config) if config else module.INTERPRETER_CONFIG,
                         source="pinned" if config else "interpreter")
     else:
         v = BY_KERNEL[kernel]

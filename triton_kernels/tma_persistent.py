@@ -8,7 +8,9 @@ What it adds over the blocked kernel (triton_kernels/blocked.py):
   the pipeline run on from one tile's K loop into the next's), so there is no tail wave of launches; as few programs
   as walk the tiles in the same number of rounds (`programs`), so that every round is full;
 - layouts by descriptor: a column-major operand is described as its row-major transpose and transposed in
-  shared memory (`.T`), which wgmma reads directly.
+  shared memory (`.T`), which wgmma reads directly;
+- wide tiles (`Config.n_parts`: 192 = 128 + 64 columns) as two accumulators side by side, their tiles walked
+  unflattened (`data_parallel_tiles`).
 TMA needs 16-byte aligned base addresses and leading dimensions (multiples of 8 two-byte elements) with unit inner
 stride; `hgemm_common.operands.tma_describable` says whether the inputs qualify; otherwise `hgemm(kernel="auto")`
 runs another kernel or stages the operands through aligned copies (triton_kernels/dispatch.py).
@@ -66,8 +68,13 @@ def configs() -> list[Config]:
 
 
 def check_config(cfg: Config) -> Config:
-    """A pinned configuration's ranges: block_n may be wide (`Config.n_parts`: 192 = 128 + 64)."""
-    return cfg.check(wide_n=True)
+    """A pinned configuration's ranges: block_n may be wide (`Config.n_parts`: 192 = 128 + 64), each part a TMA box
+    of at most 256 columns."""
+    cfg.check(wide_n=True)
+    if cfg.n_parts[0] > 256:
+        raise HgemmValueError(f"hgemm config {cfg.name}: block_n={cfg.block_n}: a TMA box holds at most 256 columns "
+                              "(a wide tile's main part included)")
+    return cfg
 
 
 INTERPRETER_CONFIG = Config(32, 32, 32, group_m=4, num_warps=4, num_stages=2)
