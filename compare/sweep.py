@@ -122,9 +122,11 @@ def ptx_plan(ran: str, tile_m: int, tile_n: int, split: int, tile_code: int) -> 
 
 
 class PtxCall:
-    """A PTX plan as a harness runner (a, b, out): the operands prepared as `ptx_kernels.hgemm` prepares them
-    (column-major A read in place where the record says so, other layouts and unaligned rows copied, counted in the
-    call), launched with its tile code and split; `report` keeps what the latest launch said it ran."""
+    """A PTX plan as a harness runner (a, b, out): launched as `ptx_kernels.hgemm` launches it (the kernel it hands
+    the problem to where it launches that itself, mma_stream; the operands prepared for that kernel: column-major A
+    read in place where the record says so, other layouts and rows off the 16-byte grid copied unless the kernel
+    reads them in place, the copies counted in the call), with its tile code and split; `report` keeps what the
+    latest launch said it ran."""
 
     def __init__(self, kernel: str, acc: str, tile: int, split: int):
         self.kernel, self.acc, self.tile, self.split = kernel, acc, tile, split
@@ -133,15 +135,16 @@ class PtxCall:
     def __call__(self, a, b, out=None):
         import ptx_kernels
         from ptx_kernels import call
-        from ptx_kernels.variants import BY_NAME, a_col_in_place
+        from ptx_kernels.variants import BY_NAME
 
         copies: list[str] = []
-        a, a_col = call._a_layout(a, a_col_in_place(BY_NAME[self.kernel]), copies)
-        b, b_col = call._b_layout(b, copies)
-        a, b = call._aligned(a, a_col, "A", copies), call._aligned(b, b_col, "B", copies)
+        pinned = self.tile != 0 or self.split != 0  # a pinned tile or split: hgemm would not hand the problem on
+        v, launched = call.launched_variant(BY_NAME[self.kernel], a.shape[0], b.shape[1], a.shape[1],
+                                            "pinned" if pinned else "auto", None)
+        a, b, a_col, b_col, _ = call.prepared(v, a, b, None, copies)
         out = out if out is not None else a.new_empty(a.shape[0], b.shape[1])
         c = call._c_for_kernel(out, copies)
-        info, ran = ptx_kernels.load().hgemm_launch(self.kernel, a, b, c, a_col, b_col, self.acc == "fp16", self.tile,
+        info, ran = ptx_kernels.load().hgemm_launch(launched, a, b, c, a_col, b_col, self.acc == "fp16", self.tile,
                                                     self.split)
         if c is not out:
             out.copy_(c)

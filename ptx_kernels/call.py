@@ -201,26 +201,10 @@ def hgemm(a: torch.Tensor, b: torch.Tensor, kernel: str = DEFAULT_KERNEL, acc: s
     check_arch(v, a.device, "hgemm")
     if max(p.m, p.n, p.k) > 2**31 - 1 - 256:
         raise HgemmValueError(f"hgemm: PTX kernels index M, N, K with 32-bit ints; got {p.m}x{p.n}x{p.k}")
-    launched = kernel
-    if hands_to_stream(v, p.m, p.n, p.k, tile, split):
-        v, launched = BY_NAME["mma_stream"], "mma_stream"
+    v, launched = launched_variant(v, p.m, p.n, p.k, tile, split)
     ext = load()
     copies = []
-    a, b = resolved(a, "A", copies), resolved(b, "B", copies)
-    restrided = False
-    if not any_strides(v):
-        a, a_col = _a_layout(a, a_col_in_place(v, split), copies)
-        b, b_col = _b_layout(b, copies)
-        if v.alignment in ("rows16", "tma"):
-            a0, b0 = a, b
-            a = _aligned(a, a_col, "A", copies)
-            if not v.b_rows_any:
-                b = _aligned(b, b_col, "B", copies)
-            # an operand of one storage row re-strided (not copied): the cached plan would launch the caller's own
-            # view, whose leading dimension the kernel refuses, so such a call keeps no plan
-            restrided = a is not a0 or b is not b0
-    else:
-        a_col = b_col = False
+    a, b, a_col, b_col, restrided = prepared(v, a, b, split, copies)
     c = _c_for_kernel(p.out, copies)
     report = ext.hgemm_launch(launched, a, b, c, a_col, b_col, acc == "fp16", TILES[tile], split or 0)
     if c is not p.out:
@@ -229,6 +213,35 @@ def hgemm(a: torch.Tensor, b: torch.Tensor, kernel: str = DEFAULT_KERNEL, acc: s
     if key is not None and not copies and not restrided:
         _PLANS.put(key, (ext, a_col, b_col, byte_extents(a, b, p.out), launched))
     return p.out
+
+
+def launched_variant(v: Variant, m: int, n: int, k: int, tile: str, split) -> tuple[Variant, str]:
+    """The variant `hgemm(kernel=v.name)` launches on an M x N x K problem, and its name: mma_stream where
+    wgmma_persistent's plan hands the problem to it (`hands_to_stream`), else v itself."""
+    if hands_to_stream(v, m, n, k, tile, split):
+        return BY_NAME["mma_stream"], "mma_stream"
+    return v, v.name
+
+
+def prepared(v: Variant, a: torch.Tensor, b: torch.Tensor, split, copies: list[str]):
+    """(a, b, a_col, b_col, restrided): the operands as variant `v` reads them on a call with hgemm's `split`
+    (negative views resolved; layouts and rows off the 16-byte grid copied where the kernel needs them, each copy
+    named in `copies`), whether each is column-major, and whether an operand was re-strided rather than copied."""
+    a, b = resolved(a, "A", copies), resolved(b, "B", copies)
+    if any_strides(v):
+        return a, b, False, False, False
+    a, a_col = _a_layout(a, a_col_in_place(v, split), copies)
+    b, b_col = _b_layout(b, copies)
+    restrided = False
+    if v.alignment in ("rows16", "tma"):
+        a0, b0 = a, b
+        a = _aligned(a, a_col, "A", copies)
+        if not v.b_rows_any:
+            b = _aligned(b, b_col, "B", copies)
+        # an operand of one storage row re-strided (not copied): the cached plan would launch the caller's own
+        # view, whose leading dimension the kernel refuses, so such a call keeps no plan
+        restrided = a is not a0 or b is not b0
+    return a, b, a_col, b_col, restrided
 
 
 # wgmma_persistent hands a few rows of A against a large B to mma_stream (csrc/sm90/handoff.h, hands_to_stream: its

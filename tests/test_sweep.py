@@ -101,6 +101,30 @@ def test_case_candidates_are_autos_plus_todays_call(hopper):
     assert cands[-1].plan is not None
 
 
+def test_a_ptx_call_launches_what_hgemm_launches(monkeypatch):
+    """PtxCall (launch replaced): wgmma_persistent's own plan on a few rows of A against a large B launches
+    mma_stream, as `ptx_kernels.hgemm` does, with B's rows off the 16-byte grid read in place; a pinned tile keeps
+    wgmma_persistent, whose TMA descriptors need B copied."""
+    import ptx_kernels
+
+    launched = []
+
+    class Ext:
+        def hgemm_launch(self, kernel, a, b, c, a_col, b_col, acc16, tile, split):
+            launched.append((kernel, b.stride(), tile, split))
+            return (1, 1, 128, 0, 0, 16, 128, 1), kernel
+
+    monkeypatch.setattr(ptx_kernels, "load", lambda: Ext())
+    a = torch.zeros(3, 4096, dtype=torch.float16)
+    b = torch.zeros(4096, 2049, dtype=torch.float16)  # N odd: B's rows off the 16-byte grid
+    own, pinned = sweep.PtxCall("wgmma_persistent", "fp32", 0, 0), sweep.PtxCall("wgmma_persistent", "fp32", 3, 1)
+    own(a, b)
+    pinned(a, b)
+    assert launched[0] == ("mma_stream", (2049, 1), 0, 0) and own.report["copies"] == []
+    assert launched[1][0] == "wgmma_persistent" and launched[1][1][0] % 8 == 0
+    assert pinned.report["copies"] == ["B to 16-byte aligned rows"]
+
+
 def _fake_bench(status):
     """bench_shape's stand-in: torch.matmul at 1 ms, its control at 1.01 ms, each candidate at status(name) (a
     time, or a failure); a PTX candidate's runner reports what it ran."""
