@@ -408,9 +408,9 @@ class Choice:
 def case_choices(raw: list[dict], recs: list[cm.Record], params: cm.Params, side: str,
                  fitted_only: bool = False) -> list[Choice]:
     """Per case, how the model would choose among one side's candidates (those kernel="auto" may pick).
-    fitted_only: score only the kernels the parameters were fitted for, as kernel="auto" does
-    (`planner.fitted_kernels`); the case's fastest is still of all its candidates, so a kernel the fit never saw
-    counts as a loss where it was the fastest."""
+    fitted_only: score only the kernels the parameters were fitted for, and no wide tile they have not measured,
+    as kernel="auto" does (`planner.fitted_kernels`, `cost_model.unmeasured`); the case's fastest is still of all
+    its candidates, so a kernel the fit never saw counts as a loss where it was the fastest."""
     from triton_kernels.planner import fitted_kernels
 
     idx = [i for i, r in enumerate(raw) if r["side"] == side and not _sweep_only(recs[i].plan.kernel)]
@@ -420,7 +420,8 @@ def case_choices(raw: list[dict], recs: list[cm.Record], params: cm.Params, side
         by_case.setdefault(raw[i]["case"], []).append(i)
     out = []
     for case, ids in by_case.items():
-        scored = [recs[i] for i in ids if fitted is None or recs[i].plan.kernel in fitted]
+        scored = [recs[i] for i in ids if fitted is None or (recs[i].plan.kernel in fitted
+                                                              and not cm.unmeasured(recs[i].plan, params))]
         if not scored:
             continue
         chosen = cm.choices(scored, params)[0][1]
