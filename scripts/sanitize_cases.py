@@ -9,8 +9,8 @@ accumulation and one layout (a racecheck pass that must stay short).
 
 Pattern "ws_probe" (named exactly, never part of "*": it exists to be reported on) runs instead a minimal
 `gl.warp_specialize` kernel, `ws_add_kernel`, in the form of Triton's own warp-specialization tutorial
-(python/tutorials/gluon/08-warp-specialization.py, triton-lang/triton@12d909bff965bccb355e41133615bf8331cf9475,
-its `elementwise_add_warp_specialized_kernel`: a default partition and worker partitions given as (function,
+(python/tutorials/gluon/08-warp-specialization.py in triton-lang/triton, at the revision docs/design/levels.md
+names; its `elementwise_add_warp_specialized_kernel`: a default partition and worker partitions given as (function,
 arguments) pairs, then the workers' warps and registers), cut down to an elementwise add shared by the default
 partition and one worker, on int32 and checked exactly. It allocates no shared memory of its own: what racecheck
 reports on it comes from the warp_specialize lowering alone, which hgemm_gluon_kernel shares (issue 48's reports:
