@@ -220,16 +220,16 @@ case "$PART" in
     for p in ws_probe ws_probe_bar0 gluon_persistent; do
       echo "== $p"
       bash scripts/sanitize.sh "$W/$p" "$p"
-      grep -A1 "Race reported" "$W/$p/sanitize_racecheck.txt" | head -12
+      grep -E -A1 "Race reported|hazard detected" "$W/$p/sanitize_racecheck.txt" | head -6  # the first pairs
       grep -q "sanitize_cases: .* 0 wrong results" "$W/$p/sanitize_racecheck.txt" || st=1  # a run must be right
     done
     mkdir -p "$W/sass"
     nvdisasm=$(python -c "from triton import knobs; print(knobs.nvidia.nvdisasm.path)")
-    for c in $(find "$TRITON_CACHE_DIR" -name "*.cubin"); do
+    for c in $(find "$TRITON_CACHE_DIR" -name "*.cubin" 2>/dev/null); do
       "$nvdisasm" -c -g "$c" > "$W/sass/$(basename "$(dirname "$c")")_$(basename "$c" .cubin).sass"
     done
     python scripts/sanitize_cases.py --ws-entry > "$W/ws_entry.txt" 2>&1 || st=1
-    grep -E "^\S|<-" "$W/ws_entry.txt"
+    grep -E "^\S|<-|control" "$W/ws_entry.txt"
     exit $st
     ;;
   wall)
