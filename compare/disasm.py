@@ -116,7 +116,8 @@ def _triton_source(t: Target):
     return src, {**COMPILE_OPTIONS, **optional(mod, "compile_options")(cfg)}, cfg, v
 
 
-def _triton_compile(t: Target):
+def triton_compile(t: Target):
+    """A Triton target compiled for sm_90 (ARCH) as `inspect` compiles it: (CompiledKernel, config, record)."""
     import triton
     from triton.backends.compiler import GPUTarget
 
@@ -125,7 +126,7 @@ def _triton_compile(t: Target):
 
 
 def inspect_triton(t: Target, out: Path) -> InspectRow:
-    compiled, cfg, v = _triton_compile(t)
+    compiled, cfg, v = triton_compile(t)
     ptx, sass = compiled.asm["ptx"], compiled.asm["sass"]
     with tempfile.NamedTemporaryFile(suffix=".cubin", delete=False) as f:
         f.write(compiled.asm["cubin"])

@@ -4,6 +4,11 @@
 #   bash scripts/gpu_pass.sh report OUTDIR   # the main job: python -m compare --out OUTDIR/report
 #   bash scripts/gpu_pass.sh lab OUTDIR      # layout probes (hardware vs model) and ncu bank conflicts
 #   bash scripts/gpu_pass.sh sanitize OUTDIR # compute-sanitizer memcheck + racecheck over every kernel
+#   bash scripts/gpu_pass.sh ws-races OUTDIR # racecheck's reports on warp_specialize (issue 48): racecheck over the
+#                                             # minimal warp_specialize kernel, its barrier-0 control and the Gluon
+#                                             # kernel (one shape per configuration kind), each log under
+#                                             # OUTDIR/ws_races/PATTERN/; the SASS of the cubins that ran and the
+#                                             # entry protocol (sanitize_cases.py --ws-entry) beside them
 #   bash scripts/gpu_pass.sh wall OUTDIR     # per-call wall time (operators too), the PTX call's host pieces, and
 #                                             # where the host time goes (cProfile) for the small shapes
 #   bash scripts/gpu_pass.sh sustained OUTDIR # back to back under the power cap (scripts/sustained.py; SHAPES=...,
@@ -208,6 +213,25 @@ case "$PART" in
   sanitize)
     bash scripts/sanitize.sh "$OUTDIR"
     ;;
+  ws-races)
+    # the Triton cache under OUTDIR keeps the cubins racecheck ran, disassembled below with their source lines
+    W="$OUTDIR/ws_races"; export TRITON_CACHE_DIR="$W/triton_cache" SANITIZE_QUICK=1 TOOLS=racecheck
+    st=0
+    for p in ws_probe ws_probe_bar0 gluon_persistent; do
+      echo "== $p"
+      bash scripts/sanitize.sh "$W/$p" "$p"
+      grep -E -A1 "Race reported|hazard detected" "$W/$p/sanitize_racecheck.txt" | head -6  # the first pairs
+      grep -q "sanitize_cases: .* 0 wrong results" "$W/$p/sanitize_racecheck.txt" || st=1  # a run must be right
+    done
+    mkdir -p "$W/sass"
+    nvdisasm=$(python -c "from triton import knobs; print(knobs.nvidia.nvdisasm.path)")
+    for c in $(find "$TRITON_CACHE_DIR" -name "*.cubin" 2>/dev/null); do
+      "$nvdisasm" -c -g "$c" > "$W/sass/$(basename "$(dirname "$c")")_$(basename "$c" .cubin).sass"
+    done
+    python scripts/sanitize_cases.py --ws-entry > "$W/ws_entry.txt" 2>&1 || st=1
+    grep -E "^\S|<-|control" "$W/ws_entry.txt"
+    exit $st
+    ;;
   wall)
     W="--shapes ${SHAPES:-16x4096x4096,128x4096x4096}"
     python scripts/wall_time.py $W --kernels torch.matmul triton wgmma_persistent --ops 2>&1 | tee "$OUTDIR/wall.log"
@@ -309,5 +333,5 @@ case "$PART" in
     [ "$PART" = gate1 ] || gate_part2
     gate_verdict
     ;;
-  *) echo "unknown part $PART (tests, report, gate, gate1, gate2, lab, sanitize, wall, triton, triton-bench, random, sweep, yardsticks, sustained, sparse, plans, plan-table, classes)"; exit 2 ;;
+  *) echo "unknown part $PART (tests, report, gate, gate1, gate2, lab, sanitize, ws-races, wall, triton, triton-bench, random, sweep, yardsticks, sustained, sparse, plans, plan-table, classes)"; exit 2 ;;
 esac

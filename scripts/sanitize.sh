@@ -4,7 +4,9 @@
 # Runs scripts/sanitize_cases.py under each tool with PYTORCH_NO_CUDA_MEMORY_CACHING=1 (so the caching allocator
 # cannot hide an out-of-bounds access inside a cached block); exits non-zero on any sanitizer report or wrong
 # result. PATTERN (fnmatch, default *) limits the run to matching variants ("triton" for the Triton kernels,
-# "gluon_persistent" for the Gluon kernel alone).
+# "gluon_persistent" for the Gluon kernel alone; "ws_probe" and "ws_probe_bar0", named exactly, run the minimal
+# warp_specialize kernel and its control instead: sanitize_cases.py's header). TOOLS="racecheck" runs some of the
+# tools (default: all three); SANITIZE_QUICK=1 runs the Gluon kernel's configurations at one shape each.
 # Logs: OUTDIR/sanitize_memcheck.txt, OUTDIR/sanitize_racecheck.txt, OUTDIR/sanitize_synccheck.txt.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -19,7 +21,7 @@ sys.exit(not any(fnmatch.fnmatch(v.name, sys.argv[1]) for k in ('dense', 'sparse
   python -c "import ptx_kernels; ptx_kernels.load()" || exit 1
 fi
 status=0
-for tool in memcheck racecheck synccheck; do
+for tool in ${TOOLS:-memcheck racecheck synccheck}; do
   log="$OUTDIR/sanitize_$tool.txt"
   compute-sanitizer --tool "$tool" --error-exitcode 3 --print-limit 50 python scripts/sanitize_cases.py "$PATTERN" > "$log" 2>&1
   rc=$?

@@ -4,16 +4,41 @@ pruned inputs too), both accumulations
 records that list it, copied by the wrapper for the others), at small odd shapes that leave partial tiles in M, N and K; then the Triton kernels with pinned small
 configurations (autotuning under the sanitizer would only time instrumented code), the Gluon kernel on Hopper
 in each kind of configuration (pattern "triton" or "gluon_persistent": `gluon_cases`). Each result is also checked
-exactly, so a wrong answer fails the run too."""
+exactly, so a wrong answer fails the run too. SANITIZE_QUICK=1: each Gluon configuration kind at one shape, one
+accumulation and one layout (a racecheck pass that must stay short).
+
+Pattern "ws_probe" (named exactly, never part of "*": it exists to be reported on) runs instead a minimal
+`gl.warp_specialize` kernel, `ws_add_kernel`, in the form of Triton's own warp-specialization tutorial
+(python/tutorials/gluon/08-warp-specialization.py in triton-lang/triton, at the revision docs/design/levels.md
+names; its `elementwise_add_warp_specialized_kernel`: a default partition and worker partitions given as (function,
+arguments) pairs, then the workers' warps and registers), cut down to an elementwise add shared by the default
+partition and one worker, on int32 and checked exactly. It allocates no shared memory of its own: what racecheck
+reports on it comes from the warp_specialize lowering alone, which hgemm_gluon_kernel shares (issue 48's reports:
+a read at the kernel's entry against writes at its `def` line and its last statement). "ws_probe_bar0" runs its
+control: the same compile with the lowering's `barrier.sync 1` made barrier 0 in the PTX (`ws_control_ptx`), the
+protocol unchanged.
+
+`python scripts/sanitize_cases.py --ws-entry` (no GPU: sm_90a compiles) prints that protocol as it stands in the
+SASS of the probe and of hgemm_gluon_kernel's 128 x 128, 4-stage configuration (`ws_entry`): the state byte each
+worker warp reads at its entry, the default warps' stores of it, and the barriers between them, with offsets and
+source lines."""
+import copy
 import fnmatch
+import os
+import re
+import subprocess
 import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
 
 import torch
 
 import ptx_kernels
 import triton_kernels
-from ptx_kernels import sparse
+from ptx_kernels import sparse, toolchain
 from compare.reference import make_inputs, reference
+from hgemm_common.cost_model import cdiv
 
 SHAPES = [(7, 9, 15), (33, 17, 100), (129, 257, 72)]
 
@@ -29,15 +54,225 @@ def gluon_cases() -> tuple:
     wide = next(c for c in cfgs if c.block_n == 256 and c.epilogue_split == 2)
     one = next(c for c in cfgs if c.block_m == 64 and c.block_n == 32 and c.split_k == 1)
     split = next(c for c in cfgs if c.split_k > 1 and c.block_m == 64)
-    return (("gluon_persistent", [(40, 72, 48), (136, 264, 88), (136, 264, 328), (33, 61, 70)], ring4,
-             ("fp32", "fp16"), ("NN", "NT")),
-            ("gluon_persistent", [(136, 264, 88)], wide, ("fp32",), ("NN",)),
-            ("gluon_persistent", [(17, 40, 1100)], one, ("fp32",), ("NN", "NT")),
-            ("gluon_persistent", [(17, 40, 1100)], split, ("fp32",), ("NN",)))
+    cases = (("gluon_persistent", [(40, 72, 48), (136, 264, 88), (136, 264, 328), (33, 61, 70)], ring4,
+              ("fp32", "fp16"), ("NN", "NT")),
+             ("gluon_persistent", [(136, 264, 88)], wide, ("fp32",), ("NN",)),
+             ("gluon_persistent", [(17, 40, 1100)], one, ("fp32",), ("NN", "NT")),
+             ("gluon_persistent", [(17, 40, 1100)], split, ("fp32",), ("NN",)))
+    if os.environ.get("SANITIZE_QUICK") == "1":  # each kind once: its first shape, accumulation and layout
+        cases = tuple((k, shapes[:1], cfg, accs[:1], layouts[:1]) for k, shapes, cfg, accs, layouts in cases)
+    return cases
+
+
+# ---- the minimal warp_specialize kernel (pattern "ws_probe"; see the module's header) ---------------------------
+WS_BLOCK = 128  # elements per partition and program: one per thread of a 4-warp partition
+WS_N = 1000  # elements: the last program's worker partition is partial (masked)
+WS_PATTERNS = ("ws_probe", "ws_probe_bar0")
+# The control ("ws_probe_bar0"): the lowering's `barrier.sync 1;` (a named barrier of every thread in the CTA) made
+# barrier 0, the one __syncthreads() uses, still of every thread: its SASS differs from the probe's in the barrier's
+# number alone (BAR.SYNC.DEFER_BLOCKING 0x0 for 0x1). (The .aligned form is no control: ptxas emits the same
+# BAR.SYNC for it.)
+_WS_BARRIER = re.compile(r"\bbarrier\.sync\s+1;")
+_ANY_BARRIER_0 = re.compile(r"\b(?:bar|barrier)(?:\.cta)?\.(?:sync|arrive|red)(?:\.\w+)*\s+0\b")
+
+if triton_kernels.gluon_persistent.UNAVAILABLE is None:
+    from triton.experimental import gluon
+    from triton.experimental.gluon import language as gl
+
+    @gluon.jit
+    def ws_add_block(x_ptr, y_ptr, z_ptr, n, start, BLOCK: gl.constexpr):
+        """z = x + y on [start, start + BLOCK), by the warps of the partition that calls it."""
+        layout: gl.constexpr = gl.BlockedLayout([1], [32], [gl.num_warps()], [0])
+        offs = start + gl.arange(0, BLOCK, layout)
+        mask = offs < n
+        x = gl.load(x_ptr + offs, mask=mask)
+        y = gl.load(y_ptr + offs, mask=mask)
+        gl.store(z_ptr + offs, x + y, mask=mask)
+
+    @gluon.jit
+    def ws_add_kernel(x_ptr, y_ptr, z_ptr, n, BLOCK: gl.constexpr):
+        """z = x + y, 2 BLOCK elements a program: the first BLOCK by the default partition (the launch's num_warps),
+        the next by one worker partition of 4 warps and 24 registers (the tutorial's budget for a worker). The
+        arguments are kernel arguments or computed from them, which the lowering recomputes in the worker
+        (`elideTrivialCaptures`) instead of passing them through shared memory."""
+        start = gl.program_id(0) * 2 * BLOCK
+        gl.warp_specialize([
+            (ws_add_block, (x_ptr, y_ptr, z_ptr, n, start, BLOCK)),
+            (ws_add_block, (x_ptr, y_ptr, z_ptr, n, start + BLOCK, BLOCK)),
+        ], [4], [24])
+else:
+    ws_add_kernel = None
+
+
+def ws_control_ptx(ptx: str) -> str:
+    """The probe's PTX with each `barrier.sync 1;` of the warp_specialize lowering made `barrier.sync 0;`. Every
+    thread still meets the same barriers in the same order; barrier 0 can take them over only because the probe uses
+    it nowhere else."""
+    if not _WS_BARRIER.search(ptx):
+        raise RuntimeError("the probe's PTX has no `barrier.sync 1;`: the warp_specialize lowering has changed")
+    if _ANY_BARRIER_0.search(ptx):
+        raise RuntimeError("the probe's PTX already uses barrier 0: the control would merge two barriers")
+    return _WS_BARRIER.sub("barrier.sync 0;", ptx)
+
+
+def ws_control_kernel(compiled):
+    """A copy of the probe's CompiledKernel that runs the cubin of `ws_control_ptx`, built by Triton's ptxas with the
+    options Triton gave the probe: the same name, metadata, arguments and launcher."""
+    from triton.compiler.compiler import make_backend
+
+    backend = make_backend(compiled.metadata.target)
+    options = backend.parse_options({"num_warps": compiled.metadata.num_warps,
+                                     "enable_fp_fusion": compiled.metadata.enable_fp_fusion})
+    ptx = ws_control_ptx(compiled.asm["ptx"])
+    cubin = backend.make_cubin(ptx, {}, options, compiled.metadata.target.arch)
+    ck = copy.copy(compiled)
+    ck.asm = {**compiled.asm, "ptx": ptx, "cubin": cubin}
+    ck.kernel, ck.module, ck.function, ck._run = cubin, None, None, None  # loaded at its first launch
+    return ck
+
+
+def ws_probe(pattern: str) -> list[str]:
+    """Run the probe (pattern "ws_probe") or its control ("ws_probe_bar0") once; the wrong results, named."""
+    if ws_add_kernel is None:
+        return [f"ws_probe: {triton_kernels.gluon_persistent.UNAVAILABLE}"]
+    gen = torch.Generator(device="cuda").manual_seed(48)
+    x, y = (torch.randint(-2**20, 2**20, (WS_N,), dtype=torch.int32, device="cuda", generator=gen) for _ in "xy")
+    z = torch.full_like(x, -2**31)  # poisoned: every element must be written
+    grid = (cdiv(WS_N, 2 * WS_BLOCK),)
+    if pattern == "ws_probe":
+        ws_add_kernel[grid](x, y, z, WS_N, WS_BLOCK)
+    else:
+        compiled = ws_add_kernel.warmup(x, y, z, WS_N, WS_BLOCK, grid=grid)
+        # a CompiledKernel's own launch: a 3-D grid and every argument, the constexpr too (as kernel[grid] passes it)
+        ws_control_kernel(compiled)[(*grid, 1, 1)](x, y, z, WS_N, WS_BLOCK)
+    torch.cuda.synchronize()
+    bad = (z != x + y).nonzero().flatten().tolist()
+    return [f"{pattern}: {len(bad)} of {WS_N} elements wrong, first at {bad[:4]}"] if bad else []
+
+
+# ---- the warp_specialize entry protocol in SASS (`--ws-entry`, tests/test_gluon.py) -----------------------------
+_NVDISASM_FILE = re.compile(r'//## File "([^"]+)", line (\d+)')
+_FULL_BARRIER_1 = re.compile(r"^BAR\.SYNC(?:\.DEFER_BLOCKING)? 0x1$")  # barrier 1, no thread count: every thread
+_STATE_READ = re.compile(r"^LDS\.U8 \w+, \[[^\]]*\+0x([0-9a-f]+)\]")
+
+
+@dataclass(frozen=True)
+class SassLine:
+    offset: int
+    text: str  # as nvdisasm prints it, predicate included, without the ';'
+    file: str  # the source line nvdisasm -g gives it (the innermost, where inlined)
+    line: int
+
+
+@dataclass(frozen=True)
+class WsEntry:
+    """How a compiled warp_specialize kernel starts its worker warps and ends them (Triton's NVIDIA lowering,
+    third_party/nvidia/lib/TritonNVIDIAGPUToLLVM/ConvertWarpSpecializeToLLVM.cpp): one state byte per worker warp
+    in shared memory, written by the default warps (the partition to run; at the kernel's end, "exit"), read by each
+    worker warp at the top of the loop it waits in, with barrier 1 of every thread in the CTA between them."""
+    state: int  # shared-memory offset of the first worker warp's state byte
+    read: SassLine  # the worker warps' read of their state byte
+    barrier_before_read: SassLine
+    writes: tuple  # the default warps' stores of the state bytes, in code order (SassLine)
+    barriers_after_writes: tuple  # the first barrier after each store
+    protocol: tuple  # every line above and every all-thread barrier 1, in code order
+    arrives: int  # BAR.ARV anywhere in the kernel (a barrier that orders without waiting)
+
+
+def sass_lines(cubin: bytes) -> list[SassLine]:
+    """Every instruction of a cubin's (one) function with its offset and source line (nvdisasm -c -g)."""
+    from triton import knobs
+
+    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
+        f.write(cubin)
+        f.flush()
+        text = subprocess.run([knobs.nvidia.nvdisasm.path, "-c", "-g", f.name], capture_output=True, text=True,
+                              check=True).stdout
+    where, at = ("", 0), []
+    for line in text.splitlines():  # each line's nearest source annotation above it
+        m = _NVDISASM_FILE.search(line)
+        where = (m.group(1), int(m.group(2))) if m else where
+        at.append(where)
+    return [SassLine(ins.offset, ins.text.split("*/", 1)[1].strip().rstrip(" ;"), *at[ins.line])
+            for ins in toolchain.sass_instructions(text)]
+
+
+def sass_op(s: SassLine) -> str:
+    """The instruction without its guard predicate."""
+    return re.sub(r"^@!?U?P\w+\s+", "", s.text)
+
+
+def ws_entry(lines: list[SassLine], default_warps: int) -> WsEntry:
+    """The entry protocol of a warp_specialize kernel whose default partition has `default_warps` warps: the first
+    byte load from shared memory is a worker warp reading its state at state + (warp id - default_warps)."""
+    i = next(i for i, s in enumerate(lines) if _STATE_READ.match(sass_op(s)))
+    state = int(_STATE_READ.match(sass_op(lines[i])).group(1), 16) + default_warps
+    writes = [j for j, s in enumerate(lines) if sass_op(s).startswith("STS") and f"+0x{state:x}]" in s.text]
+    bars = [j for j, s in enumerate(lines) if sass_op(s).startswith("BAR")]
+    before = max(j for j in bars if j < i)
+    after = [min(j for j in bars if j > w) for w in writes]
+    keep = {i, *writes} | {j for j in bars if _FULL_BARRIER_1.match(sass_op(lines[j]))}
+    return WsEntry(state, lines[i], lines[before], tuple(lines[w] for w in writes), tuple(lines[j] for j in after),
+                   tuple(lines[j] for j in sorted(keep)), sum(sass_op(s).startswith("BAR.ARV") for s in lines))
+
+
+def ws_entry_compiles() -> list[tuple[str, object, int]]:
+    """(name, CompiledKernel, default warps) of the probe and of hgemm_gluon_kernel's 128 x 128, 4-stage
+    configuration (`gluon_cases`' first), compiled for sm_90a as their launches compile them (no GPU needed)."""
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.experimental.gluon._runtime import GluonASTSource
+
+    from compare import disasm
+
+    sig = {"x_ptr": "*i32", "y_ptr": "*i32", "z_ptr": "*i32", "n": "i32", "BLOCK": "constexpr"}
+    attrs = {(i,): [["tt.divisibility", 16]] for i in range(3)}  # torch's allocations, as the launch sees them
+    probe = triton.compile(GluonASTSource(ws_add_kernel, sig, {"BLOCK": WS_BLOCK}, attrs),
+                           target=GPUTarget("cuda", 90, 32), options={"num_warps": 4})
+    ring4 = gluon_cases()[0][2]
+    gemm, _, _ = disasm.triton_compile(disasm.targets([f"gluon_persistent[{ring4.name}]"])[0])
+    return [("ws_add_kernel", probe, 4), (f"hgemm_gluon_kernel [{ring4.name}]", gemm, ring4.num_warps)]
+
+
+def ws_control_diff(compiled) -> tuple[int, list[tuple[str, str]]]:
+    """(instructions, the pairs that differ) between the probe's SASS and its control's, offset by offset."""
+    probe, control = (sass_lines(c) for c in (compiled.asm["cubin"], ws_control_kernel(compiled).kernel))
+    if [s.offset for s in probe] != [s.offset for s in control]:
+        raise RuntimeError("the control's SASS is laid out differently from the probe's")
+    return len(probe), [(a.text, b.text) for a, b in zip(probe, control) if a.text != b.text]
+
+
+def print_ws_entry() -> int:
+    """`--ws-entry`: each compile's protocol lines (offset, SASS, source line), then what they say; the control's
+    difference from the probe."""
+    root = Path(__file__).resolve().parent.parent
+    for name, compiled, warps in ws_entry_compiles():
+        e = ws_entry(sass_lines(compiled.asm["cubin"]), warps)
+        print(f"{name}: sm_90a, {compiled.metadata.num_warps} warps ({warps} default), shared "
+              f"{compiled.metadata.shared} B; the worker warps' state bytes at shared offset {e.state:#x}")
+        for s in e.protocol:
+            where = Path(s.file).resolve()
+            where = where.relative_to(root) if where.is_relative_to(root) else where.name
+            mark = ("  <- a worker warp reads its state" if s == e.read else
+                    "  <- the default warps store the states" if s in e.writes else "")
+            print(f"  /*{s.offset:04x}*/ {s.text:<44} {where}:{s.line}{mark}")
+        print(f"  before the read: {e.barrier_before_read.text}; after each store: "
+              f"{'; '.join(b.text for b in e.barriers_after_writes)}; BAR.ARV in the kernel: {e.arrives}")
+        if compiled.metadata.name == "ws_add_kernel":
+            n, diff = ws_control_diff(compiled)
+            print(f"  its control (ws_probe_bar0): the same {n} instructions at the same offsets but for "
+                  f"{len(diff)}: {sorted(set(diff))}")
+        print()
+    return 0
 
 
 def main(pattern: str = "*") -> int:
-    """pattern: fnmatch pattern of the kernels to run (hand-written variant names; "triton" for the Triton ones)."""
+    """pattern: fnmatch pattern of the kernels to run (hand-written variant names; "triton" for the Triton ones), or
+    one of WS_PATTERNS (the warp_specialize probe or its control, alone)."""
+    if pattern in WS_PATTERNS:
+        bad = ws_probe(pattern)
+        print(f"sanitize_cases: {pattern} run; {len(bad)} wrong results" + (": " + ", ".join(bad) if bad else ""))
+        return 1 if bad else 0
     bad = []
     variants = [v for v in ptx_kernels.variants() if fnmatch.fnmatch(v.name, pattern)]
     for v in variants:
@@ -90,4 +325,4 @@ def main(pattern: str = "*") -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(*sys.argv[1:2]))
+    sys.exit(print_ws_entry() if sys.argv[1:2] == ["--ws-entry"] else main(*sys.argv[1:2]))

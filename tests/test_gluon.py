@@ -251,6 +251,62 @@ def test_compare_inspect_shows_it(tmp_path):
     assert row["mix"]["HGMMA"] > 0 and row["mix"]["USETMAXREG"] > 0 and {40, 232} <= set(row["setmaxnreg"])
 
 
+# scripts/sanitize_cases.py's warp_specialize probe and hgemm_gluon_kernel (128 x 128, 4 stages), compiled for
+# sm_90a: each one's entry protocol (`ws_entry`), the source lines of its parts, the probe's other shared-memory
+# accesses and its control's difference from it
+_WS_ENTRY_PROBE = """
+import ast, dataclasses, json, re, sys
+from pathlib import Path
+sys.path.insert(0, "scripts")
+import sanitize_cases as sc
+from triton_kernels.gluon_persistent import hgemm_gluon_kernel
+
+def lines(fn):  # the kernel's file, its `def` line and its last statement's (where the lowering's code is placed)
+    path = Path(fn.fn.__code__.co_filename)
+    node = next(n for n in ast.walk(ast.parse(path.read_text()))
+                if isinstance(n, ast.FunctionDef) and n.name == fn.fn.__name__)
+    return str(path.resolve()), node.lineno, node.body[-1].lineno
+
+rows = []
+for name, compiled, warps in sc.ws_entry_compiles():
+    sass = sc.sass_lines(compiled.asm["cubin"])
+    e = sc.ws_entry(sass, warps)
+    probe = compiled.metadata.name == "ws_add_kernel"
+    rows.append(dict(name=compiled.metadata.name, lines=lines(sc.ws_add_kernel if probe else hgemm_gluon_kernel),
+                     read=dataclasses.asdict(e.read), before=e.barrier_before_read.text,
+                     writes=[dataclasses.asdict(w) for w in e.writes], after=[b.text for b in e.barriers_after_writes],
+                     arrives=e.arrives, bar1=sum(bool(sc._FULL_BARRIER_1.match(sc.sass_op(s))) for s in sass),
+                     smem=[s.text for s in sass if re.match(r"(LDS|STS|LDSM|STSM|ATOMS)\\b", sc.sass_op(s))],
+                     control=sc.ws_control_diff(compiled) if probe else None))
+print(json.dumps(rows))
+"""
+
+
+@needs_api
+def test_warp_specialize_entry_is_ordered_by_barriers_of_every_thread():
+    """Issue 48's racecheck reports on hgemm_gluon_kernel (a read at the kernel's entry, +0xf0, against writes at its
+    `def` line and its last statement) are the warp_specialize lowering's own protocol, the same in the minimal probe
+    sanitize.sh runs as "ws_probe": a worker warp reads its state byte (LDS.U8) after an all-thread barrier 1
+    (BAR.SYNC 0x1, no thread count); the default warps store the states twice (the partition at the start, "exit" at
+    the end), each store followed by the same barrier; no BAR.ARV. Those accesses carry the kernel's `def` line, and
+    the exit store its last statement's: the lines the reports name. The probe touches shared memory nowhere else,
+    and its control (barrier 0 for barrier 1) changes those barriers and nothing else."""
+    rows = {r["name"]: r for r in _child(_WS_ENTRY_PROBE, timeout=600)}
+    assert set(rows) == {"ws_add_kernel", "hgemm_gluon_kernel"}
+    for name, r in rows.items():
+        path, def_line, last_line = r["lines"]
+        assert r["before"] == "BAR.SYNC.DEFER_BLOCKING 0x1", name
+        assert len(r["writes"]) == 2 and r["after"] == ["BAR.SYNC.DEFER_BLOCKING 0x1"] * 2, (name, r["after"])
+        assert r["arrives"] == 0, name
+        assert (r["read"]["file"], r["read"]["line"]) == (path, def_line), (name, r["read"])
+        assert [(w["file"], w["line"]) for w in r["writes"]] == [(path, def_line), (path, last_line)], name
+    probe = rows["ws_add_kernel"]
+    assert sorted(probe["smem"]) == sorted([probe["read"]["text"]] + [w["text"] for w in probe["writes"]])
+    n, diff = probe["control"]
+    assert len(diff) == probe["bar1"] >= 4 and {tuple(d) for d in diff} == {
+        ("BAR.SYNC.DEFER_BLOCKING 0x1", "BAR.SYNC.DEFER_BLOCKING 0x0")}, diff
+
+
 def test_record_offered_only_where_it_runs():
     """Under the interpreter (this process without a GPU) the record is left out with a one-line reason; compiled
     with triton 3.6 it is in VARIANTS as kernel="gluon_persistent" (or "gluon"), never timed by kernel="auto"; operands TMA cannot describe
