@@ -468,6 +468,32 @@ def today_report(paths: list[Path]) -> str:
             f"p10 {xs[int(0.1 * (len(xs) - 1))]:.3f}, min {xs[0]:.3f}")
 
 
+def ptx_today_report(paths: list[Path]) -> str:
+    """The hand-written side's own plan as called today (wgmma_persistent with no tile or split pinned: its rule,
+    `choose_plan` and the hand-offs) against the fastest of the side's timed plans, over the cases of the files
+    that timed it (--ptx): the share within 5%, the geomean of its time over the fastest's, and both x
+    torch.matmul."""
+    by_case: dict[str, list[dict]] = {}
+    for p in paths:
+        for r in read(p).candidates:
+            if r.get("side") == "ptx" and r.get("ms"):
+                by_case.setdefault(r["case"], []).append(r)
+    own, best = [], []
+    for rs in by_case.values():
+        mine = [r for r in rs if r["call"].get("kernel") == "wgmma_persistent" and not r["call"].get("tile")
+                and not r["call"].get("split")]
+        if mine:
+            own.append(mine[0])
+            best.append(min(rs, key=lambda r: r["ms"]))
+    if not own:
+        return "ptx own plan today: not timed in these files"
+    regret = [o["ms"] / b["ms"] for o, b in zip(own, best)]
+    return (f"ptx own plan today: {len(own)} cases; within 5% of the side's fastest plan in "
+            f"{sum(x <= 1.05 for x in regret) / len(regret):.0%}, {_geomean(regret):.3f}x its time (geomean); "
+            f"x torch.matmul: own plan {_geomean([o['torch_ms'] / o['ms'] for o in own]):.3f}, fastest "
+            f"{_geomean([b['torch_ms'] / b['ms'] for b in best]):.3f}")
+
+
 def format_quality(q: dict, title: str) -> str:
     lines = [f"{title}: {q['all']['records']} records, median |log error| {q['all']['median_abs_log_error']:.3f}, "
              f"p90 {q['all']['p90_abs_log_error']:.3f}",
@@ -589,6 +615,7 @@ def run_fit(paths: list[Path], params_out: Path, holdout: list[tuple[int, int]],
                     log(f"choice ({which}) " + choice_report(sub, [recs[i] for i in ids], p, side,
                                                              fitted_only=which == "held out"))
     log(today_report(paths))
+    log(ptx_today_report(paths))
     runs = [r for p in paths for r in read(p).runs]
     envs = [r["environment"] for r in runs if "environment" in r]
     params.about.update(sources=[str(p) for p in paths], commits=sorted({e.get("git_commit", "?") for e in envs}),

@@ -125,6 +125,24 @@ def test_a_ptx_call_launches_what_hgemm_launches(monkeypatch):
     assert pinned.report["copies"] == ["B to 16-byte aligned rows"]
 
 
+def test_the_ptx_own_plan_is_judged_against_the_sides_fastest(tmp_path):
+    """The fit's report line on the hand-written side's rule: its own plan (no tile or split pinned) against the
+    fastest timed PTX plan of each case, and both x torch.matmul; files without PTX records say so."""
+    def rec(case, tile, split, ms):
+        return {"type": "candidate", "case": case, "side": "ptx", "ms": ms, "torch_ms": 1.0,
+                "call": {"kernel": "wgmma_persistent", "tile": tile, "split": split}}
+    data = tmp_path / "d.jsonl"
+    data.write_text("\n".join(json.dumps(r) for r in (
+        rec("a", 0, 0, 2.0), rec("a", 1, 1, 1.0), rec("a", 2, 2, 1.6),   # own plan twice the fastest's time
+        rec("b", 0, 0, 0.5), rec("b", 3, 1, 0.51))) + "\n")          # own plan the fastest
+    line = sweep.ptx_today_report([data])
+    assert line.startswith("ptx own plan today: 2 cases; within 5% of the side's fastest plan in 50%, 1.414x")
+    assert line.endswith("own plan 1.000, fastest 1.414")
+    empty = tmp_path / "e.jsonl"
+    empty.write_text(json.dumps(rec("c", 0, 0, 1.0) | {"side": "triton"}) + "\n")
+    assert sweep.ptx_today_report([empty]) == "ptx own plan today: not timed in these files"
+
+
 def _fake_bench(status):
     """bench_shape's stand-in: torch.matmul at 1 ms, its control at 1.01 ms, each candidate at status(name) (a
     time, or a failure); a PTX candidate's runner reports what it ran."""
