@@ -5,8 +5,10 @@
 #   bash scripts/gpu_pass.sh lab OUTDIR      # layout probes (hardware vs model) and ncu bank conflicts
 #   bash scripts/gpu_pass.sh sanitize OUTDIR # compute-sanitizer memcheck + racecheck over every kernel
 #   bash scripts/gpu_pass.sh ws-races OUTDIR # racecheck's reports on warp_specialize (issue 48): racecheck over the
-#                                             # minimal warp_specialize kernel, its barrier-0 control and the Gluon
-#                                             # kernel (one shape per configuration kind), each log under
+#                                             # minimal warp_specialize kernel, its barrier-0 control, the same add
+#                                             # in the Gluon kernel's partition layouts (one process) and the Gluon
+#                                             # kernel (one shape per configuration kind; each report under the
+#                                             # "launch:" line of its configuration), each log under
 #                                             # OUTDIR/ws_races/PATTERN/; the SASS of the cubins that ran and the
 #                                             # entry protocol (sanitize_cases.py --ws-entry) beside them
 #   bash scripts/gpu_pass.sh wall OUTDIR     # per-call wall time (operators too), the PTX call's host pieces, and
@@ -217,11 +219,13 @@ case "$PART" in
     # the Triton cache under OUTDIR keeps the cubins racecheck ran, disassembled below with their source lines
     W="$OUTDIR/ws_races"; export TRITON_CACHE_DIR="$W/triton_cache" SANITIZE_QUICK=1 TOOLS=racecheck
     st=0
-    for p in ws_probe ws_probe_bar0 gluon_persistent; do
-      echo "== $p"
-      bash scripts/sanitize.sh "$W/$p" "$p"
-      grep -E -A1 "Race reported|hazard detected" "$W/$p/sanitize_racecheck.txt" | head -6  # the first pairs
-      grep -q "sanitize_cases: .* 0 wrong results" "$W/$p/sanitize_racecheck.txt" || st=1  # a run must be right
+    for p in ws_probe ws_probe_bar0 ws_probe_gemm,ws_probe_1w,ws_probe_2w,ws_probe_flat gluon_persistent; do
+      echo "== $p"; d="$W/${p//,/+}"
+      bash scripts/sanitize.sh "$d" "$p"
+      # each launch, then the first lines of each report after it (the pairs it names)
+      grep -E -A2 "^launch:|Race reported|hazard detected" "$d/sanitize_racecheck.txt" \
+        | grep -E "^launch:|Race reported|hazard detected|and (Read|Write) access" | head -40
+      grep -q "sanitize_cases: .* 0 wrong results" "$d/sanitize_racecheck.txt" || st=1  # a run must be right
     done
     mkdir -p "$W/sass"
     nvdisasm=$(python -c "from triton import knobs; print(knobs.nvidia.nvdisasm.path)")

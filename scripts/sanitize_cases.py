@@ -16,7 +16,12 @@ partition and one worker, on int32 and checked exactly. It allocates no shared m
 reports on it comes from the warp_specialize lowering alone, which hgemm_gluon_kernel shares (issue 48's reports:
 a read at the kernel's entry against writes at its `def` line and its last statement). "ws_probe_bar0" runs its
 control: the same compile with the lowering's `barrier.sync 1` made barrier 0 in the PTX (`ws_control_ptx`), the
-protocol unchanged.
+protocol unchanged. The same add in hgemm_gluon_kernel's partition layouts (`WS_LAYOUTS`, each partition adding its
+own BLOCK, launched with the GEMM's register budget MAXNREG): "ws_probe_gemm" its 128-row layout (workers of 4 and
+PRODUCER_WARPS warps, CONSUMER_REGS and PRODUCER_REGS registers: the lowering pads the second to a warpgroup),
+"ws_probe_1w" its 64-row layout (one worker of PRODUCER_WARPS warps, padded), "ws_probe_2w" two workers of 4 warps
+with the 128-row registers (no padding), "ws_probe_flat" the 128-row warps with registers the workers already hold
+(no reallocation). Several of them, comma-separated, run in one process; each kernel has its own name.
 
 `python scripts/sanitize_cases.py --ws-entry` (no GPU: sm_90a compiles) prints that protocol as it stands in the
 SASS of the probe and of hgemm_gluon_kernel's 128 x 128, 4-stage configuration (`ws_entry`): the state byte each
@@ -67,7 +72,14 @@ def gluon_cases() -> tuple:
 # ---- the minimal warp_specialize kernel (pattern "ws_probe"; see the module's header) ---------------------------
 WS_BLOCK = 128  # elements per partition and program: one per thread of a 4-warp partition
 WS_N = 1000  # elements: the last program's worker partition is partial (masked)
-WS_PATTERNS = ("ws_probe", "ws_probe_bar0")
+# hgemm_gluon_kernel's partition layouts (see the module's header): pattern -> (kernel's name, partitions)
+WS_LAYOUTS = {"ws_probe_gemm": ("ws_add_gemm_kernel", 3), "ws_probe_1w": ("ws_add_1w_kernel", 2),
+              "ws_probe_2w": ("ws_add_2w_kernel", 3), "ws_probe_flat": ("ws_add_flat_kernel", 3)}
+WS_PATTERNS = ("ws_probe", "ws_probe_bar0", *WS_LAYOUTS)
+# "ws_probe_flat"'s registers: what the lowering gives each worker warp while it waits in 12 warps under MAXNREG,
+# (168 x 384 - 256 x 128) / 256 rounded down to 8 (the default partition holds 256 there), so its partitions start
+# without a setmaxnreg that moves registers (tests/test_gluon.py pins it in the SASS)
+WS_FLAT_REGS = 120
 # The control ("ws_probe_bar0"): the lowering's `barrier.sync 1;` (a named barrier of every thread in the CTA) made
 # barrier 0, the one __syncthreads() uses, still of every thread: its SASS differs from the probe's in the barrier's
 # number alone (BAR.SYNC.DEFER_BLOCKING 0x0 for 0x1). (The .aligned form is no control: ptxas emits the same
@@ -100,6 +112,48 @@ if triton_kernels.gluon_persistent.UNAVAILABLE is None:
             (ws_add_block, (x_ptr, y_ptr, z_ptr, n, start, BLOCK)),
             (ws_add_block, (x_ptr, y_ptr, z_ptr, n, start + BLOCK, BLOCK)),
         ], [4], [24])
+
+    from triton_kernels.gluon_persistent import _CONSUMER_REGS, _PRODUCER_REGS, _PRODUCER_WARPS
+    _WS_FLAT_REGS = gl.constexpr(WS_FLAT_REGS)
+
+    @gluon.jit
+    def ws_add_gemm_kernel(x_ptr, y_ptr, z_ptr, n, BLOCK: gl.constexpr):
+        """hgemm_gluon_kernel's 128-row layout: the default partition and workers of 4 and _PRODUCER_WARPS warps."""
+        start = gl.program_id(0) * 3 * BLOCK
+        gl.warp_specialize([
+            (ws_add_block, (x_ptr, y_ptr, z_ptr, n, start, BLOCK)),
+            (ws_add_block, (x_ptr, y_ptr, z_ptr, n, start + BLOCK, BLOCK)),
+            (ws_add_block, (x_ptr, y_ptr, z_ptr, n, start + 2 * BLOCK, BLOCK)),
+        ], [4, _PRODUCER_WARPS], [_CONSUMER_REGS, _PRODUCER_REGS])
+
+    @gluon.jit
+    def ws_add_1w_kernel(x_ptr, y_ptr, z_ptr, n, BLOCK: gl.constexpr):
+        """hgemm_gluon_kernel's 64-row layout: the default partition and one worker of _PRODUCER_WARPS warps."""
+        start = gl.program_id(0) * 2 * BLOCK
+        gl.warp_specialize([
+            (ws_add_block, (x_ptr, y_ptr, z_ptr, n, start, BLOCK)),
+            (ws_add_block, (x_ptr, y_ptr, z_ptr, n, start + BLOCK, BLOCK)),
+        ], [_PRODUCER_WARPS], [_PRODUCER_REGS])
+
+    @gluon.jit
+    def ws_add_2w_kernel(x_ptr, y_ptr, z_ptr, n, BLOCK: gl.constexpr):
+        """Two workers of 4 warps with the 128-row layout's registers: no warp the lowering pads."""
+        start = gl.program_id(0) * 3 * BLOCK
+        gl.warp_specialize([
+            (ws_add_block, (x_ptr, y_ptr, z_ptr, n, start, BLOCK)),
+            (ws_add_block, (x_ptr, y_ptr, z_ptr, n, start + BLOCK, BLOCK)),
+            (ws_add_block, (x_ptr, y_ptr, z_ptr, n, start + 2 * BLOCK, BLOCK)),
+        ], [4, 4], [_CONSUMER_REGS, _PRODUCER_REGS])
+
+    @gluon.jit
+    def ws_add_flat_kernel(x_ptr, y_ptr, z_ptr, n, BLOCK: gl.constexpr):
+        """The 128-row layout's warps, each worker keeping the registers it waits with (_WS_FLAT_REGS)."""
+        start = gl.program_id(0) * 3 * BLOCK
+        gl.warp_specialize([
+            (ws_add_block, (x_ptr, y_ptr, z_ptr, n, start, BLOCK)),
+            (ws_add_block, (x_ptr, y_ptr, z_ptr, n, start + BLOCK, BLOCK)),
+            (ws_add_block, (x_ptr, y_ptr, z_ptr, n, start + 2 * BLOCK, BLOCK)),
+        ], [4, _PRODUCER_WARPS], [_WS_FLAT_REGS, _WS_FLAT_REGS])
 else:
     ws_add_kernel = None
 
@@ -132,14 +186,20 @@ def ws_control_kernel(compiled):
 
 
 def ws_probe(pattern: str) -> list[str]:
-    """Run the probe (pattern "ws_probe") or its control ("ws_probe_bar0") once; the wrong results, named."""
+    """Run the probe (pattern "ws_probe"), its control ("ws_probe_bar0") or one of WS_LAYOUTS once; the wrong
+    results, named."""
     if ws_add_kernel is None:
         return [f"ws_probe: {triton_kernels.gluon_persistent.UNAVAILABLE}"]
     gen = torch.Generator(device="cuda").manual_seed(48)
     x, y = (torch.randint(-2**20, 2**20, (WS_N,), dtype=torch.int32, device="cuda", generator=gen) for _ in "xy")
     z = torch.full_like(x, -2**31)  # poisoned: every element must be written
     grid = (cdiv(WS_N, 2 * WS_BLOCK),)
-    if pattern == "ws_probe":
+    print(f"launch: {pattern}", flush=True)  # the sanitizer's reports on it follow this line
+    if pattern in WS_LAYOUTS:
+        name, partitions = WS_LAYOUTS[pattern]
+        globals()[name][(cdiv(WS_N, partitions * WS_BLOCK),)](x, y, z, WS_N, WS_BLOCK,
+                                                             maxnreg=triton_kernels.gluon_persistent.MAXNREG)
+    elif pattern == "ws_probe":
         ws_add_kernel[grid](x, y, z, WS_N, WS_BLOCK)
     else:
         compiled = ws_add_kernel.warmup(x, y, z, WS_N, WS_BLOCK, grid=grid)
@@ -216,9 +276,10 @@ def ws_entry(lines: list[SassLine], default_warps: int) -> WsEntry:
                    tuple(lines[j] for j in sorted(keep)), sum(sass_op(s).startswith("BAR.ARV") for s in lines))
 
 
-def ws_entry_compiles() -> list[tuple[str, object, int]]:
-    """(name, CompiledKernel, default warps) of the probe and of hgemm_gluon_kernel's 128 x 128, 4-stage
-    configuration (`gluon_cases`' first), compiled for sm_90a as their launches compile them (no GPU needed)."""
+def ws_entry_compiles(every_config: bool = False) -> list[tuple[str, object, int]]:
+    """(name, CompiledKernel, default warps) of the probe, of its layouts (`WS_LAYOUTS`) and of hgemm_gluon_kernel's
+    128 x 128, 4-stage configuration (`gluon_cases`' first; every_config: each of `gluon_cases`' configurations),
+    compiled for sm_90a as their launches compile them (no GPU needed)."""
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.experimental.gluon._runtime import GluonASTSource
@@ -227,11 +288,23 @@ def ws_entry_compiles() -> list[tuple[str, object, int]]:
 
     sig = {"x_ptr": "*i32", "y_ptr": "*i32", "z_ptr": "*i32", "n": "i32", "BLOCK": "constexpr"}
     attrs = {(i,): [["tt.divisibility", 16]] for i in range(3)}  # torch's allocations, as the launch sees them
-    probe = triton.compile(GluonASTSource(ws_add_kernel, sig, {"BLOCK": WS_BLOCK}, attrs),
-                           target=GPUTarget("cuda", 90, 32), options={"num_warps": 4})
-    ring4 = gluon_cases()[0][2]
-    gemm, _, _ = disasm.triton_compile(disasm.targets([f"gluon_persistent[{ring4.name}]"])[0])
-    return [("ws_add_kernel", probe, 4), (f"hgemm_gluon_kernel [{ring4.name}]", gemm, ring4.num_warps)]
+    out = []
+    for pattern, (name, _) in {"ws_probe": ("ws_add_kernel", 2), **WS_LAYOUTS}.items():
+        options = {"num_warps": 4} | ({"maxnreg": triton_kernels.gluon_persistent.MAXNREG}
+                                      if pattern in WS_LAYOUTS else {})  # as `ws_probe` launches them
+        out.append((f"{name} ({pattern})", triton.compile(GluonASTSource(globals()[name], sig, {"BLOCK": WS_BLOCK},
+                                                                         attrs),
+                                                          target=GPUTarget("cuda", 90, 32), options=options), 4))
+    for *_, cfg, _, _ in gluon_cases()[:None if every_config else 1]:
+        gemm, _, _ = disasm.triton_compile(disasm.targets([f"gluon_persistent[{cfg.name}]"])[0])
+        out.append((f"hgemm_gluon_kernel [{cfg.name}]", gemm, cfg.num_warps))
+    return out
+
+
+def setmaxnreg(lines: list[SassLine]) -> list[tuple[int, int]]:
+    """(offset, registers) of each USETMAXREG (setmaxnreg) of a kernel, in code order."""
+    return [(s.offset, int(s.text.rsplit(",", 1)[-1].split()[-1], 16)) for s in lines
+            if sass_op(s).startswith("USETMAXREG")]
 
 
 def ws_control_diff(compiled) -> tuple[int, list[tuple[str, str]]]:
@@ -246,8 +319,9 @@ def print_ws_entry() -> int:
     """`--ws-entry`: each compile's protocol lines (offset, SASS, source line), then what they say; the control's
     difference from the probe."""
     root = Path(__file__).resolve().parent.parent
-    for name, compiled, warps in ws_entry_compiles():
-        e = ws_entry(sass_lines(compiled.asm["cubin"]), warps)
+    for name, compiled, warps in ws_entry_compiles(every_config=True):
+        lines = sass_lines(compiled.asm["cubin"])
+        e = ws_entry(lines, warps)
         print(f"{name}: sm_90a, {compiled.metadata.num_warps} warps ({warps} default), shared "
               f"{compiled.metadata.shared} B; the worker warps' state bytes at shared offset {e.state:#x}")
         for s in e.protocol:
@@ -258,6 +332,7 @@ def print_ws_entry() -> int:
             print(f"  /*{s.offset:04x}*/ {s.text:<44} {where}:{s.line}{mark}")
         print(f"  before the read: {e.barrier_before_read.text}; after each store: "
               f"{'; '.join(b.text for b in e.barriers_after_writes)}; BAR.ARV in the kernel: {e.arrives}")
+        print("  setmaxnreg (offset: registers): " + ", ".join(f"{o:#x}: {r}" for o, r in setmaxnreg(lines)))
         if compiled.metadata.name == "ws_add_kernel":
             n, diff = ws_control_diff(compiled)
             print(f"  its control (ws_probe_bar0): the same {n} instructions at the same offsets but for "
@@ -268,9 +343,9 @@ def print_ws_entry() -> int:
 
 def main(pattern: str = "*") -> int:
     """pattern: fnmatch pattern of the kernels to run (hand-written variant names; "triton" for the Triton ones), or
-    one of WS_PATTERNS (the warp_specialize probe or its control, alone)."""
-    if pattern in WS_PATTERNS:
-        bad = ws_probe(pattern)
+    WS_PATTERNS, comma-separated (the warp_specialize probes, alone, in that order)."""
+    if set(pattern.split(",")) <= set(WS_PATTERNS):
+        bad = [b for p in pattern.split(",") for b in ws_probe(p)]
         print(f"sanitize_cases: {pattern} run; {len(bad)} wrong results" + (": " + ", ".join(bad) if bad else ""))
         return 1 if bad else 0
     bad = []
@@ -315,7 +390,10 @@ def main(pattern: str = "*") -> int:
             for i, (m, n, k) in enumerate(shapes):
                 for layout in layouts:
                     a, b = make_inputs(m, n, k, layout, device="cuda", seed=10 + i)
+                    # the sanitizer's reports on this launch follow the line (the synchronize below)
+                    print(f"launch: {kernel} {cfg.name} {acc} {layout} {m}x{n}x{k}", flush=True)
                     c = triton_kernels.hgemm(a, b, acc=acc, config=cfg, kernel=kernel)
+                    torch.cuda.synchronize()
                     if not torch.equal(c, reference(a, b).half()):
                         bad.append(f"triton {kernel} {cfg.name} {acc} {layout} {m}x{n}x{k}")
     torch.cuda.synchronize()

@@ -251,9 +251,10 @@ def test_compare_inspect_shows_it(tmp_path):
     assert row["mix"]["HGMMA"] > 0 and row["mix"]["USETMAXREG"] > 0 and {40, 232} <= set(row["setmaxnreg"])
 
 
-# scripts/sanitize_cases.py's warp_specialize probe and hgemm_gluon_kernel (128 x 128, 4 stages), compiled for
-# sm_90a: each one's entry protocol (`ws_entry`), the source lines of its parts, the probe's other shared-memory
-# accesses and its control's difference from it
+# scripts/sanitize_cases.py's warp_specialize probe, its variants in the Gluon kernel's partition layouts and
+# hgemm_gluon_kernel (128 x 128, 4 stages), compiled for sm_90a: each one's entry protocol (`ws_entry`), the source
+# lines of its parts, its warps and setmaxnreg registers, the probes' other shared-memory accesses and the probe's
+# control's difference from it
 _WS_ENTRY_PROBE = """
 import ast, dataclasses, json, re, sys
 from pathlib import Path
@@ -271,14 +272,15 @@ rows = []
 for name, compiled, warps in sc.ws_entry_compiles():
     sass = sc.sass_lines(compiled.asm["cubin"])
     e = sc.ws_entry(sass, warps)
-    probe = compiled.metadata.name == "ws_add_kernel"
-    rows.append(dict(name=compiled.metadata.name, lines=lines(sc.ws_add_kernel if probe else hgemm_gluon_kernel),
+    probe = compiled.metadata.name.startswith("ws_add")
+    rows.append(dict(name=compiled.metadata.name, lines=lines(getattr(sc, compiled.metadata.name, hgemm_gluon_kernel)),
+                     warps=compiled.metadata.num_warps, state=e.state, regs=[r for _, r in sc.setmaxnreg(sass)],
                      read=dataclasses.asdict(e.read), before=e.barrier_before_read.text,
                      writes=[dataclasses.asdict(w) for w in e.writes], after=[b.text for b in e.barriers_after_writes],
                      arrives=e.arrives, bar1=sum(bool(sc._FULL_BARRIER_1.match(sc.sass_op(s))) for s in sass),
                      smem=[s.text for s in sass if re.match(r"(LDS|STS|LDSM|STSM|ATOMS)\\b", sc.sass_op(s))],
-                     control=sc.ws_control_diff(compiled) if probe else None))
-print(json.dumps(rows))
+                     control=sc.ws_control_diff(compiled) if compiled.metadata.name == "ws_add_kernel" else None))
+print(json.dumps(dict(rows=rows, layouts=[k for k, _ in sc.WS_LAYOUTS.values()], flat_regs=sc.WS_FLAT_REGS)))
 """
 
 
@@ -290,9 +292,17 @@ def test_warp_specialize_entry_is_ordered_by_barriers_of_every_thread():
     (BAR.SYNC 0x1, no thread count); the default warps store the states twice (the partition at the start, "exit" at
     the end), each store followed by the same barrier; no BAR.ARV. Those accesses carry the kernel's `def` line, and
     the exit store its last statement's: the lines the reports name. The probe touches shared memory nowhere else,
-    and its control (barrier 0 for barrier 1) changes those barriers and nothing else."""
-    rows = {r["name"]: r for r in _child(_WS_ENTRY_PROBE, timeout=600)}
-    assert set(rows) == {"ws_add_kernel", "hgemm_gluon_kernel"}
+    and its control (barrier 0 for barrier 1) changes those barriers and nothing else. The probes in the Gluon
+    kernel's layouts hold the same protocol: ws_add_gemm_kernel the 128-row kernel's warps and setmaxnreg sequence,
+    ws_add_flat_kernel those warps with no worker's registers moved, ws_add_2w_kernel 12 warps of whole partitions,
+    ws_add_1w_kernel the 64-row layout's 8 warps."""
+    import re
+
+    from triton_kernels.gluon_persistent import MAXNREG
+
+    out = _child(_WS_ENTRY_PROBE, timeout=600)
+    rows = {r["name"]: r for r in out["rows"]}
+    assert set(rows) == {"ws_add_kernel", "hgemm_gluon_kernel", *out["layouts"]}
     # the file by its folder and name: a cubin from Triton's cache carries the path of the checkout that compiled
     # the same source first
     where = lambda file, line: (Path(file).parts[-2:], line)
@@ -304,6 +314,19 @@ def test_warp_specialize_entry_is_ordered_by_barriers_of_every_thread():
         assert where(r["read"]["file"], r["read"]["line"]) == where(path, def_line), (name, r["read"])
         assert [where(w["file"], w["line"]) for w in r["writes"]] == [where(path, def_line),
                                                                       where(path, last_line)], name
+    for name, r in rows.items():  # a probe's shared memory: its worker warps' states, read and stored, alone
+        if name.startswith("ws_add"):
+            offsets = [int(re.search(r"\+0x([0-9a-f]+)\]", t).group(1), 16) for t in r["smem"]]
+            assert r["smem"].count(r["read"]["text"]) == 1 and all(
+                t == r["read"]["text"] or (t.startswith("STS") and r["state"] <= o < r["state"] + r["warps"] - 4)
+                for t, o in zip(r["smem"], offsets)), (name, r["smem"])
+    gemm = rows["hgemm_gluon_kernel"]
+    assert (rows["ws_add_gemm_kernel"]["warps"], rows["ws_add_gemm_kernel"]["regs"]) == (gemm["warps"], gemm["regs"])
+    assert (rows["ws_add_2w_kernel"]["warps"], rows["ws_add_1w_kernel"]["warps"]) == (12, 8)
+    assert {232, 40} <= set(rows["ws_add_2w_kernel"]["regs"]) and 40 in rows["ws_add_1w_kernel"]["regs"]
+    flat = rows["ws_add_flat_kernel"]  # the default partition holds 256 throughout; the workers keep theirs
+    assert flat["warps"] == 12 and set(flat["regs"]) == {out["flat_regs"], 256} and out["flat_regs"] == (
+        MAXNREG * 384 - 256 * 128) // 256 // 8 * 8
     probe = rows["ws_add_kernel"]
     assert sorted(probe["smem"]) == sorted([probe["read"]["text"]] + [w["text"] for w in probe["writes"]])
     n, diff = probe["control"]
