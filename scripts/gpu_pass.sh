@@ -219,7 +219,7 @@ case "$PART" in
     # the Triton cache under OUTDIR keeps the cubins racecheck ran, disassembled below with their source lines
     W="$OUTDIR/ws_races"; export TRITON_CACHE_DIR="$W/triton_cache" SANITIZE_QUICK=1 TOOLS=racecheck
     st=0
-    for p in ws_probe ws_probe_bar0 ws_probe_gemm,ws_probe_1w,ws_probe_2w,ws_probe_flat gluon_persistent; do
+    for p in ws_probe ws_probe_bar0 ws_probe_sync ws_probe_gemm,ws_probe_1w,ws_probe_2w,ws_probe_flat gluon_persistent; do
       echo "== $p"; d="$W/${p//,/+}"
       bash scripts/sanitize.sh "$d" "$p"
       # each launch, then the first lines of each report after it (the pairs it names)

@@ -21,7 +21,10 @@ own BLOCK, launched with the GEMM's register budget MAXNREG): "ws_probe_gemm" it
 PRODUCER_WARPS warps, CONSUMER_REGS and PRODUCER_REGS registers: the lowering pads the second to a warpgroup),
 "ws_probe_1w" its 64-row layout (one worker of PRODUCER_WARPS warps, padded), "ws_probe_2w" two workers of 4 warps
 with the 128-row registers (no padding), "ws_probe_flat" the 128-row warps with registers the workers already hold
-(no reallocation). Several of them, comma-separated, run in one process; each kernel has its own name.
+(no reallocation), "ws_probe_sync" the tutorial's layout with each partition staging its sum through shared
+memory of its own between barriers of its own threads (the GEMM's partitions meet such barriers: the default one's
+on barrier 0 with a thread count). Several of them, comma-separated, run in one process; each kernel has its own
+name.
 
 `python scripts/sanitize_cases.py --ws-entry` (no GPU: sm_90a compiles) prints that protocol as it stands in the
 SASS of the probe and of hgemm_gluon_kernel's 128 x 128, 4-stage configuration (`ws_entry`): the state byte each
@@ -74,7 +77,8 @@ WS_BLOCK = 128  # elements per partition and program: one per thread of a 4-warp
 WS_N = 1000  # elements: the last program's worker partition is partial (masked)
 # hgemm_gluon_kernel's partition layouts (see the module's header): pattern -> (kernel's name, partitions)
 WS_LAYOUTS = {"ws_probe_gemm": ("ws_add_gemm_kernel", 3), "ws_probe_1w": ("ws_add_1w_kernel", 2),
-              "ws_probe_2w": ("ws_add_2w_kernel", 3), "ws_probe_flat": ("ws_add_flat_kernel", 3)}
+              "ws_probe_2w": ("ws_add_2w_kernel", 3), "ws_probe_flat": ("ws_add_flat_kernel", 3),
+              "ws_probe_sync": ("ws_add_sync_kernel", 2)}
 WS_PATTERNS = ("ws_probe", "ws_probe_bar0", *WS_LAYOUTS)
 # "ws_probe_flat"'s registers: what the lowering gives each worker warp while it waits in 12 warps under MAXNREG,
 # (168 x 384 - 256 x 128) / 256 rounded down to 8 (the default partition holds 256 there), so its partitions start
@@ -111,6 +115,31 @@ if triton_kernels.gluon_persistent.UNAVAILABLE is None:
         gl.warp_specialize([
             (ws_add_block, (x_ptr, y_ptr, z_ptr, n, start, BLOCK)),
             (ws_add_block, (x_ptr, y_ptr, z_ptr, n, start + BLOCK, BLOCK)),
+        ], [4], [24])
+
+    @gluon.jit
+    def ws_add_sync_block(x_ptr, y_ptr, z_ptr, n, start, BLOCK: gl.constexpr):
+        """ws_add_block, the sum staged through the partition's own shared memory between two barriers of the
+        partition's threads (`gl.thread_barrier`: a `bar.sync` with the partition's thread count, as the GEMM's
+        epilogue meets before its TMA stores)."""
+        layout: gl.constexpr = gl.BlockedLayout([1], [32], [gl.num_warps()], [0])
+        offs = start + gl.arange(0, BLOCK, layout)
+        mask = offs < n
+        z = gl.load(x_ptr + offs, mask=mask) + gl.load(y_ptr + offs, mask=mask)
+        buf = gl.allocate_shared_memory(gl.int32, [BLOCK], gl.SwizzledSharedLayout(1, 1, 1, [0]))
+        buf.store(z)
+        gl.thread_barrier()
+        z = buf.load(layout)
+        gl.thread_barrier()
+        gl.store(z_ptr + offs, z, mask=mask)
+
+    @gluon.jit
+    def ws_add_sync_kernel(x_ptr, y_ptr, z_ptr, n, BLOCK: gl.constexpr):
+        """ws_add_kernel with each partition meeting barriers of its own threads (`ws_add_sync_block`)."""
+        start = gl.program_id(0) * 2 * BLOCK
+        gl.warp_specialize([
+            (ws_add_sync_block, (x_ptr, y_ptr, z_ptr, n, start, BLOCK)),
+            (ws_add_sync_block, (x_ptr, y_ptr, z_ptr, n, start + BLOCK, BLOCK)),
         ], [4], [24])
 
     from triton_kernels.gluon_persistent import _CONSUMER_REGS, _PRODUCER_REGS, _PRODUCER_WARPS

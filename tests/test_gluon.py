@@ -279,6 +279,7 @@ for name, compiled, warps in sc.ws_entry_compiles():
                      writes=[dataclasses.asdict(w) for w in e.writes], after=[b.text for b in e.barriers_after_writes],
                      arrives=e.arrives, bar1=sum(bool(sc._FULL_BARRIER_1.match(sc.sass_op(s))) for s in sass),
                      smem=[s.text for s in sass if re.match(r"(LDS|STS|LDSM|STSM|ATOMS)\\b", sc.sass_op(s))],
+                     bars=sorted({sc.sass_op(s) for s in sass if sc.sass_op(s).startswith("BAR.")}),
                      control=sc.ws_control_diff(compiled) if compiled.metadata.name == "ws_add_kernel" else None))
 print(json.dumps(dict(rows=rows, layouts=[k for k, _ in sc.WS_LAYOUTS.values()], flat_regs=sc.WS_FLAT_REGS)))
 """
@@ -315,7 +316,7 @@ def test_warp_specialize_entry_is_ordered_by_barriers_of_every_thread():
         assert [where(w["file"], w["line"]) for w in r["writes"]] == [where(path, def_line),
                                                                       where(path, last_line)], name
     for name, r in rows.items():  # a probe's shared memory: its worker warps' states, read and stored, alone
-        if name.startswith("ws_add"):
+        if name.startswith("ws_add") and name != "ws_add_sync_kernel":
             offsets = [int(re.search(r"\+0x([0-9a-f]+)\]", t).group(1), 16) for t in r["smem"]]
             assert r["smem"].count(r["read"]["text"]) == 1 and all(
                 t == r["read"]["text"] or (t.startswith("STS") and r["state"] <= o < r["state"] + r["warps"] - 4)
@@ -327,6 +328,11 @@ def test_warp_specialize_entry_is_ordered_by_barriers_of_every_thread():
     flat = rows["ws_add_flat_kernel"]  # the default partition holds 256 throughout; the workers keep theirs
     assert flat["warps"] == 12 and set(flat["regs"]) == {out["flat_regs"], 256} and out["flat_regs"] == (
         MAXNREG * 384 - 256 * 128) // 256 // 8 * 8
+    # ws_probe_sync: the partitions' own barriers, as the GEMM's (a bar.sync of 128 threads, the default
+    # partition's on barrier 0), beside the protocol's barrier 1 of every thread
+    sync = rows["ws_add_sync_kernel"]
+    assert {"BAR.SYNC.DEFER_BLOCKING 0x0, 0x80", "BAR.SYNC.DEFER_BLOCKING 0x2, 0x80"} <= set(sync["bars"])
+    assert "BAR.SYNC.DEFER_BLOCKING 0x0, 0x80" in gemm["bars"]
     probe = rows["ws_add_kernel"]
     assert sorted(probe["smem"]) == sorted([probe["read"]["text"]] + [w["text"] for w in probe["writes"]])
     n, diff = probe["control"]
