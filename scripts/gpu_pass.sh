@@ -228,7 +228,7 @@ case "$PART" in
       grep -q "sanitize_cases: .* 0 wrong results" "$d/sanitize_racecheck.txt" || st=1  # a run must be right
     done
     mkdir -p "$W/sass"
-    nvdisasm=$(python -c "from triton import knobs; print(knobs.nvidia.nvdisasm.path)")
+    nvdisasm=$(python -c "from triton_kernels.triton_internals import nvdisasm_path; print(nvdisasm_path())")
     for c in $(find "$TRITON_CACHE_DIR" -name "*.cubin" 2>/dev/null); do
       "$nvdisasm" -c -g "$c" > "$W/sass/$(basename "$(dirname "$c")")_$(basename "$c" .cubin).sass"
     done

@@ -270,12 +270,12 @@ class WsEntry:
 
 def sass_lines(cubin: bytes) -> list[SassLine]:
     """Every instruction of a cubin's (one) function with its offset and source line (nvdisasm -c -g)."""
-    from triton import knobs
+    from triton_kernels.triton_internals import nvdisasm_path
 
     with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
         f.write(cubin)
         f.flush()
-        text = subprocess.run([knobs.nvidia.nvdisasm.path, "-c", "-g", f.name], capture_output=True, text=True,
+        text = subprocess.run([nvdisasm_path(), "-c", "-g", f.name], capture_output=True, text=True,
                               check=True).stdout
     where, at = ("", 0), []
     for line in text.splitlines():  # each line's nearest source annotation above it

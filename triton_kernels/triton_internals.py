@@ -89,6 +89,11 @@ if _WARNING:
     warnings.warn(_WARNING, RuntimeWarning, stacklevel=2)
 
 
+def nvdisasm_path() -> str:
+    """The nvdisasm that ships with Triton's NVIDIA backend (what the SASS of a Triton cubin is read with)."""
+    return knobs.nvidia.nvdisasm.path
+
+
 def _hook_idle(hook) -> bool:
     """No launch hook: None, or the default since triton 3.6, an empty `knobs.HookChain` (never None there: the
     first GPU run of the direct launch found `is None` false and every plan on the JIT path)."""
