@@ -11,6 +11,8 @@
 #                                             # "launch:" line of its configuration), each log under
 #                                             # OUTDIR/ws_races/PATTERN/; the SASS of the cubins that ran and the
 #                                             # entry protocol (sanitize_cases.py --ws-entry) beside them
+#                                             # (WS_RUNS="P1,P2 P3": those patterns, a process per word;
+#                                             # WS_ENTRY=0: no --ws-entry)
 #   bash scripts/gpu_pass.sh wall OUTDIR     # per-call wall time (operators too), the PTX call's host pieces, and
 #                                             # where the host time goes (cProfile) for the small shapes
 #   bash scripts/gpu_pass.sh sustained OUTDIR # back to back under the power cap (scripts/sustained.py; SHAPES=...,
@@ -219,7 +221,8 @@ case "$PART" in
     # the Triton cache under OUTDIR keeps the cubins racecheck ran, disassembled below with their source lines
     W="$OUTDIR/ws_races"; export TRITON_CACHE_DIR="$W/triton_cache" SANITIZE_QUICK=1 TOOLS=racecheck
     st=0
-    for p in ws_probe ws_probe_bar0 ws_probe_sync ws_probe_gemm,ws_probe_1w,ws_probe_2w,ws_probe_flat gluon_persistent; do
+    for p in ${WS_RUNS:-ws_probe ws_probe_bar0 ws_probe_sync ws_probe_gemm,ws_probe_1w,ws_probe_2w,ws_probe_flat \
+              ws_probe_mbar,ws_probe_tma,ws_probe_loop,ws_probe_big gluon_persistent}; do
       echo "== $p"; d="$W/${p//,/+}"
       bash scripts/sanitize.sh "$d" "$p"
       # each launch, then the first lines of each report after it (the pairs it names)
@@ -232,8 +235,8 @@ case "$PART" in
     for c in $(find "$TRITON_CACHE_DIR" -name "*.cubin" 2>/dev/null); do
       "$nvdisasm" -c -g "$c" > "$W/sass/$(basename "$(dirname "$c")")_$(basename "$c" .cubin).sass"
     done
-    python scripts/sanitize_cases.py --ws-entry > "$W/ws_entry.txt" 2>&1 || st=1
-    grep -E "^\S|<-|control" "$W/ws_entry.txt"
+    [ "${WS_ENTRY:-1}" = 0 ] || python scripts/sanitize_cases.py --ws-entry > "$W/ws_entry.txt" 2>&1 || st=1
+    grep -E "^\S|<-|control" "$W/ws_entry.txt" 2>/dev/null
     exit $st
     ;;
   wall)

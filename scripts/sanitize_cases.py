@@ -23,8 +23,13 @@ PRODUCER_WARPS warps, CONSUMER_REGS and PRODUCER_REGS registers: the lowering pa
 with the 128-row registers (no padding), "ws_probe_flat" the 128-row warps with registers the workers already hold
 (no reallocation), "ws_probe_sync" the tutorial's layout with each partition staging its sum through shared
 memory of its own between barriers of its own threads (the GEMM's partitions meet such barriers: the default one's
-on barrier 0 with a thread count). Several of them, comma-separated, run in one process; each kernel has its own
-name.
+on barrier 0 with a thread count). Then the GEMM's own machinery added to its 64-row layout one piece at a time
+(`ws_ring_kernel`, `WS_RINGS`: a producer worker filling a ring of shared-memory stages that the default partition
+adds and releases, each stage guarded by `ready` and `empty` mbarriers initialised and fenced before
+`warp_specialize`): "ws_probe_mbar" the ring through registers and mbarriers alone, "ws_probe_tma" one block loaded
+by TMA, "ws_probe_loop" a persistent loop of 16 blocks through 4 stages with the sum stored by TMA, "ws_probe_big"
+the loop in 224 KB of shared memory, as much as the GEMM's widest configurations take. Several of them,
+comma-separated, run in one process; each kernel has its own name.
 
 `python scripts/sanitize_cases.py --ws-entry` (no GPU: sm_90a compiles) prints that protocol as it stands in the
 SASS of the probe and of hgemm_gluon_kernel's 128 x 128, 4-stage configuration (`ws_entry`): the state byte each
@@ -79,7 +84,13 @@ WS_N = 1000  # elements: the last program's worker partition is partial (masked)
 WS_LAYOUTS = {"ws_probe_gemm": ("ws_add_gemm_kernel", 3), "ws_probe_1w": ("ws_add_1w_kernel", 2),
               "ws_probe_2w": ("ws_add_2w_kernel", 3), "ws_probe_flat": ("ws_add_flat_kernel", 3),
               "ws_probe_sync": ("ws_add_sync_kernel", 2)}
-WS_PATTERNS = ("ws_probe", "ws_probe_bar0", *WS_LAYOUTS)
+# The probes that add the GEMM's own machinery to the 64-row layout, one piece at a time (`ws_ring_kernel`): pattern ->
+# (TMA loads, TMA stores of the sum, ring stages, blocks per program, rows per block)
+WS_RINGS = {"ws_probe_mbar": (False, False, 2, 4, 32), "ws_probe_tma": (True, False, 1, 1, 32),
+            "ws_probe_loop": (True, True, 4, 16, 32), "ws_probe_big": (True, True, 3, 8, 256)}
+WS_RING_COLS = 32  # int32 columns of a block: 128-byte rows, the widest the 128-byte swizzle's box takes
+WS_RING_PROGRAMS = 4
+WS_PATTERNS = ("ws_probe", "ws_probe_bar0", *WS_LAYOUTS, *WS_RINGS)
 # "ws_probe_flat"'s registers: what the lowering gives each worker warp while it waits in 12 warps under MAXNREG,
 # (168 x 384 - 256 x 128) / 256 rounded down to 8 (the default partition holds 256 there), so its partitions start
 # without a setmaxnreg that moves registers (tests/test_gluon.py pins it in the SASS)
@@ -183,6 +194,81 @@ if triton_kernels.gluon_persistent.UNAVAILABLE is None:
             (ws_add_block, (x_ptr, y_ptr, z_ptr, n, start + BLOCK, BLOCK)),
             (ws_add_block, (x_ptr, y_ptr, z_ptr, n, start + 2 * BLOCK, BLOCK)),
         ], [4, _PRODUCER_WARPS], [_WS_FLAT_REGS, _WS_FLAT_REGS])
+
+    from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, mbarrier, tma
+
+    @gluon.jit
+    def ws_ring_producer(x_ptr, y_ptr, x_desc, y_desc, xs, ys, ready, empty, BLOCKS: gl.constexpr,
+                         STAGES: gl.constexpr, TMA: gl.constexpr):
+        """The worker: fills the ring's stages with this program's blocks of x and y, as the GEMM's producer does:
+        waits for a stage to be empty, then TMA loads completing `ready` by their bytes (TMA), or loads through
+        registers, stores into the stage, and arrives on `ready` after a barrier of its warps (not TMA)."""
+        ROWS: gl.constexpr = xs.shape[1]
+        COLS: gl.constexpr = xs.shape[2]
+        for it in range(BLOCKS):
+            s = it % STAGES
+            row = (gl.program_id(0) * BLOCKS + it) * ROWS
+            mbarrier.wait(empty.index(s), ((it // STAGES) & 1) ^ 1)  # a fresh mbarrier's phase 1 counts as done
+            if TMA:
+                mbarrier.expect(ready.index(s), 2 * x_desc.block_type.nbytes)
+                tma.async_copy_global_to_shared(x_desc, [row, 0], ready.index(s), xs.index(s))
+                tma.async_copy_global_to_shared(y_desc, [row, 0], ready.index(s), ys.index(s))
+            else:
+                layout: gl.constexpr = gl.BlockedLayout([1, 4], [4, 8], [gl.num_warps(), 1], [1, 0])
+                rows = row + gl.arange(0, ROWS, gl.SliceLayout(1, layout))
+                offs = rows[:, None] * COLS + gl.arange(0, COLS, gl.SliceLayout(0, layout))[None, :]
+                xs.index(s).store(gl.load(x_ptr + offs))
+                ys.index(s).store(gl.load(y_ptr + offs))
+                gl.thread_barrier()
+                mbarrier.arrive(ready.index(s))
+
+    @gluon.jit
+    def ws_ring_consumer(z_ptr, z_desc, xs, ys, zs, ready, empty, BLOCKS: gl.constexpr, STAGES: gl.constexpr,
+                         TMA_STORE: gl.constexpr):
+        """The default partition: waits for each stage, adds its x and y blocks, releases the stage (a barrier of its
+        warps, then one arrival), and stores the sum: by TMA from its staging buffer (TMA_STORE: the staging
+        buffer's reuse waits for the previous store, as the GEMM's epilogue does), or through pointers."""
+        ROWS: gl.constexpr = xs.shape[1]
+        COLS: gl.constexpr = xs.shape[2]
+        layout: gl.constexpr = gl.BlockedLayout([1, 4], [4, 8], [gl.num_warps(), 1], [1, 0])
+        for it in range(BLOCKS):
+            s = it % STAGES
+            row = (gl.program_id(0) * BLOCKS + it) * ROWS
+            mbarrier.wait(ready.index(s), (it // STAGES) & 1)
+            z = xs.index(s).load(layout) + ys.index(s).load(layout)
+            gl.thread_barrier()
+            mbarrier.arrive(empty.index(s))
+            if TMA_STORE:
+                tma.store_wait(pendings=0)
+                zs.store(z)
+                fence_async_shared()  # the generic-proxy writes are visible to the TMA engine
+                gl.thread_barrier()
+                tma.async_copy_shared_to_global(z_desc, [row, 0], zs)
+            else:
+                rows = row + gl.arange(0, ROWS, gl.SliceLayout(1, layout))
+                gl.store(z_ptr + rows[:, None] * COLS + gl.arange(0, COLS, gl.SliceLayout(0, layout))[None, :], z)
+        tma.store_wait(pendings=0)
+
+    @gluon.jit
+    def ws_ring_kernel(x_ptr, y_ptr, z_ptr, x_desc, y_desc, z_desc, BLOCKS: gl.constexpr, STAGES: gl.constexpr,
+                       TMA: gl.constexpr, TMA_STORE: gl.constexpr):
+        """z = x + y over a ring of shared-memory stages between a producer worker (the GEMM's: _PRODUCER_WARPS
+        warps, _PRODUCER_REGS registers) and the default partition (`ws_ring_producer`, `ws_ring_consumer`): the
+        GEMM's 64-row layout with its mbarriers (initialised and fenced before `warp_specialize`), its TMA loads and
+        stores and its persistent loop, each switched on by the pattern (`WS_RINGS`), without the wgmmas."""
+        xs = gl.allocate_shared_memory(gl.int32, [STAGES] + x_desc.block_type.shape, x_desc.layout)
+        ys = gl.allocate_shared_memory(gl.int32, [STAGES] + y_desc.block_type.shape, y_desc.layout)
+        zs = gl.allocate_shared_memory(gl.int32, z_desc.block_type.shape, z_desc.layout)
+        ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+        empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+        for i in gl.static_range(STAGES):
+            mbarrier.init(ready.index(i), count=1)
+            mbarrier.init(empty.index(i), count=1)
+        fence_async_shared()
+        gl.warp_specialize([
+            (ws_ring_consumer, (z_ptr, z_desc, xs, ys, zs, ready, empty, BLOCKS, STAGES, TMA_STORE)),
+            (ws_ring_producer, (x_ptr, y_ptr, x_desc, y_desc, xs, ys, ready, empty, BLOCKS, STAGES, TMA)),
+        ], [_PRODUCER_WARPS], [_PRODUCER_REGS])
 else:
     ws_add_kernel = None
 
@@ -220,6 +306,8 @@ def ws_probe(pattern: str) -> list[str]:
     if ws_add_kernel is None:
         return [f"ws_probe: {triton_kernels.gluon_persistent.UNAVAILABLE}"]
     gen = torch.Generator(device="cuda").manual_seed(48)
+    if pattern in WS_RINGS:
+        return ws_ring(pattern, gen)
     x, y = (torch.randint(-2**20, 2**20, (WS_N,), dtype=torch.int32, device="cuda", generator=gen) for _ in "xy")
     z = torch.full_like(x, -2**31)  # poisoned: every element must be written
     grid = (cdiv(WS_N, 2 * WS_BLOCK),)
@@ -237,6 +325,25 @@ def ws_probe(pattern: str) -> list[str]:
     torch.cuda.synchronize()
     bad = (z != x + y).nonzero().flatten().tolist()
     return [f"{pattern}: {len(bad)} of {WS_N} elements wrong, first at {bad[:4]}"] if bad else []
+
+
+def ws_ring(pattern: str, gen: torch.Generator) -> list[str]:
+    """Run one of WS_RINGS once (`ws_ring_kernel`, WS_RING_PROGRAMS programs); the wrong results, named."""
+    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+
+    tma_loads, tma_store, stages, blocks, rows = WS_RINGS[pattern]
+    shape = (WS_RING_PROGRAMS * blocks * rows, WS_RING_COLS)
+    x, y = (torch.randint(-2**20, 2**20, shape, dtype=torch.int32, device="cuda", generator=gen) for _ in "xy")
+    z = torch.full_like(x, -2**31)  # poisoned: every element must be written
+    layout = gl.NVMMASharedLayout.get_default_for([rows, WS_RING_COLS], gl.int32)
+    x_desc, y_desc, z_desc = (TensorDescriptor(t, list(t.shape), list(t.stride()), [rows, WS_RING_COLS], layout)
+                              for t in (x, y, z))
+    print(f"launch: {pattern}", flush=True)  # the sanitizer's reports on it follow this line
+    ws_ring_kernel[(WS_RING_PROGRAMS,)](x, y, z, x_desc, y_desc, z_desc, blocks, stages, tma_loads, tma_store,
+                                        num_warps=4, maxnreg=triton_kernels.gluon_persistent.MAXNREG)
+    torch.cuda.synchronize()
+    bad = (z != x + y).flatten().nonzero().flatten().tolist()
+    return [f"{pattern}: {len(bad)} of {z.numel()} elements wrong, first at {bad[:4]}"] if bad else []
 
 
 # ---- the warp_specialize entry protocol in SASS (`--ws-entry`, tests/test_gluon.py) -----------------------------
@@ -327,6 +434,26 @@ def ws_entry_compiles(every_config: bool = False) -> list[tuple[str, object, int
     for *_, cfg, _, _ in gluon_cases()[:None if every_config else 1]:
         gemm, _, _ = disasm.triton_compile(disasm.targets([f"gluon_persistent[{cfg.name}]"])[0])
         out.append((f"hgemm_gluon_kernel [{cfg.name}]", gemm, cfg.num_warps))
+    return out
+
+
+def ws_ring_compiles() -> list[tuple[str, object]]:
+    """(pattern, CompiledKernel) of each of WS_RINGS' `ws_ring_kernel`, compiled for sm_90a as `ws_ring` launches it
+    (no GPU needed)."""
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.experimental.gluon._runtime import GluonASTSource
+
+    out = []
+    for pattern, (tma_loads, tma_store, stages, blocks, rows) in WS_RINGS.items():
+        layout = gl.NVMMASharedLayout.get_default_for([rows, WS_RING_COLS], gl.int32)
+        desc = f"tensordesc<i32[{rows}, {WS_RING_COLS}],{layout!r}>"
+        consts = dict(BLOCKS=blocks, STAGES=stages, TMA=tma_loads, TMA_STORE=tma_store)
+        sig = {"x_ptr": "*i32", "y_ptr": "*i32", "z_ptr": "*i32", "x_desc": desc, "y_desc": desc, "z_desc": desc,
+               **{name: "constexpr" for name in consts}}
+        src = GluonASTSource(ws_ring_kernel, sig, consts, {(i,): [["tt.divisibility", 16]] for i in range(3)})
+        out.append((pattern, triton.compile(src, target=GPUTarget("cuda", 90, 32), options={
+            "num_warps": 4, "maxnreg": triton_kernels.gluon_persistent.MAXNREG})))
     return out
 
 

@@ -340,6 +340,43 @@ def test_warp_specialize_entry_is_ordered_by_barriers_of_every_thread():
         ("BAR.SYNC.DEFER_BLOCKING 0x1", "BAR.SYNC.DEFER_BLOCKING 0x0")}, diff
 
 
+_WS_RING_PROBE = """
+import json, sys
+sys.path.insert(0, "scripts")
+import sanitize_cases as sc
+
+rows = {}
+for pattern, compiled in sc.ws_ring_compiles():
+    sass = sc.sass_lines(compiled.asm["cubin"])
+    e = sc.ws_entry(sass, 4)
+    ops = [sc.sass_op(s) for s in sass]
+    rows[pattern] = dict(warps=compiled.metadata.num_warps, shared=compiled.metadata.shared,
+                         before=e.barrier_before_read.text, writes=len(e.writes), after=[b.text for b in e.barriers_after_writes], arrives=e.arrives,
+                         tma_loads=sum(o.startswith("UTMALDG") for o in ops),
+                         tma_stores=sum(o.startswith("UTMASTG") for o in ops),
+                         mbarrier_waits=sum(o.startswith("SYNCS.PHASECHK") for o in ops))
+print(json.dumps(dict(rows=rows, rings=sc.WS_RINGS)))
+"""
+
+
+@needs_api
+def test_ring_probes_add_the_gemms_pieces_to_the_same_protocol():
+    """The racecheck probes that add the GEMM's own machinery one piece at a time (sanitize_cases.WS_RINGS) compile
+    for sm_90a to the 64-row layout's 8 warps with warp_specialize's protocol unchanged (the state read after the
+    all-thread barrier 1, two state stores each followed by it, no BAR.ARV), and each holds the piece its pattern
+    names: mbarrier waits in all of them, TMA loads (UTMALDG) and stores (UTMASTG) where WS_RINGS says, and in
+    "ws_probe_big" more than 200 KB of shared memory, as the GEMM's widest configurations take."""
+    out = _child(_WS_RING_PROBE, timeout=600)
+    rows, rings = out["rows"], out["rings"]
+    assert set(rows) == set(rings) == {"ws_probe_mbar", "ws_probe_tma", "ws_probe_loop", "ws_probe_big"}
+    for pattern, r in rows.items():
+        tma_loads, tma_store, *_ = rings[pattern]
+        assert r["warps"] == 8 and r["before"] == "BAR.SYNC.DEFER_BLOCKING 0x1", (pattern, r)
+        assert r["writes"] == 2 and r["after"] == ["BAR.SYNC.DEFER_BLOCKING 0x1"] * 2 and r["arrives"] == 0, r
+        assert r["mbarrier_waits"] > 0 and (r["tma_loads"] > 0) == tma_loads and (r["tma_stores"] > 0) == tma_store
+    assert 200 * 1024 < rows["ws_probe_big"]["shared"] <= 227 * 1024 and rows["ws_probe_loop"]["shared"] < 64 * 1024
+
+
 def test_record_offered_only_where_it_runs():
     """Under the interpreter (this process without a GPU) the record is left out with a one-line reason; compiled
     with triton 3.6 it is in VARIANTS as kernel="gluon_persistent" (or "gluon"), never timed by kernel="auto"; operands TMA cannot describe
