@@ -222,7 +222,7 @@ case "$PART" in
     W="$OUTDIR/ws_races"; export TRITON_CACHE_DIR="$W/triton_cache" SANITIZE_QUICK=1 TOOLS=racecheck
     st=0
     for p in ${WS_RUNS:-ws_probe ws_probe_bar0 ws_probe_sync ws_probe_gemm,ws_probe_1w,ws_probe_2w,ws_probe_flat \
-              ws_probe_mbar,ws_probe_tma,ws_probe_loop,ws_probe_big gluon_persistent}; do
+              ws_probe_mbar ws_probe_ld ws_probe_tma ws_probe_loop ws_probe_big gluon_persistent}; do
       echo "== $p"; d="$W/${p//,/+}"
       bash scripts/sanitize.sh "$d" "$p"
       # each launch, then the first lines of each report after it (the pairs it names)

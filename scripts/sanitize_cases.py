@@ -27,7 +27,7 @@ on barrier 0 with a thread count). Then the GEMM's own machinery added to its 64
 (`ws_ring_kernel`, `WS_RINGS`: a producer worker filling a ring of shared-memory stages that the default partition
 adds and releases, each stage guarded by `ready` and `empty` mbarriers initialised and fenced before
 `warp_specialize`): "ws_probe_mbar" the ring through registers and mbarriers alone, "ws_probe_tma" one block loaded
-by TMA, "ws_probe_loop" a persistent loop of 16 blocks through 4 stages with the sum stored by TMA, "ws_probe_big"
+by TMA and "ws_probe_ld" its control (the same block, stage and mbarriers, loaded through registers), "ws_probe_loop" a persistent loop of 16 blocks through 4 stages with the sum stored by TMA, "ws_probe_big"
 the loop in 224 KB of shared memory, as much as the GEMM's widest configurations take. Several of them,
 comma-separated, run in one process; each kernel has its own name.
 
@@ -86,7 +86,8 @@ WS_LAYOUTS = {"ws_probe_gemm": ("ws_add_gemm_kernel", 3), "ws_probe_1w": ("ws_ad
               "ws_probe_sync": ("ws_add_sync_kernel", 2)}
 # The probes that add the GEMM's own machinery to the 64-row layout, one piece at a time (`ws_ring_kernel`): pattern ->
 # (TMA loads, TMA stores of the sum, ring stages, blocks per program, rows per block)
-WS_RINGS = {"ws_probe_mbar": (False, False, 2, 4, 32), "ws_probe_tma": (True, False, 1, 1, 32),
+WS_RINGS = {"ws_probe_mbar": (False, False, 2, 4, 32), "ws_probe_ld": (False, False, 1, 1, 32),
+            "ws_probe_tma": (True, False, 1, 1, 32),
             "ws_probe_loop": (True, True, 4, 16, 32), "ws_probe_big": (True, True, 3, 8, 256)}
 WS_RING_COLS = 32  # int32 columns of a block: 128-byte rows, the widest the 128-byte swizzle's box takes
 WS_RING_PROGRAMS = 4

@@ -368,7 +368,7 @@ def test_ring_probes_add_the_gemms_pieces_to_the_same_protocol():
     "ws_probe_big" more than 200 KB of shared memory, as the GEMM's widest configurations take."""
     out = _child(_WS_RING_PROBE, timeout=600)
     rows, rings = out["rows"], out["rings"]
-    assert set(rows) == set(rings) == {"ws_probe_mbar", "ws_probe_tma", "ws_probe_loop", "ws_probe_big"}
+    assert set(rows) == set(rings) == {"ws_probe_mbar", "ws_probe_ld", "ws_probe_tma", "ws_probe_loop", "ws_probe_big"}
     for pattern, r in rows.items():
         tma_loads, tma_store, *_ = rings[pattern]
         assert r["warps"] == 8 and r["before"] == "BAR.SYNC.DEFER_BLOCKING 0x1", (pattern, r)
