@@ -158,8 +158,8 @@ class Plan:
 # What each kernel of the project is to the model: (schedule, how its K-split partials are summed). A split of 1
 # makes a split-K kernel data-parallel. Triton (kernel= names): the blocked kernel launches one program per tile,
 # the TMA kernels are persistent, split-K and gemv sum their slices in the launch (the last slice of each tile),
-# splitk_wide and the Gluon kernel's splits in a second launch; streamk cuts the partial round's tiles into
-# k-slices (`schedules.stream_k_cut`; its cut tiles summed in the launch, `features`' stream_k partials). PTX
+# splitk_wide and the Gluon kernel's splits in a second launch; streamk and gluon_streamk cut the partial round's
+# tiles into k-slices (`schedules.stream_k_cut`; cut tiles summed in the launch, `features`' stream_k partials). PTX
 # (record names): wgmma_persistent and the kernels it hands problems to (mma_stream: the bandwidth path on mma.sync).
 KERNELS = {
     "triton_blocked": ("data_parallel", "none"),
@@ -172,6 +172,7 @@ KERNELS = {
     "triton_realign": ("split_k", "fused"),
     "triton_realign_rows": ("split_k", "two_pass"),
     "gluon_persistent": ("persistent", "two_pass"),
+    "gluon_streamk": ("stream_k", "fused"),
     "wgmma_persistent": ("persistent", "none"),
     "wgmma_splitk": ("split_k", "cluster"),
     "wgmma_splitk_grid": ("split_k", "two_pass"),

@@ -4,9 +4,10 @@
 # Runs scripts/sanitize_cases.py under each tool with PYTORCH_NO_CUDA_MEMORY_CACHING=1 (so the caching allocator
 # cannot hide an out-of-bounds access inside a cached block); exits non-zero on any sanitizer report or wrong
 # result. PATTERN (fnmatch, default *) limits the run to matching variants ("triton" for the Triton kernels,
-# "gluon_persistent" for the Gluon kernel alone; "ws_probe", "ws_probe_bar0" and the other WS_PATTERNS, named
-# exactly and comma-separated, run the minimal warp_specialize kernel, its control and its variants in the Gluon
-# kernel's partition layouts instead: sanitize_cases.py's header). TOOLS="racecheck" runs some of the
+# "gluon_persistent" for the Gluon kernel alone, "gluon_streamk" for its stream-K mode; "ws_probe",
+# "ws_probe_bar0" and the other WS_PATTERNS, named exactly and comma-separated, run the minimal warp_specialize
+# kernel, its control and its variants in the Gluon kernel's partition layouts instead: sanitize_cases.py's
+# header). TOOLS="racecheck" runs some of the
 # tools (default: all three); SANITIZE_QUICK=1 runs the Gluon kernel's configurations at one shape each.
 # Logs: OUTDIR/sanitize_memcheck.txt, OUTDIR/sanitize_racecheck.txt, OUTDIR/sanitize_synccheck.txt.
 set -uo pipefail

@@ -3,7 +3,8 @@ pruned inputs too), both accumulations
 (fp16 on both of its tiles where it has two), B row- and column-major, and A column-major (TN: read in place by the
 records that list it, copied by the wrapper for the others), at small odd shapes that leave partial tiles in M, N and K; then the Triton kernels with pinned small
 configurations (autotuning under the sanitizer would only time instrumented code), the Gluon kernel on Hopper
-in each kind of configuration (pattern "triton" or "gluon_persistent": `gluon_cases`). Each result is also checked
+in each kind of configuration and in its stream-K mode (pattern "triton", "gluon_persistent" or "gluon_streamk":
+`gluon_cases`). Each result is also checked
 exactly, so a wrong answer fails the run too. SANITIZE_QUICK=1: each Gluon configuration kind at one shape, one
 accumulation and one layout (a racecheck pass that must stay short).
 
@@ -61,8 +62,12 @@ def gluon_cases() -> tuple:
     config, accumulations, layouts): two consumers on the smallest ring (128x128, 4 stages: partial tiles, K past
     the ring's depth, both accumulations, B both ways, operands with no dimension a multiple of 8, which the
     dispatcher stages), the 128x256 tile's two-round epilogue, one consumer (64x32, 16 stages, K past them) and
-    split-K (the partial kernel's plain stores, then the reduction)."""
+    split-K (the partial kernel's plain stores, then the reduction); then its stream-K mode (kernel
+    "gluon_streamk"), on shapes whose tiles the schedule cuts on 132 SMs: 4 tiles of 128x256 in 4 slices each (the
+    slices' fp32 rows, the slab counters, each consumer's sum stored in two rounds), and 150 tiles of 64x32, 18 of
+    them in 4 slices beside a whole round (one consumer)."""
     cfgs = triton_kernels.configs("gluon_persistent")
+    streamk = triton_kernels.configs("gluon_streamk")
     ring4 = next(c for c in cfgs if c.block_n == 128 and c.num_stages == 4)
     wide = next(c for c in cfgs if c.block_n == 256 and c.epilogue_split == 2)
     one = next(c for c in cfgs if c.block_m == 64 and c.block_n == 32 and c.split_k == 1)
@@ -71,7 +76,9 @@ def gluon_cases() -> tuple:
               ("fp32", "fp16"), ("NN", "NT")),
              ("gluon_persistent", [(136, 264, 88)], wide, ("fp32",), ("NN",)),
              ("gluon_persistent", [(17, 40, 1100)], one, ("fp32",), ("NN", "NT")),
-             ("gluon_persistent", [(17, 40, 1100)], split, ("fp32",), ("NN",)))
+             ("gluon_persistent", [(17, 40, 1100)], split, ("fp32",), ("NN",)),
+             ("gluon_streamk", [(136, 264, 1032)], streamk[0], ("fp32",), ("NN", "TT")),
+             ("gluon_streamk", [(264, 936, 1032)], streamk[-1], ("fp32",), ("NN",)))
     if os.environ.get("SANITIZE_QUICK") == "1":  # each kind once: its first shape, accumulation and layout
         cases = tuple((k, shapes[:1], cfg, accs[:1], layouts[:1]) for k, shapes, cfg, accs, layouts in cases)
     return cases
@@ -415,7 +422,8 @@ def ws_entry(lines: list[SassLine], default_warps: int) -> WsEntry:
 
 def ws_entry_compiles(every_config: bool = False) -> list[tuple[str, object, int]]:
     """(name, CompiledKernel, default warps) of the probe, of its layouts (`WS_LAYOUTS`) and of hgemm_gluon_kernel's
-    128 x 128, 4-stage configuration (`gluon_cases`' first; every_config: each of `gluon_cases`' configurations),
+    128 x 128, 4-stage configuration (`gluon_cases`' first; every_config: each of `gluon_cases`' configurations,
+    the stream-K mode's too),
     compiled for sm_90a as their launches compile them (no GPU needed)."""
     import triton
     from triton.backends.compiler import GPUTarget
@@ -432,9 +440,9 @@ def ws_entry_compiles(every_config: bool = False) -> list[tuple[str, object, int
         out.append((f"{name} ({pattern})", triton.compile(GluonASTSource(globals()[name], sig, {"BLOCK": WS_BLOCK},
                                                                          attrs),
                                                           target=GPUTarget("cuda", 90, 32), options=options), 4))
-    for *_, cfg, _, _ in gluon_cases()[:None if every_config else 1]:
-        gemm, _, _ = disasm.triton_compile(disasm.targets([f"gluon_persistent[{cfg.name}]"])[0])
-        out.append((f"hgemm_gluon_kernel [{cfg.name}]", gemm, cfg.num_warps))
+    for kernel, _, cfg, _, _ in gluon_cases()[:None if every_config else 1]:
+        gemm, _, _ = disasm.triton_compile(disasm.targets([f"{kernel}[{cfg.name}]"])[0])
+        out.append((f"hgemm_gluon_kernel [{kernel} {cfg.name}]", gemm, cfg.num_warps))
     return out
 
 
@@ -540,8 +548,9 @@ def main(pattern: str = "*") -> int:
     tritons = (("triton_blocked", SHAPES, small, both, ("NN",)),
                ("triton_tma", [(40, 72, 48), (136, 264, 88)], small, both, ("NN",)))
     tritons = tritons if fnmatch.fnmatch("triton", pattern) else ()
-    if major == 9 and (fnmatch.fnmatch("triton", pattern) or fnmatch.fnmatch("gluon_persistent", pattern)):
-        tritons += gluon_cases()
+    if major == 9:  # the Gluon kernel's cases: with pattern "triton", or their own kernel's name
+        tritons += tuple(c for c in gluon_cases() if fnmatch.fnmatch("triton", pattern) or
+                         fnmatch.fnmatch(c[0], pattern))
     for kernel, shapes, cfg, accs, layouts in tritons:
         for acc in accs:
             for i, (m, n, k) in enumerate(shapes):

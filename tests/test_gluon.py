@@ -1,13 +1,16 @@
-"""The Gluon level (triton_kernels/gluon_persistent.py): what its sm_90a compile holds, on the CPU; exact results,
-NaN-poisoned outputs, determinism and every layout, dtype and configuration, on an H100.
+"""The Gluon level (triton_kernels/gluon_persistent.py), and its stream-K mode (kernel "gluon_streamk"): what its
+sm_90a compile holds, and the stream-K work list its partitions walk (run on the interpreter against
+triton_kernels/streamk.py's), on the CPU; exact results, NaN-poisoned outputs, determinism and every layout, dtype
+and configuration, on an H100.
 
 Triton's interpreter cannot run Gluon, and the interpreter (on in this process when there is no GPU) replaces
 @triton.jit helpers the kernel calls, so both halves run in child processes without TRITON_INTERPRET, each child a
 share of the configurations (helpers.run_children): the CPU half compiles every instantiation there
-(`_COMPILE_PROBE`); the GPU half runs every case there under a timeout (`_GPU_CASES`): a wrong mbarrier phase or
-expect_tx byte count hangs the kernel instead of failing it (TESTING.md 12), and a hung child is killed and
-reported, where a hung test process would stall the whole suite.
+(`_COMPILE_PROBE`); the GPU half runs every case there under a timeout (`_GPU_CASES`, `_STREAMK_GPU_CASES`): a
+wrong mbarrier phase or expect_tx byte count hangs the kernel instead of failing it (TESTING.md 12), and a hung
+child is killed and reported, where a hung test process would stall the whole suite.
 """
+import itertools
 import json
 import os
 import subprocess
@@ -15,9 +18,12 @@ import sys
 from pathlib import Path
 
 import pytest
+import triton
+import triton.language as tl
 
 from compare.levels import code_lines, cuda_includes, source_lines
 from helpers import run_children
+from triton_kernels import gluon_persistent
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -30,7 +36,9 @@ def _child(code: str, timeout: int) -> dict:
 # ------------------------------------------------------------------------------------------------------------ CPU
 # Every config in each of (fp16 fp32-acc, fp16 fp16-acc, bf16), each of those in a layout (A, B row- or
 # column-major) that turns with the config, so that every (dtype, layout) pair is compiled somewhere, for sm_90a;
-# SASS facts of each. (Every config runs in every dtype and layout on the GPU: the exact tests.)
+# SASS facts of each. The stream-K kernel (gluon_streamk: SPLIT_MODE STREAM_K) in two configurations, two consumers
+# with the two-round epilogue and one consumer, their layouts turned by two so that its six compiles hold every
+# dtype and every layout. (Every config runs in every dtype and layout on the GPU: the exact tests.)
 _COMPILE_PROBE = """
 import json, re, tempfile
 from pathlib import Path
@@ -38,16 +46,18 @@ import triton
 from triton.backends.compiler import GPUTarget
 from triton.experimental.gluon._runtime import GluonASTSource
 from ptx_kernels import toolchain
-from triton_kernels import gluon_persistent as g
+from triton_kernels import gluon_persistent as g, gluon_streamk as gs
 
 rows, failed = [], []
 LAYOUTS = ((False, False), (False, True), (True, False), (True, True))  # (A, B) column-major
-cases = [(i, c, f) for i, c in enumerate(g.configs()) for f in ((False, True) if c.split_k > 1 else (None,))
-         if i % PARTS == PART]  # this child's share of the configurations (helpers.run_children)
-for i, cfg, fused in cases:
+STREAMK = [gs.configs()[0], next(c for c in gs.configs() if c.block_m == 64)]
+cases = [(i, c, f, False) for i, c in enumerate(g.configs()) for f in ((False, True) if c.split_k > 1 else (None,))]
+cases += [(2 * n, c, None, True) for n, c in enumerate(STREAMK)]
+for i, cfg, fused, streamk in cases[PART::PARTS]:  # this child's share (helpers.run_children)
     for j, (dtype, acc) in enumerate((("fp16", "fp32"), ("fp16", "fp16"), ("bf16", "fp32"))):
         a_t, b_t = LAYOUTS[(i + j) % 4]
-        fn, sig, consts, attrs = g.inspect_source(cfg, dtype, a_t, b_t, fused)
+        fn, sig, consts, attrs = (gs.inspect_source(cfg, dtype, a_t, b_t) if streamk else
+                                  g.inspect_source(cfg, dtype, a_t, b_t, fused))
         consts["ACC_FP16"] = acc == "fp16"
         for name in consts:
             sig.setdefault(name, "constexpr")
@@ -64,7 +74,7 @@ for i, cfg, fused in cases:
         Path(f.name).unlink()
         mix = toolchain.instruction_mix(sass)
         rows.append(dict(config=i, dtype=dtype, acc=acc, a_t=a_t, b_t=b_t, block_m=cfg.block_m,
-                         split=cfg.split_k, fused=fused,
+                         split=cfg.split_k, fused=fused, streamk=streamk, epi_split=cfg.epilogue_split,
                          atoms=len(re.findall(r"atom\\.global\\.gpu\\.acq_rel", k.asm["ptx"])),
                          mix={op: mix.get(op, 0) for op in ("HGMMA", "UTMALDG", "UTMASTG", "SYNCS",
                                                             "USETMAXREG", "BAR", "LDL", "STL", "LDGSTS",
@@ -103,10 +113,15 @@ def test_every_config_compiles_in_every_dtype_and_each_layout(compiles):
     from triton_kernels import gluon_persistent as g
 
     assert compiles["failed"] == []
+    rows = [r for r in compiles["rows"] if not r["streamk"]]
     splits = sum(c.split_k > 1 for c in g.configs())
-    assert splits and len(compiles["rows"]) == (len(g.configs()) + splits) * 3  # split-K: fused and two-pass
-    pairs = {(r["dtype"], r["acc"], r["a_t"], r["b_t"]) for r in compiles["rows"]}
+    assert splits and len(rows) == (len(g.configs()) + splits) * 3  # split-K: fused and two-pass
+    pairs = {(r["dtype"], r["acc"], r["a_t"], r["b_t"]) for r in rows}
     assert len(pairs) == 3 * 4, sorted(pairs)  # every accumulation and dtype in every layout
+    streamk = [r for r in compiles["rows"] if r["streamk"]]  # gluon_streamk: every dtype, every layout
+    assert len(streamk) == 6 and {r["block_m"] for r in streamk} == {64, 128} and {2, 1} == {
+        r["epi_split"] for r in streamk}
+    assert len({(r["dtype"], r["acc"]) for r in streamk}) == 3 and len({(r["a_t"], r["b_t"]) for r in streamk}) == 4
 
 
 @needs_api
@@ -115,14 +130,18 @@ def test_sass_holds_the_design(compiles):
     40; two consumers up to 232 on 128-row tiles, in 12 warps (consumer, consumer, producer warpgroups); one
     consumer up to 256 on 64-row tiles, in 8); the epilogue by TMA stores (UTMASTG, no STG), or, split-K, fp32
     partials by plain stores (STG, no UTMASTG), counted in by acq_rel atomics where the sum is fused (none in the
-    two-pass form's partial kernel); no cp.async, no local memory (LDL/STL, stack, spills)."""
+    two-pass form's partial kernel); stream-K, both: TMA stores for whole tiles and the sums of cut ones, plain
+    stores for the slices' fp32 partials, one acq_rel atomic per consumer warpgroup (each counts its own slab); no
+    cp.async, no local memory (LDL/STL, stack, spills)."""
     assert {r["block_m"] for r in compiles["rows"]} == {64, 128}
     assert {r["split"] > 1 for r in compiles["rows"]} == {False, True}
     for r in compiles["rows"]:
         mix = r["mix"]
         assert all(mix[op] > 0 for op in ("HGMMA", "UTMALDG", "SYNCS", "USETMAXREG")), r
         assert mix["LDL"] == mix["STL"] == mix["LDGSTS"] == 0 and r["stack"] == 0 and r["spills"] == 0, r
-        if r["split"] > 1:
+        if r["streamk"]:
+            assert mix["STG"] > 0 and mix["UTMASTG"] > 0 and r["atoms"] == r["block_m"] // 64, r
+        elif r["split"] > 1:
             assert mix["STG"] > 0 and mix["UTMASTG"] == 0 and (r["atoms"] > 0) == r["fused"], r
         else:
             assert mix["UTMASTG"] > 0 and mix["STG"] == 0 and r["atoms"] == 0, r
@@ -196,13 +215,116 @@ def test_tile_rule_worked_cases(fused, monkeypatch):
     assert split_slices(200, 8) == (1, 4) and split_slices(4096, 1) == (64, 1)  # no empty slice
 
 
+@triton.jit
+def _stream_k_walk(out_ptr, count_ptr, args_ptr, LANES, MAX_ITEMS: tl.constexpr, BLOCK: tl.constexpr):
+    """Programs' stream-K work lists as the Gluon kernel's partitions walk them, one lane a program: lane i is
+    program pid of a launch of `programs` programs over `tiles` tiles of `iters` k-blocks, SK_TILES of them cut
+    into SLICES (args[i] = (pid, programs, tiles, SK_TILES, SLICES, iters)); `stream_k_items` items, item w
+    `stream_k_item(w, ...)`: out[i, w] = (tile, j, parts, k_lo, k_hi), count[i] = the items."""
+    lane = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mine = lane < LANES
+    pid, programs, tiles, sk_tiles, slices, iters = (tl.load(args_ptr + lane * 6 + f, mask=mine, other=1)
+                                                     for f in tl.static_range(6))
+    items = gluon_persistent.stream_k_items(pid, programs, tiles, sk_tiles, slices)
+    tl.store(count_ptr + lane, items, mask=mine)
+    for w in range(MAX_ITEMS):
+        tile, j, parts, k_lo, k_hi = gluon_persistent.stream_k_item(w, pid, programs, sk_tiles, slices, iters)
+        row = out_ptr + (lane * MAX_ITEMS + w) * 5
+        keep = mine & (w < items)
+        tl.store(row, tile, mask=keep)
+        tl.store(row + 1, j, mask=keep)
+        tl.store(row + 2, parts, mask=keep)
+        tl.store(row + 3, k_lo, mask=keep)
+        tl.store(row + 4, k_hi, mask=keep)
+
+
+def kernel_walks(launches: list[tuple]) -> list[list[list[tuple[int, ...]]]]:
+    """For each (tiles, iters, schedule), each program's items as the kernel walks them (`_stream_k_walk`, on the
+    interpreter without a GPU), all in one launch."""
+    import torch
+
+    from conftest import DEVICE
+
+    lanes = [(pid, s.programs, tiles, s.sk_tiles, s.slices, iters) for tiles, iters, s in launches
+             for pid in range(s.programs)]
+    max_items = max(1 + -(-tiles // s.programs) for tiles, _, s in launches)
+    args = torch.tensor(lanes, dtype=torch.int32, device=DEVICE)
+    out = torch.full((len(lanes), max_items, 5), -1, dtype=torch.int32, device=DEVICE)
+    count = torch.full((len(lanes),), -1, dtype=torch.int32, device=DEVICE)
+    block = 1024
+    _stream_k_walk[(-(-len(lanes) // block),)](out, count, args, len(lanes), max_items, block)
+    walks, i = [], 0
+    for _, _, s in launches:
+        walks.append([[tuple(x) for x in out[i + p, :n].tolist()] for p, n in
+                      enumerate(count[i:i + s.programs].tolist())])
+        i += s.programs
+    return walks
+
+
+def test_stream_k_walk_is_streamk_schedule():
+    """gluon_streamk runs triton_streamk's schedule: its grid and cut (`streamk.schedule` on the configuration's
+    tiles and k-blocks), and the work list the producer and the consumers walk (`stream_k_items`, `stream_k_item`,
+    run here as the partitions call them) is program by program streamk.py's (`program_work`: its slice of a cut
+    tile, then its data-parallel tiles), for every configuration's tile on many shapes and SM counts, cut (S = 2 to
+    8, uneven slices, before and after whole rounds) or not. A slice item is slice pid % S of S, a whole tile its
+    only part."""
+    from triton_kernels import gluon_streamk, streamk
+    from triton_kernels.common import cdiv
+
+    cases = []
+    for cfg, m, n, k, sms in itertools.product(gluon_streamk.configs(), (1, 136, 392, 1000), (264, 1000, 4096),
+                                               (8, 520, 1096, 2120, 8192), (3, 7, 13, 132)):
+        tiles, iters = cdiv(m, cfg.block_m) * cdiv(n, cfg.block_n), cdiv(k, cfg.block_k)
+        s = streamk.schedule(tiles, iters, sms)
+        if tiles <= 16 * s.programs:  # (longer walks: more whole rounds, slow in the interpreter, nothing new)
+            cases.append(((cfg.name, m, n, k, sms), (tiles, iters, s)))
+    seen = set()
+    for (where, (tiles, iters, s)), walk in zip(cases, kernel_walks([c for _, c in cases])):
+        seen.add((s.slices, s.sk_tiles < tiles, iters % s.slices > 0))
+        assert len(walk) == s.programs, where
+        for pid, items in enumerate(walk):
+            assert [(t, lo, hi) for t, _, _, lo, hi in items] == streamk.program_work(pid, s, tiles, iters), \
+                (where, s, pid, items)
+            for w, (_, j, parts, _, _) in enumerate(items):
+                cut = w == 0 and pid < s.sk_tiles * s.slices
+                assert (j, parts) == ((pid % s.slices, s.slices) if cut else (0, 1)), (where, s, pid, w)
+    assert {n for n, _, _ in seen} == {1, *range(2, 9)}, sorted(seen)  # uncut, and every cut from 2 to 8
+    assert {(True, True), (False, True)} <= {(whole, uneven) for n, whole, uneven in seen if n > 1}, sorted(seen)
+
+
+def test_stream_k_record_is_sweep_only():
+    """kernel="gluon_streamk": gluon_persistent's kernel (its stream-K mode) on gluon_persistent's tiles, each
+    shape's deepest ring, never split (the schedule cuts K; a pinned split is refused); offered where
+    gluon_persistent is, never timed or picked by kernel="auto" (`SWEEP_ONLY`, as triton_streamk), timed by the
+    sweep where its widest tile's schedule cuts tiles (streamk.py's rule)."""
+    from triton_kernels import Config, gluon_persistent as g, gluon_streamk as gs, streamk
+    from triton_kernels.variants import GLUON, RECORDS
+
+    rec = next(v for v in RECORDS if v.name == "gluon_streamk")
+    assert rec.file == "gluon_streamk.py" and not rec.interpretable and rec.triton_versions == GLUON.triton_versions
+    assert (rec.min_arch, rec.alignment, rec.misaligned, rec.dtypes) == (90, "tma", "copy", GLUON.dtypes)
+    assert gs.SWEEP_ONLY and streamk.SWEEP_ONLY and gs.UNAVAILABLE == g.UNAVAILABLE
+    assert [(c.block_m, c.block_n) for c in gs.configs()] == [(128, 256), (128, 128), (128, 64), (64, 256),
+                                                              (64, 128), (64, 64), (64, 32)]
+    assert all(c.split_k == 1 and c in g.configs() and gs.check_config(c) for c in gs.configs())
+    with pytest.raises(ValueError, match=r"^hgemm\(kernel='gluon_streamk'\) config .*: split_k must be 1"):
+        gs.check_config(next(c for c in g.configs() if c.split_k > 1))
+    with pytest.raises(ValueError, match=r"^hgemm\(kernel='gluon_streamk'\) config .*: tiles are 64 or 128 rows"):
+        gs.check_config(Config(256, 128, 64, num_stages=2))
+    for m, n, k in ((200, 8192, 8192), (4096, 4096, 4096), (384, 384, 24576), (16, 4096, 256)):
+        assert not gs.worth_timing(m, n, k, 132, True)
+        assert gs.worth_scoring(m, n, k, 132, True) == streamk.worth_scoring(m, n, k, 132, True) == (
+            streamk.schedule(-(-m // 128) * -(-n // 256), -(-k // 64), 132).sk_tiles > 0)
+        assert not gs.worth_scoring(m, n, k, 132, False)
+
+
 _LAUNCH_PROBE = """
 import json, sys
 sys.argv = ["launch_probe", "90"]
 sys.path.insert(0, "tests")
 import launch_probe as lp
 from types import SimpleNamespace
-from triton_kernels import gluon_persistent as g
+from triton_kernels import gluon_persistent as g, gluon_streamk as gs
 
 cfgs = g.configs()
 split = next(c for c in cfgs if c.split_k > 1)
@@ -212,7 +334,9 @@ def split_form(fused):
 cases = [("gluon NN fp16 128x256", g, 200, 264, 520, "NN", "fp16", cfgs[0]),
          ("gluon TT bf16 64x32", g, 40, 72, 136, "TT", "bf16", next(c for c in cfgs if c.block_m == 64)),
          ("gluon NT fp16 split-K", split_form(True), 16, 256, 4096, "NT", "fp16", split),
-         ("gluon NN bf16 split-K two-pass", split_form(False), 16, 256, 4096, "NN", "bf16", split)]
+         ("gluon NN bf16 split-K two-pass", split_form(False), 16, 256, 4096, "NN", "bf16", split),
+         ("gluon_streamk NT fp16 128x256 cut", gs, 200, 264, 520, "NT", "fp16", gs.configs()[0]),
+         ("gluon_streamk TN bf16 64x32 round+cut", gs, 264, 936, 1032, "TN", "bf16", gs.configs()[-1])]
 rows = []
 for case in cases:
     rows += lp.run_case(*case)
@@ -225,16 +349,23 @@ def test_direct_launch_hands_the_launcher_what_kernel_grid_does():
     """The dispatcher launches a Gluon plan's later calls directly (launch.py `Direct`), as it does the Triton
     kernels: tests/launch_probe.py's comparison (the installed Triton's own `kernel[grid]` path, only its C layer
     stood in for) on the Gluon kernel's kinds of launch (two consumers, one consumer, fused split-K with the
-    stream's workspace and counts, two-pass split-K's partial kernel and the reduction after it): element by element
-    the same arguments, the same CUtensorMaps asked of the encoder on new addresses, none on repeated ones (the
-    descriptor cache)."""
+    stream's workspace and counts, two-pass split-K's partial kernel and the reduction after it, stream-K with the
+    stream's workspace and slab counters): element by element the same arguments, the same CUtensorMaps asked of
+    the encoder on new addresses, none on repeated ones (the descriptor cache). Stream-K's grid is streamk.py's on
+    an H100's 132 SMs: 4 tiles of 9 k-blocks in 2 slices each (8 programs); 150 tiles of 17, 18 of them in 4 slices
+    before a whole round (132)."""
     rows = _child(_LAUNCH_PROBE, timeout=900)
+    grids = {"gluon_streamk NT fp16 128x256 cut": 8, "gluon_streamk TN bf16 64x32 round+cut": 132}
     assert {r["case"] for r in rows} == {"gluon NN fp16 128x256", "gluon TT bf16 64x32", "gluon NT fp16 split-K",
-                                         "gluon NN bf16 split-K two-pass"}
+                                         "gluon NN bf16 split-K two-pass", *grids}
     assert [r["case"] for r in rows if r["launch"] == 1] == ["gluon NN bf16 split-K two-pass"] * 3  # the reduction
+    from triton_kernels import streamk
+
+    assert tuple(streamk.schedule(4, 9, 132)) == (8, 4, 2) and tuple(streamk.schedule(150, 17, 132)) == (132, 18, 4)
     for r in rows:
         where = (r["case"], r["call"], r["launch"])
         assert r["direct"] == r["jit"] and r["jit"][3] == 0x5EED, where
+        assert r["case"] not in grids or r["jit"][:3] == [grids[r["case"]], 1, 1], where
         assert r["direct_encoded"] == (r["jit_encoded"] if r["call"] < 2 else []), where
         assert r["lowered"] == r["descs"] == (3 if r["launch"] == 0 else 0), where
 
@@ -446,26 +577,21 @@ def test_source_lines_of_the_three_levels():
 # describe (odd leading dimensions, (1, K) column-major A), which the dispatcher stages. Every configuration (both
 # consumer counts, split-K's two kernels) in every layout with fp16 and bf16 (fp32 accumulation); fp16 accumulation
 # in NN and TT (each operand once in each order; the compiles per configuration, not the checks, bound this run).
-_GPU_CASES = """
+#
+# The GPU children's exact check (their code starts with it): integer inputs, NaN-poisoned out=, each failure kept in
+# `bad` and printed as it happens (seen even if a later case hangs).
+_EXACT = """
 import json, sys, time, torch
 import triton_kernels
 from compare.reference import LAYOUTS, compare, make_inputs, poisoned_out, reference
-from triton_kernels import dispatch
-from triton_kernels import gluon_persistent as g
-
-ALL_LAYOUTS = [(8, 8, 8), (40, 24, 72), (136, 264, 88), (264, 520, 1032), (1000, 136, 8), (384, 1032, 264),
-               (1, 64, 8), (17, 40, 136), (333, 264, 520), (129, 256, 64)]
-STAGED = [(33, 61, 70), (130, 77, 203)]  # no dimension a multiple of 8
-MANY_TILES = [(2048, 2048, 200), (4096, 2056, 72)]
-RUNS = [("fp16", "fp32", LAYOUTS), ("bf16", "fp32", LAYOUTS), ("fp16", "fp16", ("NN", "TT"))]
 bad, ran = [], 0
 
-def exact(m, n, k, layout, dtype, acc, cfg, seed):
+def exact(m, n, k, layout, dtype, acc, cfg, seed, kernel="gluon", what=""):
     global ran
     a, b = make_inputs(m, n, k, layout, device="cuda", seed=seed, dtype=dtype)
     out = poisoned_out(m, n, "cuda", dtype)
     try:
-        c = triton_kernels.hgemm(a, b, out=out, acc=acc, config=cfg, kernel="gluon")
+        c = triton_kernels.hgemm(a, b, out=out, acc=acc, config=cfg, kernel=kernel)
         torch.cuda.synchronize()
         v = compare(c, reference(a, b))
         ok = c is out and v.ok
@@ -474,8 +600,18 @@ def exact(m, n, k, layout, dtype, acc, cfg, seed):
         ok, detail = False, f"{type(e).__name__}: {str(e)[:300]}"
     ran += 1
     if not ok:
-        bad.append(f"{m}x{n}x{k} {layout} {dtype} acc={acc} {getattr(cfg, 'name', cfg)}: {detail}")
-        print(bad[-1], file=sys.stderr, flush=True)  # seen even if a later case hangs
+        bad.append(f"{m}x{n}x{k} {layout} {dtype} acc={acc} {getattr(cfg, 'name', cfg)} {what}: {detail}")
+        print(bad[-1], file=sys.stderr, flush=True)
+"""
+_GPU_CASES = _EXACT + """
+from triton_kernels import dispatch
+from triton_kernels import gluon_persistent as g
+
+ALL_LAYOUTS = [(8, 8, 8), (40, 24, 72), (136, 264, 88), (264, 520, 1032), (1000, 136, 8), (384, 1032, 264),
+               (1, 64, 8), (17, 40, 136), (333, 264, 520), (129, 256, 64)]
+STAGED = [(33, 61, 70), (130, 77, 203)]  # no dimension a multiple of 8
+MANY_TILES = [(2048, 2048, 200), (4096, 2056, 72)]
+RUNS = [("fp16", "fp32", LAYOUTS), ("bf16", "fp32", LAYOUTS), ("fp16", "fp16", ("NN", "TT"))]
 
 # this child's share (helpers.run_children): configurations i with i % PARTS == PART, and the ruled shapes in child 0
 MINE = [cfg for i, cfg in enumerate(g.configs()) if i % PARTS == PART]
@@ -575,3 +711,117 @@ def test_launch_takes_the_compile_options_every_launch_passes():
 
     assert G.GluonLaunch(Kernel())[(3,)](1, 2, num_warps=4, num_stages=3, **COMPILE_OPTIONS) is None
     assert seen == dict(grid=(3,), args=(1, 2), num_warps=4, num_stages=3, maxnreg=G.MAXNREG, **COMPILE_OPTIONS)
+
+
+# Stream-K (gluon_streamk) on the GPU, every case in children under a timeout, as above. Each case lowers the SM
+# count (gluon_streamk's `num_sms`, as tests/test_streamk.py lowers the interpreter's) to the one whose schedule cuts
+# it as wanted, so that small shapes cut tiles: shapes in units of the configuration's tile with edges in M, N and K
+# (rows x BM - 24, columns x BN - 8, k-blocks x 64 - 40), cut into S = 2 to 8 slices (uneven but one), before whole
+# rounds or alone; nothing cut (whole rounds; K too short to cut); a shape TMA cannot describe (staged), cut. Every
+# configuration in every layout with fp16 and bf16 (fp32 accumulation), fp16 accumulation in NN and TT; random
+# inputs bitwise equal over repeated calls, on other addresses and on a side stream; every counter back at zero;
+# and the check fails when one slice is left out (one program too few: its tile is never summed and stays NaN).
+_STREAMK_GPU_CASES = _EXACT + """
+from triton_kernels import dispatch, gluon_streamk as gs, streamk
+from triton_kernels.common import cdiv
+from triton_kernels.splitk import COUNTERS
+
+# (tile rows, tile columns, k-blocks, slices, whole rounds before the cut)
+CUT = [(2, 3, 9, 2, True), (3, 3, 17, 3, True), (1, 5, 18, 4, True), (2, 3, 33, 5, True), (1, 2, 26, 6, False),
+       (2, 4, 34, 7, True), (3, 3, 35, 8, True), (2, 2, 8, 2, False)]
+UNCUT = [(3, 3, 5, 3), (2, 2, 3, 132)]  # (tile rows, tile columns, k-blocks, SMs): whole rounds; K too short to cut
+STAGED = (130, 77, 1203)  # no dimension a multiple of 8
+RUNS = [("fp16", "fp32", LAYOUTS), ("bf16", "fp32", LAYOUTS), ("fp16", "fp16", ("NN", "TT"))]
+cuts = set()
+
+def on_sms(sms):  # the programs at most of the next plans (a plan keeps its grid: forget the old ones)
+    gs.num_sms = lambda device: sms
+    dispatch.clear()
+
+def sms_for(cfg, m, n, k, slices=None, rounds=None):
+    tiles, iters = cdiv(m, cfg.block_m) * cdiv(n, cfg.block_n), cdiv(k, 64)
+    for sms in range(1, 133):
+        s = streamk.schedule(tiles, iters, sms)
+        if (s.slices == slices if slices else s.slices > 1) and rounds in (None, tiles > s.sk_tiles):
+            return sms, s
+    raise AssertionError(f"no SM count cuts {m}x{n}x{k} in {cfg.name} into {slices} slices")
+
+MINE = [cfg for i, cfg in enumerate(gs.configs()) if i % PARTS == PART]
+start = time.time()
+for cfg in MINE:
+    print(f"{time.time() - start:.0f} s: {cfg.name}", file=sys.stderr, flush=True)
+    cases = []
+    for s_, (rows, cols, iters, slices, rounds) in enumerate(CUT):
+        m, n, k = rows * cfg.block_m - 24, cols * cfg.block_n - 8, iters * 64 - 40
+        cases.append((m, n, k, *sms_for(cfg, m, n, k, slices, rounds), s_))
+    for s_, (rows, cols, iters, sms) in enumerate(UNCUT):
+        m, n, k = rows * cfg.block_m - 24, cols * cfg.block_n - 8, iters * 64 - 40
+        cases.append((m, n, k, sms, streamk.schedule(cdiv(m, cfg.block_m) * cdiv(n, cfg.block_n), iters, sms),
+                      10 + s_))
+    cases.append((*STAGED, *sms_for(cfg, *STAGED), 20))
+    for m, n, k, sms, sched, seed in cases:
+        cuts.add((sched.slices, sched.sk_tiles > 0 and cdiv(k, 64) % sched.slices > 0))
+        on_sms(sms)
+        for dtype, acc, layouts in RUNS:
+            for layout in layouts:
+                exact(m, n, k, layout, dtype, acc, cfg, seed, "gluon_streamk", f"on {sms} SMs {tuple(sched)}")
+    # determinism: random inputs, 8 slices a cut tile (the longest fix-up), whole rounds before it
+    rows, cols, iters, slices, rounds = CUT[6]
+    m, n, k = rows * cfg.block_m - 24, cols * cfg.block_n - 8, iters * 64 - 40
+    on_sms(sms_for(cfg, m, n, k, slices, rounds)[0])
+    for dtype in ("fp16", "bf16"):
+        a, b = make_inputs(m, n, k, "NT", device="cuda", seed=40, kind="randn", dtype=dtype)
+        first = triton_kernels.hgemm(a, b, config=cfg, kernel="gluon_streamk")
+        again = [triton_kernels.hgemm(a, b, config=cfg, kernel="gluon_streamk") for _ in range(3)]
+        again.append(triton_kernels.hgemm(a.clone(), b.clone(), config=cfg, kernel="gluon_streamk"))
+        side = torch.cuda.Stream()
+        with torch.cuda.stream(side):
+            again.append(triton_kernels.hgemm(a, b, config=cfg, kernel="gluon_streamk"))
+        side.synchronize()
+        torch.cuda.synchronize()
+        if not all(torch.equal(first, c) for c in again):
+            bad.append(f"not deterministic {cfg.name} {dtype}")
+        ran += 1
+torch.cuda.synchronize()
+if any(bool(buf.any()) for buf in COUNTERS._bufs.values()):
+    bad.append("stream-K left slab counters that are not zero")
+
+# the check can fail: one program too few leaves the last slice of the last cut tile out (2 tiles in 6 slices,
+# nothing else: 12 programs); that tile is never summed, its elements stay NaN, the other one is exact
+if PART == 0:
+    cfg = gs.configs()[0]
+    m, n, k = cfg.block_m - 24, 2 * cfg.block_n - 8, 26 * 64 - 40
+    sms, sched = sms_for(cfg, m, n, k, 6, False)
+    on_sms(sms)
+    real = gs.schedule
+    gs.schedule = lambda *args: real(*args)._replace(programs=sched.programs - 1)
+    a, b = make_inputs(m, n, k, "NN", device="cuda", seed=3)
+    c = triton_kernels.hgemm(a, b, out=poisoned_out(m, n, "cuda"), config=cfg, kernel="gluon_streamk")
+    torch.cuda.synchronize()
+    gs.schedule = real
+    if compare(c, reference(a, b)).ok or not c.isnan().any() or c[:, :cfg.block_n].isnan().any():
+        bad.append(f"a missing slice was not seen: {tuple(sched)}, NaN {int(c.isnan().sum())}")
+    COUNTERS.clear()  # the unsummed tile's counters were left at 5
+    dispatch.clear()
+print(json.dumps(dict(bad=bad, ran=ran, cuts=sorted(cuts))))
+"""
+
+
+@needs_api
+@pytest.mark.gpu(sm=90)
+def test_gpu_streamk_exact_poisoned_deterministic_under_a_timeout():
+    """gluon_streamk on the GPU (`_STREAMK_GPU_CASES`): exact integer checks into NaN-poisoned outputs on shapes cut
+    into 2 to 8 uneven slices (edge tiles, before whole rounds or alone) and on uncut and staged ones, every
+    configuration in every layout, fp16 and bf16, both accumulations; bitwise-equal repeated results, counters back
+    at zero, and a failing check where a slice is left out. In children side by side, 10 minutes at most: a hang
+    fails this test instead of stalling the suite."""
+    import torch
+
+    if torch.cuda.get_device_capability()[0] != 9:
+        pytest.skip("the Gluon kernel is written for Hopper (sm_90a), not later GPUs")
+    parts = run_children(_STREAMK_GPU_CASES, timeout=600)
+    bad = [b for p in parts for b in p["bad"]]
+    assert bad == [], "\n".join(bad[:40])
+    assert sum(p["ran"] for p in parts) >= 700
+    cuts = {tuple(c) for p in parts for c in p["cuts"]}
+    assert {n for n, _ in cuts} >= set(range(1, 9)) and (8, True) in cuts, sorted(cuts)

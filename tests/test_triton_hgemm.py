@@ -571,7 +571,7 @@ def mine(unit):  # whether a unit (a config in all its dtypes, or one reduction)
 
 failed, rows = [], []
 for v in VARIANTS:
-    if v.name == "gluon_persistent":  # a Gluon kernel: its own source type and options, tests/test_gluon.py
+    if not v.interpretable:  # a Gluon kernel: its own source type and options, tests/test_gluon.py
         continue
     mod = kernel_module(v)
     for i, cfg in enumerate(mod.configs()):
@@ -665,7 +665,7 @@ def test_bf16_compiles_to_bf16_tensor_cores(sm90_compiles):
     rows = sm90_compiles["rows"]
     bf16 = [r for r in rows if r["dtype"] == "bf16"]
     assert len(bf16) == sum(len(kernel_module(v).configs()) for k, v in BY_KERNEL.items()
-                            if "bf16" in v.dtypes and k != "gluon_persistent")
+                            if "bf16" in v.dtypes and v.interpretable)
     fp16_local = {r["record"]: r["local"] for r in rows if r["dtype"] == "fp16"}
     cuda_cores = {v.name for v in BY_KERNEL.values() if v.isa == "fma"}  # gemv: FFMA on converted values, no MMA
     assert cuda_cores == {"triton_gemv"}
@@ -803,8 +803,8 @@ def test_kernel_argument_checked():
     a, b = make_inputs(8, 8, 8, "NN", device=DEVICE)
     with pytest.raises(ValueError, match=r"kernel must be one of \('auto', 'triton_blocked', 'triton_splitk', "
                        r"'triton_realign', 'triton_realign_rows', 'triton_gemv', 'triton_tma', 'triton_splitk_tma', "
-                       r"'triton_splitk_wide', 'triton_streamk'(, 'gluon_persistent')?\) \(or an older name: blocked, "
-                       r"splitk, realign, realign_rows, gemv, tma, splitk_tma, "
+                       r"'triton_splitk_wide', 'triton_streamk'(, 'gluon_persistent', 'gluon_streamk')?\) \(or an "
+                       r"older name: blocked, splitk, realign, realign_rows, gemv, tma, splitk_tma, "
                        r"splitk_wide, streamk(, gluon)?\), got "
                        r"'cublas'$"):
         triton_kernels.hgemm(a, b, kernel="cublas")

@@ -41,8 +41,9 @@ def hgemm(a: torch.Tensor, b: torch.Tensor, *, out: torch.Tensor | None = None, 
         `triton_kernels.plan_table`; "triton", its name in the support matrix, too), or one kernel of `KERNELS` (each
         record's name, docs/kernels.md): "triton_blocked", "triton_splitk", "triton_gemv" (one row of A per
         program, CUDA cores: for M = 1), "triton_tma", "triton_splitk_tma", "triton_splitk_wide" (small outputs
-        over very long K), "gluon_persistent" (the TMA ones raise if the operands are not TMA-compatible). The
-        short names these took before ("blocked", "tma", "gluon", ...: `Variant.aliases`) are still taken.
+        over very long K), "gluon_persistent", "gluon_streamk" (the TMA ones raise if the operands are not
+        TMA-compatible). The short names these took before ("blocked", "tma", "gluon", ...: `Variant.aliases`) are
+        still taken.
     variant: another name for `kernel` (the name `ptx_kernels.hgemm` used to take); give one of the two.
     tune: "table" (the default: table, cost model, nearest class or heuristic; nothing is timed on the call path)
         or "exact" (the candidates timed on this kind of call's own operands once, the result kept in the user's

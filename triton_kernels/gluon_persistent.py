@@ -24,7 +24,13 @@ Here the kernel says, in Python, what tl.dot leaves to the compiler:
   each element in (an acq_rel atomic per element on the stream's counters: no barrier, no thread waits on
   another); the unit that arrives last at an element sums its slices in slice order and writes C (the same bits
   on every run, whichever unit is last) (`FUSED`); or (the default until the fused form has run on a GPU) the
-  partials only, then triton_kernels/splitk.py's reduction kernel in a second launch.
+  partials only, then triton_kernels/splitk.py's reduction kernel in a second launch;
+- stream-K (SPLIT_MODE STREAM_K, the kernel of kernel="gluon_streamk": triton_kernels/gluon_streamk.py): the
+  loop's units are the program's stream-K list, triton_kernels/streamk.py's schedule (`stream_k_items`,
+  `stream_k_item`: a k-slice of one of the partial round's tiles, then whole tiles), walked alike by the producer
+  and the consumers; whole tiles are stored as above, and a slice's slab ends in `sum_parts`, splitk.py's fix-up
+  per consumer warpgroup (fp32 rows in the stream's workspace, the slab's last arrival sums the slices in slot
+  order and stores them by TMA).
 Which configuration: `choose_config`, wgmma_persistent's rule (the tile whose rounds of the persistent grid are
 fullest, weighted by its speed; 64-row tiles for M <= 64; split-K only where even the best tile leaves more than
 half of the SMs idle), where no plan table names one.
@@ -124,8 +130,9 @@ MIN_SLICE_TILES, SPLIT_COST = 4, 0.97
 # the fused form has passed tests/test_gluon.py's GPU cases on an H100 (its code compiles and its launch matches
 # kernel[grid]'s on the CPU; the two-pass form has run there).
 FUSED = False
-# the kernel's split-K modes (its SPLIT_MODE)
-NO_SPLIT, TWO_PASS, FUSED_SPLIT = 0, 1, 2
+# the kernel's modes (its SPLIT_MODE): split-K's, and stream-K (triton_kernels/gluon_streamk.py)
+NO_SPLIT, TWO_PASS, FUSED_SPLIT, STREAM_K = 0, 1, 2, 3
+_STREAM_K = tl.constexpr(STREAM_K)
 
 
 def configs() -> list[Config]:
@@ -161,12 +168,17 @@ INTERPRETER_CONFIG = configs()[0]  # never interpreted (launches() refuses): the
 def check_config(cfg: Config) -> Config:
     """A pinned or stored configuration's ranges: the generic ones, 64 or 128 rows (one or two consumer
     warpgroups), 64-wide K, 32 to 256 columns, and shared memory within the device limit."""
+    return check_tile(cfg, "gluon_persistent")
+
+
+def check_tile(cfg: Config, kernel: str) -> Config:
+    """`check_config` for the kernel of record `kernel` (the name its messages give)."""
     cfg.check()
     if cfg.block_m not in (64, 128) or cfg.block_k != 64 or not 32 <= cfg.block_n <= 256:
-        raise HgemmValueError(f"hgemm(kernel='gluon_persistent') config {cfg.name}: tiles are 64 or 128 rows x "
+        raise HgemmValueError(f"hgemm(kernel='{kernel}') config {cfg.name}: tiles are 64 or 128 rows x "
                               "32-256 columns x 64 of K")
     if smem_bytes(cfg) > SMEM_LIMIT - 1024:
-        raise HgemmValueError(f"hgemm(kernel='gluon_persistent') config {cfg.name}: {smem_bytes(cfg)} bytes of "
+        raise HgemmValueError(f"hgemm(kernel='{kernel}') config {cfg.name}: {smem_bytes(cfg)} bytes of "
                               f"shared memory (ring and C staging) do not fit the {SMEM_LIMIT}-byte limit with the "
                               "mbarriers")
     return cfg
@@ -247,6 +259,31 @@ MODEL_CANDIDATE = True
 # ----------------------------------------------------------------------------------------------------------------
 # Kernel
 # ----------------------------------------------------------------------------------------------------------------
+@triton.jit
+def stream_k_items(pid, programs, tiles, SK_TILES, SLICES):
+    """How many items program pid walks under stream-K (SPLIT_MODE STREAM_K; triton_kernels/streamk.py's schedule,
+    `streamk.program_work`): its k-slice of a cut tile, if it has one (pid < SK_TILES x SLICES), then its
+    data-parallel tiles SK_TILES + pid, SK_TILES + pid + programs, ... below `tiles`. A @triton.jit function of
+    integers, which Gluon code may call: the producer and the consumers walk the list through it and
+    `stream_k_item`, and tests/test_gluon.py runs both under the interpreter against streamk.py's."""
+    cut = (pid < SK_TILES * SLICES).to(tl.int32)
+    return cut + tl.cdiv(tl.maximum(tiles - SK_TILES - pid, 0), programs)
+
+
+@triton.jit
+def stream_k_item(w, pid, programs, SK_TILES, SLICES, iters):
+    """Item w of program pid's stream-K list, (tile, j, parts, k_lo, k_hi): slice j of the `parts` slices of a tile
+    (grouped order), k-blocks [j x iters // parts, (j + 1) x iters // parts) (streamk.py's `slice_k_range`: the
+    same K range for slice j of every cut tile). Item 0 of a program below SK_TILES x SLICES is slice pid % SLICES of
+    cut tile pid // SLICES; every other item is a data-parallel tile, its only part (j = 0, parts = 1: all of K)."""
+    cut = pid < SK_TILES * SLICES
+    sliced = cut & (w == 0)
+    tile = tl.where(sliced, pid // SLICES, SK_TILES + pid + (w - cut.to(tl.int32)) * programs)
+    j = tl.where(sliced, pid % SLICES, 0)
+    parts = tl.where(sliced, SLICES, 1)
+    return tile, j, parts, j * iters // parts, (j + 1) * iters // parts
+
+
 if gluon is not None:
 
     @gluon.jit
@@ -259,38 +296,97 @@ if gluon is not None:
         return pid_m, pid_n, k_lo, k_hi
 
     @gluon.jit
-    def producer_partition(a_desc, b_desc, a_ring, b_ring, ready, empty, M, N, K, SPLIT, SLICE_TILES,
-                           A_T: gl.constexpr, B_T: gl.constexpr, GROUP_M: gl.constexpr):
+    def stream_k_unit(w, num_pid_m, num_pid_n, k_tiles, SK_TILES, SLICES, GROUP_M: gl.constexpr):
+        """Item w of this program's stream-K list (`stream_k_item`) as `unit_work` gives a unit: (pid_m, pid_n,
+        k_lo, k_hi), then the tile, its slice j and its parts (1: a whole tile)."""
+        tile, j, parts, k_lo, k_hi = stream_k_item(w, gl.program_id(0), gl.num_programs(0), SK_TILES, SLICES,
+                                                   k_tiles)
+        pid_m, pid_n = grouped_pid(tile, num_pid_m, num_pid_n, GROUP_M)
+        return pid_m, pid_n, k_lo, k_hi, tile, j, parts
+
+    @gluon.jit
+    def load_k_range(a_desc, b_desc, a_ring, b_ring, ready, empty, off_m, off_n, k_lo, k_hi, it,
+                     A_T: gl.constexpr, B_T: gl.constexpr):
+        """The producer's part of one unit: k-blocks [k_lo, k_hi) of A's and B's tiles at (off_m, off_n), each into
+        the next stage once it is free; `it` counts the k-blocks issued before, across units (stage it % STAGES,
+        its use number it // STAGES). Returns the count after them."""
+        BLOCK_K: gl.constexpr = a_ring.shape[1] if A_T else a_ring.shape[2]
+        STAGES: gl.constexpr = a_ring.shape[0]
+        for ki in range(k_lo, k_hi):
+            s = it % STAGES
+            # a stage's first use waits on phase 1, which a fresh mbarrier counts as complete
+            mbarrier.wait(empty.index(s), ((it // STAGES) & 1) ^ 1)
+            bar = ready.index(s)
+            mbarrier.expect(bar, a_desc.block_type.nbytes + b_desc.block_type.nbytes)
+            off_k = ki * BLOCK_K
+            if A_T:
+                tma.async_copy_global_to_shared(a_desc, [off_k, off_m], bar, a_ring.index(s))  # (BK, BM) of A^T
+            else:
+                tma.async_copy_global_to_shared(a_desc, [off_m, off_k], bar, a_ring.index(s))  # (BM, BK)
+            if B_T:
+                tma.async_copy_global_to_shared(b_desc, [off_n, off_k], bar, b_ring.index(s))  # (BN, BK) of B^T
+            else:
+                tma.async_copy_global_to_shared(b_desc, [off_k, off_n], bar, b_ring.index(s))  # (BK, BN)
+            it += 1
+        return it
+
+    @gluon.jit
+    def producer_partition(a_desc, b_desc, a_ring, b_ring, ready, empty, M, N, K, SPLIT, SLICE_TILES, SK_TILES,
+                           A_T: gl.constexpr, B_T: gl.constexpr, GROUP_M: gl.constexpr, SPLIT_MODE: gl.constexpr):
         """One warp: for every k-block of every unit this program owns, wait until the stage is free, then TMA A's
-        and B's tiles into it; the copies complete `ready[s]` with their byte count."""
+        and B's tiles into it; the copies complete `ready[s]` with their byte count. The units: tiles, or (split-K)
+        (tile, K slice) pairs, from pid in steps of the grid; or (stream-K) the program's list (`stream_k_item`)."""
         BLOCK_M: gl.constexpr = a_ring.shape[2] if A_T else a_ring.shape[1]
         BLOCK_N: gl.constexpr = b_ring.shape[1] if B_T else b_ring.shape[2]
         BLOCK_K: gl.constexpr = a_ring.shape[1] if A_T else a_ring.shape[2]
-        STAGES: gl.constexpr = a_ring.shape[0]
         num_pid_m = gl.cdiv(M, BLOCK_M)
         num_pid_n = gl.cdiv(N, BLOCK_N)
         k_tiles = gl.cdiv(K, BLOCK_K)
-        it = 0  # k-blocks issued so far, across units: stage it % STAGES, its use number it // STAGES
-        for unit in range(gl.program_id(0), num_pid_m * num_pid_n * SPLIT, gl.num_programs(0)):
-            pid_m, pid_n, k_lo, k_hi = unit_work(unit, num_pid_m, num_pid_n, k_tiles, SPLIT, SLICE_TILES, GROUP_M)
-            off_m = pid_m * BLOCK_M
-            off_n = pid_n * BLOCK_N
-            for ki in range(k_lo, k_hi):
-                s = it % STAGES
-                # a stage's first use waits on phase 1, which a fresh mbarrier counts as complete
-                mbarrier.wait(empty.index(s), ((it // STAGES) & 1) ^ 1)
-                bar = ready.index(s)
-                mbarrier.expect(bar, a_desc.block_type.nbytes + b_desc.block_type.nbytes)
-                off_k = ki * BLOCK_K
-                if A_T:
-                    tma.async_copy_global_to_shared(a_desc, [off_k, off_m], bar, a_ring.index(s))  # (BK, BM) of A^T
-                else:
-                    tma.async_copy_global_to_shared(a_desc, [off_m, off_k], bar, a_ring.index(s))  # (BM, BK)
-                if B_T:
-                    tma.async_copy_global_to_shared(b_desc, [off_n, off_k], bar, b_ring.index(s))  # (BN, BK) of B^T
-                else:
-                    tma.async_copy_global_to_shared(b_desc, [off_k, off_n], bar, b_ring.index(s))  # (BK, BN)
-                it += 1
+        it = 0  # k-blocks issued so far, across units
+        if SPLIT_MODE == _STREAM_K:
+            for w in range(stream_k_items(gl.program_id(0), gl.num_programs(0), num_pid_m * num_pid_n, SK_TILES,
+                                          SPLIT)):
+                pid_m, pid_n, k_lo, k_hi, _, _, _ = stream_k_unit(w, num_pid_m, num_pid_n, k_tiles, SK_TILES, SPLIT,
+                                                                  GROUP_M)
+                it = load_k_range(a_desc, b_desc, a_ring, b_ring, ready, empty, pid_m * BLOCK_M, pid_n * BLOCK_N,
+                                  k_lo, k_hi, it, A_T, B_T)
+        else:
+            for unit in range(gl.program_id(0), num_pid_m * num_pid_n * SPLIT, gl.num_programs(0)):
+                pid_m, pid_n, k_lo, k_hi = unit_work(unit, num_pid_m, num_pid_n, k_tiles, SPLIT, SLICE_TILES,
+                                                     GROUP_M)
+                it = load_k_range(a_desc, b_desc, a_ring, b_ring, ready, empty, pid_m * BLOCK_M, pid_n * BLOCK_N,
+                                  k_lo, k_hi, it, A_T, B_T)
+
+    @gluon.jit
+    def mma_k_range(a_ring, b_ring, ready, empty, acc, k_lo, k_hi, it, SLAB: gl.constexpr, A_T: gl.constexpr,
+                    B_T: gl.constexpr):
+        """MAIN LOOP of one unit, for the consumer of rows [64 SLAB, 64 SLAB + 64): wgmma on the stage's slab of A
+        and its whole B tile for k-blocks [k_lo, k_hi), one group in flight, the stage before released to the
+        producer once its wgmma has retired; the last stage released after the final wait. `it`: the k-blocks
+        consumed before (the producer's count). Returns (acc, it)."""
+        BLOCK_M: gl.constexpr = a_ring.shape[2] if A_T else a_ring.shape[1]
+        STAGES: gl.constexpr = a_ring.shape[0]
+        for ki in range(k_lo, k_hi):
+            s = it % STAGES
+            mbarrier.wait(ready.index(s), (it // STAGES) & 1)
+            if BLOCK_M == 64:  # one consumer: the whole A tile
+                a = a_ring.index(s).permute((1, 0)) if A_T else a_ring.index(s)
+            elif A_T:  # (BK, BM) tile of A^T: this slab's 64 columns, viewed as (64, BK)
+                a = a_ring.index(s).slice(64 * SLAB, 64, dim=1).permute((1, 0))
+            else:
+                a = a_ring.index(s).slice(64 * SLAB, 64, dim=0)  # (64, BK)
+            if B_T:
+                b = b_ring.index(s).permute((1, 0))  # (BN, BK) tile of B^T viewed as (BK, BN)
+            else:
+                b = b_ring.index(s)
+            acc = warpgroup_mma(a, b, acc, is_async=True)
+            # the wgmma of the k-block before has retired: its stage goes back to the producer
+            acc = warpgroup_mma_wait(num_outstanding=1, deps=(acc, ))
+            mbarrier.arrive(empty.index((it + STAGES - 1) % STAGES), pred=ki > k_lo)
+            it += 1
+        acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc, ))
+        mbarrier.arrive(empty.index((it + STAGES - 1) % STAGES), pred=k_hi > k_lo)
+        return acc, it
 
     @gluon.jit
     def store_round(c_desc, c_stage, x, off_m, off_n):
@@ -300,6 +396,20 @@ if gluon is not None:
         c_stage.store(x)
         fence_async_shared()  # the generic-proxy writes are visible to the TMA engine (the async proxy)
         tma.async_copy_shared_to_global(c_desc, [off_m, off_n], c_stage)
+
+    @gluon.jit
+    def store_tile(c_desc, c_stage, acc, off_m, off_n):
+        """EPILOGUE of a whole slab: rounded to C's dtype and stored by TMA, EPI_N columns a round (`store_round`);
+        each round's store drains while the next is written or, after the last, while the next unit's main loop
+        runs."""
+        EPI_N: gl.constexpr = c_stage.shape[1]
+        out = acc.to(c_desc.dtype)
+        if EPI_N == acc.shape[1]:
+            store_round(c_desc, c_stage, out, off_m, off_n)
+        else:  # two halves: (64, 2, BN/2) -> (64, BN/2, 2), split on the register dimension
+            lo, hi = out.reshape([64, 2, EPI_N]).permute((0, 2, 1)).split()
+            store_round(c_desc, c_stage, lo, off_m, off_n)
+            store_round(c_desc, c_stage, hi, off_m, off_n + EPI_N)
 
     @gluon.jit
     def store_partial(c_ptr, p_ptr, count_ptr, acc, s, SPLIT, off_m, off_n, M, N, stride_cm,
@@ -329,19 +439,48 @@ if gluon is not None:
             gl.store(count_ptr + offs, gl.zeros_like(arrived), mask=last)  # for the next call on the stream
 
     @gluon.jit
+    def sum_parts(acc, tile, j, parts, slots, c_desc, c_stage, p_ptr, count_ptr, off_m, off_n, SLAB: gl.constexpr,
+                  BLOCK_M: gl.constexpr):
+        """Stream-K's fix-up of a cut tile, splitk.py's `sum_parts` for one consumer's slab, `acc` being its product
+        over slice j of `parts`: write it as the fp32 rows [64 SLAB, 64 SLAB + 64) of block P[tile, j] (BLOCK_M x
+        BLOCK_N, `slots` blocks per tile), count it in (an acq_rel atomic on the slab's counter, tile x consumers +
+        SLAB: a tile's two consumers are separate partitions and share no barrier, so each slab is fixed up on its
+        own); the slab's last arrival, whichever slice it has, sums its rows of P[tile, 0], P[tile, 1], ... in that
+        order, stores them by TMA (`store_tile`) and sets the counter back to zero for the next call on the stream.
+        The bits do not depend on the arrival order."""
+        layout: gl.constexpr = acc.type.layout
+        BLOCK_N: gl.constexpr = acc.shape[1]
+        rows = gl.arange(0, 64, layout=gl.SliceLayout(1, layout))
+        cols = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, layout))
+        # PARTIAL: the slab's 64 x BLOCK_N rows of the block, contiguous, no mask
+        slab = gl.expand_dims((rows + 64 * SLAB) * BLOCK_N, 1) + gl.expand_dims(cols, 0)
+        first = p_ptr + tile * slots * (BLOCK_M * BLOCK_N)  # P[tile, 0]
+        gl.store(first + j * (BLOCK_M * BLOCK_N) + slab, acc.to(gl.float32))
+        # every thread's rows are written before one thread releases them at GPU scope with the count
+        gl.thread_barrier()
+        counter = count_ptr + tile * (BLOCK_M // 64) + SLAB
+        arrived = gl.atomic_add(counter, 1, sem="acq_rel", scope="gpu")
+        # EPILOGUE (last arrival of the slab): the fixed-order sum, read past L1 (.cg: the other SMs' writes)
+        if arrived == parts - 1:
+            total = gl.zeros(acc.shape, gl.float32, layout)
+            for t in range(parts):
+                total += gl.load(first + t * (BLOCK_M * BLOCK_N) + slab, cache_modifier=".cg")
+            store_tile(c_desc, c_stage, total, off_m, off_n)
+            gl.atomic_xchg(counter, 0, sem="relaxed", scope="gpu")
+
+    @gluon.jit
     def consumer_partition(c_desc, c_ptr, p_ptr, count_ptr, a_ring, b_ring, ready, empty, c_stage, M, N, K, SPLIT,
-                           SLICE_TILES, stride_cm, SLAB: gl.constexpr, A_T: gl.constexpr, B_T: gl.constexpr,
-                           ACC_FP16: gl.constexpr, GROUP_M: gl.constexpr, SPLIT_MODE: gl.constexpr):
-        """One warpgroup: rows [64 SLAB, 64 SLAB + 64) of every unit this program owns. MAIN LOOP: wgmma on the
-        stage's slab of A and its whole B tile, one group in flight, the stage before released to the producer once
-        its wgmma has retired. EPILOGUE: the slab in C's dtype through `c_stage` (64 x EPI_N) by TMA stores, or
-        (split-K) its fp32 partial into the workspace, summed into C by the last unit of each element (FUSED_SPLIT)
-        or by the reduction kernel after this launch (TWO_PASS)."""
+                           SLICE_TILES, SK_TILES, stride_cm, SLAB: gl.constexpr, A_T: gl.constexpr,
+                           B_T: gl.constexpr, ACC_FP16: gl.constexpr, GROUP_M: gl.constexpr,
+                           SPLIT_MODE: gl.constexpr):
+        """One warpgroup: rows [64 SLAB, 64 SLAB + 64) of every unit this program owns (the producer's units, in
+        its order): the MAIN LOOP (`mma_k_range`), then the EPILOGUE: the slab in C's dtype through `c_stage` (64 x
+        EPI_N) by TMA stores (`store_tile`), or (split-K) its fp32 partial into the workspace, summed into C by the
+        last unit of each element (FUSED_SPLIT) or by the reduction kernel after this launch (TWO_PASS), or
+        (stream-K) a cut tile's slice fixed up by `sum_parts`."""
         BLOCK_M: gl.constexpr = a_ring.shape[2] if A_T else a_ring.shape[1]
         BLOCK_N: gl.constexpr = b_ring.shape[1] if B_T else b_ring.shape[2]
         BLOCK_K: gl.constexpr = a_ring.shape[1] if A_T else a_ring.shape[2]
-        STAGES: gl.constexpr = a_ring.shape[0]
-        EPI_N: gl.constexpr = c_stage.shape[1]
         ACC_DTYPE: gl.constexpr = gl.float16 if ACC_FP16 else gl.float32
         # the wgmma accumulator of one warpgroup: m64nBNk16, 4 warps stacked along M
         acc_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
@@ -350,57 +489,46 @@ if gluon is not None:
         num_pid_n = gl.cdiv(N, BLOCK_N)
         k_tiles = gl.cdiv(K, BLOCK_K)
         it = 0  # k-blocks consumed so far, across units (the producer's count)
-        for unit in range(gl.program_id(0), num_pid_m * num_pid_n * SPLIT, gl.num_programs(0)):
-            pid_m, pid_n, k_lo, k_hi = unit_work(unit, num_pid_m, num_pid_n, k_tiles, SPLIT, SLICE_TILES, GROUP_M)
-            acc = gl.zeros((64, BLOCK_N), dtype=ACC_DTYPE, layout=acc_layout)
-            # MAIN LOOP
-            for ki in range(k_lo, k_hi):
-                s = it % STAGES
-                mbarrier.wait(ready.index(s), (it // STAGES) & 1)
-                if BLOCK_M == 64:  # one consumer: the whole A tile
-                    a = a_ring.index(s).permute((1, 0)) if A_T else a_ring.index(s)
-                elif A_T:  # (BK, BM) tile of A^T: this slab's 64 columns, viewed as (64, BK)
-                    a = a_ring.index(s).slice(64 * SLAB, 64, dim=1).permute((1, 0))
+        if SPLIT_MODE == _STREAM_K:
+            for w in range(stream_k_items(gl.program_id(0), gl.num_programs(0), num_pid_m * num_pid_n, SK_TILES,
+                                          SPLIT)):
+                pid_m, pid_n, k_lo, k_hi, tile, j, parts = stream_k_unit(w, num_pid_m, num_pid_n, k_tiles, SK_TILES,
+                                                                         SPLIT, GROUP_M)
+                acc = gl.zeros((64, BLOCK_N), dtype=ACC_DTYPE, layout=acc_layout)
+                acc, it = mma_k_range(a_ring, b_ring, ready, empty, acc, k_lo, k_hi, it, SLAB, A_T, B_T)
+                off_m = pid_m * BLOCK_M + 64 * SLAB
+                off_n = pid_n * BLOCK_N
+                if parts > 1:
+                    sum_parts(acc, tile, j, parts, parts, c_desc, c_stage, p_ptr, count_ptr, off_m, off_n, SLAB,
+                              BLOCK_M)
                 else:
-                    a = a_ring.index(s).slice(64 * SLAB, 64, dim=0)  # (64, BK)
-                if B_T:
-                    b = b_ring.index(s).permute((1, 0))  # (BN, BK) tile of B^T viewed as (BK, BN)
+                    store_tile(c_desc, c_stage, acc, off_m, off_n)
+        else:
+            for unit in range(gl.program_id(0), num_pid_m * num_pid_n * SPLIT, gl.num_programs(0)):
+                pid_m, pid_n, k_lo, k_hi = unit_work(unit, num_pid_m, num_pid_n, k_tiles, SPLIT, SLICE_TILES,
+                                                     GROUP_M)
+                acc = gl.zeros((64, BLOCK_N), dtype=ACC_DTYPE, layout=acc_layout)
+                acc, it = mma_k_range(a_ring, b_ring, ready, empty, acc, k_lo, k_hi, it, SLAB, A_T, B_T)
+                off_m = pid_m * BLOCK_M + 64 * SLAB
+                off_n = pid_n * BLOCK_N
+                if SPLIT_MODE != 0:
+                    store_partial(c_ptr, p_ptr, count_ptr, acc, unit % SPLIT, SPLIT, off_m, off_n, M, N, stride_cm,
+                                  SPLIT_MODE == 2)
                 else:
-                    b = b_ring.index(s)
-                acc = warpgroup_mma(a, b, acc, is_async=True)
-                # the wgmma of the k-block before has retired: its stage goes back to the producer
-                acc = warpgroup_mma_wait(num_outstanding=1, deps=(acc, ))
-                mbarrier.arrive(empty.index((it + STAGES - 1) % STAGES), pred=ki > k_lo)
-                it += 1
-            acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc, ))
-            mbarrier.arrive(empty.index((it + STAGES - 1) % STAGES), pred=k_hi > k_lo)
-            off_m = pid_m * BLOCK_M + 64 * SLAB
-            off_n = pid_n * BLOCK_N
-            # EPILOGUE: EPI_N columns a round; each round's store drains while the next is written or, after the
-            # last, while the next unit's main loop runs
-            if SPLIT_MODE != 0:
-                store_partial(c_ptr, p_ptr, count_ptr, acc, unit % SPLIT, SPLIT, off_m, off_n, M, N, stride_cm,
-                              SPLIT_MODE == 2)
-            else:
-                out = acc.to(c_desc.dtype)
-                if EPI_N == BLOCK_N:
-                    store_round(c_desc, c_stage, out, off_m, off_n)
-                else:  # two halves: (64, 2, BN/2) -> (64, BN/2, 2), split on the register dimension
-                    lo, hi = out.reshape([64, 2, EPI_N]).permute((0, 2, 1)).split()
-                    store_round(c_desc, c_stage, lo, off_m, off_n)
-                    store_round(c_desc, c_stage, hi, off_m, off_n + EPI_N)
+                    store_tile(c_desc, c_stage, acc, off_m, off_n)
         tma.store_wait(pendings=0)
 
     # Sizes are not specialized (Triton would compile a kernel per "== 1" and "% 16 == 0" of each): TMA handles the
     # edges and nothing on the per-k-block path computes with them, so one compile serves every shape.
-    @gluon.jit(do_not_specialize=["M", "N", "K", "SPLIT", "SLICE_TILES", "stride_cm"])
+    @gluon.jit(do_not_specialize=["M", "N", "K", "SPLIT", "SLICE_TILES", "SK_TILES", "stride_cm"])
     def hgemm_gluon_kernel(
         # descriptors (gluon TensorDescriptors: they carry the shared-memory layouts); split-K: C, the workspace
-        # and the element counts (C where unused)
+        # and the element counts (stream-K: the workspace and the slab counters; C where unused)
         a_desc, b_desc, c_desc, c_ptr, p_ptr, count_ptr,
         # sizes
         M, N, K,
-        SPLIT, SLICE_TILES,  # K slices (1: none) and k-blocks per slice (`split_slices`)
+        SPLIT, SLICE_TILES,  # K slices (1: none) and k-blocks per slice (`split_slices`); stream-K: SPLIT slices
+        SK_TILES,  # stream-K: the cut tiles (the first, grouped order), each in SPLIT slices; 0 otherwise
         stride_cm,  # C's row stride (split-K's stores from registers)
         # meta-parameters
         A_T: gl.constexpr,  # a_desc describes A^T (A is column-major)
@@ -409,7 +537,8 @@ if gluon is not None:
         BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, BLOCK_K: gl.constexpr, GROUP_M: gl.constexpr,
         NUM_STAGES: gl.constexpr,
         EPI_SPLIT: gl.constexpr,  # C stored in BLOCK_N / EPI_SPLIT column rounds (c_desc's box: 64 x that)
-        SPLIT_MODE: gl.constexpr,  # 0: C by TMA stores; split-K (c_desc unused): 1 partials only, 2 summed here
+        # 0: C by TMA stores; split-K (c_desc unused): 1 partials only, 2 summed here; 3: stream-K (STREAM_K)
+        SPLIT_MODE: gl.constexpr,
     ):
         gl.static_assert(BLOCK_M == 64 or BLOCK_M == 128, "one or two consumer warpgroups of 64 rows")
         dtype: gl.constexpr = a_desc.dtype
@@ -428,21 +557,21 @@ if gluon is not None:
             c_stage1 = gl.allocate_shared_memory(dtype, c_desc.block_type.shape, c_desc.layout)
             gl.warp_specialize([
                 (consumer_partition, (c_desc, c_ptr, p_ptr, count_ptr, a_ring, b_ring, ready, empty, c_stage0, M,
-                                      N, K, SPLIT, SLICE_TILES, stride_cm, 0, A_T, B_T, ACC_FP16, GROUP_M,
+                                      N, K, SPLIT, SLICE_TILES, SK_TILES, stride_cm, 0, A_T, B_T, ACC_FP16, GROUP_M,
                                       SPLIT_MODE)),
                 (consumer_partition, (c_desc, c_ptr, p_ptr, count_ptr, a_ring, b_ring, ready, empty, c_stage1, M,
-                                      N, K, SPLIT, SLICE_TILES, stride_cm, 1, A_T, B_T, ACC_FP16, GROUP_M,
+                                      N, K, SPLIT, SLICE_TILES, SK_TILES, stride_cm, 1, A_T, B_T, ACC_FP16, GROUP_M,
                                       SPLIT_MODE)),
                 (producer_partition, (a_desc, b_desc, a_ring, b_ring, ready, empty, M, N, K, SPLIT, SLICE_TILES,
-                                      A_T, B_T, GROUP_M)),
+                                      SK_TILES, A_T, B_T, GROUP_M, SPLIT_MODE)),
             ], [4, _PRODUCER_WARPS], [_CONSUMER_REGS, _PRODUCER_REGS])
         else:  # 64 rows: one consumer (the default partition) and the producer
             gl.warp_specialize([
                 (consumer_partition, (c_desc, c_ptr, p_ptr, count_ptr, a_ring, b_ring, ready, empty, c_stage0, M,
-                                      N, K, SPLIT, SLICE_TILES, stride_cm, 0, A_T, B_T, ACC_FP16, GROUP_M,
+                                      N, K, SPLIT, SLICE_TILES, SK_TILES, stride_cm, 0, A_T, B_T, ACC_FP16, GROUP_M,
                                       SPLIT_MODE)),
                 (producer_partition, (a_desc, b_desc, a_ring, b_ring, ready, empty, M, N, K, SPLIT, SLICE_TILES,
-                                      A_T, B_T, GROUP_M)),
+                                      SK_TILES, A_T, B_T, GROUP_M, SPLIT_MODE)),
             ], [_PRODUCER_WARPS], [_PRODUCER_REGS])
 
 
@@ -483,12 +612,29 @@ class GluonLaunch(NamedTuple):
         return launch
 
 
-def _refuse_here() -> None:
+def refuse_here(kernel: str = "gluon_persistent") -> None:
+    """Raise where this process cannot run a Gluon kernel (`kernel`: the record's name, for the message)."""
     if UNAVAILABLE is not None:
-        raise HgemmError(f"hgemm(kernel='gluon_persistent'): {UNAVAILABLE}")
+        raise HgemmError(f"hgemm(kernel='{kernel}'): {UNAVAILABLE}")
     if interpreter_active():
-        raise HgemmError("hgemm(kernel='gluon_persistent'): Triton's interpreter cannot run Gluon kernels; run it "
+        raise HgemmError(f"hgemm(kernel='{kernel}'): Triton's interpreter cannot run Gluon kernels; run it "
                          "on a Hopper GPU without TRITON_INTERPRET")
+
+
+def kernel_spec(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, acc_fp16: bool, config: Config, grid: int,
+                p, counts, split: int, slice_tiles: int, sk_tiles: int, mode: int, kernel: str) -> Spec:
+    """The launch of `hgemm_gluon_kernel` in `mode` on `grid` programs: A's and B's descriptors (either may be
+    column-major), C's for the TMA stores (row-major C: checked here), the workspace `p` and `counts` (C where
+    unused) and the schedule's sizes (`split` K slices of `slice_tiles` k-blocks; stream-K: `split` slices of each
+    of the first `sk_tiles` tiles). `kernel`: the record's name, for the message."""
+    if _major(c) != "N":
+        raise HgemmValueError(f"hgemm(kernel='{kernel}'): the output must be row-major for the TMA store")
+    a_desc, b_desc, a_t, b_t = operand_descs(a, b, config)
+    m, k = a.shape
+    args = (GluonDesc(*a_desc), GluonDesc(*b_desc), GluonDesc(c, c_box(config)), c, p, counts, m, b.shape[1], k,
+            split, slice_tiles, sk_tiles, c.stride(0), a_t, b_t, acc_fp16, *config.meta.values(), config.num_stages,
+            config.epilogue_split, mode)
+    return Spec(GluonLaunch(hgemm_gluon_kernel), (grid,), args, config.num_warps, config.num_stages)
 
 
 def launches(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, acc_fp16: bool, config: Config,
@@ -498,13 +644,10 @@ def launches(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, acc_fp16: bool, 
     `FUSED`), one launch with the stream's (split, M, N) fp32 workspace and (M, N) element counts (splitk.py's
     `WORKSPACES`, `COUNTERS`: no allocation per call; a pinned split-K config on a large output holds that much);
     two-pass, the partials into a new workspace and splitk.py's reduction kernel after them."""
-    _refuse_here()
+    refuse_here()
     check_config(config)
     m, k = a.shape
     n = b.shape[1]
-    if _major(c) != "N":
-        raise HgemmValueError("hgemm(kernel='gluon_persistent'): the output must be row-major for the TMA store")
-    a_desc, b_desc, a_t, b_t = operand_descs(a, b, config)
     slice_tiles, split = split_slices(k, config.split_k)
     fused = FUSED if fused is None else fused
     mode = NO_SPLIT if split == 1 else FUSED_SPLIT if fused else TWO_PASS
@@ -515,11 +658,9 @@ def launches(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, acc_fp16: bool, 
     elif mode == TWO_PASS:
         p = torch.empty((split, m, n), dtype=torch.float32, device=a.device)
     units = cdiv(m, config.block_m) * cdiv(n, config.block_n) * split
-    grid = (programs(units, num_sms(a.device)),)
-    args = (GluonDesc(*a_desc), GluonDesc(*b_desc), GluonDesc(c, c_box(config)), c, p, counts, m, n, k, split,
-            slice_tiles, c.stride(0), a_t, b_t, acc_fp16, *config.meta.values(), config.num_stages,
-            config.epilogue_split, mode)
-    specs = [Spec(GluonLaunch(hgemm_gluon_kernel), grid, args, config.num_warps, config.num_stages)]
+    grid = programs(units, num_sms(a.device))
+    specs = [kernel_spec(a, b, c, acc_fp16, config, grid, p, counts, split, slice_tiles, 0, mode,
+                         "gluon_persistent")]
     if mode == TWO_PASS:
         reduce = (p, c, n, split, m * n, c.stride(0), c.stride(1), needs_int64_indexing(c, p), REDUCE_BLOCK)
         specs.append(Spec(splitk_reduce_kernel, (cdiv(m * n, REDUCE_BLOCK),), reduce, 4, 1))
@@ -527,11 +668,12 @@ def launches(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, acc_fp16: bool, 
 
 
 def inspect_source(cfg: Config, dtype: str = "fp16", a_t: bool = False, b_t: bool = False,
-                   fused: bool | None = None) -> tuple:
+                   fused: bool | None = None, mode: int | None = None) -> tuple:
     """What `triton.compile(GluonASTSource(...))` needs to build the kernel as every launch compiles it (sizes are
     not specialized): (kernel, signature, constexprs, attrs) for inputs of `dtype` ("fp16", "bf16"), A (a_t) and B
     (b_t) column-major or not, for `python -m compare inspect` and tests/test_gluon.py. Compile options:
-    `compile_options(cfg)`. A split-K config compiles its split-K kernel, fused or not (default: `FUSED`)."""
+    `compile_options(cfg)`. A split-K config compiles its split-K kernel, fused or not (default: `FUSED`);
+    `mode`: another SPLIT_MODE (STREAM_K: triton_kernels/gluon_streamk.py's kernel)."""
     bm, bn, bk = cfg.block_m, cfg.block_n, cfg.block_k
     gdt = getattr(gl, _GL_DTYPES[{"fp16": torch.float16, "bf16": torch.bfloat16}[dtype]])
 
@@ -539,11 +681,13 @@ def inspect_source(cfg: Config, dtype: str = "fp16", a_t: bool = False, b_t: boo
         layout = gl.NVMMASharedLayout.get_default_for(list(block), gdt)
         return f"tensordesc<{dtype}[{block[0]}, {block[1]}],{layout!r}>"
 
-    mode = NO_SPLIT if cfg.split_k == 1 else FUSED_SPLIT if (FUSED if fused is None else fused) else TWO_PASS
+    if mode is None:
+        mode = NO_SPLIT if cfg.split_k == 1 else FUSED_SPLIT if (FUSED if fused is None else fused) else TWO_PASS
+    counted = mode in (FUSED_SPLIT, STREAM_K)  # the workspace's counts are int32
     sig = {"a_desc": desc((bk, bm) if a_t else (bm, bk)), "b_desc": desc((bn, bk) if b_t else (bk, bn)),
            "c_desc": desc(c_box(cfg)), "c_ptr": f"*{dtype}", "p_ptr": "*fp32" if mode else f"*{dtype}",
-           "count_ptr": "*i32" if mode == FUSED_SPLIT else f"*{dtype}", "M": "i32", "N": "i32", "K": "i32",
-           "SPLIT": "i32", "SLICE_TILES": "i32", "stride_cm": "i32"}
+           "count_ptr": "*i32" if counted else f"*{dtype}", "M": "i32", "N": "i32", "K": "i32",
+           "SPLIT": "i32", "SLICE_TILES": "i32", "SK_TILES": "i32", "stride_cm": "i32"}
     consts = dict(A_T=a_t, B_T=b_t, ACC_FP16=False, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=cfg.group_m,
                   NUM_STAGES=cfg.num_stages, EPI_SPLIT=cfg.epilogue_split, SPLIT_MODE=mode)
     attrs = {(i,): [["tt.divisibility", 16]] for i in (3, 4, 5)}  # the pointers; sizes are never specialized
