@@ -5,6 +5,8 @@ roles), Gluon (triton_kernels/gluon_persistent.py: we decide them, in Python) an
 counts that tell the designs apart (`compare inspect`'s rows: HGMMA, UTMALDG, SYNCS, BAR), registers per
 partition (setmaxnreg) and shared memory. Measured speed comes from `python -m compare bench` on the GPU: given its
 bench.csv files (`--bench`), the table of TFLOPS and ratios per shape follows. The hand-written kernel needs nvcc.
+`--schedule stream_k`: the same for the three stream-K kernels (triton_streamk, gluon_streamk, wgmma_streamk), one
+schedule written at each level.
 """
 from __future__ import annotations
 
@@ -19,6 +21,10 @@ from hgemm_common.errors import HgemmValueError
 ROOT = Path(__file__).resolve().parent.parent
 CSRC = ROOT / "ptx_kernels" / "csrc"
 LEVELS = (("Triton", "triton_tma"), ("Gluon", "gluon_persistent"), ("inline PTX", "wgmma_persistent"))
+# The same three levels with one tile-to-program schedule each (`--schedule`): the persistent kernels' data-parallel
+# rounds, and stream-K (hgemm_common/schedules.py's `stream_k_cut`, the rule each of these three runs).
+SCHEDULES = {"data_parallel": LEVELS,
+             "stream_k": (("Triton", "triton_streamk"), ("Gluon", "gluon_streamk"), ("inline PTX", "wgmma_streamk"))}
 
 
 def code_lines(text: str, language: str) -> int:
@@ -73,16 +79,17 @@ def source_lines(record) -> tuple[int, int]:
     return code_lines(path.read_text(), "cuda"), sum(code_lines(p.read_text(), "cuda") for p in headers)
 
 
-def rows(out: Path) -> list[dict]:
-    """One row per level: source lines and the compile's facts (via `compare inspect`)."""
+def rows(out: Path, levels: tuple = LEVELS) -> list[dict]:
+    """One row per level (`levels`: one of SCHEDULES): source lines and the compile's facts (via `compare
+    inspect`)."""
     from .disasm import run_inspect
     from .registry import records
 
     by_name = {v.name: v for v in records()}
-    inspected, skipped = run_inspect([name for _, name in LEVELS], out)
+    inspected, skipped = run_inspect([name for _, name in levels], out)
     facts = {r.kernel: r for r in inspected}
     table = []
-    for level, name in LEVELS:
+    for level, name in levels:
         own, headers = source_lines(by_name[name])
         r = facts.get(name)
         table.append(dict(level=level, kernel=name, lines=own, header_lines=headers,
@@ -112,11 +119,11 @@ def markdown(table: list[dict]) -> str:
     return head + "\n".join(body) + "\n"
 
 
-def measured(paths: list[Path]) -> list[dict]:
+def measured(paths: list[Path], levels: tuple = LEVELS) -> list[dict]:
     """The three levels' timed rows of `python -m compare bench` CSVs (fp32 accumulation), one dict per (shape,
     layout, dtype) in the files' order: torch.matmul's TFLOPS and each level's TFLOPS and ratio to it (None where
     that kernel was not timed or did not pass)."""
-    names = {name for _, name in LEVELS}
+    names = {name for _, name in levels}
     table: dict[tuple, dict] = {}
     for path in paths:
         with open(path, newline="") as f:
@@ -130,18 +137,18 @@ def measured(paths: list[Path]) -> list[dict]:
     return list(table.values())
 
 
-def measured_markdown(table: list[dict]) -> str:
+def measured_markdown(table: list[dict], levels: tuple = LEVELS) -> str:
     """One line per shape: torch.matmul's TFLOPS, each level's TFLOPS and ratio to torch.matmul, Gluon over PTX."""
     head = ("| shape (M x N x K) | layout | dtype | torch.matmul TFLOPS | "
-            + " | ".join(f"{level} `{name}` TFLOPS (x torch)" for level, name in LEVELS)
-            + " | Gluon / inline PTX |\n|" + "---|" * (5 + len(LEVELS)) + "\n")
+            + " | ".join(f"{level} `{name}` TFLOPS (x torch)" for level, name in levels)
+            + " | Gluon / inline PTX |\n|" + "---|" * (5 + len(levels)) + "\n")
     body = []
     for r in table:
         torch_ = r.get("torch.matmul")
         cells = [f"{torch_[0]:.1f}" if torch_ else "-"]
         cells += [f"{t:.1f} ({x:.3f})" if t is not None else "-"
-                  for t, x in (r.get(name) or (None, None) for _, name in LEVELS)]
-        g, w = r.get("gluon_persistent"), r.get("wgmma_persistent")
+                  for t, x in (r.get(name) or (None, None) for _, name in levels)]
+        g, w = r.get(levels[1][1]), r.get(levels[2][1])
         cells.append(f"{g[1] / w[1]:.3f}" if g and w else "-")
         body.append(f"| {r['m']} x {r['n']} x {r['k']} | {r['layout']} | {r['dtype']} | " + " | ".join(cells) + " |")
     return head + "\n".join(body) + "\n"
@@ -154,13 +161,16 @@ def main(argv: list[str] | None = None) -> int:
                     help="bench.csv files of `python -m compare bench` runs with the three levels' kernels: "
                          "their measured table follows the compiled one")
     ap.add_argument("--measured-only", action="store_true", help="only the measured table (no compile, no GPU)")
+    ap.add_argument("--schedule", choices=sorted(SCHEDULES), default="data_parallel",
+                    help="the three levels' kernels of one schedule: the persistent kernels (default) or stream-K")
     args = ap.parse_args(argv)
+    levels = SCHEDULES[args.schedule]
     if not args.measured_only:
         with tempfile.TemporaryDirectory() as tmp:
-            print(markdown(rows(Path(args.out or tmp))), end="")
+            print(markdown(rows(Path(args.out or tmp), levels)), end="")
     if args.bench:
-        print(("\n" if not args.measured_only else "") + measured_markdown(measured([Path(p) for p in args.bench])),
-              end="")
+        table = measured([Path(p) for p in args.bench], levels)
+        print(("\n" if not args.measured_only else "") + measured_markdown(table, levels), end="")
     return 0
 
 

@@ -482,7 +482,8 @@ for pattern, compiled in sc.ws_ring_compiles():
     e = sc.ws_entry(sass, 4)
     ops = [sc.sass_op(s) for s in sass]
     rows[pattern] = dict(warps=compiled.metadata.num_warps, shared=compiled.metadata.shared,
-                         before=e.barrier_before_read.text, writes=len(e.writes), after=[b.text for b in e.barriers_after_writes], arrives=e.arrives,
+                         before=e.barrier_before_read.text, writes=len(e.writes),
+                         after=[b.text for b in e.barriers_after_writes], arrives=e.arrives,
                          tma_loads=sum(o.startswith("UTMALDG") for o in ops),
                          tma_stores=sum(o.startswith("UTMASTG") for o in ops),
                          mbarrier_waits=sum(o.startswith("SYNCS.PHASECHK") for o in ops))
@@ -554,6 +555,19 @@ def test_measured_table_from_bench_csvs(tmp_path):
     lines = measured_markdown(table).splitlines()
     assert lines[2] == "| 16 x 4096 x 4096 | NN | fp16 | 30.0 | - | 24.0 (0.800) | 30.0 (1.000) | 0.800 |"
     assert lines[3] == "| 8 x 8 x 8 | NT | bf16 | 0.1 | - | - | - | - |"
+    # --schedule stream_k: the stream-K kernel of each level, its Gluon column over its inline PTX column
+    from compare.levels import SCHEDULES
+
+    sk = SCHEDULES["stream_k"]
+    shape = "200,8192,8192,NN"
+    rows = [f"torch.matmul,fp32,{shape},ok,500.0,1.0,fp16", f"triton_streamk,fp32,{shape},ok,450,0.9,fp16",
+            f"gluon_streamk,fp32,{shape},ok,400,0.8,fp16", f"wgmma_streamk,fp32,{shape},ok,500,1.0,fp16",
+            f"wgmma_persistent,fp32,{shape},ok,380,0.76,fp16"]
+    (tmp_path / "sk.csv").write_text(head + "\n".join(rows) + "\n")
+    lines = measured_markdown(measured([tmp_path / "sk.csv"], sk), sk).splitlines()
+    assert "Triton `triton_streamk`" in lines[0] and "wgmma_persistent" not in lines[0]
+    assert lines[2] == ("| 200 x 8192 x 8192 | NN | fp16 | 500.0 | 450.0 (0.900) | 400.0 (0.800) | 500.0 (1.000) "
+                        "| 0.800 |")
 
 
 def test_source_lines_of_the_three_levels():
