@@ -25,8 +25,11 @@
 // Edges: TMA reads zeros outside A and B (M, N and the K tail); the stores are masked to M x N.
 // Element types: fp16 (fp32 or fp16 accumulation) and bf16 (fp32); the partials are fp32 either way (fp16
 // accumulators widened exactly). Layouts: A and B each row- or column-major in place, as wgmma_persistent.cu.
+// Built in parts (host/parts.h), one A layout a part: its 24 kernels of the 128 x 256 tile in one unit would be the
+// longest of the extension's build.
 #include "blocks/stream_k.cuh"
 #include "blocks/wgmma_tile.cuh"
+#include "host/parts.h"
 #include "host/registry.h"
 
 namespace {
@@ -120,6 +123,45 @@ __global__ void __launch_bounds__(kThreads, 1)
 
 }  // namespace
 
+// The kernels' launches for one layout of A, once launch_wgmma_streamk (below) has worked out the schedule, the
+// workspace and the tensor maps: a unit of the build's parts (host/parts.h), so outside the anonymous namespace;
+// declared here, so that the launcher's calls do not instantiate it, and instantiated in its part at the end of the
+// file. STREAMK_UNIT(extern, A_COL) declares a unit, STREAMK_UNIT(, A_COL) instantiates it.
+template <bool A_COL, typename E>
+cudaError_t launch_streamk_kernels(const GemmArgsOf<E>& p, Acc acc, const hopper::Operands& ops,
+                                   hopper::StreamKLaunch plan, float2* slots, int* counts, cudaStream_t stream,
+                                   LaunchInfo* info) {
+  const dim3 grid(unsigned(plan.programs));
+  const int smem = hopper::smem_request<Storage<E>>();
+  const cudaError_t err = tile::dispatch<E>(acc, p.b_col_major, [&](auto acc_c, auto b_col_c) {
+    constexpr Acc kAcc = acc_c.value;
+    constexpr bool kBCol = b_col_c.value;
+    auto launch = [&](auto kernel) {
+      const cudaError_t prepared = tile::prepare_smem(kernel, smem, info);  // opt-in above 48 KB, limit checked
+      if (prepared != cudaSuccess) return prepared;
+      kernel<<<grid, kThreads, smem, stream>>>(ops.a, ops.b, ops.c, p.C, p.ldc, p.M, p.N, p.K, ops.pairs, slots,
+                                               counts, plan.sk_tiles, plan.slices);
+      return cudaGetLastError();
+    };
+    if (ops.tma_store) return launch(wgmma_streamk_kernel<E, kAcc, kBCol, true, A_COL>);
+    return launch(wgmma_streamk_kernel<E, kAcc, kBCol, false, A_COL>);
+  });
+  if (err == cudaSuccess && info)
+    *info = LaunchInfo{grid.x, 1, unsigned(kThreads), smem, info->smem_limit, BM, BN, plan.sk_tiles ? plan.slices : 0};
+  return err;
+}
+#define STREAMK_UNIT(EXTERN, A_COL)                                                                               \
+  HGEMM_UNIT(HGEMM_UNIT_HALF, HGEMM_UNIT(HGEMM_UNIT_A_COL_##A_COL, EXTERN))                                       \
+  template cudaError_t launch_streamk_kernels<A_COL, half>(const GemmArgsOf<half>&, Acc, const hopper::Operands&,  \
+                                                           hopper::StreamKLaunch, float2*, int*, cudaStream_t,     \
+                                                           LaunchInfo*);                                           \
+  HGEMM_UNIT(HGEMM_UNIT_BF16, HGEMM_UNIT(HGEMM_UNIT_A_COL_##A_COL, EXTERN))                                       \
+  template cudaError_t launch_streamk_kernels<A_COL, __nv_bfloat16>(                                               \
+      const GemmArgsOf<__nv_bfloat16>&, Acc, const hopper::Operands&, hopper::StreamKLaunch, float2*, int*,        \
+      cudaStream_t, LaunchInfo*)
+STREAMK_UNIT(extern, false);
+STREAMK_UNIT(extern, true);
+
 // ---- HOST: the schedule -> workspace -> tensor maps -> counters zeroed -> launch ----
 template <typename E>
 cudaError_t launch_wgmma_streamk(const GemmArgsOf<E>& p, Acc acc, cudaStream_t stream, LaunchInfo* info) {
@@ -139,27 +181,18 @@ cudaError_t launch_wgmma_streamk(const GemmArgsOf<E>& p, Acc acc, cudaStream_t s
     err = cudaMemsetAsync(counts, 0, size_t(plan.sk_tiles) * Workspace::kHalves * sizeof(int), stream);
     if (err != cudaSuccess) return err;
   }
-  const dim3 grid(unsigned(plan.programs));
-  const int smem = hopper::smem_request<Storage<E>>();
-  err = tile::dispatch_ab<E>(acc, p.a_col_major, p.b_col_major, [&](auto acc_c, auto a_col_c, auto b_col_c) {
-    constexpr Acc kAcc = acc_c.value;
-    constexpr bool kACol = a_col_c.value, kBCol = b_col_c.value;
-    auto launch = [&](auto kernel) {
-      const cudaError_t prepared = tile::prepare_smem(kernel, smem, info);  // opt-in above 48 KB, limit checked
-      if (prepared != cudaSuccess) return prepared;
-      kernel<<<grid, kThreads, smem, stream>>>(ops.a, ops.b, ops.c, p.C, p.ldc, p.M, p.N, p.K, ops.pairs, slots,
-                                               counts, plan.sk_tiles, plan.slices);
-      return cudaGetLastError();
-    };
-    if (ops.tma_store) return launch(wgmma_streamk_kernel<E, kAcc, kBCol, true, kACol>);
-    return launch(wgmma_streamk_kernel<E, kAcc, kBCol, false, kACol>);
-  });
-  if (err != cudaSuccess) return err;
-  if (info) {
-    *info = LaunchInfo{grid.x, 1, unsigned(kThreads), smem, info->smem_limit, BM, BN, plan.sk_tiles ? plan.slices : 0};
-    info->workspace_bytes = bytes;
-  }
-  return cudaSuccess;
+  err = p.a_col_major ? launch_streamk_kernels<true>(p, acc, ops, plan, slots, counts, stream, info)
+                      : launch_streamk_kernels<false>(p, acc, ops, plan, slots, counts, stream, info);
+  if (info) info->workspace_bytes = bytes;
+  return err;
 }
 
+// ---- PARTS (host/parts.h): part 0 the launcher, the registration and A row-major's kernels; part 1 column-major
+// A's ----
+#if HGEMM_IN_PART(0)
 HGEMM_VARIANT_FP16_BF16(wgmma_streamk, launch_wgmma_streamk, AnyMajor);
+STREAMK_UNIT(, false);
+#endif
+#if HGEMM_IN_PART(1)
+STREAMK_UNIT(, true);
+#endif
