@@ -30,7 +30,7 @@ def variants(kind: str = "dense") -> tuple[Variant, ...]:
 
 def hgemm(a: torch.Tensor, b: torch.Tensor, *, kernel: str | None = None, acc: str = "fp32",
           out: torch.Tensor | None = None, tile: str = "auto", split: int | None = None,
-          variant: str | None = None) -> torch.Tensor:
+          variant: str | None = None, sms: int | None = None) -> torch.Tensor:
     """C = A @ B in fp16 or bf16 (A, B and C of one dtype) on one hand-written kernel.
 
     kernel: a name from `variants()` (default "wmma_multistage"); bf16 inputs need a kernel whose record lists
@@ -47,6 +47,9 @@ def hgemm(a: torch.Tensor, b: torch.Tensor, *, kernel: str | None = None, acc: s
     4), wgmma_splitk_grid and mma_stream over the grid (up to `Variant.max_split`), wgmma_persistent 2 or 4 over a
     cluster and any other count over the grid; `last_launch()["split"]` and `["kernel"]` say what ran. Forced splits
     are cut to the K blocks there are.
+    sms: for the kernels whose schedule is laid over the SMs (`call.SM_SCHEDULED`: wgmma_streamk), the SM count the
+    schedule sees, below the device's (None: the device's); tests lower it so that small problems take the
+    schedule's cut tiles. The kernel still runs on the whole GPU.
     Inputs that require grad go through the autograd-recording operator `torch.ops.tensorcore_hgemm.ptx_hgemm`.
     """
     if variant is not None:
@@ -55,12 +58,12 @@ def hgemm(a: torch.Tensor, b: torch.Tensor, *, kernel: str | None = None, acc: s
         kernel = DEFAULT_KERNEL
     if torch.is_grad_enabled() and (getattr(a, "requires_grad", False) or getattr(b, "requires_grad", False)
                                     or getattr(out, "requires_grad", False)):
-        if out is not None or tile != "auto" or split is not None:
-            raise HgemmError("hgemm(): out=, tile= and split= are not recorded by autograd, but an argument requires "
-                             "grad; drop them or detach the tensors")
+        if out is not None or tile != "auto" or split is not None or sms is not None:
+            raise HgemmError("hgemm(): out=, tile=, sms= and split= are not recorded by autograd, but an argument "
+                             "requires grad; drop them or detach the tensors")
         from .ops import ptx_hgemm
         return ptx_hgemm(a, b, kernel, acc)
-    return call.hgemm(a, b, kernel, acc, out, tile, split)
+    return call.hgemm(a, b, kernel, acc, out, tile, split, sms)
 
 
 def __getattr__(name: str):

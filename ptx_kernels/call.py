@@ -139,6 +139,8 @@ TILES = {"auto": 0, "large": 1, "base": 2}
 # rows on single blocks, or clusters of two blocks sharing B by TMA multicast (bands of 8). The kernels that read it:
 SCHEDULES = {"auto": 0, "band8": 1, "band16": 2, "cluster2": 3}
 SCHEDULED = ("wgmma_sp",)
+# sms=: the SM count a stream-K schedule sees (GemmArgs::sms), below the device's; the kernels that take it:
+SM_SCHEDULED = ("wgmma_streamk",)
 _ARCH: dict[int, int] = {}
 
 
@@ -167,12 +169,23 @@ def _arch(device: torch.device) -> int:
     return _ARCH[index]
 
 
+def check_sms(v: Variant, sms) -> None:
+    """One-line errors for an sms= that is not a positive int, or given to a kernel whose schedule does not take
+    it (`SM_SCHEDULED`)."""
+    if v.name not in SM_SCHEDULED:
+        raise HgemmValueError(f"hgemm: sms= needs a kernel whose schedule takes it ({list(SM_SCHEDULED)}); kernel "
+                              f"{v.name!r} does not")
+    if isinstance(sms, bool) or not isinstance(sms, int) or not 1 <= sms <= 1 << 16:
+        raise HgemmValueError(f"hgemm: sms must be an int from 1 to {1 << 16}, got {sms!r}")
+
+
 def hgemm(a: torch.Tensor, b: torch.Tensor, kernel: str = DEFAULT_KERNEL, acc: str = "fp32",
-          out: torch.Tensor | None = None, tile: str = "auto", split: int | None = None) -> torch.Tensor:
+          out: torch.Tensor | None = None, tile: str = "auto", split: int | None = None,
+          sms: int | None = None) -> torch.Tensor:
     """`ptx_kernels.hgemm` below autograd (its arguments, positional): the cached plan of this kind of call, or
     the first call's checks, layout copies and launch."""
     try:
-        key = call_key(a, b, out, kernel, acc, tile, split)
+        key = call_key(a, b, out, kernel, acc, tile, split, sms)
         plan = _PLANS.get(key)
         if plan is not None and (a.is_neg() or b.is_neg() or (out is not None and out.is_neg())):
             plan = None  # negative views are resolved into copies (below)
@@ -185,7 +198,7 @@ def hgemm(a: torch.Tensor, b: torch.Tensor, kernel: str = DEFAULT_KERNEL, acc: s
         elif out_overlaps(extents, a, b, out):
             validate(a, b, out, allow_cpu=False)  # raises the overlap error
         _record_launch(kernel, acc, ext.hgemm_launch(launched, a, b, out, a_col, b_col, acc == "fp16", TILES[tile],
-                                                     split or 0), a_col, b_col, ())
+                                                     split or 0, sms or 0), a_col, b_col, ())
         return out
     v = check_variant(kernel, acc)
     check_tile(v, acc, tile, "hgemm")
@@ -194,6 +207,8 @@ def hgemm(a: torch.Tensor, b: torch.Tensor, kernel: str = DEFAULT_KERNEL, acc: s
         takes = v.splits + ((f"1-{v.max_split}",) if v.max_split else ())
         raise HgemmValueError(f"hgemm: split={split!r} needs a kernel that splits K ({splitting}) and one of its "
                               f"splits; kernel {kernel!r} takes {takes}")
+    if sms is not None:
+        check_sms(v, sms)
     p = validate(a, b, out, allow_cpu=False)
     check_dtype(v, p.dtype, acc)
     if p.empty:
@@ -206,7 +221,7 @@ def hgemm(a: torch.Tensor, b: torch.Tensor, kernel: str = DEFAULT_KERNEL, acc: s
     copies = []
     a, b, a_col, b_col, restrided = prepared(v, a, b, split, copies)
     c = _c_for_kernel(p.out, copies)
-    report = ext.hgemm_launch(launched, a, b, c, a_col, b_col, acc == "fp16", TILES[tile], split or 0)
+    report = ext.hgemm_launch(launched, a, b, c, a_col, b_col, acc == "fp16", TILES[tile], split or 0, sms or 0)
     if c is not p.out:
         p.out.copy_(c)
     _record_launch(kernel, acc, report, a_col, b_col, copies)

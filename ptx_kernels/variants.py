@@ -208,6 +208,16 @@ HOPPER: tuple[Variant, ...] = (
             # inspect shows the TMA-store epilogue, A row-major
             inspect={"TMA_STORE": "true", "A_COL": "false"}, mma_forms=_hgmma_forms(256), native_layouts=_ALL_LAYOUTS,
             **_HOPPER),
+    Variant("wgmma_streamk", "ptx", "wgmma", "sm90/wgmma_streamk.cu",
+            "persistent, 128x256x64 in 4 stages; the partial round's tiles cut into k-slices, one block each",
+            "stream-K: whole rounds data-parallel, the tiles of the partial round cut into k-slices aligned in K "
+            "(hopper::stream_k_cut, the Triton kernel's rule); fp32 partials in a workspace, added in slot order by "
+            "the last slice to arrive",
+            block=(128, 256, 64), stages=4,
+            promises={"sm_90a": ("HGMMA", "UTMALDG", "UTMASTG", "SYNCS", "USETMAXREG")},
+            # inspect shows the TMA-store epilogue, A row-major
+            inspect={"TMA_STORE": "true", "A_COL": "false"}, mma_forms=_hgmma_forms(256), native_layouts=_ALL_LAYOUTS,
+            **_HOPPER),
 )
 # 2:4 structured sparsity (problem kind "sparse": A arrives compressed, ptx_kernels/sparse.py; called through
 # ptx_kernels.sparse_hgemm). Each is scored against the sparse form of its instruction's ceiling, which counts the

@@ -1,7 +1,8 @@
 """The workload scripts/sanitize.sh runs under compute-sanitizer: every hand-written variant (the 2:4 sparse ones on
 pruned inputs too), both accumulations
 (fp16 on both of its tiles where it has two), B row- and column-major, and A column-major (TN: read in place by the
-records that list it, copied by the wrapper for the others), at small odd shapes that leave partial tiles in M, N and K; then the Triton kernels with pinned small
+records that list it, copied by the wrapper for the others), at small odd shapes that leave partial tiles in M, N and K
+(stream-K also with its SM count lowered: `SM_SHAPES`); then the Triton kernels with pinned small
 configurations (autotuning under the sanitizer would only time instrumented code), the Gluon kernel on Hopper
 in each kind of configuration and in its stream-K mode (pattern "triton", "gluon_persistent" or "gluon_streamk":
 `gluon_cases`). Each result is also checked
@@ -55,6 +56,10 @@ from compare.reference import make_inputs, reference
 from hgemm_common.cost_model import cdiv
 
 SHAPES = [(7, 9, 15), (33, 17, 100), (129, 257, 72)]
+# The kernels whose schedule reads hgemm(sms=...) (ptx_kernels.call.SM_SCHEDULED: stream-K) also run with the SM count
+# lowered, so that small shapes take its cut tiles and their fix-up: (M, N, K, sms) -> one tile in 2 slices of 10
+# k-blocks (5, 5); 4 tiles (edges among them) in 2 of 9 (4, 5); 2 whole rounds of 4 tiles, then 1 cut in 4 of 18.
+SM_SHAPES = [(33, 17, 600, 7), (129, 257, 520, 8), (300, 520, 1100, 4)]
 
 
 def gluon_cases() -> tuple:
@@ -525,6 +530,11 @@ def main(pattern: str = "*") -> int:
                     c = ptx_kernels.hgemm(a, b, kernel=v.name, acc=acc, tile=tile)
                     if not torch.equal(c, reference(a, b).half()):
                         bad.append(f"{v.name} {acc} {tile} {layout} {m}x{n}x{k}")
+                for i, (m, n, k, sms) in enumerate(SM_SHAPES if v.name in ptx_kernels.call.SM_SCHEDULED else ()):
+                    a, b = make_inputs(m, n, k, layout, device="cuda", seed=30 + i)
+                    c = ptx_kernels.hgemm(a, b, kernel=v.name, acc=acc, tile=tile, sms=sms)
+                    if not torch.equal(c, reference(a, b).half()):
+                        bad.append(f"{v.name} {acc} {tile} {layout} {m}x{n}x{k} sms={sms}")
     major, minor = torch.cuda.get_device_capability()
     sparse_variants = [v for v in ptx_kernels.variants("sparse") if fnmatch.fnmatch(v.name, pattern)
                        and v.offered_on(10 * major + minor)]

@@ -268,3 +268,44 @@ def test_python_hand_off_to_the_stream_mirrors_handoff_h():
     assert not call.hands_to_stream(wp, 1, 4096, 4096, "large", None)
     assert not call.hands_to_stream(wp, 1, 4096, 4096, "auto", 2)
     assert not call.hands_to_stream(BY_NAME["wgmma_tma"], 1, 4096, 4096, "auto", None)
+
+
+@needs_nvcc
+def test_stream_k_cut_is_the_python_rule(tmp_path):
+    """hopper::stream_k_cut (blocks/stream_k.cuh, the PTX stream-K kernel's schedule) is
+    hgemm_common.schedules.stream_k_cut, the Triton kernel's, over 0-300 tiles, 0-70 and a few long k-block counts,
+    and 1-144 SMs; hopper::stream_k_launch is triton_kernels.streamk.schedule (its grid: one program per slice
+    without whole rounds, G with them, the persistent grid where nothing is cut); each cut tile's slices tile its
+    k-blocks [0, I) in order, no slice shorter than MIN_SLICE_ITERS; and every tile is one program's, or all of
+    its slices are (each once), as the kernel walks them."""
+    from hgemm_common import schedules
+    from triton_kernels import streamk
+
+    exe = tmp_path / "stream_k_cut"
+    subprocess.run([toolchain.find_nvcc(), *toolchain.NVCC_FLAGS, toolchain.ARCHS["sm_90a"], f"-I{CSRC}", "-o",
+                    str(exe), str(ROOT / "tests" / "cuda" / "stream_k_cut.cu")], check=True, capture_output=True)
+    rows = subprocess.run([str(exe)], check=True, capture_output=True, text=True).stdout.splitlines()
+    assert len(rows) == 13 * 301 * (71 + 7)
+    cut_seen = 0
+    for line in rows:
+        tiles, iters, sms, g, r, s, programs, sk_tiles, slices, *firsts = map(int, line.split()[1:])
+        what = (tiles, iters, sms)
+        assert (g, r, s) == schedules.stream_k_cut(tiles, iters, sms), what
+        assert (programs, sk_tiles, slices) == tuple(streamk.schedule(tiles, iters, sms)), what
+        if not sk_tiles:
+            assert slices == 1 and not firsts, what
+            continue
+        cut_seen += 1
+        assert sk_tiles * slices <= programs <= sms and 2 <= slices <= schedules.MAX_SLICES, what
+        assert firsts == [j * iters // slices for j in range(slices + 1)] and firsts[-1] == iters, what
+        assert min(b - a for a, b in zip(firsts, firsts[1:])) >= schedules.MIN_SLICE_ITERS, what
+        owners = {}  # the kernel's walk: program p's slice, then tiles sk_tiles + p, + programs, ...
+        for p in range(programs):
+            if p < sk_tiles * slices:
+                owners.setdefault(p // slices, []).append(p % slices)
+            for t in range(sk_tiles + p, tiles, programs):
+                owners.setdefault(t, []).append(None)
+        assert sorted(owners) == list(range(tiles)), what
+        assert all(owners[t] == list(range(slices)) for t in range(sk_tiles)), what
+        assert all(owners[t] == [None] for t in range(sk_tiles, tiles)), what
+    assert cut_seen > 10000

@@ -125,6 +125,21 @@ def test_bf16_split_k_exact_and_deterministic(v, split, layout):
     assert torch.equal(run(v, a, b, split=split), run(v, a, b, split=split))
 
 
+@pytest.mark.gpu(sm=90)
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_bf16_stream_k_exact_on_every_cut(layout):
+    """wgmma_streamk in bf16 with the SM count lowered (test_ptx_hgemm.STREAMK_SHAPES: every slice count 2..8,
+    unequal slices, edge tiles, cut tiles with and without whole rounds before them, and no cut): the fp32 partials
+    are added in slot order and rounded to bf16 once, exact into a NaN-poisoned C."""
+    from test_ptx_hgemm import STREAMK_SHAPES, check_streamk_case
+
+    if not offered(ptx_kernels.BY_NAME["wgmma_streamk"]):
+        pytest.skip("wgmma_streamk needs sm_90")
+    cuts = {check_streamk_case(m, n, k, sms, layout, "bf16", "fp32", seed=i)
+            for i, (m, n, k, sms) in enumerate(STREAMK_SHAPES)}
+    assert {s for r, s in cuts if r} == set(range(2, 9))
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("layout", ("NN", "NT"))
 @pytest.mark.parametrize("v", BF16, ids=IDS)

@@ -543,3 +543,104 @@ def test_grid_split_on_side_streams_and_in_cuda_graphs():
     on_side_stream_and_in_graph(lambda a, b: ptx_kernels.hgemm(a, b, variant="wgmma_persistent"), ins,
                                 [reference(a, b) for a, b in ins], ran_the_grid_split)
 
+
+
+# ---- stream-K (sm90/wgmma_streamk.cu) ---------------------------------------------------------------------------
+# (M, N, K, sms): the schedule 128 x 256 tiles get on `sms` SMs (hgemm(sms=...): triton_kernels.streamk.schedule, the
+# kernel's rule; tests/test_hopper_cpu.py checks that the two agree). 300 x 520 is 3 x 3 tiles, the last tile row 44
+# rows and the last column 8 columns: edge tiles are cut too.
+STREAMK_SHAPES = [
+    (300, 520, 700, 20),  # 9 tiles on 18 programs, every tile cut in 2 slices of 11 k-blocks (5, 6)
+    (300, 520, 800, 27),  # 3 slices of 13 (4, 4, 5)
+    (300, 520, 1100, 40),  # 4 of 18, K tail of 12
+    (300, 520, 1471, 45),  # 5 of 23, K odd
+    (300, 520, 1600, 54),  # 6 of 25
+    (300, 520, 1900, 63),  # 7 of 30
+    (300, 520, 2100, 80),  # 8 of 33 (the most slices)
+    (300, 520, 2000, 4),  # 2 whole rounds of 4 programs, then 1 tile cut in 4
+    (1000, 1030, 1000, 12),  # 40 tiles: 3 whole rounds of 12 (edge tiles among them), then 4 tiles cut in 3 (5, 5, 6)
+    (7, 1000, 3000, 12),  # one 7-row tile row: 4 tiles cut in 3 of 47
+    (300, 520, 2000, 3),  # whole rounds only: nothing cut (wgmma_persistent's schedule)
+    (300, 520, 2000, 5),  # a partial round of 4 on 5 programs, more than half full: nothing cut
+    (300, 520, 100, 40),  # 2 k-blocks: too short to cut
+]
+
+
+def streamk_schedule(m, n, k, sms):
+    """(programs, cut tiles, slices) of wgmma_streamk on an M x N x K problem seeing `sms` SMs (None: the device's)."""
+    from triton_kernels import streamk
+
+    sms = sms or torch.cuda.get_device_properties(0).multi_processor_count
+    return tuple(streamk.schedule(-(-m // 128) * -(-n // 256), -(-k // 64), sms))
+
+
+def check_streamk_case(m, n, k, sms, layout, dtype, acc, seed):
+    """wgmma_streamk on integer inputs seeing `sms` SMs, into a NaN-poisoned C: exact (every element written), with
+    the launch the schedule implies (grid, and the slices where tiles are cut) and A column-major read in place.
+    Odd seeds put C one element past 16-byte alignment: the data-parallel tiles then take the register-store
+    epilogue instead of TMA stores (the cut tiles always take it). Returns (cut tiles, slices)."""
+    a, b = shared_inputs(m, n, k, layout, seed=seed, dtype=dtype)
+    off = seed % 2
+    c = poisoned_out(m, n + 8, "cuda", dtype)[:, off:off + n]
+    assert ptx_kernels.hgemm(a, b, kernel="wgmma_streamk", acc=acc, out=c, sms=sms) is c
+    torch.cuda.synchronize()
+    launch = ptx_kernels.last_launch()
+    programs, sk_tiles, slices = streamk_schedule(m, n, k, sms)
+    what = f"wgmma_streamk {dtype} {acc} {layout} {m}x{n}x{k} sms={sms} C offset {off}"
+    assert launch["grid"] == (programs, 1) and launch["tile"] == (128, 256), (what, launch)
+    assert launch["split"] == (slices if sk_tiles else None), (what, launch)
+    assert launch["a_col_major"] == (layout[0] == "T"), (what, launch)
+    assert_exact(c, a, b, what)
+    return sk_tiles, slices
+
+
+@pytest.mark.gpu(sm=90)
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("acc", ("fp32", "fp16"))
+def test_streamk_exact_on_every_cut(acc, layout):
+    """wgmma_streamk with the SM count lowered so that small outputs take the schedule's cut tiles: every slice
+    count S = 2..8, slices of unequal length (k-blocks not a multiple of S), edge tiles cut, cut tiles after whole
+    data-parallel rounds and without any, and the shapes where nothing is cut; exact in every layout, every element
+    of a NaN-poisoned C written. bf16: tests/test_ptx_bf16.py."""
+    needs_hopper()
+    cuts = {check_streamk_case(m, n, k, sms, layout, "fp16", acc, seed=i)
+            for i, (m, n, k, sms) in enumerate(STREAMK_SHAPES)}
+    assert {s for r, s in cuts if r} == set(range(2, 9)) and (0, 1) in cuts
+
+
+@pytest.mark.gpu(sm=90)
+@pytest.mark.parametrize("dtype,acc", DTYPE_ACCS)
+def test_streamk_is_deterministic(dtype, acc):
+    """The S partials of a cut tile are added in slot order whichever slice arrives last: random inputs give the
+    same bits on every call (cut tiles in 8 slices, cut tiles after whole rounds, and the device's own SM count on
+    200 x 8192, whose 64 tiles fill half a 132-SM GPU), within the error bound; NaN in A[i, k] makes row i of C NaN
+    and no other."""
+    needs_hopper()
+    for m, n, k, sms in [(300, 520, 2100, 80), (1000, 1030, 1000, 12), (200, 8192, 2048, None)]:
+        a, b = shared_inputs(m, n, k, "NT", seed=50, kind="randn", dtype=dtype)
+        first = ptx_kernels.hgemm(a, b, kernel="wgmma_streamk", acc=acc, sms=sms)
+        assert ptx_kernels.last_launch()["grid"][0] == streamk_schedule(m, n, k, sms)[0]
+        for _ in range(3):
+            assert torch.equal(ptx_kernels.hgemm(a, b, kernel="wgmma_streamk", acc=acc, sms=sms), first)
+        ref = reference(a, b)
+        verdict = compare(first, ref, error_bound(a, b, ref, acc))
+        assert verdict.ok, f"{dtype} {acc} {m}x{n}x{k} sms={sms}: {verdict.detail}"
+        a = a.clone()
+        a[17, 3] = float("nan")  # k-block 0: the first slice of every cut tile
+        c = ptx_kernels.hgemm(a, b, kernel="wgmma_streamk", acc=acc, sms=sms)
+        rows_nan = c.isnan().any(dim=1)
+        assert rows_nan[17] and c[17].isnan().all() and int(rows_nan.sum()) == 1
+
+
+def test_streamk_on_side_streams_and_in_cuda_graphs():
+    """The workspace comes from the caching allocator on the current stream and its counters are zeroed on it before
+    each launch: correct on a side stream, and inside a captured CUDA graph replayed on new data (the counters
+    zeroed again on every replay)."""
+    needs_hopper()
+    ins = [make_inputs(300, 520, 1100, "NT", device="cuda", seed=60 + s) for s in range(3)]
+
+    def cut_in_four():
+        assert ptx_kernels.last_launch()["split"] == 4
+
+    on_side_stream_and_in_graph(lambda a, b: ptx_kernels.hgemm(a, b, variant="wgmma_streamk", sms=40), ins,
+                                [reference(a, b) for a, b in ins], cut_in_four)

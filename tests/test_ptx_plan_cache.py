@@ -16,10 +16,11 @@ class FakeExt:
     tile_m, tile_n, split) and the kernel that ran."""
 
     def __init__(self):
-        self.launches = []
+        self.launches, self.sms = [], []
 
-    def hgemm_launch(self, variant, a, b, c, a_col, b_col, acc_fp16, tile, split):
+    def hgemm_launch(self, variant, a, b, c, a_col, b_col, acc_fp16, tile, split, sms=0):
         self.launches.append((variant, tuple(a.stride()), tuple(b.stride()), b_col, c.data_ptr(), a_col))
+        self.sms.append(sms)
         c.copy_((a.float() @ b.float()).to(c.dtype))
         return (1, 1, 384, 0, 0, 128, 256, 0), ""
 
@@ -66,6 +67,15 @@ def test_other_facts_take_the_full_path(fake):
     ptx_kernels.hgemm(a[:, :39], b[:39], kernel="wgmma_persistent")  # another K
     assert len(fake.validations) == n + 4
     assert fake.launches[1][3] is True  # column-major B read in place
+
+
+def test_sms_reaches_the_launch_and_keys_the_plan(fake):
+    """hgemm(sms=...) (the SM count a stream-K schedule sees) reaches the binding on the first call and on the cached
+    plan's, and another count is another kind of call; without it the binding gets 0 (the device's)."""
+    a, b = ints(33, 40), ints(40, 24, seed=1)
+    for sms in (None, 3, 3, 5, None):
+        ptx_kernels.hgemm(a, b, kernel="wgmma_streamk", sms=sms)
+    assert fake.sms == [0, 3, 3, 5, 0] and len(fake.validations) == 3
 
 
 def test_calls_with_copies_are_never_cached(fake):

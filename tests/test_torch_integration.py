@@ -135,6 +135,22 @@ def test_ptx_split_choice_is_validated_before_any_device_work():
         ptx_kernels.hgemm(a.clone().requires_grad_(), a, kernel="wgmma_splitk", split=2)
 
 
+def test_ptx_sms_choice_is_validated_before_any_device_work():
+    """hgemm's sms= (the SM count a stream-K schedule sees) is taken by the kernels whose schedule reads it alone,
+    as a positive int; the errors name them, and autograd does not record it."""
+    import ptx_kernels
+    a = torch.ones(4, 4, dtype=torch.float16)
+    assert ptx_kernels.call.SM_SCHEDULED == ("wgmma_streamk",)
+    with pytest.raises(ValueError, match=r"^hgemm: sms= needs a kernel whose schedule takes it \(\['wgmma_streamk'\]\); "
+                                         r"kernel 'wgmma_persistent' does not$"):
+        ptx_kernels.hgemm(a, a, variant="wgmma_persistent", sms=4)
+    for bad in (0, -1, 2.0, True, "4", 1 << 17):
+        with pytest.raises(ValueError, match=rf"^hgemm: sms must be an int from 1 to 65536, got {bad!r}$"):
+            ptx_kernels.hgemm(a, a, variant="wgmma_streamk", sms=bad)
+    with pytest.raises(RuntimeError, match="sms= and split= are not recorded by autograd"):
+        ptx_kernels.hgemm(a.clone().requires_grad_(), a, kernel="wgmma_streamk", sms=4)
+
+
 def test_ptx_operator_compiles_fullgraph_on_meta():
     """torch.compile keeps the opaque operator as one node: no graph break (fullgraph=True would raise)."""
     f = torch.compile(lambda x, y: OPS.ptx_hgemm(x, y, "mma_stmatrix", "fp32") * 2, fullgraph=True,

@@ -57,14 +57,16 @@ GemmArgsOf<E> gemm_args(const at::Tensor& a, const at::Tensor& b, const at::Tens
 // hgemm_launch's tile and split as the launchers read them: tile 1 and 2 the large and base tile of the variants
 // with two (GemmArgs::tile); 1-6 also pin a Hopper plan (GemmArgs::plan_tile, sm90/handoff.h), as do K splits.
 constexpr int64_t kMaxTile = 6, kMaxSplit = 256;
+// hgemm_launch's sms: the SM count a stream-K schedule sees (GemmArgs::sms; 0: the device's).
+constexpr int64_t kMaxSms = 1 << 16;
 
 // Launch `variant` on the current stream: C = A @ B. Python has validated shapes, dtypes and devices and chosen
 // the layouts (a_col_major only for the variants registered with Operands::AnyMajor); these checks guard the
-// contract again. tile, split: GemmArgs::tile, ::split. float16 runs the variant's fp16 launcher, bfloat16 its
+// contract again. tile, split, sms: GemmArgs::tile, ::split, ::sms (sms may be left out: 0). float16 runs the variant's fp16 launcher, bfloat16 its
 // bf16 one (registered by the variants that take bf16; fp32 accumulation).
 LaunchReport hgemm_launch(const std::string& variant, const at::Tensor& a, const at::Tensor& b,
                           const at::Tensor& c, bool a_col_major, bool b_col_major, bool acc_fp16, int64_t tile,
-                          int64_t split) {
+                          int64_t split, int64_t sms) {
   const auto it = hgemm::registry().find(variant);
   TORCH_CHECK(it != hgemm::registry().end(), "hgemm: no PTX variant named '", variant, "' in this build");
   const auto dtype = a.scalar_type();
@@ -92,11 +94,13 @@ LaunchReport hgemm_launch(const std::string& variant, const at::Tensor& a, const
   TORCH_CHECK(tile >= 0 && tile <= kMaxTile, "hgemm_launch: tile must be 0 (auto) to ", kMaxTile,
               " (the variant's own choices)");
   TORCH_CHECK(split >= 0 && split <= kMaxSplit, "hgemm_launch: split must be 0 (auto) to ", kMaxSplit);
+  TORCH_CHECK(sms >= 0 && sms <= kMaxSms, "hgemm_launch: sms must be 0 (the device's) to ", kMaxSms);
   auto launch = [&](auto element, auto launcher) {
     auto p = gemm_args<decltype(element)>(a, b, c, a_col_major, b_col_major);
     p.tile = tile <= 2 ? static_cast<int>(tile) : 0;  // the block tile of the kernels with two
     p.plan_tile = static_cast<int8_t>(tile);             // a Hopper plan pinned (1-6: tests and experiments)
     p.split = static_cast<int>(split);
+    p.sms = static_cast<int>(sms);
     return launch_registered(variant, launcher, p, a.device(), acc_fp16);
   };
   return bf16 ? launch(__nv_bfloat16{}, it->second.launch_bf16) : launch(half{}, it->second.launch);
@@ -298,7 +302,9 @@ std::vector<at::Tensor> probe_asm() {
 }
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
-  m.def("hgemm_launch", &hgemm_launch);
+  m.def("hgemm_launch", &hgemm_launch, py::arg("variant"), py::arg("a"), py::arg("b"), py::arg("c"),
+        py::arg("a_col_major"), py::arg("b_col_major"), py::arg("acc_fp16"), py::arg("tile"), py::arg("split"),
+        py::arg("sms") = 0);
   m.def("sparse_launch", &sparse_launch);
   m.def("hgemm_variants", &hgemm_variants);
   m.def("hgemm_ceilings", &hgemm_ceilings);

@@ -64,6 +64,9 @@ struct GemmArgsOf {
   // more tiles than fit at once. 0 lets the launcher choose (today: as 2); 1 = as many as fit (one per SM); 2 = the
   // fewest that keep the same number of rounds, cdiv(tiles, rounds) (hopper::persistent_blocks).
   int grid = 0;
+  // Stream-K (wgmma_streamk): the SM count its schedule sees (hopper::stream_k_cut); 0, or more than the device
+  // has, is the device's. Tests lower it so that small problems take the schedule's cut tiles (hgemm(sms=...)).
+  int sms = 0;
   // 2:4 sparse variants (problem kind "sparse"): A is the compressed values (M x Kp/2, Kp = K rounded up to 32) and E
   // the metadata, (Kp/32, ceil(M/16), 16) 32-bit words in the order the sparse instructions' lanes read them
   // (ptx_kernels/sparse.py). Unused (null) for dense variants.
