@@ -68,12 +68,26 @@ def cuda_includes(path: Path, seen: set[Path] | None = None) -> list[Path]:
     return out
 
 
+def triton_kernel_file(record) -> Path:
+    """The file holding a Triton record's kernel: its own module, or the one whose kernel it launches
+    (`gluon_streamk` runs `gluon_persistent`'s kernel in its stream-K mode). The record's file where the kernel
+    cannot be reached here (Gluon under the interpreter)."""
+    from triton_kernels.variants import kernel_module
+
+    try:
+        mod = kernel_module(record)
+        fn = mod.inspect_source(mod.configs()[0])[0]
+        return Path(getattr(fn, "fn", fn).__code__.co_filename)
+    except Exception:  # noqa: BLE001 - an unavailable kernel: count the record's own module
+        return ROOT / "triton_kernels" / record.file
+
+
 def source_lines(record) -> tuple[int, int]:
     """(lines of the kernel's own file, lines of the project headers it includes) for a Triton or PTX record.
     Python kernels import their shared @jit helpers (common.py's grouped_pid, ...) and launch plumbing from the
     package: those are not counted, as the CUDA kernel's binding layer is not."""
     if record.package == "triton":
-        return code_lines((ROOT / "triton_kernels" / record.file).read_text(), "python"), 0
+        return code_lines(triton_kernel_file(record).read_text(), "python"), 0
     path = CSRC / record.file
     headers = [p for p in cuda_includes(path) if "host" not in p.parts]  # the launch plumbing left out
     return code_lines(path.read_text(), "cuda"), sum(code_lines(p.read_text(), "cuda") for p in headers)
@@ -83,17 +97,26 @@ def rows(out: Path, levels: tuple = LEVELS) -> list[dict]:
     """One row per level (`levels`: one of SCHEDULES): source lines and the compile's facts (via `compare
     inspect`)."""
     from .disasm import run_inspect
+
+    return facts(*run_inspect([name for _, name in levels], out), levels)
+
+
+def facts(inspected: list, skipped: dict, levels: tuple = LEVELS) -> list[dict]:
+    """`rows`' table from `compare inspect`'s rows and skips (the study page passes those it already holds). A
+    level whose record is not offered here (the Gluon kernel under the interpreter) keeps its name and line count,
+    with the reason in `skipped`."""
+    from triton_kernels.variants import NOT_OFFERED, RECORDS
+
     from .registry import records
 
-    by_name = {v.name: v for v in records()}
-    inspected, skipped = run_inspect([name for _, name in levels], out)
-    facts = {r.kernel: r for r in inspected}
+    by_name = {v.name: v for v in (*RECORDS, *records())}  # a Triton record not offered here is still counted
+    by_row = {r.kernel: r for r in inspected}
     table = []
     for level, name in levels:
         own, headers = source_lines(by_name[name])
-        r = facts.get(name)
+        r = by_row.get(name)
         table.append(dict(level=level, kernel=name, lines=own, header_lines=headers,
-                          skipped=skipped.get(name),
+                          skipped=skipped.get(name) or (NOT_OFFERED.get(name) if r is None else None),
                           **({} if r is None else dict(
                               hgmma=r.mix["HGMMA"], utmaldg=r.mix["UTMALDG"], utmastg=r.mix["UTMASTG"],
                               syncs=r.mix["SYNCS"], bar=r.mix["BAR"], regs=r.registers, setmaxnreg=r.setmaxnreg,
@@ -102,12 +125,17 @@ def rows(out: Path, levels: tuple = LEVELS) -> list[dict]:
     return table
 
 
+def source_cell(r: dict) -> str:
+    """A level's source lines, "(+ N)" for the project headers a CUDA source includes."""
+    return f"{r['lines']}" + (f" (+ {r['header_lines']})" if r["header_lines"] else "")
+
+
 def markdown(table: list[dict]) -> str:
     head = ("| level | kernel | source lines (+ headers) | HGMMA | UTMALDG | UTMASTG | SYNCS | BAR | registers "
             "(launch; setmaxnreg) | shared memory | local |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
     body = []
     for r in table:
-        src = f"{r['lines']}" + (f" (+ {r['header_lines']})" if r["header_lines"] else "")
+        src = source_cell(r)
         if r.get("skipped") or "hgmma" not in r:
             body.append(f"| {r['level']} | `{r['kernel']}` | {src} | {r.get('skipped') or 'not compiled'} |"
                         " | | | | | | |")

@@ -682,6 +682,45 @@ def ncu_html(bench_path: Path | None, out: Path) -> str:
             f'<table class="ncu"><thead><tr><th>kernel</th>{head}</tr></thead><tbody>{body}</tbody></table></section>')
 
 
+def levels_html(rows: list, skipped: dict, bench_rows: dict[str, list[dict]]) -> str:
+    """One GEMM written at three levels, per schedule (compare.levels.SCHEDULES: the persistent kernels'
+    data-parallel rounds, then stream-K), side by side: source lines and the SASS facts that tell the designs apart,
+    from the page's inspect rows, and each kernel's geomean ratio to torch.matmul over the shapes the bench timed it
+    on (fp16), where a GPU run gave one."""
+    from . import levels as lv
+
+    fp16 = bench_rows.get("fp16", [])
+    tables = []
+    for schedule, levels in lv.SCHEDULES.items():
+        body = []
+        for r in lv.facts(rows, skipped, levels):
+            m = measured(fp16, r["kernel"], None)
+            speed = f"{m['ratio']:.3f} ({m['shapes']} shapes)" if m and m["ratio"] else "-"
+            head = (f"<td>{html.escape(r['level'])}</td><td><code>{html.escape(r['kernel'])}</code></td>"
+                    f"<td>{html.escape(lv.source_cell(r))}</td>")
+            if "hgmma" not in r:
+                why = r.get("skipped") or "not inspected in this build"
+                body.append(f'<tr>{head}<td colspan="7">{html.escape(why)}</td><td>{speed}</td></tr>')
+                continue
+            regs = f"{r['regs']}" + (f"; {' / '.join(map(str, r['setmaxnreg']))}" if r["setmaxnreg"] else "")
+            smem = f"{r['smem']}" + (" + at launch" if r["smem_at_launch"] else "")
+            cells = (r["hgmma"], r["utmaldg"], r["utmastg"], r["syncs"], r["bar"], regs, smem)
+            body.append(f"<tr>{head}" + "".join(f"<td>{html.escape(str(c))}</td>" for c in cells)
+                        + f"<td>{speed}</td></tr>")
+        title = {"data_parallel": "data-parallel", "stream_k": "stream-K"}.get(schedule, schedule)
+        tables.append(f"<h3>{html.escape(title)}</h3><table><thead><tr><th>level</th>"
+                      "<th>kernel</th><th>source lines (+ headers)</th><th>HGMMA</th><th>UTMALDG</th><th>UTMASTG</th>"
+                      "<th>SYNCS</th><th>BAR</th><th>registers (launch; setmaxnreg)</th><th>shared memory</th>"
+                      "<th>x torch.matmul</th></tr></thead><tbody>" + "".join(body) + "</tbody></table>")
+    return ('<section id="levels"><h2>One GEMM at three levels</h2><p>The same Hopper GEMM written in Triton (the '
+            "compiler decides layouts, pipeline and warp roles), in Gluon (we decide them, in Python) and in CUDA "
+            "with inline PTX (we decide everything), once per tile-to-program schedule: data-parallel rounds of a "
+            "persistent grid, and stream-K (the partial round's tiles cut into k-slices aligned in K, one rule "
+            "at every level: <code>hgemm_common.schedules.stream_k_cut</code>). <code>python -m compare.levels "
+            "[--schedule stream_k]</code> prints the same tables; docs/design/levels.md reads them.</p>"
+            + "".join(tables) + "</section>")
+
+
 def random_html(bench_path: Path | None, out: Path) -> str:
     """The random suite's map and its summary (bench.kernel_stats, the A/A verdict) from random/bench.json beside
     the bench.json, when a GPU run wrote one (the main job does); its PNGs copied into the page's folder."""
@@ -791,7 +830,7 @@ def build(out: Path, kernels: list[str] | None = None, bench: Path | None = None
     phase names ("inspect", "fragment maps"), each with its error line; the page goes without them (no fresh inspect
     when inspect failed: the rows inspect_dir holds, if any) and names them at its top. The dict is updated in place
     with the parts this build could not make itself ("inspect", "kernel NAME", "fragment maps", "ladders", "profiler
-    metrics"), so that the caller can report them."""
+    metrics", "three levels"), so that the caller can report them."""
     from concurrent.futures import ThreadPoolExecutor
 
     from triton_kernels.variants import BY_NAME as TRITON
@@ -862,10 +901,12 @@ def build(out: Path, kernels: list[str] | None = None, bench: Path | None = None
                                    HtmlFormatter().get_style_defs(".src"))
     commit = git_commit()
     sections = {"ladders": lambda: ladders_html(studies, bench_rows, bench),
+                "three levels": lambda: levels_html(rows, skipped, bench_rows),
                 "fragment maps": lambda: fragments_html(out, layouts_dir),
                 "random shapes": lambda: random_html(bench, out),
                 "profiler metrics": lambda: ncu_html(bench, out)}
-    ladders, fragments, random_shapes, ncu = (_part(name, missing, make) for name, make in sections.items())
+    ladders, three_levels, fragments, random_shapes, ncu = (_part(name, missing, make)
+                                                           for name, make in sections.items())
     page = f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>tensorcore-hgemm: the study</title><link rel="stylesheet" href="study.css"></head>
@@ -875,11 +916,13 @@ def build(out: Path, kernels: list[str] | None = None, bench: Path | None = None
 <code>compare inspect</code>'s compiles (sm_90: Triton through <code>triton.compile</code>, the hand-written kernels
 through nvcc for sm_90a). {len(studies)} kernels.</p>
 {_missing_html(missing)}
-<nav><a href="#ladders">ladders</a> · <a href="#side">side by side</a> · <a href="#fragments">fragment maps</a> ·
+<nav><a href="#ladders">ladders</a> · <a href="#levels">three levels</a> · <a href="#side">side by side</a> ·
+<a href="#fragments">fragment maps</a> ·
 <a href="#random">random shapes</a> · <a href="#ncu">profiler metrics</a> · <a href="#inspect">instruction mix</a>
 </nav></header>
 <main>
 {ladders}
+{three_levels}
 <section id="side"><h2>Side by side</h2>
 <p>Each kernel's source, PTX and SASS, the main loop first (the loop with the most tensor-core instructions; its
 source lines are those the PTX loop's <code>.loc</code> directives name), the whole listing under it. The same

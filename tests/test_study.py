@@ -173,6 +173,25 @@ def test_page_counts_equal_inspect(page):
 
 
 @needs_compilers
+def test_page_shows_one_gemm_at_three_levels(page):
+    """The "three levels" section: per schedule (data-parallel, stream-K) the Triton, Gluon and inline-PTX kernels
+    with their source lines and the page's own inspect counts; a kernel the build did not inspect says so, and
+    without a GPU run no ratio is shown."""
+    from compare import levels
+
+    index, rows = page
+    sec = re.search(r'<section id="levels">(.*?)</section>', index.read_text(), re.S).group(1)
+    assert "<h3>data-parallel</h3>" in sec and "<h3>stream-K</h3>" in sec
+    cells = {m.group(1): re.findall(r"<td>(.*?)</td>", m.group(0))
+             for m in re.finditer(r"<tr><td>[^<]*</td><td><code>(\w+)</code></td>.*?</tr>", sec)}
+    assert set(cells) == {name for lv in levels.SCHEDULES.values() for _, name in lv}
+    w = rows["wgmma_persistent"]
+    assert cells["wgmma_persistent"][3:6] == [str(w.mix["HGMMA"]), str(w.mix["UTMALDG"]), str(w.mix["UTMASTG"])]
+    assert cells["wgmma_persistent"][-1] == "-"  # no GPU run, no ratio
+    assert 'colspan="7">not inspected in this build</td>' in sec  # wgmma_streamk is not among PAGE_KERNELS
+
+
+@needs_compilers
 def test_cpu_page_says_what_needs_a_gpu(page):
     text = page[0].read_text()
     sections = {m.group(1): m.group(2) for m in re.finditer(r'<section id="(\w+)">(.*?)</section>', text, re.S)}
