@@ -20,7 +20,7 @@ ACCUMULATIONS = ("fp32", "fp16")
 DEFAULT_KERNEL = "wmma_multistage"  # hgemm's kernel= when none is given
 # (kernel, acc, the binding's report, (a_col, b_col), copies) of the latest hgemm / sparse_hgemm call
 _last: list = [None]
-# hgemm's plans: call_key(a, b, out, kernel, acc, tile, split) of a call that launched with no copies -> (extension,
+# hgemm's plans: call_key(a, b, out, kernel, acc, tile, split, sms) of a call that launched with no copies -> (extension,
 # a_col, b_col, byte_extents of A, B and out). A later call with the same key (same shapes, strides, dtypes, devices
 # and alignment bits, so validation and every layout decision would come out the same) launches at once; only the
 # overlap of out= with A and B, which depends on the addresses, is tested again.
@@ -283,7 +283,7 @@ def planned(a: torch.Tensor, b: torch.Tensor, *, kernel: str, acc: str = "fp32")
     try:
         if a.is_neg() or b.is_neg():
             return None
-        plan = _PLANS.get(call_key(a, b, None, kernel, acc, "auto", None))
+        plan = _PLANS.get(call_key(a, b, None, kernel, acc, "auto", None, None))
     except (AttributeError, TypeError):
         return None
     if plan is None:

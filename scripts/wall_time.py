@@ -191,7 +191,7 @@ def _stub_plans(layer, x: torch.Tensor) -> None:
         import ptx_kernels
 
         out = x2.new_empty(x2.shape[0], wt.shape[1])
-        ptx_kernels._PLANS.put(call_key(x2, wt, None, layer.variant, layer.acc, "auto", None),
+        ptx_kernels._PLANS.put(call_key(x2, wt, None, layer.variant, layer.acc, "auto", None, None),
                                (_StubExt(), True, byte_extents(x2, wt, out)))
     else:
         from triton_kernels import dispatch

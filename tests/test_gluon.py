@@ -223,8 +223,13 @@ def _stream_k_walk(out_ptr, count_ptr, args_ptr, LANES, MAX_ITEMS: tl.constexpr,
     `stream_k_item(w, ...)`: out[i, w] = (tile, j, parts, k_lo, k_hi), count[i] = the items."""
     lane = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mine = lane < LANES
-    pid, programs, tiles, sk_tiles, slices, iters = (tl.load(args_ptr + lane * 6 + f, mask=mine, other=1)
-                                                     for f in tl.static_range(6))
+    arg = args_ptr + lane * 6  # one load a field: a generator expression compiles only in the interpreter
+    pid = tl.load(arg, mask=mine, other=1)
+    programs = tl.load(arg + 1, mask=mine, other=1)
+    tiles = tl.load(arg + 2, mask=mine, other=1)
+    sk_tiles = tl.load(arg + 3, mask=mine, other=1)
+    slices = tl.load(arg + 4, mask=mine, other=1)
+    iters = tl.load(arg + 5, mask=mine, other=1)
     items = gluon_persistent.stream_k_items(pid, programs, tiles, sk_tiles, slices)
     tl.store(count_ptr + lane, items, mask=mine)
     for w in range(MAX_ITEMS):
