@@ -130,6 +130,16 @@ def source_cell(r: dict) -> str:
     return f"{r['lines']}" + (f" (+ {r['header_lines']})" if r["header_lines"] else "")
 
 
+def regs_cell(r: dict) -> str:
+    """A compiled level's registers at launch, then the setmaxnreg targets its warpgroups move to."""
+    return f"{r['regs']}" + (f"; {' / '.join(map(str, r['setmaxnreg']))}" if r["setmaxnreg"] else "")
+
+
+def smem_cell(r: dict) -> str:
+    """A compiled level's shared memory in bytes (the static part where the rest is sized at launch)."""
+    return f"{r['smem']}" + (" static (the rest sized at launch)" if r["smem_at_launch"] else "")
+
+
 def markdown(table: list[dict]) -> str:
     head = ("| level | kernel | source lines (+ headers) | HGMMA | UTMALDG | UTMASTG | SYNCS | BAR | registers "
             "(launch; setmaxnreg) | shared memory | local |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
@@ -140,10 +150,8 @@ def markdown(table: list[dict]) -> str:
             body.append(f"| {r['level']} | `{r['kernel']}` | {src} | {r.get('skipped') or 'not compiled'} |"
                         " | | | | | | |")
             continue
-        regs = f"{r['regs']}" + (f"; {' / '.join(map(str, r['setmaxnreg']))}" if r["setmaxnreg"] else "")
-        smem = f"{r['smem']}" + (" static (the rest sized at launch)" if r["smem_at_launch"] else "")
         body.append(f"| {r['level']} | `{r['kernel']}` | {src} | {r['hgmma']} | {r['utmaldg']} | {r['utmastg']} | "
-                    f"{r['syncs']} | {r['bar']} | {regs} | {smem} | {r['local']} |")
+                    f"{r['syncs']} | {r['bar']} | {regs_cell(r)} | {smem_cell(r)} | {r['local']} |")
     return head + "\n".join(body) + "\n"
 
 

@@ -702,9 +702,7 @@ def levels_html(rows: list, skipped: dict, bench_rows: dict[str, list[dict]]) ->
                 why = r.get("skipped") or "not inspected in this build"
                 body.append(f'<tr>{head}<td colspan="7">{html.escape(why)}</td><td>{speed}</td></tr>')
                 continue
-            regs = f"{r['regs']}" + (f"; {' / '.join(map(str, r['setmaxnreg']))}" if r["setmaxnreg"] else "")
-            smem = f"{r['smem']}" + (" + at launch" if r["smem_at_launch"] else "")
-            cells = (r["hgmma"], r["utmaldg"], r["utmastg"], r["syncs"], r["bar"], regs, smem)
+            cells = (r["hgmma"], r["utmaldg"], r["utmastg"], r["syncs"], r["bar"], lv.regs_cell(r), lv.smem_cell(r))
             body.append(f"<tr>{head}" + "".join(f"<td>{html.escape(str(c))}</td>" for c in cells)
                         + f"<td>{speed}</td></tr>")
         title = {"data_parallel": "data-parallel", "stream_k": "stream-K"}.get(schedule, schedule)
