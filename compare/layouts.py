@@ -144,22 +144,32 @@ def draw_all(out: Path, hardware: bool = False) -> list[Path]:
                      f"stmatrix{'.trans' if trans else ''} writes the same map", fontsize=9)
         paths.append(_save(fig, out / f"ldmatrix_x4{'_trans' if trans else ''}.png"))
     paths.append(draw_sparse(out))
-    md = MARKDOWN
+    (out / "layouts.md").write_text(MARKDOWN)
     if hardware:
-        import torch
-
-        rows, wmma = hardware_check()
-        paths.append(draw_wmma(wmma, out))
-        table = "\n".join(f"| {name} | {'yes' if ok else 'NO'} | {note} |" for name, ok, note in rows)
-        md += (f"\n## On the hardware ({torch.cuda.get_device_name()})\n\nProbes from `ptx_kernels/csrc/lab/probes.cu`, "
-               f"run by `python -m compare layouts --hardware`:\n\n| instruction | hardware == model | note |\n"
-               f"|---|---|---|\n{table}\n\n![wmma](wmma_fragments.png)\n\nWMMA's fragment map is the "
-               f"compiler's choice (the API calls it opaque); the map above is what this GPU and nvcc produced.\n")
-        if not all(ok for _, ok, note in rows if not note.startswith("not run")):
-            (out / "layouts.md").write_text(md)
-            raise HgemmError("hardware differs from the model: see " + str(out / "layouts.md"))
-    (out / "layouts.md").write_text(md)
+        paths.append(add_hardware(out))
     return paths
+
+
+def add_hardware(out: Path) -> Path:
+    """The probes' section, appended to the layouts.md that `draw_all` wrote in `out`: every probe run on this GPU
+    and compared with the model, and the WMMA map drawn from what it recorded. A mismatch writes the section, then
+    raises. (The main job draws the model's maps in a child process from its start, and runs this part in its own
+    process, which holds the GPU, at the end.)"""
+    import torch
+
+    out = Path(out)
+    rows, wmma = hardware_check()
+    png = draw_wmma(wmma, out)
+    table = "\n".join(f"| {name} | {'yes' if ok else 'NO'} | {note} |" for name, ok, note in rows)
+    md = (f"\n## On the hardware ({torch.cuda.get_device_name()})\n\nProbes from `ptx_kernels/csrc/lab/probes.cu`, "
+          f"run by `python -m compare layouts --hardware`:\n\n| instruction | hardware == model | note |\n"
+          f"|---|---|---|\n{table}\n\n![wmma](wmma_fragments.png)\n\nWMMA's fragment map is the "
+          f"compiler's choice (the API calls it opaque); the map above is what this GPU and nvcc produced.\n")
+    with open(out / "layouts.md", "a") as f:
+        f.write(md)
+    if not all(ok for _, ok, note in rows if not note.startswith("not run")):
+        raise HgemmError("hardware differs from the model: see " + str(out / "layouts.md"))
+    return png
 
 
 MARKDOWN = """# Fragment maps (model)

@@ -69,6 +69,14 @@ class ModelSize:
         """Cache length: the prompt and the decoded token."""
         return self.prefill + 1
 
+    def linear_shapes(self) -> list[tuple[int, int, int]]:
+        """(M, N, K) of every nn.Linear's GEMM in prefill (M: batch x prompt tokens) and decode (M: batch): the
+        attention projections (q and o, k and v), the MLP's (gate and up, down) and the LM head."""
+        kv = self.kv_heads * self.head_dim
+        nk = dict.fromkeys([(self.hidden, self.hidden), (kv, self.hidden), (self.intermediate, self.hidden),
+                            (self.hidden, self.intermediate), (self.vocab, self.hidden)])
+        return [(m, n, k) for m in (self.batch * self.prefill, self.batch) for n, k in nk]
+
     def label(self) -> str:
         return (f"{self.layers}L h{self.hidden} mlp{self.intermediate} v{self.vocab} {self.heads}/{self.kv_heads}h "
                 f"b{self.batch} t{self.prefill}")

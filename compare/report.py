@@ -221,9 +221,12 @@ def bench_plan(full: bool, suite: str, nvcc: bool) -> BenchPlan:
 
 
 def _warm_jobs(plan: BenchPlan) -> list[tuple]:
-    """(entry, kind, M, N, K, layout, dtype) of every Triton entry the bench will time: run once beside the check
-    (compare.parallel.warm_one), so that the timing loads compiled kernels."""
-    jobs = []
+    """(entry, kind, M, N, K, layout, dtype) of every Triton entry the bench will time, and of Triton's automatic
+    choice on the model phase's GEMMs (its nn.Linear calls: x W^T, B column-major): run once beside the check
+    (compare.parallel.warm_one), so that the timing and the model load compiled kernels."""
+    from .model import SIZES
+
+    jobs = [("triton", "dense", m, n, k, "NT", "fp16") for m, n, k in SIZES["issue"].linear_shapes()]
     for groups, dtype in ((plan.suite + plan.ladder + plan.random, "fp16"), (plan.bf16, "bf16")):
         for entries, shapes in groups:
             for k in entries:
@@ -265,13 +268,40 @@ def _start_build(result: Result, log) -> threading.Thread:
     return thread
 
 
-def _start_layouts(out: Path):
-    """`python -m compare layouts --out out` (the model's fragment maps) in a child process; `_finish_layouts`."""
+def _start_layouts(out: Path, nice: int = 0):
+    """`python -m compare layouts --out out` (the model's fragment maps) in a child process, `nice` added to its
+    priority; `_finish_layouts`."""
+    import os
     import subprocess
     import sys
 
-    return subprocess.Popen([sys.executable, "-m", "compare", "layouts", "--out", str(out)], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen([sys.executable, "-m", "compare", "layouts", "--out", str(out)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    if nice:
+        os.setpriority(os.PRIO_PROCESS, proc.pid, nice)
+    return proc
+
+
+def _draw_plots(out: Path, random: bool) -> tuple[list[Path], list[Path], list[Path]]:
+    """The benches' figures (compare.plot.plot_all): the main bench's, bf16's, and the random draw's where it ran."""
+    from .plot import plot_all
+
+    return (plot_all(out / "bench.json", out), plot_all(out / "bf16" / "bench.json", out / "bf16"),
+            plot_all(out / "random" / "bench.json", out / "random") if random else [])
+
+
+def _start_plots(out: Path, random: bool):
+    """`_draw_plots` in a child process (spawned, at the lowest priority: the model phase times beside it). Its
+    future's result() is the figures, or raises what the child raised."""
+    import multiprocessing as mp
+    import os
+    from concurrent.futures import ProcessPoolExecutor
+
+    pool = ProcessPoolExecutor(max_workers=1, mp_context=mp.get_context("spawn"), initializer=os.nice,
+                               initargs=(19,))
+    future = pool.submit(_draw_plots, out, random)
+    pool.shutdown(wait=False)  # the child goes on drawing; the pool ends with it
+    return future
 
 
 def _finish_layouts(proc, out: Path) -> None:
@@ -307,10 +337,11 @@ def run(out: Path, *, gpu: bool, suite: str = SUITE, budget_ms: float = MAIN_JOB
     # check (it has until the end of the bench; they are waited for).
     (out / "inspect" / "inspect.json").unlink(missing_ok=True)  # an earlier run's rows are not this run's
     inspect_job = disasm.start(out / "inspect", nice=19)
-    # The fragment maps of the model (matplotlib, no GPU) likewise, where no probes run beside them: drawn in a
-    # child from the start, on the core the check's interpreter leaves free. (The probes need this process's GPU.)
+    # The fragment maps of the model (matplotlib, no GPU) likewise: drawn in a child from the start, on the core the
+    # check's interpreter leaves free (on a GPU at the lowest priority, beside the build). The probes, which need
+    # this process's GPU, add their section at the end (layouts.add_hardware).
     probes = gpu and nvcc
-    layouts_job = None if probes else _start_layouts(out / "layouts")
+    layouts_job = _start_layouts(out / "layouts", nice=19 if gpu else 0)
     env = environment()
     md = ["# tensorcore-hgemm report", "", f"Produced by `{env['command']}` on {env.get('gpu') or 'a machine without a GPU'}"
           f", {env['date']}, commit `{env['git_commit']}` (torch {env['torch']}, triton {env['triton']}"
@@ -375,11 +406,9 @@ def run(out: Path, *, gpu: bool, suite: str = SUITE, budget_ms: float = MAIN_JOB
 
     # BENCH + FRAME + PLOTS
     if gpu:
-        from .plot import plot_all
-
         timer = bench_mod.Timer()
         frame, ceilings = {}, None
-        brows, lrows, brows_b, srows, rrows, pngs, pngs_b, pngs_r = [], [], [], [], [], [], [], []
+        brows, lrows, brows_b, srows, rrows = [], [], [], [], []
         with Sampler() as sampler:
             with phase.guard("frame"):
                 frame = frame_mod.measure(timer)
@@ -413,58 +442,64 @@ def run(out: Path, *, gpu: bool, suite: str = SUITE, budget_ms: float = MAIN_JOB
             md.insert(1, f"\n**UNRELIABLE TIMING** in the {', '.join(unreliable)} bench(es): the A/A control "
                          "(torch.matmul timed twice) left its band; see the first line of each section below.")
         log(bench_mod.aa_verdict(brows + lrows).line)
-        with phase.guard("plot"):
-            pngs = plot_all(out / "bench.json", out)
-            pngs_b = plot_all(out / "bf16" / "bench.json", out / "bf16")
-            pngs_r = plot_all(out / "random" / "bench.json", out / "random") if rrows else []
-        suite_names = f"the `{suite}` suite" + ("" if full else " (recommended entries: each family's best)")
-        md += ["## Speed", "", verdict_line(brows + lrows), "",
-               f"Device time: medians of CUDA-event timings, per call and interleaved (each pass calls every kernel "
-               f"once, the first one rotating from pass to pass, the GPU queue kept full by a sleep ahead), L2 "
-               f"flushed before every call (256 MB written and read back, so no dirty lines are left for the timed "
-               f"call to write back), random inputs checked before timing; NN layout. `{bench_mod.CONTROL}` is the "
-               f"A/A control: torch.matmul timed a second time, whose ratio is the noise of every ratio here. Spread: "
-               f"p10 to p90 of a row's samples over its median. Wall time: microseconds per call of "
-               f"back-to-back calls from Python (host clock between two synchronizations, no GPU sleep ahead: "
-               f"validation, dispatch, descriptors and launch count), in the same rounds. % HBM: A, B and C moved "
-               f"once over the device time, against the measured copy bandwidth. Physical frame measured in the "
-               f"same run: " + (f"{frame_mod.describe(frame)}, device copy {frame['copy_gb_s']:.0f} GB/s"
-                                if frame else "not measured (the frame phase failed)")
-               + f". Clocks and power during the run: {env['during_run']}.", "",
-               f"### Geometric mean over {suite_names}", "", summary_markdown(brows), "",
-               *(f"![{p.stem}]({p.name})\n" for p in pngs), "### Every measurement", "", bench_markdown(brows), "",
-               *(["### Every ladder step at " + "x".join(map(str, LADDER_SHAPE)), "", bench_markdown(lrows), ""]
-                 if lrows else []),
-               "Raw numbers: `bench.csv`, `bench.json` (with the environment).", ""]
-        gaps = bench_mod.dtype_gaps(brows + lrows, brows_b)
-        md += ["## bf16 beside fp16", "", verdict_line(brows_b), "",
-               "Timed against torch.matmul in bf16, same timing. % of ceiling is against the fp16 instruction "
-               "ceilings of the frame (the frame measures fp16 operands).", "", summary_markdown(brows_b), "",
-               *(f"![{p.stem}](bf16/{p.name})\n" for p in pngs_b),
-               "### Ratio to torch.matmul: fp16 vs bf16 (each against torch in its own dtype)", "",
-               _md_table(["kernel", "shape", "fp16 x torch", "bf16 x torch", "bf16 - fp16"],
-                         [[f"`{kn}`", sh, f"{x:.3f}", f"{y:.3f}", f"{y - x:+.3f}"] for kn, sh, x, y in gaps]), "",
-               bench_markdown(brows_b), "", "Raw numbers: `bf16/bench.csv`, `bf16/bench.json`, `bf16/check.json`.",
-               ""]
-        if srows:
-            md += ["## 2:4 sparse", "", verdict_line(srows), "",
-                   "A pruned 2:4 along K (the two largest magnitudes of every 4), the same pruned A for every kernel: "
-                   "dense torch.matmul on it (the ratios' base), the dense PTX kernel of each sparse kernel's ladder, "
-                   "torch.sparse.to_sparse_semi_structured (cuSPARSELt where torch has it; skipped with the reason "
-                   "where its shape rules refuse), and the sparse PTX kernels (compressed once, untimed). TFLOPS "
-                   "count the dense 2 M N K; % ceiling is against the sparse instruction ceilings of the frame above. "
-                   "Same timing as the dense bench.", "", summary_markdown(srows), "", bench_markdown(srows), "",
-                   "Raw numbers: `sparse/bench.csv`, `sparse/bench.json`.", ""]
-        if rrows:
-            md += ["## Random shapes", "", verdict_line(rrows), "",
-                   f"{MAIN_RANDOM_COUNT} shapes of the random suite, seed {MAIN_RANDOM_SEED} (`python -m compare bench "
-                   f"--suite random --seed {MAIN_RANDOM_SEED} --count {MAIN_RANDOM_COUNT}`): M log-uniform in "
-                   "1..16384, N and K in 256..32768, every other shape rounded to multiples of 8, each shape's layout drawn from "
-                   f"all four; the recommended entries, {MAIN_RANDOM_BUDGET_MS:g} ms timed per kernel and shape, the "
-                   "same timing. A picture of where each family wins and loses, not an acceptance run (those take "
-                   "--count 200 and seeds of their own).", "", summary_markdown(rrows), "",
-                   *(f"![{p.stem}](random/{p.name})\n" for p in pngs_r), bench_markdown(rrows), "",
-                   "Raw numbers: `random/bench.csv`, `random/bench.json`.", ""]
+        # PLOTS (matplotlib, no GPU) in a child process beside the model phase below, collected before the
+        # speed section is written (`speed_at`: it goes where the benches' sections belong)
+        plots = _start_plots(out, random=bool(rrows))
+        speed_at = len(md)
+
+        def speed_sections(pngs, pngs_b, pngs_r) -> list[str]:
+            sp = []  # the speed sections
+            suite_names = f"the `{suite}` suite" + ("" if full else " (recommended entries: each family's best)")
+            sp += ["## Speed", "", verdict_line(brows + lrows), "",
+                   f"Device time: medians of CUDA-event timings, per call and interleaved (each pass calls every "
+                   f"kernel once, the first one rotating from pass to pass, the GPU queue kept full by a sleep ahead), "
+                   f"L2 flushed before every call (256 MB written and read back, so no dirty lines are left for the "
+                   f"timed call to write back), random inputs checked before timing; NN layout. `{bench_mod.CONTROL}` "
+                   f"is the A/A control: torch.matmul timed a second time, whose ratio is the noise of every ratio "
+                   f"here. Spread: p10 to p90 of a row's samples over its median. Wall time: microseconds per call of "
+                   f"back-to-back calls from Python (host clock between two synchronizations, no GPU sleep ahead: "
+                   f"validation, dispatch, descriptors and launch count), in the same rounds. % HBM: A, B and C moved "
+                   f"once over the device time, against the measured copy bandwidth. Physical frame measured in the "
+                   f"same run: " + (f"{frame_mod.describe(frame)}, device copy {frame['copy_gb_s']:.0f} GB/s"
+                                    if frame else "not measured (the frame phase failed)")
+                   + f". Clocks and power during the run: {env['during_run']}.", "",
+                   f"### Geometric mean over {suite_names}", "", summary_markdown(brows), "",
+                   *(f"![{p.stem}]({p.name})\n" for p in pngs), "### Every measurement", "", bench_markdown(brows), "",
+                   *(["### Every ladder step at " + "x".join(map(str, LADDER_SHAPE)), "", bench_markdown(lrows), ""]
+                     if lrows else []),
+                   "Raw numbers: `bench.csv`, `bench.json` (with the environment).", ""]
+            gaps = bench_mod.dtype_gaps(brows + lrows, brows_b)
+            sp += ["## bf16 beside fp16", "", verdict_line(brows_b), "",
+                   "Timed against torch.matmul in bf16, same timing. % of ceiling is against the fp16 instruction "
+                   "ceilings of the frame (the frame measures fp16 operands).", "", summary_markdown(brows_b), "",
+                   *(f"![{p.stem}](bf16/{p.name})\n" for p in pngs_b),
+                   "### Ratio to torch.matmul: fp16 vs bf16 (each against torch in its own dtype)", "",
+                   _md_table(["kernel", "shape", "fp16 x torch", "bf16 x torch", "bf16 - fp16"],
+                             [[f"`{kn}`", sh, f"{x:.3f}", f"{y:.3f}", f"{y - x:+.3f}"] for kn, sh, x, y in gaps]), "",
+                   bench_markdown(brows_b), "", "Raw numbers: `bf16/bench.csv`, `bf16/bench.json`, `bf16/check.json`.",
+                   ""]
+            if srows:
+                sp += ["## 2:4 sparse", "", verdict_line(srows), "",
+                       "A pruned 2:4 along K (the two largest magnitudes of every 4), the same pruned A for every "
+                       "kernel: dense torch.matmul on it (the ratios' base), the dense PTX kernel of each sparse "
+                       "kernel's ladder, torch.sparse.to_sparse_semi_structured (cuSPARSELt where torch has it; "
+                       "skipped with the reason where its shape rules refuse), and the sparse PTX kernels (compressed "
+                       "once, untimed). TFLOPS count the dense 2 M N K; % ceiling is against the sparse instruction "
+                       "ceilings of the frame above. Same timing as the dense bench.", "", summary_markdown(srows),
+                       "", bench_markdown(srows), "",
+                       "Raw numbers: `sparse/bench.csv`, `sparse/bench.json`.", ""]
+            if rrows:
+                sp += ["## Random shapes", "", verdict_line(rrows), "",
+                       f"{MAIN_RANDOM_COUNT} shapes of the random suite, seed {MAIN_RANDOM_SEED} (`python -m compare "
+                       f"bench --suite random --seed {MAIN_RANDOM_SEED} --count {MAIN_RANDOM_COUNT}`): M log-uniform "
+                       "in 1..16384, N and K in 256..32768, every other shape rounded to multiples of 8, each shape's "
+                       f"layout drawn from all four; the recommended entries, {MAIN_RANDOM_BUDGET_MS:g} ms timed per "
+                       "kernel and shape, the same timing. A picture of where each family wins and loses, not an "
+                       "acceptance run (those take --count 200 and seeds of their own).", "",
+                       summary_markdown(rrows), "",
+                       *(f"![{p.stem}](random/{p.name})\n" for p in pngs_r), bench_markdown(rrows), "",
+                       "Raw numbers: `random/bench.csv`, `random/bench.json`.", ""]
+            return sp
     else:
         result.not_run.append("bf16 timings need a CUDA GPU (its checks ran under the Triton interpreter)")
         md += ["## Speed", "", "Not measured: timing needs a CUDA GPU. On a GPU machine the same command checks "
@@ -485,9 +520,15 @@ def run(out: Path, *, gpu: bool, suite: str = SUITE, budget_ms: float = MAIN_JOB
             result.failures.append(f"{len(raised)} model runs raised: {'; '.join(raised)}")
         md += ["## A model end to end", "", mmd, "", "Files: `model/` (`python -m compare model` for the whole "
                "run: fp16 and bf16, a training step, torch.compile).", ""]
+    if gpu:
+        pngs = ([], [], [])
+        with phase.guard("plot"):
+            pngs = plots.result()
+        md[speed_at:speed_at] = speed_sections(*pngs)
 
-    # LAYOUTS: the model; on a GPU also the probes, compared with it (a mismatch fails the job)
-    from .layouts import draw_all
+    # LAYOUTS: the model (drawn in the child started first); on a GPU also the probes, compared with it (a mismatch
+    # fails the job)
+    from .layouts import add_hardware, draw_all
     if gpu and not nvcc:
         result.not_run.append("the fragment-map probes on the GPU need nvcc")
     verdict = ""
@@ -495,11 +536,12 @@ def run(out: Path, *, gpu: bool, suite: str = SUITE, budget_ms: float = MAIN_JOB
         if layouts_job:  # a child that failed fails the phase (phase.guard)
             _finish_layouts(layouts_job, out / "layouts")
         else:
+            draw_all(out / "layouts")
+        if probes:
             try:
-                draw_all(out / "layouts", hardware=probes)
-                verdict = ("; probes on this GPU agree with it for every ldmatrix, stmatrix and mma form" if probes
-                           else "")
-            except HgemmError as e:  # the probes disagree with the model (draw_all's verdict): a finding, not a crash
+                add_hardware(out / "layouts")
+                verdict = "; probes on this GPU agree with it for every ldmatrix, stmatrix and mma form"
+            except HgemmError as e:  # the probes disagree with the model (add_hardware's verdict): a finding
                 verdict = f"; {e}"
                 result.failures.append(str(e))
     fragment_md = ["## Fragment maps", "", "Which lane holds which element for mma.m16n8k16 and ldmatrix/stmatrix, "
@@ -546,7 +588,9 @@ def run(out: Path, *, gpu: bool, suite: str = SUITE, budget_ms: float = MAIN_JOB
         md += ["## Not run here", "", *(f"- {line}" for line in result.not_run), ""]
     md += ["## Phase times", "", _md_table(["phase", "seconds"], [[k, f"{v:.1f}"] for k, v in result.phases.items()]),
            "", "Inspect runs in a child process from the start, beside the check and the bench; its row (inspect) "
-           "is the time the job waited for it at the end.", ""]
+           "is the time the job waited for it at the end. The model's fragment maps are drawn in a child from the "
+           "start too, and the plots in one beside the model phase: their rows (fragment maps, plot) are the waits "
+           "for them, with the probes' run on the GPU in fragment maps.", ""]
     md[header:header] = failed_phases_markdown(result.failed_phases)
     (out / "index.md").write_text("\n".join(md))
     env["phases_s"] = result.phases

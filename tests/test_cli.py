@@ -136,6 +136,25 @@ def test_layouts_child_failure_is_one_line(tmp_path):
     assert (tmp_path / "logs" / "layouts.log").read_text().strip()
 
 
+def test_plots_child_draws_and_fails_loudly(tmp_path):
+    """The GPU main job draws its plots in a child beside the model phase: the child's figures are plot_all's, and
+    a child that fails (no bf16 bench.json) raises its error from result(), where the plot phase catches it."""
+    import shutil
+
+    from compare import report
+
+    sample = Path(__file__).parent / "data" / "bench_h100_sample.json"
+    for sub in ("", "bf16"):
+        (tmp_path / sub).mkdir(exist_ok=True)
+        shutil.copy(sample, tmp_path / sub / "bench.json")
+    main, bf16, rand = report._start_plots(tmp_path, random=False).result(timeout=300)
+    assert {"tflops_vs_size.png", "ladder.png"} <= {p.name for p in main} and bf16 and rand == []
+    assert all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in main + bf16)
+    (tmp_path / "bf16" / "bench.json").unlink()
+    with pytest.raises(OSError):
+        report._start_plots(tmp_path, random=False).result(timeout=300)
+
+
 @pytest.mark.skipif(HAS_CUDA, reason="the CPU main job")
 def test_main_job_goes_on_past_a_failing_inspect(tmp_path, monkeypatch, capsys):
     """A phase after the check that raises (inspect, as a demangler's `(bool)0` made it raise KeyError on the GPU
@@ -160,7 +179,7 @@ def test_main_job_goes_on_past_a_failing_inspect(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(check, "run_check", no_check)
     monkeypatch.setattr(model, "run_model", lambda out, **kw: ([], "the model, cut short"))
     monkeypatch.setattr(layouts, "draw_all", layouts_md)
-    monkeypatch.setattr(report, "_start_layouts", lambda out: None)  # drawn here then, by draw_all
+    monkeypatch.setattr(report, "_start_layouts", lambda out, **kw: None)  # drawn here then, by draw_all
     monkeypatch.setattr(disasm, "start", lambda out, *a, **kw: None)
     monkeypatch.setattr(disasm, "finish", fails)
     status = cli.main(["--out", str(tmp_path)])

@@ -106,6 +106,25 @@ def test_decode_step_equals_the_full_forward(impl):
     assert torch.equal(step, again)
 
 
+@pytest.mark.parametrize("impl", IMPLS)
+def test_linear_shapes_are_the_gemms_the_model_runs(impl):
+    """ModelSize.linear_shapes (the GEMMs the main job compiles ahead, beside its check) is exactly the set of
+    (M, N, K) that the model's nn.Linear layers compute in prefill and decode."""
+    size = TINY
+    model = M.build(size, impl, "cpu")
+    run = M.Runner(model, size, "cpu")
+    seen = set()
+    hooks = [mod.register_forward_hook(lambda mod, args, out: seen.add((args[0].numel() // mod.in_features,
+                                                                        mod.out_features, mod.in_features)))
+             for mod in model.modules() if isinstance(mod, torch.nn.Linear)]
+    with torch.no_grad():
+        run.prefill(torch.randint(0, size.vocab, (size.batch, size.prefill)))
+        run.decode(torch.randint(0, size.vocab, (size.batch, 1)), torch.tensor([size.prefill]))
+    for h in hooks:
+        h.remove()
+    assert seen == set(size.linear_shapes()) and len(size.linear_shapes()) == len(seen)
+
+
 @pytest.mark.skipif(HAS_CUDA, reason="the CPU path (the interpreter; a GPU runs the GPU tests below)")
 @pytest.mark.parametrize("impl", IMPLS)
 @pytest.mark.parametrize("dtype", ["fp16", "bf16"])
