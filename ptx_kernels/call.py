@@ -33,7 +33,7 @@ def last_launch() -> dict:
     b_col_major), any copies it made, the block tile (tile_m, tile_n) where the kernel
     chose between several (else None), the K parts of a split-K launch (else None), and "kernel", the one whose
     code ran (wgmma_persistent hands a few rows of A against a large B to mma_stream, skinny outputs to wgmma_splitk
-    and some row-major B to wgmma_cluster; else the one given)."""
+    and B with rows off the 32-byte sectors to wgmma_cluster; else the one given)."""
     if _last[0] is None:
         return {}
     variant, acc, (info, ran), (a_col, b_col), copies = _last[0]

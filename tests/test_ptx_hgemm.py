@@ -201,6 +201,34 @@ def test_persistent_256x152_plan_exact(dtype, acc):
                 assert launch["tile"] != (256, 152), launch
 
 
+@pytest.mark.gpu(sm=90)
+@pytest.mark.parametrize("dtype,acc", (("fp16", "fp32"), ("fp16", "fp16"), ("bf16", "fp32")))
+def test_b_rows_off_the_sectors_never_run_the_persistent_wide_tile(dtype, acc):
+    """wgmma_persistent never runs its own 128x256 or 256x152 tile on a B whose rows in storage order lie off the
+    32-byte sectors (column-major B with K = 8 mod 16, row-major B with N = 8 mod 16): it hands such a plan to
+    wgmma_cluster, which multicasts each B box to two blocks. On rows 32-byte aligned it keeps its own kernels.
+    Exact on integer inputs (K short enough for fp16 accumulation; the plan does not depend on K unless it
+    splits)."""
+    handed = 0
+    cases = [(4096, 4096, 200, "NT", True), (4096, 4096, 192, "NT", False), (2048, 8192, 200, "NT", True),
+             (2048, 8192, 192, "NT", False), (2048, 8192, 200, "TT", True), (4096, 4088, 192, "NN", True),
+             (4096, 4096, 192, "NN", False), (6000, 3000, 200, "NT", True), (3000, 5000, 200, "TT", True)]
+    for i, (m, n, k, layout, off) in enumerate(cases):
+        a, b = make_inputs(m, n, k, layout, device="cuda", seed=i, dtype=dtype)
+        c = run(BY_NAME["wgmma_persistent"], acc, a, b, dtype=dtype)
+        launch = ptx_kernels.last_launch()
+        what = f"{dtype} {acc} {layout} {m}x{n}x{k}"
+        assert_exact(c, a, b, what)
+        assert (max(b.stride()) * b.element_size() % 32 != 0) == off, (what, b.stride())
+        if off:
+            assert launch["kernel"] == "wgmma_cluster" or launch["tile"] not in ((128, 256), (256, 152)), (what,
+                                                                                                         launch)
+            handed += launch["kernel"] == "wgmma_cluster"
+        else:
+            assert launch["kernel"] != "wgmma_cluster", (what, launch)
+    assert handed >= 4, f"{handed} cases handed to the cluster kernel"
+
+
 # the TMA kernels that read column-major A in place (simt_naive reads any strides: it has no layout to report)
 A_COL = [v for v in ptx_kernels.variants() if a_col_in_place(v) and not any_strides(v)]
 DTYPE_ACCS = (("fp16", "fp32"), ("fp16", "fp16"), ("bf16", "fp32"))

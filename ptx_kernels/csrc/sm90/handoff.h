@@ -1,8 +1,8 @@
 // sm90/handoff.h — the launches wgmma_persistent.cu hands problems to: wgmma_splitk.cu's split-K over a cluster and
 // wgmma_splitk_grid.cu's over the grid, for outputs with too few tiles to fill the GPU (plan_wgmma decides),
-// wgmma_cluster.cu, for row-major B whose rows are not 32-byte aligned, and mma_stream.cu's bandwidth path, for a few
-// rows of A against a large B (hands_to_stream). Templates over the element type E (half, __nv_bfloat16),
-// instantiated for both in their own files.
+// wgmma_cluster.cu, for B whose rows (in storage order) are not 32-byte aligned, and mma_stream.cu's bandwidth
+// path, for a few rows of A against a large B (hands_to_stream). Templates over the element type E (half,
+// __nv_bfloat16), instantiated for both in their own files.
 #pragma once
 #include "blocks/wgmma_tile.cuh"
 
