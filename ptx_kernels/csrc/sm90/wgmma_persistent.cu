@@ -211,13 +211,14 @@ cudaError_t launch_plan_tile(const GemmArgsOf<E>& p, Acc acc, cudaStream_t strea
 //   - outputs that even a cluster's split leaves mostly idle (fewer than hopper::kGridBelow of the SMs: 128 x 128,
 //     256 x 256, 512 x 512 outputs), with K long enough to cut in slices of hopper::kGridSliceKblocks k-blocks:
 //     wgmma_splitk_grid.cu splits K over the whole grid (hopper::choose_grid_split);
-//   - 128 x 256 and 256 x 152 tiles of a B whose rows in storage order are not 32-byte aligned (row-major B on
-//     3000 x 5000 x 2000: rows 10,000 bytes apart; column-major B with K not a multiple of 16): every 128-byte box
-//     row then straddles five 32-byte sectors, not four, which costs the kernel much of its speed against the same
-//     B on 128-byte aligned rows (measured: docs/design/hopper.md); wgmma_cluster.cu multicasts each 256 x 64 B box
-//     to two blocks, halving those reads, which recovers most of it. (A's rows off the sectors cost nothing
-//     measurable: its box has half as many rows. The narrower tiles of small outputs stay: the cluster's 128 x 256
-//     tiles would leave SMs idle there.)
+//   - a B whose rows in storage order are not 32-byte aligned (row-major B on 3000 x 5000 x 2000: rows 10,000 bytes
+//     apart; column-major B with K not a multiple of 16), planned on 128 x 256 or 256 x 152 tiles or on an output
+//     that 128 x 256 tiles cover in at least one whole round of the SMs: every 128-byte box row then straddles
+//     five 32-byte sectors, not four, which costs each of the persistent kernel's tiles much of its speed against
+//     the same B on 128-byte aligned rows (measured: docs/design/hopper.md); wgmma_cluster.cu multicasts each
+//     256 x 64 B box to two blocks, halving those reads, which recovers most of it. (A's rows off the sectors cost
+//     nothing measurable: its box has half as many rows. The narrow tiles of small outputs stay: the cluster's
+//     128 x 256 tiles would leave SMs idle there.)
 // GemmArgs::plan_tile (1/2/3/4: 128 x 256/128/64/192; 5/6: 256 x 152 in 4/3 stages) and ::split (1 = never; 2 and
 // 4 over a cluster, other counts over the grid) pin the plan.
 template <typename E>
@@ -232,7 +233,8 @@ cudaError_t launch_wgmma_persistent(const GemmArgsOf<E>& p, Acc acc, cudaStream_
   if (plan.grid) return launch_wgmma_splitk_grid_plan(p, acc, stream, info, plan);
   if (plan.split > 1) return launch_wgmma_splitk_plan(p, acc, stream, info, plan);
   const bool b_rows_straddle = row_bytes_b % 32 != 0;
-  if ((plan.bn == 256 || plan.bn == 152) && p.plan_tile == 0 && b_rows_straddle)
+  const int64_t wide_tiles = int64_t(hopper::cdiv(p.M, 128)) * hopper::cdiv(p.N, 256);
+  if (b_rows_straddle && p.plan_tile == 0 && (plan.bn == 256 || plan.bn == 152 || wide_tiles >= hopper::sm_count()))
     return launch_wgmma_cluster(p, acc, stream, info);
   if (plan.bn == 152 && p.plan_tile == 6) return launch_plan_tile<6>(p, acc, stream, info);
   if (plan.bn == 152) return launch_plan_tile<5>(p, acc, stream, info);
