@@ -123,10 +123,11 @@ __global__ void __launch_bounds__(kThreads, 1)
 
 }  // namespace
 
-// The kernels' launches for one layout of A, once launch_wgmma_streamk (below) has worked out the schedule, the
-// workspace and the tensor maps: a unit of the build's parts (host/parts.h), so outside the anonymous namespace;
-// declared here, so that the launcher's calls do not instantiate it, and instantiated in its part at the end of the
-// file. STREAMK_UNIT(extern, A_COL) declares a unit, STREAMK_UNIT(, A_COL) instantiates it.
+// The kernels' launches for one layout of A and one element type, once launch_wgmma_streamk (below) has worked out
+// the schedule, the workspace and the tensor maps: a unit of the build's parts (host/parts.h), so outside the
+// anonymous namespace; declared here, so that the launcher's calls do not instantiate it, and instantiated in its part
+// at the end of the file. STREAMK_UNIT(extern, A_COL, HALF) declares a unit, STREAMK_UNIT(, A_COL, HALF) instantiates
+// it (HALF: the element type is half, else __nv_bfloat16).
 template <bool A_COL, typename E>
 cudaError_t launch_streamk_kernels(const GemmArgsOf<E>& p, Acc acc, const hopper::Operands& ops,
                                    hopper::StreamKLaunch plan, float2* slots, int* counts, cudaStream_t stream,
@@ -150,17 +151,21 @@ cudaError_t launch_streamk_kernels(const GemmArgsOf<E>& p, Acc acc, const hopper
     *info = LaunchInfo{grid.x, 1, unsigned(kThreads), smem, info->smem_limit, BM, BN, plan.sk_tiles ? plan.slices : 0};
   return err;
 }
-#define STREAMK_UNIT(EXTERN, A_COL)                                                                               \
+#define STREAMK_UNIT_1(EXTERN, A_COL)                                                                             \
   HGEMM_UNIT(HGEMM_UNIT_HALF, HGEMM_UNIT(HGEMM_UNIT_A_COL_##A_COL, EXTERN))                                       \
   template cudaError_t launch_streamk_kernels<A_COL, half>(const GemmArgsOf<half>&, Acc, const hopper::Operands&,  \
                                                            hopper::StreamKLaunch, float2*, int*, cudaStream_t,     \
-                                                           LaunchInfo*);                                           \
+                                                           LaunchInfo*)
+#define STREAMK_UNIT_0(EXTERN, A_COL)                                                                             \
   HGEMM_UNIT(HGEMM_UNIT_BF16, HGEMM_UNIT(HGEMM_UNIT_A_COL_##A_COL, EXTERN))                                       \
   template cudaError_t launch_streamk_kernels<A_COL, __nv_bfloat16>(                                               \
       const GemmArgsOf<__nv_bfloat16>&, Acc, const hopper::Operands&, hopper::StreamKLaunch, float2*, int*,        \
       cudaStream_t, LaunchInfo*)
-STREAMK_UNIT(extern, false);
-STREAMK_UNIT(extern, true);
+#define STREAMK_UNIT(EXTERN, A_COL, HALF) STREAMK_UNIT_##HALF(EXTERN, A_COL)
+STREAMK_UNIT(extern, false, 1);
+STREAMK_UNIT(extern, false, 0);
+STREAMK_UNIT(extern, true, 1);
+STREAMK_UNIT(extern, true, 0);
 
 // ---- HOST: the schedule -> workspace -> tensor maps -> counters zeroed -> launch ----
 template <typename E>
@@ -187,12 +192,18 @@ cudaError_t launch_wgmma_streamk(const GemmArgsOf<E>& p, Acc acc, cudaStream_t s
   return err;
 }
 
-// ---- PARTS (host/parts.h): part 0 the launcher, the registration and A row-major's kernels; part 1 column-major
-// A's ----
+// ---- PARTS (host/parts.h): part 0 the launcher, the registration and fp16 with A row-major; the others one
+// (A layout, element type) each ----
 #if HGEMM_IN_PART(0)
 HGEMM_VARIANT_FP16_BF16(wgmma_streamk, launch_wgmma_streamk, AnyMajor);
-STREAMK_UNIT(, false);
+STREAMK_UNIT(, false, 1);
 #endif
 #if HGEMM_IN_PART(1)
-STREAMK_UNIT(, true);
+STREAMK_UNIT(, false, 0);
+#endif
+#if HGEMM_IN_PART(2)
+STREAMK_UNIT(, true, 1);
+#endif
+#if HGEMM_IN_PART(3)
+STREAMK_UNIT(, true, 0);
 #endif
