@@ -37,6 +37,8 @@ def _layouts(v: Variant) -> str:
         text = " ".join(v.native_layouts) + " (others copied)"
     if v.alignment in ("tma", "tma_ab"):
         text += "; TMA-describable operands" + (" only" if v.misaligned == "refuse" else ", others copied")
+    elif v.alignment == "rows16" and v.a_rows_any and v.b_rows_any:
+        text += "; A and B at any alignment"
     elif v.alignment == "rows16" and v.b_rows_any:
         text += "; A in 16-byte rows, others copied; B at any alignment"
     elif v.alignment == "rows16":

@@ -73,8 +73,9 @@ class Variant:
     # ".F32.BF16" bf16; sparse: "HMMA.SP.16832.F32"), and no other form (tests/test_ptx_compile.py); {} = unchecked.
     mma_forms: dict[str, tuple[str, ...]] = field(default_factory=dict, hash=False, compare=False)
     # B row- or column-major is read in place whatever the 16-byte alignment of its base and rows (`alignment` then
-    # holds for A only): the wrapper copies no B for that
+    # does not hold for B): the wrapper copies no B for that; a_rows_any: the same for A
     b_rows_any: bool = False
+    a_rows_any: bool = False
     unrolled_stages: bool = False  # the fp32 tile's main loop is unrolled over the ring's stages (MMA counts)
     # Which of its instances `compare inspect` shows, beyond the call's dtype and accumulation and row-major B: the
     # kernel template's arguments by parameter name, as the compiler spells them ({"T": "Tile<256, 4, 1, 128, 64>",

@@ -216,7 +216,7 @@ def hgemm(a: torch.Tensor, b: torch.Tensor, kernel: str = DEFAULT_KERNEL, acc: s
     check_arch(v, a.device, "hgemm")
     if max(p.m, p.n, p.k) > 2**31 - 1 - 256:
         raise HgemmValueError(f"hgemm: PTX kernels index M, N, K with 32-bit ints; got {p.m}x{p.n}x{p.k}")
-    v, launched = launched_variant(v, p.m, p.n, p.k, tile, split)
+    v, launched = launched_variant(v, p.m, p.n, p.k, tile, split, b)
     ext = load()
     copies = []
     a, b, a_col, b_col, restrided = prepared(v, a, b, split, copies)
@@ -230,10 +230,10 @@ def hgemm(a: torch.Tensor, b: torch.Tensor, kernel: str = DEFAULT_KERNEL, acc: s
     return p.out
 
 
-def launched_variant(v: Variant, m: int, n: int, k: int, tile: str, split) -> tuple[Variant, str]:
-    """The variant `hgemm(kernel=v.name)` launches on an M x N x K problem, and its name: mma_stream where
-    wgmma_persistent's plan hands the problem to it (`hands_to_stream`), else v itself."""
-    if hands_to_stream(v, m, n, k, tile, split):
+def launched_variant(v: Variant, m: int, n: int, k: int, tile: str, split, b: torch.Tensor) -> tuple[Variant, str]:
+    """The variant `hgemm(kernel=v.name)` launches on an M x N x K problem with operand B, and its name: mma_stream
+    where wgmma_persistent's plan hands the problem to it (`hands_to_stream`), else v itself."""
+    if hands_to_stream(v, m, n, k, tile, split, b_rows_off16(b)):
         return BY_NAME["mma_stream"], "mma_stream"
     return v, v.name
 
@@ -247,10 +247,14 @@ def prepared(v: Variant, a: torch.Tensor, b: torch.Tensor, split, copies: list[s
         return a, b, False, False, False
     a, a_col = _a_layout(a, a_col_in_place(v, split), copies)
     b, b_col = _b_layout(b, copies)
+    if v.a_rows_any and stream_copies_a(a, b.shape[1]):
+        copies.append("A to row-major" if a_col else "A to 16-byte aligned rows")
+        a, a_col = _aligned_copy(a), False
     restrided = False
     if v.alignment in ("rows16", "tma"):
         a0, b0 = a, b
-        a = _aligned(a, a_col, "A", copies)
+        if not v.a_rows_any:
+            a = _aligned(a, a_col, "A", copies)
         if not v.b_rows_any:
             b = _aligned(b, b_col, "B", copies)
         # an operand of one storage row re-strided (not copied): the cached plan would launch the caller's own
@@ -259,18 +263,48 @@ def prepared(v: Variant, a: torch.Tensor, b: torch.Tensor, split, copies: list[s
     return a, b, a_col, b_col, restrided
 
 
-# wgmma_persistent hands a few rows of A against a large B to mma_stream (csrc/sm90/handoff.h, hands_to_stream: its
-# kStreamRows and kStreamMinB, which a CPU test reads there). Such a call launches mma_stream from here, as the
-# hand-off would, so that B's rows off the 16-byte grid are read in place (mma_stream's b_rows_any), not first copied
-# for wgmma_persistent's TMA descriptors: the same kernel and plan, the same bits.
-STREAM_ROWS, STREAM_MIN_B = 16, 1 << 22
+# wgmma_persistent hands a few rows of A against a large B, or against a B off the 16-byte grid, to mma_stream
+# (csrc/sm90/handoff.h, hands_to_stream: its kStreamRows, kStreamOffRows and kStreamMinB, which a CPU test reads
+# there). Such a call launches mma_stream from here, as the hand-off would, so that B's rows off the 16-byte grid are
+# read in place (mma_stream's b_rows_any), not first copied for wgmma_persistent's TMA descriptors: the same kernel
+# and plan, the same bits.
+STREAM_ROWS, STREAM_OFF_ROWS, STREAM_MIN_B = 16, 48, 1 << 22
 
 
-def hands_to_stream(v: Variant, m: int, n: int, k: int, tile: str, split) -> bool:
+def b_rows_off16(b: torch.Tensor) -> bool:
+    """Whether B is row- or column-major (read in place by the tile kernels) with its base or rows (of its storage
+    order) off 16 bytes: what wgmma_persistent's TMA would copy first, and handoff.h's b_rows_off16."""
+    if is_row_major(b):
+        return not rows_aligned16(b, b.stride(0))
+    if is_col_major(b):
+        return not rows_aligned16(b, b.stride(1))
+    return False  # copied to row-major either way, into aligned rows
+
+
+# mma_stream reads A in place at any alignment, in 16-byte loads where A is row-major with aligned rows. On a large
+# problem, an A read otherwise costs more than a copy of it into aligned row-major rows (measured on the H200:
+# docs/design/hopper.md, "The bandwidth path"): column-major A past one 16-row block against a B of
+# STREAM_COPY_A_COL elements or more, row-major A off the grid against one of STREAM_COPY_A_ROWS or more.
+STREAM_COPY_A_COL, STREAM_COPY_A_ROWS = 1 << 23, 1 << 28
+
+
+def stream_copies_a(a: torch.Tensor, n: int) -> bool:
+    """Whether mma_stream's call copies A (row- or column-major, M x K, against a K x `n` B) into aligned row-major
+    rows first (STREAM_COPY_A_COL, STREAM_COPY_A_ROWS); the kernel's 16-byte loads need unit stride along K, and the
+    rows' and base's 16-byte alignment unless there is one row."""
+    m, k = a.shape
+    if a.stride(1) != 1:
+        return m > STREAM_ROWS and n * k >= STREAM_COPY_A_COL
+    vector = (a.stride(0) % 8 == 0 or m == 1) and a.data_ptr() % 16 == 0
+    return not vector and n * k >= STREAM_COPY_A_ROWS
+
+
+def hands_to_stream(v: Variant, m: int, n: int, k: int, tile: str, split, b_off16: bool = False) -> bool:
     """Whether `hgemm(kernel=v.name)` on an M x N x K problem runs mma_stream: wgmma_persistent's own plan (no tile or
-    split pinned) on M <= STREAM_ROWS and N x K >= STREAM_MIN_B."""
-    return (v.name == "wgmma_persistent" and tile == "auto" and split is None and m <= STREAM_ROWS
-            and n * k >= STREAM_MIN_B)
+    split pinned) on M <= STREAM_ROWS and N x K >= STREAM_MIN_B, or on M <= STREAM_OFF_ROWS with B's rows off 16
+    bytes (`b_off16`, `b_rows_off16`)."""
+    return (v.name == "wgmma_persistent" and tile == "auto" and split is None
+            and ((m <= STREAM_ROWS and n * k >= STREAM_MIN_B) or (b_off16 and m <= STREAM_OFF_ROWS)))
 
 
 def planned(a: torch.Tensor, b: torch.Tensor, *, kernel: str, acc: str = "fp32"):

@@ -785,8 +785,8 @@ def test_bench_times_gemv_on_skinny_outputs_only():
     assert k.bench_skip(one, None) is None and "M <= 1" in k.bench_skip(two, None)
     assert k.skip_reason is None  # the check runs it
     stream = entries["mma_stream_fp16acc"]
-    assert stream.bench_skip(torch.empty((16, 8)), None) is None
-    assert "M <= 16" in stream.bench_skip(torch.empty((17, 8)), None) and stream.skip_reason is None
+    assert stream.bench_skip(torch.empty((48, 8)), None) is None
+    assert "M <= 48" in stream.bench_skip(torch.empty((49, 8)), None) and stream.skip_reason is None
 
 
 @pytest.mark.gpu

@@ -252,7 +252,7 @@ def test_one_storage_row_is_restrided_not_copied():
 def test_python_hand_off_to_the_stream_mirrors_handoff_h():
     """ptx_kernels.call launches mma_stream itself where wgmma_persistent would hand the problem to it, so that B's
     misaligned rows are read in place: its rule's constants are handoff.h's, and a pinned tile or split, 17 rows or
-    a small B keep wgmma_persistent."""
+    a small B keep wgmma_persistent unless B's rows are off 16 bytes (then up to 48 rows go, at any size)."""
     import re
 
     from ptx_kernels import call
@@ -260,6 +260,7 @@ def test_python_hand_off_to_the_stream_mirrors_handoff_h():
 
     text = (CSRC / "sm90" / "handoff.h").read_text()
     assert int(re.search(r"kStreamRows = (\d+);", text).group(1)) == call.STREAM_ROWS
+    assert int(re.search(r"kStreamOffRows = (\d+);", text).group(1)) == call.STREAM_OFF_ROWS
     assert 1 << int(re.search(r"kStreamMinB = int64_t\(1\) << (\d+);", text).group(1)) == call.STREAM_MIN_B
     wp = BY_NAME["wgmma_persistent"]
     assert call.hands_to_stream(wp, 1, 4096, 4096, "auto", None) and call.hands_to_stream(wp, 16, 64, 65536, "auto", None)
@@ -268,6 +269,28 @@ def test_python_hand_off_to_the_stream_mirrors_handoff_h():
     assert not call.hands_to_stream(wp, 1, 4096, 4096, "large", None)
     assert not call.hands_to_stream(wp, 1, 4096, 4096, "auto", 2)
     assert not call.hands_to_stream(BY_NAME["wgmma_tma"], 1, 4096, 4096, "auto", None)
+    # B off the 16-byte grid: up to kStreamOffRows rows at any size of B, never with a pin or past that M
+    assert call.hands_to_stream(wp, 48, 1913, 14747, "auto", None, True)
+    assert call.hands_to_stream(wp, 2, 270, 1015, "auto", None, True)
+    assert not call.hands_to_stream(wp, 49, 4096, 4096, "auto", None, True)
+    assert not call.hands_to_stream(wp, 32, 1913, 14747, "large", None, True)
+    assert not call.hands_to_stream(wp, 32, 1913, 14747, "auto", 1, True)
+
+
+def test_b_rows_off16_reads_b_in_its_storage_order():
+    """call.b_rows_off16: B row- or column-major whose base or rows (in storage order) are off 16 bytes, what
+    wgmma_persistent's TMA would copy (handoff.h's b_rows_off16); other layouts are copied anyway, into aligned
+    rows."""
+    import torch
+
+    from ptx_kernels import call
+
+    assert not call.b_rows_off16(torch.empty(64, 128, dtype=torch.float16))  # row-major, 256-byte rows
+    assert call.b_rows_off16(torch.empty(64, 131, dtype=torch.float16))  # row-major, 262-byte rows
+    assert call.b_rows_off16(torch.empty(64, 136, dtype=torch.float16)[:, 1:])  # base 2 bytes off
+    assert not call.b_rows_off16(torch.empty(136, 64, dtype=torch.float16).t())  # column-major, K 136
+    assert call.b_rows_off16(torch.empty(128, 63, dtype=torch.float16).t())  # column-major, K 63
+    assert not call.b_rows_off16(torch.empty(64, 262, dtype=torch.float16)[:, ::2])  # strided: copied anyway
 
 
 @needs_nvcc
@@ -309,3 +332,21 @@ def test_stream_k_cut_is_the_python_rule(tmp_path):
         assert all(owners[t] == list(range(slices)) for t in range(sk_tiles)), what
         assert all(owners[t] == [None] for t in range(sk_tiles, tiles)), what
     assert cut_seen > 10000
+
+
+def test_the_stream_copies_a_only_where_its_own_reads_of_a_cost_more():
+    """call.stream_copies_a: mma_stream reads A in place, except column-major A past one 16-row block against a B of
+    2^23 elements or more, and row-major A off the 16-byte grid against a B of 2^28 or more (copied into aligned
+    row-major rows first); aligned row-major A never."""
+    import torch
+
+    from ptx_kernels import call
+
+    col = lambda m, k: torch.empty(k, m, dtype=torch.float16).t()  # noqa: E731
+    assert call.stream_copies_a(col(17, 8192), 1024) and call.stream_copies_a(col(48, 4096), 2048)
+    assert not call.stream_copies_a(col(16, 8192), 1 << 20)  # one 16-row block: read in place
+    assert not call.stream_copies_a(col(17, 4096), 2047)  # a B under 2^23 elements
+    off = torch.empty(8, 31250, dtype=torch.float16)  # rows 62,500 bytes apart: off the 16-byte grid
+    assert call.stream_copies_a(off, 1 << 14) and not call.stream_copies_a(off, 1 << 12)
+    assert not call.stream_copies_a(torch.empty(8, 32768, dtype=torch.float16), 1 << 16)  # aligned rows
+    assert not call.stream_copies_a(torch.empty(1, 32776, dtype=torch.float16)[:, 8:], 1 << 16)  # one row, aligned base

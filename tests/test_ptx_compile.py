@@ -189,11 +189,13 @@ def test_mma_stream_keeps_a_whole_step_of_b_in_flight(compiled):
     the HMMAs), a run of the step's 8 streaming 16-byte loads (ld.global.nc.L1::no_allocate.L2::256B:
     LDG.E.NA.LTC256B.128) with no HMMA and no branch among them (the fast path: a warp's whole step in flight before
     it waits), 16 HMMAs a step (4 KB of B: 32 columns' or 64 columns' worth of k16 MMAs against A's two n8 tiles) on
-    the fast and the edge path; row-major B pairs its rows with PRMT, column-major B takes none, and nothing goes
-    through shared memory but the warps' partial sums after the loop. (Aligned B's instances; B_SHIFT's below.)"""
+    the fast and the edge path; row-major B pairs its rows with PRMT (at least 32 a loop more than column-major B's
+    instance, whose PRMTs are the realign of A's rows off 16 bytes, ARead::kShifted), and nothing goes through
+    shared memory but the warps' partial sums after the loop. (Aligned B's instances; B_SHIFT's below.)"""
     c = compiled[("mma_stream", "sm_90a")]
     gemms = [i for i in c.instances() if i.acc is not None]
     assert len(gemms) == 12 and sum(i.flag("B_SHIFT") for i in gemms) == 6, [i.template for i in gemms]
+    prmt = {}  # (dtype, accumulation, B column-major) -> PRMTs in the main loop
     for i in (i for i in gemms if not i.flag("B_SHIFT")):
         body = toolchain.sass_instructions("\n".join(main_loop(c.cubin, i.name)))
         ops = [x.op for x in body]
@@ -203,7 +205,8 @@ def test_mma_stream_keeps_a_whole_step_of_b_in_flight(compiled):
         runs = [stream[j:j + 8] for j in range(len(stream) - 7)
                 if not any(body[n].base in ("HMMA", "BRA") for n in range(stream[j], stream[j + 7]))]
         assert runs, (i.template, ops)
-        assert (sum(x.base == "PRMT" for x in body) >= 32) == (not i.b_col_major), i.template
+        prmt[i.dtype, i.acc, i.b_col_major] = sum(x.base == "PRMT" for x in body)
+    assert len(prmt) == 6 and all(prmt[d, a, False] >= prmt[d, a, True] + 32 for d, a, _ in prmt), prmt
 
 
 def test_mma_stream_reads_b_rows_off_16_bytes_in_full_loads(compiled):

@@ -1,7 +1,8 @@
 """The bandwidth path (ptx_kernels/csrc/sm90/mma_stream.cu) on a GPU: exact integer checks for a few rows of A in every
 layout, dtype and accumulation, on odd N and K with operands whose padding is NaN, into NaN-poisoned outputs;
 bitwise the same result on every run whatever the K split; wgmma_persistent's hand-off (sm90/handoff.h,
-hands_to_stream) routes M <= 16 against a large B to it, and nothing else; side streams and CUDA graphs."""
+hands_to_stream) routes M <= 16 against a large B, and M <= 48 against a B off the 16-byte grid, to it, and nothing
+else; side streams and CUDA graphs."""
 import pytest
 import torch
 
@@ -170,25 +171,60 @@ def test_same_bits_every_run(dtype, acc):
 
 @pytest.mark.parametrize("dtype,acc", DTYPE_ACCS)
 def test_persistent_hands_few_rows_against_a_large_b_to_the_stream(dtype, acc):
-    """wgmma_persistent's plan (hands_to_stream): M <= 16 with K x N >= 2^22 runs mma_stream, in every layout with
-    no copy of A; 17 rows, a smaller B, or a pinned split or tile keep the tile kernels. Exact either way."""
-    cases = [((1, 4096, 4096), True), ((16, 4096, 4096), True), ((8, 64, 65536), True), ((16, 2048, 2048), True),
-             ((17, 4096, 4096), False), ((16, 1024, 2048), False)]
-    for i, ((m, n, k), handed) in enumerate(cases):
+    """wgmma_persistent's plan (hands_to_stream): M <= 16 with K x N >= 2^22 runs mma_stream, and so does M <= 48
+    against a B whose rows (of its storage order: N in NN and TN, K in NT and TT) are off 16 bytes, at any size, in
+    every layout with no copy of A or B; 17 rows against an aligned B, 49 rows, a smaller aligned B, or a pinned
+    split or tile keep the tile kernels. Exact either way."""
+    cases = [((1, 4096, 4096), "all"), ((16, 4096, 4096), "all"), ((8, 64, 65536), "all"), ((16, 2048, 2048), "all"),
+             ((17, 4096, 4096), "none"), ((16, 1024, 2048), "none"), ((17, 1001, 777), "all"),
+             ((48, 129, 65), "all"), ((2, 270, 1015), "all"), ((32, 1024, 777), "B column-major"),
+             ((40, 777, 1024), "B row-major"), ((49, 1001, 777), "none")]
+    for i, ((m, n, k), where) in enumerate(cases):
         for layout in LAYOUTS:
+            handed = where == "all" or where == ("B column-major" if layout[1] == "T" else "B row-major")
             a, b = shared_inputs(m, n, k, layout, seed=60 + i, dtype=dtype)
             c, launch = stream_call(a, b, "wgmma_persistent", acc, dtype)
             what = f"{dtype} {acc} {layout} {m}x{n}x{k}"
             assert (launch["kernel"] == "mma_stream") == handed, (what, launch)
-            # mma_stream reads A through its strides; the tile kernels' TMA copies a column-major A whose columns
-            # (M elements apart) are off the 16-byte grid
-            assert not a_copies(launch) or (not handed and layout[0] == "T" and m % 8), (what, launch)
+            # mma_stream reads A and B in place at any alignment; the tile kernels' TMA copies what is off the grid
+            assert not handed or not launch["copies"], (what, launch)
             assert_exact(c, a, b, what)
     a, b = shared_inputs(16, 4096, 4096, "NT", seed=60, dtype=dtype)
     for split in (1, 2):
         c, launch = stream_call(a, b, "wgmma_persistent", acc, dtype, split=split)
         assert launch["kernel"] != "mma_stream", launch
         assert_exact(c, a, b, f"wgmma_persistent split={split}")
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("dtype,acc", DTYPE_ACCS)
+def test_a_rows_off_16_bytes_read_in_place(dtype, acc, layout):
+    """A of a leading dimension that is not a multiple of 8 elements, or off a 16-byte base (in its storage order),
+    with NaN/Inf between its rows and before its start: mma_stream reads it element by element in place, no copy
+    (last_launch), exact against the float64 product, for M within one 16-row block and past it."""
+    for i, m in enumerate((1, 5, 17, 40)):
+        for j, (n, k) in enumerate(((1001, 777), (300, 1400))):
+            length = m if layout[0] == "T" else k
+            for extra, offset in OFF_GRID:
+                a, b = make_inputs(m, n, k, layout, device="cuda", seed=200 + 10 * i + j + extra, dtype=dtype)
+                a_off = off_grid_operand(a, layout[0] == "T", length + extra, offset)
+                b = in_place_operand(b, layout[1] == "T")
+                c, launch = stream_call(a_off, b, "mma_stream", acc, dtype)
+                what = f"{dtype} {acc} {layout} {m}x{n}x{k} A ld {length + extra} offset {offset}"
+                assert launch["kernel"] == "mma_stream" and not launch["copies"], (what, launch)
+                assert_exact(c, a, b, what)
+
+
+def test_the_stream_copies_a_where_reading_it_in_place_costs_more():
+    """On a large problem, mma_stream's call copies a column-major A past one 16-row block into row-major rows first
+    (call.stream_copies_a), named in last_launch()["copies"]; one 16-row block reads it in place. Exact either way,
+    through wgmma_persistent's hand-off (B's rows off 16 bytes)."""
+    for m, copied in ((24, True), (16, False)):
+        a, b = shared_inputs(m, 2048, 4097, "TT", seed=90)
+        c, launch = stream_call(a, b, "wgmma_persistent", "fp32", "fp16")
+        assert launch["kernel"] == "mma_stream", launch
+        assert launch["copies"] == (["A to row-major"] if copied else []), launch
+        assert_exact(c, a, b, f"wgmma_persistent {m}x2048x4097 TT")
 
 
 def test_side_streams_and_cuda_graphs():

@@ -1,4 +1,4 @@
-// mma_stream.cu — the bandwidth path: C = A @ B for a few rows of A (M <= 16; a larger M runs in 16-row blocks), B
+// mma_stream.cu — the bandwidth path: C = A @ B for a few rows of A (16 a block; more run in 16-row blocks), B
 // streamed from memory once, straight into mma.sync fragments, the K splits added in a fixed order.
 //
 // At M <= 16 a GEMM is a read of B (K x N x 2 bytes) with a few flops per byte: its speed is the bytes of B in
@@ -30,8 +30,8 @@
 // dimension is off 16 bytes, the instance B_SHIFT loads the aligned 16-byte chunks that cover each row and every lane
 // rebuilds its 8 elements from its own chunk and the next one (a shuffle from the lane that loaded it), shifted by
 // the row's offset (realign); the chunk past a warp's run is one extra load a lane, and no chunk without an element
-// of B is read. A is read through its strides, in 16-byte loads where it is row-major with aligned rows, element by
-// element otherwise (column-major A, layouts TN and TT, included).
+// of B is read. A is read in place through its strides: row-major A in 16-byte loads (its rows off 16 bytes as two
+// aligned chunks a lane, realigned, no shuffle), column-major A (layouts TN and TT) element by element.
 // Element types: fp16 (fp32 or fp16 accumulation) and bf16 (fp32), the template parameter E; the partials are fp32
 // either way (fp16 accumulators are widened exactly). wgmma_persistent.cu hands it the shapes of hands_to_stream
 // (sm90/handoff.h).
@@ -187,12 +187,32 @@ __device__ __forceinline__ void next_chunk(uint32_t (&next)[4], const uint32_t (
   }
 }
 
+// How a lane reads its 8 elements of a row of A: kVector (A row-major with 16-byte aligned rows: one 16-byte load),
+// kShifted (row-major with rows off 16 bytes: the aligned chunks under them, rebuilt as B_SHIFT rebuilds B's),
+// kElements (column-major or strided A: one load an element). A launch picks one (launch_mma_stream).
+enum class ARead : int { kElements, kVector, kShifted };
+
+// 8 consecutive elements of a row of row-major A at p, off 16 bytes, the first `valid` of them (any count), zeros
+// after: the aligned chunk at or below p and, where one of the valid elements lies in it, the next, cached in L1 as
+// A's aligned loads are, then realign. No chunk without a valid element is read.
+template <typename E>
+__device__ __forceinline__ uint4 load_a8_shifted(const E* p, int valid) {
+  if (valid <= 0) return make_uint4(0u, 0u, 0u, 0u);
+  const int shift = shift_of(p);
+  uint32_t own[4], next[4] = {0u, 0u, 0u, 0u};
+  unpack(ptx::ld_global_nc_v4_b32(p - shift), own);
+  if (shift > 0 && valid > 8 - shift) unpack(ptx::ld_global_nc_v4_b32(p - shift + 8), next);
+  realign(own, next, shift);
+  keep_first(own, valid);
+  return make_uint4(own[0], own[1], own[2], own[3]);
+}
+
 // A's part of a warp step: rows m0 + 8i + g (i < 2: the MMA's two n8 tiles) at k0 + 32s + 8t .. + 7 (s < KS), zeros
-// past M and K. `a_vec`: A row-major with 16-byte aligned rows (16-byte loads, cached in L1: every warp of the block
-// working on this k reads them).
+// past M and K, read as `a_read` says (16-byte loads cached in L1: every warp of the block working on this k reads
+// them).
 template <int KS, typename E>
 __device__ __forceinline__ void load_a(uint32_t (&a)[KS][2][4], const E* A, int64_t sam, int64_t sak, int M, int K,
-                                       int m0, int k0, bool a_vec) {
+                                       int m0, int k0, ARead a_read) {
   const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
 #pragma unroll
   for (int s = 0; s < KS; ++s)
@@ -202,7 +222,12 @@ __device__ __forceinline__ void load_a(uint32_t (&a)[KS][2][4], const E* A, int6
       uint4 v = make_uint4(0u, 0u, 0u, 0u);
       if (m < M) {
         const E* p = A + int64_t(m) * sam + int64_t(k) * sak;
-        v = a_vec && K - k >= 8 ? ptx::ld_global_nc_v4_b32(p) : load8_elements(p, sak, K - k);
+        if (a_read == ARead::kVector && K - k >= 8)
+          v = ptx::ld_global_nc_v4_b32(p);
+        else if (a_read == ARead::kShifted)
+          v = load_a8_shifted(p, K - k);
+        else
+          v = load8_elements(p, sak, K - k);
       }
       unpack(v, a[s][i]);
     }
@@ -216,7 +241,7 @@ __device__ __forceinline__ void load_a(uint32_t (&a)[KS][2][4], const E* A, int6
 template <bool EDGE, bool B_COL, bool B_SHIFT, Acc ACC, typename E>
 __device__ __forceinline__ void warp_step(tile::MmaAcc<ACC, E> (&acc)[Warp<B_COL>::RB][2], const E* A, const E* B,
                                           int64_t sam, int64_t sak, int64_t ldb, int M, int N, int K, int m0, int n0,
-                                          int k0, bool a_vec) {
+                                          int k0, ARead a_read) {
   using W = Warp<B_COL>;
   const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   uint32_t a[W::KS][2][4];
@@ -253,7 +278,7 @@ __device__ __forceinline__ void warp_step(tile::MmaAcc<ACC, E> (&acc)[Warp<B_COL
         if (EDGE) keep_first(q[r], k + r < K ? N - n : 0);
       }
     }
-    load_a<W::KS>(a, A, sam, sak, M, K, m0, k0, a_vec);
+    load_a<W::KS>(a, A, sam, sak, M, K, m0, k0, a_read);
     // ---- MMAs: row block j's rows g / g + 8 are columns 8g + 2j / 8g + 2j + 1 (the low / high halves of q[.][j]);
     // k16 step h's slots 2t, 2t+1 are rows 4h, 4h + 1 of the lane's 8, slots 2t + 8, 2t + 9 rows 4h + 2, 4h + 3 ----
 #pragma unroll
@@ -310,7 +335,7 @@ __device__ __forceinline__ void warp_step(tile::MmaAcc<ACC, E> (&acc)[Warp<B_COL
             if (EDGE) keep_first(q[j][hh][s], n0 + W::col(j, hh, g) < N ? K - (k0 + 32 * s + 8 * t) : 0);
           }
     }
-    load_a<W::KS>(a, A, sam, sak, M, K, m0, k0, a_vec);
+    load_a<W::KS>(a, A, sam, sak, M, K, m0, k0, a_read);
     // ---- MMAs: k16 step h of chunk s takes registers 2h (slots 2t, 2t+1) and 2h + 1 (slots 2t + 8, 2t + 9) ----
 #pragma unroll
     for (int j = 0; j < W::RB; ++j)
@@ -338,14 +363,14 @@ __device__ __forceinline__ float2 acc_pair(const tile::MmaAcc<Acc::F16, half>& c
 // ---- the kernel ---------------------------------------------------------------------------------------------------
 // Units u = blockIdx.x, blockIdx.x + gridDim.x, ...: slice u / tiles; within a slice the kRows-row blocks of a column
 // block are adjacent (they read the same B, which the first brings into L2), then the column blocks. ws: the
-// workspace (S > 1: slice s at ws + s M ldw, M x ldw fp32), or null (S = 1: the blocks store C). `a_vec`: A
-// row-major with 16-byte aligned rows; `c_vec`: C takes 8-byte stores of 4 elements. B_SHIFT: B's base or leading
+// workspace (S > 1: slice s at ws + s M ldw, M x ldw fp32), or null (S = 1: the blocks store C). `a_read`: how A's
+// rows are read (ARead); `c_vec`: C takes 8-byte stores of 4 elements. B_SHIFT: B's base or leading
 // dimension is not 16-byte aligned (warp_step).
 template <typename E, Acc ACC, bool B_COL, bool B_SHIFT>
 __global__ void __launch_bounds__(kThreads, kBlocksPerSM)
     mma_stream_kernel(const E* __restrict__ A, const E* __restrict__ B, E* __restrict__ C, float* __restrict__ ws,
                       int M, int N, int K, int64_t sam, int64_t sak, int64_t ldb, int64_t ldc, int ldw, int split,
-                      bool a_vec, bool c_vec) {
+                      ARead a_read, bool c_vec) {
   using W = Warp<B_COL>;
   constexpr int WN = kWN<B_COL>, WK = kWK<B_COL>;
   __shared__ __align__(16) float partial[WK][kRows][kCols + kPad];  // (warp's k share, row of C, column of the unit)
@@ -368,9 +393,9 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSM)
         const int k0 = step * kStepK + wk * W::K;
         if (k0 >= K) break;
         if (full_n && k0 + W::K <= K)
-          warp_step<false, B_COL, B_SHIFT>(acc, A, B, sam, sak, ldb, M, N, K, m0, n0, k0, a_vec);
+          warp_step<false, B_COL, B_SHIFT>(acc, A, B, sam, sak, ldb, M, N, K, m0, n0, k0, a_read);
         else
-          warp_step<true, B_COL, B_SHIFT>(acc, A, B, sam, sak, ldb, M, N, K, m0, n0, k0, a_vec);
+          warp_step<true, B_COL, B_SHIFT>(acc, A, B, sam, sak, ldb, M, N, K, m0, n0, k0, a_read);
       }
     }
 
@@ -438,7 +463,8 @@ cudaError_t launch_mma_stream(const GemmArgsOf<E>& p, Acc acc, cudaStream_t stre
   // rows off 16-byte boundaries: the instance that rebuilds them from aligned chunks (one flag a launch, not a load)
   const bool b_shift = !tile::aligned16(p.B) || ldb % 8 != 0;
   if (p.M <= 0 || p.N <= 0) return cudaSuccess;
-  const bool a_vec = p.sak == 1 && (p.sam % 8 == 0 || p.M == 1) && tile::aligned16(p.A);
+  const bool a_rows_aligned = (p.sam % 8 == 0 || p.M == 1) && tile::aligned16(p.A);
+  const ARead a_read = p.sak != 1 ? ARead::kElements : a_rows_aligned ? ARead::kVector : ARead::kShifted;
   const bool c_vec = p.ldc % 4 == 0 && reinterpret_cast<uintptr_t>(p.C) % 8 == 0;
   const int ldw = (p.N + 3) / 4 * 4;
   auto launch = [&](auto acc_c, auto b_col_c, auto shift_c) -> cudaError_t {
@@ -460,7 +486,7 @@ cudaError_t launch_mma_stream(const GemmArgsOf<E>& p, Acc acc, cudaStream_t stre
       info->workspace_bytes = bytes;
     }
     kernel<<<plan.grid, kThreads, 0, stream>>>(p.A, p.B, p.C, ws, p.M, p.N, p.K, p.sam, p.sak, ldb, p.ldc, ldw,
-                                               plan.split, a_vec, c_vec);
+                                               plan.split, a_read, c_vec);
     const cudaError_t err = cudaGetLastError();
     if (err != cudaSuccess || ws == nullptr) return err;
     return splitk::launch_reduce<E>(ws, plan.split, ldw, p.C, p.ldc, p.M, p.N, stream);
