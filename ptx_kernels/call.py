@@ -265,9 +265,9 @@ def prepared(v: Variant, a: torch.Tensor, b: torch.Tensor, split, copies: list[s
 
 # wgmma_persistent hands a few rows of A against a large B, or against a B off the 16-byte grid, to mma_stream
 # (csrc/sm90/handoff.h, hands_to_stream: its kStreamRows, kStreamMinB, kStreamOffRows, kStreamOffRowsLongK and
-# kStreamLongK, which a CPU test reads there). Such a call launches mma_stream from here, as the hand-off would, so that B's rows off the 16-byte grid are
-# read in place (mma_stream's b_rows_any), not first copied for wgmma_persistent's TMA descriptors: the same kernel
-# and plan, the same bits.
+# kStreamLongK, which a CPU test reads there). Such a call launches mma_stream from here, as the hand-off would, so
+# that B's rows off the 16-byte grid are read in place (mma_stream's b_rows_any), not first copied for
+# wgmma_persistent's TMA descriptors: the same kernel and plan, the same bits.
 STREAM_ROWS, STREAM_MIN_B = 16, 1 << 22
 STREAM_OFF_ROWS, STREAM_OFF_ROWS_LONG_K, STREAM_LONG_K = 32, 48, 4096
 
