@@ -193,7 +193,7 @@ HOPPER: tuple[Variant, ...] = (
             "the bandwidth path for a few rows of A: C^T = B^T A^T on mma.sync.m16n8k16 (N the MMA's M), B loaded "
             "straight into the fragment registers (16-byte ld.global.nc, k order permuted to the fragment), partials "
             "added in a fixed order by a second kernel; wgmma_persistent hands it M <= 16 against a large B, and "
-            "M <= 32 (48 with a long K) against a B off the 16-byte grid",
+            "M <= 32 (48 with a long K or a small B) against a B off the 16-byte grid",
             isa="mma.sync", ceiling="mma.sync", min_arch=90, block=(16, 128, 128), stages=1, alignment="rows16",
             dtypes=BF16, native_layouts=_ALL_LAYOUTS, splits=(1, 2, 3, 7), max_split=256, mma_forms=_HMMA_FORMS,
             max_m=48, b_rows_any=True, a_rows_any=True, promises={"sm_90a": ("HMMA", "LDG", "PRMT")},

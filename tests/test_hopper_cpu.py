@@ -253,7 +253,7 @@ def test_python_hand_off_to_the_stream_mirrors_handoff_h():
     """ptx_kernels.call launches mma_stream itself where wgmma_persistent would hand the problem to it, so that B's
     misaligned rows are read in place: its rule's constants are handoff.h's, and a pinned tile or split, 17 rows or
     a small B keep wgmma_persistent unless B's rows are off 16 bytes (then up to 32 rows go at any size, 48 with a K
-    of 4096 or more)."""
+    of 4096 or more or a B under 5M elements)."""
     import re
 
     from ptx_kernels import call
@@ -264,6 +264,7 @@ def test_python_hand_off_to_the_stream_mirrors_handoff_h():
     assert int(re.search(r"kStreamOffRows = (\d+);", text).group(1)) == call.STREAM_OFF_ROWS
     assert int(re.search(r"kStreamOffRowsLongK = (\d+);", text).group(1)) == call.STREAM_OFF_ROWS_LONG_K
     assert int(re.search(r"kStreamLongK = (\d+);", text).group(1)) == call.STREAM_LONG_K
+    assert int(re.search(r"kStreamOffSmallB = int64_t\((\d+)\) << 20;", text).group(1)) << 20 == call.STREAM_OFF_SMALL_B
     assert 1 << int(re.search(r"kStreamMinB = int64_t\(1\) << (\d+);", text).group(1)) == call.STREAM_MIN_B
     wp = BY_NAME["wgmma_persistent"]
     assert call.hands_to_stream(wp, 1, 4096, 4096, "auto", None) and call.hands_to_stream(wp, 16, 64, 65536, "auto", None)
@@ -272,12 +273,16 @@ def test_python_hand_off_to_the_stream_mirrors_handoff_h():
     assert not call.hands_to_stream(wp, 1, 4096, 4096, "large", None)
     assert not call.hands_to_stream(wp, 1, 4096, 4096, "auto", 2)
     assert not call.hands_to_stream(BY_NAME["wgmma_tma"], 1, 4096, 4096, "auto", None)
-    # B off the 16-byte grid: up to kStreamOffRows rows at any size of B, kStreamOffRowsLongK with a long K, never
-    # with a pin or past those M
+    # B off the 16-byte grid: up to kStreamOffRows rows at any size of B, kStreamOffRowsLongK with a long K or a
+    # small B, never with a pin or past those M
     assert call.hands_to_stream(wp, 32, 12000, 555, "auto", None, True)
     assert call.hands_to_stream(wp, 2, 270, 1015, "auto", None, True)
     assert call.hands_to_stream(wp, 48, 1913, 14747, "auto", None, True)
     assert not call.hands_to_stream(wp, 33, 12000, 555, "auto", None, True)
+    assert call.hands_to_stream(wp, 33, 397, 1455, "auto", None, True)
+    assert call.hands_to_stream(wp, 48, 2048, 2049, "auto", None, True)
+    assert not call.hands_to_stream(wp, 40, 4095, 2048, "auto", None, True)
+    assert not call.hands_to_stream(wp, 48, 1001, 2000, "auto", None, False)
     assert not call.hands_to_stream(wp, 49, 4096, 4096, "auto", None, True)
     assert not call.hands_to_stream(wp, 32, 1913, 14747, "large", None, True)
     assert not call.hands_to_stream(wp, 32, 1913, 14747, "auto", 1, True)

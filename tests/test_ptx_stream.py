@@ -172,14 +172,15 @@ def test_same_bits_every_run(dtype, acc):
 @pytest.mark.parametrize("dtype,acc", DTYPE_ACCS)
 def test_persistent_hands_few_rows_against_a_large_b_to_the_stream(dtype, acc):
     """wgmma_persistent's plan (hands_to_stream): M <= 16 with K x N >= 2^22 runs mma_stream, and so does M <= 32,
-    or M <= 48 with K >= 4096, against a B whose rows (of its storage order: N in NN and TN, K in NT and TT) are off
-    16 bytes, at any size, in every layout with no copy of A or B; 17 rows against an aligned B, 33 to 48 rows with a
-    shorter K, 49 rows, a smaller aligned B, or a pinned split or tile keep the tile kernels. Exact either way."""
+    or M <= 48 with K >= 4096 or K x N < 5 x 2^20, against a B whose rows (of its storage order: N in NN and TN, K in
+    NT and TT) are off 16 bytes, in every layout with no copy of A or B; 17 rows against an aligned B, 33 to 48 rows
+    with a shorter K and a larger B, 49 rows, a smaller aligned B, or a pinned split or tile keep the tile kernels.
+    Exact either way."""
     cases = [((1, 4096, 4096), "all"), ((16, 4096, 4096), "all"), ((8, 64, 65536), "all"), ((16, 2048, 2048), "all"),
              ((17, 4096, 4096), "none"), ((16, 1024, 2048), "none"), ((17, 1001, 777), "all"),
              ((32, 129, 65), "all"), ((40, 129, 4097), "all"), ((2, 270, 1015), "all"),
-             ((32, 1024, 777), "B column-major"), ((40, 777, 4096), "B row-major"), ((48, 130, 999), "none"),
-             ((49, 1001, 4097), "none")]
+             ((32, 1024, 777), "B column-major"), ((40, 777, 4096), "B row-major"), ((48, 130, 999), "all"),
+             ((40, 4095, 2048), "none"), ((49, 1001, 4097), "none")]
     for i, ((m, n, k), where) in enumerate(cases):
         for layout in LAYOUTS:
             handed = where == "all" or where == ("B column-major" if layout[1] == "T" else "B row-major")

@@ -28,30 +28,34 @@ cudaError_t launch_wgmma_cluster(const GemmArgsOf<E>& p, Acc acc, cudaStream_t s
 
 // The shapes wgmma_persistent hands to mma_stream.cu (unless GemmArgs::plan_tile or ::split pins a plan): at most
 // kStreamRows rows of A against a B of at least kStreamMinB elements; or, against a B whose rows (of its storage
-// order) or base are off 16 bytes, at any size, at most kStreamOffRows rows of A, or kStreamOffRowsLongK with a K of
-// at least kStreamLongK. There the GEMM is a read of B, and the tile kernels, whose 128-row tiles such an output fills
-// a fraction of, stream it at a fraction of the memory's speed (docs/design/hopper.md, "The bandwidth path"); below
-// that size of B, launch and latency dominate either way, unless the tile kernels' TMA would need B copied first (a
-// second read and write of all of B, and a launch), which mma_stream reads in place: that costs more than another
-// pass of its 16-row blocks over B from L2, and than a third one where K is long.
+// order) or base are off 16 bytes, at most kStreamOffRows rows of A at any size, and at most kStreamOffRowsLongK with
+// a K of at least kStreamLongK or a B of fewer than kStreamOffSmallB elements. There the GEMM is a read of B, and the
+// tile kernels, whose 128-row tiles such an output fills a fraction of, stream it at a fraction of the memory's speed
+// (docs/design/hopper.md, "The bandwidth path"); below that size of B, launch and latency dominate either way, unless
+// the tile kernels' TMA would need B copied first (a second read and write of all of B, and a launch), which
+// mma_stream reads in place: that costs more than another pass of its 16-row blocks over B from L2, and than a third
+// one where K is long or B small.
 constexpr int kStreamRows = 16;
 constexpr int kStreamOffRows = 32;
 constexpr int kStreamOffRowsLongK = 48;
 constexpr int kStreamLongK = 4096;
 constexpr int64_t kStreamMinB = int64_t(1) << 22;
+constexpr int64_t kStreamOffSmallB = int64_t(5) << 20;
 __host__ __device__ constexpr bool hands_to_stream(int M, int N, int K, bool b_rows_off16) {
   return (M <= kStreamRows && int64_t(N) * K >= kStreamMinB) ||
-         (b_rows_off16 && (M <= kStreamOffRows || (M <= kStreamOffRowsLongK && K >= kStreamLongK)));
+         (b_rows_off16 && (M <= kStreamOffRows ||
+                           (M <= kStreamOffRowsLongK && (K >= kStreamLongK || int64_t(N) * K < kStreamOffSmallB))));
 }
 static_assert(hands_to_stream(1, 4096, 4096, false) && hands_to_stream(16, 28672, 4096, false) &&
                   hands_to_stream(8, 64, 65536, false) && !hands_to_stream(17, 4096, 4096, false) &&
                   !hands_to_stream(16, 1024, 2048, false) && !hands_to_stream(1, 1, 1, false) &&
                   hands_to_stream(32, 12000, 555, true) && hands_to_stream(2, 270, 1015, true) &&
-                  hands_to_stream(48, 1913, 14747, true) && !hands_to_stream(33, 12000, 555, true) &&
+                  hands_to_stream(48, 1913, 14747, true) && hands_to_stream(33, 397, 1455, true) &&
+                  !hands_to_stream(33, 12000, 555, true) && !hands_to_stream(40, 4095, 2048, true) &&
                   !hands_to_stream(49, 4096, 4096, true),
               "worked cases: decode rows against a 4096 x 4096 weight and wider go to the bandwidth path; 17 rows, or "
               "a B of 2M elements, stay on the tile kernels, unless B's rows are off 16 bytes: then up to 32 rows "
-              "of any size go, and up to 48 with a K of 4096 or more");
+              "of any size go, and up to 48 with a K of 4096 or more or a B under 5M elements");
 
 template <typename E>
 cudaError_t launch_mma_stream(const GemmArgsOf<E>& p, Acc acc, cudaStream_t stream, LaunchInfo* info);
