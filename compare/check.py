@@ -173,51 +173,79 @@ def run_check(kernels: list[Kernel], *, gpu: bool, layouts=LAYOUTS, progress=Non
     return rows, pair[0], pair[1]
 
 
-def _check_worker(share: list, queue) -> None:
-    """One worker of `run_check_parallel`: each job is ("case", index, case, names, sparse, dtype) -> its rows (and
-    the pairwise matrix of the first random case), or ("warm", entry name, kind, M, N, K, layout, dtype) -> nothing
-    (a bench entry run once, so that its compiles are done). Triton's work first, then the hand-written kernels,
-    whose extension the parent may still be building (ptx_kernels.load waits on its lock)."""
+def _check_worker(tasks, queue) -> None:
+    """One worker of `run_check_parallel`: it takes units (lists of jobs) from `tasks` until the end mark. A job is
+    ("case", index, case, names, sparse, dtype) -> its rows (and the pairwise matrix of a random case), or ("warm",
+    entry name, kind, M, N, K, layout, dtype) -> nothing (a bench entry run once, so that its compiles are done).
+    Triton's pass of each case as it is taken, then, once the queue is empty, the hand-written kernels' pass of the
+    same cases, whose extension the parent may still be building (ptx_kernels.load waits on its lock)."""
     from .parallel import warm_one
+
+    taken, kept = [], {}  # kept: a random case's outputs from the first pass, for its pairwise matrix after the second
+    for unit in iter(tasks.get, None):
+        for job in unit:
+            if job[0] == "warm":
+                warm_one(job[1:])
+                queue.put(("warm", None))
+            else:
+                _check_pass(job, "triton", kept, queue)
+                taken.append(job)
+    for job in taken:
+        _check_pass(job, "ptx", kept, queue)
+
+
+def _check_pass(job: tuple, pass_: str, kept: dict, queue) -> None:
+    """One case job's Triton or hand-written pass, its rows put on `queue`."""
     from .registry import select
 
-    kept = {}  # a random case's outputs from the first pass, for its pairwise matrix after the second
-    for pass_ in ("triton", "ptx"):
-        for job in share:
-            if job[0] == "warm":
-                if pass_ == "triton":
-                    warm_one(job[1:])
-                    queue.put(("warm", None))
-                continue
-            _, i, ((m, n, k), lay, kind), names, sparse, dtype = job
-            every = select(None, include_all=True, kind="sparse" if sparse else "dense", dtype=dtype)
-            kernels = [e for e in every if e.name in names and (e.package == "ptx") == (pass_ == "ptx")]
-            rows, outs = (_run_case(kernels, m, n, k, lay, kind, "cuda", seed=i, sparse=sparse, dtype=dtype)
-                          if kernels else ([], {}))
-            pair = None
-            if kind == "randn":
-                if pass_ == "triton":
-                    kept[i] = outs
-                else:
-                    pair = pairwise({**kept.pop(i, {}), **outs})
-            queue.put(("case", (i, rows, pair, pass_)))
+    _, i, ((m, n, k), lay, kind), names, sparse, dtype = job
+    every = select(None, include_all=True, kind="sparse" if sparse else "dense", dtype=dtype)
+    kernels = [e for e in every if e.name in names and (e.package == "ptx") == (pass_ == "ptx")]
+    rows, outs = (_run_case(kernels, m, n, k, lay, kind, "cuda", seed=i, sparse=sparse, dtype=dtype)
+                  if kernels else ([], {}))
+    pair = None
+    if kind == "randn":
+        if pass_ == "triton":
+            kept[i] = outs
+        else:
+            pair = pairwise({**kept.pop(i, {}), **outs})
+    queue.put(("case", (i, rows, pair, pass_)))
+
+
+def compile_alike(case: tuple, dtype: str) -> tuple:
+    """A key of the cases whose Triton kernels compile alike: the dtype, the layout, and which of M, N, K are 1 or
+    multiples of 16 (Triton specializes integer arguments, the strides among them, on those; fresh operands share
+    their pointers' alignment). The first such case compiles; the others, run after it in the same process, load."""
+    (m, n, k), lay, _ = case
+    return dtype, lay, tuple(x == 1 for x in (m, n, k)), tuple(x % 16 == 0 for x in (m, n, k))
+
+
+def check_units(jobs: list[tuple], warm: list[tuple] = ()) -> list[list[tuple]]:
+    """The units the check's workers take in turn (run_check_parallel): the case jobs whose kernels compile alike
+    (`compile_alike`) in one unit, so that one process compiles what they share once, the units of more cases and
+    larger problems first (the longest first, so that the last units taken are short); then each warm job alone."""
+    units = {}
+    for job in jobs:
+        units.setdefault(compile_alike(job[2], job[5]), []).append(job)
+
+    def size(unit):
+        return len(unit), max(m * n * k for (m, n, k), _, _ in (j[2] for j in unit))
+    return sorted(units.values(), key=size, reverse=True) + [[("warm", *w)] for w in warm]
 
 
 def run_check_parallel(kernels: list[Kernel], *, workers: int, dtypes=("fp16",), warm: list | None = None,
                        layouts=LAYOUTS, progress=None, log=print, during=None):
     """run_check on the GPU for each dtype in `dtypes` (kernels: {dtype: list}), the cases spread over `workers`
     processes (each case whole in one process; each process its own CUDA context), plus `warm` jobs (compare.parallel:
-    bench entries run once) in the same processes. `during()`, when given, runs in this process meanwhile (the
-    extension's build: the workers then run at a lower priority, since their PTX cases wait for it, and every core
-    it gets brings them forward). Returns {dtype: (rows, pairwise names, pairwise matrix)}, rows in case order."""
-    from .parallel import spawn_shares
+    bench entries run once) in the same processes; each process takes the next unit of work (`check_units`) as it
+    finishes one. `during()`, when given, runs in this process meanwhile (the extension's build: the workers then run
+    at a lower priority, since their PTX cases wait for it, and every core it gets brings them forward). Returns
+    {dtype: (rows, pairwise names, pairwise matrix)}, rows in case order."""
+    from .parallel import spawn_pulling
 
     cases = cases_for(True, layouts)
     jobs = [("case", i + 1000 * d, case, [k.name for k in kernels[dtype]], False, dtype)
             for d, dtype in enumerate(dtypes) for i, case in enumerate(cases)]
-    shares = [jobs[w::workers] for w in range(workers)]
-    for j, w in enumerate(warm or []):
-        shares[j % workers].append(("warm", *w))
     results = {}  # (index, pass) -> (rows, outs)
     show = progress and progress("check")
     total = len(jobs) * 2
@@ -229,7 +257,8 @@ def run_check_parallel(kernels: list[Kernel], *, workers: int, dtypes=("fp16",),
             if show:
                 show(len(results), total)
 
-    spawn_shares(_check_worker, [s for s in shares if s], collect, during=during, nice=10 if during else 0)
+    spawn_pulling(_check_worker, check_units(jobs, warm or []), collect, workers, during=during,
+                  nice=10 if during else 0)
     out = {}
     for d, dtype in enumerate(dtypes):
         rows, pair = [], ([], [])

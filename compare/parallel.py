@@ -41,11 +41,31 @@ def spawn_shares(target, shares: list[list], collect, during=None, nice: int = 0
     """target(share, queue) in one process per share; each puts (kind, payload) messages, which `collect(kind,
     payload)` gets here in arrival order. `during()`, when given, runs in this process meanwhile. nice > 0: the
     processes run at that lower priority (their children too)."""
-    import queue as queue_mod
-
     ctx = mp.get_context("spawn")
     q = ctx.Queue()
-    procs = [ctx.Process(target=target, args=(share, q)) for share in shares]
+    _run_processes([ctx.Process(target=target, args=(share, q)) for share in shares], q, collect, during, nice)
+
+
+def spawn_pulling(target, units: list, collect, workers: int, during=None, nice: int = 0) -> None:
+    """target(tasks, queue) in `workers` processes that share one queue of `units`: each takes the next unit (`for
+    unit in iter(tasks.get, None)`) when it has finished its last, so that no process idles while another still has a
+    backlog, whatever each unit costs; give the costliest first. Messages, `collect`, `during` and `nice` as
+    spawn_shares's."""
+    ctx = mp.get_context("spawn")
+    tasks, q = ctx.Queue(), ctx.Queue()
+    for unit in units:
+        tasks.put(unit)
+    workers = max(1, min(workers, len(units)))
+    for _ in range(workers):
+        tasks.put(None)  # one end mark a process
+    _run_processes([ctx.Process(target=target, args=(tasks, q)) for _ in range(workers)], q, collect, during, nice)
+
+
+def _run_processes(procs: list, q, collect, during, nice: int) -> None:
+    """Start `procs` (at priority `nice`), run `during()`, pass their messages on queue `q` to `collect` until every
+    one has ended."""
+    import queue as queue_mod
+
     for p in procs:
         p.start()
         if nice:

@@ -442,11 +442,38 @@ def test_check_workers_yield_to_the_build_beside_them(monkeypatch):
     from compare import parallel
 
     seen = []
-    monkeypatch.setattr(parallel, "spawn_shares", lambda target, shares, collect, during=None, nice=0:
+    monkeypatch.setattr(parallel, "spawn_pulling", lambda target, units, collect, workers, during=None, nice=0:
                         seen.append((during is not None, nice)))
     check.run_check_parallel({"fp16": []}, workers=2, during=lambda: None)
     check.run_check_parallel({"fp16": []}, workers=2)
     assert seen[0][0] and seen[0][1] > 0 and seen[1] == (False, 0), seen
+
+
+def test_check_units_put_cases_that_compile_alike_together_the_largest_first():
+    """The check's workers take units in turn: the cases whose Triton kernels compile alike (dtype, layout, which
+    of M, N, K are 1 or multiples of 16) are one unit, run in one process, so that what they share compiles once;
+    units of more cases and larger problems come first, each warm job alone at the end; every job in one unit."""
+    cases = check.cases_for(True)
+    jobs = [("case", i + 1000 * d, c, [], False, dt) for d, dt in enumerate(("fp16", "bf16"))
+            for i, c in enumerate(cases)]
+    warm = [("triton", "dense", 64, 64, 64, "NN", "fp16"), ("triton", "dense", 8, 64, 64, "NT", "bf16")]
+    units = check.check_units(jobs, warm)
+    assert sorted(j for u in units for j in u if j[0] == "case") == sorted(jobs)
+    assert units[-2:] == [[("warm", *warm[0])], [("warm", *warm[1])]]
+    case_units = units[:-2]
+    assert all(len({check.compile_alike(j[2], j[5]) for j in u}) == 1 for u in case_units)
+    assert len({check.compile_alike(u[0][2], u[0][5]) for u in case_units}) == len(case_units)
+    sizes = [(len(u), max(j[2][0][0] * j[2][0][1] * j[2][0][2] for j in u)) for u in case_units]
+    assert sizes == sorted(sizes, reverse=True)
+    # 17x33x100 and 136x264x520 share no multiple of 16 (nor a 1): one unit per dtype and layout; 1024^3's int and
+    # random cases too; 1x1x1 (ones) and 496x233x4099 (M a multiple of 16) compile apart
+    alike = lambda a, b, lay, dt: check.compile_alike((a, lay, "int"), dt) == check.compile_alike((b, lay, "int"), dt)
+    assert alike((17, 33, 100), (136, 264, 520), "NN", "fp16") and not alike((17, 33, 100), (1, 1, 1), "NN", "fp16")
+    assert not alike((17, 33, 100), (496, 233, 4099), "NN", "fp16")
+    key = check.compile_alike(((17, 33, 100), "NN", "int"), "fp16")
+    assert key != check.compile_alike(((17, 33, 100), "NT", "int"), "fp16")
+    assert key != check.compile_alike(((17, 33, 100), "NN", "int"), "bf16")
+    assert len(units[0]) == 3 and {j[2][0] for j in units[0]} == {(17, 33, 100), (129, 7, 311), (136, 264, 520)}
 
 
 @pytest.mark.skipif(HAS_CUDA, reason="the CPU refusal")
