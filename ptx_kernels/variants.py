@@ -186,8 +186,8 @@ HOPPER: tuple[Variant, ...] = (
     # against a large B, or against a B off the 16-byte grid): B streamed from memory into the fragment registers
     # with 16-byte loads, no shared memory on the way in (loads "LDG"; alignment "rows16", the loads' width: rows of
     # B and of row-major A off 16-byte boundaries are rebuilt from aligned chunks in the kernel, b_rows_any and
-    # a_rows_any, column-major A read element by element), K split over a persistent grid and the partials added by
-    # the grid kernel's reduction.
+    # a_rows_any; column-major A with aligned columns in 16-byte loads turned by ldmatrix.trans, "LDSM", else element
+    # by element), K split over a persistent grid and the partials added by the grid kernel's reduction.
     Variant("mma_stream", "ptx", "wgmma", "sm90/mma_stream.cu",
             "persistent, 16 rows x 128 columns of C a unit, 8 warps x 4 KB of B in flight, K split over the grid",
             "the bandwidth path for a few rows of A: C^T = B^T A^T on mma.sync.m16n8k16 (N the MMA's M), B loaded "
@@ -196,12 +196,15 @@ HOPPER: tuple[Variant, ...] = (
             "M <= 32 (48 with a long K or a small B) against a B off the 16-byte grid",
             isa="mma.sync", ceiling="mma.sync", min_arch=90, block=(16, 128, 128), stages=1, alignment="rows16",
             dtypes=BF16, native_layouts=_ALL_LAYOUTS, splits=(1, 2, 3, 7), max_split=256, mma_forms=_HMMA_FORMS,
-            max_m=48, b_rows_any=True, a_rows_any=True, promises={"sm_90a": ("HMMA", "LDG", "PRMT")},
-            forbids={"sm_90a": ("LDGSTS", "LDSM", "STSM", "HGMMA", "UTMALDG", *_LOCAL)},
+            max_m=48, b_rows_any=True, a_rows_any=True, promises={"sm_90a": ("HMMA", "LDG", "PRMT", "LDSM")},
+            forbids={"sm_90a": ("LDGSTS", "STSM", "HGMMA", "UTMALDG", *_LOCAL)},
             # inspect shows B with 16-byte aligned rows (the instance that rebuilds rows off them: B_SHIFT true)
             inspect={"B_SHIFT": "false"},
-            # the warps' partial sums: 4 (B row-major) or 2 (column-major) k shares x 16 rows x (128 + 4) fp32
-            static_smem=lambda acc, b_col: (2 if b_col else 4) * 16 * (128 + 4) * 4),
+            # the warps' partial sums: 4 (B row-major) or 2 (column-major) k shares x 16 rows x (128 + 4) fp32; then
+            # each of the 8 warps' staging of column-major A: 2 n8 tiles x 1 (B row-major) or 2 k32 chunks x 32
+            # slots of 16 bytes
+            static_smem=lambda acc, b_col: (2 if b_col else 4) * 16 * (128 + 4) * 4 + 8 * 2 * (2 if b_col else 1) * 32
+            * 16),
     Variant("wgmma_cluster", "ptx", "wgmma", "sm90/wgmma_cluster.cu",
             "persistent 2-CTA clusters, 128x256x64 tiles in 4 stages, B multicast",
             "thread block clusters: two blocks share each B tile through TMA multicast (a third less L2 traffic)",

@@ -191,7 +191,9 @@ def test_mma_stream_keeps_a_whole_step_of_b_in_flight(compiled):
     it waits), 16 HMMAs a step (4 KB of B: 32 columns' or 64 columns' worth of k16 MMAs against A's two n8 tiles) on
     the fast and the edge path; row-major B pairs its rows with PRMT (at least 32 a loop more than column-major B's
     instance, whose PRMTs are the realign of A's rows off 16 bytes, ARead::kShifted), and nothing goes through
-    shared memory but the warps' partial sums after the loop. (Aligned B's instances; B_SHIFT's below.)"""
+    shared memory in the loop but column-major A's staging (ARead::kColumns: 16-byte stores, turned by
+    ldmatrix.trans, LDSM.16.MT88.4, one per k32 chunk and n8 tile of a step on each path, no barrier but the warp's
+    own) and the warps' partial sums after it. (Aligned B's instances; B_SHIFT's below.)"""
     c = compiled[("mma_stream", "sm_90a")]
     gemms = [i for i in c.instances() if i.acc is not None]
     assert len(gemms) == 12 and sum(i.flag("B_SHIFT") for i in gemms) == 6, [i.template for i in gemms]
@@ -200,7 +202,11 @@ def test_mma_stream_keeps_a_whole_step_of_b_in_flight(compiled):
         body = toolchain.sass_instructions("\n".join(main_loop(c.cubin, i.name)))
         ops = [x.op for x in body]
         assert sum(x.base == "HMMA" for x in body) == 32, (i.template, toolchain.instruction_mix("\n".join(ops)))
-        assert not any(x.base in ("LDS", "STS", "LDSM", "BAR", "LDL", "STL") for x in body), i.template
+        assert not any(x.base in ("LDS", "BAR", "LDL", "STL") for x in body), i.template
+        ldsm = [x.op for x in body if x.base == "LDSM"]
+        assert ldsm and all(op.startswith("LDSM.16.MT88.4") for op in ldsm), (i.template, ldsm)
+        assert len(ldsm) == 2 * 2 * (2 if i.b_col_major else 1) and all(
+            ".128" in x.op for x in body if x.base == "STS"), (i.template, ldsm)
         stream = [n for n, x in enumerate(body) if x.op.startswith("LDG.E.NA.LTC256B.128")]
         runs = [stream[j:j + 8] for j in range(len(stream) - 7)
                 if not any(body[n].base in ("HMMA", "BRA") for n in range(stream[j], stream[j + 7]))]

@@ -31,7 +31,9 @@
 // rebuilds its 8 elements from its own chunk and the next one (a shuffle from the lane that loaded it), shifted by
 // the row's offset (realign); the chunk past a warp's run is one extra load a lane, and no chunk without an element
 // of B is read. A is read in place through its strides: row-major A in 16-byte loads (its rows off 16 bytes as two
-// aligned chunks a lane, realigned, no shuffle), column-major A (layouts TN and TT) element by element.
+// aligned chunks a lane, realigned, no shuffle); column-major A (layouts TN and TT) with 16-byte aligned columns in
+// 16-byte loads of 8 rows at one k, turned by ldmatrix.trans through a small staging buffer of each warp's (the one
+// shared-memory trip on the way in, load_a_columns), where B's rows need no rebuild; other A element by element.
 // Element types: fp16 (fp32 or fp16 accumulation) and bf16 (fp32), the template parameter E; the partials are fp32
 // either way (fp16 accumulators are widened exactly). wgmma_persistent.cu hands it the shapes of hands_to_stream
 // (sm90/handoff.h).
@@ -189,8 +191,16 @@ __device__ __forceinline__ void next_chunk(uint32_t (&next)[4], const uint32_t (
 
 // How a lane reads its 8 elements of a row of A: kVector (A row-major with 16-byte aligned rows: one 16-byte load),
 // kShifted (row-major with rows off 16 bytes: the aligned chunks under them, rebuilt as B_SHIFT rebuilds B's),
-// kElements (column-major or strided A: one load an element). A launch picks one (launch_mma_stream).
-enum class ARead : int { kElements, kVector, kShifted };
+// kColumns (column-major with 16-byte aligned columns: 8 rows at one k a load, turned by ldmatrix.trans through the
+// warp's staging buffer, load_a_columns), kElements (other strides: one load an element). A launch picks one
+// (launch_mma_stream).
+enum class ARead : int { kElements, kVector, kShifted, kColumns };
+
+// The warp's staging buffer of column-major A: per (k32 chunk s, n8 tile i) 32 slots of 16 bytes, slot r holding
+// rows m0 + 8i .. + 7 of A at k = k0 + 32s + r, placed at a_slot(r): within each 8 slots, rotated by 2 per group
+// of 8, so that the 8 rows one ldmatrix.trans matrix reads (2p + e + 8q, e < 2, q < 4) fall in 8 different 16-byte
+// bank groups, as do the 8 rows a quarter-warp stores.
+__device__ __forceinline__ int a_slot(int r) { return (r & ~7) | ((r + 2 * (r >> 3)) & 7); }
 
 // 8 consecutive elements of a row of row-major A at p, off 16 bytes, the first `valid` of them (any count), zeros
 // after: the aligned chunk at or below p and, where one of the valid elements lies in it, the next, cached in L1 as
@@ -207,12 +217,59 @@ __device__ __forceinline__ uint4 load_a8_shifted(const E* p, int valid) {
   return make_uint4(own[0], own[1], own[2], own[3]);
 }
 
+// A's part of a warp step for column-major A with 16-byte aligned columns (ARead::kColumns): per (s, i) lane r loads
+// rows m0 + 8i .. + 7 at k = k0 + 32s + r (one 16-byte load; zeros past M and K) into slot a_slot(r) of the warp's
+// staging buffer `stage`, and ldmatrix.x4.trans gives lane (g, t) rows g at k0 + 32s + 8t .. + 7, the order the
+// other reads give: matrix p's row c is slot k = 8 (c / 2) + 2p + c % 2, so its transposed fragment puts k = 8t + 2p
+// and 8t + 2p + 1 of row g in lane (g, t)'s register p. One load, one store and a quarter of an ldmatrix a lane where
+// the element reads take eight loads.
+template <int KS, typename E>
+__device__ __forceinline__ void load_a_columns(uint32_t (&a)[KS][2][4], const E* A, int64_t lda, int M, int K, int m0,
+                                               int k0, uint4* stage) {
+  const int lane = threadIdx.x % 32, c = lane % 8, p = lane / 8;
+  const int tiles = M - m0 > 8 ? 2 : 1;  // n8 tiles with a row inside M (warp-uniform); the other is zeros
+  __syncwarp();  // the last step's ldmatrix reads are done before its slots are written again
+#pragma unroll
+  for (int s = 0; s < KS; ++s)
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      const int mb = m0 + 8 * i, k = k0 + 32 * s + lane;
+      if (i < tiles) {
+        uint4 v = make_uint4(0u, 0u, 0u, 0u);
+        if (k < K) {
+          const E* q = A + int64_t(k) * lda + mb;
+          v = M - mb >= 8 ? ptx::ld_global_nc_v4_b32(q) : load8_elements(q, 1, M - mb);
+        }
+        stage[(2 * s + i) * 32 + a_slot(lane)] = v;
+      }
+    }
+  __syncwarp();
+  const uint32_t base = ptx::smem_u32(stage + a_slot(8 * (c / 2) + 2 * p + c % 2));
+#pragma unroll
+  for (int s = 0; s < KS; ++s)
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      if (i < tiles)
+        ptx::ldmatrix_x4_trans(a[s][i][0], a[s][i][1], a[s][i][2], a[s][i][3],
+                               base + (2 * s + i) * 32 * int(sizeof(uint4)));
+      else
+        a[s][i][0] = a[s][i][1] = a[s][i][2] = a[s][i][3] = 0u;
+    }
+}
+
 // A's part of a warp step: rows m0 + 8i + g (i < 2: the MMA's two n8 tiles) at k0 + 32s + 8t .. + 7 (s < KS), zeros
 // past M and K, read as `a_read` says (16-byte loads cached in L1: every warp of the block working on this k reads
-// them).
-template <int KS, typename E>
+// them; column-major A through `stage`, load_a_columns, in the instances compiled with COLUMNS: those that do not
+// rebuild B's rows, which have no registers to spare for it).
+template <int KS, bool COLUMNS, typename E>
 __device__ __forceinline__ void load_a(uint32_t (&a)[KS][2][4], const E* A, int64_t sam, int64_t sak, int M, int K,
-                                       int m0, int k0, ARead a_read) {
+                                       int m0, int k0, ARead a_read, uint4* stage) {
+  if constexpr (COLUMNS) {
+    if (a_read == ARead::kColumns) {
+      load_a_columns<KS>(a, A, sak, M, K, m0, k0, stage);
+      return;
+    }
+  }
   const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
 #pragma unroll
   for (int s = 0; s < KS; ++s)
@@ -241,7 +298,7 @@ __device__ __forceinline__ void load_a(uint32_t (&a)[KS][2][4], const E* A, int6
 template <bool EDGE, bool B_COL, bool B_SHIFT, Acc ACC, typename E>
 __device__ __forceinline__ void warp_step(tile::MmaAcc<ACC, E> (&acc)[Warp<B_COL>::RB][2], const E* A, const E* B,
                                           int64_t sam, int64_t sak, int64_t ldb, int M, int N, int K, int m0, int n0,
-                                          int k0, ARead a_read) {
+                                          int k0, ARead a_read, uint4* stage) {
   using W = Warp<B_COL>;
   const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   uint32_t a[W::KS][2][4];
@@ -278,7 +335,7 @@ __device__ __forceinline__ void warp_step(tile::MmaAcc<ACC, E> (&acc)[Warp<B_COL
         if (EDGE) keep_first(q[r], k + r < K ? N - n : 0);
       }
     }
-    load_a<W::KS>(a, A, sam, sak, M, K, m0, k0, a_read);
+    load_a<W::KS, !B_SHIFT>(a, A, sam, sak, M, K, m0, k0, a_read, stage);
     // ---- MMAs: row block j's rows g / g + 8 are columns 8g + 2j / 8g + 2j + 1 (the low / high halves of q[.][j]);
     // k16 step h's slots 2t, 2t+1 are rows 4h, 4h + 1 of the lane's 8, slots 2t + 8, 2t + 9 rows 4h + 2, 4h + 3 ----
 #pragma unroll
@@ -335,7 +392,7 @@ __device__ __forceinline__ void warp_step(tile::MmaAcc<ACC, E> (&acc)[Warp<B_COL
             if (EDGE) keep_first(q[j][hh][s], n0 + W::col(j, hh, g) < N ? K - (k0 + 32 * s + 8 * t) : 0);
           }
     }
-    load_a<W::KS>(a, A, sam, sak, M, K, m0, k0, a_read);
+    load_a<W::KS, !B_SHIFT>(a, A, sam, sak, M, K, m0, k0, a_read, stage);
     // ---- MMAs: k16 step h of chunk s takes registers 2h (slots 2t, 2t+1) and 2h + 1 (slots 2t + 8, 2t + 9) ----
 #pragma unroll
     for (int j = 0; j < W::RB; ++j)
@@ -373,8 +430,14 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSM)
                       ARead a_read, bool c_vec) {
   using W = Warp<B_COL>;
   constexpr int WN = kWN<B_COL>, WK = kWK<B_COL>;
-  __shared__ __align__(16) float partial[WK][kRows][kCols + kPad];  // (warp's k share, row of C, column of the unit)
+  // the warps' partial sums (warp's k share, row of C, column of the unit), then each warp's staging of column-major
+  // A (load_a_columns: 2 KS x 32 slots of 16 bytes a warp), in one array, so that every instance has the same
+  // static shared memory (the B_SHIFT ones stage nothing)
+  constexpr int kPartial = WK * kRows * (kCols + kPad), kStage = kWarps * 2 * W::KS * 32;
+  __shared__ __align__(16) float smem[kPartial + 4 * kStage];
+  auto& partial = *reinterpret_cast<float(*)[WK][kRows][kCols + kPad]>(smem);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  uint4* const a_stage = reinterpret_cast<uint4*>(smem + kPartial) + warp * 2 * W::KS * 32;
   const int wn = warp % WN, wk = warp / WN;
   const int mblocks = tile::cdiv(M, kRows), tiles = tile::cdiv(N, kCols) * mblocks;
   const int steps = tile::cdiv(K, kStepK), units = tiles * split;
@@ -393,9 +456,9 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSM)
         const int k0 = step * kStepK + wk * W::K;
         if (k0 >= K) break;
         if (full_n && k0 + W::K <= K)
-          warp_step<false, B_COL, B_SHIFT>(acc, A, B, sam, sak, ldb, M, N, K, m0, n0, k0, a_read);
+          warp_step<false, B_COL, B_SHIFT>(acc, A, B, sam, sak, ldb, M, N, K, m0, n0, k0, a_read, a_stage);
         else
-          warp_step<true, B_COL, B_SHIFT>(acc, A, B, sam, sak, ldb, M, N, K, m0, n0, k0, a_read);
+          warp_step<true, B_COL, B_SHIFT>(acc, A, B, sam, sak, ldb, M, N, K, m0, n0, k0, a_read, a_stage);
       }
     }
 
@@ -464,7 +527,10 @@ cudaError_t launch_mma_stream(const GemmArgsOf<E>& p, Acc acc, cudaStream_t stre
   const bool b_shift = !tile::aligned16(p.B) || ldb % 8 != 0;
   if (p.M <= 0 || p.N <= 0) return cudaSuccess;
   const bool a_rows_aligned = (p.sam % 8 == 0 || p.M == 1) && tile::aligned16(p.A);
-  const ARead a_read = p.sak != 1 ? ARead::kElements : a_rows_aligned ? ARead::kVector : ARead::kShifted;
+  const bool a_cols_aligned = p.sam == 1 && p.sak % 8 == 0 && tile::aligned16(p.A) && !b_shift;  // load_a
+  const ARead a_read = p.sak == 1      ? (a_rows_aligned ? ARead::kVector : ARead::kShifted)
+                       : a_cols_aligned ? ARead::kColumns
+                                        : ARead::kElements;
   const bool c_vec = p.ldc % 4 == 0 && reinterpret_cast<uintptr_t>(p.C) % 8 == 0;
   const int ldw = (p.N + 3) / 4 * 4;
   auto launch = [&](auto acc_c, auto b_col_c, auto shift_c) -> cudaError_t {
@@ -478,7 +544,8 @@ cudaError_t launch_mma_stream(const GemmArgsOf<E>& p, Acc acc, cudaStream_t stre
     if (info) info->workspace_bytes = bytes;
     if (p.workspace_bytes < bytes) return kWorkspaceNeeded;
     float* ws = plan.split > 1 ? static_cast<float*>(p.workspace) : nullptr;
-    constexpr int smem = int(sizeof(float)) * kWK<b_col_c.value> * kRows * (kCols + kPad);  // the kernel's static
+    constexpr int smem = int(sizeof(float)) * kWK<b_col_c.value> * kRows * (kCols + kPad) +  // the kernel's static
+                         int(sizeof(uint4)) * kWarps * 2 * Warp<b_col_c.value>::KS * 32;
     if (info) {
       const int limit = info->smem_limit;
       *info = LaunchInfo{unsigned(plan.grid), 1, unsigned(kThreads), smem, limit, kRows, kCols, plan.split};
