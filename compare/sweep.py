@@ -133,8 +133,7 @@ class PtxCall:
         self.report: dict | None = None
 
     def __call__(self, a, b, out=None):
-        import ptx_kernels
-        from ptx_kernels import call
+        from ptx_kernels import build, call
         from ptx_kernels.variants import BY_NAME
 
         copies: list[str] = []
@@ -144,8 +143,8 @@ class PtxCall:
         a, b, a_col, b_col, _ = call.prepared(v, a, b, None, copies)
         out = out if out is not None else a.new_empty(a.shape[0], b.shape[1])
         c = call._c_for_kernel(out, copies)
-        info, ran = ptx_kernels.load().hgemm_launch(launched, a, b, c, a_col, b_col, self.acc == "fp16", self.tile,
-                                                    self.split)
+        info, ran = build.load_for(v).hgemm_launch(launched, a, b, c, a_col, b_col, self.acc == "fp16", self.tile,
+                                                   self.split)
         if c is not out:
             out.copy_(c)
         self.report = {"ran": ran or self.kernel, "tile_m": info[5], "tile_n": info[6], "split": info[7],

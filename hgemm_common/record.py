@@ -77,6 +77,10 @@ class Variant:
     b_rows_any: bool = False
     a_rows_any: bool = False
     unrolled_stages: bool = False  # the fp32 tile's main loop is unrolled over the ring's stages (MMA counts)
+    # Built on first use into a library of its own beside the extension (ptx_kernels/build.py, `load(on_demand=True)`),
+    # not with the extension: a kernel nothing dispatches to, called by name only, whose instances would lengthen
+    # every fresh build.
+    on_demand: bool = False
     # Which of its instances `compare inspect` shows, beyond the call's dtype and accumulation and row-major B: the
     # kernel template's arguments by parameter name, as the compiler spells them ({"T": "Tile<256, 4, 1, 128, 64>",
     # "TMA_STORE": "true"}); the instances themselves are listed from the compiled kernel (toolchain.instances).

@@ -1,4 +1,6 @@
-"""Build the hand-written kernels into one extension, once per machine, with torch.utils.cpp_extension.load_inline.
+"""Build the hand-written kernels into one extension, once per machine, with torch.utils.cpp_extension.load_inline;
+the few records marked `on_demand` (kernels nothing dispatches to) into a library of their own on their first call
+(`load_on_demand`).
 
 Two steps, the first in parallel:
 1. every kernel file (the records' offered on the running GPU, `min_arch`, plus the lab sources) compiles to its
@@ -33,10 +35,11 @@ import torch
 
 from hgemm_common.errors import HgemmError, error_line
 
-from .variants import CSRC, VARIANTS, csrc_hash, lab_sources, source
+from .variants import CSRC, VARIANTS, Variant, csrc_hash, lab_sources, source
 
 _lock = threading.Lock()
 _module = None
+_on_demand_loaded = False  # load_on_demand has added the on-demand records to _module
 
 BASE_CUDA_FLAGS = [
     "-O3", "-std=c++17", "-lineinfo",
@@ -62,14 +65,30 @@ def arch_flags(capability: tuple[int, int]) -> list[str]:
 BINDING = CSRC / "binding.cpp"  # the only Torch-aware C++: load_inline's source
 
 
-def kernel_sources(arch: int | None = None, variants=VARIANTS) -> list[Path]:
+ON_DEMAND_ENTRY = CSRC / "host" / "on_demand.cu"  # the on-demand library's entry point (hgemm_on_demand_export)
+
+
+def kernel_sources(arch: int | None = None, variants=VARIANTS, on_demand: bool = False) -> list[Path]:
     """The CUDA translation units of the extension for a GPU of compute capability `arch` (x10; None: every
-    variant): each record's kernel file offered there, then the lab sources."""
-    return [source(v) for v in variants if v.offered_on(arch)] + [CSRC / f for f in lab_sources(arch)]
+    variant): each record's kernel file offered there, then the lab sources. The records marked `on_demand` are
+    left out: with on_demand=True, the on-demand library's units instead, those records' kernel files offered there
+    and the library's entry point (none where no such record is offered)."""
+    if on_demand:
+        files = [source(v) for v in variants if v.offered_on(arch) and v.on_demand]
+        return files + [ON_DEMAND_ENTRY] if files else []
+    return ([source(v) for v in variants if v.offered_on(arch) and not v.on_demand]
+            + [CSRC / f for f in lab_sources(arch)])
 
 
 def module_name(flags: list[str]) -> str:
     return f"tensorcore_hgemm_ptx_{csrc_hash(' '.join(flags), torch.__version__)}"
+
+
+def link_command(objects: list[Path], out: Path, nvcc: str) -> list[str]:
+    """The command that links the on-demand library's objects into the shared library `out`: host code only (the
+    objects hold their own device code), on the shared CUDA runtime, the one the extension and torch use, so that
+    its kernels and streams are theirs."""
+    return [nvcc, "-shared", "-cudart", "shared", "-o", str(out), *map(str, objects)]
 
 
 def _check_toolchain() -> None:
@@ -202,13 +221,25 @@ def _start_glue(name: str, build_dir: Path) -> subprocess.Popen:
                             stderr=subprocess.DEVNULL)
 
 
-def load(verbose: bool = False):
+def load(verbose: bool = False, on_demand: bool = False):
     """The compiled extension for the current GPU, built on first use (about half a minute on 16 cores), then
     loaded from the build folder. verbose (or TENSORCORE_HGEMM_BUILD_TIMES=1): print each translation unit's nvcc
-    seconds, longest first, and load_inline's commands."""
+    seconds, longest first, and load_inline's commands. on_demand: with the records marked `on_demand` too
+    (`load_on_demand`)."""
+    if _module is None or (on_demand and not _on_demand_loaded):  # every hgemm call asks: no lock once built
+        _load_extension(verbose)
+        if on_demand:
+            load_on_demand(verbose)
+    return _module
+
+
+def load_for(v: Variant):
+    """The extension, holding variant `v` (its on-demand library loaded where its record is marked `on_demand`)."""
+    return load(on_demand=v.on_demand)
+
+
+def _load_extension(verbose: bool):
     global _module
-    if _module is not None:  # every hgemm call asks: no lock once built
-        return _module
     with _lock:
         if _module is not None:
             return _module
@@ -261,7 +292,49 @@ def load(verbose: bool = False):
                 print(f"ptx_kernels: built in {time.perf_counter() - t0:.1f} s (kernel objects {t_objects:.1f} s"
                       + (f", the longest {longest} {times[longest]:.1f} s" if longest else "")
                       + f"; the binding ready at {t_glue:.1f} s)", file=sys.stderr, flush=True)
-                if times and (verbose or os.environ.get("TENSORCORE_HGEMM_BUILD_TIMES") == "1"):
-                    print(f"ptx_kernels: nvcc seconds per translation unit, {os.cpu_count()} cores:\n"
-                          + format_times(times), file=sys.stderr, flush=True)
+                _print_times(times, verbose)
         return _module
+
+
+def _print_times(times: dict[str, float], verbose: bool) -> None:
+    if times and (verbose or os.environ.get("TENSORCORE_HGEMM_BUILD_TIMES") == "1"):
+        print(f"ptx_kernels: nvcc seconds per translation unit, {os.cpu_count()} cores:\n" + format_times(times),
+              file=sys.stderr, flush=True)
+
+
+def load_on_demand(verbose: bool = False) -> None:
+    """Add the records marked `on_demand` (kernels nothing dispatches to, called by name) to the extension: their
+    kernel files and the entry point csrc/host/on_demand.cu compiled as the extension's are (`compile_objects`, the
+    same folder and names) and linked into a shared library beside it (`link_command`), on first use; then the
+    binding opens it and copies its registry into the extension's (hgemm_load_on_demand). Keeping them out of
+    the extension keeps every fresh build short. Builds are serialised across processes by a lock file of their own,
+    so that loading the extension never waits on one."""
+    global _on_demand_loaded
+    module = _load_extension(verbose)
+    with _lock:
+        if _on_demand_loaded:
+            return
+        cap = torch.cuda.get_device_capability()
+        sources = kernel_sources(cap[0] * 10 + cap[1], on_demand=True)
+        if sources:
+            cuda_flags = BASE_CUDA_FLAGS + arch_flags(cap)
+            name = module_name(cuda_flags)
+            build_dir = build_dir_root() / name
+            lib = build_dir / f"{name}_on_demand.so"
+            with open(build_dir.parent / f"{name}.on_demand.flock", "w") as flock:
+                fcntl.flock(flock, fcntl.LOCK_EX)
+                if not lib.exists():
+                    print(f"ptx_kernels: building the on-demand kernels ({len(units(sources))} translation units: "
+                          f"{', '.join(p.stem for p in sources[:-1])}) into {lib}", file=sys.stderr, flush=True)
+                    t0, times = time.perf_counter(), {}
+                    objects = compile_objects(sources, cuda_flags, build_dir / "objects", nvcc_path(), times=times)
+                    tmp = lib.with_suffix(f".{os.getpid()}.tmp")
+                    res = subprocess.run(link_command(objects, tmp, nvcc_path()), capture_output=True, text=True)
+                    if res.returncode != 0:
+                        raise BuildError(f"linking the on-demand library {lib} failed:\n{res.stderr[-4000:]}")
+                    os.replace(tmp, lib)
+                    print(f"ptx_kernels: on-demand kernels built in {time.perf_counter() - t0:.1f} s", file=sys.stderr,
+                          flush=True)
+                    _print_times(times, verbose)
+            module.hgemm_load_on_demand(str(lib))
+        _on_demand_loaded = True

@@ -13,7 +13,7 @@ from hgemm_common.operands import is_col_major, is_row_major, resolved, rows_ali
 from hgemm_common.plans import LRU, byte_extents, call_key, out_overlaps
 from hgemm_common.validation import check_acc, check_dtype_offered, finish_empty, validate
 
-from .build import load
+from .build import load_for
 from .variants import BY_NAME, VARIANTS, Variant, a_col_in_place, any_strides
 
 ACCUMULATIONS = ("fp32", "fp16")
@@ -217,7 +217,7 @@ def hgemm(a: torch.Tensor, b: torch.Tensor, kernel: str = DEFAULT_KERNEL, acc: s
     if max(p.m, p.n, p.k) > 2**31 - 1 - 256:
         raise HgemmValueError(f"hgemm: PTX kernels index M, N, K with 32-bit ints; got {p.m}x{p.n}x{p.k}")
     v, launched = launched_variant(v, p.m, p.n, p.k, tile, split, b)
-    ext = load()
+    ext = load_for(v)
     copies = []
     a, b, a_col, b_col, restrided = prepared(v, a, b, split, copies)
     c = _c_for_kernel(p.out, copies)
@@ -432,7 +432,7 @@ def sparse_hgemm(values: torch.Tensor, meta: torch.Tensor, b: torch.Tensor, *, k
     check_arch(v, values.device, "sparse_hgemm")
     if max(p.m, p.n, S.padded_k(p.k)) > 2**31 - 1 - 256:
         raise HgemmValueError(f"sparse_hgemm: PTX kernels index M, N, K with 32-bit ints; got {p.m}x{p.n}x{p.k}")
-    ext = load()
+    ext = load_for(v)
     copies = []
     values = resolved(values, "values", copies)
     if not is_row_major(values) or not rows_aligned16(values, values.stride(0)):

@@ -35,7 +35,8 @@
 #                                             # new shapes in two fresh processes (python -m compare.first_call)
 #   bash scripts/gpu_pass.sh plan-table OUTDIR  # python -m compare tune: the plan table of this GPU, into OUTDIR
 #   bash scripts/gpu_pass.sh gate1 OUTDIR    # the GPU gate, part 1 (one command, within 10 minutes): a fresh
-#                                             # build alone (timed), then the main job from empty caches (as report
+#                                             # build alone (timed), the on-demand kernels' build after it (timed),
+#                                             # then the main job from empty caches (as report
 #                                             # with FRESH=1) into OUTDIR/gate/raw/report: its time, exit status and
 #                                             # study page
 #   bash scripts/gpu_pass.sh gate2 OUTDIR    # part 2 (within 10 minutes): the build (cached where part 1 ran), then
@@ -114,10 +115,10 @@ gate_phase() {  # NAME SECONDS RC [DETAIL]: one row of the verdict table, record
   gate_snapshot
 }
 
-gate_build() {  # NAME: ptx_kernels.load() under a timeout, timed
+gate_build() {  # NAME [on_demand=True]: ptx_kernels.load() (or the on-demand kernels' build) under a timeout, timed
   local t0 rc
   t0=$(now)
-  timeout -s INT -k 20 "${GATE_BUILD_LIMIT:-120}" python -c "import ptx_kernels; ptx_kernels.load()" \
+  timeout -s INT -k 20 "${GATE_BUILD_LIMIT:-120}" python -c "import ptx_kernels; ptx_kernels.load(${2:-})" \
     >> "$GATE_RAW/logs/build.log" 2>&1
   rc=$?
   gate_phase "$1" "$(since "$t0")" "$rc" "$(tail -1 "$GATE_RAW/logs/build.log")"
@@ -127,6 +128,7 @@ gate_part1() {
   rm -rf "$GATE_RAW/report"
   rm -rf "$TENSORCORE_HGEMM_BUILD_DIR"
   gate_build "build alone (fresh)"
+  gate_build "on-demand kernels' build (after it)" on_demand=True
   empty_caches
   local t0 rc
   t0=$(now)

@@ -100,7 +100,7 @@ def breakdown(variant: str, shape: tuple[int, int, int], calls: int) -> None:
     m, n, k = shape
     a, b = make_inputs(m, n, k, "NN", device="cuda", seed=0, kind="randn")
     out = torch.empty(m, n, dtype=torch.float16, device="cuda")
-    ext = ptx_kernels.load()
+    ext = ptx_kernels.load(on_demand=True)
     pieces = {
         "torch.empty((m, n))": lambda: torch.empty((m, n), dtype=torch.float16, device="cuda"),
         "validate(a, b, out)": lambda: validate(a, b, out, allow_cpu=False),

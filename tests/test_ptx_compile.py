@@ -464,11 +464,26 @@ def test_registrations_and_records_agree():
 
 
 def test_registry_of_every_kernel_file_is_the_records(tmp_path):
-    """CPU, no GPU: the kernel files of every record, compiled as the extension compiles them (one translation unit
-    each, or one per part of a file built in parts, `build.units`) and linked into one program, register exactly the
-    records, each with the operands its record reads: every launcher one part calls, another part holds."""
-    got = registry_of([source(v) for v in VARIANTS], tmp_path)
-    assert got == {v.name: (registered_operands(v), v.dtypes) for v in VARIANTS}
+    """CPU, no GPU: the kernel files of every record the extension holds (all but those marked on_demand), compiled
+    as the extension compiles them (one translation unit each, or one per part of a file built in parts,
+    `build.units`) and linked into one program, register exactly those records, each with the operands its record
+    reads: every launcher one part calls, another part holds."""
+    held = [v for v in VARIANTS if not v.on_demand]
+    assert [source(v) for v in held] == [f for f in build.kernel_sources() if "lab" not in f.parts]
+    got = registry_of([source(v) for v in held], tmp_path)
+    assert got == {v.name: (registered_operands(v), v.dtypes) for v in held}
+
+
+def test_on_demand_library_registers_the_on_demand_records(tmp_path):
+    """CPU, no GPU: the records marked on_demand (nothing dispatches to them) build into a library of their own
+    (build.kernel_sources(on_demand=True): their kernel files and the entry point host/on_demand.cu), which, linked
+    as the build links it (build.link_command) and opened as the binding opens it (dlopen, then
+    hgemm_on_demand_export into the opener's registry), registers exactly those records."""
+    on_demand = [v for v in VARIANTS if v.on_demand]
+    assert on_demand and build.kernel_sources(on_demand=True) == [source(v) for v in on_demand] + [build.ON_DEMAND_ENTRY]
+    assert build.kernel_sources(80, on_demand=True) == []  # sm_90a kernels: nothing to build on an sm_80 GPU
+    got = registry_of(build.kernel_sources(on_demand=True), tmp_path, on_demand=True)
+    assert got == {v.name: (registered_operands(v), v.dtypes) for v in on_demand}
 
 
 def test_no_variant_names_outside_kernel_files():
@@ -490,7 +505,9 @@ def test_extension_holds_the_records_offered_here():
 
     major, minor = torch.cuda.get_device_capability()
     offered = {v.name for v in VARIANTS if v.offered_on(major * 10 + minor)}
-    assert set(ptx_kernels.load().hgemm_variants()) == offered
+    held = {name for name in offered if not BY_NAME[name].on_demand}
+    assert held <= set(ptx_kernels.load().hgemm_variants()) <= offered  # the on-demand ones once a call loaded them
+    assert set(ptx_kernels.load(on_demand=True).hgemm_variants()) == offered
 
 
 def test_no_measured_figures_in_sources():
@@ -507,16 +524,23 @@ def test_no_measured_figures_in_sources():
                 assert not pat.search(line), f"{path.relative_to(root)}:{i}: {line.strip()}"
 
 
-def registry_of(kernel_files, out_dir, csrc=CSRC) -> dict[str, tuple[str, tuple[str, ...]]]:
+def registry_of(kernel_files, out_dir, csrc=CSRC, on_demand: bool = False) -> dict[str, tuple[str, tuple[str, ...]]]:
     """{name: (operands, dtypes)} the registry holds once the kernel files (separate translation units, a file built
     in parts one per part, as the extension builds them) are linked into one host program: the registrars run at
-    load, no GPU needed. Host code unoptimized (-O0: only the registrars have to run) and device code as
-    unoptimized PTX only (cicc -O0, no ptxas: the cubins are the compile fixture's business); for compute_90a, the
-    target every kernel file builds for (the sm_90a-only ones included)."""
+    load, no GPU needed. on_demand: the files are linked into a shared library as the on-demand library is
+    (build.link_command), which the program opens and copies into its own registry as the binding does. Host code
+    unoptimized (-O0: only the registrars have to run) and device code as unoptimized PTX only (cicc -O0, no ptxas:
+    the cubins are the compile fixture's business); for compute_90a, the target every kernel file builds for (the
+    sm_90a-only ones included)."""
     import subprocess
 
     main = out_dir / "print_registry.cu"
-    main.write_text('#include <cstdio>\n#include "host/registry.h"\nint main() {\n'
+    opener = ('  void* lib = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);\n'
+              '  if (!lib) { std::fprintf(stderr, "%s\\n", dlerror()); return 1; }\n'
+              '  auto entry = reinterpret_cast<int (*)(void*, void*)>(dlsym(lib, "hgemm_on_demand_export"));\n'
+              '  if (!entry || entry(&hgemm::registry(), &hgemm::ceilings()) < 0) return 2;\n')
+    main.write_text('#include <dlfcn.h>\n#include <cstdio>\n#include "host/registry.h"\n'
+                    'int main(int argc, char** argv) {\n' + (opener if on_demand else "") +
                     '  for (const auto& kv : hgemm::registry())\n'
                     '    std::printf("%s %d %d\\n", kv.first.c_str(), int(kv.second.operands),\n'
                     '                int(kv.second.launch_bf16 != nullptr));\n}\n')
@@ -526,16 +550,21 @@ def registry_of(kernel_files, out_dir, csrc=CSRC) -> dict[str, tuple[str, tuple[
         src, part = unit
         out = out_dir / (f"{src.stem}.o" if part is None else f"{src.stem}.part{part}.o")
         defines = [] if part is None else [f"-DHGEMM_PART={part}"]
-        subprocess.run([*nvcc, "-O0", "-Xcicc", "-O0", "-gencode=arch=compute_90a,code=compute_90a", *defines, "-c",
-                        "-o", str(out), str(src)], check=True, capture_output=True)
+        subprocess.run([*nvcc, "-O0", "-Xcicc", "-O0", "-gencode=arch=compute_90a,code=compute_90a", "-Xcompiler",
+                        "-fPIC", *defines, "-c", "-o", str(out), str(src)], check=True, capture_output=True)
         return str(out)
 
     with ThreadPoolExecutor(max_workers=2) as pool:
         objs = list(pool.map(obj, [*build.units(kernel_files), (main, None)]))
-    exe = out_dir / "print_registry"
+    exe, args = out_dir / "print_registry", []
+    if on_demand:
+        lib = out_dir / "on_demand.so"
+        linked = subprocess.run(build.link_command(objs[:-1], lib, nvcc[0]), capture_output=True, text=True)
+        assert linked.returncode == 0, linked.stderr[-3000:]  # an undefined launcher: no part holds it
+        objs, args = objs[-1:], [str(lib)]
     linked = subprocess.run([*nvcc, "-o", str(exe), *objs], capture_output=True, text=True)
     assert linked.returncode == 0, linked.stderr[-3000:]  # an undefined launcher: no part holds it
-    out = subprocess.run([str(exe)], check=True, capture_output=True, text=True).stdout
+    out = subprocess.run([str(exe), *args], check=True, capture_output=True, text=True).stdout
     kinds = ("RowMajorA", "AnyStrides", "AnyMajor")  # hgemm::Operands, in order
     return {name: (kinds[int(k)], ("fp16", "bf16") if int(bf16) else ("fp16",))
             for name, k, bf16 in (line.split() for line in out.splitlines())}

@@ -11,6 +11,8 @@
 #include <c10/cuda/CUDAGuard.h>
 #include <torch/csrc/utils/pybind.h>  // PYBIND11_MODULE and the Tensor, tuple and vector conversions
 
+#include <dlfcn.h>
+
 #include <string>
 #include <tuple>
 #include <vector>
@@ -24,6 +26,18 @@ std::vector<std::string> hgemm_variants() {
   std::vector<std::string> names;
   for (const auto& kv : hgemm::registry()) names.push_back(kv.first);
   return names;
+}
+
+// Opens the on-demand library at `path` (host/on_demand.cu: the kernel files built on first use, ptx_kernels/build.py)
+// and adds its variants and ceilings to this extension's registries; returns how many it added. The library stays
+// open: its launchers are called from here on.
+int64_t hgemm_load_on_demand(const std::string& path) {
+  void* lib = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  TORCH_CHECK(lib != nullptr, "hgemm: cannot open the on-demand library ", path, ": ", dlerror());
+  using Export = int (*)(void*, void*);
+  const auto entry = reinterpret_cast<Export>(dlsym(lib, "hgemm_on_demand_export"));
+  TORCH_CHECK(entry != nullptr, "hgemm: ", path, " has no hgemm_on_demand_export: not an on-demand library");
+  return entry(&hgemm::registry(), &hgemm::ceilings());
 }
 
 // {grid_x, grid_y, block, smem_bytes, smem_limit, tile_m, tile_n, split} and the variant whose kernel ran (where
@@ -307,6 +321,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         py::arg("sms") = 0);
   m.def("sparse_launch", &sparse_launch);
   m.def("hgemm_variants", &hgemm_variants);
+  m.def("hgemm_load_on_demand", &hgemm_load_on_demand);
   m.def("hgemm_ceilings", &hgemm_ceilings);
   m.def("hgemm_ceiling", &hgemm_ceiling);
   m.def("probe_ldmatrix", &probe_ldmatrix);

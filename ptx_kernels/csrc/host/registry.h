@@ -28,7 +28,8 @@ struct Registered {
 };
 
 // One registry per shared library: a function-local static, so every translation unit's registrar (run at load,
-// in no particular order) adds to the same map.
+// in no particular order) adds to the same map. The on-demand library's entries are copied into the extension's
+// when it is loaded (host/on_demand.cu).
 inline std::map<std::string, Registered>& registry() {
   static std::map<std::string, Registered> variants;
   return variants;
