@@ -32,8 +32,8 @@ def last_launch() -> dict:
     "auto" chose), grid, block, shared memory, whether the kernel read A and B column-major (a_col_major,
     b_col_major), any copies it made, the block tile (tile_m, tile_n) where the kernel
     chose between several (else None), the K parts of a split-K launch (else None), and "kernel", the one whose
-    code ran (wgmma_persistent hands a few rows of A against a large B to mma_stream, skinny outputs to wgmma_splitk
-    and B with rows off the 32-byte sectors to wgmma_cluster; else the one given)."""
+    code ran (wgmma_persistent hands a few rows of A against a B off the 16-byte grid to mma_stream, skinny outputs
+    to wgmma_splitk and B with rows off the 32-byte sectors to wgmma_cluster; else the one given)."""
     if _last[0] is None:
         return {}
     variant, acc, (info, ran), (a_col, b_col), copies = _last[0]
@@ -263,12 +263,12 @@ def prepared(v: Variant, a: torch.Tensor, b: torch.Tensor, split, copies: list[s
     return a, b, a_col, b_col, restrided
 
 
-# wgmma_persistent hands a few rows of A against a large B, or against a B off the 16-byte grid, to mma_stream
-# (csrc/sm90/handoff.h, hands_to_stream: its kStreamRows, kStreamMinB, kStreamOffRows, kStreamOffRowsLongK,
-# kStreamLongK and kStreamOffSmallB, which a CPU test reads there). Such a call launches mma_stream from here, as
-# the hand-off would, so that B's rows off the 16-byte grid are read in place (mma_stream's b_rows_any), not first
-# copied for wgmma_persistent's TMA descriptors: the same kernel and plan, the same bits.
-STREAM_ROWS, STREAM_MIN_B = 16, 1 << 22
+# wgmma_persistent hands a few rows of A against a B off the 16-byte grid to mma_stream (csrc/sm90/handoff.h,
+# hands_to_stream: its kStreamOffRows, kStreamOffRowsLongK, kStreamLongK and kStreamOffSmallB, which a CPU test reads
+# there). Such a call launches mma_stream from here, as the hand-off would, so that B's rows off the 16-byte grid are
+# read in place (mma_stream's b_rows_any), not first copied for wgmma_persistent's TMA descriptors: the same kernel
+# and plan, the same bits. STREAM_ROWS: the rows of A one of mma_stream's blocks takes (its kRows).
+STREAM_ROWS = 16
 STREAM_OFF_ROWS, STREAM_OFF_ROWS_LONG_K, STREAM_LONG_K, STREAM_OFF_SMALL_B = 32, 48, 4096, 5 << 20
 
 
@@ -302,13 +302,12 @@ def stream_copies_a(a: torch.Tensor, n: int) -> bool:
 
 def hands_to_stream(v: Variant, m: int, n: int, k: int, tile: str, split, b_off16: bool = False) -> bool:
     """Whether `hgemm(kernel=v.name)` on an M x N x K problem runs mma_stream: wgmma_persistent's own plan (no tile or
-    split pinned) on M <= STREAM_ROWS and N x K >= STREAM_MIN_B, or, with B's rows off 16 bytes (`b_off16`,
-    `b_rows_off16`), on M <= STREAM_OFF_ROWS, or M <= STREAM_OFF_ROWS_LONG_K with K >= STREAM_LONG_K or
-    N x K < STREAM_OFF_SMALL_B."""
+    split pinned) with B's rows off 16 bytes (`b_off16`, `b_rows_off16`) on M <= STREAM_OFF_ROWS, or
+    M <= STREAM_OFF_ROWS_LONG_K with K >= STREAM_LONG_K or N x K < STREAM_OFF_SMALL_B. An aligned B stays on the
+    tile kernels at any M."""
     off = b_off16 and (m <= STREAM_OFF_ROWS or (m <= STREAM_OFF_ROWS_LONG_K
                                                 and (k >= STREAM_LONG_K or n * k < STREAM_OFF_SMALL_B)))
-    return (v.name == "wgmma_persistent" and tile == "auto" and split is None
-            and ((m <= STREAM_ROWS and n * k >= STREAM_MIN_B) or off))
+    return v.name == "wgmma_persistent" and tile == "auto" and split is None and off
 
 
 def planned(a: torch.Tensor, b: torch.Tensor, *, kernel: str, acc: str = "fp32"):

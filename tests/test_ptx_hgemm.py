@@ -273,9 +273,9 @@ def test_column_major_a_in_place_exact(v, dtype, acc, layout):
 def test_column_major_a_every_persistent_plan(dtype, acc):
     """Column-major A on each kernel and tile wgmma_persistent plans, read in place and exact: 128x192 (3072 x 5120,
     128-byte rows), 256x152 (3000 x 5000, B column-major), wgmma_cluster (3000 x 5000, B row-major on 10,000-byte
-    rows), wgmma_splitk (32 x 4096 x 4096 and 4096 x 16 x 4096), mma_stream (16 x 4096 x 4096), 128x256 (4096 x 4096
-    x 512, the weight gradient's layout TN); plus NaN in A[i, k] making row i of C NaN, and the same bits on a second
-    run."""
+    rows), wgmma_splitk (32 x 4096 x 4096 and 4096 x 16 x 4096), mma_stream (16 x 4097 x 4096: B off the grid),
+    128x256 (4096 x 4096 x 512, the weight gradient's layout TN); plus NaN in A[i, k] making row i of C NaN, and the
+    same bits on a second run."""
     if not torch.cuda.get_device_capability() >= (9, 0):
         pytest.skip("wgmma_persistent needs sm_90")
     v = BY_NAME["wgmma_persistent"]
@@ -285,7 +285,7 @@ def test_column_major_a_every_persistent_plan(dtype, acc):
              ((3000, 5000, 2000, 193), "TT", lambda l: l["tile"] == (256, 152)),
              ((3000, 5000, 2000, 194), "TN", lambda l: l["kernel"] == "wgmma_cluster"),
              ((32, 4096, 4096, 4096), "TN", lambda l: l["kernel"] == "wgmma_splitk" and l["split"] > 1),
-             ((16, 4096, 4096, 4096), "TN", lambda l: l["kernel"] == "mma_stream"),
+             ((16, 4097, 4096, 4096), "TN", lambda l: l["kernel"] == "mma_stream"),
              ((4096, 16, 4096, 4096), "TT", lambda l: l["kernel"] == "wgmma_splitk" and l["split"] > 1),
              ((4096, 4096, 512, 512), "TN", lambda l: l["tile"] == (128, 256) and l["kernel"] == "wgmma_persistent")]
     for i, ((m, n, k, k16), layout, planned) in enumerate(cases):

@@ -34,7 +34,7 @@ def fake(monkeypatch):
         calls.append(1)
         return validation.validate(a, b, out, allow_cpu=True)
 
-    monkeypatch.setattr(call, "load", lambda: ext)
+    monkeypatch.setattr(call, "load_for", lambda v: ext)
     monkeypatch.setattr(call, "validate", counted_validate)
     monkeypatch.setattr(call, "_arch", lambda device: 90)
     monkeypatch.setattr(call, "_PLANS", call.LRU(256))

@@ -1,8 +1,8 @@
 """The bandwidth path (ptx_kernels/csrc/sm90/mma_stream.cu) on a GPU: exact integer checks for a few rows of A in every
 layout, dtype and accumulation, on odd N and K with operands whose padding is NaN, into NaN-poisoned outputs;
 bitwise the same result on every run whatever the K split; wgmma_persistent's hand-off (sm90/handoff.h,
-hands_to_stream) routes M <= 16 against a large B, and M <= 32 (48 with a long K) against a B off the 16-byte grid,
-to it, and nothing else; side streams and CUDA graphs."""
+hands_to_stream) routes M <= 32 (48 with a long K or a small B) against a B off the 16-byte grid to it, and nothing
+else; side streams and CUDA graphs."""
 import pytest
 import torch
 
@@ -15,7 +15,7 @@ pytestmark = pytest.mark.gpu(sm=90)
 DTYPE_ACCS = (("fp16", "fp32"), ("fp16", "fp16"), ("bf16", "fp32"))
 ROWS = (1, 2, 5, 8, 13, 16)
 # (N, K): odd both ways, a K tail inside a lane's 8 elements, N inside one 128-column unit, K shorter than a step;
-# the last is large enough for wgmma_persistent to hand it over (K x N >= 2^22)
+# the last a B of over 2^22 elements
 SHAPES = ((1001, 777), (7, 4099), (129, 65), (3001, 1399))
 HANDED = (3001, 1399)
 
@@ -33,14 +33,14 @@ def stream_call(a, b, kernel, acc, dtype, split=None):
 def test_exact_few_rows_every_layout(dtype, acc, layout):
     """M in {1, 2, 5, 8, 13, 16} on odd N and K, A and B read in place from storage padded with NaN (a load past an
     edge would make C NaN), every element of C written, exact against the float64 product; directly and through
-    wgmma_persistent where it hands the shape over."""
+    wgmma_persistent where it hands the shape over (B as drawn: N and K odd, its rows off the 16-byte grid)."""
     for i, m in enumerate(ROWS):
         for j, (n, k) in enumerate(SHAPES):
-            a, b = make_inputs(m, n, k, layout, device="cuda", seed=10 * i + j, dtype=dtype)
-            a, b = in_place_operand(a, layout[0] == "T"), in_place_operand(b, layout[1] == "T")
+            a, drawn = make_inputs(m, n, k, layout, device="cuda", seed=10 * i + j, dtype=dtype)
+            a, b = in_place_operand(a, layout[0] == "T"), in_place_operand(drawn, layout[1] == "T")
             kernels = ("mma_stream", "wgmma_persistent") if (n, k) == HANDED else ("mma_stream",)
             for kernel in kernels:
-                c, launch = stream_call(a, b, kernel, acc, dtype)
+                c, launch = stream_call(a, b if kernel == "mma_stream" else drawn, kernel, acc, dtype)
                 what = f"{kernel} {dtype} {acc} {layout} {m}x{n}x{k}"
                 assert launch["kernel"] == "mma_stream" and not launch["copies"], (what, launch)
                 assert launch["a_col_major"] == (layout[0] == "T"), (what, launch)
@@ -152,10 +152,10 @@ def test_every_split_exact_and_larger_m(dtype, acc, layout):
 @pytest.mark.parametrize("dtype,acc", DTYPE_ACCS)
 def test_same_bits_every_run(dtype, acc):
     """Random inputs: the same bits on every call (the warps' partials are added in warp order, the slices in slice
-    order), through mma_stream and through wgmma_persistent's hand-off (the same plan), within the error bound; and a
-    forced split twice gives its own result twice."""
+    order), through mma_stream and through wgmma_persistent's hand-off (the same plan; N and K odd: B off the 16-byte
+    grid in every layout), within the error bound; and a forced split twice gives its own result twice."""
     for layout in ("NN", "NT", "TN"):
-        a, b = shared_inputs(13, 5000, 7001, layout, seed=7, kind="randn", dtype=dtype)
+        a, b = shared_inputs(13, 5001, 7001, layout, seed=7, kind="randn", dtype=dtype)
         ref = reference(a, b)
         first, launch = stream_call(a, b, "mma_stream", acc, dtype)
         assert launch["split"] > 1, launch  # the auto plan splits K here: the reduction runs
@@ -171,12 +171,13 @@ def test_same_bits_every_run(dtype, acc):
 
 @pytest.mark.parametrize("dtype,acc", DTYPE_ACCS)
 def test_persistent_hands_few_rows_against_a_large_b_to_the_stream(dtype, acc):
-    """wgmma_persistent's plan (hands_to_stream): M <= 16 with K x N >= 2^22 runs mma_stream, and so does M <= 32,
-    or M <= 48 with K >= 4096 or K x N < 5 x 2^20, against a B whose rows (of its storage order: N in NN and TN, K in
-    NT and TT) are off 16 bytes, in every layout with no copy of A or B; 17 rows against an aligned B, 33 to 48 rows
-    with a shorter K and a larger B, 49 rows, a smaller aligned B, or a pinned split or tile keep the tile kernels.
-    Exact either way."""
-    cases = [((1, 4096, 4096), "all"), ((16, 4096, 4096), "all"), ((8, 64, 65536), "all"), ((16, 2048, 2048), "all"),
+    """wgmma_persistent's plan (hands_to_stream): M <= 32, or M <= 48 with K >= 4096 or K x N < 5 x 2^20, against a
+    B whose rows (of its storage order: N in NN and TN, K in NT and TT) are off 16 bytes runs mma_stream, in every
+    layout with no copy of A or B; an aligned B at any M (decode rows against a 4096 x 4096 weight among them), 33 to
+    48 rows with a shorter K and a larger B, 49 rows, or a pinned split or tile keep the tile kernels. Exact either
+    way."""
+    cases = [((1, 4096, 4096), "none"), ((16, 4096, 4096), "none"), ((8, 64, 65536), "none"),
+             ((1, 4097, 4096), "B row-major"), ((16, 4096, 4097), "B column-major"), ((8, 63, 65536), "B row-major"),
              ((17, 4096, 4096), "none"), ((16, 1024, 2048), "none"), ((17, 1001, 777), "all"),
              ((32, 129, 65), "all"), ((40, 129, 4097), "all"), ((2, 270, 1015), "all"),
              ((32, 1024, 777), "B column-major"), ((40, 777, 4096), "B row-major"), ((48, 130, 999), "all"),
@@ -191,7 +192,7 @@ def test_persistent_hands_few_rows_against_a_large_b_to_the_stream(dtype, acc):
             # mma_stream reads A and B in place at any alignment; the tile kernels' TMA copies what is off the grid
             assert not handed or not launch["copies"], (what, launch)
             assert_exact(c, a, b, what)
-    a, b = shared_inputs(16, 4096, 4096, "NT", seed=60, dtype=dtype)
+    a, b = shared_inputs(16, 4096, 4097, "NT", seed=60, dtype=dtype)
     for split in (1, 2):
         c, launch = stream_call(a, b, "wgmma_persistent", acc, dtype, split=split)
         assert launch["kernel"] != "mma_stream", launch
@@ -233,7 +234,7 @@ def test_side_streams_and_cuda_graphs():
     """The workspace comes from the caching allocator on the current stream and the reduction is a programmatic
     dependent launch: correct on a side stream, and inside a captured CUDA graph replayed on new data, through
     wgmma_persistent's hand-off."""
-    ins = [make_inputs(4, 8192, 4096, "NT", device="cuda", seed=70 + s) for s in range(3)]
+    ins = [make_inputs(4, 8192, 4097, "NT", device="cuda", seed=70 + s) for s in range(3)]  # K odd: B off the grid
 
     def ran_the_stream_split():
         launch = ptx_kernels.last_launch()

@@ -103,10 +103,10 @@ def test_case_candidates_are_autos_plus_todays_call(hopper):
 
 
 def test_a_ptx_call_launches_what_hgemm_launches(monkeypatch):
-    """PtxCall (launch replaced): wgmma_persistent's own plan on a few rows of A against a large B launches
-    mma_stream, as `ptx_kernels.hgemm` does, with B's rows off the 16-byte grid read in place; a pinned tile keeps
+    """PtxCall (launch replaced): wgmma_persistent's own plan on a few rows of A against a B whose rows are off the
+    16-byte grid launches mma_stream, as `ptx_kernels.hgemm` does, reading B in place; a pinned tile keeps
     wgmma_persistent, whose TMA descriptors need B copied."""
-    import ptx_kernels
+    from ptx_kernels import build
 
     launched = []
 
@@ -115,7 +115,7 @@ def test_a_ptx_call_launches_what_hgemm_launches(monkeypatch):
             launched.append((kernel, b.stride(), tile, split))
             return (1, 1, 128, 0, 0, 16, 128, 1), kernel
 
-    monkeypatch.setattr(ptx_kernels, "load", lambda: Ext())
+    monkeypatch.setattr(build, "load_for", lambda v: Ext())
     a = torch.zeros(3, 4096, dtype=torch.float16)
     b = torch.zeros(4096, 2049, dtype=torch.float16)  # N odd: B's rows off the 16-byte grid
     own, pinned = sweep.PtxCall("wgmma_persistent", "fp32", 0, 0), sweep.PtxCall("wgmma_persistent", "fp32", 3, 1)

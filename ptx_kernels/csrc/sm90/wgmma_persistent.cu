@@ -205,8 +205,8 @@ cudaError_t launch_plan_tile(const GemmArgsOf<E>& p, Acc acc, cudaStream_t strea
 // hopper::choose_plan scores 128 x 256, 128 x 128 and 128 x 64 tiles (128 x 192 where A's and B's rows are
 // 128-byte aligned, 256 x 152 where B is column-major) by how many SMs they keep busy. Some kinds of problem go to
 // another step of the ladder, as a library's heuristic would send them (last_launch()["kernel"] names it):
-//   - a few rows of A against a large B, or against a B whose rows are off 16 bytes (hands_to_stream,
-//     sm90/handoff.h), a read of B: mma_stream.cu streams it, in place;
+//   - a few rows of A against a B whose rows are off 16 bytes (hands_to_stream, sm90/handoff.h), which the TMA
+//     would copy first: mma_stream.cu streams it, in place;
 //   - outputs that even narrow tiles cannot spread over the SMs, with K long enough to share (skinny M or N; the
 //     plan's split > 1): wgmma_splitk.cu splits K over a cluster;
 //   - outputs that even a cluster's split leaves mostly idle (fewer than hopper::kGridBelow of the SMs: 128 x 128,
