@@ -139,7 +139,7 @@ class PtxCall:
         copies: list[str] = []
         pinned = self.tile != 0 or self.split != 0  # a pinned tile or split: hgemm would not hand the problem on
         v, launched = call.launched_variant(BY_NAME[self.kernel], a.shape[0], b.shape[1], a.shape[1],
-                                            "pinned" if pinned else "auto", None, b)
+                                            "pinned" if pinned else "auto", None, b, a)
         a, b, a_col, b_col, _ = call.prepared(v, a, b, None, copies)
         out = out if out is not None else a.new_empty(a.shape[0], b.shape[1])
         c = call._c_for_kernel(out, copies)

@@ -32,8 +32,9 @@ def last_launch() -> dict:
     "auto" chose), grid, block, shared memory, whether the kernel read A and B column-major (a_col_major,
     b_col_major), any copies it made, the block tile (tile_m, tile_n) where the kernel
     chose between several (else None), the K parts of a split-K launch (else None), and "kernel", the one whose
-    code ran (wgmma_persistent hands a few rows of A against a B off the 16-byte grid to mma_stream, skinny outputs
-    to wgmma_splitk and B with rows off the 32-byte sectors to wgmma_cluster; else the one given)."""
+    code ran (wgmma_persistent hands a few rows of A against a B off the 16-byte grid, or of a column-major A against
+    a large B, to mma_stream, skinny outputs to wgmma_splitk and B with rows off the 32-byte sectors to
+    wgmma_cluster; else the one given)."""
     if _last[0] is None:
         return {}
     variant, acc, (info, ran), (a_col, b_col), copies = _last[0]
@@ -216,7 +217,7 @@ def hgemm(a: torch.Tensor, b: torch.Tensor, kernel: str = DEFAULT_KERNEL, acc: s
     check_arch(v, a.device, "hgemm")
     if max(p.m, p.n, p.k) > 2**31 - 1 - 256:
         raise HgemmValueError(f"hgemm: PTX kernels index M, N, K with 32-bit ints; got {p.m}x{p.n}x{p.k}")
-    v, launched = launched_variant(v, p.m, p.n, p.k, tile, split, b)
+    v, launched = launched_variant(v, p.m, p.n, p.k, tile, split, b, a)
     ext = load_for(v)
     copies = []
     a, b, a_col, b_col, restrided = prepared(v, a, b, split, copies)
@@ -230,10 +231,12 @@ def hgemm(a: torch.Tensor, b: torch.Tensor, kernel: str = DEFAULT_KERNEL, acc: s
     return p.out
 
 
-def launched_variant(v: Variant, m: int, n: int, k: int, tile: str, split, b: torch.Tensor) -> tuple[Variant, str]:
-    """The variant `hgemm(kernel=v.name)` launches on an M x N x K problem with operand B, and its name: mma_stream
-    where wgmma_persistent's plan hands the problem to it (`hands_to_stream`), else v itself."""
-    if hands_to_stream(v, m, n, k, tile, split, b_rows_off16(b)):
+def launched_variant(v: Variant, m: int, n: int, k: int, tile: str, split, b: torch.Tensor,
+                     a: torch.Tensor) -> tuple[Variant, str]:
+    """The variant `hgemm(kernel=v.name)` launches on an M x N x K problem with operands A and B, and its name:
+    mma_stream where wgmma_persistent's plan hands the problem to it (`hands_to_stream`; A column-major: what
+    wgmma_persistent reads in place as such), else v itself."""
+    if hands_to_stream(v, m, n, k, tile, split, b_rows_off16(b), is_col_major(a) and not is_row_major(a)):
         return BY_NAME["mma_stream"], "mma_stream"
     return v, v.name
 
@@ -263,12 +266,13 @@ def prepared(v: Variant, a: torch.Tensor, b: torch.Tensor, split, copies: list[s
     return a, b, a_col, b_col, restrided
 
 
-# wgmma_persistent hands a few rows of A against a B off the 16-byte grid to mma_stream (csrc/sm90/handoff.h,
-# hands_to_stream: its kStreamOffRows, kStreamOffRowsLongK, kStreamLongK and kStreamOffSmallB, which a CPU test reads
-# there). Such a call launches mma_stream from here, as the hand-off would, so that B's rows off the 16-byte grid are
-# read in place (mma_stream's b_rows_any), not first copied for wgmma_persistent's TMA descriptors: the same kernel
-# and plan, the same bits. STREAM_ROWS: the rows of A one of mma_stream's blocks takes (its kRows).
-STREAM_ROWS = 16
+# wgmma_persistent hands a few rows of A against a B off the 16-byte grid, or of a column-major A against a large B,
+# to mma_stream (csrc/sm90/handoff.h, hands_to_stream: its kStreamRows, kStreamMinB, kStreamOffRows,
+# kStreamOffRowsLongK, kStreamLongK and kStreamOffSmallB, which a CPU test reads there). Such a call launches
+# mma_stream from here, as the hand-off would, so that B's rows off the 16-byte grid are read in place (mma_stream's
+# b_rows_any), not first copied for wgmma_persistent's TMA descriptors: the same kernel and plan, the same bits.
+# STREAM_ROWS is also the rows of A one of mma_stream's blocks takes (its kRows).
+STREAM_ROWS, STREAM_MIN_B = 16, 1 << 22
 STREAM_OFF_ROWS, STREAM_OFF_ROWS_LONG_K, STREAM_LONG_K, STREAM_OFF_SMALL_B = 32, 48, 4096, 5 << 20
 
 
@@ -300,14 +304,16 @@ def stream_copies_a(a: torch.Tensor, n: int) -> bool:
     return not vector and n * k >= STREAM_COPY_A_ROWS
 
 
-def hands_to_stream(v: Variant, m: int, n: int, k: int, tile: str, split, b_off16: bool = False) -> bool:
+def hands_to_stream(v: Variant, m: int, n: int, k: int, tile: str, split, b_off16: bool = False,
+                    a_col: bool = False) -> bool:
     """Whether `hgemm(kernel=v.name)` on an M x N x K problem runs mma_stream: wgmma_persistent's own plan (no tile or
     split pinned) with B's rows off 16 bytes (`b_off16`, `b_rows_off16`) on M <= STREAM_OFF_ROWS, or
-    M <= STREAM_OFF_ROWS_LONG_K with K >= STREAM_LONG_K or N x K < STREAM_OFF_SMALL_B. An aligned B stays on the
-    tile kernels at any M."""
+    M <= STREAM_OFF_ROWS_LONG_K with K >= STREAM_LONG_K or N x K < STREAM_OFF_SMALL_B; with A column-major (`a_col`)
+    on M <= STREAM_ROWS and N x K >= STREAM_MIN_B too. An aligned B stays on the tile kernels otherwise."""
     off = b_off16 and (m <= STREAM_OFF_ROWS or (m <= STREAM_OFF_ROWS_LONG_K
                                                 and (k >= STREAM_LONG_K or n * k < STREAM_OFF_SMALL_B)))
-    return v.name == "wgmma_persistent" and tile == "auto" and split is None and off
+    col = a_col and m <= STREAM_ROWS and n * k >= STREAM_MIN_B
+    return v.name == "wgmma_persistent" and tile == "auto" and split is None and (off or col)
 
 
 def planned(a: torch.Tensor, b: torch.Tensor, *, kernel: str, acc: str = "fp32"):

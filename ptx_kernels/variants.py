@@ -183,7 +183,7 @@ HOPPER: tuple[Variant, ...] = (
             inspect={"T": "Tile<128, 6>"}, splits=(1, 2, 3, 8, 64), max_split=256,
             mma_forms=_hgmma_forms(256, 128, 64), **_HOPPER),
     # The bandwidth path (mma.sync on Hopper, in the Hopper ladder because wgmma_persistent hands it a few rows of A
-    # against a B off the 16-byte grid): B streamed from memory into the fragment registers
+    # against a B off the 16-byte grid, or of a column-major A against a large B): B streamed from memory into the fragment registers
     # with 16-byte loads, no shared memory on the way in (loads "LDG"; alignment "rows16", the loads' width: rows of
     # B and of row-major A off 16-byte boundaries are rebuilt from aligned chunks in the kernel, b_rows_any and
     # a_rows_any; column-major A with aligned columns in 16-byte loads turned by ldmatrix.trans, "LDSM", else element
@@ -193,7 +193,7 @@ HOPPER: tuple[Variant, ...] = (
             "the bandwidth path for a few rows of A: C^T = B^T A^T on mma.sync.m16n8k16 (N the MMA's M), B loaded "
             "straight into the fragment registers (16-byte ld.global.nc, k order permuted to the fragment), partials "
             "added in a fixed order by a second kernel; wgmma_persistent hands it M <= 32 (48 with a long K or a "
-            "small B) against a B off the 16-byte grid",
+            "small B) against a B off the 16-byte grid, and M <= 16 of a column-major A against a large B",
             isa="mma.sync", ceiling="mma.sync", min_arch=90, block=(16, 128, 128), stages=1, alignment="rows16",
             dtypes=BF16, native_layouts=_ALL_LAYOUTS, splits=(1, 2, 3, 7), max_split=256, mma_forms=_HMMA_FORMS,
             max_m=48, b_rows_any=True, a_rows_any=True, promises={"sm_90a": ("HMMA", "LDG", "PRMT", "LDSM")},

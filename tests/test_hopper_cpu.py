@@ -252,8 +252,9 @@ def test_one_storage_row_is_restrided_not_copied():
 def test_python_hand_off_to_the_stream_mirrors_handoff_h():
     """ptx_kernels.call launches mma_stream itself where wgmma_persistent would hand the problem to it, so that B's
     misaligned rows are read in place: its rule's constants are handoff.h's; an aligned B stays on the tile kernels
-    at any M and size; against B's rows off 16 bytes up to 32 rows go at any size, 48 with a K of 4096 or more or a
-    B under 5M elements, never with a pinned tile or split."""
+    at any M and size with row-major A, and goes with up to 16 rows of a column-major A against a B of 2^22 elements
+    or more; against B's rows off 16 bytes up to 32 rows go at any size, 48 with a K of 4096 or more or a B under 5M
+    elements; never with a pinned tile or split."""
     import re
 
     from ptx_kernels import call
@@ -264,11 +265,19 @@ def test_python_hand_off_to_the_stream_mirrors_handoff_h():
     assert int(re.search(r"kStreamOffRowsLongK = (\d+);", text).group(1)) == call.STREAM_OFF_ROWS_LONG_K
     assert int(re.search(r"kStreamLongK = (\d+);", text).group(1)) == call.STREAM_LONG_K
     assert int(re.search(r"kStreamOffSmallB = int64_t\((\d+)\) << 20;", text).group(1)) << 20 == call.STREAM_OFF_SMALL_B
+    assert int(re.search(r"kStreamRows = (\d+);", text).group(1)) == call.STREAM_ROWS
+    assert 1 << int(re.search(r"kStreamMinB = int64_t\(1\) << (\d+);", text).group(1)) == call.STREAM_MIN_B
     stream = (CSRC / "sm90" / "mma_stream.cu").read_text()
     assert int(re.search(r"constexpr int kRows = (\d+);", stream).group(1)) == call.STREAM_ROWS
     wp = BY_NAME["wgmma_persistent"]
     for m, n, k in ((1, 4096, 4096), (16, 64, 65536), (8, 14336, 4096), (16, 28672, 4096), (1, 1, 1)):
         assert not call.hands_to_stream(wp, m, n, k, "auto", None), (m, n, k)  # aligned B: the tile kernels
+    # column-major A against an aligned B: up to 16 rows against a B of 2^22 elements or more
+    assert call.hands_to_stream(wp, 8, 4096, 4096, "auto", None, False, True)
+    assert call.hands_to_stream(wp, 16, 64, 65536, "auto", None, False, True)
+    assert not call.hands_to_stream(wp, 17, 4096, 4096, "auto", None, False, True)
+    assert not call.hands_to_stream(wp, 16, 1024, 2048, "auto", None, False, True)
+    assert not call.hands_to_stream(wp, 8, 4096, 4096, "auto", 1, False, True)
     assert call.hands_to_stream(wp, 1, 4096, 4096, "auto", None, True)
     assert not call.hands_to_stream(wp, 1, 4096, 4096, "large", None, True)
     assert not call.hands_to_stream(wp, 1, 4096, 4096, "auto", 2, True)

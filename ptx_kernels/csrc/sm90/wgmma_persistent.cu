@@ -205,8 +205,8 @@ cudaError_t launch_plan_tile(const GemmArgsOf<E>& p, Acc acc, cudaStream_t strea
 // hopper::choose_plan scores 128 x 256, 128 x 128 and 128 x 64 tiles (128 x 192 where A's and B's rows are
 // 128-byte aligned, 256 x 152 where B is column-major) by how many SMs they keep busy. Some kinds of problem go to
 // another step of the ladder, as a library's heuristic would send them (last_launch()["kernel"] names it):
-//   - a few rows of A against a B whose rows are off 16 bytes (hands_to_stream, sm90/handoff.h), which the TMA
-//     would copy first: mma_stream.cu streams it, in place;
+//   - a few rows of A against a B whose rows are off 16 bytes, which the TMA would copy first, or of a
+//     column-major A against a large B (hands_to_stream, sm90/handoff.h): mma_stream.cu streams B, in place;
 //   - outputs that even narrow tiles cannot spread over the SMs, with K long enough to share (skinny M or N; the
 //     plan's split > 1): wgmma_splitk.cu splits K over a cluster;
 //   - outputs that even a cluster's split leaves mostly idle (fewer than hopper::kGridBelow of the SMs: 128 x 128,
@@ -227,7 +227,7 @@ cudaError_t launch_wgmma_persistent(const GemmArgsOf<E>& p, Acc acc, cudaStream_
   const int64_t row_bytes_a = (p.a_col_major ? p.sak : p.sam) * int64_t(sizeof(E));
   const int64_t row_bytes_b = (p.b_col_major ? p.sbn : p.sbk) * int64_t(sizeof(E));
   const bool b_rows_off16 = !tile::aligned16(p.B) || row_bytes_b % 16 != 0;
-  if (p.plan_tile == 0 && p.split == 0 && hands_to_stream(p.M, p.N, p.K, b_rows_off16))
+  if (p.plan_tile == 0 && p.split == 0 && hands_to_stream(p.M, p.N, p.K, b_rows_off16, p.a_col_major))
     return launch_mma_stream(p, acc, stream, info);
   const bool rows_128b = row_bytes_a % 128 == 0 && row_bytes_b % 128 == 0;
   const hopper::Plan plan = plan_wgmma(p, rows_128b ? kSpeed192 : 0.0, p.b_col_major ? hopper::kSpeedTall : 0.0,
