@@ -336,5 +336,8 @@ def load_on_demand(verbose: bool = False) -> None:
                     print(f"ptx_kernels: on-demand kernels built in {time.perf_counter() - t0:.1f} s", file=sys.stderr,
                           flush=True)
                     _print_times(times, verbose)
-            module.hgemm_load_on_demand(str(lib))
+            try:
+                module.hgemm_load_on_demand(str(lib))
+            except Exception as e:  # noqa: BLE001 - re-raised with the library named
+                raise BuildError(f"loading the on-demand library {lib} failed: {error_line(e)}") from e
         _on_demand_loaded = True

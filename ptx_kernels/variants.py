@@ -183,11 +183,12 @@ HOPPER: tuple[Variant, ...] = (
             inspect={"T": "Tile<128, 6>"}, splits=(1, 2, 3, 8, 64), max_split=256,
             mma_forms=_hgmma_forms(256, 128, 64), **_HOPPER),
     # The bandwidth path (mma.sync on Hopper, in the Hopper ladder because wgmma_persistent hands it a few rows of A
-    # against a B off the 16-byte grid, or of a column-major A against a large B): B streamed from memory into the fragment registers
-    # with 16-byte loads, no shared memory on the way in (loads "LDG"; alignment "rows16", the loads' width: rows of
-    # B and of row-major A off 16-byte boundaries are rebuilt from aligned chunks in the kernel, b_rows_any and
-    # a_rows_any; column-major A with aligned columns in 16-byte loads turned by ldmatrix.trans, "LDSM", else element
-    # by element), K split over a persistent grid and the partials added by the grid kernel's reduction.
+    # against a B off the 16-byte grid, or of a column-major A against a large B): B streamed from memory into the
+    # fragment registers with 16-byte loads, no shared memory on B's way in (loads "LDG"; alignment "rows16", the
+    # loads' width: rows of B and of row-major A off 16-byte boundaries are rebuilt from aligned chunks in the
+    # kernel, b_rows_any and a_rows_any; column-major A with aligned columns in 16-byte loads turned by
+    # ldmatrix.trans, "LDSM", else element by element), K split over a persistent grid and the partials added by the
+    # grid kernel's reduction.
     Variant("mma_stream", "ptx", "wgmma", "sm90/mma_stream.cu",
             "persistent, 16 rows x 128 columns of C a unit, 8 warps x 4 KB of B in flight, K split over the grid",
             "the bandwidth path for a few rows of A: C^T = B^T A^T on mma.sync.m16n8k16 (N the MMA's M), B loaded "

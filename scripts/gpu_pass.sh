@@ -153,7 +153,7 @@ gate_shard() {  # NAME SPLIT FILE...: one pytest process of part 2
 }
 
 gate_part2() {
-  gate_build "build (as part 2 found it)"
+  gate_build "build (as part 2 found it)" on_demand=True
   local entry name split files pids=() tick
   (while sleep 30; do gate_snapshot; done) &
   tick=$!
@@ -186,7 +186,8 @@ case "$PART" in
   tests)
     # one pytest per test file, each under a timeout: a kernel that waits on an mbarrier that never completes hangs
     # instead of failing (TESTING.md), and must cost one file's budget, not the whole pass (TEST_FILES=... to pick)
-    /usr/bin/time -f "build %e s" python -c "import ptx_kernels; ptx_kernels.load()" 2>&1 | tee "$OUTDIR/build.log"
+    /usr/bin/time -f "build %e s" python -c "import ptx_kernels; ptx_kernels.load(on_demand=True)" 2>&1 \
+      | tee "$OUTDIR/build.log"
     for f in ${TEST_FILES:-tests/test_*.py}; do
       timeout "${TEST_TIMEOUT:-420}" python -m pytest -q -p no:cacheprovider "$f" > "$OUTDIR/pytest_$(basename "$f" .py).log" 2>&1
       rc=$?

@@ -16,11 +16,11 @@ OUTDIR=${1:-gpu_out}; PATTERN=${2:-*}; mkdir -p "$OUTDIR"
 export PYTHONPATH=. PYTORCH_NO_CUDA_MEMORY_CACHING=1
 export TENSORCORE_HGEMM_BUILD_DIR=${TENSORCORE_HGEMM_BUILD_DIR:-/tmp/tensorcore_hgemm_build}
 unset TRITON_INTERPRET
-# build outside the sanitizer, where the pattern names a hand-written variant
+# build outside the sanitizer (the on-demand kernels too), where the pattern names a hand-written variant
 if python -c "import fnmatch, sys, ptx_kernels
 sys.exit(not any(fnmatch.fnmatch(v.name, sys.argv[1]) for k in ('dense', 'sparse') for v in ptx_kernels.variants(k)))" \
     "$PATTERN"; then
-  python -c "import ptx_kernels; ptx_kernels.load()" || exit 1
+  python -c "import ptx_kernels; ptx_kernels.load(on_demand=True)" || exit 1
 fi
 status=0
 for tool in ${TOOLS:-memcheck racecheck synccheck}; do

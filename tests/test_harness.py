@@ -398,7 +398,8 @@ def test_main_job_without_gpu(tmp_path):
 def test_main_job_starts_the_build_first_and_waits_for_it_only_beside_the_check(tmp_path, monkeypatch):
     """On a GPU the main job starts the PTX extension's build before anything else takes the CPU (the inspect child
     after it, at the lowest priority), and the check runs beside it, joining it only at its end (`during`); a build
-    that fails is reported with its phase time. CPU: the build, the inspect child and the check are stand-ins."""
+    that fails is reported with its phase time, and so is the on-demand kernels' build after it. CPU: the build, the
+    inspect child and the check are stand-ins."""
     import threading
 
     from compare import disasm, report
@@ -437,6 +438,18 @@ def test_main_job_starts_the_build_first_and_waits_for_it_only_beside_the_check(
     report._start_build(result, logged.append).join()
     assert result.failures == ["the PTX extension did not build: nvcc failed on sm90/x.cu part 1:"]
     assert result.phases["build (beside the check)"] >= 0
+    assert "on-demand build (beside the check)" not in result.phases  # not tried without the extension
+
+    def on_demand_fails(on_demand=False):
+        if on_demand:
+            raise ptx_kernels.BuildError("linking the on-demand library /x/lib.so failed:\n(the error)")
+
+    monkeypatch.setattr(ptx_kernels, "load", on_demand_fails)
+    result = report.Result()
+    report._start_build(result, logged.append).join()
+    assert result.failures == ["the PTX on-demand kernels did not build: linking the on-demand library /x/lib.so "
+                               "failed:"], result.failures
+    assert set(result.phases) == {"build (beside the check)", "on-demand build (beside the check)"}
 
 
 def test_check_workers_yield_to_the_build_beside_them(monkeypatch):

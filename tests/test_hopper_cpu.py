@@ -297,6 +297,32 @@ def test_python_hand_off_to_the_stream_mirrors_handoff_h():
     assert not call.hands_to_stream(wp, 32, 1913, 14747, "auto", 1, True)
 
 
+def test_launched_variant_reads_a_as_wgmma_persistent_does():
+    """call.launched_variant: the hand-off's a_col is A column-major as wgmma_persistent would read it (unit stride
+    down the rows and not along them): up to 16 rows of a column-major A against an aligned B of 2^22 elements go to
+    mma_stream, the same rows row-major stay, a single contiguous row is row-major and one cut from a column-major
+    matrix (strides (1, lda)) column-major, as _a_layout hands them to the kernel, and B off the grid goes with
+    either A."""
+    import torch
+
+    from ptx_kernels import call
+    from ptx_kernels.variants import BY_NAME
+
+    wp = BY_NAME["wgmma_persistent"]
+    b = torch.empty(4096, 4096, dtype=torch.float16)
+    off = torch.empty(4096, 4097, dtype=torch.float16)
+    col = torch.empty(4096, 8, dtype=torch.float16).t()  # 8 x 4096, column-major
+    row = torch.empty(8, 4096, dtype=torch.float16)
+    cut = col[:1]  # 1 x 4096, strides (1, 8): column-major
+    assert call.launched_variant(wp, 8, 4096, 4096, "auto", None, b, col)[1] == "mma_stream"
+    assert call.launched_variant(wp, 8, 4096, 4096, "auto", None, b, row)[1] == "wgmma_persistent"
+    assert call.launched_variant(wp, 1, 4096, 4096, "auto", None, b, row[:1])[1] == "wgmma_persistent"
+    assert call.launched_variant(wp, 1, 4096, 4096, "auto", None, b, cut)[1] == "mma_stream"
+    assert call._a_layout(cut, True, [])[1] and not call._a_layout(row[:1], True, [])[1]
+    assert call.launched_variant(wp, 8, 4096, 4096, "large", None, b, col)[1] == "wgmma_persistent"
+    assert call.launched_variant(wp, 8, 4097, 4096, "auto", None, off, row)[1] == "mma_stream"
+
+
 def test_b_rows_off16_reads_b_in_its_storage_order():
     """call.b_rows_off16: B row- or column-major whose base or rows (in storage order) are off 16 bytes, what
     wgmma_persistent's TMA would copy (handoff.h's b_rows_off16); other layouts are copied anyway, into aligned

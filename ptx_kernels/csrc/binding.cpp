@@ -29,8 +29,9 @@ std::vector<std::string> hgemm_variants() {
 }
 
 // Opens the on-demand library at `path` (host/on_demand.cu: the kernel files built on first use, ptx_kernels/build.py)
-// and adds its variants and ceilings to this extension's registries; returns how many it added. The library stays
-// open: its launchers are called from here on.
+// and adds its variants and ceilings to this extension's registries; returns the number of entries the library's
+// registries hold (the extension's too, where the toolchain makes the registries one process-wide symbol). The library
+// stays open: its launchers are called from here on.
 int64_t hgemm_load_on_demand(const std::string& path) {
   void* lib = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   TORCH_CHECK(lib != nullptr, "hgemm: cannot open the on-demand library ", path, ": ", dlerror());

@@ -6,7 +6,7 @@
 // of A, of which such an output fills an eighth, and B through a TMA ring of a few stages per SM. Here:
 //   - Roles swapped: C^T = B^T A^T with mma.sync.m16n8k16, N the MMA's M dimension (16 columns of C per MMA row
 //     block) and the 16 rows of A its two n8 tiles. The MMA's A fragment is a piece of B, its B fragment one of A.
-//   - No shared memory on the way in: each lane loads 16 bytes of B (8 elements) per instruction into the registers
+//   - No shared memory on B's way in: each lane loads 16 bytes of B (8 elements) per instruction into the registers
 //     the MMA reads (ld.global.nc, no L1 allocation: B is read once). A dot product does not care in which order it
 //     visits k, so a lane's 8 consecutive k are assigned to the k slots its fragment registers hold (slots 2t, 2t+1,
 //     2t+8, 2t+9 of the k16 step h take k 8t + 4h + 0..3 of the lane's chunk), and A's fragment, loaded the same way,
