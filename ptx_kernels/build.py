@@ -226,10 +226,10 @@ def load(verbose: bool = False, on_demand: bool = False):
     loaded from the build folder. verbose (or TENSORCORE_HGEMM_BUILD_TIMES=1): print each translation unit's nvcc
     seconds, longest first, and load_inline's commands. on_demand: with the records marked `on_demand` too
     (`load_on_demand`)."""
-    if _module is None or (on_demand and not _on_demand_loaded):  # every hgemm call asks: no lock once built
+    if on_demand and not _on_demand_loaded:
+        load_on_demand(verbose)  # the extension first, then the library
+    elif _module is None:  # every hgemm call asks: no lock once built
         _load_extension(verbose)
-        if on_demand:
-            load_on_demand(verbose)
     return _module
 
 

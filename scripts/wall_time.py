@@ -95,12 +95,13 @@ def timed_rounds(runners: list, a, b, out, calls: int, rounds: int) -> tuple[dic
 
 def breakdown(variant: str, shape: tuple[int, int, int], calls: int) -> None:
     import ptx_kernels
+    from ptx_kernels import build
     from hgemm_common.validation import validate
 
     m, n, k = shape
     a, b = make_inputs(m, n, k, "NN", device="cuda", seed=0, kind="randn")
     out = torch.empty(m, n, dtype=torch.float16, device="cuda")
-    ext = ptx_kernels.load(on_demand=True)
+    ext = build.load_for(ptx_kernels.check_variant(variant, "fp16"))  # wgmma_streamk: its library too
     pieces = {
         "torch.empty((m, n))": lambda: torch.empty((m, n), dtype=torch.float16, device="cuda"),
         "validate(a, b, out)": lambda: validate(a, b, out, allow_cpu=False),
