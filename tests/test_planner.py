@@ -152,6 +152,51 @@ def test_the_gluon_kernel_is_scored_only_where_the_model_has_fitted_it(monkeypat
     assert ranked[0][1].kernel == "gluon_persistent"  # a fit that makes it fastest makes it the plan
 
 
+def test_a_table_entry_holds_where_its_plan_fills_the_sms_as_where_it_was_timed(monkeypatch):
+    """The shipped table's plan for 4096^3's class (timed at 4096^3: 128 x 256 tiles, four nearly full rounds)
+    stands at 4096^3 and at 2816^3 (242 tiles: within TABLE_FILL_TOLERANCE of its timed fill); at 2304x2560x4096
+    (180 tiles: two rounds, a third idle) the model plans the call; with no model the entry stands everywhere."""
+    monkeypatch.setattr(plan_table, "table_for", _shipped_table)
+    table = plan_table.table_for(90, 132)
+    for (m, n, k), holds in (((4096, 4096, 4096), True), ((2816, 2816, 2816), True), ((2304, 2560, 4096), False)):
+        a, b = operands(m, n, k, "NN")
+        entry, distance = table.lookup(plan_table.shape_class(a, b, None, "fp16", "fp32"))
+        assert distance == 0 and entry.shapes == ("4096x4096x4096",)
+        assert dispatch.table_holds(entry, m, n, k, 132) is holds
+        dispatch.clear()
+        p = triton_kernels.plan(a, b)
+        assert p.source == "table" if holds else p.source.startswith("model: "), (m, n, k, p.source)
+        if not holds:  # the model's plan leaves fewer SMs idle than the entry's
+            assert dispatch.round_fill(p, m, n, k, 132) > dispatch.round_fill(entry.plan, m, n, k, 132)
+        monkeypatch.setenv(planner.MODEL_ENV, "off")
+        dispatch.clear()
+        assert triton_kernels.plan(a, b).source == "table"
+        monkeypatch.delenv(planner.MODEL_ENV)
+
+
+def test_every_named_suite_shape_the_table_names_keeps_its_table_plan():
+    """The rule above moves no shape of the named suites off the table (they are the shapes it was timed at)."""
+    from compare.bench import SUITES
+
+    table = _shipped_table(90, 132)
+    hits = 0
+    for shape in {s for suite in SUITES.values() for s in suite}:
+        m, n, k = shape[:3]
+        for layout in (shape[3:] or ("NN", "NT")):
+            if "T" in layout[:1]:
+                continue  # operands() builds row-major A only
+            a, b = operands(m, n, k, layout)
+            entry, distance = table.lookup(plan_table.shape_class(a, b, None, "fp16", "fp32"))
+            if entry is not None and distance == 0:
+                hits += 1
+                assert dispatch.table_holds(entry, m, n, k, 132), (m, n, k, layout, entry.plan.name)
+    assert hits >= 40
+
+
+def _shipped_table(arch, sms):
+    return plan_table.Table.load(plan_table.TABLE_DIR / "h100-80gb-hbm3-sm90-132.json")
+
+
 def test_a_gpu_without_a_model_keeps_the_nearest_class_and_the_heuristic(monkeypatch):
     a, b = operands(300, 500, 700, "NN")
     assert triton_kernels.plan(a, b).source.startswith("model: ")

@@ -477,12 +477,35 @@ def model_plan(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None, acc: 
     return None
 
 
+TABLE_FILL_TOLERANCE = 0.1  # how much less of its last round a table plan may fill here than where it was timed
+
+
+def round_fill(plan: Plan, m: int, n: int, k: int, sms: int) -> float:
+    """The share of the SMs a plan's work units (tiles x K slices) keep busy over its rounds of `sms`."""
+    units = cdiv(m, plan.config.block_m) * cdiv(n, plan.config.block_n) * planner.effective_split(plan.kernel, k,
+                                                                                                    plan.config)
+    return units / (cdiv(units, sms) * sms)
+
+
+def table_holds(entry: plan_table.Entry, m: int, n: int, k: int, sms: int) -> bool:
+    """Whether a table entry's plan stands for this call as it is: the call is one of the shapes the tuner timed
+    for the class, or the plan fills the SMs' rounds here within TABLE_FILL_TOLERANCE of how it filled them at the
+    best of those shapes (an entry that names none holds). A class spans a factor of two in each dimension: the
+    128 x 256 plan timed at 4096^3 (512 tiles, four nearly full rounds of 132 SMs) runs 2304x2560x4096 in 180
+    tiles, two rounds a third idle, where the cost model scores the call instead."""
+    if not entry.shapes or f"{m}x{n}x{k}" in entry.shapes:
+        return True
+    timed = max(round_fill(entry.plan, *(int(x) for x in s.split("x")), sms) for s in entry.shapes)
+    return round_fill(entry.plan, m, n, k, sms) >= timed - TABLE_FILL_TOLERANCE
+
+
 def table_plan(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None, acc: str, kernel: str, arch: int,
                sms: int, stage: tuple[bool, bool, bool] = (False, False, False)) -> Plan:
-    """kernel="auto": the GPU's table entry of the call's shape class (`plan_table`); else the candidate its cost
-    model predicts fastest (`model_plan`); else, on a GPU with no model, the nearest class's entry or the
-    heuristic. For an explicit kernel= the configuration the table's timing chose for that kernel, or the
-    heuristic's, with `stage` (the operands it copies first). Nothing is timed."""
+    """kernel="auto": the GPU's table entry of the call's shape class (`plan_table`) where it holds for the call
+    (`table_holds`); else the candidate its cost model predicts fastest (`model_plan`); else, on a GPU with no
+    model, the class's or the nearest class's entry, or the heuristic. For an explicit kernel= the configuration
+    the table's timing chose for that kernel, or the heuristic's, with `stage` (the operands it copies first).
+    Nothing is timed."""
     m, k = a.shape
     n = b.shape[1]
     cls = plan_table.shape_class(a, b, out, DTYPE_NAMES[a.dtype], acc)
@@ -490,7 +513,8 @@ def table_plan(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None, acc: 
     entry, distance = table.lookup(cls) if table is not None else (None, -1)
     source = "table" if distance == 0 else "nearest"
     if kernel == "auto":
-        if entry is not None and distance == 0 and usable(entry.plan, arch, a, b, out):
+        if entry is not None and distance == 0 and usable(entry.plan, arch, a, b, out) \
+                and table_holds(entry, m, n, k, sms):
             return replace(entry.plan, ms=None, source=source)
         modelled = model_plan(a, b, out, acc, arch, sms)
         if modelled is not None:

@@ -1,7 +1,8 @@
 """kernel="auto"'s model step: every candidate plan of a call scored by the cost model, the fastest predicted taken.
 
-Where a call's shape class has no entry of its own in the GPU's plan table (`plan_table`), `dispatch.model_plan`
-asks `ranked`. The candidates are `dispatch.model_candidates`: what tune="exact" would time (each kernel offered on
+Where a call's shape class has no entry of its own in the GPU's plan table (`plan_table`), or one that does not
+hold for the call (`dispatch.table_holds`: its plan fills the SMs' rounds far less here than where it was timed),
+`dispatch.model_plan` asks `ranked`. The candidates are `dispatch.model_candidates`: what tune="exact" would time (each kernel offered on
 the GPU, in place or with its unreadable operands staged), with each TMA kernel's needed staging even where
 tune="exact" judges the copies too dear to time (the model prices them), times each kernel's configurations that
 fit the problem (`problem_configs`). Each is described to the cost model (`hgemm_common.cost_model`: compute at
