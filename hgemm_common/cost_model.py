@@ -10,8 +10,8 @@ Read top to bottom, as a prediction is made:
 4. `features`: the counts a plan implies on a problem and a GPU (tiles, work units, rounds, k-iterations on the
    busiest SM, bytes from HBM, bytes through L2, staging copies, split-K partials, launches). None depends on a
    fitted parameter, so a fit computes them once per record;
-5. the parameters (`KernelParams` per kernel: compute efficiency, HBM and L2 efficiency, latency per launch, per
-   tile and per k-iteration; `Params`: those, the GPU and residual corrections) and `predict`: the terms, the
+5. the parameters (`KernelParams` per kernel: compute efficiency, HBM and L2 efficiency, the L2 cost of rows off
+   the 32-byte sectors, latency per launch, per tile and per k-iteration; `Params`: those, the GPU and residual corrections) and `predict`: the terms, the
    total and the term that decided (`Prediction`); `rank`: candidate plans by predicted time;
 6. `fit`: the parameters of each kernel from measured records (least squares in log time, Huber-weighted so that
    a few disturbed timings do not pull the fit), then the residual corrections; `quality`: median and p90 |log
@@ -28,7 +28,10 @@ The time of a plan:
 - hbm: the bytes that must cross HBM (A, B, C once) at the bandwidth the plan reaches: HBM's at the kernel's
   efficiency, or less where too few CTAs keep too few bytes in flight (bytes in flight / memory latency);
 - l2: the operand re-reads of the tile grid (A once per tile column, B once per tile row: halved where a cluster
-  multicasts B) at the kernel's efficiency of L2's bandwidth, or of the active SMs' ports to it;
+  multicasts B) at the kernel's efficiency of L2's bandwidth, or of the active SMs' ports to it; bytes of an
+  operand read in place with rows off the 32-byte sectors (alignment class "o": each 128-byte box row spans five
+  sectors, two lines on every other row) count `sector` times (fitted per kernel): a tile whose box of that operand
+  has many rows (the 256 columns of a 64 x 256 tile's B) pays it on most of its traffic;
 - staging: copies of operands a kernel cannot read in place, made before it (read and write);
 - reduce: K-split partials written and read again in fp32 (through HBM; a cluster's exchange costs none);
 - latency: fixed costs per launch, per tile an SM takes (pipeline fill, epilogue) and per k-iteration.
@@ -221,6 +224,7 @@ class Features:
     bytes_reduce: float  # fp32 partials written and read again
     launches: float
     loads: float  # a pointer kernel's warp-wide load instructions on the busiest SM over its resident CTAs (0: TMA)
+    bytes_l2_off: float = 0.0  # the part of bytes_l2 read from operands in place with rows off the 32-byte sectors
 
 
 # Kernels that load A and B through pointers (cp.async or plain loads), not TMA: their loads are only as wide as
@@ -301,6 +305,8 @@ def features(problem: Problem, plan: Plan, gpu: GPU = H100) -> Features:
     in_flight = plan.stages * (plan.bm + plan.bn) * plan.bk * e
     clock = gpu.clock_ghz * 1e9
     staged = {"A": m * k, "B": k * n, "C": m * n}
+    off_a = problem.align[0] == "o" and "A" not in plan.staged
+    off_b = problem.align[1] == "o" and "B" not in plan.staged
     loads = 0.0
     if plan.kernel in POINTER_KERNELS:  # (never persistent: their rounds are CTAs resident together, `resident`)
         loads = steps * pointer_loads(problem, plan) / resident(units, plan, gpu)
@@ -312,7 +318,8 @@ def features(problem: Problem, plan: Plan, gpu: GPU = H100) -> Features:
         bytes_l2=float(e * (k * (tiles_n * m + tiles_m * n / plan.cluster) + m * n)),
         l2_rate=min(gpu.l2_gbps * 1e9, active_sms * gpu.sm_l2_bytes_per_clock * clock),
         bytes_staging=float(2 * e * sum(staged[x] for x in plan.staged)), bytes_reduce=float(bytes_reduce),
-        launches=float(1 + len(plan.staged) + (plan.reduce == "two_pass" and split > 1)), loads=float(loads))
+        launches=float(1 + len(plan.staged) + (plan.reduce == "two_pass" and split > 1)), loads=float(loads),
+        bytes_l2_off=float(e * k * (off_a * tiles_n * m + off_b * tiles_m * n / plan.cluster)))
 
 
 def stack(many: list[Features]) -> Features:
@@ -334,6 +341,7 @@ class KernelParams:
     tile_us: float = 1.0  # per tile an SM starts: the pipeline's fill and the epilogue
     kiter_us: float = 0.01  # per k-iteration on the busiest SM, beyond its flops
     load_us: float = 1e-4  # per warp-wide load instruction of a pointer kernel on the busiest SM
+    sector: float = 1.0  # L2 cost of a byte read in place from rows off the 32-byte sectors, per byte on them
 
     def as_array(self) -> np.ndarray:
         return np.array([getattr(self, f.name) for f in fields(self)], dtype=np.float64)
@@ -399,7 +407,7 @@ def terms(f: Features, p: KernelParams) -> dict:
     compute = f.flops / (f.sms * rate)
     return {"compute": compute, "waves": f.steps * f.tile_flops / rate - compute,
             "hbm": f.bytes_hbm / _pick(np.minimum, min, f.hbm_rate * p.mem_eff, f.stream_rate),
-            "l2": f.bytes_l2 / (f.l2_rate * p.l2_eff),
+            "l2": (f.bytes_l2 + (p.sector - 1.0) * f.bytes_l2_off) / (f.l2_rate * p.l2_eff),
             "staging": f.bytes_staging / (f.hbm_rate * p.mem_eff),
             "reduce": f.bytes_reduce / (f.hbm_rate * p.mem_eff),
             "latency": 1e-6 * (f.launches * p.launch_us + f.rounds * p.tile_us + f.steps * p.kiter_us
@@ -514,7 +522,7 @@ def rank(problem: Problem, plans: list[Plan], params: Params | None = None) -> l
 # ----------------------------------------------------------------------------------------------------------------
 # Parameters are fitted as logarithms (they stay positive) within these bounds, per PARAM_NAMES.
 LOG_BOUNDS = np.log(np.array([[0.02, 2.0], [0.05, 2.0], [0.1, 4.0], [0.05, 100.0], [0.001, 50.0], [1e-5, 1.0],
-                              [1e-7, 0.1]]))
+                              [1e-7, 0.1], [1.0, 4.0]]))
 HUBER = 0.1  # |log error| past which a record's weight falls off as 1 / |error| (about 10%)
 ITERATIONS = 60
 MIN_BIN = 8  # records a bin needs before its median residual becomes a correction

@@ -62,7 +62,9 @@ def test_the_model_picks_the_fastest_predicted_candidate_that_can_run(m, n, k, l
     params = planner.params_for(90, 132)
     pairs = dispatch.model_candidates(m, n, k, 90, 132, a, b, None, planner.fitted_kernels(params))
     needed = {kern: dispatch.staging(dispatch.BY_KERNEL[kern].alignment, a, b, None) for kern, _ in pairs}
-    assert all(stage == needed[kern] for kern, stage in pairs)  # each kernel's needed staging, no extra copies
+    # each kernel's needed staging, and a TMA kernel's copy of an operand whose rows lie off the 32-byte sectors
+    assert all(stage in (needed[kern], dispatch.sectored_stage(needed[kern], a, b)) for kern, stage in pairs)
+    assert all(dispatch.BY_KERNEL[kern].alignment != "none" for kern, stage in pairs if stage != needed[kern])
     assert {kern for kern, _ in dispatch.candidates(m, n, k, 90, 132, a, b, None)} <= set(needed)
     scored = planner.ranked(planner.problem_of(a, b, None, "fp32"), pairs, 132, params)
     runnable = [(pred, q) for pred, q in scored if dispatch.usable(q, 90, a, b, None)]
@@ -143,12 +145,14 @@ def test_the_gluon_kernel_is_scored_only_where_the_model_has_fitted_it(monkeypat
     without = dispatch.model_candidates(3000, 5000, 2000, 90, 132, a, b, None, frozenset({"triton_tma"}))
     assert "gluon_persistent" not in {k for k, _ in without}
     fitted = frozenset({"triton_tma", "gluon_persistent"})
-    got = dict(dispatch.model_candidates(3000, 5000, 2000, 90, 132, a, b, None, fitted))
-    assert got["gluon_persistent"] == dispatch.staging(gluon.alignment, a, b, None)
+    pairs = dispatch.model_candidates(3000, 5000, 2000, 90, 132, a, b, None, fitted)
+    need = dispatch.staging(gluon.alignment, a, b, None)  # B's rows (10,000 bytes apart) off the sectors: a copy too
+    assert [s for k, s in pairs if k == "gluon_persistent"] == [need, dispatch.sectored_stage(need, a, b)]
+    assert dispatch.sectored_stage(need, a, b) == (False, True, False)
     params = planner.params_for(90, 132)
     faster = cm.Params(params.gpu, {**params.kernels, "gluon_persistent": cm.KernelParams(eff=1.9, launch_us=0.1,
                                                                                           tile_us=0.01)})
-    ranked = planner.ranked(planner.problem_of(a, b, None, "fp32"), list(got.items()), 132, faster)
+    ranked = planner.ranked(planner.problem_of(a, b, None, "fp32"), pairs, 132, faster)
     assert ranked[0][1].kernel == "gluon_persistent"  # a fit that makes it fastest makes it the plan
 
 

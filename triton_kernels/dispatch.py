@@ -302,10 +302,15 @@ def copy_stage(alignment: str, a: torch.Tensor, b: torch.Tensor,
     stage = staging(alignment, a, b, out)
     if alignment == "none":
         return stage
-    sectored = (stage[0] or rows_off_sectors(a), stage[1] or rows_off_sectors(b), stage[2])
+    sectored = sectored_stage(stage, a, b)
     if sectored != stage and staging_worth_timing(a.shape[0], b.shape[1], a.shape[1], sectored):
         return sectored
     return stage
+
+
+def sectored_stage(stage: tuple[bool, bool, bool], a: torch.Tensor, b: torch.Tensor) -> tuple[bool, bool, bool]:
+    """`stage` with A and B also copied where they are read in place with rows off the 32-byte sectors."""
+    return stage[0] or rows_off_sectors(a), stage[1] or rows_off_sectors(b), stage[2]
 
 
 def staging_worth_timing(m: int, n: int, k: int, stage: tuple[bool, bool, bool]) -> bool:
@@ -336,7 +341,7 @@ def candidates(m: int, n: int, k: int, arch: int, sms: int, a: torch.Tensor, b: 
         if not any(stage) or every_staging or staging_worth_timing(m, n, k, stage):
             out_.append((kernel, stage))
         if v.alignment != "none":  # also describable A / B whose rows lie off the 32-byte sectors, copied
-            sectored = (stage[0] or rows_off_sectors(a), stage[1] or rows_off_sectors(b), stage[2])
+            sectored = sectored_stage(stage, a, b)
             if sectored != stage and (every_staging or staging_worth_timing(m, n, k, sectored)):
                 out_.append((kernel, sectored))
     return out_ or [(kernel_for(arch, a, b, out), (False, False, False))]
@@ -442,21 +447,23 @@ def usable(plan: Plan, arch: int, a: torch.Tensor, b: torch.Tensor, out: torch.T
 def model_candidates(m: int, n: int, k: int, arch: int, sms: int, a: torch.Tensor, b: torch.Tensor,
                      out: torch.Tensor | None,
                      fitted: frozenset | None = None) -> list[tuple[str, tuple[bool, bool, bool]]]:
-    """The (kernel, staging) pairs the cost model scores: those tune="exact" times (`candidates`) and each TMA
-    kernel's needed staging even where tune="exact" judges its copies too dear to time (the model prices them),
-    but no copy of an operand TMA reads in place (rows off the 32-byte sectors): it costs the model a copy and buys
-    nothing the model can see. And kernels tune="exact" never times whose module marks them MODEL_CANDIDATE (the
-    Gluon kernel). `fitted`: the kernels the GPU's model has parameters for; where given, only those are scored (a
+    """The (kernel, staging) pairs the cost model scores: those tune="exact" times (`candidates`), each TMA
+    kernel's needed staging even where tune="exact" judges its copies too dear to time (the model prices them), and
+    each TMA kernel's copy of A or B whose rows lie off the 32-byte sectors (`sectored_stage`: the model prices the
+    copy and the off-sector reads it saves, `cost_model`'s sector term). And kernels tune="exact" never times whose
+    module marks them MODEL_CANDIDATE (the Gluon kernel), with the same two stagings. `fitted`: the kernels the GPU's model has parameters for; where given, only those are scored (a
     kernel the fit has not seen, such as a new one the sweep times through its `worth_scoring` before any refit,
     would be predicted with default parameters, and kernel="auto" must not pick it on a guess). None: every
     candidate, no MODEL_CANDIDATE kernel. A kernel whose module gives a SWEEP_ONLY reason is never scored."""
     pairs = [(kern, stage) for kern, stage in candidates(m, n, k, arch, sms, a, b, out, every_staging=True)
-             if stage == staging(BY_KERNEL[kern].alignment, a, b, out) and (fitted is None or kern in fitted)
-             and optional(kernel_module(BY_KERNEL[kern]), "SWEEP_ONLY") is None]
+             if (fitted is None or kern in fitted) and optional(kernel_module(BY_KERNEL[kern]), "SWEEP_ONLY") is None]
     for v in VARIANTS:
         if fitted is not None and v.name in fitted and v.offered_on(arch) and takes_dtype(v, a) \
                 and getattr(kernel_module(v), "MODEL_CANDIDATE", False) and v.name not in (p[0] for p in pairs):
-            pairs.append((v.name, staging(v.alignment, a, b, out)))
+            need = staging(v.alignment, a, b, out)
+            pairs.append((v.name, need))
+            if v.alignment != "none" and sectored_stage(need, a, b) != need:
+                pairs.append((v.name, sectored_stage(need, a, b)))
     return pairs
 
 
