@@ -29,9 +29,11 @@ The time of a plan:
   efficiency, or less where too few CTAs keep too few bytes in flight (bytes in flight / memory latency);
 - l2: the operand re-reads of the tile grid (A once per tile column, B once per tile row: halved where a cluster
   multicasts B) at the kernel's efficiency of L2's bandwidth, or of the active SMs' ports to it; bytes of an
-  operand read in place with rows off the 32-byte sectors (alignment class "o": each 128-byte box row spans five
-  sectors, two lines on every other row) count `sector` times (fitted per kernel): a tile whose box of that operand
-  has many rows (the 256 columns of a 64 x 256 tile's B) pays it on most of its traffic;
+  operand read in place with rows off the 32-byte sectors (alignment class "o": each 128-byte TMA box row spans
+  five sectors, two lines on every other row) count `sector` times, a factor fitted per kernel (for the pointer
+  kernels it adds to what their load term and ".u" parameters carry). The factor is per byte, so a tile that
+  re-reads that operand more pays it more: a 64 x 256 tile reads B once per 64 rows of C, twice as often as a
+  128 x 256 tile;
 - staging: copies of operands a kernel cannot read in place, made before it (read and write);
 - reduce: K-split partials written and read again in fp32 (through HBM; a cluster's exchange costs none);
 - latency: fixed costs per launch, per tile an SM takes (pipeline fill, epilogue) and per k-iteration.

@@ -248,6 +248,28 @@ def test_a_correction_bin_holds_the_residuals_of_one_parameter_set():
     assert cm.correction_key(aligned, plan).startswith(cm.param_key(plan, aligned) + "/")
 
 
+def test_off_sector_reads_cost_the_fitted_factor_in_l2():
+    """An operand read in place with rows off the 32-byte sectors ("o") counts its L2 bytes `sector` times; a staged
+    copy of it does not (its rows are aligned); B's share grows as the tile gets shorter (64 rows: B read twice as
+    often); a parameter file without the factor reads as 1 (no change)."""
+    on, off_b = cm.Problem(1024, 7880, 4848, align="ttt"), cm.Problem(1024, 7880, 4848, align="tot")
+    tall, short = cm.plan_for("triton_tma", 128, 256, 64, 3, 8), cm.plan_for("triton_tma", 64, 256, 64, 4, 4)
+    f_on, f_off = cm.features(on, tall), cm.features(off_b, tall)
+    assert f_on.bytes_l2_off == 0 and f_off.bytes_l2 == f_on.bytes_l2
+    assert f_off.bytes_l2_off == 2 * 4848 * 8 * 7880 < f_off.bytes_l2  # B once per 128-row tile row (8 of them)
+    assert cm.features(off_b, short).bytes_l2_off == 2 * f_off.bytes_l2_off
+    assert cm.features(off_b, replace(tall, staged="B")).bytes_l2_off == 0
+    assert cm.features(cm.Problem(1024, 7880, 4848, align="ott"), tall).bytes_l2_off == 2 * 4848 * 31 * 1024
+    p1, p2 = cm.KernelParams(), cm.KernelParams(sector=2.0)
+    l2 = {p: cm.terms(f_off, p)["l2"] for p in (p1, p2)}
+    assert l2[p2] == pytest.approx(l2[p1] * (f_off.bytes_l2 + f_off.bytes_l2_off) / f_off.bytes_l2)
+    assert cm.terms(f_on, p2)["l2"] == pytest.approx(cm.terms(f_on, p1)["l2"])
+    old = cm.from_json({"kind": cm.KIND, "format": 1, "gpu": {}, "kernels": {"triton_tma": {"eff": 0.8}},
+                        "corrections": {}, "about": {}})
+    assert old.kernels["triton_tma"].sector == 1.0
+    assert len(cm.LOG_BOUNDS) == len(cm.PARAM_NAMES) and cm.PARAM_NAMES[-1] == "sector"
+
+
 def test_parameter_file_round_trips(tmp_path):
     params = cm.fit(synthetic(count=60))
     path = tmp_path / "model.json"

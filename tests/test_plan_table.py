@@ -89,6 +89,12 @@ def test_a_bad_table_entry_is_refused_whole():
         _table({"fp16/fp32/NN/ttt/64x64x64": _entry(config="big")})
     with pytest.raises(ValueError, match="format"):
         Table({"format": 99, "kind": "tensorcore_hgemm plan table"})
+    for shapes, message in (("4096x4096x4096", "must be a list"), (["4096x4096"], "not of the form"),
+                            (["0x4096x4096"], "not of the form"), (["abc"], "not of the form"),
+                            ([4096], "not of the form")):  # the planner parses them on every call it asks
+        with pytest.raises(ValueError, match=message):
+            _table({"fp16/fp32/NN/ttt/64x64x64": dict(_entry(), shapes=shapes)})
+    assert _table({"fp16/fp32/NN/ttt/64x64x64": dict(_entry(), shapes=["64x64x64"])}).entries
 
 
 def test_files_naming_kernels_by_their_older_names_still_load(tmp_path):

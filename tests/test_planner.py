@@ -149,6 +149,7 @@ def test_the_gluon_kernel_is_scored_only_where_the_model_has_fitted_it(monkeypat
     need = dispatch.staging(gluon.alignment, a, b, None)  # B's rows (10,000 bytes apart) off the sectors: a copy too
     assert [s for k, s in pairs if k == "gluon_persistent"] == [need, dispatch.sectored_stage(need, a, b)]
     assert dispatch.sectored_stage(need, a, b) == (False, True, False)
+    assert ("triton_tma", (False, False, False)) in pairs and ("triton_tma", (False, True, False)) in pairs
     params = planner.params_for(90, 132)
     faster = cm.Params(params.gpu, {**params.kernels, "gluon_persistent": cm.KernelParams(eff=1.9, launch_us=0.1,
                                                                                           tile_us=0.01)})
@@ -170,8 +171,9 @@ def test_a_table_entry_holds_where_its_plan_fills_the_sms_as_where_it_was_timed(
         dispatch.clear()
         p = triton_kernels.plan(a, b)
         assert p.source == "table" if holds else p.source.startswith("model: "), (m, n, k, p.source)
-        if not holds:  # the model's plan leaves fewer SMs idle than the entry's
-            assert dispatch.round_fill(p, m, n, k, 132) > dispatch.round_fill(entry.plan, m, n, k, 132)
+        problem = planner.problem_of(a, b, None, "fp32")
+        fill = dispatch.round_fill(entry.plan, problem, 132)
+        assert fill == pytest.approx({4096: 512 / 528, 2816: 242 / 264, 2304: 180 / 264}[m])  # tiles / (rounds x SMs)
         monkeypatch.setenv(planner.MODEL_ENV, "off")
         dispatch.clear()
         assert triton_kernels.plan(a, b).source == "table"

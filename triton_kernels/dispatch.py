@@ -43,6 +43,7 @@ from dataclasses import replace
 import torch
 import triton
 
+from hgemm_common import cost_model as cm
 from hgemm_common.errors import HgemmError, HgemmValueError
 from hgemm_common.operands import major, meets_alignment, tma_describable
 from hgemm_common.plans import LRU, byte_extents, call_key, out_overlaps
@@ -484,14 +485,16 @@ def model_plan(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None, acc: 
     return None
 
 
-TABLE_FILL_TOLERANCE = 0.1  # how much less of its last round a table plan may fill here than where it was timed
+TABLE_FILL_TOLERANCE = 0.1  # how much less of the SMs' rounds a table plan may fill here than where it was timed
 
 
-def round_fill(plan: Plan, m: int, n: int, k: int, sms: int) -> float:
-    """The share of the SMs a plan's work units (tiles x K slices) keep busy over its rounds of `sms`."""
-    units = cdiv(m, plan.config.block_m) * cdiv(n, plan.config.block_n) * planner.effective_split(plan.kernel, k,
-                                                                                                    plan.config)
-    return units / (cdiv(units, sms) * sms)
+def round_fill(plan: Plan, problem: cm.Problem, sms: int) -> float:
+    """The share of the SMs' time over a plan's rounds that does the problem's work: its flops over the k-iterations
+    of its tiles on the busiest SM times the SMs (the cost model's `features`, so a tile past M or N, a last round
+    that leaves SMs idle, a kernel's K slices or residue planes all count as the model counts them)."""
+    plan_ = planner.model_plan_of(plan.kernel, plan.config, plan.stage, problem.k)
+    f = cm.features(problem, plan_, replace(cm.H100, sms=sms))
+    return f.flops / (f.steps * f.tile_flops * sms)
 
 
 def table_holds(entry: plan_table.Entry, m: int, n: int, k: int, sms: int) -> bool:
@@ -502,8 +505,13 @@ def table_holds(entry: plan_table.Entry, m: int, n: int, k: int, sms: int) -> bo
     tiles, two rounds a third idle, where the cost model scores the call instead."""
     if not entry.shapes or f"{m}x{n}x{k}" in entry.shapes:
         return True
-    timed = max(round_fill(entry.plan, *(int(x) for x in s.split("x")), sms) for s in entry.shapes)
-    return round_fill(entry.plan, m, n, k, sms) >= timed - TABLE_FILL_TOLERANCE
+    c = entry.cls
+
+    def fill(m_: int, n_: int, k_: int) -> float:
+        return round_fill(entry.plan, cm.Problem(m_, n_, k_, c.layout, c.align, c.dtype, c.acc), sms)
+
+    timed = max(fill(*(int(x) for x in s.split("x"))) for s in entry.shapes)  # checked "MxNxK" at load
+    return fill(m, n, k) >= timed - TABLE_FILL_TOLERANCE
 
 
 def table_plan(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None, acc: str, kernel: str, arch: int,

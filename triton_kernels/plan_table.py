@@ -188,6 +188,18 @@ class Entry:
     shapes: tuple[str, ...] = ()  # the grid shapes the tuner timed for this class
 
 
+def shapes_of(shapes, key: str) -> tuple[str, ...]:
+    """An entry's timed shapes as its file lists them, each checked to read "MxNxK" with positive integers (the
+    planner parses them on every call it asks the entry about: `dispatch.table_holds`)."""
+    if not isinstance(shapes, list):
+        raise HgemmValueError(f"plan table entry {key}: shapes must be a list of 'MxNxK' strings, got {shapes!r}")
+    for s in shapes:
+        dims = s.split("x") if isinstance(s, str) else []
+        if len(dims) != 3 or not all(d.isdigit() and int(d) > 0 for d in dims):
+            raise HgemmValueError(f"plan table entry {key}: shape {s!r} is not of the form MxNxK (positive integers)")
+    return tuple(shapes)
+
+
 class Table:
     """One GPU's plan table (a JSON file: see `compare/tune.py` for how it is made)."""
 
@@ -203,7 +215,7 @@ class Table:
         for key, e in data["entries"].items():
             cls = ShapeClass.from_key(key)
             kernels = {record_name(name): Config.from_name(c) for name, c in e.get("kernels", {}).items()}
-            entry = Entry(cls, Plan.from_json(e["plan"]), kernels, tuple(e.get("shapes", ())))
+            entry = Entry(cls, Plan.from_json(e["plan"]), kernels, shapes_of(e.get("shapes", []), key))
             self.entries[key] = entry
             self.by_kind.setdefault(cls.kind, []).append(entry)
 
