@@ -482,6 +482,9 @@ def bench_shape(kernels: list[Kernel], m: int, n: int, k: int, *, layout: str = 
             continue
         if kern.config in ("plan", "exact"):
             row.config = _plan_choice(kern, a, b, out)
+        elif kern.config == "model":  # registry.model_entry: the plan its own parameter file gave
+            p = kern.run.plan_of(a, b, out)
+            row.config = f"{p.source}: {p.name}"
         est = statistics.median(timer.time(lambda: kern.run(a, b, out), 2))
         host = host_us(lambda: kern.run(a, b, out), reps=5 if est < 1.0 else 2)  # a slow call: its host cost is small
         live.append((kern, row, Live(kern.name, partial(kern.run, a, b, out), est, host)))

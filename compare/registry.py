@@ -159,6 +159,60 @@ def _triton_entries(v: Variant) -> list[Kernel]:
     return out
 
 
+MODEL_MARK = "@"  # "triton@FILE": kernel="auto" planned with another cost-model parameter file (`model_entry`)
+
+
+class ModelPlanned:
+    """The runner of `model_entry`: kernel="auto"'s planning (the GPU's plan table, then the cost model) with the
+    parameters of one file, each kind of call planned once and run through the dispatcher's `Runner`. `plan_of`
+    gives the plan a kind of call got (the bench's config column)."""
+
+    def __init__(self, params):
+        self.params = params
+        self.plans: dict = {}
+
+    def _key(self, a, b, out):
+        from triton_kernels.plan_table import align_class
+
+        return (tuple(a.shape), a.stride(), tuple(b.shape), b.stride(), a.dtype, a.device,
+                align_class(a, b, out), None if out is None else out.stride())
+
+    def plan_of(self, a, b, out=None):
+        from triton_kernels import dispatch
+
+        key = self._key(a, b, out)
+        if key not in self.plans:
+            plan = dispatch.table_plan(a, b, out, "fp32", "auto", dispatch.device_arch(a), dispatch.sm_count(a),
+                                       params=self.params)
+            self.plans[key] = (plan, dispatch.Runner(plan, False))
+        return self.plans[key][0]
+
+    def __call__(self, a, b, out=None):
+        out = out if out is not None else a.new_empty(a.shape[0], b.shape[1])
+        self.plan_of(a, b, out)
+        self.plans[self._key(a, b, out)][1](a, b, out)
+        return out
+
+
+def model_entry(pattern: str) -> Kernel:
+    """`triton@FILE`: `triton` (kernel="auto", fp32 accumulation) planned with the cost-model parameter file FILE
+    in place of the GPU's shipped one, beside it in one run: `python -m compare bench --kernels torch.matmul
+    triton triton@old.json` times two models' plans on the same draw, interleaved, with the A/A control. Only
+    the model step differs: the same plan table (an entry that holds is taken by both), the same candidates."""
+    from pathlib import Path
+
+    from hgemm_common import cost_model as cm
+    from triton_kernels.variants import AUTO
+
+    name, _, path = pattern.partition(MODEL_MARK)
+    if name != AUTO.name or not path:
+        raise UnknownKernel(f"{pattern!r}: a model-file entry is '{AUTO.name}{MODEL_MARK}FILE' (a cost-model "
+                            "parameter file, as `python -m compare sweep --fit` writes)")
+    params = cm.load(Path(path))
+    return Kernel(f"{AUTO.name}{MODEL_MARK}{Path(path).stem}", AUTO, "fp32", ModelPlanned(params), config="model",
+                  note=f"kernel='auto' planned with the cost model of {path}")
+
+
 def _ptx_entries(v: Variant) -> list[Kernel]:
     skip = _max_m_skip(v.max_m, "each block of 16 rows of A reads all of B again")
     return [Kernel(entry_name(v, acc), v, acc, _ptx(v.name, acc), config=v.tile, note=v.adds, bench_skip=skip)
@@ -268,7 +322,8 @@ def _not_offered_here(pattern: str) -> str:
 def select(patterns: list[str] | None = None, *, include_all: bool = False, gpu: bool | None = None,
            arch: int | None = None, kind: str = "dense", dtype: str = "fp16") -> list[Kernel]:
     """Kernels of problem kind `kind` ("dense", or "sparse": `sparse_kernels`) that take inputs of `dtype` and whose
-    name matches one of `patterns` (fnmatch; None = the defaults), runnable here.
+    name matches one of `patterns` (fnmatch; None = the defaults), runnable here; a pattern `triton@FILE` adds
+    kernel="auto" planned with that cost-model file (`model_entry`), after the others.
 
     A pattern that matches no kernel at all raises UnknownKernel naming the valid ones (and why a kernel it names
     cannot run here); one that matches only kernels of other dtypes raises it naming the kernels that take `dtype`.
@@ -281,6 +336,11 @@ def select(patterns: list[str] | None = None, *, include_all: bool = False, gpu:
         raise UnknownKernel(f"problem kind must be 'dense' or 'sparse', got {kind!r}")
     if dtype not in DTYPES:
         raise UnknownKernel(f"dtype must be one of {DTYPES}, got {dtype!r}")
+    models = [k for k in (model_entry(p) for p in patterns or [] if MODEL_MARK in p)
+              if k.takes(dtype) and (gpu or k.cpu_ok) and kind == "dense"]
+    if patterns and all(MODEL_MARK in p for p in patterns):
+        return models
+    patterns = [p for p in patterns or [] if MODEL_MARK not in p] or None
     every = kernels() if kind == "dense" else sparse_kernels()
     if kind == "sparse" and gpu and arch is None:  # the sparse set mixes sm_80 and sm_90a kernels: only this GPU's
         major, minor = torch.cuda.get_device_capability()
@@ -305,4 +365,4 @@ def select(patterns: list[str] | None = None, *, include_all: bool = False, gpu:
         if arch is not None and arch < k.min_arch:
             continue
         chosen.append(k)
-    return chosen
+    return chosen + models

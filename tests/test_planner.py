@@ -203,6 +203,34 @@ def _shipped_table(arch, sms):
     return plan_table.Table.load(plan_table.TABLE_DIR / "h100-80gb-hbm3-sm90-132.json")
 
 
+def test_a_model_file_entry_plans_with_its_own_parameters(tmp_path):
+    """`python -m compare bench --kernels ... triton@FILE`: kernel="auto" planned with FILE's parameters beside the
+    shipped model's plans. A file whose fit makes the shipped choice's kernel slow plans another kernel, and runs it
+    exactly (small-integer inputs, interpreted); a pattern of another form is refused by name."""
+    from compare import registry
+    from compare.reference import compare, make_inputs, poisoned_out, reference
+
+    a, b = make_inputs(96, 72, 200, "NN", device="cpu", kind="int")
+    shipped = triton_kernels.plan(a, b)
+    params = planner.params_for(90, 132)
+    slow = cm.Params(params.gpu, {name: replace(kp, eff=kp.eff / 50) if name.split(".")[0] == shipped.kernel
+                                  else kp for name, kp in params.kernels.items()},
+                     params.corrections, params.about, params.neighbours)
+    path = tmp_path / "slow.json"
+    cm.save(slow, path)
+    (entry,) = registry.select([f"triton@{path}"], gpu=False)
+    assert entry.name == "triton@slow" and entry.config == "model" and entry.acc == "fp32"
+    out = poisoned_out(96, 72, "cpu")
+    got = entry.run.plan_of(a, b, out)
+    assert got.kernel != shipped.kernel and got.source.startswith("model: ")
+    assert got == dispatch.table_plan(a, b, out, "fp32", "auto", 90, 132, params=slow)
+    assert compare(entry.run(a, b, out), reference(a, b)).ok  # no bound: exact
+    both = registry.select(["torch.matmul", "triton", f"triton@{path}"], gpu=False)
+    assert [k.name for k in both][-1] == "triton@slow" and "triton" in [k.name for k in both]
+    with pytest.raises(registry.UnknownKernel, match="triton@FILE"):
+        registry.select([f"wgmma_persistent@{path}"], gpu=False)
+
+
 def test_a_gpu_without_a_model_keeps_the_nearest_class_and_the_heuristic(monkeypatch):
     a, b = operands(300, 500, 700, "NN")
     assert triton_kernels.plan(a, b).source.startswith("model: ")

@@ -469,11 +469,12 @@ def model_candidates(m: int, n: int, k: int, arch: int, sms: int, a: torch.Tenso
 
 
 def model_plan(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None, acc: str, arch: int,
-               sms: int) -> Plan | None:
+               sms: int, params: cm.Params | None = None) -> Plan | None:
     """The candidate (`model_candidates` x `problem_configs`, less the wide tiles it has not measured) that the
-    GPU's fitted cost model predicts fastest among those that can run these operands (`planner.ranked`, `usable`);
-    None where the GPU has no model. Nothing is timed, synchronized or allocated."""
-    params = planner.params_for(arch, sms)
+    GPU's fitted cost model (or `params`: another parameter file's, loaded) predicts fastest among those that can
+    run these operands (`planner.ranked`, `usable`); None where the GPU has no model. Nothing is timed,
+    synchronized or allocated."""
+    params = params if params is not None else planner.params_for(arch, sms)
     if params is None:
         return None
     m, k = a.shape
@@ -515,11 +516,13 @@ def table_holds(entry: plan_table.Entry, m: int, n: int, k: int, sms: int) -> bo
 
 
 def table_plan(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None, acc: str, kernel: str, arch: int,
-               sms: int, stage: tuple[bool, bool, bool] = (False, False, False)) -> Plan:
+               sms: int, stage: tuple[bool, bool, bool] = (False, False, False),
+               params: cm.Params | None = None) -> Plan:
     """kernel="auto": the GPU's table entry of the call's shape class (`plan_table`) where it holds for the call
     (`table_holds`); else the candidate its cost model predicts fastest (`model_plan`); else, on a GPU with no
     model, the class's or the nearest class's entry, or the heuristic. For an explicit kernel= the configuration
     the table's timing chose for that kernel, or the heuristic's, with `stage` (the operands it copies first).
+    `params`: a cost model's parameters to plan with instead of the GPU's file (`compare.registry.model_entry`).
     Nothing is timed."""
     m, k = a.shape
     n = b.shape[1]
@@ -531,7 +534,7 @@ def table_plan(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None, acc: 
         if entry is not None and distance == 0 and usable(entry.plan, arch, a, b, out) \
                 and table_holds(entry, m, n, k, sms):
             return replace(entry.plan, ms=None, source=source)
-        modelled = model_plan(a, b, out, acc, arch, sms)
+        modelled = model_plan(a, b, out, acc, arch, sms, params)
         if modelled is not None:
             return modelled
         if entry is not None and usable(entry.plan, arch, a, b, out):
