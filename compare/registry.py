@@ -177,7 +177,8 @@ class ModelPlanned:
         return (tuple(a.shape), a.stride(), tuple(b.shape), b.stride(), a.dtype, a.device,
                 align_class(a, b, out), None if out is None else out.stride())
 
-    def plan_of(self, a, b, out=None):
+    def _planned(self, a, b, out):
+        """(plan, Runner) of this kind of call, planned on its first call."""
         from triton_kernels import dispatch
 
         key = self._key(a, b, out)
@@ -185,12 +186,14 @@ class ModelPlanned:
             plan = dispatch.table_plan(a, b, out, "fp32", "auto", dispatch.device_arch(a), dispatch.sm_count(a),
                                        params=self.params)
             self.plans[key] = (plan, dispatch.Runner(plan, False))
-        return self.plans[key][0]
+        return self.plans[key]
+
+    def plan_of(self, a, b, out=None):
+        return self._planned(a, b, out)[0]
 
     def __call__(self, a, b, out=None):
         out = out if out is not None else a.new_empty(a.shape[0], b.shape[1])
-        self.plan_of(a, b, out)
-        self.plans[self._key(a, b, out)][1](a, b, out)
+        self._planned(a, b, out)[1](a, b, out)
         return out
 
 

@@ -11,8 +11,9 @@ Read top to bottom, as a prediction is made:
    busiest SM, bytes from HBM, bytes through L2, staging copies, split-K partials, launches). None depends on a
    fitted parameter, so a fit computes them once per record;
 5. the parameters (`KernelParams` per kernel: compute efficiency, HBM and L2 efficiency, the L2 cost of rows off
-   the 32-byte sectors, latency per launch, per tile and per k-iteration; `Params`: those, the GPU and residual corrections) and `predict`: the terms, the
-   total and the term that decided (`Prediction`); `rank`: candidate plans by predicted time;
+   the 32-byte sectors, latency per launch, per tile and per k-iteration; `Params`: those, the GPU and residual
+   corrections) and `predict`: the terms, the total and the term that decided (`Prediction`); `rank`: candidate
+   plans by predicted time;
 6. `fit`: the parameters of each kernel from measured records (least squares in log time, Huber-weighted so that
    a few disturbed timings do not pull the fit), then the residual corrections; `quality`: median and p90 |log
    error| per kernel;

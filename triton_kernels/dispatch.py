@@ -452,19 +452,19 @@ def model_candidates(m: int, n: int, k: int, arch: int, sms: int, a: torch.Tenso
     kernel's needed staging even where tune="exact" judges its copies too dear to time (the model prices them), and
     each TMA kernel's copy of A or B whose rows lie off the 32-byte sectors (`sectored_stage`: the model prices the
     copy and the off-sector reads it saves, `cost_model`'s sector term). And kernels tune="exact" never times whose
-    module marks them MODEL_CANDIDATE (the Gluon kernel), with the same two stagings. `fitted`: the kernels the GPU's model has parameters for; where given, only those are scored (a
-    kernel the fit has not seen, such as a new one the sweep times through its `worth_scoring` before any refit,
-    would be predicted with default parameters, and kernel="auto" must not pick it on a guess). None: every
-    candidate, no MODEL_CANDIDATE kernel. A kernel whose module gives a SWEEP_ONLY reason is never scored."""
+    module marks them MODEL_CANDIDATE (the Gluon kernel), with the same two stagings. `fitted`: the kernels the
+    GPU's model has parameters for; where given, only those are scored (a kernel the fit has not seen, such as a
+    new one the sweep times through its `worth_scoring` before any refit, would be predicted with default
+    parameters, and kernel="auto" must not pick it on a guess). None: every candidate, no MODEL_CANDIDATE kernel.
+    A kernel whose module gives a SWEEP_ONLY reason is never scored."""
     pairs = [(kern, stage) for kern, stage in candidates(m, n, k, arch, sms, a, b, out, every_staging=True)
              if (fitted is None or kern in fitted) and optional(kernel_module(BY_KERNEL[kern]), "SWEEP_ONLY") is None]
     for v in VARIANTS:
         if fitted is not None and v.name in fitted and v.offered_on(arch) and takes_dtype(v, a) \
                 and getattr(kernel_module(v), "MODEL_CANDIDATE", False) and v.name not in (p[0] for p in pairs):
             need = staging(v.alignment, a, b, out)
-            pairs.append((v.name, need))
-            if v.alignment != "none" and sectored_stage(need, a, b) != need:
-                pairs.append((v.name, sectored_stage(need, a, b)))
+            sectored = sectored_stage(need, a, b) if v.alignment != "none" else need
+            pairs += [(v.name, need)] + ([(v.name, sectored)] if sectored != need else [])
     return pairs
 
 

@@ -8,9 +8,8 @@ staging even where tune="exact" judges the copies too dear to time (the model pr
 operand whose rows lie off the 32-byte sectors, times each kernel's configurations that fit the problem
 (`problem_configs`). Each is described to the cost model (`hgemm_common.cost_model`: compute at the kernel's
 fitted efficiency, the tile grid's waves, HBM and L2 bytes (off-sector reads weighted), staging copies, split-K
-partials, latency
-per launch, tile, k-iteration and, for pointer kernels, load instruction); the fastest predicted that can run is
-the plan, its source naming the term that decided ("model: compute", "model: waves", ...).
+partials, latency per launch, tile, k-iteration and, for pointer kernels, load instruction); the fastest predicted
+that can run is the plan, its source naming the term that decided ("model: compute", "model: waves", ...).
 
 The model's parameters for a GPU are fitted by `python -m compare sweep --fit` to candidates timed on shapes drawn
 at random (`python -m compare sweep`); the fitted files ship in `triton_kernels/models/`, one per kind of GPU
