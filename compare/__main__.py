@@ -329,6 +329,14 @@ def cmd_sweep(args) -> int:
         return _user_error(str(e))
     if not _gpu():
         return _user_error("sweep times kernels on a CUDA GPU, and none is here (sweep --fit DATA needs none)")
+    if args.scored_by:
+        from triton_kernels.dispatch import device_arch, sm_count
+
+        here = torch.empty(0, device="cuda")
+        try:
+            cases = sweep.scored_by(cases, args.scored_by, device_arch(here), sm_count(here))
+        except HgemmValueError as e:
+            return _user_error(str(e))
     sweep.run_sweep(cases, Path(args.out), budget_ms=args.budget_ms, rounds=args.rounds, ptx=args.ptx,
                     gluon=args.gluon, workers=args.workers, block=args.block, budget_s=args.budget_s,
                     args={k: v for k, v in vars(args).items() if k != "cmd"}, progress=_progress("sweep"))
@@ -498,6 +506,9 @@ def main(argv=None) -> int:
                                                       "NN,NT)")
     sw.add_argument("--max-m", type=int, help="draw M from 1..MAX_M only (data for the kernels of skinny problems; "
                                               "default: the random suite's whole range)")
+    sw.add_argument("--scored-by", metavar="KERNEL", help="only the drawn shapes among whose candidates this Triton "
+                                                          "kernel is (data for one kernel's fit, the others timed beside "
+                                                          "it on those shapes only)")
     sw.add_argument("--dtypes", default="fp16", help="comma list of fp16, bf16 (default fp16)")
     sw.add_argument("--accs", default="fp32", help="comma list of fp32, fp16 accumulation (default fp32)")
     sw.add_argument("--ptx", action="store_true", help="also the hand-written side: wgmma_persistent's own plan, its "

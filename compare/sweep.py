@@ -41,6 +41,7 @@ import torch
 from hgemm_common import cost_model as cm
 from hgemm_common.errors import HgemmValueError
 from hgemm_common.record import ACCS_FOR
+from hgemm_common.validation import DTYPES as TORCH_DTYPES
 
 from .bench import CONTROL, random_shapes
 from .registry import BASELINE
@@ -85,6 +86,27 @@ def draw(seeds: list[int], start: int, count: int, layouts: list[str], dtypes: l
         for i, (m, n, k, layout) in enumerate(random_shapes(seed, start + count, layouts, max_m)[start:], start):
             out += [Case(seed, i, m, n, k, layout, d, acc) for d in dtypes for acc in accs if acc in ACCS_FOR[d]]
     return out
+
+
+def scored_by(cases: list[Case], kernel: str, arch: int, sms: int) -> list[Case]:
+    """The cases whose candidates include `kernel` (`dispatch.candidates` with every staging, the set the sweep
+    times and the cost model scores), judged on stand-in operands of the case's layout (a contiguous matrix's
+    alignment is its shape's): a sweep that gathers data for one kernel without timing the draw's other shapes."""
+    from triton_kernels import dispatch
+    from triton_kernels.variants import BY_KERNEL
+
+    if kernel not in BY_KERNEL:
+        raise HgemmValueError(f"sweep --scored-by: no Triton kernel {kernel!r}; one of {', '.join(sorted(BY_KERNEL))}")
+
+    def scored(c: Case) -> bool:
+        dt = TORCH_DTYPES[c.dtype]
+        a = torch.empty((c.m, c.k) if c.layout[0] == "N" else (c.k, c.m), dtype=dt, device="meta")
+        b = torch.empty((c.k, c.n) if c.layout[1] == "N" else (c.n, c.k), dtype=dt, device="meta")
+        a, b = (a if c.layout[0] == "N" else a.t()), (b if c.layout[1] == "N" else b.t())
+        return any(kern == kernel for kern, _ in dispatch.candidates(c.m, c.n, c.k, arch, sms, a, b, None,
+                                                                    every_staging=True))
+
+    return [c for c in cases if scored(c)]
 
 
 # ----------------------------------------------------------------------------------------------------------------

@@ -51,6 +51,27 @@ def test_the_draw_is_the_random_suites():
         sweep.draw([5], -1, 3, ["NN"], ["fp16"], ["fp32"])
 
 
+def test_scored_by_keeps_the_shapes_whose_candidates_hold_that_kernel():
+    """--scored-by: a case stays exactly where `dispatch.candidates` (every staging) on real operands of its layout
+    and dtype would time that kernel, for an H100's SM count; an unknown kernel is refused naming the choices."""
+    cases = sweep.draw([9140], 0, 60, ["NN", "NT"], ["fp16", "bf16"], ["fp32"])
+    kept = sweep.scored_by(cases, "triton_streamk", 90, 132)
+    assert 0 < len(kept) < len(cases)
+    checked = 0
+    for c in cases:
+        if (c.m + c.n) * c.k > 2e7:  # operands past 40 MB: left out, to keep the test light
+            continue
+        a, b = make_inputs(c.m, c.n, c.k, c.layout, seed=0, kind="int", dtype=c.dtype)
+        checked += 1
+        real = any(kern == "triton_streamk" for kern, _ in dispatch.candidates(c.m, c.n, c.k, 90, 132, a, b, None,
+                                                                               every_staging=True))
+        assert real == (c in kept), c
+    assert checked >= 20
+    assert sweep.scored_by(cases, "triton_splitk_tma", 90, 4) != kept  # the SM count decides the tile rounds
+    with pytest.raises(ValueError, match="no Triton kernel 'nope'.*triton_streamk"):
+        sweep.scored_by(cases, "nope", 90, 132)
+
+
 def test_data_file_round_trips_and_survives_a_torn_line(tmp_path):
     path = tmp_path / "d.jsonl"
     sweep.append(path, [{"type": "run", "run": "r"}, {"type": "start", "run": "r", "case": "a"}])
