@@ -72,7 +72,8 @@ INTERPRETER_SMS = 7
 
 # The sweep times it; kernel="auto" does not pick it yet (`contract.SWEEP_ONLY`).
 SWEEP_ONLY = ("its schedule (the partial round's tiles cut into k-slices aligned in K) beats the data-parallel TMA "
-              "kernel where the cut round is most of the work, but the sweep's other candidates rarely lose to it "
+              "kernel where the cut round is most of the work, but the sweep's other candidates rarely lose to it, "
+              "and the cost model does not tell where they do: scored, its cross-validated choices are worse "
               "(docs/design/triton.md, \"The GPU full whatever the tile count\")")
 
 
