@@ -99,14 +99,37 @@ def scored_by(cases: list[Case], kernel: str, arch: int, sms: int) -> list[Case]
         raise HgemmValueError(f"sweep --scored-by: no Triton kernel {kernel!r}; one of {', '.join(sorted(BY_KERNEL))}")
 
     def scored(c: Case) -> bool:
-        dt = TORCH_DTYPES[c.dtype]
-        a = torch.empty((c.m, c.k) if c.layout[0] == "N" else (c.k, c.m), dtype=dt, device="meta")
-        b = torch.empty((c.k, c.n) if c.layout[1] == "N" else (c.n, c.k), dtype=dt, device="meta")
-        a, b = (a if c.layout[0] == "N" else a.t()), (b if c.layout[1] == "N" else b.t())
+        a, b = stand_ins(c.m, c.n, c.k, c.layout, c.dtype)
         return any(kern == kernel for kern, _ in dispatch.candidates(c.m, c.n, c.k, arch, sms, a, b, None,
                                                                     every_staging=True))
 
     return [c for c in cases if scored(c)]
+
+
+def stand_ins(m: int, n: int, k: int, layout: str, dtype: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """A and B on the meta device, contiguous in the layout's storage order as the sweep's operands are: what the
+    planner's alignment tests see of them, with no memory behind them."""
+    dt = TORCH_DTYPES[dtype]
+    a = torch.empty((m, k) if layout[0] == "N" else (k, m), dtype=dt, device="meta")
+    b = torch.empty((k, n) if layout[1] == "N" else (n, k), dtype=dt, device="meta")
+    return (a if layout[0] == "N" else a.t()), (b if layout[1] == "N" else b.t())
+
+
+def planner_plans(problem: cm.Problem, sms: int, fitted: frozenset) -> frozenset | None:
+    """The plans kernel="auto"'s model ranks for a problem on an sm_90 GPU of `sms` SMs (`dispatch.model_candidates`
+    x `problem_configs`, as `planner.ranked` walks them), judged on stand-in operands; None where those operands
+    are not the problem's (its alignment class differs: a record of strided operands)."""
+    from triton_kernels import dispatch, planner
+    from triton_kernels.common import problem_configs
+    from triton_kernels.variants import BY_KERNEL, kernel_module
+
+    p = problem
+    a, b = stand_ins(p.m, p.n, p.k, p.layout, p.dtype)
+    if planner.problem_of(a, b, None, p.acc) != p:
+        return None
+    pairs = dispatch.model_candidates(p.m, p.n, p.k, 90, sms, a, b, None, fitted)
+    return frozenset(planner.model_plan_of(kern, cfg, stage, p.k) for kern, stage in pairs
+                     for cfg in problem_configs(kernel_module(BY_KERNEL[kern]), p.m, p.n, p.k, sms))
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -431,8 +454,11 @@ def case_choices(raw: list[dict], recs: list[cm.Record], params: cm.Params, side
                  fitted_only: bool = False) -> list[Choice]:
     """Per case, how the model would choose among one side's candidates (those kernel="auto" may pick).
     fitted_only: score only the kernels the parameters were fitted for, and no wide tile they have not measured,
-    as kernel="auto" does (`planner.fitted_kernels`, `cost_model.unmeasured`); the case's fastest is still of all
-    its candidates, so a kernel the fit never saw counts as a loss where it was the fastest."""
+    as kernel="auto" does (`planner.fitted_kernels`, `cost_model.unmeasured`), and on the Triton side only the
+    plans kernel="auto" ranks for the problem today (`planner_plans`: a record of a kernel, configuration or
+    staging the planner no longer offers there, such as a realign tile timed before its M limit, is not a choice
+    it could make); the case's fastest is still of all its candidates, so a plan the planner cannot pick counts as
+    a loss where it was the fastest."""
     from triton_kernels.planner import fitted_kernels
 
     idx = [i for i, r in enumerate(raw) if r["side"] == side and not _sweep_only(recs[i].plan.kernel)]
@@ -442,8 +468,11 @@ def case_choices(raw: list[dict], recs: list[cm.Record], params: cm.Params, side
         by_case.setdefault(raw[i]["case"], []).append(i)
     out = []
     for case, ids in by_case.items():
+        offered = planner_plans(recs[ids[0]].problem, params.gpu.sms, fitted) if fitted is not None \
+            and side == "triton" else None
         scored = [recs[i] for i in ids if fitted is None or (recs[i].plan.kernel in fitted
-                                                              and not cm.unmeasured(recs[i].plan, params))]
+                                                              and not cm.unmeasured(recs[i].plan, params)
+                                                              and (offered is None or recs[i].plan in offered))]
         if not scored:
             continue
         chosen = cm.choices(scored, params)[0][1]

@@ -391,6 +391,29 @@ def test_a_choice_report_leaves_out_what_auto_cannot_pick():
     assert line.startswith("triton: 3 cases;") and "fastest candidate 1.000" in line, line
 
 
+def test_held_out_choices_are_among_the_plans_the_planner_ranks():
+    """With the model's fitted kernels (as cross-validation scores), a case's choice is one of the plans
+    kernel="auto" ranks for it today (`planner_plans`): a realign tile recorded at an M past realign.MAX_M (timed
+    before that limit), predicted fastest and measured fast, is not the choice; the TMA plan the planner offers is,
+    and the report's fastest stays the realign record (a plan the planner cannot pick counts as a loss)."""
+    from triton_kernels import planner, realign
+
+    params = planner.params_for(90, 132)
+    fitted = planner.fitted_kernels(params)
+    prob = cm.Problem(realign.MAX_M + 24, 4096, 4096, "NN", "ttt")
+    offered = sweep.planner_plans(prob, 132, fitted)
+    tma = cm.plan_for("triton_tma", 128, 128, 64, 4, 4)
+    far = cm.plan_for("triton_realign", 64, 128, 64, 4, 8)
+    assert tma in offered and far not in offered
+    assert sweep.planner_plans(cm.Problem(64, 4096, 4096, "NN", "tot"), 132, fitted) is None  # not contiguous's
+    recs = [cm.Record(prob, tma, 2e-3, "c0"), cm.Record(prob, far, 1e-3, "c0")]
+    raw = [{"case": "c0", "side": "triton", "torch_ms": 1.0}] * 2
+    [choice] = sweep.case_choices(raw, recs, params, "triton", fitted_only=True)
+    assert choice.chosen.plan == tma and choice.best.plan == far and choice.regret == 2.0
+    [unfiltered] = sweep.case_choices(raw, recs, params, "triton")  # without fitted_only: every record scored
+    assert unfiltered.chosen.plan in (tma, far)
+
+
 def test_fit_refuses_in_one_line(tmp_path, capsys):
     from compare.__main__ import main
 
