@@ -171,17 +171,11 @@ class ModelPlanned:
         self.params = params
         self.plans: dict = {}
 
-    def _key(self, a, b, out):
-        from triton_kernels.plan_table import align_class
-
-        return (tuple(a.shape), a.stride(), tuple(b.shape), b.stride(), a.dtype, a.device,
-                align_class(a, b, out), None if out is None else out.stride())
-
     def _planned(self, a, b, out):
-        """(plan, Runner) of this kind of call, planned on its first call."""
+        """(plan, Runner) of this kind of call (the dispatcher's key), planned on its first call."""
         from triton_kernels import dispatch
 
-        key = self._key(a, b, out)
+        key = dispatch.key_of(a, b, out, "fp32", "auto")
         if key not in self.plans:
             plan = dispatch.table_plan(a, b, out, "fp32", "auto", dispatch.device_arch(a), dispatch.sm_count(a),
                                        params=self.params)

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import triton_kernels
-from compare.sweep import run_fit
+from compare.sweep import run_fit, stand_ins
 from hgemm_common import cost_model as cm
 from triton_kernels import dispatch, plan_table, planner, streamk
 from triton_kernels.planner import MODEL_DIR
@@ -35,9 +35,7 @@ def hopper(monkeypatch):
 def operands(m: int, n: int, k: int, layout: str):
     """A (M x K, row-major) and B (K x N; "NT": column-major) without storage (meta tensors): planning reads
     shapes, strides and alignment only."""
-    a = torch.empty((m, k), dtype=torch.float16, device="meta")
-    b = torch.empty((n, k) if layout == "NT" else (k, n), dtype=torch.float16, device="meta")
-    return a, b.t() if layout == "NT" else b
+    return stand_ins(m, n, k, layout, "fp16")
 
 
 def shapes(seed: int, count: int):
