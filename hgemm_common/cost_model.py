@@ -192,7 +192,8 @@ def plan_for(kernel: str, bm: int, bn: int, bk: int, stages: int = 1, warps: int
              staged: str = "") -> Plan:
     """The model's plan of one of the project's kernels (`KERNELS`) with a tile, stages, warps and K split. The
     instruction: the CUDA-core FMA for gemv, mma.sync for mma_stream; wgmma for the hand-written Hopper kernels; for Triton's tl.dot, wgmma
-    from 64-row tiles (a warpgroup's) and mma.sync below."""
+    from 64-row tiles (a warpgroup's) and mma.sync below, but for the TMA kernel's short tiles, which it swaps onto
+    wgmma (`SWAP_TILE_KERNELS`)."""
     if kernel not in KERNELS:
         raise HgemmValueError(f"cost model: unknown kernel {kernel!r}; known: {', '.join(KERNELS)}")
     schedule, reduce = KERNELS[kernel]
@@ -201,7 +202,7 @@ def plan_for(kernel: str, bm: int, bn: int, bk: int, stages: int = 1, warps: int
     if split > 1 and schedule == "persistent":  # the Gluon kernel's split configurations
         schedule = "split_k"
     isa = ("mma" if kernel == "mma_stream" else "fma") if schedule == "bandwidth" else \
-        "wgmma" if kernel in PTX_KERNELS or bm >= 64 else "mma"
+        "wgmma" if kernel in PTX_KERNELS or kernel in SWAP_TILE_KERNELS or bm >= 64 else "mma"
     return Plan(kernel, bm, bn, bk, stages, warps, split, schedule, isa, staged,
                 reduce if split > 1 else "none", 2 if kernel == "wgmma_cluster" else 1)
 
@@ -372,10 +373,11 @@ def param_key(plan: Plan, problem: Problem | None = None) -> str:
     """Whose parameters a plan takes: its kernel's, or a Triton kernel's mma.sync tiles' (below 64 rows) apart from
     its wgmma tiles' (each efficiency is of its own instruction's rate); a pointer kernel's on A or B that TMA
     cannot describe (".u") apart from its aligned calls'; a Triton wide tile's (".wide": a width that is not a
-    power of two, two accumulators side by side, `two_accumulators`) apart from its kernel's other tiles'."""
+    power of two, two accumulators side by side, `two_accumulators`) and a swapped short tile's (".swap",
+    `swapped_tile`) apart from its kernel's other tiles'."""
     unaligned = problem is not None and plan.kernel in POINTER_KERNELS and problem.align[:2] != "tt"
     return (plan.kernel + (".mma" if plan.isa == "mma" else "") + (".u" if unaligned else "")
-            + (".wide" if two_accumulators(plan) else ""))
+            + (".wide" if two_accumulators(plan) else "") + (".swap" if swapped_tile(plan) else ""))
 
 
 # Kernels whose tiles of a width that is not a power of two are two tl.dot accumulators side by side (the
@@ -388,11 +390,21 @@ def two_accumulators(plan: Plan) -> bool:
     return plan.kernel in WIDE_TILE_KERNELS and plan.bn & (plan.bn - 1) != 0
 
 
+# Kernels whose tiles of fewer than 64 rows run swapped (C^T = B^T A^T: the tile's columns are wgmma's 64-row side,
+# its rows wgmma's N; triton_kernels/tma_persistent.py's `swapped`)
+SWAP_TILE_KERNELS = ("triton_tma",)
+
+
+def swapped_tile(plan: Plan) -> bool:
+    """A Triton short tile run swapped: fewer than 64 rows on a `SWAP_TILE_KERNELS` kernel."""
+    return plan.kernel in SWAP_TILE_KERNELS and plan.bm < 64
+
+
 def unmeasured(plan: Plan, params: "Params") -> bool:
-    """A wide tile (`param_key`'s ".wide") with no fitted parameters of its own: the planner does not offer it, as
-    nothing measured says how fast its two accumulators run (a sweep that timed such tiles gives the fit their
-    records)."""
-    return two_accumulators(plan) and param_key(plan) not in params.kernels
+    """A wide tile (`param_key`'s ".wide") or a swapped one (".swap") with no fitted parameters of its own: the
+    planner does not offer it, as nothing measured says how fast its two accumulators or its transposed wgmmas run
+    (a sweep that timed such tiles gives the fit their records)."""
+    return (two_accumulators(plan) or swapped_tile(plan)) and param_key(plan) not in params.kernels
 
 
 TERMS = ("compute", "waves", "hbm", "l2", "staging", "reduce", "latency")

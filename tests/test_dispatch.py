@@ -493,6 +493,33 @@ def test_splitk_wide_on_streams_and_graphs(monkeypatch):
     assert torch.equal(plain, first)
 
 
+def test_every_launch_passes_every_kernel_parameter():
+    """The direct launcher (`launch.Direct`) passes a Spec's arguments as they are, and the compiled kernel's launcher
+    takes every parameter, defaults included: a launch that leaves a defaulted parameter out runs under kernel[grid]
+    (the first call) and fails on the second ("function takes exactly 43 arguments (42 given)", which a GPU found
+    when a parameter was added). So every configuration of every Triton kernel's launches names all of them. And
+    Direct finds each TMA descriptor's operand among A, B and C by identity (`Desc.of`, or the view itself): a
+    descriptor over a view the launcher made (the swapped tiles' B^T and A^T) must name the operand it views."""
+    import inspect
+
+    from triton_kernels.launch import Desc
+    from triton_kernels.variants import VARIANTS
+
+    a, b = make_inputs(40, 264, 520, "NT", device=DEVICE, seed=1)
+    c = torch.empty(40, 264, dtype=a.dtype, device=a.device)
+    for v in VARIANTS:
+        if not v.interpretable:
+            continue
+        mod = kernel_module(v)
+        for cfg in mod.configs():
+            for spec in mod.launches(a, b, c, False, cfg):
+                params = inspect.signature(getattr(spec.fn, "fn", spec.fn)).parameters
+                assert len(spec.args) == len(params), (v.name, cfg.name, getattr(spec.fn, "__name__", spec.fn))
+                for d in (x for x in spec.args if isinstance(x, Desc)):
+                    target = d.tensor if d.of is None else d.of
+                    assert any(target is t for t in (a, b, c)) or target._base is None, (v.name, cfg.name, d.block)
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", ["fp16", "bf16"])
 # every kernel but Gluon, which launches through its own GluonLaunch (never directly)

@@ -60,8 +60,8 @@ def test_the_model_picks_the_fastest_predicted_candidate_that_can_run(m, n, k, l
     params = planner.params_for(90, 132)
     pairs = dispatch.model_candidates(m, n, k, 90, 132, a, b, None, planner.fitted_kernels(params))
     needed = {kern: dispatch.staging(dispatch.BY_KERNEL[kern].alignment, a, b, None) for kern, _ in pairs}
-    # each kernel's needed staging, and a TMA kernel's copy of an operand whose rows lie off the 32-byte sectors
-    assert all(stage in (needed[kern], dispatch.sectored_stage(needed[kern], a, b)) for kern, stage in pairs)
+    # each kernel's needed staging, and a TMA kernel's copies of operands whose rows lie off the 32-byte sectors
+    assert all(stage == needed[kern] or stage in dispatch.sectored_stages(needed[kern], a, b) for kern, stage in pairs)
     assert all(dispatch.BY_KERNEL[kern].alignment != "none" for kern, stage in pairs if stage != needed[kern])
     assert {kern for kern, _ in dispatch.candidates(m, n, k, 90, 132, a, b, None)} <= set(needed)
     scored = planner.ranked(planner.problem_of(a, b, None, "fp32"), pairs, 132, params)
@@ -128,6 +128,42 @@ def test_wide_tiles_are_scored_only_once_a_fit_has_measured_them():
     assert wide(fitted) == {c.name for c in triton_kernels.configs("triton_tma") if c.n_parts[1]}
 
 
+def test_swapped_short_tiles_are_scored_only_once_a_fit_has_measured_them():
+    """triton_tma's tiles of fewer than 64 rows run swapped (C^T = B^T A^T) and take parameters of their own
+    (".swap"): a parameter file without them leaves them out of the model's choice; one with them scores them,
+    and only where M is small enough to be offered them (`tma_persistent.prune`)."""
+    from triton_kernels import tma_persistent as tp
+
+    shipped = planner.params_for(90, 132)
+    params = cm.Params(shipped.gpu, {k: v for k, v in shipped.kernels.items() if k != "triton_tma.swap"})
+    plan = cm.plan_for("triton_tma", 16, 128, 64, 10, 4)
+    assert plan.isa == "wgmma" and cm.param_key(plan) == "triton_tma.swap" and cm.unmeasured(plan, params)
+    assert cm.param_key(cm.plan_for("triton_blocked", 16, 128, 64, 4, 4)) == "triton_blocked.mma"  # not swapped
+    swap_names = {c.name for c in triton_kernels.configs("triton_tma") if tp.swapped(c)}
+    assert swap_names and all(c.block_m <= tp.SWAP_MAX_M for c in map(tp.Config.from_name, swap_names))
+    pairs = [("triton_tma", (False, False, False))]
+
+    def swaps(problem, p):
+        return {pl.config.name for _, pl in planner.ranked(problem, pairs, 132, p) if tp.swapped(pl.config)}
+    small = cm.Problem(8, 4096, 2048, "NN", "ttt", "fp16", "fp32")
+    assert swaps(small, params) == set()
+    fitted = cm.Params(params.gpu, {**params.kernels, "triton_tma.swap": params.kernels["triton_tma"]})
+    assert swaps(small, fitted) == {n for n in swap_names if n.startswith("16x")}  # M = 8: 16-row tiles only
+    assert swaps(cm.Problem(64, 4096, 2048, "NN", "ttt", "fp16", "fp32"), fitted) == set()  # past SWAP_MAX_M
+
+
+def test_each_operand_off_the_sectors_is_also_scored_copied_alone():
+    """With A and B both read off the 32-byte sectors, a TMA kernel is scored on a copy of A alone, of B alone and
+    of both: one copy can be cheap where the other is dear (a tall A, a narrow B)."""
+    a, b = operands(10848, 792, 2104, "NN")  # K = 2104 and N = 792: both 8 more than a multiple of 16
+    stages = dispatch.sectored_stages((False, False, False), a, b)
+    assert stages == [(True, False, False), (False, True, False), (True, True, False)]
+    pairs = dispatch.model_candidates(10848, 792, 2104, 90, 132, a, b, None, frozenset({"triton_tma"}))
+    assert [s for k, s in pairs if k == "triton_tma"] == [(False, False, False), *stages]
+    a, b = operands(4096, 4096, 4096, "NN")  # both on the sectors: nothing to add
+    assert dispatch.sectored_stages((False, False, False), a, b) == []
+
+
 def test_the_gluon_kernel_is_scored_only_where_the_model_has_fitted_it(monkeypatch):
     """gluon_persistent is never timed by tune="exact"; the model scores it once a parameter file fits it (a sweep
     with --gluon). Its plans carry its needed staging, like the TMA kernels'."""
@@ -145,7 +181,8 @@ def test_the_gluon_kernel_is_scored_only_where_the_model_has_fitted_it(monkeypat
     fitted = frozenset({"triton_tma", "gluon_persistent"})
     pairs = dispatch.model_candidates(3000, 5000, 2000, 90, 132, a, b, None, fitted)
     need = dispatch.staging(gluon.alignment, a, b, None)  # B's rows (10,000 bytes apart) off the sectors: a copy too
-    assert [s for k, s in pairs if k == "gluon_persistent"] == [need, dispatch.sectored_stage(need, a, b)]
+    assert [s for k, s in pairs if k == "gluon_persistent"] == [need, *dispatch.sectored_stages(need, a, b)]
+    assert dispatch.sectored_stages(need, a, b) == [(False, True, False)]  # only B is off: one copy
     assert dispatch.sectored_stage(need, a, b) == (False, True, False)
     assert ("triton_tma", (False, False, False)) in pairs and ("triton_tma", (False, True, False)) in pairs
     params = planner.params_for(90, 132)

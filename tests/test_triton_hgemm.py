@@ -328,9 +328,10 @@ def test_tma_every_config_exact(dtype, acc):
             run_exact(a, b, acc=acc, config=cfg, kernel=kernel)
 
 
-# Wide tiles under the interpreter: 32 + 16 columns, and 64 + 16 with the main part stored in halves
-WIDE = [Config(32, 48, 32, group_m=4, num_warps=4, num_stages=2),
-        Config(32, 80, 32, group_m=4, num_warps=4, num_stages=2, epilogue_split=2)]
+# Wide tiles under the interpreter: 32 + 16 columns, and 64 + 16 with the main part stored in halves (64 rows: a
+# shorter tile would run swapped)
+WIDE = [Config(64, 48, 32, group_m=4, num_warps=4, num_stages=2),
+        Config(64, 80, 32, group_m=4, num_warps=4, num_stages=2, epilogue_split=2)]
 
 
 @pytest.mark.parametrize("dtype,layouts", [("fp16", LAYOUTS), ("bf16", ["NT"])])
@@ -338,13 +339,47 @@ def test_tma_wide_tiles_exact(dtype, layouts):
     """The TMA kernel's wide tiles (a power of two plus a smaller one, two accumulators side by side): N ending
     inside the main part (the tail's loads and store wholly past the edge), inside the tail, on the tile's edge,
     and three tiles with the last one partial; two row tiles, and K with a partial last tile. On a GPU the shipped
-    wide configurations too (their wgmma path: WIDE's 32-row tiles compile to mma.sync)."""
+    wide configurations too."""
     for cfg in WIDE + ([c for c in configs("triton_tma") if c.n_parts[1]] if HAS_CUDA else []):
         main, tail = cfg.n_parts
         for n in (main - 8, main + 8, main + tail, 2 * (main + tail) + main + 8):
             for layout in layouts:
-                a, b = make_inputs(40, n, 72, layout, device=DEVICE, seed=n, dtype=dtype)
+                a, b = make_inputs(72, n, 72, layout, device=DEVICE, seed=n, dtype=dtype)
                 run_exact(a, b, config=cfg, kernel="tma")
+
+
+# Swapped tiles under the interpreter (fewer than 64 rows: C^T = B^T A^T, stored transposed)
+SWAPPED = [Config(16, 64, 32, group_m=4, num_warps=4, num_stages=2),
+           Config(32, 64, 32, group_m=4, num_warps=4, num_stages=3)]
+
+
+@pytest.mark.parametrize("dtype,acc,layouts", [("fp16", "fp32", LAYOUTS), ("fp16", "fp16", ["NT"]),
+                                               ("bf16", "fp32", ["TN"])])
+def test_tma_swapped_tiles_exact(dtype, acc, layouts):
+    """The TMA kernel's short tiles, run swapped (`tma_persistent.swapped`): M of 1, under one tile, one tile plus
+    one (a second tile of C^T's columns, mostly past the edge) and several; N under one tile, one plus 8 and three
+    and a bit; K with a partial last tile. Every layout of A and B: the swap turns each operand's descriptor into
+    the other's. On a GPU the shipped swapped configurations too."""
+    from triton_kernels import tma_persistent as tp
+
+    cfgs = SWAPPED + ([c for c in configs("triton_tma") if tp.swapped(c)] if HAS_CUDA else [])
+    assert all(tp.swapped(c) for c in cfgs)
+    for cfg in cfgs:
+        for m, n in ((1, cfg.block_n - 8), (cfg.block_m - 3, cfg.block_n + 8), (cfg.block_m + 1, 3 * cfg.block_n + 8),
+                     (3 * cfg.block_m + 8, 40)):
+            for layout in layouts:
+                a, b = make_inputs(m, n, 2 * cfg.block_k + 8, layout, device=DEVICE, seed=m * n, dtype=dtype)
+                if tma_describable(a, b):
+                    run_exact(a, b, acc=acc, config=cfg, kernel="tma")
+
+
+def test_swapped_tiles_are_checked():
+    """A short tile runs swapped, so its block_n is wgmma's row side: a power of two of at least 64, one part, one
+    epilogue slice; refused by name otherwise."""
+    a, b = make_inputs(8, 64, 32, "NN", device=DEVICE, seed=3)
+    for cfg in (Config(16, 32, 32), Config(16, 96, 32), Config(32, 128, 32, epilogue_split=2)):
+        with pytest.raises(ValueError, match=r"a tile of fewer than 64 rows runs swapped"):
+            triton_kernels.hgemm(a, b, config=cfg, kernel="tma")
 
 
 def test_wide_tile_widths_are_checked():

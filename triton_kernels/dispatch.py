@@ -314,6 +314,19 @@ def sectored_stage(stage: tuple[bool, bool, bool], a: torch.Tensor, b: torch.Ten
     return stage[0] or rows_off_sectors(a), stage[1] or rows_off_sectors(b), stage[2]
 
 
+def sectored_stages(stage: tuple[bool, bool, bool], a: torch.Tensor,
+                    b: torch.Tensor) -> list[tuple[bool, bool, bool]]:
+    """Every staging that adds to `stage` copies of A or B read in place with rows off the 32-byte sectors: each
+    one alone and both (`sectored_stage`), where both are off. One copy alone can be the cheap one: on 10848 x 792
+    x 2104 NN (both off) a copy of B (3 MB) costs a fraction of a copy of A (46 MB), and with B on the sectors
+    most of the off-sector reads' cost is gone (docs/design/triton.md, "Rows off the 32-byte sectors")."""
+    both = sectored_stage(stage, a, b)
+    if both == stage:
+        return []
+    one = [(both[0], stage[1], stage[2]), (stage[0], both[1], stage[2])]
+    return [s for s in one if s not in (stage, both)] + [both]
+
+
 def staging_worth_timing(m: int, n: int, k: int, stage: tuple[bool, bool, bool]) -> bool:
     """Whether the copies of a staged call (read + write of each staged matrix) cost less than STAGE_MAX_FRACTION
     of the GEMM's estimated time."""
@@ -342,9 +355,8 @@ def candidates(m: int, n: int, k: int, arch: int, sms: int, a: torch.Tensor, b: 
         if not any(stage) or every_staging or staging_worth_timing(m, n, k, stage):
             out_.append((kernel, stage))
         if v.alignment != "none":  # also describable A / B whose rows lie off the 32-byte sectors, copied
-            sectored = sectored_stage(stage, a, b)
-            if sectored != stage and (every_staging or staging_worth_timing(m, n, k, sectored)):
-                out_.append((kernel, sectored))
+            out_ += [(kernel, sectored) for sectored in sectored_stages(stage, a, b)
+                     if every_staging or staging_worth_timing(m, n, k, sectored)]
     return out_ or [(kernel_for(arch, a, b, out), (False, False, False))]
 
 
@@ -450,7 +462,7 @@ def model_candidates(m: int, n: int, k: int, arch: int, sms: int, a: torch.Tenso
                      fitted: frozenset | None = None) -> list[tuple[str, tuple[bool, bool, bool]]]:
     """The (kernel, staging) pairs the cost model scores: those tune="exact" times (`candidates`), each TMA
     kernel's needed staging even where tune="exact" judges its copies too dear to time (the model prices them), and
-    each TMA kernel's copy of A or B whose rows lie off the 32-byte sectors (`sectored_stage`: the model prices the
+    each TMA kernel's copies of A or B whose rows lie off the 32-byte sectors (`sectored_stages`: the model prices the
     copy and the off-sector reads it saves, `cost_model`'s sector term). And kernels tune="exact" never times whose
     module marks them MODEL_CANDIDATE (the Gluon kernel), with the same two stagings. `fitted`: the kernels the
     GPU's model has parameters for; where given, only those are scored (a kernel the fit has not seen, such as a
@@ -463,8 +475,8 @@ def model_candidates(m: int, n: int, k: int, arch: int, sms: int, a: torch.Tenso
         if fitted is not None and v.name in fitted and v.offered_on(arch) and takes_dtype(v, a) \
                 and getattr(kernel_module(v), "MODEL_CANDIDATE", False) and v.name not in (p[0] for p in pairs):
             need = staging(v.alignment, a, b, out)
-            sectored = sectored_stage(need, a, b) if v.alignment != "none" else need
-            pairs += [(v.name, need)] + ([(v.name, sectored)] if sectored != need else [])
+            pairs += [(v.name, need)] + [(v.name, s) for s in (sectored_stages(need, a, b)
+                                                                if v.alignment != "none" else [])]
     return pairs
 
 

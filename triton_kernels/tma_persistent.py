@@ -10,7 +10,11 @@ What it adds over the blocked kernel (triton_kernels/blocked.py):
 - layouts by descriptor: a column-major operand is described as its row-major transpose and transposed in
   shared memory (`.T`), which wgmma reads directly;
 - wide tiles (`Config.n_parts`: 192 = 128 + 64 columns) as two accumulators side by side, their tiles walked
-  unflattened (`data_parallel_tiles`).
+  unflattened (`data_parallel_tiles`);
+- short tiles swapped (`swapped`): a tile of fewer rows than a warpgroup's 64 (M = 1-32, decode-like) is computed
+  as its transpose, C^T = B^T A^T, so that B's columns fill wgmma's 64-row side and the problem's few rows are its
+  narrow N side (16 or 32), as cuBLAS's small-M kernels do. The kernel is the same one: the launcher swaps the
+  descriptors and the sizes, and the epilogue stores the tile transposed (`C_T`).
 TMA needs 16-byte aligned base addresses and leading dimensions (multiples of 8 two-byte elements) with unit inner
 stride; `hgemm_common.operands.tma_describable` says whether the inputs qualify; otherwise `hgemm(kernel="auto")`
 runs another kernel or stages the operands through aligned copies (triton_kernels/dispatch.py).
@@ -27,7 +31,7 @@ from hgemm_common.errors import HgemmValueError
 from hgemm_common.operands import major as _major
 from hgemm_common.validation import interpreter_active
 
-from .common import Config, cdiv, dot_acc, grouped_pid, to_output
+from .common import Config, cdiv, dot_acc, grouped_pid, prune_for_problem, to_output
 from .launch import Desc, Spec
 
 
@@ -64,7 +68,34 @@ def configs() -> list[Config]:
         Config(128, 192, 64, group_m=8, num_warps=8, num_stages=4),
         Config(128, 272, 64, group_m=8, num_warps=8, num_stages=3),
         Config(256, 144, 64, group_m=8, num_warps=8, num_stages=3),
+        # swapped tiles (`swapped`: fewer than 64 rows), for M up to SWAP_MAX_M: 16 or 32 rows of C against 64-256
+        # columns, deep pipelines of thin stages (a 16 x 128 x 64 stage is 18 KB), as cuBLAS's small-M kernels run
+        # 8 x 64 and 8 x 128 tiles 12-16 stages deep. kernel="auto"'s model offers them only once a sweep has
+        # measured them (`cost_model.unmeasured`).
+        Config(16, 64, 128, group_m=8, num_warps=4, num_stages=8),
+        Config(16, 128, 64, group_m=8, num_warps=4, num_stages=10),
+        Config(16, 128, 128, group_m=8, num_warps=4, num_stages=5),
+        Config(16, 256, 64, group_m=8, num_warps=8, num_stages=6),
+        Config(32, 128, 64, group_m=8, num_warps=4, num_stages=8),
     ]
+
+
+SWAP_BELOW = 64  # a tile with fewer rows than this (a warpgroup's wgmma rows) runs swapped
+SWAP_MAX_M = 32  # swapped tiles are offered for M up to this
+
+
+def swapped(cfg: Config) -> bool:
+    """Whether the TMA kernel computes this tile as its transpose (C^T = B^T A^T): a tile of fewer rows than one
+    warpgroup's wgmma (64). Its block_n columns of B are then wgmma's rows and its block_m rows of A wgmma's N."""
+    return cfg.block_m < SWAP_BELOW
+
+
+def prune(cfgs: list[Config], m: int, n: int, k: int, sms: int) -> list[Config]:
+    """`prune_for_problem` over the unswapped tiles, and where M <= SWAP_MAX_M over the swapped ones too (each
+    list on its own, so that swapped 16-row tiles do not crowd the 64-row ones out of a small M's list)."""
+    plain = prune_for_problem([c for c in cfgs if not swapped(c)], m, n, k)
+    swap = [c for c in cfgs if swapped(c)]
+    return plain + (prune_for_problem(swap, m, n, k) if swap and m <= SWAP_MAX_M else [])
 
 
 def check_config(cfg: Config) -> Config:
@@ -74,10 +105,14 @@ def check_config(cfg: Config) -> Config:
     if cfg.n_parts[0] > 256:
         raise HgemmValueError(f"hgemm config {cfg.name}: block_n={cfg.block_n}: a TMA box holds at most 256 columns "
                               "(a wide tile's main part included)")
+    if swapped(cfg) and (cfg.n_parts[1] or cfg.epilogue_split > 1 or cfg.block_n < SWAP_BELOW):
+        raise HgemmValueError(f"hgemm config {cfg.name}: a tile of fewer than {SWAP_BELOW} rows runs swapped (its "
+                              f"block_n columns are wgmma's rows): block_n must be a power of two >= {SWAP_BELOW}, "
+                              "with no wide part and no epilogue split")
     return cfg
 
 
-INTERPRETER_CONFIG = Config(32, 32, 32, group_m=4, num_warps=4, num_stages=2)
+INTERPRETER_CONFIG = Config(64, 32, 32, group_m=4, num_warps=4, num_stages=2)  # (64 rows: not swapped)
 INTERPRETER_SMS = 3  # persistent programs under the interpreter: few, so each walks several tiles
 
 
@@ -154,12 +189,13 @@ def wide_tile_k_range(a_desc, b_desc, b2_desc, off_m, off_n, k_tiles, A_T: tl.co
 def data_parallel_tiles(a_desc, b_desc, c_desc, M, N, K, FIRST_TILE, A_T: tl.constexpr, B_T: tl.constexpr,
                         ACC_FP16: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
                         GROUP_M: tl.constexpr, EPI_SPLIT: tl.constexpr, b2_desc=None, c2_desc=None,
-                        BLOCK_N2: tl.constexpr = 0):
+                        BLOCK_N2: tl.constexpr = 0, C_T: tl.constexpr = False):
     """The persistent walk over tiles FIRST_TILE, FIRST_TILE + 1, ... (grouped order), each tile's whole K loop by
     one program: program p takes FIRST_TILE + p, then every num_programs-th tile. The TMA kernel walks every tile
     (FIRST_TILE 0); the stream-K kernel (triton_kernels/streamk.py) the whole waves after its stream-K tiles.
     BLOCK_N2 > 0: wide tiles of BLOCK_N + BLOCK_N2 columns (`wide_tile_k_range`), the last BLOCK_N2 read through
-    b2_desc and stored through c2_desc."""
+    b2_desc and stored through c2_desc. C_T: the problem is a swapped one (`swapped`: the descriptors and sizes are
+    those of C^T = B^T A^T) and c_desc describes C itself, so each tile is stored transposed."""
     num_pid_m = tl.cdiv(M, BLOCK_M)
     num_pid_n = tl.cdiv(N, BLOCK_N + BLOCK_N2)
     k_tiles = tl.cdiv(K, BLOCK_K)
@@ -184,7 +220,9 @@ def data_parallel_tiles(a_desc, b_desc, c_desc, M, N, K, FIRST_TILE, A_T: tl.con
         pid_cm, pid_cn = grouped_pid(tile_id_c, num_pid_m, num_pid_n, GROUP_M)
         off_cm = pid_cm * BLOCK_M
         off_cn = pid_cn * (BLOCK_N + BLOCK_N2)
-        if EPI_SPLIT == 2:  # columns [0, BLOCK_N / 2) and [BLOCK_N / 2, BLOCK_N) as two accumulators
+        if C_T:  # a tile of C^T: C's (BLOCK_N, BLOCK_M) tile at the swapped offsets
+            c_desc.store([off_cn, off_cm], tl.trans(to_output(acc, c_desc.dtype)))
+        elif EPI_SPLIT == 2:  # columns [0, BLOCK_N / 2) and [BLOCK_N / 2, BLOCK_N) as two accumulators
             acc0, acc1 = tl.split(tl.permute(tl.reshape(acc, (BLOCK_M, 2, BLOCK_N // 2)), (0, 2, 1)))
             c_desc.store([off_cm, off_cn], to_output(acc0, c_desc.dtype))
             c_desc.store([off_cm, off_cn + BLOCK_N // 2], to_output(acc1, c_desc.dtype))
@@ -208,10 +246,11 @@ def hgemm_tma_kernel(
     EPI_SPLIT: tl.constexpr = 1,  # 2: the C tile stored as two (BLOCK_M, BLOCK_N / 2) halves (c_desc's box)
     # wide tiles (BLOCK_N2 > 0): each tile BLOCK_N + BLOCK_N2 wide, its last BLOCK_N2 columns by these descriptors
     b2_desc=None, c2_desc=None, BLOCK_N2: tl.constexpr = 0,
+    C_T: tl.constexpr = False,  # a swapped tile: the operands are B^T and A^T, c_desc describes C (`swapped`)
 ):
     """Every tile, data-parallel: `data_parallel_tiles` from tile 0."""
     data_parallel_tiles(a_desc, b_desc, c_desc, M, N, K, 0, A_T, B_T, ACC_FP16, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
-                        EPI_SPLIT, b2_desc, c2_desc, BLOCK_N2)
+                        EPI_SPLIT, b2_desc, c2_desc, BLOCK_N2, C_T)
 
 
 @functools.lru_cache(maxsize=None)
@@ -258,6 +297,8 @@ def launches(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, acc_fp16: bool, 
     n = b.shape[1]
     if _major(c) != "N":
         raise HgemmValueError("hgemm(kernel='triton_tma'): the output must be row-major for the TMA store")
+    if swapped(config):
+        return swapped_launches(a, b, c, acc_fp16, config)
     a_desc, b_desc, a_t, b_t = operand_descs(a, b, config)
     grid = (programs(cdiv(m, config.block_m) * cdiv(n, config.block_n), num_sms(a.device)),)
     bm, bk = config.block_m, config.block_k
@@ -268,7 +309,24 @@ def launches(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, acc_fp16: bool, 
         b2_desc = Desc(b.t(), (tail, bk), b) if b_t else Desc(b, (bk, tail))
         wide = (b2_desc, Desc(c, (bm, tail)), tail)
     args = (a_desc, b_desc, Desc(c, (bm, main // config.epilogue_split)), m, n, k, a_t, b_t, acc_fp16, bm, main, bk,
-            config.group_m, config.epilogue_split, *wide)
+            config.group_m, config.epilogue_split, *wide, False)
+    return [Spec(hgemm_tma_kernel, grid, args, config.num_warps, config.num_stages)]
+
+
+def swapped_launches(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, acc_fp16: bool, config: Config) -> list[Spec]:
+    """C = A @ B as C^T = B^T A^T on a swapped tile (`swapped`): the kernel's A is B^T (N x K), its B is A^T
+    (K x M), its tile block_n x block_m, and it stores each tile transposed into C through a (block_m, block_n)
+    box (C_T)."""
+    m, k = a.shape
+    n = b.shape[1]
+    kernel_cfg = Config(config.block_n, config.block_m, config.block_k, config.group_m, config.num_warps,
+                        config.num_stages)
+    a_desc, b_desc, a_t, b_t = operand_descs(b.t(), a.t(), kernel_cfg)
+    # each descriptor names the operand it views (the direct launcher finds A, B and C by identity)
+    a_desc, b_desc = a_desc._replace(of=b), b_desc._replace(of=a)
+    grid = (programs(cdiv(n, config.block_n) * cdiv(m, config.block_m), num_sms(a.device)),)
+    args = (a_desc, b_desc, Desc(c, (config.block_m, config.block_n)), n, m, k, a_t, b_t, acc_fp16,
+            config.block_n, config.block_m, config.block_k, config.group_m, 1, None, None, 0, True)
     return [Spec(hgemm_tma_kernel, grid, args, config.num_warps, config.num_stages)]
 
 
@@ -277,10 +335,16 @@ def inspect_source(cfg: Config, dtype: str = "fp16") -> tuple:
     (kernel, signature, constexprs, attrs) for inputs of `dtype` ("fp16", "bf16"), for `python -m compare inspect`."""
     bm, bk = cfg.block_m, cfg.block_k
     bn, tail = cfg.n_parts
-    sig = {"a_desc": f"tensordesc<{dtype}[{bm}, {bk}]>", "b_desc": f"tensordesc<{dtype}[{bk}, {bn}]>",
-           "c_desc": f"tensordesc<{dtype}[{bm}, {bn // cfg.epilogue_split}]>", "M": "i32", "N": "i32", "K": "i32"}
-    consts = dict(A_T=False, B_T=False, ACC_FP16=False, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
-                  GROUP_M=cfg.group_m, EPI_SPLIT=cfg.epilogue_split, BLOCK_N2=tail)
+    swap = swapped(cfg)
+    if swap:  # the kernel's A is B^T, described by B (row-major, K x N): A_T; its B is A^T, described by A: B_T
+        sig = {"a_desc": f"tensordesc<{dtype}[{bk}, {bn}]>", "b_desc": f"tensordesc<{dtype}[{bm}, {bk}]>",
+               "c_desc": f"tensordesc<{dtype}[{bm}, {bn}]>", "M": "i32", "N": "i32", "K": "i32"}
+        bm, bn = bn, bm
+    else:
+        sig = {"a_desc": f"tensordesc<{dtype}[{bm}, {bk}]>", "b_desc": f"tensordesc<{dtype}[{bk}, {bn}]>",
+               "c_desc": f"tensordesc<{dtype}[{bm}, {bn // cfg.epilogue_split}]>", "M": "i32", "N": "i32", "K": "i32"}
+    consts = dict(A_T=swap, B_T=swap, ACC_FP16=False, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
+                  GROUP_M=cfg.group_m, EPI_SPLIT=cfg.epilogue_split, BLOCK_N2=tail, C_T=swap)
     if tail:
         sig.update(b2_desc=f"tensordesc<{dtype}[{bk}, {tail}]>", c2_desc=f"tensordesc<{dtype}[{bm}, {tail}]>")
     else:
