@@ -22,8 +22,7 @@ CPU_CASES = [
     ((1, 7, 129), LAYOUTS, "int"),  # one row, N under a tile, K past four 32-deep steps by one
     ((2, 40, 50), ("TT",), "int"),  # gemv past one row and its 32 columns; K one 32-deep step + 18
     ((8, 24, 40), LAYOUTS, "int"),  # 16-byte rows in every layout: the TMA kernels' four layouts
-    ((65, 40, 72), ("NN",), "int"),  # one row past a 64-row tile (the TMA kernel's; others' 32: two and one more),
-    # two column tiles, K two tiles + 8
+    ((33, 40, 72), ("NN",), "int"),  # one row past a 32-row tile, two column tiles, K two tiles + 8 (TMA: NN)
     ((17, 33, 100), ("TN",), "int"),  # odd in every dimension, A column-major
     ((2, 40, 72), ("NN",), "randn"),  # the random check (every kernel, gemv too: two rows)
 ]
@@ -36,7 +35,7 @@ CPU_BF16_CASES = [
     ((2, 40, 72), ("NN",), "randn"),
 ]
 # A kernel whose interpreter tile is one row (gemv: one program per row of C, 32 columns and a K slice each) runs the
-# CPU cases up to this M: on (65, 40, 72) it would run about 400 programs, seconds a call.
+# CPU cases up to this M: on (33, 40, 72) it would run about 200 programs, seconds a call.
 CPU_ONE_ROW_MAX_M = 2
 
 

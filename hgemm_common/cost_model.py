@@ -202,7 +202,7 @@ def plan_for(kernel: str, bm: int, bn: int, bk: int, stages: int = 1, warps: int
     if split > 1 and schedule == "persistent":  # the Gluon kernel's split configurations
         schedule = "split_k"
     isa = ("mma" if kernel == "mma_stream" else "fma") if schedule == "bandwidth" else \
-        "wgmma" if kernel in PTX_KERNELS or kernel in SWAP_TILE_KERNELS or bm >= 64 else "mma"
+        "wgmma" if kernel in PTX_KERNELS or bm >= 64 or (kernel in SWAP_TILE_KERNELS and bn >= 64) else "mma"
     return Plan(kernel, bm, bn, bk, stages, warps, split, schedule, isa, staged,
                 reduce if split > 1 else "none", 2 if kernel == "wgmma_cluster" else 1)
 
@@ -390,14 +390,15 @@ def two_accumulators(plan: Plan) -> bool:
     return plan.kernel in WIDE_TILE_KERNELS and plan.bn & (plan.bn - 1) != 0
 
 
-# Kernels whose tiles of fewer than 64 rows run swapped (C^T = B^T A^T: the tile's columns are wgmma's 64-row side,
-# its rows wgmma's N; triton_kernels/tma_persistent.py's `swapped`)
+# Kernels whose tiles of fewer than 64 rows and at least 64 columns run swapped (C^T = B^T A^T: the tile's columns
+# are wgmma's 64-row side, its rows wgmma's N; triton_kernels/tma_persistent.py's `swapped`)
 SWAP_TILE_KERNELS = ("triton_tma",)
 
 
 def swapped_tile(plan: Plan) -> bool:
-    """A Triton short tile run swapped: fewer than 64 rows on a `SWAP_TILE_KERNELS` kernel."""
-    return plan.kernel in SWAP_TILE_KERNELS and plan.bm < 64
+    """A Triton short tile run swapped: fewer than 64 rows and at least 64 columns on a `SWAP_TILE_KERNELS`
+    kernel."""
+    return plan.kernel in SWAP_TILE_KERNELS and plan.bm < 64 <= plan.bn
 
 
 def unmeasured(plan: Plan, params: "Params") -> bool:

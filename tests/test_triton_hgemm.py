@@ -374,12 +374,18 @@ def test_tma_swapped_tiles_exact(dtype, acc, layouts):
 
 
 def test_swapped_tiles_are_checked():
-    """A short tile runs swapped, so its block_n is wgmma's row side: a power of two of at least 64, one part, one
-    epilogue slice; refused by name otherwise."""
+    """A tile short of wgmma's 64 rows with at least 64 columns runs swapped, its columns on wgmma's row side: one
+    power of two, one epilogue slice, refused by name otherwise. A tile short both ways runs as it is (mma.sync),
+    as a pinned 32 x 32 tile always did (kernel="auto" takes the TMA kernel for a pinned config on a Hopper GPU)."""
+    from triton_kernels import tma_persistent as tp
+
     a, b = make_inputs(8, 64, 32, "NN", device=DEVICE, seed=3)
-    for cfg in (Config(16, 32, 32), Config(16, 96, 32), Config(32, 128, 32, epilogue_split=2)):
-        with pytest.raises(ValueError, match=r"a tile of fewer than 64 rows runs swapped"):
+    for cfg in (Config(16, 96, 32), Config(32, 128, 32, epilogue_split=2)):
+        with pytest.raises(ValueError, match=r"a tile of fewer than 64 rows and at least 64 columns runs swapped"):
             triton_kernels.hgemm(a, b, config=cfg, kernel="tma")
+    short = Config(32, 32, 32, num_warps=4, num_stages=2)
+    assert not tp.swapped(short) and tp.check_config(short) is short
+    run_exact(a, b, config=short, kernel="tma")
 
 
 def test_wide_tile_widths_are_checked():

@@ -11,8 +11,8 @@ What it adds over the blocked kernel (triton_kernels/blocked.py):
   shared memory (`.T`), which wgmma reads directly;
 - wide tiles (`Config.n_parts`: 192 = 128 + 64 columns) as two accumulators side by side, their tiles walked
   unflattened (`data_parallel_tiles`);
-- short tiles swapped (`swapped`): a tile of fewer rows than a warpgroup's 64 (M = 1-32, decode-like) is computed
-  as its transpose, C^T = B^T A^T, so that B's columns fill wgmma's 64-row side and the problem's few rows are its
+- short tiles swapped (`swapped`): a tile of fewer rows than a warpgroup's 64 and at least 64 columns (for M =
+  1-32, decode-like) is computed as its transpose, C^T = B^T A^T, so that B's columns fill wgmma's 64-row side and the problem's few rows are its
   narrow N side (16 or 32), as cuBLAS's small-M kernels do. The kernel is the same one: the launcher swaps the
   descriptors and the sizes, and the epilogue stores the tile transposed (`C_T`).
 TMA needs 16-byte aligned base addresses and leading dimensions (multiples of 8 two-byte elements) with unit inner
@@ -80,14 +80,15 @@ def configs() -> list[Config]:
     ]
 
 
-SWAP_BELOW = 64  # a tile with fewer rows than this (a warpgroup's wgmma rows) runs swapped
+SWAP_BELOW = 64  # a warpgroup's wgmma rows: a tile with fewer rows and at least this many columns runs swapped
 SWAP_MAX_M = 32  # swapped tiles are offered for M up to this
 
 
 def swapped(cfg: Config) -> bool:
     """Whether the TMA kernel computes this tile as its transpose (C^T = B^T A^T): a tile of fewer rows than one
-    warpgroup's wgmma (64). Its block_n columns of B are then wgmma's rows and its block_m rows of A wgmma's N."""
-    return cfg.block_m < SWAP_BELOW
+    warpgroup's wgmma (64) and at least as many columns, which then are wgmma's rows, its block_m rows of A wgmma's
+    N. (A tile short both ways runs as it is: tl.dot takes mma.sync there.)"""
+    return cfg.block_m < SWAP_BELOW <= cfg.block_n
 
 
 def prune(cfgs: list[Config], m: int, n: int, k: int, sms: int) -> list[Config]:
@@ -105,14 +106,14 @@ def check_config(cfg: Config) -> Config:
     if cfg.n_parts[0] > 256:
         raise HgemmValueError(f"hgemm config {cfg.name}: block_n={cfg.block_n}: a TMA box holds at most 256 columns "
                               "(a wide tile's main part included)")
-    if swapped(cfg) and (cfg.n_parts[1] or cfg.epilogue_split > 1 or cfg.block_n < SWAP_BELOW):
-        raise HgemmValueError(f"hgemm config {cfg.name}: a tile of fewer than {SWAP_BELOW} rows runs swapped (its "
-                              f"block_n columns are wgmma's rows): block_n must be a power of two >= {SWAP_BELOW}, "
-                              "with no wide part and no epilogue split")
+    if swapped(cfg) and (cfg.n_parts[1] or cfg.epilogue_split > 1):
+        raise HgemmValueError(f"hgemm config {cfg.name}: a tile of fewer than {SWAP_BELOW} rows and at least "
+                              f"{SWAP_BELOW} columns runs swapped (its columns are wgmma's rows): no wide part and "
+                              "no epilogue split")
     return cfg
 
 
-INTERPRETER_CONFIG = Config(64, 32, 32, group_m=4, num_warps=4, num_stages=2)  # (64 rows: not swapped)
+INTERPRETER_CONFIG = Config(32, 32, 32, group_m=4, num_warps=4, num_stages=2)
 INTERPRETER_SMS = 3  # persistent programs under the interpreter: few, so each walks several tiles
 
 
