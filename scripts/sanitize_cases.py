@@ -555,8 +555,10 @@ def main(pattern: str = "*") -> int:
     variants = variants + sparse_variants
     small = triton_kernels.Config(32, 32, 32, group_m=4, num_warps=4, num_stages=2)
     both = ("fp32", "fp16")
+    swapped = triton_kernels.Config(16, 64, 64, group_m=4, num_warps=4, num_stages=3)  # C^T = B^T A^T, stored transposed
     tritons = (("triton_blocked", SHAPES, small, both, ("NN",)),
-               ("triton_tma", [(40, 72, 48), (136, 264, 88)], small, both, ("NN",)))
+               ("triton_tma", [(40, 72, 48), (136, 264, 88)], small, both, ("NN",)),
+               ("triton_tma", [(8, 72, 48), (24, 264, 88)], swapped, both, ("NN", "NT")))
     tritons = tritons if fnmatch.fnmatch("triton", pattern) else ()
     if major == 9:  # the Gluon kernel's cases: with pattern "triton", or their own kernel's name
         tritons += tuple(c for c in gluon_cases() if fnmatch.fnmatch("triton", pattern) or

@@ -150,6 +150,10 @@ def test_swapped_short_tiles_are_scored_only_once_a_fit_has_measured_them():
     fitted = cm.Params(params.gpu, {**params.kernels, "triton_tma.swap": params.kernels["triton_tma"]})
     assert swaps(small, fitted) == {n for n in swap_names if n.startswith("16x")}  # M = 8: 16-row tiles only
     assert swaps(cm.Problem(64, 4096, 2048, "NN", "ttt", "fp16", "fp32"), fitted) == set()  # past SWAP_MAX_M
+    # nor does a stored plan (a table's nearest class) run a swapped tile on a taller problem
+    plan = dispatch.Plan("triton_tma", tp.Config.from_name(min(swap_names)))
+    assert dispatch.usable(plan, 90, *operands(8, 4096, 2048, "NN"), None)
+    assert not dispatch.usable(plan, 90, *operands(tp.SWAP_MAX_M + 1, 4096, 2048, "NN"), None)
 
 
 def test_each_operand_off_the_sectors_is_also_scored_copied_alone():
@@ -160,8 +164,13 @@ def test_each_operand_off_the_sectors_is_also_scored_copied_alone():
     assert stages == [(True, False, False), (False, True, False), (True, True, False)]
     pairs = dispatch.model_candidates(10848, 792, 2104, 90, 132, a, b, None, frozenset({"triton_tma"}))
     assert [s for k, s in pairs if k == "triton_tma"] == [(False, False, False), *stages]
+    # an explicit kernel= call on the Gluon kernel (misaligned="copy") copies what costs little: here B alone
+    # (3 MB; both would move 49 MB), at 8 x 4104 x 4104 A alone (8 rows)
+    assert dispatch.copy_stage("tma", a, b, None) == (False, True, False)
+    assert dispatch.copy_stage("tma", *operands(8, 4104, 4104, "NN"), None) == (True, False, False)
     a, b = operands(4096, 4096, 4096, "NN")  # both on the sectors: nothing to add
     assert dispatch.sectored_stages((False, False, False), a, b) == []
+    assert dispatch.copy_stage("tma", a, b, None) == (False, False, False)
 
 
 def test_the_gluon_kernel_is_scored_only_where_the_model_has_fitted_it(monkeypatch):

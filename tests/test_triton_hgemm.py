@@ -364,13 +364,17 @@ def test_tma_swapped_tiles_exact(dtype, acc, layouts):
 
     cfgs = SWAPPED + ([c for c in configs("triton_tma") if tp.swapped(c)] if HAS_CUDA else [])
     assert all(tp.swapped(c) for c in cfgs)
+    ran = 0
     for cfg in cfgs:
         for m, n in ((1, cfg.block_n - 8), (cfg.block_m - 3, cfg.block_n + 8), (cfg.block_m + 1, 3 * cfg.block_n + 8),
                      (3 * cfg.block_m + 8, 40)):
             for layout in layouts:
-                a, b = make_inputs(m, n, 2 * cfg.block_k + 8, layout, device=DEVICE, seed=m * n, dtype=dtype)
-                if tma_describable(a, b):
-                    run_exact(a, b, acc=acc, config=cfg, kernel="tma")
+                m_ = m if layout[0] == "N" else -(-m // 8) * 8  # a column-major A: M a multiple of 8 (TMA)
+                a, b = make_inputs(m_, n, 2 * cfg.block_k + 8, layout, device=DEVICE, seed=m_ * n, dtype=dtype)
+                assert tma_describable(a, b)
+                run_exact(a, b, acc=acc, config=cfg, kernel="tma")
+                ran += 1
+    assert ran == 4 * len(cfgs) * len(layouts)
 
 
 def test_swapped_tiles_are_checked():

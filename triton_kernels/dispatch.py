@@ -18,8 +18,8 @@ Choosing a plan for kernel="auto" on a GPU (`choose`):
      record's `dtypes`), in place or staged (TMA kernels: operands TMA cannot describe copied to 128-byte aligned
      rows first, the copy part of the call), and that its module thinks worth timing for the shape (`worth_timing`:
      split-K only where a 128x128 grid leaves SMs idle; staging only where the copies cost less than half the
-     estimated GEMM). And, as one more candidate, TMA on copies of the describable operands whose rows start off
-     the 32-byte sectors (`rows_off_sectors`);
+     estimated GEMM). And, as more candidates, TMA on copies of the describable operands whose rows start off
+     the 32-byte sectors (`rows_off_sectors`): each such operand alone, and both (`sectored_stages`);
   2. each candidate's configurations that fit the problem (`problem_configs`) are timed (`time_ms`: device
      time, L2 flushed, median), whole calls including copies and reductions;
   3. the configurations within 10% of a candidate's fastest (up to 3) are timed again in 3 interleaved rounds and
@@ -296,17 +296,20 @@ def staging(alignment: str, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor 
 def copy_stage(alignment: str, a: torch.Tensor, b: torch.Tensor,
                out: torch.Tensor | None) -> tuple[bool, bool, bool]:
     """What an explicit kernel= call copies first when its record copies what it cannot read in place
-    (misaligned="copy"): the operands `staging` names, and A or B whose rows lie off the 32-byte sectors
-    (`rows_off_sectors`) where those copies cost little (`staging_worth_timing`), the staging kernel="auto" weighs
-    as a candidate: on the H100 the Gluon kernel ran 3000x5000x2000 NN faster on a copy of B (rows 10,000 bytes
-    apart) than in place (docs/design/levels.md)."""
+    (misaligned="copy"): the operands `staging` names, and A and B whose rows lie off the 32-byte sectors
+    (`rows_off_sectors`) where those copies cost little (`staging_worth_timing`): both where both do, else the
+    cheaper one that does (stagings kernel="auto" weighs among its candidates, `sectored_stages`). On the H100 the
+    Gluon kernel ran 3000x5000x2000 NN faster on a copy of B (rows 10,000 bytes apart) than in place
+    (docs/design/levels.md)."""
     stage = staging(alignment, a, b, out)
     if alignment == "none":
         return stage
-    sectored = sectored_stage(stage, a, b)
-    if sectored != stage and staging_worth_timing(a.shape[0], b.shape[1], a.shape[1], sectored):
-        return sectored
-    return stage
+    m, k, n = a.shape[0], a.shape[1], b.shape[1]
+    worth = [s for s in sectored_stages(stage, a, b) if staging_worth_timing(m, n, k, s)]
+    if not worth:
+        return stage
+    both = sectored_stage(stage, a, b)
+    return both if both in worth else min(worth, key=lambda s: s[0] * m * k + s[1] * k * n)
 
 
 def sectored_stage(stage: tuple[bool, bool, bool], a: torch.Tensor, b: torch.Tensor) -> tuple[bool, bool, bool]:
@@ -448,10 +451,17 @@ def time_auto(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, out: torch.Tens
 
 def usable(plan: Plan, arch: int, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None) -> bool:
     """Whether a stored plan can run these operands: its kernel offered on the GPU and taking the dtype, every
-    operand its kernel cannot read in place staged, and split-K slices at least one K tile deep."""
+    operand its kernel cannot read in place staged, split-K slices at least one K tile deep, and a TMA tile that runs
+    swapped only where swapped tiles are offered (M up to `tma_persistent.SWAP_MAX_M`: a nearest class's swapped
+    tile would compute a tall problem 16 rows a tile)."""
     v = BY_KERNEL.get(plan.kernel)
     if v is None or not v.offered_on(arch) or not takes_dtype(v, a):
         return False
+    if plan.kernel == "triton_tma":
+        from . import tma_persistent
+
+        if tma_persistent.swapped(plan.config) and a.shape[0] > tma_persistent.SWAP_MAX_M:
+            return False
     if any(need and not has for need, has in zip(staging(v.alignment, a, b, out), plan.stage)):
         return False
     return plan.config.split_k == 1 or cdiv(a.shape[1], plan.config.split_k) >= plan.config.block_k
@@ -464,7 +474,7 @@ def model_candidates(m: int, n: int, k: int, arch: int, sms: int, a: torch.Tenso
     kernel's needed staging even where tune="exact" judges its copies too dear to time (the model prices them), and
     each TMA kernel's copies of A or B whose rows lie off the 32-byte sectors (`sectored_stages`: the model prices the
     copy and the off-sector reads it saves, `cost_model`'s sector term). And kernels tune="exact" never times whose
-    module marks them MODEL_CANDIDATE (the Gluon kernel), with the same two stagings. `fitted`: the kernels the
+    module marks them MODEL_CANDIDATE (the Gluon kernel), with the same stagings. `fitted`: the kernels the
     GPU's model has parameters for; where given, only those are scored (a kernel the fit has not seen, such as a
     new one the sweep times through its `worth_scoring` before any refit, would be predicted with default
     parameters, and kernel="auto" must not pick it on a guess). None: every candidate, no MODEL_CANDIDATE kernel.

@@ -113,8 +113,8 @@ def problem_of(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None, acc: 
 def ranked(problem: cm.Problem, pairs: list[tuple[str, tuple]], sms: int,
            params: cm.Params) -> list[tuple[cm.Prediction, Plan]]:
     """Every candidate plan of a problem, (kernel, staging) `pairs` (`dispatch.candidates`) times each kernel's
-    configurations that fit it (`problem_configs`), with its prediction, fastest predicted first; wide tiles the
-    parameters have not measured are left out (`cost_model.unmeasured`)."""
+    configurations that fit it (`problem_configs`), with its prediction, fastest predicted first; wide and swapped
+    tiles the parameters have not measured are left out (`cost_model.unmeasured`)."""
     from .common import problem_configs
     from .variants import BY_KERNEL, kernel_module
 

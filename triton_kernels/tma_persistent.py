@@ -47,7 +47,7 @@ def configs() -> list[Config]:
     stages (192 KB of loads in flight per SM), is for memory-bound skinny problems such as 128x4096x4096, where 128
     such tiles cover C and each streams its whole K (cuBLAS runs 64x64 tiles there, `scripts/library_kernels.py`);
     it replaced 64-deep tiles 12 stages deep (cuBLAS: 13), which were slower on cold operands (measured:
-    docs/design/triton.md).
+    docs/design/triton.md). The 16- and 32-row tiles at the end run swapped (`swapped`), for M <= SWAP_MAX_M.
     """
     return [
         Config(128, 256, 64, group_m=8, num_warps=8, num_stages=3),
@@ -101,7 +101,7 @@ def prune(cfgs: list[Config], m: int, n: int, k: int, sms: int) -> list[Config]:
 
 def check_config(cfg: Config) -> Config:
     """A pinned configuration's ranges: block_n may be wide (`Config.n_parts`: 192 = 128 + 64), each part a TMA box
-    of at most 256 columns."""
+    of at most 256 columns; a swapped tile (`swapped`) is neither wide nor stored in slices."""
     cfg.check(wide_n=True)
     if cfg.n_parts[0] > 256:
         raise HgemmValueError(f"hgemm config {cfg.name}: block_n={cfg.block_n}: a TMA box holds at most 256 columns "
@@ -320,6 +320,7 @@ def swapped_launches(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, acc_fp16
     box (C_T)."""
     m, k = a.shape
     n = b.shape[1]
+    check_config(config)  # (a table's or plan cache's config skipped it: no wide part, no epilogue split here)
     kernel_cfg = Config(config.block_n, config.block_m, config.block_k, config.group_m, config.num_warps,
                         config.num_stages)
     a_desc, b_desc, a_t, b_t = operand_descs(b.t(), a.t(), kernel_cfg)
