@@ -140,6 +140,9 @@ def test_swapped_short_tiles_are_scored_only_once_a_fit_has_measured_them():
     assert plan.isa == "wgmma" and cm.param_key(plan) == "triton_tma.swap" and cm.unmeasured(plan, params)
     assert cm.param_key(cm.plan_for("triton_blocked", 16, 128, 64, 4, 4)) == "triton_blocked.mma"  # not swapped
     swap_names = {c.name for c in triton_kernels.configs("triton_tma") if tp.swapped(c)}
+    # the kernel's rule and the model's are one rule
+    assert all(tp.swapped(c) == cm.swapped_tile(planner.model_plan_of("triton_tma", c, (False,) * 3, 1024))
+               for c in [*triton_kernels.configs("triton_tma"), tp.INTERPRETER_CONFIG])
     assert swap_names and all(c.block_m <= tp.SWAP_MAX_M for c in map(tp.Config.from_name, swap_names))
     pairs = [("triton_tma", (False, False, False))]
 

@@ -309,7 +309,7 @@ def copy_stage(alignment: str, a: torch.Tensor, b: torch.Tensor,
     if not worth:
         return stage
     both = sectored_stage(stage, a, b)
-    return both if both in worth else min(worth, key=lambda s: s[0] * m * k + s[1] * k * n)
+    return both if both in worth else min(worth, key=lambda s: staged_elements(m, n, k, s))
 
 
 def sectored_stage(stage: tuple[bool, bool, bool], a: torch.Tensor, b: torch.Tensor) -> tuple[bool, bool, bool]:
@@ -321,8 +321,8 @@ def sectored_stages(stage: tuple[bool, bool, bool], a: torch.Tensor,
                     b: torch.Tensor) -> list[tuple[bool, bool, bool]]:
     """Every staging that adds to `stage` copies of A or B read in place with rows off the 32-byte sectors: each
     one alone and both (`sectored_stage`), where both are off. One copy alone can be the cheap one: on 10848 x 792
-    x 2104 NN (both off) a copy of B (3 MB) costs a fraction of a copy of A (46 MB), and with B on the sectors
-    most of the off-sector reads' cost is gone (docs/design/triton.md, "Rows off the 32-byte sectors")."""
+    x 2104 NN (both off) a copy of B (3 MB) costs a fraction of a copy of A (46 MB), and a tile with B on the
+    sectors leaves only A's box rows off them (docs/design/triton.md, "Rows off the 32-byte sectors")."""
     both = sectored_stage(stage, a, b)
     if both == stage:
         return []
@@ -330,11 +330,15 @@ def sectored_stages(stage: tuple[bool, bool, bool], a: torch.Tensor,
     return [s for s in one if s not in (stage, both)] + [both]
 
 
+def staged_elements(m: int, n: int, k: int, stage: tuple[bool, bool, bool]) -> int:
+    """Elements of A (m x k), B (k x n) and C (m x n) a staging copies."""
+    return stage[0] * m * k + stage[1] * k * n + stage[2] * m * n
+
+
 def staging_worth_timing(m: int, n: int, k: int, stage: tuple[bool, bool, bool]) -> bool:
     """Whether the copies of a staged call (read + write of each staged matrix) cost less than STAGE_MAX_FRACTION
     of the GEMM's estimated time."""
-    elems = stage[0] * m * k + stage[1] * k * n + stage[2] * m * n
-    copy_s = 2 * 2 * elems / (EST_COPY_GBPS * 1e9)
+    copy_s = 2 * 2 * staged_elements(m, n, k, stage) / (EST_COPY_GBPS * 1e9)
     gemm_s = 2.0 * m * n * k / (EST_TFLOPS * 1e12)
     return copy_s <= STAGE_MAX_FRACTION * gemm_s
 

@@ -4,8 +4,8 @@ Where a call's shape class has no entry of its own in the GPU's plan table (`pla
 hold for the call (`dispatch.table_holds`: its plan fills the SMs' rounds far less here than where it was timed),
 `dispatch.model_plan` asks `ranked`. The candidates are `dispatch.model_candidates`: what tune="exact" would time
 (each kernel offered on the GPU, in place or with its unreadable operands staged), with each TMA kernel's needed
-staging even where tune="exact" judges the copies too dear to time (the model prices them) and its copy of an
-operand whose rows lie off the 32-byte sectors, times each kernel's configurations that fit the problem
+staging even where tune="exact" judges the copies too dear to time (the model prices them) and its copies of
+operands whose rows lie off the 32-byte sectors, times each kernel's configurations that fit the problem
 (`problem_configs`). Each is described to the cost model (`hgemm_common.cost_model`: compute at the kernel's
 fitted efficiency, the tile grid's waves, HBM and L2 bytes (off-sector reads weighted), staging copies, split-K
 partials, latency per launch, tile, k-iteration and, for pointer kernels, load instruction); the fastest predicted

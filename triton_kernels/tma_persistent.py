@@ -12,9 +12,9 @@ What it adds over the blocked kernel (triton_kernels/blocked.py):
 - wide tiles (`Config.n_parts`: 192 = 128 + 64 columns) as two accumulators side by side, their tiles walked
   unflattened (`data_parallel_tiles`);
 - short tiles swapped (`swapped`): a tile of fewer rows than a warpgroup's 64 and at least 64 columns (for M =
-  1-32, decode-like) is computed as its transpose, C^T = B^T A^T, so that B's columns fill wgmma's 64-row side and the problem's few rows are its
-  narrow N side (16 or 32), as cuBLAS's small-M kernels do. The kernel is the same one: the launcher swaps the
-  descriptors and the sizes, and the epilogue stores the tile transposed (`C_T`).
+  1-32, decode-like) is computed as its transpose, C^T = B^T A^T, so that B's columns fill wgmma's 64-row side
+  and the problem's few rows are its narrow N side (16 or 32), as cuBLAS's small-M kernels do. The kernel is the
+  same one: the launcher swaps the descriptors and the sizes, and the epilogue stores the tile transposed (`C_T`).
 TMA needs 16-byte aligned base addresses and leading dimensions (multiples of 8 two-byte elements) with unit inner
 stride; `hgemm_common.operands.tma_describable` says whether the inputs qualify; otherwise `hgemm(kernel="auto")`
 runs another kernel or stages the operands through aligned copies (triton_kernels/dispatch.py).
@@ -68,10 +68,10 @@ def configs() -> list[Config]:
         Config(128, 192, 64, group_m=8, num_warps=8, num_stages=4),
         Config(128, 272, 64, group_m=8, num_warps=8, num_stages=3),
         Config(256, 144, 64, group_m=8, num_warps=8, num_stages=3),
-        # swapped tiles (`swapped`: fewer than 64 rows), for M up to SWAP_MAX_M: 16 or 32 rows of C against 64-256
-        # columns, deep pipelines of thin stages (a 16 x 128 x 64 stage is 18 KB), as cuBLAS's small-M kernels run
-        # 8 x 64 and 8 x 128 tiles 12-16 stages deep. kernel="auto"'s model offers them only once a sweep has
-        # measured them (`cost_model.unmeasured`).
+        # swapped tiles (`swapped`: fewer than 64 rows, at least 64 columns), for M up to SWAP_MAX_M: 16 or 32 rows
+        # of C against 64-256 columns, deep pipelines of thin stages (a 16 x 128 x 64 stage is 18 KB), since these
+        # problems are a stream of B. kernel="auto"'s model offers them only once a sweep has measured them
+        # (`cost_model.unmeasured`).
         Config(16, 64, 128, group_m=8, num_warps=4, num_stages=8),
         Config(16, 128, 64, group_m=8, num_warps=4, num_stages=10),
         Config(16, 128, 128, group_m=8, num_warps=4, num_stages=5),
