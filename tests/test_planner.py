@@ -131,7 +131,7 @@ def test_wide_tiles_are_scored_only_once_a_fit_has_measured_them():
 def test_swapped_short_tiles_are_scored_only_once_a_fit_has_measured_them():
     """triton_tma's tiles of fewer than 64 rows run swapped (C^T = B^T A^T) and take parameters of their own
     (".swap"): a parameter file without them leaves them out of the model's choice; one with them scores them,
-    and only where M is small enough to be offered them (`tma_persistent.prune`)."""
+    and only where one row of them covers M (`tma_persistent.prune`, `covers_m`)."""
     from triton_kernels import tma_persistent as tp
 
     shipped = planner.params_for(90, 132)
@@ -143,7 +143,7 @@ def test_swapped_short_tiles_are_scored_only_once_a_fit_has_measured_them():
     # the kernel's rule and the model's are one rule
     assert all(tp.swapped(c) == cm.swapped_tile(planner.model_plan_of("triton_tma", c, (False,) * 3, 1024))
                for c in [*triton_kernels.configs("triton_tma"), tp.INTERPRETER_CONFIG])
-    assert swap_names and all(c.block_m <= tp.SWAP_MAX_M for c in map(tp.Config.from_name, swap_names))
+    assert swap_names and {tp.Config.from_name(n).block_m for n in swap_names} == {16, 32}
     pairs = [("triton_tma", (False, False, False))]
 
     def swaps(problem, p):
@@ -152,11 +152,15 @@ def test_swapped_short_tiles_are_scored_only_once_a_fit_has_measured_them():
     assert swaps(small, params) == set()
     fitted = cm.Params(params.gpu, {**params.kernels, "triton_tma.swap": params.kernels["triton_tma"]})
     assert swaps(small, fitted) == {n for n in swap_names if n.startswith("16x")}  # M = 8: 16-row tiles only
-    assert swaps(cm.Problem(64, 4096, 2048, "NN", "ttt", "fp16", "fp32"), fitted) == set()  # past SWAP_MAX_M
+    # M = 24: only tiles one row of which covers M (a second row of 16-row tiles would read B again)
+    assert swaps(cm.Problem(24, 4096, 2048, "NN", "ttt", "fp16", "fp32"), fitted) == \
+        {n for n in swap_names if n.startswith("32x")}
+    assert swaps(cm.Problem(64, 4096, 2048, "NN", "ttt", "fp16", "fp32"), fitted) == set()  # no swapped tile covers it
     # nor does a stored plan (a table's nearest class) run a swapped tile on a taller problem
     plan = dispatch.Plan("triton_tma", tp.Config.from_name(min(swap_names)))
-    assert dispatch.usable(plan, 90, *operands(8, 4096, 2048, "NN"), None)
-    assert not dispatch.usable(plan, 90, *operands(tp.SWAP_MAX_M + 1, 4096, 2048, "NN"), None)
+    assert plan.config.block_m == 16
+    assert dispatch.usable(plan, 90, *operands(16, 4096, 2048, "NN"), None)
+    assert not dispatch.usable(plan, 90, *operands(17, 4096, 2048, "NN"), None)
 
 
 def test_each_operand_off_the_sectors_is_also_scored_copied_alone():

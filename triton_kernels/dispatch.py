@@ -456,15 +456,15 @@ def time_auto(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, out: torch.Tens
 def usable(plan: Plan, arch: int, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None) -> bool:
     """Whether a stored plan can run these operands: its kernel offered on the GPU and taking the dtype, every
     operand its kernel cannot read in place staged, split-K slices at least one K tile deep, and a TMA tile that runs
-    swapped only where swapped tiles are offered (M up to `tma_persistent.SWAP_MAX_M`: a nearest class's swapped
-    tile would compute a tall problem 16 rows a tile)."""
+    swapped only where it is offered, on an M that one row of its tiles covers (`tma_persistent.covers_m`: a
+    nearest class's swapped tile would read B once per 16 rows of a taller problem)."""
     v = BY_KERNEL.get(plan.kernel)
     if v is None or not v.offered_on(arch) or not takes_dtype(v, a):
         return False
     if plan.kernel == "triton_tma":
         from . import tma_persistent
 
-        if tma_persistent.swapped(plan.config) and a.shape[0] > tma_persistent.SWAP_MAX_M:
+        if tma_persistent.swapped(plan.config) and not tma_persistent.covers_m(plan.config, a.shape[0]):
             return False
     if any(need and not has for need, has in zip(staging(v.alignment, a, b, out), plan.stage)):
         return False

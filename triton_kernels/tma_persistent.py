@@ -47,7 +47,8 @@ def configs() -> list[Config]:
     stages (192 KB of loads in flight per SM), is for memory-bound skinny problems such as 128x4096x4096, where 128
     such tiles cover C and each streams its whole K (cuBLAS runs 64x64 tiles there, `scripts/library_kernels.py`);
     it replaced 64-deep tiles 12 stages deep (cuBLAS: 13), which were slower on cold operands (measured:
-    docs/design/triton.md). The 16- and 32-row tiles at the end run swapped (`swapped`), for M <= SWAP_MAX_M.
+    docs/design/triton.md). The 16- and 32-row tiles at the end run swapped (`swapped`), each only where one row
+    of tiles covers M (`prune`).
     """
     return [
         Config(128, 256, 64, group_m=8, num_warps=8, num_stages=3),
@@ -68,20 +69,20 @@ def configs() -> list[Config]:
         Config(128, 192, 64, group_m=8, num_warps=8, num_stages=4),
         Config(128, 272, 64, group_m=8, num_warps=8, num_stages=3),
         Config(256, 144, 64, group_m=8, num_warps=8, num_stages=3),
-        # swapped tiles (`swapped`: fewer than 64 rows, at least 64 columns), for M up to SWAP_MAX_M: 16 or 32 rows
-        # of C against 64-256 columns, deep pipelines of thin stages (a 16 x 128 x 64 stage is 18 KB), since these
-        # problems are a stream of B. kernel="auto"'s model offers them only once a sweep has measured them
-        # (`cost_model.unmeasured`).
+        # swapped tiles (`swapped`: fewer than 64 rows, at least 64 columns): 16 or 32 rows of C against 64-256
+        # columns, deep pipelines of thin stages (a 16 x 128 x 64 stage is 18 KB), since these problems are a
+        # stream of B; 64-column ones where wider tiles would leave SMs idle. kernel="auto"'s model offers them only
+        # once a sweep has measured them (`cost_model.unmeasured`).
         Config(16, 64, 128, group_m=8, num_warps=4, num_stages=8),
         Config(16, 128, 64, group_m=8, num_warps=4, num_stages=10),
         Config(16, 128, 128, group_m=8, num_warps=4, num_stages=5),
         Config(16, 256, 64, group_m=8, num_warps=8, num_stages=6),
+        Config(32, 64, 128, group_m=8, num_warps=4, num_stages=8),
         Config(32, 128, 64, group_m=8, num_warps=4, num_stages=8),
     ]
 
 
 SWAP_BELOW = 64  # a warpgroup's wgmma rows: a tile with fewer rows and at least this many columns runs swapped
-SWAP_MAX_M = 32  # swapped tiles are offered for M up to this
 
 
 def swapped(cfg: Config) -> bool:
@@ -91,12 +92,19 @@ def swapped(cfg: Config) -> bool:
     return cfg.block_m < SWAP_BELOW <= cfg.block_n
 
 
+def covers_m(cfg: Config, m: int) -> bool:
+    """Whether a swapped tile takes M rows in one row of tiles, so that the kernel reads B once. A second row of
+    short tiles reads all of B again: in the tiles' own order, most of that second read came from HBM on a B far
+    larger than L2 (docs/design/triton.md, "Short tiles, swapped")."""
+    return cfg.block_m >= m
+
+
 def prune(cfgs: list[Config], m: int, n: int, k: int, sms: int) -> list[Config]:
-    """`prune_for_problem` over the unswapped tiles, and where M <= SWAP_MAX_M over the swapped ones too (each
-    list on its own, so that swapped 16-row tiles do not crowd the 64-row ones out of a small M's list)."""
+    """`prune_for_problem` over the unswapped tiles, and over the swapped ones that cover M (`covers_m`) too
+    (each list on its own, so that swapped 16-row tiles do not crowd the 64-row ones out of a small M's list)."""
     plain = prune_for_problem([c for c in cfgs if not swapped(c)], m, n, k)
-    swap = [c for c in cfgs if swapped(c)]
-    return plain + (prune_for_problem(swap, m, n, k) if swap and m <= SWAP_MAX_M else [])
+    swap = [c for c in cfgs if swapped(c) and covers_m(c, m)]
+    return plain + (prune_for_problem(swap, m, n, k) if swap else [])
 
 
 def check_config(cfg: Config) -> Config:
