@@ -165,7 +165,8 @@ class Plan:
 # makes a split-K kernel data-parallel. Triton (kernel= names): the blocked kernel launches one program per tile,
 # the TMA kernels are persistent, split-K and gemv sum their slices in the launch (the last slice of each tile),
 # splitk_wide and the Gluon kernel's splits in a second launch; streamk and gluon_streamk cut the partial round's
-# tiles into k-slices (`schedules.stream_k_cut`; cut tiles summed in the launch, `features`' stream_k partials). PTX
+# tiles into k-slices (`schedules.stream_k_cut`; `features`' stream_k partials), the cut tiles summed by a second
+# launch (streamk) or in the launch (gluon_streamk). PTX
 # (record names): wgmma_persistent and the kernels it hands problems to (mma_stream: the bandwidth path on mma.sync).
 KERNELS = {
     "triton_blocked": ("data_parallel", "none"),
@@ -173,7 +174,7 @@ KERNELS = {
     "triton_splitk": ("split_k", "fused"),
     "triton_splitk_tma": ("split_k", "fused"),
     "triton_splitk_wide": ("split_k", "two_pass"),
-    "triton_streamk": ("stream_k", "fused"),
+    "triton_streamk": ("stream_k", "two_pass"),
     "triton_gemv": ("bandwidth", "fused"),
     "triton_realign": ("split_k", "fused"),
     "triton_realign_rows": ("split_k", "two_pass"),
@@ -322,7 +323,8 @@ def features(problem: Problem, plan: Plan, gpu: GPU = H100) -> Features:
         bytes_l2=float(e * (k * (tiles_n * m + tiles_m * n / plan.cluster) + m * n)),
         l2_rate=min(gpu.l2_gbps * 1e9, active_sms * gpu.sm_l2_bytes_per_clock * clock),
         bytes_staging=float(2 * e * sum(staged[x] for x in plan.staged)), bytes_reduce=float(bytes_reduce),
-        launches=float(1 + len(plan.staged) + (plan.reduce == "two_pass" and split > 1)), loads=float(loads),
+        launches=float(1 + len(plan.staged) + (plan.reduce == "two_pass" and (split > 1 or rest > 0))),
+        loads=float(loads),
         bytes_l2_off=float(e * k * (off_a * tiles_n * m + off_b * tiles_m * n / plan.cluster)))
 
 

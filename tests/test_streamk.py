@@ -144,20 +144,56 @@ def test_exact_on_other_grids(sms, m, n, k, want, monkeypatch):
 
 
 @pytest.mark.skipif(HAS_CUDA, reason="the interpreter's grid")
-def test_a_missing_slice_fails_the_check(monkeypatch):
+@pytest.mark.parametrize("separate", [True, False])
+def test_a_missing_slice_fails_the_check(separate, monkeypatch):
     """The exact check can fail: with one program too few, the last slice of the last stream-K tile is never
-    computed, its tile is never summed, and its elements stay NaN."""
+    computed. Summed by the second launch (SEPARATE_FIXUP), its workspace block keeps what it held (NaN here), so
+    the tile's sum is NaN; summed in the launch, its tile is never summed and its elements stay NaN."""
     m, n, k = 40, 24, 424  # 2 tiles in 3 slices on 6 programs
     real = streamk.schedule(cdiv(m, 32) * cdiv(n, 32), cdiv(k, 32), streamk.INTERPRETER_SMS)
     monkeypatch.setattr(streamk, "schedule", lambda *args: real._replace(programs=real.programs - 1))
+    monkeypatch.setattr(streamk, "SEPARATE_FIXUP", separate)
+    triton_kernels.dispatch.clear()  # no plan kept from a call with the other fix-up
     a, b = make_inputs(m, n, k, "NN", device=DEVICE, seed=1)
+    splitk.WORKSPACES.get(torch.device(DEVICE), 2 * 3 * 32 * 32).fill_(float("nan"))
     try:
         c = poisoned_call(lambda out: triton_kernels.hgemm(a, b, out=out, kernel="triton_streamk"), m, n, DEVICE)
         with pytest.raises(AssertionError):
             assert_exact(c, a, b, "one slice missing")
         assert torch.isnan(c).any() and not torch.isnan(c[:32]).any()  # tile 0 summed, tile 1 not
     finally:
-        splitk.COUNTERS.clear()  # tile 1's counter was left at 2
+        splitk.COUNTERS.clear()  # (summed in the launch) tile 1's counter was left at 2
+        triton_kernels.dispatch.clear()
+
+
+@pytest.mark.parametrize("separate", [True, False])
+def test_both_fixups_give_the_same_bits(separate, monkeypatch):
+    """The cut tiles summed by the second launch (`streamk_fixup_kernel`, SEPARATE_FIXUP) and by the last slice
+    to arrive (`splitk.sum_parts`) add the same blocks in the same order: exact, and bit for bit the same C. The
+    second launch is queued only where tiles are cut."""
+    from triton_kernels import dispatch
+
+    m, n, k = CUT[0]
+    a, b = make_inputs(m, n, k, "NT", device=DEVICE, seed=5)
+    outs = []
+    for sep in (separate, not separate):
+        monkeypatch.setattr(streamk, "SEPARATE_FIXUP", sep)
+        dispatch.clear()
+        c = poisoned_call(lambda out: triton_kernels.hgemm(a, b, out=out, kernel="triton_streamk", **PIN),
+                          m, n, DEVICE)
+        assert_exact(c, a, b, f"streamk {m}x{n}x{k}, fix-up {'separate' if sep else 'in the launch'}")
+        outs.append(c)
+    dispatch.clear()
+    assert torch.equal(outs[0], outs[1])
+    cfg = PIN.get("config", streamk.INTERPRETER_CONFIG)
+    monkeypatch.setattr(streamk, "SEPARATE_FIXUP", True)
+    c = torch.empty(m, n, dtype=a.dtype, device=DEVICE)
+    specs = streamk.launches(a, b, c, False, cfg)
+    s = streamk.schedule(cdiv(m, cfg.block_m) * cdiv(n, cfg.block_n), cdiv(k, cfg.block_k),
+                         streamk.num_sms(c.device))
+    assert [sp.fn for sp in specs] == [streamk.hgemm_streamk_kernel] + [streamk.streamk_fixup_kernel] * (s.sk_tiles > 0)
+    if s.sk_tiles:
+        assert specs[1].grid == (s.sk_tiles * cfg.block_m // min(streamk.FIXUP_ROWS, cfg.block_m),)
 
 
 @pytest.mark.parametrize("dtype", ["fp16", "bf16"])

@@ -121,6 +121,18 @@ def store_tile(acc, pid_m, pid_n, c_ptr, M, N, stride_cm, stride_cn, INDEX_64: t
 
 
 @triton.jit
+def write_part(acc, tile, j, slots, p_ptr, INDEX_64: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    """Piece j of a tile's product as the fp32 block P[tile, j] of the workspace (`slots` whole BLOCK_M x BLOCK_N
+    blocks per tile, contiguous, no mask); returns the index of P[tile, 0]."""
+    block = tl.arange(0, BLOCK_M)[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
+    first = tile * slots  # P[tile, 0]
+    if INDEX_64:
+        first = first.to(tl.int64)
+    tl.store(p_ptr + (first + j) * (BLOCK_M * BLOCK_N) + block, acc.to(tl.float32))
+    return first
+
+
+@triton.jit
 def sum_parts(acc, tile, j, parts, slots, pid_m, pid_n, c_ptr, p_ptr, count_ptr, M, N, stride_cm, stride_cn,
               INDEX_64: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
     """The deterministic fix-up of a tile computed in `parts` pieces by as many programs, `acc` being piece j's
@@ -129,12 +141,8 @@ def sum_parts(acc, tile, j, parts, slots, pid_m, pid_n, c_ptr, p_ptr, count_ptr,
     P[tile, 1], ..., P[tile, parts - 1] in that order, writes C (`store_tile`) and sets the counter back to zero for
     the next call on the stream. The bits do not depend on the arrival order. Split-K's slices (`sum_slices`) and
     stream-K's tile pieces (triton_kernels/streamk.py) both end here."""
-    # PARTIAL: a whole BLOCK_M x BLOCK_N block per (tile, piece), contiguous, no mask
+    first = write_part(acc, tile, j, slots, p_ptr, INDEX_64, BLOCK_M, BLOCK_N)
     block = tl.arange(0, BLOCK_M)[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
-    first = tile * slots  # P[tile, 0]
-    if INDEX_64:
-        first = first.to(tl.int64)
-    tl.store(p_ptr + (first + j) * (BLOCK_M * BLOCK_N) + block, acc.to(tl.float32))
     # every thread's partial is written before one thread releases it at GPU scope with the count
     tl.debug_barrier()
     arrived = tl.atomic_add(count_ptr + tile, 1, sem="acq_rel", scope="gpu")

@@ -21,10 +21,13 @@ program at its own k-iteration, so neighbouring tiles no longer read together an
 tile.) Where S < 2 (no partial round, one more than half full, or K too short to cut), nothing is stream-K and the
 schedule is the TMA kernel's (`tma_persistent.programs`).
 
-The fix-up is split-K's (splitk.py's `sum_parts`, the fused split-K epilogue): each slice is written as an fp32
-block of the stream's workspace at slot (tile, j) and counted in by an atomic on the tile's counter; the program
-that arrives last sums the S blocks in slot order, stores C and sets the counter back to zero. The sum's order is
-fixed, so the same inputs give the same bits on every run; no atomic touches the data.
+The fix-up: each slice is written as an fp32 block of the stream's workspace at slot (tile, j) (splitk.py's
+`write_part`), and a second launch (`streamk_fixup_kernel`, queued behind the first on the stream) sums each cut
+tile's S blocks in slot order, FIXUP_ROWS rows of the tile a program, and stores C. With the fused split-K epilogue
+instead (splitk.py's `sum_parts`: the program that arrives last at the tile's counter sums all S blocks itself;
+`SEPARATE_FIXUP = False`), that one program read S x BLOCK_M x BLOCK_N x 4 bytes through its own SM's port before
+it could start its data-parallel tiles, and the call waited for it (docs/design/triton.md). Either way the sum's
+order is fixed, so the same inputs give the same bits on every run, whatever the timing; no atomic touches the data.
 
 A and B must be TMA-describable and C row-major (alignment "tma", like the TMA kernel): data-parallel tiles store
 C by TMA; stream-K tiles through pointers (masked: a tile at the edge, any strides).
@@ -43,9 +46,9 @@ from hgemm_common.operands import major as _major
 from hgemm_common.validation import interpreter_active, needs_int64_indexing
 from hgemm_common.schedules import MAX_SLICES, MIN_SLICE_ITERS, stream_k_cut  # noqa: F401 (the rule's bounds)
 
-from .common import Config, cdiv, grouped_pid
+from .common import Config, cdiv, grouped_pid, out_offsets, to_output
 from .launch import Desc, Spec
-from .splitk import fused_buffers, sum_parts
+from .splitk import fused_buffers, sum_parts, write_part
 from .tma_persistent import _num_sms, data_parallel_tiles, operand_descs, programs, tile_k_range
 
 
@@ -63,6 +66,10 @@ def configs() -> list[Config]:
         Config(128, 128, 128, group_m=8, num_warps=8, num_stages=3),
     ]
 
+
+SEPARATE_FIXUP = True  # the cut tiles summed by a second launch; False: by the last slice to arrive (`sum_parts`)
+FIXUP_ROWS = 16  # rows of a cut tile one program of `streamk_fixup_kernel` sums (a 16 x 256 fp32 stripe: 16 KB a slot)
+FIXUP_WARPS = 4
 
 INTERPRETER_CONFIG = Config(32, 32, 32, group_m=4, num_warps=4, num_stages=2)
 # Programs under the interpreter: few, and odd, so that the small tests' tile counts leave partial rounds of one to
@@ -98,9 +105,11 @@ def worth_scoring(m: int, n: int, k: int, sms: int, tma_in_place: bool) -> bool:
 @triton.jit
 def stream_k_slice(a_desc, b_desc, c_ptr, p_ptr, count_ptr, M, N, K, SK_TILES, SLICES, stride_cm, stride_cn,
                    A_T: tl.constexpr, B_T: tl.constexpr, ACC_FP16: tl.constexpr, INDEX_64: tl.constexpr,
-                   BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
+                   BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+                   SEPARATE: tl.constexpr):
     """Program pid < SK_TILES x SLICES: k-slice j = pid % SLICES of stream-K tile pid // SLICES, k-iterations
-    [j x I // SLICES, (j + 1) x I // SLICES), then the tile's fix-up (`sum_parts`: slot j of SLICES)."""
+    [j x I // SLICES, (j + 1) x I // SLICES), written to slot j of the tile's workspace blocks (`write_part`; the
+    second launch sums them) or, SEPARATE false, summed in this launch (`sum_parts`)."""
     pid = tl.program_id(0)
     if pid < SK_TILES * SLICES:
         tile = pid // SLICES
@@ -112,9 +121,35 @@ def stream_k_slice(a_desc, b_desc, c_ptr, p_ptr, count_ptr, M, N, K, SK_TILES, S
         acc = tile_k_range(a_desc, b_desc, tile, j * iters // SLICES, (j + 1) * iters // SLICES, num_pid_m,
                            num_pid_n, A_T, B_T, ACC_FP16, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M)
         # EPILOGUE
-        pid_m, pid_n = grouped_pid(tile, num_pid_m, num_pid_n, GROUP_M)
-        sum_parts(acc, tile, j, SLICES, SLICES, pid_m, pid_n, c_ptr, p_ptr, count_ptr, M, N, stride_cm, stride_cn,
-                  INDEX_64, BLOCK_M, BLOCK_N)
+        if SEPARATE:
+            write_part(acc, tile, j, SLICES, p_ptr, INDEX_64, BLOCK_M, BLOCK_N)
+        else:
+            pid_m, pid_n = grouped_pid(tile, num_pid_m, num_pid_n, GROUP_M)
+            sum_parts(acc, tile, j, SLICES, SLICES, pid_m, pid_n, c_ptr, p_ptr, count_ptr, M, N, stride_cm, stride_cn,
+                      INDEX_64, BLOCK_M, BLOCK_N)
+
+
+@triton.jit
+def streamk_fixup_kernel(p_ptr, c_ptr, M, N, SLICES, stride_cm, stride_cn, INDEX_64: tl.constexpr,
+                         BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: tl.constexpr,
+                         FIXUP_ROWS: tl.constexpr):
+    """The second launch: program pid sums rows [r, r + FIXUP_ROWS) of cut tile pid // (BLOCK_M / FIXUP_ROWS)
+    (r = FIXUP_ROWS x the rest) over its SLICES workspace blocks, in slot order, and stores them into C (masked at
+    M and N, any strides)."""
+    pid = tl.program_id(0)
+    tile = pid // (BLOCK_M // FIXUP_ROWS)
+    r0 = (pid - tile * (BLOCK_M // FIXUP_ROWS)) * FIXUP_ROWS
+    pid_m, pid_n = grouped_pid(tile, tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N), GROUP_M)
+    first = tile * SLICES
+    if INDEX_64:
+        first = first.to(tl.int64)
+    stripe = (r0 + tl.arange(0, FIXUP_ROWS))[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
+    total = tl.zeros((FIXUP_ROWS, BLOCK_N), dtype=tl.float32)
+    for t in range(SLICES):
+        total += tl.load(p_ptr + (first + t) * (BLOCK_M * BLOCK_N) + stripe)
+    offs_cm, offs_cn = out_offsets(pid_m * BLOCK_M + r0, pid_n * BLOCK_N, INDEX_64, FIXUP_ROWS, BLOCK_N)
+    c_ptrs = c_ptr + offs_cm[:, None] * stride_cm + offs_cn[None, :] * stride_cn
+    tl.store(c_ptrs, to_output(total, c_ptr.dtype.element_ty), mask=(offs_cm[:, None] < M) & (offs_cn[None, :] < N))
 
 
 @triton.jit
@@ -131,11 +166,12 @@ def hgemm_streamk_kernel(
     ACC_FP16: tl.constexpr,
     INDEX_64: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+    SEPARATE: tl.constexpr = True,  # the cut tiles' sums left to `streamk_fixup_kernel` (SEPARATE_FIXUP)
 ):
     """Each program: its k-slice of a stream-K tile, if it has one (`stream_k_slice`), then its data-parallel
     tiles, whole rounds from tile SK_TILES."""
     stream_k_slice(a_desc, b_desc, c_ptr, p_ptr, count_ptr, M, N, K, SK_TILES, SLICES, stride_cm, stride_cn, A_T, B_T,
-                   ACC_FP16, INDEX_64, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M)
+                   ACC_FP16, INDEX_64, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, SEPARATE)
     data_parallel_tiles(a_desc, b_desc, c_desc, M, N, K, SK_TILES, A_T, B_T, ACC_FP16, BLOCK_M, BLOCK_N, BLOCK_K,
                         GROUP_M, 1)
 
@@ -195,10 +231,17 @@ def launches(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, acc_fp16: bool, 
     grid, sk_tiles, slices = schedule(tiles, cdiv(k, config.block_k), num_sms(a.device))
     p, counts, blocks = fused_buffers(a.device, max(sk_tiles, 1), slices, config)
     a_desc, b_desc, a_t, b_t = operand_descs(a, b, config)
+    index_64 = needs_int64_indexing(c) or blocks > 2**31
+    separate = SEPARATE_FIXUP and sk_tiles > 0
     args = (a_desc, b_desc, Desc(c, (config.block_m, config.block_n)), c, p, counts, m, n, k, sk_tiles, slices,
-            c.stride(0), c.stride(1), a_t, b_t, acc_fp16, needs_int64_indexing(c) or blocks > 2**31,
-            *config.meta.values())
-    return [Spec(hgemm_streamk_kernel, (grid,), args, config.num_warps, config.num_stages)]
+            c.stride(0), c.stride(1), a_t, b_t, acc_fp16, index_64, *config.meta.values(), separate)
+    specs = [Spec(hgemm_streamk_kernel, (grid,), args, config.num_warps, config.num_stages)]
+    if separate:
+        rows = min(FIXUP_ROWS, config.block_m)  # (powers of two: rows divides block_m)
+        fixup = (p, c, m, n, slices, c.stride(0), c.stride(1), index_64, config.block_m, config.block_n,
+                 config.group_m, rows)
+        specs.append(Spec(streamk_fixup_kernel, (sk_tiles * (config.block_m // rows),), fixup, FIXUP_WARPS, 1))
+    return specs
 
 
 def inspect_source(cfg: Config, dtype: str = "fp16") -> tuple:
@@ -210,6 +253,6 @@ def inspect_source(cfg: Config, dtype: str = "fp16") -> tuple:
            "M": "i32", "N": "i32", "K": "i32", "SK_TILES": "i32", "SLICES": "i32", "stride_cm": "i32",
            "stride_cn": "constexpr"}
     consts = dict(stride_cn=1, A_T=False, B_T=False, ACC_FP16=False, INDEX_64=False, BLOCK_M=bm, BLOCK_N=bn,
-                  BLOCK_K=bk, GROUP_M=cfg.group_m)
+                  BLOCK_K=bk, GROUP_M=cfg.group_m, SEPARATE=SEPARATE_FIXUP)
     attrs = {(i,): [["tt.divisibility", 16]] for i in (3, 4, 5, 6, 7, 8, 11)}
     return hgemm_streamk_kernel, sig, consts, attrs
