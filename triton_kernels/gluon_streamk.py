@@ -1,6 +1,7 @@
 """Stream-K on the Gluon kernel (Hopper, triton 3.6's Gluon): triton_kernels/gluon_persistent.py's warp-specialized
 persistent TMA + wgmma kernel in its stream-K mode (SPLIT_MODE STREAM_K), walking triton_kernels/streamk.py's
-schedule with streamk.py's fix-up. This file is the record's host side; the kernel is gluon_persistent's.
+schedule with its fused fix-up (streamk.py's SEPARATE_FIXUP = False form). This file is the record's host side;
+the kernel is gluon_persistent's.
 
 What it adds over gluon_persistent: a persistent grid of G programs walking T output tiles takes cdiv(T, G) rounds,
 and when T is not a multiple of G the last round leaves SMs idle; stream-K hands that round's k-iterations to

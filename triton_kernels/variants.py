@@ -84,7 +84,7 @@ RECORDS: tuple[Variant, ...] = (
             aliases=("splitk_wide",)),
     Variant("triton_streamk", "triton", "triton", "streamk.py", "one of streamk.configs()",
             "+ stream-K on the TMA persistent kernel: whole rounds of tiles data-parallel, the partial round's "
-            "tiles cut into equal k-slices aligned in K, summed in a fixed order by their last program", "tl.dot",
+            "tiles cut into equal k-slices aligned in K, summed in a fixed order by a second launch", "tl.dot",
             min_arch=90, native_layouts=LAYOUTS, alignment="tma", misaligned="refuse", dtypes=DTYPES,
             promises={"sm_90": ("HGMMA", "UTMALDG")}, forbids={"sm_90": ("LDGSTS",)}, ceiling="wgmma",
             aliases=("streamk",)),
@@ -102,13 +102,13 @@ RECORDS: tuple[Variant, ...] = (
             promises={"sm_90": ("HGMMA", "UTMALDG", "SYNCS", "USETMAXREG")},
             forbids={"sm_90": ("LDGSTS", "LDL", "STL")}, ceiling="wgmma", block=(128, 256, 64), stages=4,
             aliases=("gluon",), interpretable=False, triton_versions=gluon_persistent.GLUON_TRITON_VERSIONS),
-    # The Gluon kernel with triton_streamk's schedule and fix-up (its SPLIT_MODE STREAM_K): like triton_streamk,
+    # The Gluon kernel with triton_streamk's schedule and its fused fix-up (its SPLIT_MODE STREAM_K): like triton_streamk,
     # timed by the sweep (`worth_scoring`) and never picked by kernel="auto" (`SWEEP_ONLY`).
     Variant("gluon_streamk", "triton", "triton", "gluon_streamk.py",
             "one of gluon_streamk.configs() (gluon_persistent's tiles, unsplit)",
             "+ stream-K in the Gluon kernel's partitions: triton_streamk's schedule (whole rounds of tiles "
-            "data-parallel, the partial round's tiles cut into k-slices aligned in K) and its fixed-order fix-up, "
-            "per consumer warpgroup", "wgmma", min_arch=90, native_layouts=LAYOUTS, alignment="tma",
+            "data-parallel, the partial round's tiles cut into k-slices aligned in K), summed in a fixed order by "
+            "the last slice to arrive, per consumer warpgroup", "wgmma", min_arch=90, native_layouts=LAYOUTS, alignment="tma",
             misaligned="copy", dtypes=DTYPES, promises={"sm_90": ("HGMMA", "UTMALDG", "SYNCS", "USETMAXREG")},
             forbids={"sm_90": ("LDGSTS", "LDL", "STL")}, ceiling="wgmma", block=(128, 256, 64), stages=4,
             interpretable=False, triton_versions=gluon_persistent.GLUON_TRITON_VERSIONS),
