@@ -305,6 +305,14 @@ def cmd_sweep(args) -> int:
     from .registry import DTYPES
 
     try:
+        if args.pair:
+            if not args.data:
+                return _user_error("sweep --pair FIRST SECOND needs --data FILE ... (sweep data files)")
+            missing = [p for p in args.data if not Path(p).exists()]
+            if missing:
+                return _user_error(f"sweep --pair: no such file: {', '.join(missing)}")
+            sweep.run_pair([Path(p) for p in args.data], *args.pair)
+            return 0
         if args.fit:
             missing = [p for p in args.fit if not Path(p).exists()]
             if missing:
@@ -527,6 +535,10 @@ def main(argv=None) -> int:
     sw.add_argument("--out", default="sweep.jsonl", help="the data file, appended to (default sweep.jsonl)")
     sw.add_argument("--fit", nargs="+", metavar="DATA", help="instead of timing: fit the cost model to these data "
                                                               "files (sweep's, tune's --timings) and print its quality")
+    sw.add_argument("--pair", nargs=2, metavar=("FIRST", "SECOND"),
+                    help="instead of timing: from --data's files, every case both kernels were timed on with the "
+                         "same configuration and staging, FIRST's time over SECOND's (no GPU)")
+    sw.add_argument("--data", nargs="+", metavar="DATA", help="with --pair: the sweep data files")
     sw.add_argument("--holdout", help="with --fit: comma list of seeds left out of the fit and judged apart; SEED:I "
                                       "holds out that seed's cases from index I on (its first I cases are fitted)")
     sw.add_argument("--cv", action="store_true", help="with --fit: first cross-validate the model's choices, each seed "

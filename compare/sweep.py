@@ -631,6 +631,44 @@ def cross_validate(raw: list[dict], recs: list[cm.Record], gpu: cm.GPU, side: st
     return out
 
 
+def paired(paths: list[Path], first: str, second: str) -> list[dict]:
+    """The cases of data files in which kernels `first` and `second` were both timed (status ok) on the same
+    configuration and staging: one row each (case, its problem, the configuration and staging, both times in ms,
+    and first's time over second's), in file order. What one kernel's change to the other buys, tile for tile."""
+    rows = []
+    for path in paths:
+        times: dict = {}
+        for r in read(path).candidates:
+            call = r.get("call") or {}
+            if r.get("status") != "ok" or r.get("ms") is None or call.get("kernel") not in (first, second):
+                continue
+            times.setdefault((r["case"], call.get("config"), call.get("stage", "")), {})[call["kernel"]] = r
+        for (case, config, stage), by in times.items():
+            if first in by and second in by:
+                a, b = by[first], by[second]
+                rows.append(dict(case=case, problem=a["problem"], config=config, stage=stage, first_ms=a["ms"],
+                                 second_ms=b["ms"], ratio=a["ms"] / b["ms"]))
+    return rows
+
+
+def run_pair(paths: list[Path], first: str, second: str, log=print) -> list[dict]:
+    """`sweep --pair FIRST SECOND --data FILES`: `paired`'s rows printed, and their summary (the geomean of
+    first's time over second's, and how often first was the faster)."""
+    rows = paired(paths, first, second)
+    if not rows:
+        raise HgemmValueError(f"sweep --pair: no case in {', '.join(map(str, paths))} timed both {first} and "
+                              f"{second} on one configuration and staging")
+    log(f"{first} against {second}, the same configuration and staging: time of {first} over {second}'s")
+    log(f"{'case':<34} {'configuration':<24} {'staged':<6} {first + ' ms':>14} {second + ' ms':>14} {'ratio':>7}")
+    for r in rows:
+        log(f"{r['case']:<34} {r['config'] or '-':<24} {r['stage'] or '-':<6} {r['first_ms']:>14.4f} "
+            f"{r['second_ms']:>14.4f} {r['ratio']:>7.3f}")
+    faster = sum(r["ratio"] < 1.0 for r in rows)
+    log(f"{len(rows)} pairs: geomean {_geomean([r['ratio'] for r in rows]):.3f}; {first} faster in {faster} "
+        f"({100 * faster / len(rows):.0f}%)")
+    return rows
+
+
 def run_fit(paths: list[Path], params_out: Path, holdout: list[tuple[int, int]], log=print,
             cv: bool = False) -> cm.Params:
     """Fit the cost model to data files (the candidates of `holdout`'s cases left out of the fit and judged apart:

@@ -491,3 +491,34 @@ def test_tune_writes_every_timing_beside_a_small_table(tmp_path):
     res = subprocess.run([sys.executable, "-m", "compare", "sweep", "--fit", str(timings), "--params",
                           str(tmp_path / "m.json")], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, res.stdout + res.stderr
+
+
+def test_pair_sets_two_kernels_side_by_side_tile_for_tile(tmp_path, capsys):
+    """`sweep --pair FIRST SECOND --data FILES`: only the cases both kernels were timed on with one configuration
+    and staging (a configuration only one of them ran, another staging, a failed timing: left out), FIRST's time
+    over SECOND's, and the summary; one-line refusals otherwise."""
+    from compare.__main__ import main
+
+    def cand(case, kernel, config, ms, stage="", status="ok"):
+        return {"type": "candidate", "case": case, "side": "triton", "problem": {"m": 8, "n": 8, "k": 8},
+                "call": {"kernel": kernel, "config": config, "stage": stage}, "status": status, "ms": ms}
+    data = tmp_path / "d.jsonl"
+    sweep.append(data, [cand("1/0/a", "triton_streamk", "128x256x64_w8_s3_g8", 1.0),
+                        cand("1/0/a", "triton_tma", "128x256x64_w8_s3_g8", 2.0),
+                        cand("1/0/a", "triton_tma", "128x128x64_w8_s4_g8", 1.5),  # streamk did not run it
+                        cand("1/1/b", "triton_streamk", "128x128x64_w8_s4_g8", 3.0),
+                        cand("1/1/b", "triton_tma", "128x128x64_w8_s4_g8", 2.0),
+                        cand("1/1/b", "triton_streamk", "128x256x64_w8_s3_g8", 3.0, stage="AB"),  # no twin
+                        cand("1/2/c", "triton_streamk", "128x256x64_w8_s3_g8", 1.0),
+                        cand("1/2/c", "triton_tma", "128x256x64_w8_s3_g8", None, status="error")])
+    rows = sweep.paired([data], "triton_streamk", "triton_tma")
+    assert [(r["case"], r["config"], r["ratio"]) for r in rows] == [("1/0/a", "128x256x64_w8_s3_g8", 0.5),
+                                                                     ("1/1/b", "128x128x64_w8_s4_g8", 1.5)]
+    assert main(["sweep", "--pair", "triton_streamk", "triton_tma", "--data", str(data)]) == 0
+    out = capsys.readouterr().out
+    assert f"2 pairs: geomean {math.sqrt(0.75):.3f}; triton_streamk faster in 1 (50%)" in out
+    assert main(["sweep", "--pair", "triton_streamk", "gluon_persistent", "--data", str(data)]) == 2
+    assert main(["sweep", "--pair", "triton_streamk", "triton_tma"]) == 2
+    assert main(["sweep", "--pair", "triton_streamk", "triton_tma", "--data", str(tmp_path / "none")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 3 and "timed both" in err[0] and "needs --data" in err[1] and "no such file" in err[2]
