@@ -46,9 +46,9 @@ from hgemm_common.operands import major as _major
 from hgemm_common.validation import interpreter_active, needs_int64_indexing
 from hgemm_common.schedules import MAX_SLICES, MIN_SLICE_ITERS, stream_k_cut  # noqa: F401 (the rule's bounds)
 
-from .common import Config, cdiv, grouped_pid, out_offsets, to_output
+from .common import Config, cdiv, grouped_pid
 from .launch import Desc, Spec
-from .splitk import fused_buffers, sum_parts, write_part
+from .splitk import fused_buffers, store_tile, sum_parts, write_part
 from .tma_persistent import _num_sms, data_parallel_tiles, operand_descs, programs, tile_k_range
 
 
@@ -147,9 +147,9 @@ def streamk_fixup_kernel(p_ptr, c_ptr, M, N, SLICES, stride_cm, stride_cn, INDEX
     total = tl.zeros((FIXUP_ROWS, BLOCK_N), dtype=tl.float32)
     for t in range(SLICES):
         total += tl.load(p_ptr + (first + t) * (BLOCK_M * BLOCK_N) + stripe)
-    offs_cm, offs_cn = out_offsets(pid_m * BLOCK_M + r0, pid_n * BLOCK_N, INDEX_64, FIXUP_ROWS, BLOCK_N)
-    c_ptrs = c_ptr + offs_cm[:, None] * stride_cm + offs_cn[None, :] * stride_cn
-    tl.store(c_ptrs, to_output(total, c_ptr.dtype.element_ty), mask=(offs_cm[:, None] < M) & (offs_cn[None, :] < N))
+    # the stripe is block row pid_m x (BLOCK_M / FIXUP_ROWS) + r0 / FIXUP_ROWS of C in FIXUP_ROWS x BLOCK_N blocks
+    store_tile(total, pid_m * (BLOCK_M // FIXUP_ROWS) + r0 // FIXUP_ROWS, pid_n, c_ptr, M, N, stride_cm, stride_cn,
+               INDEX_64, FIXUP_ROWS, BLOCK_N)
 
 
 @triton.jit
