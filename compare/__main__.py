@@ -285,6 +285,15 @@ def cmd_tune(args) -> int:
     return 0
 
 
+def _macs(text: str) -> int:
+    """--max-macs: an integer, or 2**E."""
+    base, sep, exp = text.strip().partition("**")
+    try:
+        return int(base) ** int(exp) if sep else int(base)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"an integer or 2**E, got {text!r}") from None
+
+
 def _int_list(text: str, flag: str) -> list[int]:
     """"101,102" -> [101, 102]; an HgemmValueError (a ValueError) naming the flag otherwise."""
     from hgemm_common.errors import HgemmValueError
@@ -332,7 +341,7 @@ def cmd_sweep(args) -> int:
         for flag, v in (("--count", args.count), ("--rounds", args.rounds), ("--block", args.block)):
             if v < 1:
                 return _user_error(f"{flag} must be at least 1, got {v}")
-        cases = sweep.draw(seeds, args.start, args.count, layouts, dtypes, accs, args.max_m)
+        cases = sweep.draw(seeds, args.start, args.count, layouts, dtypes, accs, args.max_m, args.max_macs)
     except (ValueError, HgemmValueError) as e:
         return _user_error(str(e))
     if not _gpu():
@@ -514,6 +523,9 @@ def main(argv=None) -> int:
                                                       "NN,NT)")
     sw.add_argument("--max-m", type=int, help="draw M from 1..MAX_M only (data for the kernels of skinny problems; "
                                               "default: the random suite's whole range)")
+    sw.add_argument("--max-macs", type=_macs, help="redraw problems above MAX_MACS multiply-adds, an integer or "
+                                                   "2**E (data for tiny problems: 2**30, about 2 GFLOP; default: "
+                                                   "the random suite's 2**37)")
     sw.add_argument("--scored-by", metavar="KERNEL", help="only the drawn shapes among whose candidates this Triton "
                                                           "kernel is (data for one kernel's fit, the others timed beside "
                                                           "it on those shapes only)")

@@ -98,13 +98,15 @@ def round8(x: int) -> int:
     return max(8, (x + 4) // 8 * 8)
 
 
-def random_shapes(seed: int, count: int, layouts=LAYOUTS, max_m: int | None = None) -> list[tuple[int, int, int, str]]:
+def random_shapes(seed: int, count: int, layouts=LAYOUTS, max_m: int | None = None,
+                  max_macs: int | None = None) -> list[tuple[int, int, int, str]]:
     """The random suite: `count` shapes (M, N, K, layout) from `seed`, the same for the same seed on any machine
     (a generator of its own, seeded by the integer, drawing only with random(), whose sequence Python keeps across
     versions). Shape i is rounded to multiples of 8 when i is even and left as drawn when odd, so a prefix of a
     longer draw is a shorter one; its layout is drawn from `layouts` (the same shapes whatever layouts are
-    given). `max_m` narrows M's range to 1..max_m (a sweep's draw aimed at the kernels of skinny problems; the
-    random suite itself never narrows it)."""
+    given). `max_m` narrows M's range to 1..max_m (a sweep's draw aimed at the kernels of skinny problems), and
+    `max_macs` redraws problems above that many multiply-adds (one aimed at tiny problems: 2**30 keeps those under
+    about 2 GFLOP); the random suite itself never narrows either."""
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise HgemmValueError(f"the random suite's seed must be an integer >= 0, got {seed!r}")
     if isinstance(count, bool) or not isinstance(count, int) or count < 1:
@@ -116,7 +118,12 @@ def random_shapes(seed: int, count: int, layouts=LAYOUTS, max_m: int | None = No
     if max_m is not None and (isinstance(max_m, bool) or not isinstance(max_m, int)
                               or not RANDOM_M[0] <= max_m <= RANDOM_M[1]):
         raise HgemmValueError(f"the draw's largest M must be an integer in {RANDOM_M[0]}..{RANDOM_M[1]}, got {max_m!r}")
+    if max_macs is not None and (isinstance(max_macs, bool) or not isinstance(max_macs, int)
+                                 or not RANDOM_NK[0] ** 2 <= max_macs <= RANDOM_MAX_MACS):
+        raise HgemmValueError(f"the draw's largest problem must be an integer in {RANDOM_NK[0] ** 2}..2**37 "
+                              f"multiply-adds, got {max_macs!r}")
     m_range = RANDOM_M if max_m is None else (RANDOM_M[0], max_m)
+    macs = RANDOM_MAX_MACS if max_macs is None else max_macs
     rng = random.Random(seed)
     shapes = []
     for i in range(count):
@@ -124,7 +131,7 @@ def random_shapes(seed: int, count: int, layouts=LAYOUTS, max_m: int | None = No
             m, n, k = _log_uniform(rng, *m_range), _log_uniform(rng, *RANDOM_NK), _log_uniform(rng, *RANDOM_NK)
             if i % 2 == 0:
                 m, n, k = round8(m), round8(n), round8(k)
-            if m * n * k <= RANDOM_MAX_MACS:
+            if m * n * k <= macs:
                 break
         shapes.append((m, n, k, layouts[min(len(layouts) - 1, int(rng.random() * len(layouts)))]))
     return shapes

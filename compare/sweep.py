@@ -76,14 +76,15 @@ class Case:
 
 
 def draw(seeds: list[int], start: int, count: int, layouts: list[str], dtypes: list[str],
-         accs: list[str], max_m: int | None = None) -> list[Case]:
+         accs: list[str], max_m: int | None = None, max_macs: int | None = None) -> list[Case]:
     """The cases of a sweep: shapes start .. start + count - 1 of each seed's random-suite draw (M narrowed to
-    1..max_m where given), each in every dtype and the accumulations it offers among `accs`."""
+    1..max_m, problems to max_macs multiply-adds, where given), each in every dtype and the accumulations it
+    offers among `accs`."""
     if isinstance(start, bool) or not isinstance(start, int) or start < 0:
         raise HgemmValueError(f"sweep: --start must be an integer >= 0, got {start!r}")
     out = []
     for seed in seeds:
-        for i, (m, n, k, layout) in enumerate(random_shapes(seed, start + count, layouts, max_m)[start:], start):
+        for i, (m, n, k, layout) in enumerate(random_shapes(seed, start + count, layouts, max_m, max_macs)[start:], start):
             out += [Case(seed, i, m, n, k, layout, d, acc) for d in dtypes for acc in accs if acc in ACCS_FOR[d]]
     return out
 

@@ -79,6 +79,20 @@ def test_max_m_narrows_only_m():
         bench.random_shapes(9, 4, max_m=0)
 
 
+def test_max_macs_keeps_the_draw_to_small_problems():
+    """A sweep's tiny draw: every problem at most max_macs multiply-adds, M, N and K still over their ranges, half
+    the shapes rounded to multiples of 8; a bound outside 256**2..2**37 is refused."""
+    shapes = bench.random_shapes(9, 300, max_macs=2**30)
+    assert all(m * n * k <= 2**30 for m, n, k, _ in shapes)
+    assert max(m for m, *_ in shapes) > 1024 and min(m for m, *_ in shapes) < 4
+    assert max(n for _, n, _, _ in shapes) > 8192 and max(k for *_, k, _ in shapes) > 8192
+    assert all(m % 8 == n % 8 == k % 8 == 0 for m, n, k, _ in shapes[::2])
+    assert bench.random_shapes(9, 5, max_macs=2**37) == bench.random_shapes(9, 5)
+    for bad in (0, 2**38, True):
+        with pytest.raises(ValueError, match="largest problem must be an integer in 65536..2"):
+            bench.random_shapes(9, 4, max_macs=bad)
+
+
 @pytest.mark.parametrize("seed,count,layouts,says", [(-1, 5, bench.LAYOUTS, "seed must be an integer >= 0"),
                                                      (1.5, 5, bench.LAYOUTS, "seed must be an integer >= 0"),
                                                      (1, 0, bench.LAYOUTS, "count must be an integer >= 1"),

@@ -47,6 +47,9 @@ def test_the_draw_is_the_random_suites():
     skinny = sweep.draw([5], 0, 12, ["NN"], ["fp16"], ["fp32"], max_m=48)  # --max-m: the narrowed draw's shapes
     assert [(c.m, c.n, c.k) for c in skinny] == [s[:3] for s in bench.random_shapes(5, 12, ["NN"], 48)]
     assert max(c.m for c in skinny) <= 48
+    tiny = sweep.draw([5], 0, 12, ["NN"], ["fp16"], ["fp32"], max_macs=2**30)  # --max-macs: the tiny draw's shapes
+    assert [(c.m, c.n, c.k) for c in tiny] == [s[:3] for s in bench.random_shapes(5, 12, ["NN"], None, 2**30)]
+    assert max(c.m * c.n * c.k for c in tiny) <= 2**30
     with pytest.raises(ValueError, match="--start"):
         sweep.draw([5], -1, 3, ["NN"], ["fp16"], ["fp32"])
 
@@ -424,6 +427,24 @@ def test_fit_refuses_in_one_line(tmp_path, capsys):
     assert main(["sweep", "--fit", str(empty), "--params", str(tmp_path / "p.json")]) == 2
     err = capsys.readouterr().err
     assert "no timed candidate records" in err and len(err.strip().splitlines()) == 1
+
+
+def test_max_macs_on_the_command_line(capsys, monkeypatch):
+    """--max-macs takes an integer or 2**E into the draw; anything else, or a bound off the range, is a one-line
+    usage error before any GPU is asked for."""
+    from compare import __main__ as cli
+
+    seen = []
+    monkeypatch.setattr(cli, "_gpu", lambda: False)
+    monkeypatch.setattr(sweep, "draw", lambda *a: seen.append(a[-1]) or [])
+    assert cli.main(["sweep", "--seeds", "5", "--max-macs", "2**30"]) == 2  # (drawn, then: no GPU here)
+    assert seen == [2**30] and "sweep times kernels on a CUDA GPU" in capsys.readouterr().err
+    monkeypatch.undo()
+    with pytest.raises(SystemExit) as e:
+        cli.main(["sweep", "--seeds", "5", "--max-macs", "lots"])
+    assert e.value.code == 2 and "an integer or 2**E, got 'lots'" in capsys.readouterr().err
+    assert cli.main(["sweep", "--seeds", "5", "--max-macs", "100"]) == 2
+    assert "largest problem must be an integer" in capsys.readouterr().err
 
 
 def test_tune_keeps_every_timing(monkeypatch, hopper):
