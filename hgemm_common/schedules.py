@@ -8,9 +8,10 @@ streamk.py` runs it; `cost_model.features` prices it.
 """
 from __future__ import annotations
 
-# Slices per stream-K tile at most: the last program of a cut tile sums its S fp32 blocks alone, one after another
-# (`triton_kernels.splitk.sum_parts`), so the fix-up and the workspace round trip grow with S while each slice's K
-# loop shrinks as 1/S; split-K's SPLITS (triton_kernels/splitk.py) stops at 8 for the same round trip.
+# Slices per stream-K tile at most: each part of a cut tile is summed over its S fp32 blocks one after another (by a
+# second launch at the Triton and hand-written levels, `streamk_fixup_kernel` and `hopper::stream_k_fix_up_kernel`;
+# by the last slice to arrive in the Gluon kernel), so the fix-up and the workspace round trip grow with S while each
+# slice's K loop shrinks as 1/S; split-K's SPLITS (triton_kernels/splitk.py) stops at 8 for the same round trip.
 MAX_SLICES = 8
 # k-iterations per slice at least: a shorter slice does not fill the TMA pipeline (3-4 stages deep) before its
 # fix-up, whose block write and read cost about as much as the slice's own loads.

@@ -218,7 +218,7 @@ HOPPER: tuple[Variant, ...] = (
             "persistent, 128x256x64 in 4 stages; the partial round's tiles cut into k-slices, one block each",
             "stream-K: whole rounds data-parallel, the tiles of the partial round cut into k-slices aligned in K "
             "(hopper::stream_k_cut, the Triton kernel's rule); fp32 partials in a workspace, added in slot order by "
-            "the last slice to arrive",
+            "a second launch",
             block=(128, 256, 64), stages=4, on_demand=True,
             promises={"sm_90a": ("HGMMA", "UTMALDG", "UTMASTG", "SYNCS", "USETMAXREG")},
             # inspect shows the TMA-store epilogue, A row-major

@@ -644,7 +644,7 @@ def test_streamk_exact_on_every_cut(acc, layout):
 @pytest.mark.gpu(sm=90)
 @pytest.mark.parametrize("dtype,acc", DTYPE_ACCS)
 def test_streamk_is_deterministic(dtype, acc):
-    """The S partials of a cut tile are added in slot order whichever slice arrives last: random inputs give the
+    """The S partials of a cut tile are added in slot order by the fix-up launch: random inputs give the
     same bits on every call (cut tiles in 8 slices, cut tiles after whole rounds, and the device's own SM count on
     200 x 8192, whose 64 tiles fill half a 132-SM GPU), within the error bound; NaN in A[i, k] makes row i of C NaN
     and no other."""
@@ -666,9 +666,9 @@ def test_streamk_is_deterministic(dtype, acc):
 
 
 def test_streamk_on_side_streams_and_in_cuda_graphs():
-    """The workspace comes from the caching allocator on the current stream and its counters are zeroed on it before
-    each launch: correct on a side stream, and inside a captured CUDA graph replayed on new data (the counters
-    zeroed again on every replay)."""
+    """The workspace comes from the caching allocator on the current stream and the fix-up is queued on it behind the
+    GEMM: correct on a side stream, and inside a captured CUDA graph replayed on new data (both launches in the
+    graph, in order)."""
     needs_hopper()
     ins = [make_inputs(300, 520, 1100, "NT", device="cuda", seed=60 + s) for s in range(3)]
 

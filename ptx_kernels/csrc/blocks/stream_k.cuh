@@ -8,10 +8,14 @@
 // or column of cut tiles read the same A and B blocks at the same time and share them in L2. Where S < 2 nothing is
 // cut. tests/test_hopper_cpu.py compares the two rules over many (T, I, SMs).
 //
-// The fix-up (stream_k_fix_up): each consumer warpgroup of a slice's program writes its 64 x BN fp32 partial into
-// workspace slot (tile, j), counts itself in on its tile half's counter (an atomic add), and the warpgroup that
-// arrives last adds the S slots of its half in slot order j = 0, 1, ..., S - 1 and stores C. The order of the sum
-// is fixed, so the bits never depend on which slice finished last; no atomic touches the data.
+// The fix-up, in a second launch as the Triton kernel's (triton_kernels/streamk.py, `streamk_fixup_kernel`): each
+// consumer warpgroup of a slice's program writes its 64 x BN fp32 partial into workspace slot (tile, j)
+// (stream_k_write_slot) and goes straight on to its data-parallel tiles; stream_k_fix_up_kernel, queued behind the
+// GEMM on the stream, adds each cut tile's S slots in slot order j = 0, 1, ..., S - 1 and stores C. The order of
+// the sum is fixed, so the bits never depend on which slice finished first; no atomic and no counter is involved.
+// (Until then the warpgroup that arrived last at its tile half's counter added the S slots itself, on its one SM,
+// before it could start its data-parallel tiles: the Triton kernel's profile in docs/design/triton.md, "The fix-up
+// in a second launch", shows what that cost.)
 #pragma once
 #include "blocks/wgmma_tile.cuh"
 
@@ -71,57 +75,60 @@ __host__ __device__ constexpr int slice_first(int j, int iters, int slices) {
   return int(int64_t(j) * iters / slices);
 }
 
-// The workspace of a stream-K launch: one slot of BM x BN fp32 per (cut tile, slice), then one int counter per
-// (cut tile, 64-row half). A slot holds each consumer warpgroup's half in its fragment order (float2 q of thread t
-// at q x 128 + t: a warp's stores and loads are 256 contiguous bytes), since only the same thread of the same
-// warpgroup of another program reads it back.
+// The workspace of a stream-K launch: one slot of BM x BN fp32 per (cut tile, slice). A slot holds each consumer
+// warpgroup's half in its fragment order (float2 q of thread t at q x 128 + t: a warp's stores and loads are 256
+// contiguous bytes); the fix-up's thread t of that half reads the same positions back.
 template <int BM, int BN>
 struct StreamKWorkspace {
   static constexpr int kHalves = BM / 64, kPairs = BN / 4;  // float2 per thread and half: BN / 8 blocks x 2 rows
   static constexpr int64_t kSlotBytes = int64_t(BM) * BN * 4;
-  static constexpr int64_t bytes(int sk_tiles, int slices) {
-    return sk_tiles * slices * kSlotBytes + int64_t(sk_tiles) * kHalves * 4;
-  }
-  static int* counters(void* ws, int sk_tiles, int slices) {
-    return reinterpret_cast<int*>(static_cast<char*>(ws) + sk_tiles * slices * kSlotBytes);
+  static constexpr int64_t kSlotPairs = int64_t(kHalves) * kPairs * kWarpgroup;  // float2 from slot j to j + 1
+  static constexpr int64_t bytes(int sk_tiles, int slices) { return sk_tiles * slices * kSlotBytes; }
+  // thread t's first float2 of half `half` in slot (tile, 0)
+  __host__ __device__ static constexpr int64_t first(int tile, int slices, int half, int t) {
+    return int64_t(tile) * slices * kSlotPairs + int64_t(half) * kPairs * kWarpgroup + t;
   }
 };
 
-// ---- the fix-up of one 64 x BN half of a cut tile --------------------------------------------------------------
-// A consumer warpgroup (128 threads, named barrier bar_id) holding accumulators d of slice j of cut tile `tile`
-// (rows row0.., columns n0.. of C; `half` its 64-row half): writes them into slot (tile, j) of `slots`, counts
-// itself in on counts[tile x halves + half] (zero before the launch), and, if it arrived last of the S slices,
-// adds the S slots in slot order and stores the sum in E, masked to M x N (register stores: a cut tile may lie
-// on an edge). `arrived`: a shared int of the warpgroup's, which broadcasts thread 0's count. The counters are not
-// set back: the launcher zeroes them on the stream before every launch, as the workspace is a fresh block of the
-// caching allocator each call, its contents undefined.
-template <int BM, int BN, typename AccRegs, typename E>
-__device__ __forceinline__ void stream_k_fix_up(const AccRegs& d, float2* slots, int* counts, int tile, int j,
-                                                int slices, int half, E* C, int64_t ldc, int M, int N, int row0,
-                                                int n0, bool pairs, int* arrived, uint32_t bar_id) {
+// ---- a slice's partial into its slot ---------------------------------------------------------------------------
+// A consumer warpgroup holding accumulators d of slice j of cut tile `tile` (`half`: its 64-row half) writes them
+// into slot (tile, j), bypassing L1 (the fix-up kernel reads them on other SMs).
+template <int BM, int BN, typename AccRegs>
+__device__ __forceinline__ void stream_k_write_slot(const AccRegs& d, float2* slots, int tile, int j, int slices,
+                                                    int half) {
   using W = StreamKWorkspace<BM, BN>;
-  const int t = threadIdx.x % kWarpgroup;
-  const int64_t slot_stride = int64_t(W::kHalves) * W::kPairs * kWarpgroup;  // float2 from slot (tile, j) to j + 1
-  float2* first = slots + int64_t(tile) * slices * slot_stride + int64_t(half) * W::kPairs * kWarpgroup + t;
-  float2* mine = first + j * slot_stride;
+  float2* mine = slots + W::first(tile, slices, half, threadIdx.x % kWarpgroup) + j * W::kSlotPairs;
 #pragma unroll
   for (int q = 0; q < W::kPairs; ++q) __stcg(mine + q * kWarpgroup, fragment_float2(d, q / 2, q % 2));
-  __threadfence();  // this thread's partial is visible on the GPU before its warpgroup counts itself in
-  ptx::named_barrier_sync(bar_id, kWarpgroup);
-  int* count = counts + tile * W::kHalves + half;
-  if (t == 0) *arrived = atomicAdd(count, 1);
-  ptx::named_barrier_sync(bar_id, kWarpgroup);
-  if (*arrived != slices - 1) return;
-  __threadfence();  // the other slices' partials, counted in before this warpgroup, are read after the count
-  const int warp = t / 32, lane = t % 32, r = row0 + warp * 16 + lane / 4;
+}
+
+// ---- the fix-up: a second launch -------------------------------------------------------------------------------
+// Block (tile, half, part) of grid (cut tiles, BM / 64, kFixUpParts), one warpgroup: thread t adds its float2s
+// q = part x kPairs / kFixUpParts .. of the S slots of its half in slot order and stores each sum, as the
+// warpgroup's own epilogue would have stored that fragment pair, masked to M x N (register stores: a cut tile may
+// lie on an edge).
+constexpr int kFixUpParts = 4;
+
+template <int BM, int BN, int GROUP_M, typename E>
+__global__ void __launch_bounds__(kWarpgroup)
+    stream_k_fix_up_kernel(const float2* __restrict__ slots, E* __restrict__ C, int64_t ldc, int M, int N,
+                           int slices, bool pairs) {
+  using W = StreamKWorkspace<BM, BN>;
+  static_assert(W::kPairs % kFixUpParts == 0, "the parts split a thread's float2s evenly");
+  constexpr int kPerPart = W::kPairs / kFixUpParts;
+  const int tile = blockIdx.x, half = blockIdx.y, q0 = blockIdx.z * kPerPart, t = threadIdx.x;
+  int tm, tn;
+  tile_coords<GROUP_M>(tile, cdiv(M, BM), cdiv(N, BN), tm, tn);
+  const float2* first = slots + W::first(tile, slices, half, t);
+  const int warp = t / 32, lane = t % 32, r = tm * BM + half * 64 + warp * 16 + lane / 4;
 #pragma unroll 4
-  for (int q = 0; q < W::kPairs; ++q) {
+  for (int q = q0; q < q0 + kPerPart; ++q) {
     float2 sum = __ldcg(first + q * kWarpgroup);
-    for (int s = 1; s < slices; ++s) {  // slot order, whichever slice arrived last
-      const float2 v = __ldcg(first + s * slot_stride + q * kWarpgroup);
+    for (int s = 1; s < slices; ++s) {  // slot order
+      const float2 v = __ldcg(first + s * W::kSlotPairs + q * kWarpgroup);
       sum.x += v.x, sum.y += v.y;
     }
-    const int c = n0 + 8 * (q / 2) + 2 * (lane % 4);
+    const int c = tn * BN + 8 * (q / 2) + 2 * (lane % 4);
     store_pair(C, ldc, M, N, r + 8 * (q % 2), c, tile::pair_bits<E>(sum.x, sum.y), pairs);
   }
 }

@@ -16,11 +16,12 @@
 // whose one thread issues the TMA loads of every k-block of the block's work, slice and tiles, into a 4-stage ring;
 // two consumer warpgroups of 64 rows each issuing m64n256k16 wgmma.
 // Epilogue: a data-parallel tile as wgmma_persistent.cu stores it (TMA stores through swizzled staging where C is
-// TMA-describable, else masked register stores). A slice goes through the fix-up (blocks/stream_k.cuh): its fp32
-// partial into workspace slot (tile, j), an atomic count per tile half, and the last warpgroup to arrive adds the S
-// slots in slot order and stores C with masked register stores; the same bits on every run.
-// The workspace (R x S slots of 128 x 256 fp32 and 2 R counters) is GemmArgs::workspace, from Torch's caching
-// allocator on the launch's stream; the launcher zeroes the counters before the launch.
+// TMA-describable, else masked register stores). A slice writes its fp32 partial into workspace slot (tile, j)
+// (blocks/stream_k.cuh) and its program goes on to its data-parallel tiles; a second launch on the stream
+// (hopper::stream_k_fix_up_kernel) adds each cut tile's S slots in slot order and stores C with masked register
+// stores: the same bits on every run, no counter, no atomic.
+// The workspace (R x S slots of 128 x 256 fp32) is GemmArgs::workspace, from Torch's caching allocator on the
+// launch's stream.
 // GemmArgs::sms lowers the SM count the schedule sees (tests cut small problems so).
 // Edges: TMA reads zeros outside A and B (M, N and the K tail); the stores are masked to M x N.
 // Element types: fp16 (fp32 or fp16 accumulation) and bf16 (fp32); the partials are fp32 either way (fp16
@@ -46,16 +47,14 @@ template <typename E>
 struct Storage {
   hopper::SharedStorage<E, BM, BN, STAGES> ring;
   Staging<E> out[kConsumers];  // one per consumer warpgroup
-  int arrived[kConsumers];     // the fix-up's count, per consumer warpgroup (hopper::stream_k_fix_up)
 };
-static_assert(hopper::smem_request<Storage<half>>() <= 227 * 1024, "the ring, the staging and the counts fit");
+static_assert(hopper::smem_request<Storage<half>>() <= 227 * 1024, "the ring and the staging fit");
 
 template <typename E, Acc ACC, bool B_COL, bool TMA_STORE, bool A_COL>
 __global__ void __launch_bounds__(kThreads, 1)
     wgmma_streamk_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_constant__ CUtensorMap tma_b,
                          const __grid_constant__ CUtensorMap tma_c, E* __restrict__ C, int64_t ldc, int M, int N,
-                         int K, bool pairs, float2* __restrict__ slots, int* __restrict__ counts, int sk_tiles,
-                         int slices) {
+                         int K, bool pairs, float2* __restrict__ slots, int sk_tiles, int slices) {
   extern __shared__ __align__(1024) uint8_t smem_raw[];
   auto& storage = hopper::aligned_storage<Storage<E>>(smem_raw);
   auto& ss = storage.ring;
@@ -104,8 +103,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     if (has_slice) {
       hopper::tile_coords<GROUP_M>(sk_tile, tiles_m, tiles_n, tm, tn);
       hopper::mma_tile<BN, B_COL, 1, A_COL>(ss, acc.d, slab, kb1 - kb0, s, phase, release);
-      hopper::stream_k_fix_up<BM, BN>(acc.d, slots, counts, sk_tile, j, slices, half, C, ldc, M, N,
-                                      tm * BM + slab, tn * BN, pairs, &storage.arrived[half], /*bar_id=*/wg);
+      hopper::stream_k_write_slot<BM, BN>(acc.d, slots, sk_tile, j, slices, half);
     }
     for (int t = sk_tiles + blockIdx.x; t < tiles; t += gridDim.x) {
       hopper::tile_coords<GROUP_M>(t, tiles_m, tiles_n, tm, tn);
@@ -130,8 +128,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 // it (HALF: the element type is half, else __nv_bfloat16).
 template <bool A_COL, typename E>
 cudaError_t launch_streamk_kernels(const GemmArgsOf<E>& p, Acc acc, const hopper::Operands& ops,
-                                   hopper::StreamKLaunch plan, float2* slots, int* counts, cudaStream_t stream,
-                                   LaunchInfo* info) {
+                                   hopper::StreamKLaunch plan, float2* slots, cudaStream_t stream, LaunchInfo* info) {
   const dim3 grid(unsigned(plan.programs));
   const int smem = hopper::smem_request<Storage<E>>();
   const cudaError_t err = tile::dispatch<E>(acc, p.b_col_major, [&](auto acc_c, auto b_col_c) {
@@ -141,7 +138,13 @@ cudaError_t launch_streamk_kernels(const GemmArgsOf<E>& p, Acc acc, const hopper
       const cudaError_t prepared = tile::prepare_smem(kernel, smem, info);  // opt-in above 48 KB, limit checked
       if (prepared != cudaSuccess) return prepared;
       kernel<<<grid, kThreads, smem, stream>>>(ops.a, ops.b, ops.c, p.C, p.ldc, p.M, p.N, p.K, ops.pairs, slots,
-                                               counts, plan.sk_tiles, plan.slices);
+                                               plan.sk_tiles, plan.slices);
+      const cudaError_t launched = cudaGetLastError();
+      if (launched != cudaSuccess || !plan.sk_tiles) return launched;
+      // the fix-up, queued behind the GEMM: each cut tile's S slots added in slot order (blocks/stream_k.cuh)
+      const dim3 fix_grid(unsigned(plan.sk_tiles), unsigned(Workspace::kHalves), unsigned(hopper::kFixUpParts));
+      hopper::stream_k_fix_up_kernel<BM, BN, GROUP_M, E>
+          <<<fix_grid, hopper::kWarpgroup, 0, stream>>>(slots, p.C, p.ldc, p.M, p.N, plan.slices, ops.pairs);
       return cudaGetLastError();
     };
     if (ops.tma_store) return launch(wgmma_streamk_kernel<E, kAcc, kBCol, true, A_COL>);
@@ -154,20 +157,20 @@ cudaError_t launch_streamk_kernels(const GemmArgsOf<E>& p, Acc acc, const hopper
 #define STREAMK_UNIT_1(EXTERN, A_COL)                                                                             \
   HGEMM_UNIT(HGEMM_UNIT_HALF, HGEMM_UNIT(HGEMM_UNIT_A_COL_##A_COL, EXTERN))                                       \
   template cudaError_t launch_streamk_kernels<A_COL, half>(const GemmArgsOf<half>&, Acc, const hopper::Operands&,  \
-                                                           hopper::StreamKLaunch, float2*, int*, cudaStream_t,     \
+                                                           hopper::StreamKLaunch, float2*, cudaStream_t,           \
                                                            LaunchInfo*)
 #define STREAMK_UNIT_0(EXTERN, A_COL)                                                                             \
   HGEMM_UNIT(HGEMM_UNIT_BF16, HGEMM_UNIT(HGEMM_UNIT_A_COL_##A_COL, EXTERN))                                       \
   template cudaError_t launch_streamk_kernels<A_COL, __nv_bfloat16>(                                               \
-      const GemmArgsOf<__nv_bfloat16>&, Acc, const hopper::Operands&, hopper::StreamKLaunch, float2*, int*,        \
-      cudaStream_t, LaunchInfo*)
+      const GemmArgsOf<__nv_bfloat16>&, Acc, const hopper::Operands&, hopper::StreamKLaunch, float2*, cudaStream_t, \
+      LaunchInfo*)
 #define STREAMK_UNIT(EXTERN, A_COL, HALF) STREAMK_UNIT_##HALF(EXTERN, A_COL)
 STREAMK_UNIT(extern, false, 1);
 STREAMK_UNIT(extern, false, 0);
 STREAMK_UNIT(extern, true, 1);
 STREAMK_UNIT(extern, true, 0);
 
-// ---- HOST: the schedule -> workspace -> tensor maps -> counters zeroed -> launch ----
+// ---- HOST: the schedule -> workspace -> tensor maps -> launch (the GEMM, then the fix-up where tiles are cut) ----
 template <typename E>
 cudaError_t launch_wgmma_streamk(const GemmArgsOf<E>& p, Acc acc, cudaStream_t stream, LaunchInfo* info) {
   const int device_sms = hopper::sm_count();
@@ -181,13 +184,8 @@ cudaError_t launch_wgmma_streamk(const GemmArgsOf<E>& p, Acc acc, cudaStream_t s
   cudaError_t err = hopper::make_operands(p, BM, BN, &ops, 0, Staging<E>::kBoxCols, Staging<E>::kRows);
   if (err != cudaSuccess) return err;
   float2* slots = bytes ? static_cast<float2*>(p.workspace) : nullptr;
-  int* counts = bytes ? Workspace::counters(p.workspace, plan.sk_tiles, plan.slices) : nullptr;
-  if (counts) {
-    err = cudaMemsetAsync(counts, 0, size_t(plan.sk_tiles) * Workspace::kHalves * sizeof(int), stream);
-    if (err != cudaSuccess) return err;
-  }
-  err = p.a_col_major ? launch_streamk_kernels<true>(p, acc, ops, plan, slots, counts, stream, info)
-                      : launch_streamk_kernels<false>(p, acc, ops, plan, slots, counts, stream, info);
+  err = p.a_col_major ? launch_streamk_kernels<true>(p, acc, ops, plan, slots, stream, info)
+                      : launch_streamk_kernels<false>(p, acc, ops, plan, slots, stream, info);
   if (info) info->workspace_bytes = bytes;
   return err;
 }
