@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -286,12 +287,14 @@ def cmd_tune(args) -> int:
 
 
 def _macs(text: str) -> int:
-    """--max-macs: an integer, or 2**E."""
-    base, sep, exp = text.strip().partition("**")
-    try:
-        return int(base) ** int(exp) if sep else int(base)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"an integer or 2**E, got {text!r}") from None
+    """--max-macs: an integer of at most 18 digits, or 2**E with E in 0..62 (the draw then checks its range)."""
+    text = text.strip()
+    if re.fullmatch(r"\d{1,18}", text):
+        return int(text)
+    power = re.fullmatch(r"2\*\*(\d{1,2})", text)
+    if power and int(power.group(1)) <= 62:
+        return 2 ** int(power.group(1))
+    raise argparse.ArgumentTypeError(f"an integer or 2**E, got {text[:40]!r}")
 
 
 def _int_list(text: str, flag: str) -> list[int]:

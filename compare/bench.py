@@ -82,6 +82,9 @@ SPARSE_LAYOUTS = ("NN", "NT")
 RANDOM_M = (1, 16384)
 RANDOM_NK = (256, 32768)
 RANDOM_MAX_MACS = 2**37
+# The smallest bound a narrowed draw takes (`random_shapes(max_macs=)`): a rounded draw is at least 8 x 256 x 256 =
+# 2**19 multiply-adds, and near that bound hardly any draw is accepted.
+SMALLEST_MAX_MACS = 2**24
 RANDOM_COUNT = 100  # shapes when --count is not given
 # Timed GPU ms per kernel and shape in the random suite, flushes included: sized so that 200 shapes of 4 kernels,
 # torch.matmul and its A/A control stay well inside 10 minutes, while a call shorter than the flush (256 MB written
@@ -119,9 +122,9 @@ def random_shapes(seed: int, count: int, layouts=LAYOUTS, max_m: int | None = No
                               or not RANDOM_M[0] <= max_m <= RANDOM_M[1]):
         raise HgemmValueError(f"the draw's largest M must be an integer in {RANDOM_M[0]}..{RANDOM_M[1]}, got {max_m!r}")
     if max_macs is not None and (isinstance(max_macs, bool) or not isinstance(max_macs, int)
-                                 or not RANDOM_NK[0] ** 2 <= max_macs <= RANDOM_MAX_MACS):
-        raise HgemmValueError(f"the draw's largest problem must be an integer in {RANDOM_NK[0] ** 2}..2**37 "
-                              f"multiply-adds, got {max_macs!r}")
+                                 or not SMALLEST_MAX_MACS <= max_macs <= RANDOM_MAX_MACS):
+        raise HgemmValueError(f"the draw's largest problem must be an integer in 2**24..2**37 multiply-adds, got "
+                              f"{max_macs!r}")
     m_range = RANDOM_M if max_m is None else (RANDOM_M[0], max_m)
     macs = RANDOM_MAX_MACS if max_macs is None else max_macs
     rng = random.Random(seed)

@@ -84,7 +84,8 @@ def draw(seeds: list[int], start: int, count: int, layouts: list[str], dtypes: l
         raise HgemmValueError(f"sweep: --start must be an integer >= 0, got {start!r}")
     out = []
     for seed in seeds:
-        for i, (m, n, k, layout) in enumerate(random_shapes(seed, start + count, layouts, max_m, max_macs)[start:], start):
+        shapes = random_shapes(seed, start + count, layouts, max_m, max_macs)
+        for i, (m, n, k, layout) in enumerate(shapes[start:], start):
             out += [Case(seed, i, m, n, k, layout, d, acc) for d in dtypes for acc in accs if acc in ACCS_FOR[d]]
     return out
 

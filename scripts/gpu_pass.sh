@@ -293,8 +293,7 @@ case "$PART" in
     [ "${PTX:-0}" = 1 ] && { python -c "import ptx_kernels; ptx_kernels.load()" 2>&1 | tail -3; }
     python -m compare sweep --seeds "${SEEDS:?SEEDS=S1,S2: seeds of your own}" --count "${COUNT:-100}" --layout NN,NT \
       --dtypes "${DTYPES:-fp16}" $([ "${GLUON:-0}" = 1 ] && echo --gluon) $([ "${PTX:-0}" = 1 ] && echo --ptx) \
-      $([ -n "${SCORED_BY:-}" ] && echo --scored-by "$SCORED_BY") $([ -n "${MAX_MACS:-}" ] && echo --max-macs "$MAX_MACS") \
-      --budget-s "${BUDGET_S:-470}" \
+      ${SCORED_BY:+--scored-by "$SCORED_BY"} ${MAX_MACS:+--max-macs "$MAX_MACS"} --budget-s "${BUDGET_S:-470}" \
       --workers "${WORKERS:-15}" --out "$OUTDIR/sweep.jsonl" > "$OUTDIR/sweep.log" 2>&1
     echo "sweep rc=$?"; tail -3 "$OUTDIR/sweep.log"
     ;;

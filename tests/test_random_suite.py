@@ -81,15 +81,18 @@ def test_max_m_narrows_only_m():
 
 def test_max_macs_keeps_the_draw_to_small_problems():
     """A sweep's tiny draw: every problem at most max_macs multiply-adds, M, N and K still over their ranges, half
-    the shapes rounded to multiples of 8; a bound outside 256**2..2**37 is refused."""
+    the shapes rounded to multiples of 8; the smallest bound taken still draws (a rounded shape is at least 2**19
+    multiply-adds), and a bound outside 2**24..2**37 is refused."""
     shapes = bench.random_shapes(9, 300, max_macs=2**30)
     assert all(m * n * k <= 2**30 for m, n, k, _ in shapes)
     assert max(m for m, *_ in shapes) > 1024 and min(m for m, *_ in shapes) < 4
     assert max(n for _, n, _, _ in shapes) > 8192 and max(k for *_, k, _ in shapes) > 8192
     assert all(m % 8 == n % 8 == k % 8 == 0 for m, n, k, _ in shapes[::2])
     assert bench.random_shapes(9, 5, max_macs=2**37) == bench.random_shapes(9, 5)
-    for bad in (0, 2**38, True):
-        with pytest.raises(ValueError, match="largest problem must be an integer in 65536..2"):
+    small = bench.random_shapes(9, 20, max_macs=bench.SMALLEST_MAX_MACS)
+    assert all(m * n * k <= 2**24 for m, n, k, _ in small)
+    for bad in (0, 2**19, 2**24 - 1, 2**38, True, 2.0**30):
+        with pytest.raises(ValueError, match=r"largest problem must be an integer in 2\*\*24..2\*\*37"):
             bench.random_shapes(9, 4, max_macs=bad)
 
 
