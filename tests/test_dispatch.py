@@ -11,7 +11,7 @@ import triton_kernels
 from hgemm_common.operands import major
 from compare.reference import compare, make_inputs, poisoned_out, reference
 from triton_kernels import Config, call, configs, dispatch
-from triton_kernels.launch import DescriptorCache
+from triton_kernels.launch import DescriptorCache, jit_launch
 from triton_kernels.variants import BY_KERNEL, kernel_module
 
 from conftest import DEVICE, HAS_CUDA
@@ -206,23 +206,39 @@ def test_candidates_follow_the_shape():
 
 
 def test_staging_copies_exact_aligned_and_wide():
-    """The staging copy (`_aligned_copy`): equal to its source whatever the strides, leading dimension a multiple of
-    64 elements, a column-major source kept column-major; rows moved as 8-byte integers where pitches and bases
-    allow (3000x5000x2000's B: 10,000-byte rows), 4-byte ones or element by element otherwise."""
+    """The staging copies (`stage_copy`): each staged operand's buffer equal to it whatever its strides, rows
+    PITCH-aligned, a column-major operand's buffer column-major, every buffer 256-byte aligned in one workspace; A
+    and B copied by one launch, C copied back by another, bit for bit (NaN payloads, -0.0) and nothing written
+    past C's columns. Row strides divisible by 8, 4 or 2 elements are passed divided (the kernel's loads as wide
+    as that allows)."""
+    from triton_kernels import stage_copy
     g = torch.Generator().manual_seed(1)
-    base = torch.randn(64, 10000, generator=g).half()  # rows 20,000 bytes apart
-    cases = [(base[:, :5000], 8, "N"), (base[:, 2:5002], 4, "N"), (base[1:, 1:36], None, "N"),
-             (torch.randn(40, 33, generator=g).half().t(), None, "T"), (base[:, ::2][:50, :60], None, "N"),
-             (base[:, :1], None, "N")]
-    for t, width, layout in cases:
-        c = dispatch._aligned_copy(t)
-        assert torch.equal(c, t) and c.data_ptr() != t.data_ptr()
-        assert major(c) == layout and (c.stride(0) if layout == "N" else c.stride(1)) % 64 == 0
-        assert dispatch.row_copy_width(c if layout == "N" else c.t(), t if layout == "N" else t.t()) == width
-    out = torch.full((33, 40), float("nan")).half().t()  # write-back into a column-major out: element by element
-    src = torch.randn(40, 33, generator=g).half()
-    dispatch.copy_rows(out, src)
-    assert torch.equal(out, src)
+    base = torch.randn(70, 10000, generator=g).half().to(DEVICE)  # rows 20,000 bytes apart
+    base[0, :8] = torch.tensor([0x7E01, 0xFE02, 0x8000, 0x7C00, 0xFC00, 0x0001, 0x7FFF, 0],
+                               dtype=torch.int32).to(torch.int16).view(torch.float16).to(DEVICE)  # NaNs, -0.0, infs
+    cases = [(base[:, :5000], "N"), (base[:, 2:5002], "N"), (base[1:, 1:36], "N"),
+             (torch.randn(40, 33, generator=g).half().to(DEVICE).t(), "T"), (base[:, ::2][:50, :60], "N"),
+             (base[:, :1], "N"), (base[:3, :130], "N")]
+    for t, layout in cases:
+        b = torch.randn(t.shape[1], 20, generator=g).half().to(DEVICE).t().contiguous().t()  # column-major B
+        c = torch.full((t.shape[0], 20), float("nan"), device=DEVICE).half()[:, 2:19]  # rows off 16 bytes
+        bufs = stage_copy.Buffers.of(t, b, c, (True, True, True))
+        ws = torch.full((bufs.nbytes,), 255, dtype=torch.uint8, device=DEVICE)
+        (a2, b2, c2), into, back = bufs.staged(t, b, c, ws)
+        assert len(into) == 1 and len(back) == 1 and into[0].grid[0] > 1
+        for spec in into:
+            jit_launch(spec)
+        for copy, src, lay in ((a2, t, layout), (b2, b, "T" if t.shape[1] > 1 else major(b))):
+            assert torch.equal(copy.view(torch.int16), src.view(torch.int16)) and copy.data_ptr() != src.data_ptr()
+            assert major(copy) == lay and (copy.stride(0) if lay == "N" else copy.stride(1)) % 64 == 0
+            assert (copy.data_ptr() - ws.data_ptr()) % 256 == 0
+        c2.copy_(torch.randn(c2.shape, generator=g).half().to(DEVICE))
+        for spec in back:
+            jit_launch(spec)
+        assert torch.equal(c, c2)
+        assert torch.isnan(c._base[:, :2]).all() and torch.isnan(c._base[:, 19:]).all()  # nothing past C's columns
+    assert [stage_copy.stride_div(s, True) for s in (10000, 5000, 300, 302, 35, 64)] == [1, 8, 4, 2, 1, 1]
+    assert stage_copy.stride_div(300, False) == 1
 
 
 def test_auto_keeps_the_fastest_candidate(monkeypatch, exact):

@@ -50,7 +50,7 @@ from hgemm_common.plans import LRU, byte_extents, call_key, out_overlaps
 from hgemm_common.timing import wall_us
 from hgemm_common.validation import DTYPE_NAMES, interpreter_active
 
-from . import plan_table, planner
+from . import plan_table, planner, stage_copy
 from .common import Config, cdiv, problem_configs, time_ms
 from .contract import optional
 from .launch import Direct, Kept, direct_supported, hooks_idle, jit_launch
@@ -79,57 +79,12 @@ REFINE_MARGIN, REFINE_MAX, REFINE_ROUNDS = 1.10, 3, 3
 WALL_BELOW_MS, WALL_CALLS, WALL_SKINNY = 0.1, 20, 128
 
 
-def _aligned_copy(t: torch.Tensor) -> torch.Tensor:
-    """A copy of a matrix whose rows (a column-major matrix: columns) start at multiples of 128 bytes (leading
-    dimension a multiple of 64 2-byte elements, fp16 or bf16): what a TMA descriptor can describe, whatever the
-    original's strides, with every 128-byte box row on one cache line. A column-major matrix stays column-major
-    (a straight copy of its columns; the TMA kernels read it by a transposed descriptor), anything else becomes
-    row-major."""
-    if t.stride(0) == 1 and t.stride(1) != 1:
-        return _aligned_copy(t.t()).t()
-    rows, cols = t.shape
-    buf = torch.empty((rows, cdiv(cols, 64) * 64), dtype=t.dtype, device=t.device)[:, :cols]
-    copy_rows(buf, t)
-    return buf
-
-
-# Wider integer views a row copy may move the bytes as: (bytes, dtype)
-_WIDE = ((8, torch.int64), (4, torch.int32))
-
-
-def copy_rows(dst: torch.Tensor, src: torch.Tensor) -> None:
-    """dst.copy_(src) for two matrices of one 2-byte dtype, moved as 8- or 4-byte integers where both have unit
-    inner stride and rows, row pitches and bases that allow it: PyTorch copies a strided 2-D matrix element by
-    element, and 2-byte elements left the staging copy of 3000x5000x2000's B at a fraction of the bandwidth (the
-    TMA kernel on the copy of B, copy included, then ran slower than in place)."""
-    w = row_copy_width(dst, src)
-    if w:
-        wide = dict(_WIDE)[w]
-        dst.view(wide).copy_(src.view(wide))
-    else:
-        dst.copy_(src)
-
-
-def row_copy_width(dst: torch.Tensor, src: torch.Tensor) -> int | None:
-    """The widest integer (8 or 4 bytes) `copy_rows` may move dst's and src's rows as, None if neither."""
-    if dst.stride(1) != 1 or src.stride(1) != 1:
-        return None
-    nbytes = src.shape[1] * src.element_size()
-    for w, _ in _WIDE:
-        if all(nbytes % w == 0 and (t.stride(0) * t.element_size()) % w == 0 and
-               (t.storage_offset() * t.element_size()) % w == 0 for t in (dst, src)):
-            return w
-    return None
-
-
-def _aligned_empty(rows: int, cols: int, like: torch.Tensor) -> torch.Tensor:
-    return torch.empty((rows, cdiv(cols, 8) * 8), dtype=like.dtype, device=like.device)[:, :cols]
-
-
 class Runner:
     """A plan bound to its kernels: the first call launches through `kernel[grid]` (compiling) and keeps the
-    compiled kernels with the call's arguments as templates; later calls allocate the call's scratch tensors
-    (split-K partials) and launch the kept kernels directly with the new addresses."""
+    compiled kernels with the call's arguments as templates; later calls allocate the call's workspace (staged
+    operands' buffers, `stage_copy`) and scratch tensors (split-K partials) and launch the kept kernels directly
+    with the new addresses. A staged plan's kernels are the copy into the buffers of A and B, the GEMM's, and the copy
+    of C's buffer back."""
 
     def __init__(self, plan: Plan, acc_fp16: bool):
         self.plan = plan
@@ -137,38 +92,44 @@ class Runner:
         self.module = kernel_module(BY_KERNEL[plan.kernel])
         self.direct: list | None = None  # Direct launchers once compiled; [] = always the JIT path
         self.scratch: list = []  # per scratch tensor, in launch order: (shape, dtype) to allocate, or (get, size)
+        self.buffers: stage_copy.Buffers | None = None  # where staged operands go (the first call's layout)
         self.extents: tuple | None = None  # byte extents of (A, B, out) for the overlap check of out=
 
     def __call__(self, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> None:
-        stage_a, stage_b, stage_c = self.plan.stage
-        a2 = _aligned_copy(a) if stage_a else a
-        b2 = _aligned_copy(b) if stage_b else b
-        c2 = _aligned_empty(c.shape[0], c.shape[1], c) if stage_c else c
         if self.direct and hooks_idle():
-            self.launch(a.device, [a2.data_ptr(), b2.data_ptr(), c2.data_ptr()])
-        else:
-            specs = self.module.launches(a2, b2, c2, self.acc_fp16, self.plan.config)
-            with torch.cuda.device(a.device) if a.device.type == "cuda" else _nothing():
-                compiled = [jit_launch(s) for s in specs]
-            if self.direct is None:
-                self._keep(compiled, specs, [a2, b2, c2])
-        if stage_c:
-            copy_rows(c, c2)
+            self.launch(a.device, [a.data_ptr(), b.data_ptr(), c.data_ptr()])
+            return
+        buffers = self.buffers or stage_copy.Buffers.of(a, b, c, self.plan.stage)
+        workspace = torch.empty(buffers.nbytes, dtype=torch.uint8, device=a.device) if buffers.nbytes else None
+        (a2, b2, c2), into, back = buffers.staged(a, b, c, workspace)
+        specs = into + self.module.launches(a2, b2, c2, self.acc_fp16, self.plan.config) + back
+        with torch.cuda.device(a.device) if a.device.type == "cuda" else _nothing():
+            compiled = [jit_launch(s) for s in specs]
+        if self.direct is None:
+            staged = [t for t, o in zip((a2, b2, c2), (a, b, c)) if t is not o]
+            self.buffers = buffers
+            self._keep(compiled, specs, [a, b, c, *staged])
 
     def launchable(self) -> bool:
         """Whether `launch` may run this plan now on the caller's own operands: its compiled kernels kept (from the
-        first call on), nothing staged, no launch hook set."""
-        return bool(self.direct) and not any(self.plan.stage) and hooks_idle()
+        first call on) and no launch hook set (a staged plan's copies are among its kernels, their buffers in the
+        workspace `launch` allocates)."""
+        return bool(self.direct) and hooks_idle()
 
     def launch(self, device: torch.device, ptrs: list[int]) -> None:
         """The kept kernels on operands at these addresses (A, B, C of the kind of call the plan was made for) on
-        the current stream of `device`, with the call's scratch allocated. No checks: `__call__`, and callers that
-        keep a plan per kind of call (`compare.nn.HGEMMLinear`), test `launchable()` first."""
+        the current stream of `device`, with the call's staging buffers and scratch allocated. No checks:
+        `__call__`, and callers that keep a plan per kind of call (`compare.nn.HGEMMLinear`), test `launchable()`
+        first."""
         dev = device.index
         if torch._C._cuda_getDevice() != dev:
             with torch.cuda.device(dev):
                 return self.launch(device, ptrs)
         stream = torch._C._cuda_getCurrentRawStream(dev)
+        if self.buffers.nbytes:  # the staged operands' buffers: one workspace, freed once the kernels are queued
+            workspace = torch.empty(self.buffers.nbytes, dtype=torch.uint8, device=device)
+            base = workspace.data_ptr()
+            ptrs = ptrs + [base + slot[0] for slot in self.buffers.slots if slot is not None]
         if self.scratch:  # stays referenced until the kernels are queued (freed after: stream-ordered reuse)
             kept = None if torch._C._cuda_isCurrentStreamCapturing() else stream  # Kept buffers' stream
             scratch = [torch.empty(x, dtype=y, device=device) if isinstance(y, torch.dtype)
