@@ -407,13 +407,26 @@ def run_sweep(cases: list[Case], out: Path, *, budget_ms: float, rounds: int, pt
 # ----------------------------------------------------------------------------------------------------------------
 # The fit
 # ----------------------------------------------------------------------------------------------------------------
+# The Triton side's staging copies became one Triton launch a side (`triton_kernels.stage_copy`, 2814280) instead of
+# a torch copy per operand: a staged Triton candidate timed before (its run id, a UTC timestamp, earlier than this)
+# timed the old copies, so the fit and the choice reports leave it out.
+STAGING_COPIES_SINCE = "20261129T224000"
+
+
+def stale_staging(r: dict) -> bool:
+    """Whether a candidate record is a staged Triton plan timed with the staging copies replaced since."""
+    return (r.get("side") == "triton" and bool((r.get("plan") or {}).get("staged"))
+            and str(r.get("run", "")) < STAGING_COPIES_SINCE)
+
+
 def fit_records(paths: list[Path]) -> tuple[list[dict], list[cm.Record], int]:
     """(the candidate records, the cost model's Records of those timed with a plan, candidates left out) of data
-    files (sweep or tune). kernel="auto" as called is left out: it repeats one of the candidates."""
+    files (sweep or tune). kernel="auto" as called is left out: it repeats one of the candidates; so are staged
+    Triton plans timed with the old staging copies (`stale_staging`)."""
     raw = [r for p in paths for r in read(p).candidates]
     kept, recs = [], []
     for r in raw:
-        if r.get("side") == "auto" or r.get("ms") is None or r.get("plan") is None:
+        if r.get("side") == "auto" or r.get("ms") is None or r.get("plan") is None or stale_staging(r):
             continue
         try:
             recs.append(cm.from_record(r))

@@ -265,6 +265,14 @@ SPILL_ELEMENTS = 32
 SPILL_WEIGHT = 1.0
 
 
+def staging_launches(plan: Plan) -> int:
+    """The launches a plan's staging copies take: on the Triton side (kernels named triton_* and gluon_*) one
+    copies A and B and one copies C back (`triton_kernels.stage_copy`); the PTX side copies each operand apart."""
+    if plan.kernel.startswith(("triton_", "gluon_")):
+        return ("A" in plan.staged or "B" in plan.staged) + ("C" in plan.staged)
+    return len(plan.staged)
+
+
 def occupancy(plan: Plan, gpu: GPU) -> int:
     """CTAs of a plan resident on one SM: one for persistent schedules (one CTA per SM by design), else as many as
     shared memory (the operand ring) and threads allow."""
@@ -323,7 +331,7 @@ def features(problem: Problem, plan: Plan, gpu: GPU = H100) -> Features:
         bytes_l2=float(e * (k * (tiles_n * m + tiles_m * n / plan.cluster) + m * n)),
         l2_rate=min(gpu.l2_gbps * 1e9, active_sms * gpu.sm_l2_bytes_per_clock * clock),
         bytes_staging=float(2 * e * sum(staged[x] for x in plan.staged)), bytes_reduce=float(bytes_reduce),
-        launches=float(1 + len(plan.staged) + (plan.reduce == "two_pass" and (split > 1 or rest > 0))),
+        launches=float(1 + staging_launches(plan) + (plan.reduce == "two_pass" and (split > 1 or rest > 0))),
         loads=float(loads),
         bytes_l2_off=float(e * k * (off_a * tiles_n * m + off_b * tiles_m * n / plan.cluster)))
 

@@ -59,14 +59,22 @@ def test_compute_decides_at_large_squares(kernel, bn, stages, warps, size):
 
 
 def test_staging_reduce_and_latency_terms():
-    """Staged operands add their copies (read + write) and a launch each; fp32 partials go through HBM for a fused
-    or two-pass split, not for a cluster's; a two-pass split launches twice; a cluster halves B's L2 reads."""
+    """Staged operands add their copies (read + write) and their launches: on the Triton side one for A and B
+    together and one for C back (`triton_kernels.stage_copy`), on the PTX side one an operand; fp32 partials go
+    through HBM for a fused or two-pass split, not for a cluster's; a two-pass split launches twice; a cluster
+    halves B's L2 reads."""
     prob = cm.Problem(3000, 5000, 2000, align="--t")
     plain = cm.plan_for("triton_tma", 128, 256, 64, 3, 8)
     staged = cm.plan_for("triton_tma", 128, 256, 64, 3, 8, staged="AB")
     f0, f1 = cm.features(prob, plain), cm.features(prob, staged)
     assert f1.bytes_staging == 2 * 2 * (3000 * 2000 + 2000 * 5000) and f0.bytes_staging == 0
-    assert f1.launches == f0.launches + 2
+    assert f1.launches == f0.launches + 1
+    for kernel, staged_, more in [("triton_tma", "A", 1), ("triton_tma", "C", 1), ("triton_tma", "ABC", 2),
+                                  ("gluon_persistent", "BC", 2), ("wgmma_persistent", "AB", 2),
+                                  ("wgmma_persistent", "ABC", 3)]:
+        f = cm.features(prob, cm.plan_for(kernel, 128, 256, 64, 3, 8, staged=staged_))
+        assert f.launches == cm.features(prob, cm.plan_for(kernel, 128, 256, 64, 3, 8)).launches + more, (kernel,
+                                                                                                          staged_)
     small = cm.Problem(512, 512, 16384)
     grid, clus = cm.plan_for("wgmma_splitk_grid", 128, 128, 64, 6, 12, 8), cm.plan_for("wgmma_splitk", 128, 128, 64,
                                                                                          6, 12, 4)

@@ -315,6 +315,26 @@ def _synthetic_file(path, seeds=(11, 12), count=80):
     sweep.append(path, recs)
 
 
+def test_the_fit_leaves_out_staged_triton_plans_timed_with_the_old_copies(tmp_path):
+    """A staged Triton candidate timed before its staging copies became `triton_kernels.stage_copy`'s launches
+    (a run id earlier than STAGING_COPIES_SINCE) timed copies the library no longer makes: the fit leaves it out.
+    A later run's, an unstaged plan's and a PTX plan's records stay."""
+    prob = cm.Problem(3000, 5000, 2000, align="--t")
+    staged, plain = cm.plan_for("triton_tma", 128, 256, 64, 3, 8, staged="C"), cm.plan_for("triton_tma", 128, 256, 64,
+                                                                                             3, 8)
+    ptx = cm.plan_for("wgmma_persistent", 128, 256, 64, 4, 12, staged="C")
+    before, after = "20261101T000000-1", sweep.STAGING_COPIES_SINCE + "-1"
+    rows = [(staged, "triton", before, False), (staged, "triton", after, True), (plain, "triton", before, True),
+            (ptx, "ptx", before, True)]
+    recs = [{"type": "candidate", "case": f"1/{i}", "seed": 1, "side": side, "run": run, **cm.record_fields(prob, plan),
+             "status": "ok", "ms": 1.0, "torch_ms": 1.0} for i, (plan, side, run, _) in enumerate(rows)]
+    assert [sweep.stale_staging(r) for r in recs] == [not kept for *_, kept in rows]
+    path = tmp_path / "s.jsonl"
+    sweep.append(path, recs)
+    kept, fitted, _ = sweep.fit_records([path])
+    assert [r["case"] for r in kept] == [r["case"] for r, (*_, k) in zip(recs, rows) if k] and len(fitted) == 3
+
+
 def test_fit_reports_quality_and_writes_parameters(tmp_path, capsys):
     from compare.__main__ import main
 
