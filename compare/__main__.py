@@ -332,10 +332,11 @@ def cmd_sweep(args) -> int:
             holdout = sweep.holdout_spec(args.holdout) if args.holdout else []
             sweep.run_fit([Path(p) for p in args.fit], Path(args.params), holdout, cv=args.cv)
             return 0
-        if args.seeds is None:
-            return _user_error("sweep needs --seeds (the random-suite seeds to draw from; keep the seeds a result is "
-                               "judged on out of it), or --fit DATA")
-        seeds = _int_list(args.seeds, "--seeds")
+        named = args.suite is not None or args.shapes is not None
+        if sum(x is not None for x in (args.seeds, args.suite, args.shapes)) != 1:
+            return _user_error("sweep needs one of --seeds (the random-suite seeds to draw from; keep the seeds a "
+                               "result is judged on out of it), --suite NAME or --shapes LIST; or --fit DATA")
+        seeds = _int_list(args.seeds, "--seeds") if not named else []
         layouts = bench.parse_layouts(args.layout)
         dtypes, accs = args.dtypes.split(","), args.accs.split(",")
         if any(d not in DTYPES for d in dtypes) or any(a not in ("fp32", "fp16") for a in accs):
@@ -344,7 +345,12 @@ def cmd_sweep(args) -> int:
         for flag, v in (("--count", args.count), ("--rounds", args.rounds), ("--block", args.block)):
             if v < 1:
                 return _user_error(f"{flag} must be at least 1, got {v}")
-        cases = sweep.draw(seeds, args.start, args.count, layouts, dtypes, accs, args.max_m, args.max_macs)
+        if named:  # each named shape in its own layout where it has one, else in each of --layout
+            listed = bench.SUITES[args.suite] if args.suite is not None else bench.parse_shapes(args.shapes)
+            cases = sweep.named([(m, n, k, lay) for m, n, k, *own in listed for lay in (own or layouts)], dtypes,
+                                accs)
+        else:
+            cases = sweep.draw(seeds, args.start, args.count, layouts, dtypes, accs, args.max_m, args.max_macs)
     except (ValueError, HgemmValueError) as e:
         return _user_error(str(e))
     if not _gpu():
@@ -359,7 +365,8 @@ def cmd_sweep(args) -> int:
             return _user_error(str(e))
     sweep.run_sweep(cases, Path(args.out), budget_ms=args.budget_ms, rounds=args.rounds, ptx=args.ptx,
                     gluon=args.gluon, workers=args.workers, block=args.block, budget_s=args.budget_s,
-                    args={k: v for k, v in vars(args).items() if k != "cmd"}, progress=_progress("sweep"))
+                    args={k: v for k, v in vars(args).items() if k != "cmd"}, progress=_progress("sweep"),
+                    ptx_only=args.ptx_only)
     return 0
 
 
@@ -423,7 +430,8 @@ def cmd_model(args) -> int:
 
 # Tools of the harness with their own command line (`python -m compare.NAME --help`), listed under --help.
 TOOLS = {"levels": "the three levels of one Hopper GEMM side by side: Triton, Gluon, inline PTX (no GPU)",
-         "first_call": "what the first call of a new shape costs, in two fresh processes (GPU)"}
+         "first_call": "what the first call of a new shape costs, in two fresh processes (GPU)",
+         "ptx_plans": "wgmma_persistent's tile speeds, and its rule against another revision's, from PTX sweep data"}
 
 
 def main(argv=None) -> int:
@@ -519,6 +527,10 @@ def main(argv=None) -> int:
                                       "--fit DATA: fit the cost model to it (no GPU)")
     sw.add_argument("--seeds", help="comma list of random-suite seeds to draw shapes from (not the seeds a result "
                                     "is judged on)")
+    sw.add_argument("--suite", choices=sorted(SUITES), help="instead of --seeds: a named suite's shapes, each in "
+                                                            "its own layout or in each of --layout")
+    sw.add_argument("--shapes", help="instead of --seeds: comma-separated MxNxK list (MxNxK:LAYOUT for a layout of "
+                                     "its own)")
     sw.add_argument("--start", type=int, default=0, help="first shape of each seed's draw (default 0)")
     sw.add_argument("--count", type=int, default=RANDOM_COUNT, help=f"shapes per seed from --start (default "
                                                                     f"{RANDOM_COUNT})")
@@ -536,6 +548,8 @@ def main(argv=None) -> int:
     sw.add_argument("--accs", default="fp32", help="comma list of fp32, fp16 accumulation (default fp32)")
     sw.add_argument("--ptx", action="store_true", help="also the hand-written side: wgmma_persistent's own plan, its "
                                                        "tiles and splits pinned, the kernels it hands problems to")
+    sw.add_argument("--ptx-only", action="store_true", help="the hand-written side's plans alone, no Triton "
+                                                            "candidates (its tiles' data; not for the Triton fit)")
     sw.add_argument("--gluon", action="store_true", help="also the Gluon kernel's configurations")
     sw.add_argument("--budget-ms", type=float, default=SWEEP_BUDGET_MS,
                     help=f"timed GPU ms per candidate and case, flushes included (default {SWEEP_BUDGET_MS:g})")

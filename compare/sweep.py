@@ -11,7 +11,7 @@ such (shape, layout, dtype, accumulation) is a *case*. Per case:
    a call runs it today (the plan table's choice, its source recorded); with --gluon the Gluon kernel's
    configurations; with --ptx the hand-written side's plans (`ptx_plans`: wgmma_persistent's own choice, each of
    its tiles and K splits pinned, the grid split and the cluster kernel it hands problems to), each with what the
-   launch reports it ran;
+   launch reports it ran; with --ptx-only those alone (a file of them is not for the Triton fit);
 2. each candidate checked on NaN-poisoned output against the reference on the very inputs it is timed on, then
    the ones that pass timed per call and interleaved with torch.matmul and its A/A control (`compare.bench.
    bench_shape`: the bench's timer, L2 flushed before each call, the GPU queue kept full). A candidate that fails
@@ -90,6 +90,13 @@ def draw(seeds: list[int], start: int, count: int, layouts: list[str], dtypes: l
     return out
 
 
+def named(shapes: list[tuple[int, int, int, str]], dtypes: list[str], accs: list[str]) -> list[Case]:
+    """The cases of named shapes (a suite's or --shapes', each with its layout): seed 0, the shape's position in the
+    list as its index, in every dtype and the accumulations it offers among `accs`."""
+    return [Case(0, i, m, n, k, layout, d, acc) for i, (m, n, k, layout) in enumerate(shapes)
+            for d in dtypes for acc in accs if acc in ACCS_FOR[d]]
+
+
 def scored_by(cases: list[Case], kernel: str, arch: int, sms: int) -> list[Case]:
     """The cases whose candidates include `kernel` (`dispatch.candidates` with every staging, the set the sweep
     times and the cost model scores), judged on stand-in operands of the case's layout (a contiguous matrix's
@@ -140,15 +147,51 @@ def planner_plans(problem: cm.Problem, sms: int, fitted: frozenset) -> frozenset
 GRID_SLICE_KBLOCKS = 8  # hopper::kGridSliceKblocks: the grid split cuts K in slices of at least this many k-blocks
 
 
-def ptx_plans(m: int, n: int, k: int, layout: str) -> list[tuple[str, int, int]]:
+# wgmma_persistent's cut tiles (hopper::cut_tile in ptx_kernels/csrc/blocks/wgmma_tile.cuh): (rows, columns) by
+# GemmArgs::plan_tile code, in the header's order from kCutFirstCode (tests/test_sweep.py reads the header).
+CUT_FIRST_CODE = 7
+CUT_TILES = {CUT_FIRST_CODE + i: t for i, t in enumerate(((128, 144), (128, 160), (128, 176), (128, 208), (128, 224),
+                                                          (128, 240), (256, 128), (256, 144), (256, 160),
+                                                          (256, 176)))}
+
+
+def cut_epi_cols(bn: int) -> int:
+    """The columns of one round of a cut tile's C staging (sm90/wgmma_persistent.cu's cut_epi_cols)."""
+    if bn % 64 == 0:
+        return 128 if bn % 128 == 0 else 64
+    return bn if bn % 16 == 8 else cut_epi_cols(bn // 2)
+
+
+def cut_stages(bm: int, bn: int) -> int:
+    """A cut tile's ring depth (sm90/wgmma_persistent.cu's cut_stages): the most stages, up to 8, that fit 227 KB
+    beside two 64-row staging buffers and 2 KB of barriers and alignment."""
+    staging = 2 * (-(-(64 * cut_epi_cols(bn) * 2) // 1024) * 1024)
+    return min(8, (227 * 1024 - 2048 - staging) // ((bm + bn) * 64 * 2))
+
+
+def cut_codes(m: int, n: int, k: int, layout: str, acc: str = "fp32") -> list[int]:
+    """The cut tiles wgmma_persistent can run on a problem of this shape and layout, on operands of their own (the
+    sweep's: contiguous, 16-byte aligned bases): its one form needs fp32 accumulation, row-major A, a TMA-stored C
+    (N a multiple of 8) and B rows on the 32-byte sectors (K, or N for row-major B, a multiple of 16); row-major B
+    takes the widths of whole 64-column boxes only. None on skinny outputs (M or N <= 128), where the launcher
+    never plans them."""
+    b_col = layout[1] == "T"
+    if acc != "fp32" or layout[0] != "N" or m <= 128 or n <= 128 or n % 8 or (k if b_col else n) % 16:
+        return []
+    return [code for code, (bm, bn) in CUT_TILES.items() if b_col or bn % 64 == 0]
+
+
+def ptx_plans(m: int, n: int, k: int, layout: str, acc: str = "fp32") -> list[tuple[str, int, int]]:
     """(record, tile code, split) of the hand-written side's plans (ptx_kernels/csrc/sm90/handoff.h, GemmArgs::
     plan_tile and ::split; 0 lets the launcher choose): wgmma_persistent's own choice; each of its tiles pinned
-    unsplit (1-4: 128 x 256/128/64/192; 5, 6: 256 x 152 in 4 or 3 stages, column-major B only); its 128-row tiles
-    split over clusters of 2 and 4 (wgmma_splitk) where each part keeps 4 k-blocks; the grid split's three tiles
-    (wgmma_splitk_grid, its own slice count) where K holds two slices; the cluster kernel (wgmma_cluster)."""
+    unsplit (1-4: 128 x 256/128/64/192; 5, 6: 256 x 152 in 4 or 3 stages, column-major B only; the cut tiles its
+    form allows, `cut_codes`); its 128-row tiles split over clusters of 2 and 4 (wgmma_splitk) where each part
+    keeps 4 k-blocks; the grid split's three tiles (wgmma_splitk_grid, its own slice count) where K holds two
+    slices; the cluster kernel (wgmma_cluster)."""
     kblocks = -(-k // 64)
     plans = [("wgmma_persistent", 0, 0)]
     plans += [("wgmma_persistent", t, 1) for t in (1, 2, 3, 4, *((5, 6) if layout[1] == "T" else ()))]
+    plans += [("wgmma_persistent", t, 1) for t in cut_codes(m, n, k, layout, acc)]
     plans += [("wgmma_persistent", t, s) for s in (2, 4) for t in (1, 2, 3) if kblocks >= 4 * s]
     if kblocks >= 2 * GRID_SLICE_KBLOCKS:
         plans += [("wgmma_splitk_grid", t, 0) for t in (1, 2, 3)]
@@ -164,7 +207,8 @@ def ptx_plan(ran: str, tile_m: int, tile_n: int, split: int, tile_code: int) -> 
     mma_stream: 8 warps over 128 k of its 16 x 128 unit a step, no ring)."""
     if ran == "mma_stream":
         return cm.plan_for(ran, tile_m or 16, tile_n or 128, 128, 1, 8, max(split, 1))
-    stages = 3 if tile_code == 6 else PTX_STAGES.get(tile_n, 4)
+    stages = (3 if tile_code == 6 else cut_stages(tile_m, tile_n) if tile_code in CUT_TILES
+              else PTX_STAGES.get(tile_n, 4))
     return cm.plan_for(ran, tile_m or 128, tile_n or 256, 64, stages, 12, max(split, 1))
 
 
@@ -208,8 +252,11 @@ class Candidate:
     plan: cm.Plan | None  # the cost model's plan (PTX: from the launch's report, after the timing)
 
 
-def case_candidates(case: Case, a: torch.Tensor, b: torch.Tensor, ptx: bool, gluon: bool) -> list[Candidate]:
-    """A case's candidates on its operands (a, b: its layout, its dtype)."""
+def case_candidates(case: Case, a: torch.Tensor, b: torch.Tensor, ptx: bool, gluon: bool,
+                    ptx_only: bool = False) -> list[Candidate]:
+    """A case's candidates on its operands (a, b: its layout, its dtype); ptx_only: the hand-written side's alone."""
+    if ptx_only:
+        return ptx_candidates(case)
     from triton_kernels import dispatch
     from triton_kernels.common import problem_configs
     from triton_kernels.plan_table import stage_text
@@ -240,15 +287,22 @@ def case_candidates(case: Case, a: torch.Tensor, b: torch.Tensor, ptx: bool, glu
     auto = registry.Kernel("auto:triton", AUTO, case.acc, registry._triton(case.acc, None, "auto"), config="plan")
     out.append(Candidate("auto", auto.name, {"kernel": "auto", "plan": today.name, "source": today.source}, auto,
                          model_plan_of(today.kernel, today.config, today.stage, case.k)))
-    if ptx:
-        from ptx_kernels.variants import BY_NAME
+    return out + (ptx_candidates(case) if ptx else [])
 
-        for kern, tile, split in ptx_plans(case.m, case.n, case.k, case.layout):
-            run = PtxCall(kern, case.acc, tile, split)
-            name = f"ptx:{kern}[tile{tile},split{split}]"
-            out.append(Candidate("ptx", name, {"kernel": kern, "tile": tile, "split": split},
-                                 registry.Kernel(name, BY_NAME[kern], case.acc, run, config=f"tile{tile}_split{split}"),
-                                 None))
+
+def ptx_candidates(case: Case) -> list[Candidate]:
+    """The hand-written side's candidates (`ptx_plans`), each a `PtxCall`."""
+    from ptx_kernels.variants import BY_NAME
+
+    from . import registry
+
+    out = []
+    for kern, tile, split in ptx_plans(case.m, case.n, case.k, case.layout, case.acc):
+        run = PtxCall(kern, case.acc, tile, split)
+        name = f"ptx:{kern}[tile{tile},split{split}]"
+        out.append(Candidate("ptx", name, {"kernel": kern, "tile": tile, "split": split},
+                             registry.Kernel(name, BY_NAME[kern], case.acc, run, config=f"tile{tile}_split{split}"),
+                             None))
     return out
 
 
@@ -267,7 +321,7 @@ def problem_of(case: Case, a: torch.Tensor, b: torch.Tensor) -> cm.Problem:
 
 
 def measure_case(case: Case, *, timer, budget_ms: float, rounds: int, ptx: bool, gluon: bool,
-                 copy_gb_s: float | None, run_id: str) -> list[dict]:
+                 copy_gb_s: float | None, run_id: str, ptx_only: bool = False) -> list[dict]:
     """The records of one case: its candidates checked and timed beside torch.matmul (`bench.bench_shape`), one
     record each, then the case record."""
     from . import bench, registry
@@ -278,7 +332,7 @@ def measure_case(case: Case, *, timer, budget_ms: float, rounds: int, ptx: bool,
     try:
         a, b = gpu_operands(case.m, case.n, case.k, case.layout, case.dtype, case_seed(case))
         problem = problem_of(case, a, b)
-        cands = case_candidates(case, a, b, ptx, gluon)
+        cands = case_candidates(case, a, b, ptx, gluon, ptx_only)
         del a, b
         rows = bench.bench_shape(registry._torch_entries(BASELINE) + [c.kernel for c in cands], case.m, case.n,
                                  case.k, layout=case.layout, rounds=rounds, budget_ms=budget_ms, timer=timer,
@@ -352,8 +406,9 @@ def pending(cases: list[Case], data: Data) -> tuple[list[Case], list[Case]]:
 
 
 def run_sweep(cases: list[Case], out: Path, *, budget_ms: float, rounds: int, ptx: bool, gluon: bool, workers: int,
-              block: int, budget_s: float | None, args: dict, log=print, progress=None) -> int:
-    """Measure the cases `out` does not hold yet, appending as it goes; the number of cases measured."""
+              block: int, budget_s: float | None, args: dict, log=print, progress=None, ptx_only: bool = False) -> int:
+    """Measure the cases `out` does not hold yet, appending as it goes; the number of cases measured. ptx_only:
+    the hand-written side's plans alone (nothing to compile ahead)."""
     from . import bench, frame as frame_mod
     from .envinfo import Sampler, environment
     from .tune import warm
@@ -370,6 +425,7 @@ def run_sweep(cases: list[Case], out: Path, *, budget_ms: float, rounds: int, pt
     if not todo:
         return 0
     timer = bench.Timer()
+    ptx = ptx or ptx_only
     fr = frame_mod.measure(timer) if ptx else {"copy_gb_s": frame_mod.copy_bandwidth(timer)}
     append(out, [{"type": "run", "run": run_id, "environment": environment(), "frame": fr, "args": args}])
     done, stopped = 0, "finished"
@@ -380,7 +436,8 @@ def run_sweep(cases: list[Case], out: Path, *, budget_ms: float, rounds: int, pt
                 break
             part = todo[lo:lo + block]
             t0 = time.time()
-            warm([(c.dtype, c.acc, c.layout, c.shape) for c in part], workers, log, every_staging=True)
+            if not ptx_only:
+                warm([(c.dtype, c.acc, c.layout, c.shape) for c in part], workers, log, every_staging=True)
             budget.warm_s.append(time.time() - t0)
             for c in part:
                 if not budget.covers_case():
@@ -389,7 +446,7 @@ def run_sweep(cases: list[Case], out: Path, *, budget_ms: float, rounds: int, pt
                 append(out, [{"type": "start", "run": run_id, "case": c.key}])
                 t1 = time.time()
                 append(out, measure_case(c, timer=timer, budget_ms=budget_ms, rounds=rounds, ptx=ptx, gluon=gluon,
-                                         copy_gb_s=fr.get("copy_gb_s"), run_id=run_id))
+                                         copy_gb_s=fr.get("copy_gb_s"), run_id=run_id, ptx_only=ptx_only))
                 budget.case_s.append(time.time() - t1)
                 done += 1
                 if progress:

@@ -46,10 +46,12 @@ BF16 = ("fp16", "bf16")
 _HMMA_FORMS = {"fp16": ("HMMA.16816.F32", "HMMA.16816.F16"), "bf16": ("HMMA.16816.F32.BF16",)}
 
 
-def _hgmma_forms(*ns: int) -> dict[str, tuple[str, ...]]:
-    """The wgmma m64nNk16 forms of tile widths ns: fp32 and fp16 accumulation for fp16, fp32 for bf16."""
-    return {"fp16": tuple(f"HGMMA.64x{n}x16.{acc}" for n in ns for acc in ("F32", "F16")),
-            "bf16": tuple(f"HGMMA.64x{n}x16.F32.BF16" for n in ns)}
+def _hgmma_forms(*ns: int, fp32_only: tuple[int, ...] = ()) -> dict[str, tuple[str, ...]]:
+    """The wgmma m64nNk16 forms of tile widths ns: fp32 and fp16 accumulation for fp16, fp32 for bf16; the widths
+    fp32_only in fp32 accumulation alone (wgmma_persistent's cut tiles)."""
+    return {"fp16": tuple(f"HGMMA.64x{n}x16.{acc}" for n in ns for acc in ("F32", "F16"))
+            + tuple(f"HGMMA.64x{n}x16.F32" for n in fp32_only),
+            "bf16": tuple(f"HGMMA.64x{n}x16.F32.BF16" for n in (*ns, *fp32_only))}
 
 
 # The pipelined mma.sync tiles (sm80/mma_pipeline.cuh): 128x256x64 in 3 stages, fp16 on large problems 256x256x32
@@ -153,14 +155,15 @@ HOPPER: tuple[Variant, ...] = (
             mma_forms=_hgmma_forms(256), **_HOPPER),
     Variant("wgmma_persistent", "ptx", "wgmma", "sm90/wgmma_persistent.cu",
             "persistent, 128x256x64 in 4 stages (128x192 in 5 or, B column-major, 256x152 in 4 where they fill the "
-            "rounds better, 128x128 in 6, 128x64 in 8 on skinny outputs)",
+            "rounds better, 128x128 in 6, 128x64 in 8 on skinny outputs; tiles cut to the shape, 128x144-240 and "
+            "256x128-176, where their rounds are fuller)",
             "at most one block per SM (as few as keep every round full) walking the tiles in grouped order; "
             "TMA-store epilogue through swizzled shared memory, overlapped with the next tile",
             block=(128, 256, 64), stages=4,
             promises={"sm_90a": ("HGMMA", "UTMALDG", "UTMASTG", "SYNCS", "USETMAXREG")},
             # inspect shows the 128x256 tile with the TMA-store epilogue, A row-major
             inspect={"T": "Tile<256, 4, 1, 128, 64>", "TMA_STORE": "true", "A_COL": "false"},
-            splits=_SPLITS + _GRID_SPLITS, max_split=256, mma_forms=_hgmma_forms(256, 192, 152, 128, 64),
+            splits=_SPLITS + _GRID_SPLITS, max_split=256, mma_forms=_hgmma_forms(256, 192, 152, 128, 64, fp32_only=(240, 224, 208, 176, 160, 144)),
             recommended=True, native_layouts=_ALL_LAYOUTS, **_HOPPER),
     Variant("wgmma_splitk", "ptx", "wgmma", "sm90/wgmma_splitk.cu",
             "clusters of 1, 2 or 4 blocks share a 128x256/128x128/128x64 tile, each taking a part of K; one wave",

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from compare import sweep
 from ptx_kernels import toolchain
 from ptx_kernels.variants import CSRC
 
@@ -102,6 +103,44 @@ def test_tall_tile_only_where_it_fills_rounds_the_wide_tile_leaves_empty(host_fa
     assert plans[3072, 5120, 2048, 1][:2] == (128, 192)  # 128-byte rows: 128x192's 648 tiles fill 4.9 rounds
 
 
+@needs_nvcc
+def test_cut_tiles_only_where_their_rounds_are_fuller(host_facts):
+    """wgmma_persistent's cut tiles (hopper::cut_tile, GemmArgs::plan_tile 7-16; compare.sweep.CUT_TILES mirrors
+    them): planned unsplit, on outputs that are not skinny, where they score above every tile of the power-of-two
+    menu; row-major B (kCutWholeBoxes) takes only the widths of whole 64-column boxes. None on the squares or the
+    LLM shapes, where 128 x 256 fills its rounds; 128 x 144 on 8288 x 848 (396 tiles: 3 full rounds of 132)."""
+    tiles = {int(c): (int(m), int(n)) for _, c, m, n in (line.split() for line in host_facts
+                                                          if line.startswith("cuttile"))}
+    assert tiles == sweep.CUT_TILES
+    plans = {}
+    for line in host_facts:
+        if line.startswith("cut "):
+            *dims, menu, bm, bn, split, cut, score = line.split()[1:]
+            plans[(*map(int, dims), int(menu))] = (int(bm), int(bn), int(split), int(cut), float(score))
+    assert len(plans) == 3 * 28
+    for (m, n, k, menu), (bm, bn, split, cut, score) in plans.items():
+        if cut:
+            assert menu and split == 1 and m > 128 and n > 128 and tiles[cut] == (bm, bn), (m, n, menu)
+            assert menu == 2 or bn % 64 == 0, (m, n, menu, bn)
+        else:
+            assert (bm, bn) not in tiles.values(), (m, n, menu, bm, bn)
+        assert score >= plans[m, n, k, 0][4] - 1e-4, (m, n, menu)  # more tiles offered never score lower
+    for shape in [(4096, 4096, 4096), (8192, 8192, 8192), (8192, 28672, 4096), (1024, 1024, 1024)]:
+        assert plans[(*shape, 2)][3] == 0, shape
+    assert plans[8288, 848, 1816, 2][:4] == (128, 144, 1, sweep.CUT_FIRST_CODE)
+    assert plans[8288, 848, 1816, 1][3] == 0  # 144 columns are no whole number of 64-column boxes
+    assert sum(plans[key][3] > 0 for key in plans if key[3] == 2) >= 6
+
+
+def test_cut_tile_rings_mirror_the_kernel_file():
+    """compare.sweep's cut_stages and cut_epi_cols are the kernel file's (its static_assert's worked cases)."""
+    text = (CSRC / "sm90" / "wgmma_persistent.cu").read_text()
+    for bn, cols in ((144, 72), (160, 40), (224, 56), (240, 120)):
+        assert f"cut_epi_cols({bn}) == {cols}" in text and sweep.cut_epi_cols(bn) == cols
+    for bm, bn, stages in ((128, 144, 6), (128, 160, 5), (128, 240, 4), (256, 128, 4), (256, 176, 3)):
+        assert f"cut_stages({bm}, {bn}) == {stages}" in text and sweep.cut_stages(bm, bn) == stages
+
+
 GRID_SUITE_SMALL_OUT = {(256, 256, 65536), (128, 128, 131072), (512, 512, 16384), (256, 1024, 32768)}
 
 
@@ -111,7 +150,7 @@ def test_grid_split_plans_fill_one_wave_with_slices_of_eight_k_blocks(host_facts
     on its own, the most slices that keep tiles x S within one wave with every slice >= 8 k-blocks; forced splits
     taken as given, cut to the k-blocks there are and to 256 (a slice without k-blocks would only add zeros)."""
     rows = [tuple(map(int, line.split()[1:])) for line in host_facts if line.startswith("grid ")]
-    assert len(rows) == 5 * 45
+    assert len(rows) == 5 * sum(line.startswith("route ") for line in host_facts) == 5 * 59
     for m, n, k, force, bn, split in rows:
         kblocks, widest = -(-k // 64), next((w for w in (256, 128) if -(-n // w) * w - n < 64), 64)
         tiles = -(-m // 128) * -(-n // bn)
@@ -124,39 +163,57 @@ def test_grid_split_plans_fill_one_wave_with_slices_of_eight_k_blocks(host_facts
 
 
 @needs_nvcc
-def test_persistent_splits_over_the_grid_only_where_its_plan_leaves_most_sms_idle(host_facts):
+def test_persistent_splits_over_the_grid_where_its_plan_leaves_sms_idle_or_k_is_long(host_facts):
     """wgmma_persistent's choice (hopper::prefer_grid_split): the grid's split where its own best plan (unsplit or
-    split over a cluster) keeps fewer than half of the 132 SMs busy and the grid's fills more; in the issue's suites
-    that is exactly the small outputs with a long K (each split into >= 16 slices, one wave of at least 128
-    blocks), and no shape of the mixed, m_sweep or training suites changes plan."""
+    split over a cluster) keeps fewer than half of the 132 SMs busy and the grid's fills more; on outputs that are
+    not skinny, where the own plan fills at most 0.85 of its SM-rounds, also the grid's split of whichever width
+    scores above the own plan, its score (speed x fill x columns inside N) over 1 + kGridFixupK x S / K
+    (kGridFixupK = 3200). In the issue's suites that is the small outputs with a long K (each split into >= 16
+    slices, one wave of at least 128 blocks); no shape of the mixed, m_sweep or training suites changes plan (m_sweep's
+    256 x 4096 x 14336: 128 tiles of 128 x 64 fill 0.97 of a round). A sweep's long-K outputs whose 128 x 64 tiles
+    leave SMs idle split, a short K (3,872) does not."""
     routes = {}
     for line in host_facts:
         if line.startswith("route "):
             m, n, k, grid, bn, split = map(int, line.split()[1:7])
-            routes[m, n, k] = (bool(grid), bn, split, float(line.split()[7]))
-    candidates = {}  # the grid's own plan of each shape (bn, S) and its score: fill of one wave x columns inside N
+            routes[m, n, k] = (bool(grid), bn, split, float(line.split()[7]), float(line.split()[8]))
+    candidates, widths = {}, {}  # the grid's own plan of each shape (bn, S) and its score; each width's (S, score)
     for line in host_facts:
         if line.startswith("grid "):
             m, n, k, force, bn, split = map(int, line.split()[1:])
             if force == 0:
                 tiles_n = -(-n // bn)
                 candidates[m, n, k] = (bn, split, -(-m // 128) * tiles_n * split / 132 * n / (tiles_n * bn))
-    for (m, n, k), (grid, bn, split, own) in routes.items():
+        if line.startswith("gridw "):
+            m, n, k, bn, split = map(int, line.split()[1:6])
+            widths.setdefault((m, n, k), []).append((bn, split, float(line.split()[6])))
+    speed = {256: 1.0, 128: 0.95, 64: 0.6}
+    for (m, n, k), (grid, bn, split, own, fill) in routes.items():
         c_bn, c_split, c_score = candidates[m, n, k]
-        assert grid == (own < 0.5 and c_split > 1 and c_score > own + 1e-4), (m, n, k, own, c_score)
+        if own < 0.5 and c_split > 1 and c_score > own + 1e-4:
+            assert grid and (bn, split) == (c_bn, c_split), (m, n, k, own, c_score)
+            continue
+        scored = [(fill * speed[w] / (1 + 3200 * s / k), w, s) for w, s, fill in widths[m, n, k] if s > 1]
+        best = max(scored, default=(0.0, 0, 0))
+        wide = m > 128 and n > 128 and fill <= 0.85 and best[0] > own + 1e-4
+        assert grid == wide, (m, n, k, own, best)
         if grid:
-            assert (bn, split) == (c_bn, c_split) and -(-m // 128) * -(-n // bn) * split <= 132, (m, n, k)
+            assert (bn, split) == best[1:] and -(-m // 128) * -(-n // bn) * split <= 132, (m, n, k)
     for shape in GRID_SUITE_SMALL_OUT:
         m, n, k = shape
-        grid, bn, split, _ = routes[shape]
+        grid, bn, split, *_ = routes[shape]
         assert grid and split >= 16 and -(-m // 128) * -(-n // bn) * split >= 128, (shape, routes[shape])
     suites = [(64, 4096, 4096), (64, 14336, 4096), (64, 4096, 14336), (128, 4096, 4096), (128, 14336, 4096),
               (128, 4096, 14336), (256, 4096, 4096), (256, 14336, 4096), (256, 4096, 14336), (512, 4096, 4096),
               (4096, 4096, 512), (4096, 14336, 4096), (14336, 4096, 4096), (4096, 4096, 14336),
               (16384, 8192, 8192), (8192, 8192, 16384), (1, 4096, 4096), (16, 4096, 4096), (64, 8192, 8192),
-              (128, 8192, 8192), (512, 4096, 14336), (1024, 1024, 1024), (4096, 4096, 4096), (3000, 5000, 2000)]
+              (128, 8192, 8192), (512, 4096, 14336), (1024, 1024, 1024), (4096, 4096, 4096), (3000, 5000, 2000),
+              (2048, 2048, 2048), (8192, 8192, 8192), (8192, 28672, 4096), (16384, 16384, 16384)]
     for shape in suites:
         assert not routes[shape][0], (shape, routes[shape])
+    for shape in [(192, 3232, 16760), (800, 920, 30128), (384, 1552, 16584), (240, 2232, 22256)]:
+        assert routes[shape][0], (shape, routes[shape])  # 128 x 64 tiles over a long K
+    assert not routes[1808, 312, 3872][0]
     # the GPU tests' small outputs (tests/test_ptx_hgemm.py) take the grid's split too
     for shape in [(128, 128, 32768), (256, 256, 16384), (200, 130, 20001), (96, 520, 9000), (128, 256, 16384)]:
         assert routes[shape][0] and routes[shape][2] >= 8, (shape, routes[shape])
@@ -174,7 +231,7 @@ def test_epilogue_staging_is_the_tma_128b_swizzle(host_facts):
 
 
 def test_generated_wgmma_wrappers_are_current():
-    """ptx/wgmma.cuh holds exactly what scripts/gen_wgmma.py prints (m64n{256,232,192,152,128,64}k16: fp16 operands with
+    """ptx/wgmma.cuh holds exactly what scripts/gen_wgmma.py prints (m64nNk16 for gen_wgmma.SHAPES: fp16 operands with
     fp32 and fp16 accumulation, bf16 operands with fp32)."""
     sys.path.insert(0, str(ROOT / "scripts"))
     try:

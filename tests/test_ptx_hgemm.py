@@ -166,8 +166,9 @@ def test_split_k_exact_and_deterministic(v, acc, split, layout):
 @pytest.mark.parametrize("dtype,acc", (("fp16", "fp32"), ("fp16", "fp16"), ("bf16", "fp32")))
 def test_persistent_128x192_plan_exact(dtype, acc, layout):
     """wgmma_persistent's 128x192 tile, taken where its rounds are fuller than 128x256's and the operands' rows are
-    128-byte aligned (3072x5120x2048: 648 tiles against 480 on 132 SMs), is exact; 3000x5000x2000 (4,000-byte rows)
-    stays on 128x256 (or the cluster kernel)."""
+    128-byte aligned (3072x5120x2048 NN: 648 tiles against 480 on 132 SMs), is exact; with B column-major the cut
+    128x240 tile fills whole rounds there (528 tiles: 4 of 132) and takes it; 3000x5000x2000 (4,000-byte rows)
+    stays off 128x192 (128x256, the tall tile or the cluster kernel)."""
     for i, (m, n, k) in enumerate([(3072, 5120, 2048), (3000, 5000, 2000)]):
         kk = k if acc == "fp32" else 192  # fp16 accumulation is exact while partial sums stay small
         a, b = make_inputs(m, n, kk, layout, device="cuda", seed=i, dtype=dtype)
@@ -176,7 +177,7 @@ def test_persistent_128x192_plan_exact(dtype, acc, layout):
         assert_exact(c, a, b, f"{dtype} {acc} {layout} {m}x{n}x{kk}")
         aligned = a.stride(0) % 64 == 0 and max(b.stride()) % 64 == 0
         if kk == 2048 and layout in ("NN", "NT") and aligned:
-            assert launch["tile"] == (128, 192), launch
+            assert launch["tile"] == ((128, 192) if layout == "NN" else (128, 240)), launch
         if kk == 2000:
             assert launch["tile"] != (128, 192), launch
 
@@ -346,6 +347,55 @@ def test_every_instance_of_the_files_built_in_parts(dtype, acc):
                 if tile:  # the launch's tile, and its split where it splits K (an unsplit launch reports 0)
                     assert (info[5], info[6], info[7]) == (*PLAN_TILES[tile], split if split > 1 else 0), (what, info)
                 assert_exact(c, a, b, what)
+
+
+@pytest.mark.gpu(sm=90)
+@pytest.mark.parametrize("dtype", ["fp16", "bf16"])
+def test_cut_tiles_run_exact_in_their_form_and_refuse_the_others(dtype):
+    """wgmma_persistent's cut tiles (GemmArgs::plan_tile 7-16, compare.sweep.CUT_TILES) pinned, on an output with
+    partial tiles in M and N and a K tail: exact into a NaN-poisoned C with B column-major (every width) and
+    row-major (the widths of whole 64-column boxes), each reporting its tile. Every other form (fp16 accumulation,
+    column-major A, C rows off 16 bytes, row-major B at a width of partial boxes) is refused with an error, never
+    run wrong. Unpinned on 132 SMs, the launcher plans 128 x 144 on 8288 x 848 with column-major B (396 tiles, 3
+    full rounds) and keeps its own tiles with row-major B."""
+    from compare.sweep import CUT_TILES
+
+    needs_hopper()
+    ext = ptx_kernels.load()
+    m, n, k = 600, 520, 200
+    for layout in ("NT", "NN"):
+        b_col = layout == "NT"
+        a, b = make_inputs(m, n, k, layout, device="cuda", seed=21, dtype=dtype)
+        a, b = in_place_operand(a, False), in_place_operand(b, b_col)
+        for code, (bm, bn) in CUT_TILES.items():
+            what = f"cut tile {code} ({bm}x{bn}) {dtype} {layout}"
+            c = poisoned_out(m, n, "cuda", dtype)
+            if not b_col and bn % 64:
+                with pytest.raises(RuntimeError):
+                    ext.hgemm_launch("wgmma_persistent", a, b, c, False, b_col, False, code, 0)
+                continue
+            info, ran = ext.hgemm_launch("wgmma_persistent", a, b, c, False, b_col, False, code, 0)
+            torch.cuda.synchronize()
+            assert (ran or "wgmma_persistent") == "wgmma_persistent" and (info[5], info[6]) == (bm, bn), (what, info)
+            assert_exact(c, a, b, what)
+        buf = poisoned_out(m, n + 8, "cuda", dtype)
+        for acc_fp16, c in ((True, poisoned_out(m, n, "cuda", dtype)), (False, buf[:, 1:1 + n])):
+            if acc_fp16 and dtype == "bf16":
+                continue
+            with pytest.raises(RuntimeError):  # fp16 accumulation; C's rows 2 bytes past 16-byte alignment
+                ext.hgemm_launch("wgmma_persistent", a, b, c, False, b_col, acc_fp16, 7 + 6 * (not b_col), 0)
+        a_col = in_place_operand(a, True)
+        with pytest.raises(RuntimeError):  # column-major A
+            ext.hgemm_launch("wgmma_persistent", a_col, b, poisoned_out(m, n, "cuda", dtype), True, b_col, False,
+                             7 + 6 * (not b_col), 0)
+    if torch.cuda.get_device_properties(0).multi_processor_count == 132:
+        for layout, tile in (("NT", (128, 144)), ("NN", None)):
+            a, b = make_inputs(8288, 848, 256, layout, device="cuda", seed=22, dtype=dtype)
+            c = ptx_kernels.hgemm(a, b, variant="wgmma_persistent")
+            torch.cuda.synchronize()
+            assert_exact(c, a, b, f"8288x848x256 {layout}")
+            got = ptx_kernels.last_launch()["tile"]
+            assert got == tile if tile else got not in CUT_TILES.values(), (layout, got)
 
 
 @pytest.mark.parametrize("v", ptx_kernels.variants(), ids=lambda v: v.name)

@@ -99,6 +99,18 @@ def test_ptx_plans_pin_the_tiles_and_splits_it_has():
     assert [t for k, t, s in plans if k == "wgmma_splitk_grid"] == [1, 2, 3]
     assert [t for k, t, s in sweep.ptx_plans(16, 4096, 4096, "NT") if k == "wgmma_persistent" and s == 1] == \
         [1, 2, 3, 4, 5, 6]
+    cut = sweep.CUT_FIRST_CODE
+    tiles = {("NT", 1576): list(range(cut, cut + 10)), ("NN", 1584): [cut + 6]}  # row-major B: whole 64-column boxes
+    for (layout, n), codes in tiles.items():
+        plans = sweep.ptx_plans(1288, n, 2512, layout)
+        assert [t for k, t, s in plans if t >= cut] == codes and all(s == 1 for k, t, s in plans if t >= cut), layout
+    assert sweep.CUT_TILES[cut + 6] == (256, 128)
+    for m, n, k, layout, acc in ((1288, 1576, 2512, "NT", "fp16"), (1288, 1576, 2504, "NT", "fp32"),
+                                 (1288, 1576, 2512, "TN", "fp32"), (1288, 1572, 2512, "NT", "fp32"),
+                                 (1288, 1576, 2512, "NN", "fp32"), (128, 1576, 2512, "NT", "fp32")):
+        # fp16 accumulation, B rows off the 32-byte sectors (K = 2504 column-major, N = 1576 row-major), column-major
+        # A, C rows off 16 bytes, a skinny output: no cut tile
+        assert sweep.cut_codes(m, n, k, layout, acc) == [], (m, n, k, layout, acc)
     short = sweep.ptx_plans(16, 4096, 448, "NN")  # 7 k-blocks: no part of a split keeps 4, no grid slices
     assert {s for k, t, s in short} == {0, 1} and not any(k == "wgmma_splitk_grid" for k, *_ in short)
     assert sweep.ptx_plan("wgmma_splitk", 128, 64, 2, 0) == cm.Plan("wgmma_splitk", 128, 64, 64, 8, 12, 2, "split_k",
@@ -564,3 +576,17 @@ def test_pair_sets_two_kernels_side_by_side_tile_for_tile(tmp_path, capsys):
     assert main(["sweep", "--pair", "triton_streamk", "triton_tma", "--data", str(tmp_path / "none")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 3 and "timed both" in err[0] and "needs --data" in err[1] and "no such file" in err[2]
+
+
+def test_named_shapes_make_cases_of_seed_zero_in_their_layouts():
+    """sweep --suite / --shapes: each named shape a case of seed 0 at its position in the list, in every dtype and
+    the accumulations it offers; the CLI takes one way of choosing shapes."""
+    cases = sweep.named([(256, 4096, 14336, "NN"), (256, 4096, 14336, "NT")], ["fp16", "bf16"], ["fp32", "fp16"])
+    assert [c.key for c in cases] == ["0/0/256x4096x14336/NN/fp16/fp32", "0/0/256x4096x14336/NN/fp16/fp16",
+                                      "0/0/256x4096x14336/NN/bf16/fp32", "0/1/256x4096x14336/NT/fp16/fp32",
+                                      "0/1/256x4096x14336/NT/fp16/fp16", "0/1/256x4096x14336/NT/bf16/fp32"]
+    from compare.__main__ import main
+
+    for argv in (["sweep"], ["sweep", "--seeds", "5", "--suite", "m_sweep"],
+                 ["sweep", "--suite", "m_sweep", "--shapes", "8x8x8"]):
+        assert main(argv) == 2, argv

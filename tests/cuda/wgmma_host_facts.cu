@@ -1,8 +1,8 @@
 // Host-side facts of the Hopper blocks, printed for tests/test_hopper_cpu.py (built with nvcc for sm_90a, run on
 // the CPU): shared-memory matrix descriptors, the epilogue staging buffer's swizzled offsets, the tile / split-K
 // plans of wgmma_persistent and wgmma_splitk on a 132-SM GPU where 30 clusters of 4 fit at once,
-// wgmma_persistent's unsplit plans with its 256 x 152 tile offered (column-major B), and the plans of the split over
-// the grid (wgmma_splitk_grid) with wgmma_persistent's choice of it.
+// wgmma_persistent's unsplit plans with its 256 x 152 tile offered (column-major B), the plans of the split over
+// the grid (wgmma_splitk_grid) with wgmma_persistent's choice of it, and its plans with the cut tiles offered.
 #include <cstdio>
 
 #include "blocks/wgmma_tile.cuh"
@@ -52,13 +52,42 @@ int main() {
   auto route = [](const int* s) {
     const hopper::Plan own = hopper::choose_plan(s[0], s[1], s[2], 132, 0, 0, 4, 132, 120, 0.96, hopper::kSpeedTall);
     const hopper::Plan p = hopper::prefer_grid_split(own, s[0], s[1], s[2], 132);
-    std::printf("route %d %d %d %d %d %d %.4f\n", s[0], s[1], s[2], int(p.grid), p.bn, p.split, own.score);
+    std::printf("route %d %d %d %d %d %d %.4f %.4f\n", s[0], s[1], s[2], int(p.grid), p.bn, p.split, own.score,
+                own.fill);
     for (int force : {0, 3, 8, 64, 300}) {
       const hopper::Plan g = hopper::choose_grid_split(s[0], s[1], s[2], 132, 0, force);
       std::printf("grid %d %d %d %d %d %d\n", s[0], s[1], s[2], force, g.bn, g.split);
     }
+    for (int bn : {256, 128, 64}) {
+      const hopper::Plan g = hopper::choose_grid_split(s[0], s[1], s[2], 132, bn);
+      std::printf("gridw %d %d %d %d %d %.6f\n", s[0], s[1], s[2], g.bn, g.split, g.score);
+    }
   };
+  // outputs that are not skinny with a long K (a sweep's shapes) and the suites' squares and LLM shapes
+  const int wide_shapes[][3] = {{192, 3232, 16760}, {800, 920, 30128}, {384, 1552, 16584}, {240, 2232, 22256},
+                                {376, 3016, 22824}, {1808, 312, 3872}, {2560, 408, 3952}, {384, 2880, 4200},
+                                {528, 1950, 10832}, {592, 1248, 10640}, {2048, 2048, 2048}, {8192, 8192, 8192},
+                                {8192, 28672, 4096}, {16384, 16384, 16384}};
   for (const auto& s : grid_shapes) route(s);
   for (const auto& s : shapes) route(s);
+  for (const auto& s : wide_shapes) route(s);
+  // the cut tiles (hopper::cut_tile) and wgmma_persistent's unsplit plans with none, the whole-box ones (row-major
+  // B) or all of them offered, on the shapes above and outputs whose tile counts 256, 192 and 128 leave off rounds
+  for (int i = 0; i < hopper::kCutTileCount; ++i)
+    std::printf("cuttile %d %d %d\n", hopper::kCutFirstCode + i, hopper::cut_tile(i).bm, hopper::cut_tile(i).bn);
+  const int cut_shapes[][3] = {{8288, 848, 1816}, {1288, 1576, 2512}, {792, 5560, 27400}, {5624, 2336, 2480},
+                               {960, 17400, 2304}, {4096, 4096, 4104}, {1064, 7880, 4848}, {13712, 856, 320}};
+  auto cut_plans = [](const int (*list)[3], int count) {
+    for (int i = 0; i < count; ++i)
+      for (int menu : {hopper::kNoCut, hopper::kCutWholeBoxes, hopper::kCutAll}) {
+        const int* s = list[i];
+        const hopper::Plan p = hopper::choose_plan(s[0], s[1], s[2], 132, 0, 0, 4, 132, 120, 0.96,
+                                                   menu == hopper::kCutAll ? hopper::kSpeedTall : 0.0, menu);
+        std::printf("cut %d %d %d %d %d %d %d %d %.4f\n", s[0], s[1], s[2], menu, p.bm, p.bn, p.split, p.cut,
+                    p.score);
+      }
+  };
+  cut_plans(shapes, int(sizeof shapes / sizeof shapes[0]));
+  cut_plans(cut_shapes, int(sizeof cut_shapes / sizeof cut_shapes[0]));
   return 0;
 }

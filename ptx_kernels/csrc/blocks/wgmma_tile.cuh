@@ -161,16 +161,28 @@ template <typename E, int BN, int TRANS_A, int TRANS_B>
 __device__ __forceinline__ void wgmma_ss(float (&d)[BN / 2], uint64_t da, uint64_t db, int scale_d) {
   if constexpr (tile::is_bf16<E>) {
     if constexpr (BN == 256) ptx::wgmma_m64n256k16_f32_bf16_ss<TRANS_A, TRANS_B>(d, da, db, scale_d);
+    else if constexpr (BN == 240) ptx::wgmma_m64n240k16_f32_bf16_ss<TRANS_A, TRANS_B>(d, da, db, scale_d);
     else if constexpr (BN == 232) ptx::wgmma_m64n232k16_f32_bf16_ss<TRANS_A, TRANS_B>(d, da, db, scale_d);
+    else if constexpr (BN == 224) ptx::wgmma_m64n224k16_f32_bf16_ss<TRANS_A, TRANS_B>(d, da, db, scale_d);
+    else if constexpr (BN == 208) ptx::wgmma_m64n208k16_f32_bf16_ss<TRANS_A, TRANS_B>(d, da, db, scale_d);
     else if constexpr (BN == 192) ptx::wgmma_m64n192k16_f32_bf16_ss<TRANS_A, TRANS_B>(d, da, db, scale_d);
+    else if constexpr (BN == 176) ptx::wgmma_m64n176k16_f32_bf16_ss<TRANS_A, TRANS_B>(d, da, db, scale_d);
+    else if constexpr (BN == 160) ptx::wgmma_m64n160k16_f32_bf16_ss<TRANS_A, TRANS_B>(d, da, db, scale_d);
     else if constexpr (BN == 152) ptx::wgmma_m64n152k16_f32_bf16_ss<TRANS_A, TRANS_B>(d, da, db, scale_d);
+    else if constexpr (BN == 144) ptx::wgmma_m64n144k16_f32_bf16_ss<TRANS_A, TRANS_B>(d, da, db, scale_d);
     else if constexpr (BN == 128) ptx::wgmma_m64n128k16_f32_bf16_ss<TRANS_A, TRANS_B>(d, da, db, scale_d);
     else ptx::wgmma_m64n64k16_f32_bf16_ss<TRANS_A, TRANS_B>(d, da, db, scale_d);
   } else {
     if constexpr (BN == 256) ptx::wgmma_m64n256k16_f32_f16_ss<TRANS_A, TRANS_B>(d, da, db, scale_d);
+    else if constexpr (BN == 240) ptx::wgmma_m64n240k16_f32_f16_ss<TRANS_A, TRANS_B>(d, da, db, scale_d);
     else if constexpr (BN == 232) ptx::wgmma_m64n232k16_f32_f16_ss<TRANS_A, TRANS_B>(d, da, db, scale_d);
+    else if constexpr (BN == 224) ptx::wgmma_m64n224k16_f32_f16_ss<TRANS_A, TRANS_B>(d, da, db, scale_d);
+    else if constexpr (BN == 208) ptx::wgmma_m64n208k16_f32_f16_ss<TRANS_A, TRANS_B>(d, da, db, scale_d);
     else if constexpr (BN == 192) ptx::wgmma_m64n192k16_f32_f16_ss<TRANS_A, TRANS_B>(d, da, db, scale_d);
+    else if constexpr (BN == 176) ptx::wgmma_m64n176k16_f32_f16_ss<TRANS_A, TRANS_B>(d, da, db, scale_d);
+    else if constexpr (BN == 160) ptx::wgmma_m64n160k16_f32_f16_ss<TRANS_A, TRANS_B>(d, da, db, scale_d);
     else if constexpr (BN == 152) ptx::wgmma_m64n152k16_f32_f16_ss<TRANS_A, TRANS_B>(d, da, db, scale_d);
+    else if constexpr (BN == 144) ptx::wgmma_m64n144k16_f32_f16_ss<TRANS_A, TRANS_B>(d, da, db, scale_d);
     else if constexpr (BN == 128) ptx::wgmma_m64n128k16_f32_f16_ss<TRANS_A, TRANS_B>(d, da, db, scale_d);
     else ptx::wgmma_m64n64k16_f32_f16_ss<TRANS_A, TRANS_B>(d, da, db, scale_d);
   }
@@ -179,9 +191,15 @@ template <typename E, int BN, int TRANS_A, int TRANS_B>
 __device__ __forceinline__ void wgmma_ss(uint32_t (&d)[BN / 4], uint64_t da, uint64_t db, int scale_d) {
   static_assert(std::is_same<E, half>::value, "fp16 accumulation takes fp16 operands only");
   if constexpr (BN == 256) ptx::wgmma_m64n256k16_f16_f16_ss<TRANS_A, TRANS_B>(d, da, db, scale_d);
+  else if constexpr (BN == 240) ptx::wgmma_m64n240k16_f16_f16_ss<TRANS_A, TRANS_B>(d, da, db, scale_d);
   else if constexpr (BN == 232) ptx::wgmma_m64n232k16_f16_f16_ss<TRANS_A, TRANS_B>(d, da, db, scale_d);
+  else if constexpr (BN == 224) ptx::wgmma_m64n224k16_f16_f16_ss<TRANS_A, TRANS_B>(d, da, db, scale_d);
+  else if constexpr (BN == 208) ptx::wgmma_m64n208k16_f16_f16_ss<TRANS_A, TRANS_B>(d, da, db, scale_d);
   else if constexpr (BN == 192) ptx::wgmma_m64n192k16_f16_f16_ss<TRANS_A, TRANS_B>(d, da, db, scale_d);
+  else if constexpr (BN == 176) ptx::wgmma_m64n176k16_f16_f16_ss<TRANS_A, TRANS_B>(d, da, db, scale_d);
+  else if constexpr (BN == 160) ptx::wgmma_m64n160k16_f16_f16_ss<TRANS_A, TRANS_B>(d, da, db, scale_d);
   else if constexpr (BN == 152) ptx::wgmma_m64n152k16_f16_f16_ss<TRANS_A, TRANS_B>(d, da, db, scale_d);
+  else if constexpr (BN == 144) ptx::wgmma_m64n144k16_f16_f16_ss<TRANS_A, TRANS_B>(d, da, db, scale_d);
   else if constexpr (BN == 128) ptx::wgmma_m64n128k16_f16_f16_ss<TRANS_A, TRANS_B>(d, da, db, scale_d);
   else ptx::wgmma_m64n64k16_f16_f16_ss<TRANS_A, TRANS_B>(d, da, db, scale_d);
 }
@@ -481,19 +499,46 @@ cudaError_t launch(dim3 grid, int threads, int tile_m, int tile_n, const GemmArg
 // measured (docs/design/hopper.md): 0.98-1.07 on the other shapes measured, 0.94 on
 // 3000 x 5000 x 2000's 4,000-byte rows; the lower figure, so that it is taken only where its rounds are fuller.
 constexpr double kSpeedTall = 0.94;
+constexpr double kSpeed128 = 0.95, kSpeed64 = 0.6;  // 128 x 128 and 128 x 64 (above)
+// The cut tiles: 128 x BN and 256 x BN at widths between the powers of two, as cuBLAS cuts its tiles to a shape
+// ("What cuBLAS runs where every family here loses", docs/design/hopper.md). wgmma's N goes in steps of 8; these go
+// in steps of 16, so that a tile count can land on a whole number of rounds, or N on a whole number of tiles, where
+// 256, 192 and 128 cannot. The persistent kernel runs them in one form (fp32 accumulation, A row-major, C stored
+// with TMA; B column-major, or row-major where BN is whole 64-column boxes: `cut_menu`), as GemmArgs::plan_tile
+// codes kCutFirstCode + i in cut_tile(i) order. speed: per output against 128 x 256 at equal fill, as speeds[] below:
+// estimates between the measured 128 x 128, 128 x 192 and 256 x 152 figures above (a sweep of the pinned tiles,
+// `python -m compare sweep --ptx-only`, and what its own per-tile figures would choose: docs/design/hopper.md,
+// "Cut tiles").
+struct CutTile {
+  int bm, bn;
+  double speed;
+};
+constexpr int kCutTileCount = 10, kCutFirstCode = 7;
+__host__ __device__ constexpr CutTile cut_tile(int i) {  // kCutTiles[i]
+  constexpr CutTile kCutTiles[kCutTileCount] = {{128, 144, 0.95},  {128, 160, 0.955}, {128, 176, 0.96},
+                                                {128, 208, 0.965}, {128, 224, 0.97},  {128, 240, 0.975},
+                                                {256, 128, 0.95},  {256, 144, 0.94},  {256, 160, 0.94},
+                                                {256, 176, 0.93}};
+  return kCutTiles[i];
+}
+// Which cut tiles a launch may take: none, those whose B loads are whole 64-column boxes (row-major B), or all.
+enum CutMenu : int { kNoCut = 0, kCutWholeBoxes = 1, kCutAll = 2 };
 struct Plan {
   int bn, split;
   int bm = 128;
   bool grid = false;   // the K split runs over the grid (choose_grid_split), not a cluster
   double score = 0.0;  // the estimate the plan won with (fill x column coverage x speed)
+  int cut = 0;         // a cut tile: its GemmArgs::plan_tile code (kCutFirstCode + its index i, cut_tile(i))
+  double fill = 0.0;   // the share of the SM-rounds its work units fill (choose_plan's plans)
 };
 __host__ __device__ constexpr Plan choose_plan(int M, int N, int K, int sms, int force_bn = 0, int force_split = 0,
                                                int max_split = 4, int wave2 = 0, int wave4 = 0,
-                                               double speed192 = 0.0, double speed_tall = 0.0) {
+                                               double speed192 = 0.0, double speed_tall = 0.0,
+                                               int cut_menu = kNoCut) {
   const int tiles_m = cdiv(M, 128), kblocks = cdiv(K, BK);
   const bool skinny = M <= 128 || N <= 128;
   const int bns[4] = {256, 192, 128, 64};
-  const double speeds[4] = {1.0, speed192, 0.95, 0.6};
+  const double speeds[4] = {1.0, speed192, kSpeed128, kSpeed64};
   Plan best{force_bn ? force_bn : 256, 1};
   double best_score = -1.0, unsplit_fill = 0.0;
   for (int split = 1; split <= max_split; split *= 2) {
@@ -510,7 +555,7 @@ __host__ __device__ constexpr Plan choose_plan(int M, int N, int K, int sms, int
       if (split == 1 && fill > unsplit_fill) unsplit_fill = fill;
       double score = (skinny ? 1.0 : speeds[i]) * fill * double(N) / double(tiles_n * bns[i]);
       for (int s = split; s > 1; s /= 2) score *= 0.97;
-      if (score > best_score + 1e-9) best = Plan{bns[i], split}, best_score = score;
+      if (score > best_score + 1e-9) best = Plan{bns[i], split}, best_score = score, best.fill = fill;
     }
   }
   if ((force_bn == 152 || (!force_bn && speed_tall > 0.0 && !skinny)) && (!force_split || force_split == 1)) {
@@ -519,7 +564,18 @@ __host__ __device__ constexpr Plan choose_plan(int M, int N, int K, int sms, int
     const double fill = double(units) / double(rounds * sms);
     const double score = speed_tall * fill * double(N) / double(tiles_n * 152) * double(tiles_m * 128) /
                          double(tall_m * 256);
-    if (force_bn == 152 || score > best_score + 1e-9) best = Plan{152, 1, 256}, best_score = score;
+    if (force_bn == 152 || score > best_score + 1e-9) best = Plan{152, 1, 256}, best_score = score, best.fill = fill;
+  }
+  // the cut tiles, unsplit, on outputs that are not skinny; scored as the tall tile (their rows past M counted)
+  for (int i = 0; i < kCutTileCount && cut_menu != kNoCut && !force_bn && force_split <= 1 && !skinny; ++i) {
+    const CutTile c = cut_tile(i);
+    if (cut_menu == kCutWholeBoxes && c.bn % 64 != 0) continue;
+    const long cut_m = cdiv(M, c.bm), tiles_n = cdiv(N, c.bn), units = cut_m * tiles_n;
+    const long rounds = (units + sms - 1) / sms;
+    const double fill = double(units) / double(rounds * sms);
+    const double score = c.speed * fill * double(N) / double(tiles_n * c.bn) * double(tiles_m * 128) /
+                         double(cut_m * c.bm);
+    if (score > best_score + 1e-9) best = Plan{c.bn, 1, c.bm, false, 0.0, kCutFirstCode + i, fill}, best_score = score;
   }
   while (best.split > 1 && best.split > kblocks) best.split /= 2;
   best.score = best_score;
@@ -546,13 +602,22 @@ static_assert(choose_plan(4096, 4096, 4096, 132).bn == 256 && choose_plan(4096, 
                   choose_plan(8192, 8192, 8192, 132, 0, 0, 4, 0, 0, 0.0, kSpeedTall).bn == 256 &&
                   choose_plan(8192, 28672, 4096, 132, 0, 0, 4, 0, 0, 0.0, kSpeedTall).bn == 256 &&
                   choose_plan(128, 4096, 4096, 132, 0, 0, 4, 132, 120, 0.0, kSpeedTall).bn == 64 &&
-                  choose_plan(4096, 4096, 4096, 132, 152).bm == 256,
+                  choose_plan(4096, 4096, 4096, 132, 152).bm == 256 &&
+                  choose_plan(4096, 4096, 4096, 132, 0, 0, 4, 0, 0, 0.96, kSpeedTall, kCutAll).cut == 0 &&
+                  choose_plan(8192, 8192, 8192, 132, 0, 0, 4, 0, 0, 0.96, kSpeedTall, kCutAll).cut == 0 &&
+                  choose_plan(8192, 28672, 4096, 132, 0, 0, 4, 0, 0, 0.96, kSpeedTall, kCutAll).cut == 0 &&
+                  choose_plan(8288, 848, 1816, 132, 0, 0, 4, 0, 0, 0.96, kSpeedTall, kCutAll).bn == 144 &&
+                  choose_plan(8288, 848, 1816, 132, 0, 0, 4, 0, 0, 0.96, kSpeedTall, kCutAll).cut == kCutFirstCode &&
+                  choose_plan(8288, 848, 1816, 132, 0, 0, 4, 0, 0, 0.96, 0.0, kCutWholeBoxes).cut == 0 &&
+                  choose_plan(128, 4096, 4096, 132, 0, 0, 4, 132, 120, 0.96, kSpeedTall, kCutAll).cut == 0,
               "worked cases: large outputs keep 128 x 256 whole; a 16-row output splits 64 tiles of 128 x 64 in two "
               "(128 blocks; 128 x 128 in four would need 128 of the 120 blocks that fit); 64 x 8192 (128 tiles of "
               "128 x 64) and 1024^3 fill the GPU unsplit; 128 x 4096 x 4096 (64 tiles) splits; 16 columns take the "
               "narrowest tile; forced splits are cut to the k-blocks; 128 x 192 (speed 0.96) only where 128 x 256 "
               "leaves a round a tenth empty (3072 x 5120: 480 tiles on 132 SMs), never on skinny outputs; 256 x 152 on "
-              "3000 x 5000 (3 full rounds) but not on the large squares; GemmArgs::plan_tile forces it");
+              "3000 x 5000 (3 full rounds) but not on the large squares; GemmArgs::plan_tile forces it; no cut tile on "
+              "the large squares or 8192 x 28672, 128 x 144 on 8288 x 848 (66 x 6 = 396 tiles: 3 full rounds, where "
+              "128 x 256 takes 4 rounds over 1024 columns), which row-major B cannot take; none on skinny outputs");
 
 // ---- split-K over the grid (wgmma_splitk_grid) -----------------------------------------------------------------
 // Where even a cluster's split leaves most SMs idle (a 128 x 128 output is two 128 x 64 tiles, 8 blocks in clusters of
@@ -599,12 +664,34 @@ static_assert(choose_grid_split(128, 128, 131072, 132).bn == 128 &&
               "128 x 256 tiles; 512 x 512 (8 tiles) and 256 x 1024 (8) in 16; 16 columns take 128 x 64 tiles, and 7 "
               "k-blocks no split; forced splits are cut to the k-blocks");
 
-// wgmma_persistent's choice: its own plan (choose_plan, unsplit or split over a cluster), or the grid's where that plan
-// keeps fewer than kGridBelow of the SMs busy and the grid's split fills more.
+// wgmma_persistent's choice: its own plan (choose_plan, unsplit or split over a cluster), or the grid's split:
+//   - the grid's (choose_grid_split's width) where the own plan keeps fewer than kGridBelow of the SMs busy and the
+//     grid's split fills more;
+//   - on outputs that are not skinny, otherwise, where the own plan leaves SMs idle (fills at most kGridFillBelow
+//     of its SM-rounds), the grid's split of each width (256, 128, 64, or force_bn) where it scores above the own
+//     plan, scored as choose_plan scores its tiles (the width's speed x the fill of the SMs x the columns inside N)
+//     over 1 + kGridFixupK x S / K: the fix-up of S partial tiles (each slice's fp32 partial written, read back and
+//     added by the second launch) costs about as much as kGridFixupK more of each slice's K. So a grid split pays
+//     where K is long and the own plan's tiles are few (the constants and what they buy: docs/design/hopper.md,
+//     "The grid split on outputs that are not skinny").
+constexpr double kGridFixupK = 3200.0, kGridFillBelow = 0.85;
 __host__ __device__ constexpr Plan prefer_grid_split(Plan plan, int M, int N, int K, int sms, int force_bn = 0) {
-  if (plan.score >= kGridBelow) return plan;
-  const Plan across = choose_grid_split(M, N, K, sms, force_bn);
-  return across.split > 1 && across.score > plan.score ? across : plan;
+  if (plan.score < kGridBelow) {
+    const Plan across = choose_grid_split(M, N, K, sms, force_bn);
+    if (across.split > 1 && across.score > plan.score) return across;
+  }
+  if (M <= 128 || N <= 128 || plan.fill > kGridFillBelow) return plan;
+  const int widths[3] = {256, 128, 64};
+  const double speeds[3] = {1.0, kSpeed128, kSpeed64};
+  Plan best = plan;
+  for (int i = 0; i < 3; ++i) {
+    if (force_bn && widths[i] != force_bn) continue;
+    Plan across = choose_grid_split(M, N, K, sms, widths[i]);
+    if (across.split < 2) continue;
+    across.score *= speeds[i] / (1.0 + kGridFixupK * across.split / K);
+    if (across.score > best.score + 1e-9) best = across;
+  }
+  return best;
 }
 static_assert(prefer_grid_split(choose_plan(128, 128, 131072, 132, 0, 0, 4, 132, 120), 128, 128, 131072, 132).grid &&
                   prefer_grid_split(choose_plan(256, 256, 65536, 132, 0, 0, 4, 132, 120), 256, 256, 65536, 132).grid &&
@@ -615,10 +702,17 @@ static_assert(prefer_grid_split(choose_plan(128, 128, 131072, 132, 0, 0, 4, 132,
                        .grid &&
                   !prefer_grid_split(choose_plan(1, 4096, 4096, 132, 0, 0, 4, 132, 120), 1, 4096, 4096, 132).grid &&
                   !prefer_grid_split(choose_plan(1024, 1024, 1024, 132, 0, 0, 4, 132, 120), 1024, 1024, 1024, 132)
+                       .grid &&
+                  prefer_grid_split(choose_plan(192, 3232, 16760, 132, 0, 0, 4, 132, 120), 192, 3232, 16760, 132)
+                      .grid &&
+                  !prefer_grid_split(choose_plan(4096, 4096, 4096, 132, 0, 0, 4, 132, 120), 4096, 4096, 4096, 132)
+                       .grid &&
+                  !prefer_grid_split(choose_plan(1808, 312, 3872, 132, 0, 0, 4, 132, 120), 1808, 312, 3872, 132)
                        .grid,
               "worked cases: the small outputs with a long K (128 x 128 fills 8 SMs in clusters of 4, 512 x 512 64) "
               "split over the grid; a 128 x 4096 output (128 blocks in clusters of 2), "
-              "a decode row and 1024^3 keep their plans");
+              "a decode row and 1024^3 keep their plans; 192 x 3232 x 16760 (102 tiles of 128 x 64) splits over the "
+              "grid, 4096^3 and 1808 x 312 x 3872 (a short K: 61 k-blocks) do not");
 
 // Blocks of a persistent grid over `units` work units (tiles, or tile pairs of a cluster) of which at most `slots`
 // are resident at once. By default (policy 0 or 2) the fewest blocks that need the same number of rounds,

@@ -10,7 +10,7 @@
 //   warpgroup 0 — producer: gives its registers away (setmaxnreg.dec to 40), one thread issues the TMA loads of
 //                 each k-block into the STAGES-deep ring, waiting on empty[s] before refilling stage s.
 //   warpgroups 1, 2 — consumers: grow to 232 registers, each computes 64 rows x BN of the 128 x BN tile (128 rows,
-//                 two 64-row slabs, of the 256 x 152 tile) with m64nBNk16 wgmma from shared memory, keeps one wgmma
+//                 two 64-row slabs, of the 256-row tiles) with m64nBNk16 wgmma from shared memory, keeps one wgmma
 //                 group in flight and releases a stage (one arrival on empty[s] per warpgroup) as soon as the group
 //                 that read it has completed.
 // Epilogue: where C is TMA-describable, each consumer converts its slab to C's type in a swizzled staging buffer and
@@ -51,6 +51,7 @@ constexpr int kConsumers = 2, kThreads = (1 + kConsumers) * hopper::kWarpgroup;
 template <int BN_, int STAGES_, int MT_ = 1, int EPI_COLS_ = (BN_ % 128 == 0 ? 128 : 64), int EPI_ROWS_ = 64>
 struct Tile {
   static constexpr int MT = MT_, BM = 128 * MT_, BN = BN_, STAGES = STAGES_, EPI_COLS = EPI_COLS_;
+  [[maybe_unused]] static constexpr bool kCut = false;  // one of hopper::cut_tile (below), built in one form
   template <typename E>
   using Staging = hopper::EpilogueStaging<E, EPI_COLS, EPI_ROWS_>;  // EPI_ROWS_ x EPI_COLS a round
   template <typename E>
@@ -66,7 +67,33 @@ using Medium = Tile<128, 6>;  // 6 x 32 KB + 2 x 16 KB
 using Narrow = Tile<64, 8>;   // 8 x 24 KB + 2 x 8 KB
 using Tall = Tile<152, 4, 2, 152, 32>;  // 256 x 152: 4 x 51 KB + 2 x 9.5 KB (32-row rounds)
 using Tall3 = Tile<152, 3, 2, 152>;     // the same in 3 stages, 64-row rounds (the A/B of GemmArgs::plan_tile 6)
-using Tiles = std::tuple<Wide, Medium, Narrow, Wide192, Tall, Tall3>;  // GemmArgs::plan_tile's codes 1-6
+// The cut tiles (hopper::cut_tile, GemmArgs::plan_tile codes 7-16): each with the deepest ring (up to 8 stages)
+// that fits beside the staging of C. C is staged swizzled where BN is whole 64-column boxes, else unswizzled in
+// rounds of EPI_COLS = BN halved until it is an odd multiple of 8: a round's rows are then an odd multiple of 4
+// words apart, so a warp's stores (8 rows x 4 words) hit 32 banks. Built in one form: fp32 accumulation, A
+// row-major, C stored with TMA (launch_tile; the launcher offers them only there).
+constexpr int cut_epi_cols(int bn) {
+  return bn % 64 == 0 ? (bn % 128 == 0 ? 128 : 64) : bn % 16 == 8 ? bn : cut_epi_cols(bn / 2);
+}
+constexpr int cut_stages(int bm, int bn) {
+  const int staging = 2 * ((64 * cut_epi_cols(bn) * 2 + 1023) / 1024 * 1024);  // two 64-row buffers, whole KB
+  const int fit = (227 * 1024 - 2048 - staging) / ((bm + bn) * hopper::BK * 2);  // 2 KB: barriers, alignment
+  return fit < 8 ? fit : 8;
+}
+template <int I>
+struct Cut : Tile<hopper::cut_tile(I).bn, cut_stages(hopper::cut_tile(I).bm, hopper::cut_tile(I).bn),
+                  hopper::cut_tile(I).bm / 128, cut_epi_cols(hopper::cut_tile(I).bn)> {
+  [[maybe_unused]] static constexpr bool kCut = true;
+};
+static_assert(cut_epi_cols(144) == 72 && cut_epi_cols(160) == 40 && cut_epi_cols(224) == 56 &&
+                  cut_epi_cols(240) == 120 && cut_stages(128, 144) == 6 && cut_stages(128, 160) == 5 &&
+                  cut_stages(128, 240) == 4 && cut_stages(256, 128) == 4 && cut_stages(256, 176) == 3,
+              "worked cases: 144 and 240 columns staged in one or two rounds, 160 in four of 40, 224 in four of 56; "
+              "6 stages of 128 x 144, 5 of 128 x 160, 4 of 128 x 240 and 256 x 128, 3 of 256 x 176");
+using Tiles = std::tuple<Wide, Medium, Narrow, Wide192, Tall, Tall3, Cut<0>, Cut<1>, Cut<2>, Cut<3>, Cut<4>, Cut<5>,
+                         Cut<6>, Cut<7>, Cut<8>, Cut<9>>;  // GemmArgs::plan_tile's codes 1-16
+static_assert(std::tuple_size<Tiles>::value == hopper::kCutFirstCode - 1 + hopper::kCutTileCount,
+              "a Tiles entry per plan_tile code");
 
 constexpr int GROUP_M = 8;
 // 128 x 192's speed relative to 128 x 256 at equal fill, for hopper::choose_plan: at 0.96 it is taken only where its
@@ -152,19 +179,30 @@ cudaError_t launch_tile(const GemmArgsOf<E>& p, Acc acc, cudaStream_t stream, La
   if (err != cudaSuccess) return err;
   const int tiles = hopper::cdiv(p.M, T::BM) * hopper::cdiv(p.N, T::BN);
   const dim3 grid(hopper::persistent_blocks(tiles, hopper::sm_count(), p.grid));
-  return tile::dispatch<E>(acc, p.b_col_major, [&](auto acc_c, auto b_col_c) {
-    if constexpr (!kRowMajorB && !b_col_c.value) {
-      return cudaErrorInvalidValue;
-    } else {
-      constexpr Acc kAcc = acc_c.value;
-      constexpr bool kBCol = b_col_c.value;
-      if (ops.tma_store)
-        return hopper::launch<wgmma_persistent_kernel<E, T, kAcc, kBCol, true, A_COL>, Storage>(
-            grid, kThreads, T::BM, T::BN, p, ops, stream, info);
-      return hopper::launch<wgmma_persistent_kernel<E, T, kAcc, kBCol, false, A_COL>, Storage>(
+  if constexpr (T::kCut) {  // one form: fp32 accumulation, A row-major (the only unit built), C stored with TMA
+    if (acc != Acc::F32 || !ops.tma_store) return cudaErrorInvalidValue;
+    if (p.b_col_major)
+      return hopper::launch<wgmma_persistent_kernel<E, T, Acc::F32, true, true, false>, Storage>(
           grid, kThreads, T::BM, T::BN, p, ops, stream, info);
-    }
-  });
+    if constexpr (kRowMajorB)
+      return hopper::launch<wgmma_persistent_kernel<E, T, Acc::F32, false, true, false>, Storage>(
+          grid, kThreads, T::BM, T::BN, p, ops, stream, info);
+    return cudaErrorInvalidValue;
+  } else {
+    return tile::dispatch<E>(acc, p.b_col_major, [&](auto acc_c, auto b_col_c) {
+      if constexpr (!kRowMajorB && !b_col_c.value) {
+        return cudaErrorInvalidValue;
+      } else {
+        constexpr Acc kAcc = acc_c.value;
+        constexpr bool kBCol = b_col_c.value;
+        if (ops.tma_store)
+          return hopper::launch<wgmma_persistent_kernel<E, T, kAcc, kBCol, true, A_COL>, Storage>(
+              grid, kThreads, T::BM, T::BN, p, ops, stream, info);
+        return hopper::launch<wgmma_persistent_kernel<E, T, kAcc, kBCol, false, A_COL>, Storage>(
+            grid, kThreads, T::BM, T::BN, p, ops, stream, info);
+      }
+    });
+  }
 }
 
 }  // namespace
@@ -193,24 +231,50 @@ TILE_UNITS(extern, 3);
 TILE_UNITS(extern, 4);
 TILE_UNITS(extern, 5);
 TILE_UNITS(extern, 6);
+TILE_UNIT(extern, 7, false);  // the cut tiles: A row-major only
+TILE_UNIT(extern, 8, false);
+TILE_UNIT(extern, 9, false);
+TILE_UNIT(extern, 10, false);
+TILE_UNIT(extern, 11, false);
+TILE_UNIT(extern, 12, false);
+TILE_UNIT(extern, 13, false);
+TILE_UNIT(extern, 14, false);
+TILE_UNIT(extern, 15, false);
+TILE_UNIT(extern, 16, false);
 
-// Tile CODE's launches for A's layout.
+// Tile CODE's launches for A's layout (a cut tile's for row-major A only).
 template <int CODE, typename E>
 cudaError_t launch_plan_tile(const GemmArgsOf<E>& p, Acc acc, cudaStream_t stream, LaunchInfo* info) {
-  return p.a_col_major ? launch_persistent_tile<CODE, true>(p, acc, stream, info)
-                       : launch_persistent_tile<CODE, false>(p, acc, stream, info);
+  if constexpr (CODE >= hopper::kCutFirstCode)
+    return p.a_col_major ? cudaErrorInvalidValue : launch_persistent_tile<CODE, false>(p, acc, stream, info);
+  else
+    return p.a_col_major ? launch_persistent_tile<CODE, true>(p, acc, stream, info)
+                         : launch_persistent_tile<CODE, false>(p, acc, stream, info);
+}
+
+// The cut tile of plan_tile code `code` (hopper::kCutFirstCode + I).
+template <typename E, int... I>
+cudaError_t launch_cut_code(int code, const GemmArgsOf<E>& p, Acc acc, cudaStream_t stream, LaunchInfo* info,
+                            std::integer_sequence<int, I...>) {
+  cudaError_t err = cudaErrorInvalidValue;
+  ((code == hopper::kCutFirstCode + I ? (err = launch_plan_tile<hopper::kCutFirstCode + I>(p, acc, stream, info))
+                                      : err),
+   ...);
+  return err;
 }
 
 // ---- HOST: choose the tile (or another kernel) -> tensor maps -> launch ----
 // hopper::choose_plan scores 128 x 256, 128 x 128 and 128 x 64 tiles (128 x 192 where A's and B's rows are
-// 128-byte aligned, 256 x 152 where B is column-major) by how many SMs they keep busy. Some kinds of problem go to
+// 128-byte aligned, 256 x 152 where B is column-major, the cut tiles in their one form) by how many SMs they keep
+// busy. Some kinds of problem go to
 // another step of the ladder, as a library's heuristic would send them (last_launch()["kernel"] names it):
 //   - a few rows of A against a B whose rows are off 16 bytes, which the TMA would copy first, or of a
 //     column-major A against a large B (hands_to_stream, sm90/handoff.h): mma_stream.cu streams B, in place;
 //   - outputs that even narrow tiles cannot spread over the SMs, with K long enough to share (skinny M or N; the
 //     plan's split > 1): wgmma_splitk.cu splits K over a cluster;
 //   - outputs that even a cluster's split leaves mostly idle (fewer than hopper::kGridBelow of the SMs: 128 x 128,
-//     256 x 256, 512 x 512 outputs), with K long enough to cut in slices of hopper::kGridSliceKblocks k-blocks:
+//     256 x 256, 512 x 512 outputs), with K long enough to cut in slices of hopper::kGridSliceKblocks k-blocks,
+//     and outputs that are not skinny whose tiles leave SMs idle over a long K (hopper::prefer_grid_split):
 //     wgmma_splitk_grid.cu splits K over the whole grid (hopper::choose_grid_split);
 //   - a B whose rows in storage order are not 32-byte aligned (row-major B on 3000 x 5000 x 2000: rows 10,000 bytes
 //     apart; column-major B with K not a multiple of 16), planned on 128 x 256 or 256 x 152 tiles or on an output
@@ -220,8 +284,8 @@ cudaError_t launch_plan_tile(const GemmArgsOf<E>& p, Acc acc, cudaStream_t strea
 //     256 x 64 B box to two blocks, halving those reads, which recovers most of it. (A's rows off the sectors cost
 //     nothing measurable: its box has half as many rows. The narrow tiles of small outputs stay: the cluster's
 //     128 x 256 tiles would leave SMs idle there.)
-// GemmArgs::plan_tile (1/2/3/4: 128 x 256/128/64/192; 5/6: 256 x 152 in 4/3 stages) and ::split (1 = never; 2 and
-// 4 over a cluster, other counts over the grid) pin the plan.
+// GemmArgs::plan_tile (1/2/3/4: 128 x 256/128/64/192; 5/6: 256 x 152 in 4/3 stages; 7-16: the cut tiles, unsplit)
+// and ::split (1 = never; 2 and 4 over a cluster, other counts over the grid) pin the plan.
 template <typename E>
 cudaError_t launch_wgmma_persistent(const GemmArgsOf<E>& p, Acc acc, cudaStream_t stream, LaunchInfo* info) {
   const int64_t row_bytes_a = (p.a_col_major ? p.sak : p.sam) * int64_t(sizeof(E));
@@ -229,12 +293,20 @@ cudaError_t launch_wgmma_persistent(const GemmArgsOf<E>& p, Acc acc, cudaStream_
   const bool b_rows_off16 = !tile::aligned16(p.B) || row_bytes_b % 16 != 0;
   if (p.plan_tile == 0 && p.split == 0 && hands_to_stream(p.M, p.N, p.K, b_rows_off16, p.a_col_major))
     return launch_mma_stream(p, acc, stream, info);
+  const auto cut_codes = std::make_integer_sequence<int, hopper::kCutTileCount>();
+  if (p.plan_tile >= hopper::kCutFirstCode)
+    return p.split > 1 ? cudaErrorInvalidValue : launch_cut_code(p.plan_tile, p, acc, stream, info, cut_codes);
   const bool rows_128b = row_bytes_a % 128 == 0 && row_bytes_b % 128 == 0;
+  const bool b_rows_straddle = row_bytes_b % 32 != 0;
+  // the cut tiles' one form (launch_tile), on B rows the 32-byte sectors hold (the others go to the cluster kernel)
+  const bool cut_form = acc == Acc::F32 && !p.a_col_major && !b_rows_straddle &&
+                        host::tma_describable(p.C, uint64_t(p.ldc));
+  const int cut_menu = !cut_form ? hopper::kNoCut : p.b_col_major ? hopper::kCutAll : hopper::kCutWholeBoxes;
   const hopper::Plan plan = plan_wgmma(p, rows_128b ? kSpeed192 : 0.0, p.b_col_major ? hopper::kSpeedTall : 0.0,
-                                       /*grid=*/!p.a_col_major);
+                                       /*grid=*/!p.a_col_major, cut_menu);
   if (plan.grid) return launch_wgmma_splitk_grid_plan(p, acc, stream, info, plan);
   if (plan.split > 1) return launch_wgmma_splitk_plan(p, acc, stream, info, plan);
-  const bool b_rows_straddle = row_bytes_b % 32 != 0;
+  if (plan.cut) return launch_cut_code(plan.cut, p, acc, stream, info, cut_codes);
   const int64_t wide_tiles = int64_t(hopper::cdiv(p.M, 128)) * hopper::cdiv(p.N, 256);
   if (b_rows_straddle && p.plan_tile == 0 && (plan.bn == 256 || plan.bn == 152 || wide_tiles >= hopper::sm_count()))
     return launch_wgmma_cluster(p, acc, stream, info);
@@ -274,4 +346,22 @@ TILE_UNIT(, 6, false);
 #if HGEMM_IN_PART(7)
 TILE_UNIT(, 5, true);
 TILE_UNIT(, 6, true);
+#endif
+#if HGEMM_IN_PART(8)
+TILE_UNIT(, 7, false);
+TILE_UNIT(, 8, false);
+TILE_UNIT(, 9, false);
+#endif
+#if HGEMM_IN_PART(9)
+TILE_UNIT(, 10, false);
+TILE_UNIT(, 11, false);
+TILE_UNIT(, 12, false);
+#endif
+#if HGEMM_IN_PART(10)
+TILE_UNIT(, 13, false);
+TILE_UNIT(, 14, false);
+#endif
+#if HGEMM_IN_PART(11)
+TILE_UNIT(, 15, false);
+TILE_UNIT(, 16, false);
 #endif

@@ -221,17 +221,17 @@ WIDE_UNIT(extern);
 
 // ---- HOST: the plan -> tensor maps -> launch ----
 template <typename E>
-hopper::Plan plan_wgmma(const GemmArgsOf<E>& p, double speed192, double speed_tall, bool grid) {
+hopper::Plan plan_wgmma(const GemmArgsOf<E>& p, double speed192, double speed_tall, bool grid, int cut_menu) {
   const int force_bn = p.plan_tile == 1   ? 256
                        : p.plan_tile == 2 ? 128
                        : p.plan_tile == 3 ? 64
                        : p.plan_tile == 4 ? 192
-                       : p.plan_tile >= 5 ? 152
+                       : p.plan_tile == 5 || p.plan_tile == 6 ? 152
                                      : 0;
   const int sms = hopper::sm_count();
   if (p.split == 3 || p.split > 4) return hopper::choose_grid_split(p.M, p.N, p.K, sms, force_bn, p.split);
   hopper::Plan plan = hopper::choose_plan(p.M, p.N, p.K, sms, force_bn, p.split, 4, wave_blocks(2), wave_blocks(4),
-                                          speed192, speed_tall);
+                                          speed192, speed_tall, cut_menu);
   if (grid && p.split == 0 && p.plan_tile <= 3) plan = hopper::prefer_grid_split(plan, p.M, p.N, p.K, sms, force_bn);
   return plan;
 }
@@ -251,6 +251,7 @@ cudaError_t launch_wgmma_splitk_plan(const GemmArgsOf<E>& p, Acc acc, cudaStream
 template <typename E>
 cudaError_t launch_wgmma_splitk(const GemmArgsOf<E>& p, Acc acc, cudaStream_t stream, LaunchInfo* info) {
   if (p.split > 4 || p.split == 3) return cudaErrorInvalidValue;  // a cluster holds 1, 2 or 4 parts
+  if (p.plan_tile >= hopper::kCutFirstCode) return cudaErrorInvalidValue;  // the persistent kernel's cut tiles
   return launch_wgmma_splitk_plan(p, acc, stream, info, plan_wgmma(p));
 }
 
@@ -260,8 +261,8 @@ cudaError_t launch_wgmma_splitk(const GemmArgsOf<E>& p, Acc acc, cudaStream_t st
 // The hand-off's entry points (sm90/handoff.h), for wgmma_persistent.cu's translation unit (not where `compare
 // inspect` compiles this file for one element type: host/registry.h, HGEMM_ONLY_ELEMENT).
 #ifndef HGEMM_ONLY_ELEMENT
-template hopper::Plan plan_wgmma<half>(const GemmArgsOf<half>&, double, double, bool);
-template hopper::Plan plan_wgmma<__nv_bfloat16>(const GemmArgsOf<__nv_bfloat16>&, double, double, bool);
+template hopper::Plan plan_wgmma<half>(const GemmArgsOf<half>&, double, double, bool, int);
+template hopper::Plan plan_wgmma<__nv_bfloat16>(const GemmArgsOf<__nv_bfloat16>&, double, double, bool, int);
 template cudaError_t launch_wgmma_splitk_plan<half>(const GemmArgsOf<half>&, Acc, cudaStream_t, LaunchInfo*,
                                                     hopper::Plan);
 template cudaError_t launch_wgmma_splitk_plan<__nv_bfloat16>(const GemmArgsOf<__nv_bfloat16>&, Acc, cudaStream_t,

@@ -1,0 +1,196 @@
+"""`python -m compare.ptx_plans`: wgmma_persistent's plans judged on PTX sweep data (no GPU; nvcc for --against).
+
+A sweep with --ptx or --ptx-only (`python -m compare sweep`) times, on each case, wgmma_persistent's own plan and
+each of its tiles and K splits pinned (`compare.sweep.ptx_plans`). From such files:
+
+1. per pinned tile, its speed per output against 128 x 256 at equal fill: the pinned 128 x 256 call's time times
+   its fill, over the tile's time times its fill (fill: the share of the SM-rounds its tiles fill, times the share
+   of its columns and rows inside the output), as a geomean over the cases whose output is not skinny (M and N over
+   128) with at least 1 GFLOP. That is the figure hopper::choose_plan's tile speeds stand for;
+2. with --against REV: the plan wgmma_persistent's rule (hopper::choose_plan, then hopper::prefer_grid_split, with
+   the launcher's arguments) makes for each case, at git revision REV and in this tree, each compiled on the CPU.
+   Where the two differ, both plans' pinned times (the same process, the same operands), and the speed of this
+   tree's plan over REV's: a geomean over the cases both were timed on, each case planned alike counting 1 (as do
+   cases whose own plan went to another kernel, mma_stream or wgmma_cluster, which the rule does not decide).
+"""
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import math
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from .sweep import CUT_TILES
+
+SMS = 132  # the lent GPUs' SM count (H100 and H200): the fill the rule plans for
+# (rows, columns) of each pinned tile code (GemmArgs::plan_tile: sm90/wgmma_persistent.cu)
+TILES = {1: (128, 256), 2: (128, 128), 3: (128, 64), 4: (128, 192), 5: (256, 152), 6: (256, 152), **CUT_TILES}
+GRID_CODES = {256: 1, 128: 2, 64: 3}  # the grid split's tiles (wgmma_splitk_grid, pinned by width)
+
+# The rule as wgmma_persistent's launcher calls it (launch_wgmma_persistent, plan_wgmma): 132 SMs, 120 blocks in
+# clusters of 4; 128 x 192 where A's and B's rows are 128-byte aligned; 256 x 152 where B is column-major; the cut
+# tiles (where the header has them) in their one form. Reads "M N K LAYOUT" lines, prints "BM BN SPLIT GRID".
+RULE_PROGRAM = r"""
+#include <cstdio>
+#include "blocks/wgmma_tile.cuh"
+int main() {
+  int M, N, K;
+  char L[8];
+  while (std::scanf("%d %d %d %7s", &M, &N, &K, L) == 4) {
+    const bool b_col = L[1] == 'T', a_col = L[0] == 'T';
+    const long row_a = 2L * (a_col ? M : K), row_b = 2L * (b_col ? K : N);
+    const double speed192 = row_a % 128 == 0 && row_b % 128 == 0 ? 0.96 : 0.0;
+    const double tall = b_col ? hopper::kSpeedTall : 0.0;
+#if HGEMM_CUT_MENU
+    const bool cut_form = !a_col && row_b % 32 == 0 && N % 8 == 0;
+    const int menu = !cut_form ? hopper::kNoCut : b_col ? hopper::kCutAll : hopper::kCutWholeBoxes;
+    hopper::Plan p = hopper::choose_plan(M, N, K, 132, 0, 0, 4, 132, 120, speed192, tall, menu);
+#else
+    hopper::Plan p = hopper::choose_plan(M, N, K, 132, 0, 0, 4, 132, 120, speed192, tall);
+#endif
+    if (!a_col) p = hopper::prefer_grid_split(p, M, N, K, 132);
+    std::printf("%d %d %d %d\n", p.bm, p.bn, p.split, int(p.grid));
+  }
+  return 0;
+}
+"""
+
+
+def read_cases(files: list[Path]) -> dict[str, dict]:
+    """Per case of the files (fp32 accumulation): its problem, torch.matmul's time, the PTX candidates' times by
+    (kernel, tile code, split) and the own plan's record (tile 0)."""
+    cases: dict[str, dict] = {}
+    for f in files:
+        with (gzip.open(f, "rt") if str(f).endswith(".gz") else open(f)) as fh:
+            for line in fh:
+                r = json.loads(line)
+                if r.get("type") != "candidate" or r.get("side") != "ptx" or r.get("status") != "ok":
+                    continue
+                if r["problem"]["acc"] != "fp32":
+                    continue
+                c = r["call"]
+                case = cases.setdefault(r["case"], {"problem": r["problem"], "torch_ms": r["torch_ms"], "ms": {}})
+                case["ms"][(c["kernel"], c["tile"], c["split"])] = r["ms"]
+                if c["kernel"] == "wgmma_persistent" and c["tile"] == 0:
+                    case["own"] = c
+    return cases
+
+
+def fill(m: int, n: int, bm: int, bn: int, sms: int = SMS) -> float:
+    """The share of the SM-rounds bm x bn tiles fill on an m x n output, times the share of their columns inside n
+    and of their rows inside m (against 128-row tiles': the other tiles share those)."""
+    tiles_m, tiles_n = -(-m // bm), -(-n // bn)
+    units = tiles_m * tiles_n
+    rounds = -(-units // sms)
+    return units / (rounds * sms) * n / (tiles_n * bn) * (-(-m // 128) * 128) / (tiles_m * bm)
+
+
+def geomean(xs: list[float]) -> float:
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
+
+
+def tile_speeds(cases: dict[str, dict]) -> dict[int, tuple[int, float]]:
+    """Per pinned tile code: (cases, geomean speed per output against 128 x 256 at equal fill), over the cases that
+    are not skinny with at least 1 GFLOP and both timed unsplit."""
+    per: dict[int, list[float]] = {}
+    for case in cases.values():
+        p = case["problem"]
+        m, n, k = p["m"], p["n"], p["k"]
+        wide = case["ms"].get(("wgmma_persistent", 1, 1))
+        if m <= 128 or n <= 128 or 2 * m * n * k < 1e9 or wide is None:
+            continue
+        base = wide * fill(m, n, *TILES[1])
+        for (kernel, code, split), ms in case["ms"].items():
+            if kernel == "wgmma_persistent" and split == 1 and code in TILES and code != 1:
+                per.setdefault(code, []).append(base / (ms * fill(m, n, *TILES[code])))
+    return {code: (len(v), geomean(v)) for code, v in sorted(per.items())}
+
+
+def plan_key(bm: int, bn: int, split: int, grid: int) -> tuple[str, int, int]:
+    """The sweep candidate that pins a plan: the grid split by its width, a cluster split or an unsplit tile by its
+    tile code."""
+    if grid:
+        return ("wgmma_splitk_grid", GRID_CODES[bn], 0)
+    code = next(c for c, t in TILES.items() if t == (bm, bn))
+    return ("wgmma_persistent", code, split if split > 1 else 1)
+
+
+def rule_plans(shapes: list[tuple[int, int, int, str]], csrc: Path, workdir: Path) -> list[tuple[int, ...]]:
+    """The rule's plan (bm, bn, split, grid) of each shape, with the headers under csrc (RULE_PROGRAM)."""
+    from ptx_kernels import toolchain
+
+    nvcc = toolchain.find_nvcc()
+    if nvcc is None:
+        raise RuntimeError("compare.ptx_plans --against compiles the rule with nvcc, and none is on this machine")
+    src, exe = workdir / "rule.cu", workdir / f"rule_{abs(hash(str(csrc)))}"
+    src.write_text(RULE_PROGRAM)
+    cut = "kCutAll" in (csrc / "blocks" / "wgmma_tile.cuh").read_text()
+    subprocess.run([nvcc, "-std=c++17", "-O2", toolchain.ARCHS["sm_90a"], f"-I{csrc}", f"-DHGEMM_CUT_MENU={int(cut)}",
+                    "-o", str(exe), str(src)], check=True, capture_output=True)
+    out = subprocess.run([str(exe)], input="".join(f"{m} {n} {k} {lay}\n" for m, n, k, lay in shapes),
+                         capture_output=True, text=True, check=True).stdout.split("\n")
+    return [tuple(map(int, line.split())) for line in out[:len(shapes)]]
+
+
+def compare_rules(cases: dict[str, dict], old: list[tuple[int, ...]], new: list[tuple[int, ...]]) -> tuple[list, int]:
+    """(rows of the cases planned differently and both timed: (speed new over old, case, old plan, new plan, old x
+    torch, new x torch), the count of cases planned alike or handed to another kernel)."""
+    rows, alike = [], 0
+    for (key, case), po, pn in zip(cases.items(), old, new):
+        own = case.get("own")
+        if own is None:
+            continue
+        if po == pn or own.get("ran") not in ("wgmma_persistent", "wgmma_splitk", "wgmma_splitk_grid"):
+            alike += 1
+            continue
+        ko, kn = plan_key(*po), plan_key(*pn)
+        if ko not in case["ms"] or kn not in case["ms"]:
+            continue
+        t_old, t_new = case["ms"][ko], case["ms"][kn]
+        rows.append((t_old / t_new, key, po, pn, case["torch_ms"] / t_old, case["torch_ms"] / t_new))
+    return rows, alike
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m compare.ptx_plans", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("data", nargs="+", help="sweep data files timed with --ptx or --ptx-only")
+    ap.add_argument("--against", metavar="REV", help="a git revision whose rule to compare this tree's with")
+    args = ap.parse_args(argv)
+    missing = [p for p in args.data if not Path(p).exists()]
+    if missing:
+        print(f"python -m compare.ptx_plans: error: no such file: {', '.join(missing)}", file=sys.stderr)
+        return 2
+    cases = read_cases([Path(p) for p in args.data])
+    print(f"{len(cases)} cases (fp32 accumulation) in {len(args.data)} file(s)")
+    print("pinned tile: cases, speed per output against 128 x 256 at equal fill (geomean)")
+    for code, (count, speed) in tile_speeds(cases).items():
+        bm, bn = TILES[code]
+        print(f"  {code:2d}  {bm} x {bn:<3d}  {count:4d}  {speed:.3f}")
+    if not args.against:
+        return 0
+    root = Path(__file__).resolve().parents[1]
+    shapes = [(c["problem"]["m"], c["problem"]["n"], c["problem"]["k"], c["problem"]["layout"]) for c in cases.values()]
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        archive = subprocess.run(["git", "-C", str(root), "archive", args.against, "ptx_kernels/csrc"],
+                                 capture_output=True, check=True).stdout
+        subprocess.run(["tar", "-x", "-C", str(tmp)], input=archive, check=True)
+        old = rule_plans(shapes, tmp / "ptx_kernels" / "csrc", tmp)
+        new = rule_plans(shapes, root / "ptx_kernels" / "csrc", tmp)
+    rows, alike = compare_rules(cases, old, new)
+    overall = geomean([r[0] for r in rows] + [1.0] * alike)
+    print(f"rule of this tree against {args.against}: {len(rows)} cases planned differently, {alike} alike; speed of "
+          f"this tree's plans over {args.against}'s: {overall:.4f} over all, {geomean([r[0] for r in rows]):.4f} "
+          "over the changed")
+    for speed, key, po, pn, x_old, x_new in sorted(rows):
+        print(f"  {speed:.3f}  {key:44s} {po} x{x_old:.3f} -> {pn} x{x_new:.3f}  (bm, bn, split, grid; x torch)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

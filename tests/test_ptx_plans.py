@@ -1,0 +1,66 @@
+"""compare.ptx_plans: the pinned tiles' speeds and the rule's plans judged on PTX sweep records (no GPU)."""
+import json
+
+import pytest
+
+from compare import ptx_plans
+from ptx_kernels import toolchain
+from ptx_kernels.variants import CSRC
+
+needs_nvcc = pytest.mark.skipif(toolchain.find_nvcc() is None, reason="needs nvcc")
+
+
+def record(case, m, n, k, layout, kernel, tile, split, ms, ran=None):
+    return {"type": "candidate", "case": case, "side": "ptx", "status": "ok", "torch_ms": 1.0, "ms": ms,
+            "problem": {"m": m, "n": n, "k": k, "layout": layout, "acc": "fp32"},
+            "call": {"kernel": kernel, "tile": tile, "split": split, "ran": ran or kernel}}
+
+
+def test_tile_speeds_are_per_output_at_equal_fill(tmp_path):
+    """On 8288 x 848 (not skinny, 25 GFLOP at K = 1816): 128 x 256 makes 65 x 4 = 260 tiles (2 rounds of 132) over
+    1024 columns, 128 x 144 65 x 6 = 390 (3 rounds) over 864. Times in the ratio of those fills make the
+    speed 1; a 128 x 144 twice as slow makes it 0.5; a skinny case and the fp16-accumulation records count nowhere."""
+    f = tmp_path / "s.jsonl"
+    wide_fill, cut_fill = ptx_plans.fill(8288, 848, 128, 256), ptx_plans.fill(8288, 848, 128, 144)
+    recs = [record("a", 8288, 848, 1816, "NT", "wgmma_persistent", 1, 1, 1.0),
+            record("a", 8288, 848, 1816, "NT", "wgmma_persistent", 7, 1, wide_fill / cut_fill),
+            record("b", 8288, 848, 1816, "NT", "wgmma_persistent", 1, 1, 1.0),
+            record("b", 8288, 848, 1816, "NT", "wgmma_persistent", 7, 1, 2 * wide_fill / cut_fill),
+            record("c", 64, 848, 1816, "NT", "wgmma_persistent", 1, 1, 1.0),
+            record("c", 64, 848, 1816, "NT", "wgmma_persistent", 7, 1, 9.0)]
+    fp16 = record("d", 8288, 848, 1816, "NT", "wgmma_persistent", 7, 1, 9.0)
+    fp16["problem"]["acc"] = "fp16"
+    f.write_text("".join(json.dumps(r) + "\n" for r in recs + [fp16]))
+    assert wide_fill == pytest.approx(260 / 264 * 848 / 1024) and cut_fill == pytest.approx(390 / 396 * 848 / 864)
+    speeds = ptx_plans.tile_speeds(ptx_plans.read_cases([f]))
+    assert speeds == {7: (2, pytest.approx(0.5 ** 0.5))}
+
+
+def test_rules_compare_on_the_pinned_times_of_the_plans_they_make():
+    """compare_rules: a case planned alike counts once as alike, a case whose own plan went to another kernel too;
+    a case planned differently compares the two plans' pinned times (grid split by width, cluster split by tile
+    and split, unsplit by tile code)."""
+    def case(own_ran, ms):
+        return {"problem": {"m": 1, "n": 1, "k": 1, "layout": "NN"}, "torch_ms": 1.0, "ms": ms,
+                "own": {"ran": own_ran}}
+    cases = {"same": case("wgmma_persistent", {}),
+             "cluster": case("wgmma_cluster", {}),
+             "grid": case("wgmma_persistent", {("wgmma_persistent", 3, 1): 2.0, ("wgmma_splitk_grid", 2, 0): 1.0}),
+             "cut": case("wgmma_persistent", {("wgmma_persistent", 1, 1): 1.0, ("wgmma_persistent", 7, 1): 1.25})}
+    old = [(128, 256, 1, 0), (128, 256, 1, 0), (128, 64, 1, 0), (128, 256, 1, 0)]
+    new = [(128, 256, 1, 0), (128, 144, 1, 0), (128, 128, 2, 1), (128, 144, 1, 0)]
+    rows, alike = ptx_plans.compare_rules(cases, old, new)
+    assert alike == 2 and [(r[0], r[1]) for r in rows] == [(2.0, "grid"), (0.8, "cut")]
+    assert ptx_plans.plan_key(128, 128, 2, 0) == ("wgmma_persistent", 2, 2)
+
+
+@needs_nvcc
+def test_the_rule_program_plans_as_the_launcher(tmp_path):
+    """The rule compiled on the CPU (compare.ptx_plans.RULE_PROGRAM) against this tree's headers: 128 x 144 on
+    8288 x 848 x 1824 with B column-major, no cut tile of partial boxes with B row-major; the grid split on
+    192 x 3232 x 16760."""
+    plans = ptx_plans.rule_plans([(8288, 848, 1824, "NT"), (8288, 848, 1824, "NN"), (192, 3232, 16760, "NN")],
+                                 CSRC, tmp_path)
+    partial_boxes = {t for t in ptx_plans.CUT_TILES.values() if t[1] % 64}
+    assert plans[0] == (128, 144, 1, 0) and plans[1][:2] not in partial_boxes
+    assert plans[2][3] == 1 and plans[2][2] > 1
