@@ -508,7 +508,7 @@ constexpr double kSpeed128 = 0.95, kSpeed64 = 0.6;  // 128 x 128 and 128 x 64 (a
 // codes kCutFirstCode + i in cut_tile(i) order. speed: per output against 128 x 256 at equal fill, as speeds[] below:
 // estimates between the measured 128 x 128, 128 x 192 and 256 x 152 figures above (a sweep of the pinned tiles,
 // `python -m compare sweep --ptx-only`, and what its own per-tile figures would choose: docs/design/hopper.md,
-// "Cut tiles").
+// "Cut tiles and the grid split on outputs that are not skinny").
 struct CutTile {
   int bm, bn;
   double speed;
@@ -673,7 +673,7 @@ static_assert(choose_grid_split(128, 128, 131072, 132).bn == 128 &&
 //     over 1 + kGridFixupK x S / K: the fix-up of S partial tiles (each slice's fp32 partial written, read back and
 //     added by the second launch) costs about as much as kGridFixupK more of each slice's K. So a grid split pays
 //     where K is long and the own plan's tiles are few (the constants and what they buy: docs/design/hopper.md,
-//     "The grid split on outputs that are not skinny").
+//     "Cut tiles and the grid split on outputs that are not skinny").
 constexpr double kGridFixupK = 3200.0, kGridFillBelow = 0.85;
 __host__ __device__ constexpr Plan prefer_grid_split(Plan plan, int M, int N, int K, int sms, int force_bn = 0) {
   if (plan.score < kGridBelow) {
