@@ -24,6 +24,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from hgemm_common.errors import HgemmError
+
 from .sweep import CUT_TILES
 
 SMS = 132  # the lent GPUs' SM count (H100 and H200): the fill the rule plans for
@@ -125,7 +127,7 @@ def rule_plans(shapes: list[tuple[int, int, int, str]], csrc: Path, workdir: Pat
 
     nvcc = toolchain.find_nvcc()
     if nvcc is None:
-        raise RuntimeError("compare.ptx_plans --against compiles the rule with nvcc, and none is on this machine")
+        raise HgemmError("compare.ptx_plans --against compiles the rule with nvcc, and none is on this machine")
     src, exe = workdir / "rule.cu", workdir / f"rule_{abs(hash(str(csrc)))}"
     src.write_text(RULE_PROGRAM)
     cut = "kCutAll" in (csrc / "blocks" / "wgmma_tile.cuh").read_text()
