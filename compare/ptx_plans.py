@@ -26,11 +26,9 @@ from pathlib import Path
 
 from hgemm_common.errors import HgemmError
 
-from .sweep import CUT_TILES
+from .sweep import CUT_TILES, PLAN_TILES as TILES
 
 SMS = 132  # the lent GPUs' SM count (H100 and H200): the fill the rule plans for
-# (rows, columns) of each pinned tile code (GemmArgs::plan_tile: sm90/wgmma_persistent.cu)
-TILES = {1: (128, 256), 2: (128, 128), 3: (128, 64), 4: (128, 192), 5: (256, 152), 6: (256, 152), **CUT_TILES}
 GRID_CODES = {256: 1, 128: 2, 64: 3}  # the grid split's tiles (wgmma_splitk_grid, pinned by width)
 
 # The rule as wgmma_persistent's launcher calls it (launch_wgmma_persistent, plan_wgmma): 132 SMs, 120 blocks in

@@ -148,11 +148,13 @@ GRID_SLICE_KBLOCKS = 8  # hopper::kGridSliceKblocks: the grid split cuts K in sl
 
 
 # wgmma_persistent's cut tiles (hopper::cut_tile in ptx_kernels/csrc/blocks/wgmma_tile.cuh): (rows, columns) by
-# GemmArgs::plan_tile code, in the header's order from kCutFirstCode (tests/test_sweep.py reads the header).
+# GemmArgs::plan_tile code, in the header's order from kCutFirstCode (tests/test_hopper_cpu.py checks them against
+# the header's), and every tile code's (1-6: sm90/wgmma_persistent.cu's Tiles).
 CUT_FIRST_CODE = 7
 CUT_TILES = {CUT_FIRST_CODE + i: t for i, t in enumerate(((128, 144), (128, 160), (128, 176), (128, 208), (128, 224),
                                                           (128, 240), (256, 128), (256, 144), (256, 160),
                                                           (256, 176)))}
+PLAN_TILES = {1: (128, 256), 2: (128, 128), 3: (128, 64), 4: (128, 192), 5: (256, 152), 6: (256, 152), **CUT_TILES}
 
 
 def cut_epi_cols(bn: int) -> int:

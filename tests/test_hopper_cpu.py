@@ -108,7 +108,7 @@ def test_cut_tiles_only_where_their_rounds_are_fuller(host_facts):
     """wgmma_persistent's cut tiles (hopper::cut_tile, GemmArgs::plan_tile 7-16; compare.sweep.CUT_TILES mirrors
     them): planned unsplit, on outputs that are not skinny, where they score above every tile of the power-of-two
     menu; row-major B (kCutWholeBoxes) takes only the widths of whole 64-column boxes. None on the squares or the
-    LLM shapes, where 128 x 256 fills its rounds; 128 x 144 on 8288 x 848 (396 tiles: 3 full rounds of 132)."""
+    LLM shapes, where 128 x 256 fills its rounds; 128 x 144 on 8288 x 848 (390 tiles in 3 rounds of 132)."""
     tiles = {int(c): (int(m), int(n)) for _, c, m, n in (line.split() for line in host_facts
                                                           if line.startswith("cuttile"))}
     assert tiles == sweep.CUT_TILES

@@ -356,8 +356,8 @@ def test_cut_tiles_run_exact_in_their_form_and_refuse_the_others(dtype):
     partial tiles in M and N and a K tail: exact into a NaN-poisoned C with B column-major (every width) and
     row-major (the widths of whole 64-column boxes), each reporting its tile. Every other form (fp16 accumulation,
     column-major A, C rows off 16 bytes, row-major B at a width of partial boxes) is refused with an error, never
-    run wrong. Unpinned on 132 SMs, the launcher plans 128 x 144 on 8288 x 848 with column-major B (396 tiles, 3
-    full rounds) and keeps its own tiles with row-major B."""
+    run wrong. Unpinned on 132 SMs, the launcher plans 128 x 144 on 8288 x 848 with column-major B (390 tiles in 3
+    rounds) and keeps its own tiles with row-major B."""
     from compare.sweep import CUT_TILES
 
     needs_hopper()
@@ -378,16 +378,17 @@ def test_cut_tiles_run_exact_in_their_form_and_refuse_the_others(dtype):
             torch.cuda.synchronize()
             assert (ran or "wgmma_persistent") == "wgmma_persistent" and (info[5], info[6]) == (bm, bn), (what, info)
             assert_exact(c, a, b, what)
+        runnable = next(code for code, (bm, bn) in CUT_TILES.items() if b_col or bn % 64 == 0)  # in this B layout
         buf = poisoned_out(m, n + 8, "cuda", dtype)
         for acc_fp16, c in ((True, poisoned_out(m, n, "cuda", dtype)), (False, buf[:, 1:1 + n])):
             if acc_fp16 and dtype == "bf16":
                 continue
             with pytest.raises(RuntimeError):  # fp16 accumulation; C's rows 2 bytes past 16-byte alignment
-                ext.hgemm_launch("wgmma_persistent", a, b, c, False, b_col, acc_fp16, 7 + 6 * (not b_col), 0)
+                ext.hgemm_launch("wgmma_persistent", a, b, c, False, b_col, acc_fp16, runnable, 0)
         a_col = in_place_operand(a, True)
         with pytest.raises(RuntimeError):  # column-major A
             ext.hgemm_launch("wgmma_persistent", a_col, b, poisoned_out(m, n, "cuda", dtype), True, b_col, False,
-                             7 + 6 * (not b_col), 0)
+                             runnable, 0)
     if torch.cuda.get_device_properties(0).multi_processor_count == 132:
         for layout, tile in (("NT", (128, 144)), ("NN", None)):
             a, b = make_inputs(8288, 848, 256, layout, device="cuda", seed=22, dtype=dtype)

@@ -616,8 +616,8 @@ static_assert(choose_plan(4096, 4096, 4096, 132).bn == 256 && choose_plan(4096, 
               "narrowest tile; forced splits are cut to the k-blocks; 128 x 192 (speed 0.96) only where 128 x 256 "
               "leaves a round a tenth empty (3072 x 5120: 480 tiles on 132 SMs), never on skinny outputs; 256 x 152 on "
               "3000 x 5000 (3 full rounds) but not on the large squares; GemmArgs::plan_tile forces it; no cut tile on "
-              "the large squares or 8192 x 28672, 128 x 144 on 8288 x 848 (66 x 6 = 396 tiles: 3 full rounds, where "
-              "128 x 256 takes 4 rounds over 1024 columns), which row-major B cannot take; none on skinny outputs");
+              "the large squares or 8192 x 28672, 128 x 144 on 8288 x 848 (65 x 6 = 390 tiles in 3 rounds over 864 "
+              "columns, where 128 x 256 covers 1024), which row-major B cannot take; none on skinny outputs");
 
 // ---- split-K over the grid (wgmma_splitk_grid) -----------------------------------------------------------------
 // Where even a cluster's split leaves most SMs idle (a 128 x 128 output is two 128 x 64 tiles, 8 blocks in clusters of

@@ -25,7 +25,7 @@
 // column-major (A_COL: M-major stages, read through wgmma's transpose bit, as row-major B is) and B row- or
 // column-major, all four in place, here and in wgmma_splitk.cu and wgmma_cluster.cu; wgmma_splitk_grid.cu reads
 // row-major A only, so a column-major A never takes the grid split.
-// Built in parts (host/parts.h): its 120 kernels would keep one core busy far longer than any other file of the
+// Built in parts (host/parts.h): its 142 kernels would keep one core busy far longer than any other file of the
 // build, so each tile's launches for each A layout are a unit (launch_persistent_tile), and the units are spread
 // over parts at the end of the file.
 #include <algorithm>
@@ -266,8 +266,8 @@ cudaError_t launch_cut_code(int code, const GemmArgsOf<E>& p, Acc acc, cudaStrea
 // ---- HOST: choose the tile (or another kernel) -> tensor maps -> launch ----
 // hopper::choose_plan scores 128 x 256, 128 x 128 and 128 x 64 tiles (128 x 192 where A's and B's rows are
 // 128-byte aligned, 256 x 152 where B is column-major, the cut tiles in their one form) by how many SMs they keep
-// busy. Some kinds of problem go to
-// another step of the ladder, as a library's heuristic would send them (last_launch()["kernel"] names it):
+// busy. Some kinds of problem go to another step of the ladder, as a library's heuristic would send them
+// (last_launch()["kernel"] names it):
 //   - a few rows of A against a B whose rows are off 16 bytes, which the TMA would copy first, or of a
 //     column-major A against a large B (hands_to_stream, sm90/handoff.h): mma_stream.cu streams B, in place;
 //   - outputs that even narrow tiles cannot spread over the SMs, with K long enough to share (skinny M or N; the
