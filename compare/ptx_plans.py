@@ -26,14 +26,15 @@ from pathlib import Path
 
 from hgemm_common.errors import HgemmError
 
-from .sweep import CUT_TILES, PLAN_TILES as TILES
+from .sweep import CUT_TILES, PLAN_TILES as TILES, SWAP_TILES  # noqa: F401 (CUT_TILES: for callers)
 
 SMS = 132  # the lent GPUs' SM count (H100 and H200): the fill the rule plans for
 GRID_CODES = {256: 1, 128: 2, 64: 3}  # the grid split's tiles (wgmma_splitk_grid, pinned by width)
 
 # The rule as wgmma_persistent's launcher calls it (launch_wgmma_persistent, plan_wgmma): 132 SMs, 120 blocks in
 # clusters of 4; 128 x 192 where A's and B's rows are 128-byte aligned; 256 x 152 where B is column-major; the cut
-# tiles (where the header has them) in their one form. Reads "M N K LAYOUT" lines, prints "BM BN SPLIT GRID".
+# tiles and the swapped ones (where the header has them) in their one form. Reads "M N K LAYOUT" lines, prints
+# "BM BN SPLIT GRID SWAP" (a swapped plan's BM runs along N, its BN along M).
 RULE_PROGRAM = r"""
 #include <cstdio>
 #include "blocks/wgmma_tile.cuh"
@@ -45,15 +46,22 @@ int main() {
     const long row_a = 2L * (a_col ? M : K), row_b = 2L * (b_col ? K : N);
     const double speed192 = row_a % 128 == 0 && row_b % 128 == 0 ? 0.96 : 0.0;
     const double tall = b_col ? hopper::kSpeedTall : 0.0;
+    int swapped = 0;
 #if HGEMM_CUT_MENU
     const bool cut_form = !a_col && row_b % 32 == 0 && N % 8 == 0;
     const int menu = !cut_form ? hopper::kNoCut : b_col ? hopper::kCutAll : hopper::kCutWholeBoxes;
+#if HGEMM_SWAP_MENU
+    const bool swap_form = !a_col && row_a % 32 == 0 && row_b % 16 == 0 && N % 8 == 0;
+    hopper::Plan p = hopper::choose_plan(M, N, K, 132, 0, 0, 4, 132, 120, speed192, tall, menu, swap_form);
+    swapped = int(p.swap);
+#else
     hopper::Plan p = hopper::choose_plan(M, N, K, 132, 0, 0, 4, 132, 120, speed192, tall, menu);
+#endif
 #else
     hopper::Plan p = hopper::choose_plan(M, N, K, 132, 0, 0, 4, 132, 120, speed192, tall);
 #endif
     if (!a_col) p = hopper::prefer_grid_split(p, M, N, K, 132);
-    std::printf("%d %d %d %d\n", p.bm, p.bn, p.split, int(p.grid));
+    std::printf("%d %d %d %d %d\n", p.bm, p.bn, p.split, int(p.grid), swapped);
   }
   return 0;
 }
@@ -110,12 +118,14 @@ def tile_speeds(cases: dict[str, dict]) -> dict[int, tuple[int, float]]:
     return {code: (len(v), geomean(v)) for code, v in sorted(per.items())}
 
 
-def plan_key(bm: int, bn: int, split: int, grid: int) -> tuple[str, int, int]:
+def plan_key(bm: int, bn: int, split: int, grid: int, swap: int = 0) -> tuple[str, int, int]:
     """The sweep candidate that pins a plan: the grid split by its width, a cluster split or an unsplit tile by its
-    tile code."""
+    tile code (a swapped cut tile's: C's tile is (bn, bm))."""
     if grid:
         return ("wgmma_splitk_grid", GRID_CODES[bn], 0)
-    code = next(c for c, t in TILES.items() if t == (bm, bn))
+    if swap:
+        return ("wgmma_persistent", next(c for c, t in SWAP_TILES.items() if t == (bn, bm)), 1)
+    code = next(c for c, t in TILES.items() if t == (bm, bn) and c not in SWAP_TILES)
     return ("wgmma_persistent", code, split if split > 1 else 1)
 
 
@@ -128,9 +138,10 @@ def rule_plans(shapes: list[tuple[int, int, int, str]], csrc: Path, workdir: Pat
         raise HgemmError("compare.ptx_plans --against compiles the rule with nvcc, and none is on this machine")
     src, exe = workdir / "rule.cu", workdir / f"rule_{abs(hash(str(csrc)))}"
     src.write_text(RULE_PROGRAM)
-    cut = "kCutAll" in (csrc / "blocks" / "wgmma_tile.cuh").read_text()
+    header = (csrc / "blocks" / "wgmma_tile.cuh").read_text()
+    cut, swap = "kCutAll" in header, "kSwapFirstCode" in header
     subprocess.run([nvcc, "-std=c++17", "-O2", toolchain.ARCHS["sm_90a"], f"-I{csrc}", f"-DHGEMM_CUT_MENU={int(cut)}",
-                    "-o", str(exe), str(src)], check=True, capture_output=True)
+                    f"-DHGEMM_SWAP_MENU={int(swap)}", "-o", str(exe), str(src)], check=True, capture_output=True)
     out = subprocess.run([str(exe)], input="".join(f"{m} {n} {k} {lay}\n" for m, n, k, lay in shapes),
                          capture_output=True, text=True, check=True).stdout.split("\n")
     return [tuple(map(int, line.split())) for line in out[:len(shapes)]]
@@ -170,7 +181,7 @@ def main(argv=None) -> int:
     print("pinned tile: cases, speed per output against 128 x 256 at equal fill (geomean)")
     for code, (count, speed) in tile_speeds(cases).items():
         bm, bn = TILES[code]
-        print(f"  {code:2d}  {bm} x {bn:<3d}  {count:4d}  {speed:.3f}")
+        print(f"  {code:2d}  {bm} x {bn:<3d}  {count:4d}  {speed:.3f}{'  (swapped)' if code in SWAP_TILES else ''}")
     if not args.against:
         return 0
     root = Path(__file__).resolve().parents[1]
@@ -188,7 +199,7 @@ def main(argv=None) -> int:
           f"this tree's plans over {args.against}'s: {overall:.4f} over all, {geomean([r[0] for r in rows]):.4f} "
           "over the changed")
     for speed, key, po, pn, x_old, x_new in sorted(rows):
-        print(f"  {speed:.3f}  {key:44s} {po} x{x_old:.3f} -> {pn} x{x_new:.3f}  (bm, bn, split, grid; x torch)")
+        print(f"  {speed:.3f}  {key:44s} {po} x{x_old:.3f} -> {pn} x{x_new:.3f}  (bm, bn, split, grid, swap; x torch)")
     return 0
 
 

@@ -154,7 +154,12 @@ CUT_FIRST_CODE = 7
 CUT_TILES = {CUT_FIRST_CODE + i: t for i, t in enumerate(((128, 144), (128, 160), (128, 176), (128, 208), (128, 224),
                                                           (128, 240), (256, 128), (256, 144), (256, 160),
                                                           (256, 176)))}
-PLAN_TILES = {1: (128, 256), 2: (128, 128), 3: (128, 64), 4: (128, 192), 5: (256, 152), 6: (256, 152), **CUT_TILES}
+# The swapped cut tiles (hopper::kSwapFirstCode: the cut tiles on C^T = B^T A^T) by code, as C's tile: the cut tile's
+# columns run along M and its rows along N, so (bn, bm). 256 x 128 is not swapped (hopper::swappable).
+SWAP_FIRST_CODE = CUT_FIRST_CODE + len(CUT_TILES)
+SWAP_TILES = {SWAP_FIRST_CODE + i: (bn, bm) for i, (bm, bn) in enumerate(CUT_TILES.values()) if bn % 128}
+PLAN_TILES = {1: (128, 256), 2: (128, 128), 3: (128, 64), 4: (128, 192), 5: (256, 152), 6: (256, 152), **CUT_TILES,
+              **SWAP_TILES}
 
 
 def cut_epi_cols(bn: int) -> int:
@@ -183,17 +188,27 @@ def cut_codes(m: int, n: int, k: int, layout: str, acc: str = "fp32") -> list[in
     return [code for code, (bm, bn) in CUT_TILES.items() if b_col or bn % 64 == 0]
 
 
+def swap_codes(m: int, n: int, k: int, layout: str, acc: str = "fp32") -> list[int]:
+    """The swapped cut tiles wgmma_persistent can run on a problem of this shape and layout, on operands of their
+    own (contiguous, 16-byte aligned bases): their one form needs fp32 accumulation, row-major A on the 32-byte
+    sectors (K a multiple of 16: B' = A^T is loaded as the cut tiles load column-major B), B's rows 16-byte aligned
+    and a TMA-stored C (N a multiple of 8). None on skinny outputs."""
+    if acc != "fp32" or layout[0] != "N" or m <= 128 or n <= 128 or n % 8 or k % 16:
+        return []
+    return list(SWAP_TILES)
+
+
 def ptx_plans(m: int, n: int, k: int, layout: str, acc: str = "fp32") -> list[tuple[str, int, int]]:
     """(record, tile code, split) of the hand-written side's plans (ptx_kernels/csrc/sm90/handoff.h, GemmArgs::
     plan_tile and ::split; 0 lets the launcher choose): wgmma_persistent's own choice; each of its tiles pinned
     unsplit (1-4: 128 x 256/128/64/192; 5, 6: 256 x 152 in 4 or 3 stages, column-major B only; the cut tiles its
-    form allows, `cut_codes`); its 128-row tiles split over clusters of 2 and 4 (wgmma_splitk) where each part
-    keeps 4 k-blocks; the grid split's three tiles (wgmma_splitk_grid, its own slice count) where K holds two
-    slices; the cluster kernel (wgmma_cluster)."""
+    form allows, `cut_codes`, and the swapped ones, `swap_codes`); its 128-row tiles split over clusters of 2 and 4
+    (wgmma_splitk) where each part keeps 4 k-blocks; the grid split's three tiles (wgmma_splitk_grid, its own slice
+    count) where K holds two slices; the cluster kernel (wgmma_cluster)."""
     kblocks = -(-k // 64)
     plans = [("wgmma_persistent", 0, 0)]
     plans += [("wgmma_persistent", t, 1) for t in (1, 2, 3, 4, *((5, 6) if layout[1] == "T" else ()))]
-    plans += [("wgmma_persistent", t, 1) for t in cut_codes(m, n, k, layout, acc)]
+    plans += [("wgmma_persistent", t, 1) for t in cut_codes(m, n, k, layout, acc) + swap_codes(m, n, k, layout, acc)]
     plans += [("wgmma_persistent", t, s) for s in (2, 4) for t in (1, 2, 3) if kblocks >= 4 * s]
     if kblocks >= 2 * GRID_SLICE_KBLOCKS:
         plans += [("wgmma_splitk_grid", t, 0) for t in (1, 2, 3)]
@@ -210,7 +225,7 @@ def ptx_plan(ran: str, tile_m: int, tile_n: int, split: int, tile_code: int) -> 
     if ran == "mma_stream":
         return cm.plan_for(ran, tile_m or 16, tile_n or 128, 128, 1, 8, max(split, 1))
     stages = (3 if tile_code == 6 else cut_stages(tile_m, tile_n) if tile_code in CUT_TILES
-              else PTX_STAGES.get(tile_n, 4))
+              else cut_stages(tile_n, tile_m) if tile_code in SWAP_TILES else PTX_STAGES.get(tile_n, 4))
     return cm.plan_for(ran, tile_m or 128, tile_n or 256, 64, stages, 12, max(split, 1))
 
 

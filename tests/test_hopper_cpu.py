@@ -132,6 +132,36 @@ def test_cut_tiles_only_where_their_rounds_are_fuller(host_facts):
     assert sum(plans[key][3] > 0 for key in plans if key[3] == 2) >= 6
 
 
+@needs_nvcc
+def test_swapped_cut_tiles_where_m_is_covered_better(host_facts):
+    """wgmma_persistent's swapped cut tiles (hopper::kSwapFirstCode, GemmArgs::plan_tile 17-26; compare.sweep.
+    SWAP_TILES mirrors them as C's tiles): every cut tile but 256 x 128, planned unsplit on outputs that are not
+    skinny where it scores above every tile unswapped, and only where the swapped form is offered. None on the
+    squares or the LLM shapes; M = 160 against a wide N takes 160 columns along M (one row of tiles, where 128-row
+    tiles take 256 rows), 4504 x 608 128 x 176 swapped (130 tiles in one round)."""
+    cut = sweep.CUT_TILES
+    tiles = {int(c): (int(m), int(n)) for _, c, m, n in (line.split() for line in host_facts
+                                                          if line.startswith("swaptile"))}
+    assert {code: (bn, bm) for code, (bm, bn) in tiles.items()} == sweep.SWAP_TILES
+    assert set(tiles) == {sweep.SWAP_FIRST_CODE + i for i, (bm, bn) in enumerate(cut.values()) if bn % 128}
+    plans = {}
+    for line in host_facts:
+        if line.startswith("swap "):
+            *dims, offered, bm, bn, split, code, swap, score = line.split()[1:]
+            plans[(*map(int, dims), int(offered))] = (int(bm), int(bn), int(split), int(code), int(swap), float(score))
+    assert len(plans) == 2 * 36
+    for (m, n, k, offered), (bm, bn, split, code, swap, score) in plans.items():
+        if swap:
+            assert offered and split == 1 and m > 128 and n > 128 and tiles[code] == (bm, bn), (m, n)
+            assert score > plans[m, n, k, 0][5], (m, n)
+        else:
+            assert code < sweep.SWAP_FIRST_CODE and plans[m, n, k, 0] == (bm, bn, split, code, swap, score), (m, n)
+    for shape in [(4096, 4096, 4096), (8192, 8192, 8192), (8192, 28672, 4096), (1024, 1024, 1024)]:
+        assert not plans[(*shape, 1)][4], shape
+    assert plans[160, 24016, 3048, 1][:5] == (128, 160, 1, sweep.SWAP_FIRST_CODE + 1, 1)
+    assert plans[4504, 608, 3776, 1][:5] == (128, 176, 1, sweep.SWAP_FIRST_CODE + 2, 1)
+
+
 def test_cut_tile_rings_mirror_the_kernel_file():
     """compare.sweep's cut_stages and cut_epi_cols are the kernel file's (its static_assert's worked cases)."""
     text = (CSRC / "sm90" / "wgmma_persistent.cu").read_text()

@@ -75,9 +75,11 @@ def test_compiles_without_spills(compiled, variant, arch):
 
 def test_instances_are_named_by_their_template_arguments(compiled):
     """toolchain.instances reads each instance's template arguments from the cubin and names them after the
-    kernel's declaration (`template <typename E, typename T, Acc ACC, bool B_COL, bool TMA_STORE, bool A_COL>`)."""
+    kernel's declaration (`template <typename E, typename T, Acc ACC, bool B_COL, bool TMA_STORE, bool A_COL,
+    bool C_T = false>`: a defaulted argument is named too)."""
     # parsed (`Instance.arg`), so that any demangler's spelling of them compares (tests/test_template_args.py)
-    want = {"E": "__half", "T": "Tile<256, 4, 1, 128, 64>", "ACC": 1, "B_COL": True, "TMA_STORE": False, "A_COL": True}
+    want = {"E": "__half", "T": "Tile<256, 4, 1, 128, 64>", "ACC": 1, "B_COL": True, "TMA_STORE": False, "A_COL": True,
+            "C_T": False}
     got = [{k: i.arg(k) for k in i.args} for i in compiled[("wgmma_persistent", "sm_90a")].instances()]
     assert want in got, got
     (simt,) = [i for i in compiled[("simt_naive", "sm_80")].instances() if i.acc == "fp16"]
@@ -164,7 +166,8 @@ def test_column_major_a_reads_through_the_transpose_bit(compiled, variant):
     problems to) hold both A layouts of every instantiation (the kernel template's last bool, A_COL): each HGMMA of
     the column-major ones reads A through the transpose bit (SASS `.tnspA`: M-major stages), none of the row-major
     ones does, and `.tnspB` follows B's layout as before. The Hopper variants that copy column-major A have no
-    `.tnspA` at all. wgmma_persistent's cut tiles (`Cut<I>`) are built for row-major A alone."""
+    `.tnspA` at all. wgmma_persistent's cut tiles (`Cut<I>`) are built for row-major A alone, and swapped (C_T: A' =
+    B^T, either layout) for both, each swapped tile once per A' layout."""
     v = BY_NAME[variant]
     c = compiled[(variant, "sm_90a")]
     funcs = function_sass(c.sass())
@@ -179,9 +182,12 @@ def test_column_major_a_reads_through_the_transpose_bit(compiled, variant):
         assert all((".tnspA" in line) == a_col for line in hgmma), (i.template, hgmma[:2])
         assert all((".tnspB" in line) == (not i.b_col_major) for line in hgmma), (i.template, hgmma[:2])
     assert seen == ({False, True} if a_col_in_place(v) else {False})
-    cut = [i for i in gemms if "Cut<" in i.template]
+    cut = [i for i in gemms if "Cut<" in i.template and not i.flag("C_T")]
     assert not any(i.flag("A_COL") for i in cut) and (variant == "wgmma_persistent") == bool(cut)
-    paired = [i for i in gemms if i not in cut]
+    swapped = [i for i in gemms if i.flag("C_T")]
+    assert (variant == "wgmma_persistent") == bool(swapped) and all("Cut<" in i.template for i in swapped)
+    assert sum(i.flag("A_COL") for i in swapped) == sum(not i.flag("A_COL") for i in swapped)
+    paired = [i for i in gemms if i not in cut and i not in swapped]
     if a_col_in_place(v):  # the same instantiations for each A layout
         assert sum(i.flag("A_COL") for i in paired) == sum(not i.flag("A_COL") for i in paired) \
             == len(paired) // 2

@@ -399,6 +399,53 @@ def test_cut_tiles_run_exact_in_their_form_and_refuse_the_others(dtype):
             assert got == tile if tile else got not in CUT_TILES.values(), (layout, got)
 
 
+@pytest.mark.gpu(sm=90)
+@pytest.mark.parametrize("dtype", ["fp16", "bf16"])
+def test_swapped_cut_tiles_run_exact_and_refuse_the_others(dtype):
+    """wgmma_persistent's swapped cut tiles (GemmArgs::plan_tile 17-26, compare.sweep.SWAP_TILES: the cut tiles on
+    C^T = B^T A^T, each slab stored into C transposed) pinned, on an output with partial tiles in M and N and a K
+    tail: exact into a NaN-poisoned C with B column-major (A' = B^T row-major) and row-major (A' read M-major), each
+    reporting C's tile (the cut tile's columns as its rows). Refused with an error, never run wrong: 256 x 128 (not
+    swapped), fp16 accumulation, column-major A (B' would be row-major), C rows off 16 bytes, a split. Unpinned on
+    132 SMs, the launcher swaps 128 x 176 on 4504 x 608 (130 tiles in one round, where 128 x 256 tiles make 108 over
+    768 columns) in both B layouts."""
+    from compare.sweep import SWAP_FIRST_CODE, SWAP_TILES
+
+    needs_hopper()
+    ext = ptx_kernels.load()
+    m, n, k = 600, 520, 200
+    for layout in ("NT", "NN"):
+        b_col = layout == "NT"
+        a, b = make_inputs(m, n, k, layout, device="cuda", seed=23, dtype=dtype)
+        a, b = in_place_operand(a, False), in_place_operand(b, b_col)
+        for code, tile in SWAP_TILES.items():
+            what = f"swapped tile {code} (C tile {tile[0]}x{tile[1]}) {dtype} {layout}"
+            c = poisoned_out(m, n, "cuda", dtype)
+            info, ran = ext.hgemm_launch("wgmma_persistent", a, b, c, False, b_col, False, code, 0)
+            torch.cuda.synchronize()
+            assert (ran or "wgmma_persistent") == "wgmma_persistent" and (info[5], info[6]) == tile, (what, info)
+            assert_exact(c, a, b, what)
+        code = next(iter(SWAP_TILES))
+        refused = [(a, False, poisoned_out(m, n, "cuda", dtype), SWAP_FIRST_CODE + 6, 0),  # 256 x 128
+                   (in_place_operand(a, True), True, poisoned_out(m, n, "cuda", dtype), code, 0),  # column-major A
+                   (a, False, poisoned_out(m, n + 8, "cuda", dtype)[:, 1:1 + n], code, 0),  # C off 16 bytes
+                   (a, False, poisoned_out(m, n, "cuda", dtype), code, 2)]  # a split
+        for a_in, a_col, c, tile_code, split in refused:
+            with pytest.raises(RuntimeError):
+                ext.hgemm_launch("wgmma_persistent", a_in, b, c, a_col, b_col, False, tile_code, split)
+        if dtype == "fp16":
+            with pytest.raises(RuntimeError):  # fp16 accumulation
+                ext.hgemm_launch("wgmma_persistent", a, b, poisoned_out(m, n, "cuda", dtype), False, b_col, True,
+                                 code, 0)
+    if torch.cuda.get_device_properties(0).multi_processor_count == 132:
+        for layout in ("NT", "NN"):
+            a, b = make_inputs(4504, 608, 256, layout, device="cuda", seed=24, dtype=dtype)
+            c = ptx_kernels.hgemm(a, b, variant="wgmma_persistent")
+            torch.cuda.synchronize()
+            assert_exact(c, a, b, f"4504x608x256 {layout}")
+            assert ptx_kernels.last_launch()["tile"] == (176, 128), layout
+
+
 @pytest.mark.parametrize("v", ptx_kernels.variants(), ids=lambda v: v.name)
 def test_column_major_a_copies_where_not_in_place(v):
     """Column-major A: read in place by the records that list TN (a_col_major in last_launch, no copy); copied to

@@ -57,10 +57,15 @@ def test_rules_compare_on_the_pinned_times_of_the_plans_they_make():
 @needs_nvcc
 def test_the_rule_program_plans_as_the_launcher(tmp_path):
     """The rule compiled on the CPU (compare.ptx_plans.RULE_PROGRAM) against this tree's headers: 128 x 144 on
-    8288 x 848 x 1824 with B column-major, no cut tile of partial boxes with B row-major; the grid split on
-    192 x 3232 x 16760."""
-    plans = ptx_plans.rule_plans([(8288, 848, 1824, "NT"), (8288, 848, 1824, "NN"), (192, 3232, 16760, "NN")],
-                                 CSRC, tmp_path)
+    8288 x 848 x 1824 with B column-major, no cut tile of partial boxes with B row-major (a swapped one: B' = A^T
+    is column-major); the grid split on
+    192 x 3232 x 16760; 128 x 176 swapped on 4504 x 608 x 3776 (its plan key the swapped code, C's tile 176 x 128),
+    and not where A's rows are off the 32-byte sectors (K = 3768)."""
+    plans = ptx_plans.rule_plans([(8288, 848, 1824, "NT"), (8288, 848, 1824, "NN"), (192, 3232, 16760, "NN"),
+                                  (4504, 608, 3776, "NN"), (4504, 608, 3768, "NT")], CSRC, tmp_path)
     partial_boxes = {t for t in ptx_plans.CUT_TILES.values() if t[1] % 64}
-    assert plans[0] == (128, 144, 1, 0) and plans[1][:2] not in partial_boxes
+    assert plans[0] == (128, 144, 1, 0, 0) and (plans[1][:2] not in partial_boxes or plans[1][4])
     assert plans[2][3] == 1 and plans[2][2] > 1
+    assert plans[3] == (128, 176, 1, 0, 1) and not plans[4][4]
+    code = ptx_plans.plan_key(*plans[3])[1]
+    assert ptx_plans.TILES[code] == (176, 128) and code in ptx_plans.SWAP_TILES

@@ -99,8 +99,9 @@ def test_ptx_plans_pin_the_tiles_and_splits_it_has():
     assert [t for k, t, s in plans if k == "wgmma_splitk_grid"] == [1, 2, 3]
     assert [t for k, t, s in sweep.ptx_plans(16, 4096, 4096, "NT") if k == "wgmma_persistent" and s == 1] == \
         [1, 2, 3, 4, 5, 6]
-    cut = sweep.CUT_FIRST_CODE
-    tiles = {("NT", 1576): list(range(cut, cut + 10)), ("NN", 1584): [cut + 6]}  # row-major B: whole 64-column boxes
+    cut, swap = sweep.CUT_FIRST_CODE, list(sweep.SWAP_TILES)
+    # row-major B: the cut tiles of whole 64-column boxes; the swapped ones in both B layouts (B' = A^T column-major)
+    tiles = {("NT", 1576): list(range(cut, cut + 10)) + swap, ("NN", 1584): [cut + 6] + swap}
     for (layout, n), codes in tiles.items():
         plans = sweep.ptx_plans(1288, n, 2512, layout)
         assert [t for k, t, s in plans if t >= cut] == codes and all(s == 1 for k, t, s in plans if t >= cut), layout
@@ -111,6 +112,14 @@ def test_ptx_plans_pin_the_tiles_and_splits_it_has():
         # fp16 accumulation, B rows off the 32-byte sectors (K = 2504 column-major, N = 1576 row-major), column-major
         # A, C rows off 16 bytes, a skinny output: no cut tile
         assert sweep.cut_codes(m, n, k, layout, acc) == [], (m, n, k, layout, acc)
+    assert swap == [c for c in range(swap[0], swap[0] + 10) if c != swap[0] + 6]  # 256 x 128 is not swapped
+    for m, n, k, layout, acc in ((1288, 1576, 2512, "NT", "fp16"), (1288, 1576, 2504, "NT", "fp32"),
+                                 (1288, 1576, 2512, "TN", "fp32"), (1288, 1572, 2512, "NN", "fp32"),
+                                 (128, 1576, 2512, "NT", "fp32"), (1288, 128, 2512, "NN", "fp32")):
+        # fp16 accumulation, A rows off the 32-byte sectors (K = 2504), column-major A, C rows off 16 bytes, skinny
+        # outputs: no swapped tile
+        assert sweep.swap_codes(m, n, k, layout, acc) == [], (m, n, k, layout, acc)
+    assert sweep.swap_codes(1288, 1576, 2512, "NN") == swap
     short = sweep.ptx_plans(16, 4096, 448, "NN")  # 7 k-blocks: no part of a split keeps 4, no grid slices
     assert {s for k, t, s in short} == {0, 1} and not any(k == "wgmma_splitk_grid" for k, *_ in short)
     assert sweep.ptx_plan("wgmma_splitk", 128, 64, 2, 0) == cm.Plan("wgmma_splitk", 128, 64, 64, 8, 12, 2, "split_k",

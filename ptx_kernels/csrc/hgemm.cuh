@@ -43,8 +43,9 @@ struct GemmArgsOf {
   // choose, 1 / 2 single blocks walking bands of 8 / 16 tile rows, 3 clusters of two blocks sharing B by multicast.
   int8_t schedule = 0;
   // Hopper plans (hopper::choose_plan: wgmma_persistent, wgmma_splitk, wgmma_splitk_grid): 0 lets the plan choose
-  // the block tile; 1/2/3/4 pin 128 x 256/128/64/192, 5/6 256 x 152 in 4/3 stages. No Python keyword sets it; the
-  // binding's hgemm_launch(tile=1-6) does (tests and experiments pin plans so).
+  // the block tile; 1/2/3/4 pin 128 x 256/128/64/192, 5/6 256 x 152 in 4/3 stages, 7-16 the cut tiles, 17-26 the
+  // swapped cut tiles (hopper::cut_tile, hopper::kSwapFirstCode). No Python keyword sets it; the binding's
+  // hgemm_launch(tile=1-26) does (tests and experiments pin plans so).
   int8_t plan_tile = 0;
   // The block tile, where a variant has two for an accumulation (the pipelined ones and mma_sp with fp16
   // accumulation: a large tile and the fp32 one): 0 lets the launcher pick by wave count (tile::prefer_large), 1

@@ -2,7 +2,8 @@
 // the CPU): shared-memory matrix descriptors, the epilogue staging buffer's swizzled offsets, the tile / split-K
 // plans of wgmma_persistent and wgmma_splitk on a 132-SM GPU where 30 clusters of 4 fit at once,
 // wgmma_persistent's unsplit plans with its 256 x 152 tile offered (column-major B), the plans of the split over
-// the grid (wgmma_splitk_grid) with wgmma_persistent's choice of it, and its plans with the cut tiles offered.
+// the grid (wgmma_splitk_grid) with wgmma_persistent's choice of it, and its plans with the cut tiles offered, and
+// with the swapped cut tiles.
 #include <cstdio>
 
 #include "blocks/wgmma_tile.cuh"
@@ -89,5 +90,25 @@ int main() {
   };
   cut_plans(shapes, int(sizeof shapes / sizeof shapes[0]));
   cut_plans(cut_shapes, int(sizeof cut_shapes / sizeof cut_shapes[0]));
+  // the swapped cut tiles (hopper::kSwapFirstCode) and the unsplit plans with all cut tiles offered, without and
+  // with the swapped ones, on the shapes above and outputs whose M the 128-row tiles cover poorly
+  for (int i = 0; i < hopper::kCutTileCount; ++i)
+    if (hopper::swappable(i))
+      std::printf("swaptile %d %d %d\n", hopper::kSwapFirstCode + i, hopper::cut_tile(i).bm, hopper::cut_tile(i).bn);
+  const int swap_shapes[][3] = {{160, 24016, 3048}, {392, 5200, 5040}, {168, 29144, 4944}, {4504, 608, 3776},
+                                {1056, 3888, 8688}, {160, 8136, 8624}, {200, 8192, 8192}, {129, 30000, 1000}};
+  auto swap_plans = [](const int (*list)[3], int count) {
+    for (int i = 0; i < count; ++i)
+      for (bool swap : {false, true}) {
+        const int* s = list[i];
+        const hopper::Plan p = hopper::choose_plan(s[0], s[1], s[2], 132, 0, 0, 4, 132, 120, 0.96,
+                                                   hopper::kSpeedTall, hopper::kCutAll, swap);
+        std::printf("swap %d %d %d %d %d %d %d %d %d %.4f\n", s[0], s[1], s[2], int(swap), p.bm, p.bn, p.split, p.cut,
+                    int(p.swap), p.score);
+      }
+  };
+  swap_plans(shapes, int(sizeof shapes / sizeof shapes[0]));
+  swap_plans(cut_shapes, int(sizeof cut_shapes / sizeof cut_shapes[0]));
+  swap_plans(swap_shapes, int(sizeof swap_shapes / sizeof swap_shapes[0]));
   return 0;
 }

@@ -20,6 +20,7 @@
 #include "ptx/barrier.cuh"
 #include "ptx/cvta.cuh"
 #include "ptx/mbarrier.cuh"
+#include "ptx/stmatrix.cuh"
 #include "ptx/tma.cuh"
 #include "ptx/wgmma.cuh"
 
@@ -403,6 +404,51 @@ __device__ __forceinline__ void store_accumulators_tma(const AccRegs& d,
   }
 }
 
+// The same slab stored transposed, for a kernel that computes C^T = B^T A^T (the swapped cut tiles,
+// sm90/wgmma_persistent.cu): its tile rows are C's columns and its tile columns C's rows. C's tensor map is C's own
+// with a box of EPI_COLS rows x 64 columns, 128-byte swizzled (make_operands' c_transposed); `col0` is the slab's first
+// column of C (the kernel's row0), `row0` its first row of C (the kernel's n0). A round stages EPI_COLS rows of C
+// (accumulator columns) x the slab's 64 columns of C (accumulator rows): stmatrix .trans writes each 8 x 8 block of
+// the fragment transposed, so staged row r (accumulator column r) holds 8 accumulator rows as 16 contiguous bytes.
+// Lane l addresses row l % 8 of block l / 8: blocks (j, 0), (j, 1), (j + 1, 0), (j + 1, 1) of an x4, (j, h) being
+// 8-column block j's row half h (fragment_pair). The 8 rows of a block sit in 8 different 16-byte chunks (chunk
+// c ^ (r % 8)): conflict-free.
+template <int BN, int EPI_COLS, int EPI_ROWS, typename AccRegs, typename E>
+__device__ __forceinline__ void store_accumulators_tma_t(const AccRegs& d,
+                                                         EpilogueStaging<E, EPI_COLS, EPI_ROWS>& stage,
+                                                         const CUtensorMap* tma_c, int col0, int row0,
+                                                         uint32_t bar_id) {
+  static_assert(EPI_ROWS == 64 && BN % EPI_COLS == 0 && EPI_COLS % 8 == 0 && EPI_COLS <= 256,
+                "the buffer holds EPI_COLS rows of 64 columns (one box), whole 8-row blocks a round");
+  constexpr int kBlocks = EPI_COLS / 8;  // 8-column accumulator blocks a round
+  const int t = threadIdx.x % kWarpgroup, warp = t / 32, lane = t % 32;
+  const uint32_t base = ptx::smem_u32(stage.box);
+  const int half = (lane / 8) % 2, next = lane / 16, r = lane % 8;  // the block this lane addresses, and its row
+#pragma unroll
+  for (int round = 0; round < BN / EPI_COLS; ++round) {
+    if (t == 0) ptx::bulk_wait_group_read<0>();
+    ptx::named_barrier_sync(bar_id, kWarpgroup);
+#pragma unroll
+    for (int jj = 0; jj + 1 < kBlocks; jj += 2) {
+      const int j = round * kBlocks + jj;
+      ptx::stmatrix_x4_trans(base + staging_offset(8 * (jj + next) + r, warp * 16 + 8 * half),
+                             fragment_pair<E>(d, j, 0), fragment_pair<E>(d, j, 1), fragment_pair<E>(d, j + 1, 0),
+                             fragment_pair<E>(d, j + 1, 1));
+    }
+    if constexpr (kBlocks % 2 == 1) {
+      const int j = round * kBlocks + kBlocks - 1;
+      ptx::stmatrix_x2_trans(base + staging_offset(8 * (kBlocks - 1) + r, warp * 16 + 8 * half),
+                             fragment_pair<E>(d, j, 0), fragment_pair<E>(d, j, 1));
+    }
+    ptx::fence_proxy_async_shared();  // the stmatrix stores above, read by the TMA engine below
+    ptx::named_barrier_sync(bar_id, kWarpgroup);
+    if (t == 0) {
+      ptx::tma_store_2d(tma_c, col0, row0 + round * EPI_COLS, base);
+      ptx::bulk_commit_group();
+    }
+  }
+}
+
 // ---- host -----------------------------------------------------------------------------------------------------
 // The tensor maps of A (row-major: M x K, box BM x 64, or the rows of a short tile, a_box_rows; column-major: K x M
 // rows of M, box 64 k x 64 m) and B (column-major: N x K rows of K, box BN x 64; row-major: K x N, box 64 x 64), and
@@ -415,10 +461,11 @@ struct Operands {
 
 // b_box_n: the N rows of one column-major B box (default bn; a 2-CTA cluster loads half of B's tile each).
 // c_box_cols, c_box_rows: C's store box, EpilogueStaging::kBoxCols and ::kRows (64 columns: 128-byte swizzled;
-// else unswizzled).
+// else unswizzled). c_transposed: p is a swapped problem (C^T = B^T A^T: p.M is C's columns, p.N its rows), and
+// the map is of C itself, N rows x M columns (store_accumulators_tma_t).
 template <typename E>
 inline cudaError_t make_operands(const GemmArgsOf<E>& p, int bm, int bn, Operands* ops, int b_box_n = 0,
-                                 int c_box_cols = 64, int c_box_rows = 64) {
+                                 int c_box_cols = 64, int c_box_rows = 64, bool c_transposed = false) {
   if (b_box_n == 0) b_box_n = bn;
   if (p.a_col_major ? (p.sam != 1 && p.M > 1) : (p.sak != 1 && p.K > 1)) return cudaErrorInvalidValue;
   const uint64_t lda = uint64_t(p.a_col_major ? p.sak : p.sam), ldb = uint64_t(p.b_col_major ? p.sbn : p.sbk);
@@ -438,8 +485,8 @@ inline cudaError_t make_operands(const GemmArgsOf<E>& p, int bm, int bn, Operand
   if (err != cudaSuccess) return err;
   ops->pairs = p.ldc % 2 == 0 && reinterpret_cast<uintptr_t>(p.C) % 4 == 0;
   ops->tma_store = host::tma_describable(p.C, uint64_t(p.ldc)) &&
-                   map(p.C, uint64_t(p.M), uint64_t(p.N), uint64_t(p.ldc), uint32_t(c_box_rows), uint32_t(c_box_cols),
-                       &ops->c) == cudaSuccess;
+                   map(p.C, uint64_t(c_transposed ? p.N : p.M), uint64_t(c_transposed ? p.M : p.N), uint64_t(p.ldc),
+                       uint32_t(c_box_rows), uint32_t(c_box_cols), &ops->c) == cudaSuccess;
   return cudaSuccess;
 }
 
@@ -523,18 +570,28 @@ __host__ __device__ constexpr CutTile cut_tile(int i) {  // kCutTiles[i]
 }
 // Which cut tiles a launch may take: none, those whose B loads are whole 64-column boxes (row-major B), or all.
 enum CutMenu : int { kNoCut = 0, kCutWholeBoxes = 1, kCutAll = 2 };
+// The swapped cut tiles: the same tiles on the swapped problem C^T = B^T A^T (A' = B^T, B' = A^T), so that a tile's
+// rows run along N and its columns, BN at steps of 16, along M: M = 160 in one 160-column row of tiles where 128-row
+// tiles take 256 rows. GemmArgs::plan_tile codes kSwapFirstCode + i, in cut_tile(i) order; the kernel stores C
+// transposed (store_accumulators_tma_t). One form: fp32 accumulation, A row-major (B' column-major), C stored with
+// TMA; A' = B^T is row-major where B is column-major, else read M-major (A_COL). Tiles whose BN is a multiple of 128
+// (256 x 128) are not swapped: they would cover M in the steps the 128-row tiles do.
+constexpr int kSwapFirstCode = kCutFirstCode + kCutTileCount;
+__host__ __device__ constexpr bool swappable(int i) { return cut_tile(i).bn % 128 != 0; }
 struct Plan {
   int bn, split;
   int bm = 128;
   bool grid = false;   // the K split runs over the grid (choose_grid_split), not a cluster
   double score = 0.0;  // the estimate the plan won with (fill x column coverage x speed)
-  int cut = 0;         // a cut tile: its GemmArgs::plan_tile code (kCutFirstCode + its index i, cut_tile(i))
+  int cut = 0;         // a cut tile: its GemmArgs::plan_tile code (kCutFirstCode + its index i, cut_tile(i)), or
+                       // swapped (kSwapFirstCode + i)
   double fill = 0.0;   // the share of the SM-rounds its work units fill (choose_plan's plans)
+  bool swap = false;   // a swapped cut tile: bm rows of C^T along N, bn columns along M
 };
 __host__ __device__ constexpr Plan choose_plan(int M, int N, int K, int sms, int force_bn = 0, int force_split = 0,
                                                int max_split = 4, int wave2 = 0, int wave4 = 0,
                                                double speed192 = 0.0, double speed_tall = 0.0,
-                                               int cut_menu = kNoCut) {
+                                               int cut_menu = kNoCut, bool swap = false) {
   const int tiles_m = cdiv(M, 128), kblocks = cdiv(K, BK);
   const bool skinny = M <= 128 || N <= 128;
   const int bns[4] = {256, 192, 128, 64};
@@ -576,6 +633,19 @@ __host__ __device__ constexpr Plan choose_plan(int M, int N, int K, int sms, int
     const double score = c.speed * fill * double(N) / double(tiles_n * c.bn) * double(tiles_m * 128) /
                          double(cut_m * c.bm);
     if (score > best_score + 1e-9) best = Plan{c.bn, 1, c.bm, false, 0.0, kCutFirstCode + i, fill}, best_score = score;
+  }
+  // the swapped cut tiles (swap: their form holds), unsplit, on outputs that are not skinny: c.bm rows along N,
+  // c.bn columns along M; scored as the cut tiles, their columns past M counted against the 128-row tiles' rows
+  for (int i = 0; i < kCutTileCount && swap && !force_bn && force_split <= 1 && !skinny; ++i) {
+    const CutTile c = cut_tile(i);
+    if (!swappable(i)) continue;
+    const long tiles_n = cdiv(N, c.bm), swap_m = cdiv(M, c.bn), units = tiles_n * swap_m;
+    const long rounds = (units + sms - 1) / sms;
+    const double fill = double(units) / double(rounds * sms);
+    const double score = c.speed * fill * double(N) / double(tiles_n * c.bm) * double(tiles_m * 128) /
+                         double(swap_m * c.bn);
+    if (score > best_score + 1e-9)
+      best = Plan{c.bn, 1, c.bm, false, 0.0, kSwapFirstCode + i, fill, true}, best_score = score;
   }
   while (best.split > 1 && best.split > kblocks) best.split /= 2;
   best.score = best_score;

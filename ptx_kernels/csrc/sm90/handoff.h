@@ -9,14 +9,16 @@
 
 // The tile and K split for p on this device (hopper::choose_plan with the SM count and the blocks that run at once
 // in clusters of 2 and 4). GemmArgs::plan_tile pins the tile (1/2/3/4: 128 x 256/128/64/192, 5/6: 256 x 152 in 4/3
-// stages; wgmma_persistent.cu pins its cut tiles, 7-16, itself), ::split the split: 1 never, 2 and 4 over a
-// cluster, any other count up to hopper::kGridMaxSplit over the grid (hopper::choose_grid_split). speed192 > 0 and
+// stages; wgmma_persistent.cu pins its cut tiles, 7-16, and the swapped ones, 17-26, itself), ::split the split: 1
+// never, 2 and 4 over a cluster, any other count up to hopper::kGridMaxSplit over the grid
+// (hopper::choose_grid_split). speed192 > 0 and
 // speed_tall > 0 make 128 x 192 and 256 x 152 candidates of the unsplit plans (the persistent kernel's; 0 for the
-// cluster kernel), cut_menu the cut tiles (hopper::CutMenu). grid: whether the plan may split over the grid where
-// the others keep fewer than hopper::kGridBelow of the SMs busy (the persistent kernel's hand-off).
+// cluster kernel), cut_menu the cut tiles (hopper::CutMenu), swap the swapped cut tiles (hopper::kSwapFirstCode).
+// grid: whether the plan may split over the grid where the others keep fewer than hopper::kGridBelow of the SMs
+// busy (the persistent kernel's hand-off).
 template <typename E>
 hopper::Plan plan_wgmma(const GemmArgsOf<E>& p, double speed192 = 0.0, double speed_tall = 0.0, bool grid = false,
-                        int cut_menu = hopper::kNoCut);
+                        int cut_menu = hopper::kNoCut, bool swap = false);
 
 template <typename E>
 cudaError_t launch_wgmma_splitk_plan(const GemmArgsOf<E>& p, Acc acc, cudaStream_t stream, LaunchInfo* info,

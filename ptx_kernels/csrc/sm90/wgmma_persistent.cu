@@ -103,7 +103,9 @@ constexpr double kSpeed192 = 0.96;
 // 40 + 2 x 232 registers x 128 threads = 64,512 <= 65,536: a consumer's 128 fp32 accumulators plus addressing.
 constexpr int kProducerRegs = 40, kConsumerRegs = 232;
 
-template <typename E, typename T, Acc ACC, bool B_COL, bool TMA_STORE, bool A_COL>
+// C_T: a swapped cut tile's launch (launch_swapped): the kernel computes C^T = B^T A^T of the swapped problem and
+// stores each slab transposed into C (hopper::store_accumulators_tma_t).
+template <typename E, typename T, Acc ACC, bool B_COL, bool TMA_STORE, bool A_COL, bool C_T = false>
 __global__ void __launch_bounds__(kThreads, 1)
     wgmma_persistent_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_constant__ CUtensorMap tma_b,
                             const __grid_constant__ CUtensorMap tma_c, E* __restrict__ C, int64_t ldc, int M,
@@ -152,7 +154,10 @@ __global__ void __launch_bounds__(kThreads, 1)
         if (tid == 0) ptx::mbarrier_arrive(ptx::smem_u32(&ss.empty[stage]));  // one arrival per warpgroup
       });
       auto store = [&](const auto& d, int row0) {  // one 64-row slab of accumulators
-        if constexpr (TMA_STORE) {
+        if constexpr (C_T) {
+          static_assert(TMA_STORE && T::kCut, "swapped: a cut tile, C stored with TMA");
+          hopper::store_accumulators_tma_t<BN>(d, storage.out[wg - 1], &tma_c, row0, tn * BN, /*bar_id=*/wg);
+        } else if constexpr (TMA_STORE) {
           hopper::store_accumulators_tma<BN>(d, storage.out[wg - 1], &tma_c, row0, tn * BN, /*bar_id=*/wg);
         } else {
           hopper::store_accumulators<BN>(d, C, ldc, M, N, row0, tn * BN, pairs);
@@ -205,6 +210,38 @@ cudaError_t launch_tile(const GemmArgsOf<E>& p, Acc acc, cudaStream_t stream, La
   }
 }
 
+// The swapped problem of p: C^T = B^T A^T, with A' = B^T (N x K), B' = A^T (K x M) and C' = C^T (N x M), which
+// the swapped launches store into C transposed. A' is row-major where B is column-major; B' is column-major where A
+// is row-major (the only case the swapped tiles take).
+template <typename E>
+GemmArgsOf<E> swapped(const GemmArgsOf<E>& p) {
+  GemmArgsOf<E> q = p;
+  q.A = p.B, q.B = p.A;
+  q.M = p.N, q.N = p.M;
+  q.sam = p.sbn, q.sak = p.sbk;  // A'[n][k] = B[k][n]
+  q.sbk = p.sak, q.sbn = p.sam;  // B'[k][m] = A[m][k]
+  q.a_col_major = !p.b_col_major, q.b_col_major = !p.a_col_major;
+  return q;
+}
+
+// A cut tile T on the swapped problem q = swapped(p), in its one form: fp32 accumulation, B' = A^T column-major
+// (A row-major), C stored transposed with TMA (C's own map, boxes of T::EPI_COLS rows x 64 columns). The launch
+// reports C's tile: T::BN rows x T::BM columns.
+template <typename T, bool A_COL, typename E>
+cudaError_t launch_swapped(const GemmArgsOf<E>& q, Acc acc, cudaStream_t stream, LaunchInfo* info) {
+  static_assert(T::kCut, "the swapped tiles are the cut tiles");
+  using Storage = typename T::template Storage<E>;
+  if (acc != Acc::F32 || !q.b_col_major || q.a_col_major != A_COL) return cudaErrorInvalidValue;
+  hopper::Operands ops;
+  const cudaError_t err = hopper::make_operands(q, T::BM, T::BN, &ops, 0, 64, T::EPI_COLS, /*c_transposed=*/true);
+  if (err != cudaSuccess) return err;
+  if (!ops.tma_store) return cudaErrorInvalidValue;
+  const int tiles = hopper::cdiv(q.M, T::BM) * hopper::cdiv(q.N, T::BN);
+  const dim3 grid(hopper::persistent_blocks(tiles, hopper::sm_count(), q.grid));
+  return hopper::launch<wgmma_persistent_kernel<E, T, Acc::F32, true, true, A_COL, true>, Storage>(
+      grid, kThreads, T::BN, T::BM, q, ops, stream, info);
+}
+
 }  // namespace
 
 // The launches of tile CODE (GemmArgs::plan_tile's codes, 1-6) for one layout of A: a unit of the build's parts
@@ -215,13 +252,13 @@ template <int CODE, bool A_COL, typename E>
 cudaError_t launch_persistent_tile(const GemmArgsOf<E>& p, Acc acc, cudaStream_t stream, LaunchInfo* info) {
   return launch_tile<std::tuple_element_t<CODE - 1, Tiles>, A_COL>(p, acc, stream, info);
 }
-#define TILE_UNIT(EXTERN, CODE, A_COL)                                                                      \
-  HGEMM_UNIT(HGEMM_UNIT_HALF, HGEMM_UNIT(HGEMM_UNIT_A_COL_##A_COL, EXTERN))                                 \
-  template cudaError_t launch_persistent_tile<CODE, A_COL, half>(const GemmArgsOf<half>&, Acc, cudaStream_t, \
-                                                                 LaunchInfo*);                               \
-  HGEMM_UNIT(HGEMM_UNIT_BF16, HGEMM_UNIT(HGEMM_UNIT_A_COL_##A_COL, EXTERN))                                 \
-  template cudaError_t launch_persistent_tile<CODE, A_COL, __nv_bfloat16>(                                   \
-      const GemmArgsOf<__nv_bfloat16>&, Acc, cudaStream_t, LaunchInfo*)
+#define LAUNCH_UNIT(EXTERN, LAUNCH, CODE, A_COL)                                                          \
+  HGEMM_UNIT(HGEMM_UNIT_HALF, HGEMM_UNIT(HGEMM_UNIT_A_COL_##A_COL, EXTERN))                               \
+  template cudaError_t LAUNCH<CODE, A_COL, half>(const GemmArgsOf<half>&, Acc, cudaStream_t, LaunchInfo*); \
+  HGEMM_UNIT(HGEMM_UNIT_BF16, HGEMM_UNIT(HGEMM_UNIT_A_COL_##A_COL, EXTERN))                               \
+  template cudaError_t LAUNCH<CODE, A_COL, __nv_bfloat16>(const GemmArgsOf<__nv_bfloat16>&, Acc, cudaStream_t, \
+                                                         LaunchInfo*)
+#define TILE_UNIT(EXTERN, CODE, A_COL) LAUNCH_UNIT(EXTERN, launch_persistent_tile, CODE, A_COL)
 #define TILE_UNITS(EXTERN, CODE) \
   TILE_UNIT(EXTERN, CODE, false); \
   TILE_UNIT(EXTERN, CODE, true)
@@ -241,6 +278,26 @@ TILE_UNIT(extern, 13, false);
 TILE_UNIT(extern, 14, false);
 TILE_UNIT(extern, 15, false);
 TILE_UNIT(extern, 16, false);
+
+// The swapped cut tile I's launch (I: its index in hopper::cut_tile) on the swapped problem, A' = B^T of layout
+// A_COL: a unit of the build's parts, as TILE_UNIT.
+template <int I, bool A_COL, typename E>
+cudaError_t launch_swapped_tile(const GemmArgsOf<E>& q, Acc acc, cudaStream_t stream, LaunchInfo* info) {
+  return launch_swapped<Cut<I>, A_COL>(q, acc, stream, info);
+}
+#define SWAP_UNIT(EXTERN, I, A_COL) LAUNCH_UNIT(EXTERN, launch_swapped_tile, I, A_COL)
+#define SWAP_UNITS(EXTERN, I) \
+  SWAP_UNIT(EXTERN, I, false); \
+  SWAP_UNIT(EXTERN, I, true)
+SWAP_UNITS(extern, 0);
+SWAP_UNITS(extern, 1);
+SWAP_UNITS(extern, 2);
+SWAP_UNITS(extern, 3);
+SWAP_UNITS(extern, 4);
+SWAP_UNITS(extern, 5);
+SWAP_UNITS(extern, 7);  // (cut tile 6, 256 x 128, is not swapped: hopper::swappable)
+SWAP_UNITS(extern, 8);
+SWAP_UNITS(extern, 9);
 
 // Tile CODE's launches for A's layout (a cut tile's for row-major A only).
 template <int CODE, typename E>
@@ -263,11 +320,30 @@ cudaError_t launch_cut_code(int code, const GemmArgsOf<E>& p, Acc acc, cudaStrea
   return err;
 }
 
+// The swapped cut tile of plan_tile code `code` (hopper::kSwapFirstCode + I) on p: the swapped problem's launch,
+// A' = B^T row-major where B is column-major, else M-major. A column-major A (B' row-major) is not a swapped form.
+template <typename E, int... I>
+cudaError_t launch_swap_code(int code, const GemmArgsOf<E>& p, Acc acc, cudaStream_t stream, LaunchInfo* info,
+                             std::integer_sequence<int, I...>) {
+  if (p.a_col_major) return cudaErrorInvalidValue;
+  const GemmArgsOf<E> q = swapped(p);
+  cudaError_t err = cudaErrorInvalidValue;
+  auto one = [&](auto i_c) {
+    constexpr int kI = decltype(i_c)::value;
+    if constexpr (hopper::swappable(kI)) {
+      err = q.a_col_major ? launch_swapped_tile<kI, true>(q, acc, stream, info)
+                          : launch_swapped_tile<kI, false>(q, acc, stream, info);
+    }
+  };
+  ((code == hopper::kSwapFirstCode + I ? one(std::integral_constant<int, I>{}) : void()), ...);
+  return err;
+}
+
 // ---- HOST: choose the tile (or another kernel) -> tensor maps -> launch ----
 // hopper::choose_plan scores 128 x 256, 128 x 128 and 128 x 64 tiles (128 x 192 where A's and B's rows are
-// 128-byte aligned, 256 x 152 where B is column-major, the cut tiles in their one form) by how many SMs they keep
-// busy. Some kinds of problem go to another step of the ladder, as a library's heuristic would send them
-// (last_launch()["kernel"] names it):
+// 128-byte aligned, 256 x 152 where B is column-major, the cut tiles and the swapped ones in their one form) by how
+// many SMs they keep busy. Some kinds of problem go to another step of the ladder, as a library's heuristic would
+// send them (last_launch()["kernel"] names it):
 //   - a few rows of A against a B whose rows are off 16 bytes, which the TMA would copy first, or of a
 //     column-major A against a large B (hands_to_stream, sm90/handoff.h): mma_stream.cu streams B, in place;
 //   - outputs that even narrow tiles cannot spread over the SMs, with K long enough to share (skinny M or N; the
@@ -284,8 +360,11 @@ cudaError_t launch_cut_code(int code, const GemmArgsOf<E>& p, Acc acc, cudaStrea
 //     256 x 64 B box to two blocks, halving those reads, which recovers most of it. (A's rows off the sectors cost
 //     nothing measurable: its box has half as many rows. The narrow tiles of small outputs stay: the cluster's
 //     128 x 256 tiles would leave SMs idle there.)
-// GemmArgs::plan_tile (1/2/3/4: 128 x 256/128/64/192; 5/6: 256 x 152 in 4/3 stages; 7-16: the cut tiles, unsplit)
-// and ::split (1 = never; 2 and 4 over a cluster, other counts over the grid) pin the plan.
+// The swapped cut tiles (hopper::kSwapFirstCode: C^T = B^T A^T, a tile's columns at steps of 16 along M) are
+// choose_plan's candidates beside the cut tiles where their form holds (swap_form).
+// GemmArgs::plan_tile (1/2/3/4: 128 x 256/128/64/192; 5/6: 256 x 152 in 4/3 stages; 7-16: the cut tiles, 17-26:
+// the swapped cut tiles, unsplit) and ::split (1 = never; 2 and 4 over a cluster, other counts over the grid) pin
+// the plan.
 template <typename E>
 cudaError_t launch_wgmma_persistent(const GemmArgsOf<E>& p, Acc acc, cudaStream_t stream, LaunchInfo* info) {
   const int64_t row_bytes_a = (p.a_col_major ? p.sak : p.sam) * int64_t(sizeof(E));
@@ -294,6 +373,8 @@ cudaError_t launch_wgmma_persistent(const GemmArgsOf<E>& p, Acc acc, cudaStream_
   if (p.plan_tile == 0 && p.split == 0 && hands_to_stream(p.M, p.N, p.K, b_rows_off16, p.a_col_major))
     return launch_mma_stream(p, acc, stream, info);
   const auto cut_codes = std::make_integer_sequence<int, hopper::kCutTileCount>();
+  if (p.plan_tile >= hopper::kSwapFirstCode)
+    return p.split > 1 ? cudaErrorInvalidValue : launch_swap_code(p.plan_tile, p, acc, stream, info, cut_codes);
   if (p.plan_tile >= hopper::kCutFirstCode)
     return p.split > 1 ? cudaErrorInvalidValue : launch_cut_code(p.plan_tile, p, acc, stream, info, cut_codes);
   const bool rows_128b = row_bytes_a % 128 == 0 && row_bytes_b % 128 == 0;
@@ -302,10 +383,15 @@ cudaError_t launch_wgmma_persistent(const GemmArgsOf<E>& p, Acc acc, cudaStream_
   const bool cut_form = acc == Acc::F32 && !p.a_col_major && !b_rows_straddle &&
                         host::tma_describable(p.C, uint64_t(p.ldc));
   const int cut_menu = !cut_form ? hopper::kNoCut : p.b_col_major ? hopper::kCutAll : hopper::kCutWholeBoxes;
+  // the swapped cut tiles' one form (launch_swapped): B' = A^T loaded as the cut tiles load column-major B, so A's
+  // rows on the 32-byte sectors; A' = B^T in 16-byte rows (off the sectors costs A nothing measurable)
+  const bool swap_form = acc == Acc::F32 && !p.a_col_major && row_bytes_a % 32 == 0 && !b_rows_off16 &&
+                         host::tma_describable(p.C, uint64_t(p.ldc));
   const hopper::Plan plan = plan_wgmma(p, rows_128b ? kSpeed192 : 0.0, p.b_col_major ? hopper::kSpeedTall : 0.0,
-                                       /*grid=*/!p.a_col_major, cut_menu);
+                                       /*grid=*/!p.a_col_major, cut_menu, swap_form);
   if (plan.grid) return launch_wgmma_splitk_grid_plan(p, acc, stream, info, plan);
   if (plan.split > 1) return launch_wgmma_splitk_plan(p, acc, stream, info, plan);
+  if (plan.swap) return launch_swap_code(plan.cut, p, acc, stream, info, cut_codes);
   if (plan.cut) return launch_cut_code(plan.cut, p, acc, stream, info, cut_codes);
   const int64_t wide_tiles = int64_t(hopper::cdiv(p.M, 128)) * hopper::cdiv(p.N, 256);
   if (b_rows_straddle && p.plan_tile == 0 && (plan.bn == 256 || plan.bn == 152 || wide_tiles >= hopper::sm_count()))
@@ -364,4 +450,29 @@ TILE_UNIT(, 14, false);
 #if HGEMM_IN_PART(11)
 TILE_UNIT(, 15, false);
 TILE_UNIT(, 16, false);
+#endif
+#if HGEMM_IN_PART(12)
+SWAP_UNITS(, 0);
+#endif
+#if HGEMM_IN_PART(13)
+SWAP_UNITS(, 1);
+#endif
+#if HGEMM_IN_PART(14)
+SWAP_UNITS(, 2);
+#endif
+#if HGEMM_IN_PART(15)
+SWAP_UNITS(, 3);
+#endif
+#if HGEMM_IN_PART(16)
+SWAP_UNITS(, 4);
+#endif
+#if HGEMM_IN_PART(17)
+SWAP_UNITS(, 5);
+#endif
+#if HGEMM_IN_PART(18)
+SWAP_UNITS(, 7);
+#endif
+#if HGEMM_IN_PART(19)
+SWAP_UNITS(, 8);
+SWAP_UNITS(, 9);
 #endif

@@ -221,7 +221,8 @@ WIDE_UNIT(extern);
 
 // ---- HOST: the plan -> tensor maps -> launch ----
 template <typename E>
-hopper::Plan plan_wgmma(const GemmArgsOf<E>& p, double speed192, double speed_tall, bool grid, int cut_menu) {
+hopper::Plan plan_wgmma(const GemmArgsOf<E>& p, double speed192, double speed_tall, bool grid, int cut_menu,
+                        bool swap) {
   const int force_bn = p.plan_tile == 1   ? 256
                        : p.plan_tile == 2 ? 128
                        : p.plan_tile == 3 ? 64
@@ -231,7 +232,7 @@ hopper::Plan plan_wgmma(const GemmArgsOf<E>& p, double speed192, double speed_ta
   const int sms = hopper::sm_count();
   if (p.split == 3 || p.split > 4) return hopper::choose_grid_split(p.M, p.N, p.K, sms, force_bn, p.split);
   hopper::Plan plan = hopper::choose_plan(p.M, p.N, p.K, sms, force_bn, p.split, 4, wave_blocks(2), wave_blocks(4),
-                                          speed192, speed_tall, cut_menu);
+                                          speed192, speed_tall, cut_menu, swap);
   if (grid && p.split == 0 && p.plan_tile <= 3) plan = hopper::prefer_grid_split(plan, p.M, p.N, p.K, sms, force_bn);
   return plan;
 }
@@ -261,8 +262,9 @@ cudaError_t launch_wgmma_splitk(const GemmArgsOf<E>& p, Acc acc, cudaStream_t st
 // The hand-off's entry points (sm90/handoff.h), for wgmma_persistent.cu's translation unit (not where `compare
 // inspect` compiles this file for one element type: host/registry.h, HGEMM_ONLY_ELEMENT).
 #ifndef HGEMM_ONLY_ELEMENT
-template hopper::Plan plan_wgmma<half>(const GemmArgsOf<half>&, double, double, bool, int);
-template hopper::Plan plan_wgmma<__nv_bfloat16>(const GemmArgsOf<__nv_bfloat16>&, double, double, bool, int);
+template hopper::Plan plan_wgmma<half>(const GemmArgsOf<half>&, double, double, bool, int, bool);
+template hopper::Plan plan_wgmma<__nv_bfloat16>(const GemmArgsOf<__nv_bfloat16>&, double, double, bool, int,
+                                                    bool);
 template cudaError_t launch_wgmma_splitk_plan<half>(const GemmArgsOf<half>&, Acc, cudaStream_t, LaunchInfo*,
                                                     hopper::Plan);
 template cudaError_t launch_wgmma_splitk_plan<__nv_bfloat16>(const GemmArgsOf<__nv_bfloat16>&, Acc, cudaStream_t,
