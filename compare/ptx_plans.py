@@ -8,10 +8,10 @@ each of its tiles and K splits pinned (`compare.sweep.ptx_plans`). From such fil
    of its columns and rows inside the output), as a geomean over the cases whose output is not skinny (M and N over
    128) with at least 1 GFLOP. That is the figure hopper::choose_plan's tile speeds stand for;
 2. with --against REV: the plan wgmma_persistent's rule (hopper::choose_plan, then hopper::prefer_grid_split, with
-   the launcher's arguments) makes for each case, at git revision REV and in this tree, each compiled on the CPU.
-   Where the two differ, both plans' pinned times (the same process, the same operands), and the speed of this
-   tree's plan over REV's: a geomean over the cases both were timed on, each case planned alike counting 1 (as do
-   cases whose own plan went to another kernel, mma_stream or wgmma_cluster, which the rule does not decide).
+   the launcher's arguments, and its hand-off to wgmma_cluster) makes for each case, at git revision REV and in
+   this tree, each compiled on the CPU. Where the two differ, both plans' pinned times (the same process, the same
+   operands), and the speed of this tree's plan over REV's: a geomean over the cases both were timed on, each case
+   planned alike counting 1 (as do cases whose own plan went to mma_stream, which the rule does not decide).
 """
 from __future__ import annotations
 
@@ -33,8 +33,9 @@ GRID_CODES = {256: 1, 128: 2, 64: 3}  # the grid split's tiles (wgmma_splitk_gri
 
 # The rule as wgmma_persistent's launcher calls it (launch_wgmma_persistent, plan_wgmma): 132 SMs, 120 blocks in
 # clusters of 4; 128 x 192 where A's and B's rows are 128-byte aligned; 256 x 152 where B is column-major; the cut
-# tiles and the swapped ones (where the header has them) in their one form. Reads "M N K LAYOUT" lines, prints
-# "BM BN SPLIT GRID SWAP" (a swapped plan's BM runs along N, its BN along M).
+# tiles and the swapped ones (where the header has them) in their one form; the hand-off to wgmma_cluster of a plan
+# on wide tiles against B rows off the 32-byte sectors. Reads "M N K LAYOUT" lines, prints "BM BN SPLIT GRID SWAP
+# CLUSTER" (a swapped plan's BM runs along N, its BN along M; CLUSTER: the launcher hands the plan to wgmma_cluster).
 RULE_PROGRAM = r"""
 #include <cstdio>
 #include "blocks/wgmma_tile.cuh"
@@ -46,7 +47,7 @@ int main() {
     const long row_a = 2L * (a_col ? M : K), row_b = 2L * (b_col ? K : N);
     const double speed192 = row_a % 128 == 0 && row_b % 128 == 0 ? 0.96 : 0.0;
     const double tall = b_col ? hopper::kSpeedTall : 0.0;
-    int swapped = 0;
+    int swapped = 0, cut = 0;
 #if HGEMM_CUT_MENU
     const bool cut_form = !a_col && row_b % 32 == 0 && N % 8 == 0;
     const int menu = !cut_form ? hopper::kNoCut : b_col ? hopper::kCutAll : hopper::kCutWholeBoxes;
@@ -60,8 +61,14 @@ int main() {
 #else
     hopper::Plan p = hopper::choose_plan(M, N, K, 132, 0, 0, 4, 132, 120, speed192, tall);
 #endif
+#if HGEMM_CUT_MENU
+    cut = p.cut;
+#endif
     if (!a_col) p = hopper::prefer_grid_split(p, M, N, K, 132);
-    std::printf("%d %d %d %d %d\n", p.bm, p.bn, p.split, int(p.grid), swapped);
+    const long wide_tiles = long((M + 127) / 128) * ((N + 255) / 256);
+    const bool cluster = row_b % 32 != 0 && !p.grid && p.split <= 1 && !swapped && !cut &&
+                         (p.bn == 256 || p.bn == 152 || wide_tiles >= 132);
+    std::printf("%d %d %d %d %d %d\n", p.bm, p.bn, p.split, int(p.grid), swapped, int(cluster));
   }
   return 0;
 }
@@ -118,9 +125,12 @@ def tile_speeds(cases: dict[str, dict]) -> dict[int, tuple[int, float]]:
     return {code: (len(v), geomean(v)) for code, v in sorted(per.items())}
 
 
-def plan_key(bm: int, bn: int, split: int, grid: int, swap: int = 0) -> tuple[str, int, int]:
-    """The sweep candidate that pins a plan: the grid split by its width, a cluster split or an unsplit tile by its
-    tile code (a swapped cut tile's: C's tile is (bn, bm))."""
+def plan_key(bm: int, bn: int, split: int, grid: int, swap: int = 0, cluster: int = 0) -> tuple[str, int, int]:
+    """The sweep candidate that pins a plan: the cluster kernel where the launcher hands the plan to it, the grid
+    split by its width, a cluster split or an unsplit tile by its tile code (a swapped cut tile's: C's tile is
+    (bn, bm))."""
+    if cluster:
+        return ("wgmma_cluster", 0, 0)
     if grid:
         return ("wgmma_splitk_grid", GRID_CODES[bn], 0)
     if swap:
@@ -149,13 +159,13 @@ def rule_plans(shapes: list[tuple[int, int, int, str]], csrc: Path, workdir: Pat
 
 def compare_rules(cases: dict[str, dict], old: list[tuple[int, ...]], new: list[tuple[int, ...]]) -> tuple[list, int]:
     """(rows of the cases planned differently and both timed: (speed new over old, case, old plan, new plan, old x
-    torch, new x torch), the count of cases planned alike or handed to another kernel)."""
+    torch, new x torch), the count of cases planned alike or handed to mma_stream)."""
     rows, alike = [], 0
     for (key, case), po, pn in zip(cases.items(), old, new):
         own = case.get("own")
         if own is None:
             continue
-        if po == pn or own.get("ran") not in ("wgmma_persistent", "wgmma_splitk", "wgmma_splitk_grid"):
+        if po == pn or own.get("ran") == "mma_stream":
             alike += 1
             continue
         ko, kn = plan_key(*po), plan_key(*pn)
@@ -199,7 +209,7 @@ def main(argv=None) -> int:
           f"this tree's plans over {args.against}'s: {overall:.4f} over all, {geomean([r[0] for r in rows]):.4f} "
           "over the changed")
     for speed, key, po, pn, x_old, x_new in sorted(rows):
-        print(f"  {speed:.3f}  {key:44s} {po} x{x_old:.3f} -> {pn} x{x_new:.3f}  (bm, bn, split, grid, swap; x torch)")
+        print(f"  {speed:.3f}  {key:44s} {po} x{x_old:.3f} -> {pn} x{x_new:.3f}  (bm, bn, split, grid, swap, cluster; x torch)")
     return 0
 
 

@@ -37,14 +37,14 @@ def test_tile_speeds_are_per_output_at_equal_fill(tmp_path):
 
 
 def test_rules_compare_on_the_pinned_times_of_the_plans_they_make():
-    """compare_rules: a case planned alike counts once as alike, a case whose own plan went to another kernel too;
+    """compare_rules: a case planned alike counts once as alike, a case whose own plan went to mma_stream too;
     a case planned differently compares the two plans' pinned times (grid split by width, cluster split by tile
     and split, unsplit by tile code)."""
     def case(own_ran, ms):
         return {"problem": {"m": 1, "n": 1, "k": 1, "layout": "NN"}, "torch_ms": 1.0, "ms": ms,
                 "own": {"ran": own_ran}}
     cases = {"same": case("wgmma_persistent", {}),
-             "cluster": case("wgmma_cluster", {}),
+             "stream": case("mma_stream", {}),
              "grid": case("wgmma_persistent", {("wgmma_persistent", 3, 1): 2.0, ("wgmma_splitk_grid", 2, 0): 1.0}),
              "cut": case("wgmma_persistent", {("wgmma_persistent", 1, 1): 1.0, ("wgmma_persistent", 7, 1): 1.25})}
     old = [(128, 256, 1, 0), (128, 256, 1, 0), (128, 64, 1, 0), (128, 256, 1, 0)]
@@ -60,12 +60,15 @@ def test_the_rule_program_plans_as_the_launcher(tmp_path):
     8288 x 848 x 1824 with B column-major, no cut tile of partial boxes with B row-major (a swapped one: B' = A^T
     is column-major); the grid split on
     192 x 3232 x 16760; 128 x 176 swapped on 4504 x 608 x 3776 (its plan key the swapped code, C's tile 176 x 128),
-    and not where A's rows are off the 32-byte sectors (K = 3768)."""
+    and not where A's rows are off the 32-byte sectors (K = 3768); 4096 x 4096 x 4104 NT (B's rows 8,208 bytes
+    apart) on 128 x 256 tiles handed to wgmma_cluster."""
     plans = ptx_plans.rule_plans([(8288, 848, 1824, "NT"), (8288, 848, 1824, "NN"), (192, 3232, 16760, "NN"),
-                                  (4504, 608, 3776, "NN"), (4504, 608, 3768, "NT")], CSRC, tmp_path)
+                                  (4504, 608, 3776, "NN"), (4504, 608, 3768, "NT"), (4096, 4096, 4104, "NT")],
+                                 CSRC, tmp_path)
     partial_boxes = {t for t in ptx_plans.CUT_TILES.values() if t[1] % 64}
-    assert plans[0] == (128, 144, 1, 0, 0) and (plans[1][:2] not in partial_boxes or plans[1][4])
+    assert plans[0] == (128, 144, 1, 0, 0, 0) and (plans[1][:2] not in partial_boxes or plans[1][4])
     assert plans[2][3] == 1 and plans[2][2] > 1
-    assert plans[3] == (128, 176, 1, 0, 1) and not plans[4][4]
+    assert plans[3] == (128, 176, 1, 0, 1, 0) and not plans[4][4]
     code = ptx_plans.plan_key(*plans[3])[1]
     assert ptx_plans.TILES[code] == (176, 128) and code in ptx_plans.SWAP_TILES
+    assert plans[5] == (128, 256, 1, 0, 0, 1) and ptx_plans.plan_key(*plans[5]) == ("wgmma_cluster", 0, 0)
