@@ -156,7 +156,7 @@ HOPPER: tuple[Variant, ...] = (
     Variant("wgmma_persistent", "ptx", "wgmma", "sm90/wgmma_persistent.cu",
             "persistent, 128x256x64 in 4 stages (128x192 in 5 or, B column-major, 256x152 in 4 where they fill the "
             "rounds better, 128x128 in 6, 128x64 in 8 on skinny outputs; tiles cut to the shape, 128x144-240 and "
-            "256x128-176, where their rounds are fuller)",
+            "256x128-176, where their rounds are fuller, and swapped, C^T = B^T A^T, where M is covered better)",
             "at most one block per SM (as few as keep every round full) walking the tiles in grouped order; "
             "TMA-store epilogue through swizzled shared memory, overlapped with the next tile",
             block=(128, 256, 64), stages=4,
