@@ -165,10 +165,11 @@ def test_split_k_exact_and_deterministic(v, acc, split, layout):
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("dtype,acc", (("fp16", "fp32"), ("fp16", "fp16"), ("bf16", "fp32")))
 def test_persistent_128x192_plan_exact(dtype, acc, layout):
-    """wgmma_persistent's 128x192 tile, taken where its rounds are fuller than 128x256's and the operands' rows are
-    128-byte aligned (3072x5120x2048 NN: 648 tiles against 480 on 132 SMs), is exact; with B column-major the cut
-    128x240 tile fills whole rounds there (528 tiles: 4 of 132) and takes it; 3000x5000x2000 (4,000-byte rows)
-    stays off 128x192 (128x256, the tall tile or the cluster kernel)."""
+    """wgmma_persistent's 128x192 tile, a candidate where its rounds are fuller than 128x256's and the operands'
+    rows are 128-byte aligned (3072x5120x2048: 648 tiles against 480 on 132 SMs), is exact where pinned; planned,
+    the cut 128x240 tile fills whole rounds there with B column-major (528 tiles: 4 of 132) and takes it, and with B
+    row-major the swapped 128x240 (C's tile 240x128: 13 rows of 240 along M x 40 along N, 520 tiles) scores above
+    it; 3000x5000x2000 (4,000-byte rows) stays off 128x192."""
     for i, (m, n, k) in enumerate([(3072, 5120, 2048), (3000, 5000, 2000)]):
         kk = k if acc == "fp32" else 192  # fp16 accumulation is exact while partial sums stay small
         a, b = make_inputs(m, n, kk, layout, device="cuda", seed=i, dtype=dtype)
@@ -177,7 +178,13 @@ def test_persistent_128x192_plan_exact(dtype, acc, layout):
         assert_exact(c, a, b, f"{dtype} {acc} {layout} {m}x{n}x{kk}")
         aligned = a.stride(0) % 64 == 0 and max(b.stride()) % 64 == 0
         if kk == 2048 and layout in ("NN", "NT") and aligned:
-            assert launch["tile"] == ((128, 192) if layout == "NN" else (128, 240)), launch
+            assert launch["tile"] == ((240, 128) if layout == "NN" else (128, 240)), launch
+            ext = ptx_kernels.load()
+            c = poisoned_out(m, n, "cuda", dtype)
+            info, _ = ext.hgemm_launch("wgmma_persistent", a, b, c, False, layout == "NT", acc == "fp16", 4, 0)
+            torch.cuda.synchronize()
+            assert (info[5], info[6]) == (128, 192), info
+            assert_exact(c, a, b, f"128x192 pinned {dtype} {acc} {layout} {m}x{n}x{kk}")
         if kk == 2000:
             assert launch["tile"] != (128, 192), launch
 
