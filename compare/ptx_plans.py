@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
-import math
 import subprocess
 import sys
 import tempfile
@@ -26,7 +25,8 @@ from pathlib import Path
 
 from hgemm_common.errors import HgemmError
 
-from .sweep import CUT_TILES, PLAN_TILES as TILES, SWAP_TILES  # noqa: F401 (CUT_TILES: for callers)
+from .bench import geomean
+from .sweep import PLAN_TILES as TILES, SWAP_TILES
 
 SMS = 132  # the lent GPUs' SM count (H100 and H200): the fill the rule plans for
 GRID_CODES = {256: 1, 128: 2, 64: 3}  # the grid split's tiles (wgmma_splitk_grid, pinned by width)
@@ -104,10 +104,6 @@ def fill(m: int, n: int, bm: int, bn: int, sms: int = SMS) -> float:
     return units / (rounds * sms) * n / (tiles_n * bn) * (-(-m // 128) * 128) / (tiles_m * bm)
 
 
-def geomean(xs: list[float]) -> float:
-    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
-
-
 def tile_speeds(cases: dict[str, dict]) -> dict[int, tuple[int, float]]:
     """Per pinned tile code: (cases, geomean speed per output against 128 x 256 at equal fill), over the cases that
     are not skinny with at least 1 GFLOP and both timed unsplit."""
@@ -140,7 +136,8 @@ def plan_key(bm: int, bn: int, split: int, grid: int, swap: int = 0, cluster: in
 
 
 def rule_plans(shapes: list[tuple[int, int, int, str]], csrc: Path, workdir: Path) -> list[tuple[int, ...]]:
-    """The rule's plan (bm, bn, split, grid) of each shape, with the headers under csrc (RULE_PROGRAM)."""
+    """The rule's plan (bm, bn, split, grid, swap, cluster) of each shape, with the headers under csrc
+    (RULE_PROGRAM)."""
     from ptx_kernels import toolchain
 
     nvcc = toolchain.find_nvcc()
@@ -209,7 +206,8 @@ def main(argv=None) -> int:
           f"this tree's plans over {args.against}'s: {overall:.4f} over all, {geomean([r[0] for r in rows]):.4f} "
           "over the changed")
     for speed, key, po, pn, x_old, x_new in sorted(rows):
-        print(f"  {speed:.3f}  {key:44s} {po} x{x_old:.3f} -> {pn} x{x_new:.3f}  (bm, bn, split, grid, swap, cluster; x torch)")
+        print(f"  {speed:.3f}  {key:44s} {po} x{x_old:.3f} -> {pn} x{x_new:.3f}  "
+              "(bm, bn, split, grid, swap, cluster; x torch)")
     return 0
 
 

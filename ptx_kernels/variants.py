@@ -163,7 +163,8 @@ HOPPER: tuple[Variant, ...] = (
             promises={"sm_90a": ("HGMMA", "UTMALDG", "UTMASTG", "SYNCS", "USETMAXREG")},
             # inspect shows the 128x256 tile with the TMA-store epilogue, A row-major
             inspect={"T": "Tile<256, 4, 1, 128, 64>", "TMA_STORE": "true", "A_COL": "false"},
-            splits=_SPLITS + _GRID_SPLITS, max_split=256, mma_forms=_hgmma_forms(256, 192, 152, 128, 64, fp32_only=(240, 224, 208, 176, 160, 144)),
+            splits=_SPLITS + _GRID_SPLITS, max_split=256,
+            mma_forms=_hgmma_forms(256, 192, 152, 128, 64, fp32_only=(240, 224, 208, 176, 160, 144)),
             recommended=True, native_layouts=_ALL_LAYOUTS, **_HOPPER),
     Variant("wgmma_splitk", "ptx", "wgmma", "sm90/wgmma_splitk.cu",
             "clusters of 1, 2 or 4 blocks share a 128x256/128x128/128x64 tile, each taking a part of K; one wave",

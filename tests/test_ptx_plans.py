@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from compare import ptx_plans
+from compare import ptx_plans, sweep
 from ptx_kernels import toolchain
 from ptx_kernels.variants import CSRC
 
@@ -58,14 +58,13 @@ def test_rules_compare_on_the_pinned_times_of_the_plans_they_make():
 def test_the_rule_program_plans_as_the_launcher(tmp_path):
     """The rule compiled on the CPU (compare.ptx_plans.RULE_PROGRAM) against this tree's headers: 128 x 144 on
     8288 x 848 x 1824 with B column-major, no cut tile of partial boxes with B row-major (a swapped one: B' = A^T
-    is column-major); the grid split on
-    192 x 3232 x 16760; 128 x 176 swapped on 4504 x 608 x 3776 (its plan key the swapped code, C's tile 176 x 128),
-    and not where A's rows are off the 32-byte sectors (K = 3768); 4096 x 4096 x 4104 NT (B's rows 8,208 bytes
-    apart) on 128 x 256 tiles handed to wgmma_cluster."""
+    is column-major); the grid split on 192 x 3232 x 16760; 128 x 176 swapped on 4504 x 608 x 3776 (its plan key
+    the swapped code, C's tile 176 x 128), and not where A's rows are off the 32-byte sectors (K = 3768);
+    4096 x 4096 x 4104 NT (B's rows 8,208 bytes apart) on 128 x 256 tiles handed to wgmma_cluster."""
     plans = ptx_plans.rule_plans([(8288, 848, 1824, "NT"), (8288, 848, 1824, "NN"), (192, 3232, 16760, "NN"),
                                   (4504, 608, 3776, "NN"), (4504, 608, 3768, "NT"), (4096, 4096, 4104, "NT")],
                                  CSRC, tmp_path)
-    partial_boxes = {t for t in ptx_plans.CUT_TILES.values() if t[1] % 64}
+    partial_boxes = {t for t in sweep.CUT_TILES.values() if t[1] % 64}
     assert plans[0] == (128, 144, 1, 0, 0, 0) and (plans[1][:2] not in partial_boxes or plans[1][4])
     assert plans[2][3] == 1 and plans[2][2] > 1
     assert plans[3] == (128, 176, 1, 0, 1, 0) and not plans[4][4]

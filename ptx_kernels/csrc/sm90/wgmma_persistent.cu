@@ -25,9 +25,9 @@
 // column-major (A_COL: M-major stages, read through wgmma's transpose bit, as row-major B is) and B row- or
 // column-major, all four in place, here and in wgmma_splitk.cu and wgmma_cluster.cu; wgmma_splitk_grid.cu reads
 // row-major A only, so a column-major A never takes the grid split.
-// Built in parts (host/parts.h): its 142 kernels would keep one core busy far longer than any other file of the
-// build, so each tile's launches for each A layout are a unit (launch_persistent_tile), and the units are spread
-// over parts at the end of the file.
+// Built in parts (host/parts.h): its 178 kernels would keep one core busy far longer than any other file of the
+// build, so each tile's launches for each A layout are a unit (launch_persistent_tile, launch_swapped_tile), and the
+// units are spread over parts at the end of the file.
 #include <algorithm>
 #include <tuple>
 
