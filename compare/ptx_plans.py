@@ -39,6 +39,9 @@ GRID_CODES = {256: 1, 128: 2, 64: 3}  # the grid split's tiles (wgmma_splitk_gri
 RULE_PROGRAM = r"""
 #include <cstdio>
 #include "blocks/wgmma_tile.cuh"
+#if HGEMM_HANDS_TO_CLUSTER
+#include "sm90/handoff.h"
+#endif
 int main() {
   int M, N, K;
   char L[8];
@@ -65,9 +68,13 @@ int main() {
     cut = p.cut;
 #endif
     if (!a_col) p = hopper::prefer_grid_split(p, M, N, K, 132);
+    const bool unsplit = !p.grid && p.split <= 1 && !swapped && !cut;
+#if HGEMM_HANDS_TO_CLUSTER
+    const bool cluster = unsplit && hands_to_cluster(M, N, p.bn, row_b % 32 != 0, 132);
+#else
     const long wide_tiles = long((M + 127) / 128) * ((N + 255) / 256);
-    const bool cluster = row_b % 32 != 0 && !p.grid && p.split <= 1 && !swapped && !cut &&
-                         (p.bn == 256 || p.bn == 152 || wide_tiles >= 132);
+    const bool cluster = unsplit && row_b % 32 != 0 && (p.bn == 256 || p.bn == 152 || wide_tiles >= 132);
+#endif
     std::printf("%d %d %d %d %d %d\n", p.bm, p.bn, p.split, int(p.grid), swapped, int(cluster));
   }
   return 0;
@@ -147,8 +154,10 @@ def rule_plans(shapes: list[tuple[int, int, int, str]], csrc: Path, workdir: Pat
     src.write_text(RULE_PROGRAM)
     header = (csrc / "blocks" / "wgmma_tile.cuh").read_text()
     cut, swap = "kCutAll" in header, "kSwapFirstCode" in header
+    cluster = "hands_to_cluster" in (csrc / "sm90" / "handoff.h").read_text()
     subprocess.run([nvcc, "-std=c++17", "-O2", toolchain.ARCHS["sm_90a"], f"-I{csrc}", f"-DHGEMM_CUT_MENU={int(cut)}",
-                    f"-DHGEMM_SWAP_MENU={int(swap)}", "-o", str(exe), str(src)], check=True, capture_output=True)
+                    f"-DHGEMM_SWAP_MENU={int(swap)}", f"-DHGEMM_HANDS_TO_CLUSTER={int(cluster)}", "-o", str(exe),
+                    str(src)], check=True, capture_output=True)
     out = subprocess.run([str(exe)], input="".join(f"{m} {n} {k} {lay}\n" for m, n, k, lay in shapes),
                          capture_output=True, text=True, check=True).stdout.split("\n")
     return [tuple(map(int, line.split())) for line in out[:len(shapes)]]

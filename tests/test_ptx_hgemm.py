@@ -216,14 +216,15 @@ def test_b_rows_off_the_sectors_go_to_the_cluster_kernel(dtype, acc):
     K = 8 mod 16, row-major B with N = 8 mod 16) to wgmma_cluster, which multicasts each B box to two blocks, where
     128 x 256 tiles cover the output in at least one round of the SMs (whatever tile it planned: 128 x 128 on
     1144 x 8296, 256 x 152 on 6000 x 3000 NT), and never runs its own 128 x 256 or 256 x 152 tile on such a B. A
-    small output keeps its narrow tiles; B on the sectors keeps the persistent kernel. Exact on integer inputs (K
-    short enough for fp16 accumulation; the plan does not depend on K unless it splits)."""
+    small output keeps its narrow tiles; B on the sectors keeps the persistent kernel; so does one band of 128-row
+    tiles (M <= 128: the cluster pairs tile rows, hands_to_cluster). Exact on integer inputs (K short enough for
+    fp16 accumulation; the plan does not depend on K unless it splits)."""
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     cases = [(4096, 4096, 200, "NT", True), (4096, 4096, 192, "NT", False), (2048, 8192, 200, "NT", True),
              (2048, 8192, 192, "NT", False), (2048, 8192, 200, "TT", True), (4096, 4088, 192, "NN", True),
              (4096, 4096, 192, "NN", False), (6000, 3000, 200, "NT", True), (3000, 5000, 200, "TT", True),
              (1144, 8296, 200, "NT", True), (1144, 8296, 192, "NT", False), (8576, 1360, 200, "NT", True),
-             (512, 1024, 200, "NT", True)]
+             (512, 1024, 200, "NT", True), (64, 34000, 200, "NT", True), (96, 34008, 192, "NN", True)]
     for i, (m, n, k, layout, off) in enumerate(cases):
         a, b = make_inputs(m, n, k, layout, device="cuda", seed=i, dtype=dtype)
         c = run(BY_NAME["wgmma_persistent"], acc, a, b, dtype=dtype)
@@ -231,7 +232,9 @@ def test_b_rows_off_the_sectors_go_to_the_cluster_kernel(dtype, acc):
         what = f"{dtype} {acc} {layout} {m}x{n}x{k}"
         assert_exact(c, a, b, what)
         assert (max(b.stride()) * b.element_size() % 32 != 0) == off, (what, b.stride())
-        if off and -(-m // 128) * -(-n // 256) >= sms:
+        if off and m <= 128:
+            assert launch["kernel"] != "wgmma_cluster", (what, launch)
+        elif off and -(-m // 128) * -(-n // 256) >= sms:
             assert launch["kernel"] == "wgmma_cluster", (what, launch)
         elif off:
             assert not (launch["kernel"] == "wgmma_persistent" and launch["tile"] in ((128, 256), (256, 152))), \

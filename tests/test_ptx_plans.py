@@ -60,9 +60,11 @@ def test_the_rule_program_plans_as_the_launcher(tmp_path):
     8288 x 848 x 1824 with B column-major, no cut tile of partial boxes with B row-major (a swapped one: B' = A^T
     is column-major); the grid split on 192 x 3232 x 16760; 128 x 176 swapped on 4504 x 608 x 3776 (its plan key
     the swapped code, C's tile 176 x 128), and not where A's rows are off the 32-byte sectors (K = 3768);
-    4096 x 4096 x 4104 NT (B's rows 8,208 bytes apart) on 128 x 256 tiles handed to wgmma_cluster."""
+    4096 x 4096 x 4104 NT (B's rows 8,208 bytes apart) on 128 x 256 tiles handed to wgmma_cluster, and not
+    32 x 28648 x 360 NT (one band of tile rows)."""
     plans = ptx_plans.rule_plans([(8288, 848, 1824, "NT"), (8288, 848, 1824, "NN"), (192, 3232, 16760, "NN"),
-                                  (4504, 608, 3776, "NN"), (4504, 608, 3768, "NT"), (4096, 4096, 4104, "NT")],
+                                  (4504, 608, 3776, "NN"), (4504, 608, 3768, "NT"), (4096, 4096, 4104, "NT"),
+                                  (32, 28648, 360, "NT")],
                                  CSRC, tmp_path)
     partial_boxes = {t for t in sweep.CUT_TILES.values() if t[1] % 64}
     assert plans[0] == (128, 144, 1, 0, 0, 0) and (plans[1][:2] not in partial_boxes or plans[1][4])
@@ -71,3 +73,4 @@ def test_the_rule_program_plans_as_the_launcher(tmp_path):
     code = ptx_plans.plan_key(*plans[3])[1]
     assert ptx_plans.TILES[code] == (176, 128) and code in ptx_plans.SWAP_TILES
     assert plans[5] == (128, 256, 1, 0, 0, 1) and ptx_plans.plan_key(*plans[5]) == ("wgmma_cluster", 0, 0)
+    assert plans[6][5] == 0

@@ -65,5 +65,21 @@ static_assert(!hands_to_stream(1, 4096, 4096, false, false) && !hands_to_stream(
               "and a B of 4M elements or more; against B's rows off 16 bytes up to 32 rows of any size go, and up to "
               "48 with a K of 4096 or more or a B under 5M elements");
 
+// The plans wgmma_persistent hands to wgmma_cluster.cu (unless GemmArgs::plan_tile pins one): a B whose rows in
+// storage order lie off the 32-byte sectors, planned on 128 x 256 or 256 x 152 tiles (plan_bn) or on an output that
+// 128 x 256 tiles cover in at least one round of the SMs, and more than one band of 128-row tiles. The cluster pairs
+// tile rows 2p and 2p + 1 to load each B box once for both; where M <= 128 the second tile of every pair lies below
+// M, so half the blocks load zeros and store nothing, and the persistent kernel's own plan runs faster (measured:
+// docs/design/hopper.md, "B off the 32-byte sectors in either layout").
+__host__ __device__ constexpr bool hands_to_cluster(int M, int N, int plan_bn, bool b_rows_straddle, int sms) {
+  return b_rows_straddle && M > 128 &&
+         (plan_bn == 256 || plan_bn == 152 || int64_t(hopper::cdiv(M, 128)) * hopper::cdiv(N, 256) >= sms);
+}
+static_assert(hands_to_cluster(4096, 4096, 256, true, 132) && !hands_to_cluster(4096, 4096, 256, false, 132) &&
+                  hands_to_cluster(1144, 8296, 128, true, 132) && !hands_to_cluster(512, 1024, 128, true, 132) &&
+                  !hands_to_cluster(32, 28648, 256, true, 132) && !hands_to_cluster(128, 31944, 256, true, 132),
+              "worked cases: off-sector B on 128 x 256 tiles, or on an output 128 x 256 tiles cover in a round, goes to "
+              "the cluster; a small output keeps its narrow tiles; one band of tile rows (M <= 128) never pairs");
+
 template <typename E>
 cudaError_t launch_mma_stream(const GemmArgsOf<E>& p, Acc acc, cudaStream_t stream, LaunchInfo* info);

@@ -354,7 +354,8 @@ cudaError_t launch_swap_code(int code, const GemmArgsOf<E>& p, Acc acc, cudaStre
 //     wgmma_splitk_grid.cu splits K over the whole grid (hopper::choose_grid_split);
 //   - a B whose rows in storage order are not 32-byte aligned (row-major B on 3000 x 5000 x 2000: rows 10,000 bytes
 //     apart; column-major B with K not a multiple of 16), planned on 128 x 256 or 256 x 152 tiles or on an output
-//     that 128 x 256 tiles cover in at least one whole round of the SMs: every 128-byte box row then straddles
+//     that 128 x 256 tiles cover in at least one whole round of the SMs, with M > 128 (hands_to_cluster, sm90/
+//     handoff.h: the cluster pairs tile rows, and one band of them has no pair): every 128-byte box row then straddles
 //     five 32-byte sectors, not four, which costs each of the persistent kernel's tiles much of its speed against
 //     the same B on 128-byte aligned rows (measured: docs/design/hopper.md); wgmma_cluster.cu multicasts each
 //     256 x 64 B box to two blocks, halving those reads, which recovers most of it. (A's rows off the sectors cost
@@ -393,8 +394,7 @@ cudaError_t launch_wgmma_persistent(const GemmArgsOf<E>& p, Acc acc, cudaStream_
   if (plan.split > 1) return launch_wgmma_splitk_plan(p, acc, stream, info, plan);
   if (plan.swap) return launch_swap_code(plan.cut, p, acc, stream, info, cut_codes);
   if (plan.cut) return launch_cut_code(plan.cut, p, acc, stream, info, cut_codes);
-  const int64_t wide_tiles = int64_t(hopper::cdiv(p.M, 128)) * hopper::cdiv(p.N, 256);
-  if (b_rows_straddle && p.plan_tile == 0 && (plan.bn == 256 || plan.bn == 152 || wide_tiles >= hopper::sm_count()))
+  if (p.plan_tile == 0 && hands_to_cluster(p.M, p.N, plan.bn, b_rows_straddle, hopper::sm_count()))
     return launch_wgmma_cluster(p, acc, stream, info);
   if (plan.bn == 152 && p.plan_tile == 6) return launch_plan_tile<6>(p, acc, stream, info);
   if (plan.bn == 152) return launch_plan_tile<5>(p, acc, stream, info);
