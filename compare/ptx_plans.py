@@ -42,6 +42,9 @@ RULE_PROGRAM = r"""
 #if HGEMM_HANDS_TO_CLUSTER
 #include "sm90/handoff.h"
 #endif
+#if HGEMM_PLAN_MODEL
+#include "blocks/plan_model.cuh"
+#endif
 int main() {
   int M, N, K;
   char L[8];
@@ -51,6 +54,19 @@ int main() {
     const double speed192 = row_a % 128 == 0 && row_b % 128 == 0 ? 0.96 : 0.0;
     const double tall = b_col ? hopper::kSpeedTall : 0.0;
     int swapped = 0, cut = 0;
+#if HGEMM_PLAN_MODEL
+    if (!a_col && !hopper::whole_boxes(N, K)) {  // the launcher's model (plan_by_model) on the sweeps' GPU; staged
+                                                   // rows land on 128 bytes
+      hopper::ModelCall c;
+      c.M = M, c.N = N, c.K = K, c.b_col = b_col, c.c_tma = N % 8 == 0;
+      c.a_row_bytes = row_a % 16 ? (row_a + 127) / 128 * 128 : row_a;
+      c.b_row_bytes = row_b % 16 ? (row_b + 127) / 128 * 128 : row_b;
+      c.sms = 132, c.wave2 = 132, c.wave4 = 120, c.cluster_slots = 66, c.hbm_bytes_per_us = HGEMM_HBM_BYTES_PER_US;
+      const hopper::Plan m = hopper::model_plan(c);
+      std::printf("%d %d %d %d %d %d\n", m.bm, m.bn, m.split, int(m.grid), int(m.swap), int(m.cluster));
+      continue;
+    }
+#endif
 #if HGEMM_CUT_MENU
     const bool cut_form = !a_col && row_b % 32 == 0 && N % 8 == 0;
     const int menu = !cut_form ? hopper::kNoCut : b_col ? hopper::kCutAll : hopper::kCutWholeBoxes;
@@ -142,9 +158,11 @@ def plan_key(bm: int, bn: int, split: int, grid: int, swap: int = 0, cluster: in
     return ("wgmma_persistent", code, split if split > 1 else 1)
 
 
-def rule_plans(shapes: list[tuple[int, int, int, str]], csrc: Path, workdir: Path) -> list[tuple[int, ...]]:
+def rule_plans(shapes: list[tuple[int, int, int, str]], csrc: Path, workdir: Path,
+               hbm_bytes_per_us: float = 4.8e6, model: bool | None = None) -> list[tuple[int, ...]]:
     """The rule's plan (bm, bn, split, grid, swap, cluster) of each shape, with the headers under csrc
-    (RULE_PROGRAM)."""
+    (RULE_PROGRAM); where they hold the model (blocks/plan_model.cuh) and `model` is not False, the model's plan on
+    a GPU of 132 SMs with that HBM bandwidth (the default: the H200's, which the sweeps ran on)."""
     from ptx_kernels import toolchain
 
     nvcc = toolchain.find_nvcc()
@@ -155,8 +173,10 @@ def rule_plans(shapes: list[tuple[int, int, int, str]], csrc: Path, workdir: Pat
     header = (csrc / "blocks" / "wgmma_tile.cuh").read_text()
     cut, swap = "kCutAll" in header, "kSwapFirstCode" in header
     cluster = "hands_to_cluster" in (csrc / "sm90" / "handoff.h").read_text()
+    model = (csrc / "blocks" / "plan_model.cuh").exists() and model is not False
     subprocess.run([nvcc, "-std=c++17", "-O2", toolchain.ARCHS["sm_90a"], f"-I{csrc}", f"-DHGEMM_CUT_MENU={int(cut)}",
-                    f"-DHGEMM_SWAP_MENU={int(swap)}", f"-DHGEMM_HANDS_TO_CLUSTER={int(cluster)}", "-o", str(exe),
+                    f"-DHGEMM_SWAP_MENU={int(swap)}", f"-DHGEMM_HANDS_TO_CLUSTER={int(cluster)}", f"-DHGEMM_PLAN_MODEL={int(model)}",
+                    f"-DHGEMM_HBM_BYTES_PER_US={hbm_bytes_per_us}", "-o", str(exe),
                     str(src)], check=True, capture_output=True)
     out = subprocess.run([str(exe)], input="".join(f"{m} {n} {k} {lay}\n" for m, n, k, lay in shapes),
                          capture_output=True, text=True, check=True).stdout.split("\n")
@@ -211,9 +231,21 @@ def main(argv=None) -> int:
         new = rule_plans(shapes, root / "ptx_kernels" / "csrc", tmp)
     rows, alike = compare_rules(cases, old, new)
     overall = geomean([r[0] for r in rows] + [1.0] * alike)
+    changed = f"{geomean([r[0] for r in rows]):.4f} over the changed" if rows else "none changed"
     print(f"rule of this tree against {args.against}: {len(rows)} cases planned differently, {alike} alike; speed of "
-          f"this tree's plans over {args.against}'s: {overall:.4f} over all, {geomean([r[0] for r in rows]):.4f} "
-          "over the changed")
+          f"this tree's plans over {args.against}'s: {overall:.4f} over all, {changed}")
+    over_old, over_new = [], []  # each plan's time over the fastest pinned plan's, where both were timed
+    for case, po, pn in zip(cases.values(), old, new):
+        ms, own = case["ms"], case.get("own")
+        ko, kn = plan_key(*po), plan_key(*pn)
+        if own is None or own.get("ran") == "mma_stream" or ko not in ms or kn not in ms:
+            continue
+        fastest = min(t for k, t in ms.items() if k != ("wgmma_persistent", 0, 0))
+        over_old.append(ms[ko] / fastest)
+        over_new.append(ms[kn] / fastest)
+    if over_old:
+        print(f"time over the fastest pinned plan ({len(over_old)} cases; geomean): this tree's "
+              f"{geomean(over_new):.4f}, {args.against}'s {geomean(over_old):.4f}")
     for speed, key, po, pn, x_old, x_new in sorted(rows):
         print(f"  {speed:.3f}  {key:44s} {po} x{x_old:.3f} -> {pn} x{x_new:.3f}  "
               "(bm, bn, split, grid, swap, cluster; x torch)")

@@ -161,15 +161,45 @@ def test_split_k_exact_and_deterministic(v, acc, split, layout):
         assert ptx_kernels.last_launch()["split"] == split
 
 
+def model_launch(a, b, acc):
+    """What wgmma_persistent's planner by model (hopper::model_plan, for row-major A where N or K is not a multiple
+    of 64) launches for a @ b on this GPU, by its Python mirror (compare.ptx_model.pick, on the device's HBM
+    bandwidth): (kernel, C's tile); None where the rule plans (whole boxes) or the mirror's GPU (132 SMs, 120
+    blocks in clusters of 4) is not this one."""
+    import triton
+
+    from compare import ptx_model
+
+    if (torch.cuda.get_device_properties(a.device).multi_processor_count != ptx_model.SMS
+            or ptx_model.whole_boxes(b.shape[1], a.shape[1])):
+        return None
+    props = triton.runtime.driver.active.utils.get_device_properties(a.device.index or 0)
+    hbm = 2.0 * props["mem_clock_rate"] * 1e3 * (props["mem_bus_width"] // 8) / 1e6
+    m, k, n = a.shape[0], a.shape[1], b.shape[1]
+    b_col = b.stride(0) == 1 and b.stride(1) != 1 and n > 1
+    rows = {"A": a.stride(0) * a.element_size(), "B": (b.stride(1) if b_col else b.stride(0)) * b.element_size()}
+    staged = tuple(x for x, t in zip("AB", (a, b)) if rows[x] % 16 or t.data_ptr() % 16)
+    rows = {x: -(-r // 128) * 128 if x in staged else r for x, r in rows.items()}
+    call = ptx_model.Call(m, n, k, False, rows["A"], b_col, rows["B"], n % 8 == 0, staged, acc == "fp32")
+    kernel, tile, _ = ptx_model.launch_of(call, ptx_model.pick(call, hbm))
+    return kernel, tile
+
+
+def assert_model_plan(launch, a, b, acc, what):
+    expected = model_launch(a, b, acc)
+    assert expected is None or (launch["kernel"], tuple(launch["tile"])) == expected, (what, launch, expected)
+
+
 @pytest.mark.gpu(sm=90)
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("dtype,acc", (("fp16", "fp32"), ("fp16", "fp16"), ("bf16", "fp32")))
 def test_persistent_128x192_plan_exact(dtype, acc, layout):
-    """wgmma_persistent's 128x192 tile, a candidate where its rounds are fuller than 128x256's and the operands'
-    rows are 128-byte aligned (3072x5120x2048: 648 tiles against 480 on 132 SMs), is exact where pinned; planned,
+    """wgmma_persistent's 128x192 tile, a candidate where the operands' rows are 128-byte aligned (3072x5120x2048:
+    648 tiles against 480 of 128x256 on 132 SMs), is exact where pinned; planned by the rule (N and K whole boxes),
     the cut 128x240 tile fills whole rounds there with B column-major (528 tiles: 4 of 132) and takes it, and with B
     row-major the swapped 128x240 (C's tile 240x128: 13 rows of 240 along M x 40 along N, 520 tiles) scores above
-    it; 3000x5000x2000 (4,000-byte rows) stays off 128x192."""
+    it; 3000x5000x2000 (4,000-byte rows), planned by the model (NN, NT: as its Python mirror plans), stays off
+    128x192."""
     for i, (m, n, k) in enumerate([(3072, 5120, 2048), (3000, 5000, 2000)]):
         kk = k if acc == "fp32" else 192  # fp16 accumulation is exact while partial sums stay small
         a, b = make_inputs(m, n, kk, layout, device="cuda", seed=i, dtype=dtype)
@@ -177,6 +207,8 @@ def test_persistent_128x192_plan_exact(dtype, acc, layout):
         launch = ptx_kernels.last_launch()
         assert_exact(c, a, b, f"{dtype} {acc} {layout} {m}x{n}x{kk}")
         aligned = a.stride(0) % 64 == 0 and max(b.stride()) % 64 == 0
+        if layout in ("NN", "NT"):
+            assert_model_plan(launch, a, b, acc, f"{dtype} {acc} {layout} {m}x{n}x{kk}")
         if kk == 2048 and layout in ("NN", "NT") and aligned:
             assert launch["tile"] == ((240, 128) if layout == "NN" else (128, 240)), launch
             ext = ptx_kernels.load()
@@ -193,9 +225,9 @@ def test_persistent_128x192_plan_exact(dtype, acc, layout):
 @pytest.mark.parametrize("dtype,acc", (("fp16", "fp32"), ("fp16", "fp16"), ("bf16", "fp32")))
 def test_persistent_256x152_plan_exact(dtype, acc):
     """wgmma_persistent's 256x152 tile (two 64-row slabs per consumer warpgroup, C staged unswizzled in 32-row
-    rounds), planned for B column-major where its 396 tiles are 3 full rounds: 3000x5000 in place (4,000-byte rows)
-    and 3001x4999x2003 (copied to 16-byte rows first). Exact on integer inputs with NaN-poisoned outputs; row-major B
-    never takes it."""
+    rounds), a candidate for B column-major, where its 396 tiles are 3 full rounds: 3000x5000 in place (4,000-byte
+    rows) and 3001x4999x2003 (copied to 16-byte rows first), planned as the model's Python mirror plans, and pinned
+    (GemmArgs::plan_tile 5). Exact on integer inputs with NaN-poisoned outputs; row-major B never takes it."""
     for i, (m, n, k) in enumerate([(3000, 5000, 2000), (3001, 4999, 2003)]):
         kk = k if acc == "fp32" else 192 + i  # fp16 accumulation is exact while partial sums stay small
         for layout in ("NT", "NN"):
@@ -203,8 +235,15 @@ def test_persistent_256x152_plan_exact(dtype, acc):
             c = run(BY_NAME["wgmma_persistent"], acc, a, b, dtype=dtype)
             launch = ptx_kernels.last_launch()
             assert_exact(c, a, b, f"{dtype} {acc} {layout} {m}x{n}x{kk}")
-            if layout == "NT":  # the plan follows M x N (and K only where it splits)
-                assert launch["tile"] == (256, 152), launch
+            if layout == "NT":
+                assert_model_plan(launch, a, b, acc, f"{dtype} {acc} {layout} {m}x{n}x{kk}")
+            if layout == "NT" and i == 0:  # 16-byte rows: the extension takes them as they are
+                ext = ptx_kernels.load()
+                c = poisoned_out(m, n, "cuda", dtype)
+                info, _ = ext.hgemm_launch("wgmma_persistent", a, b, c, False, True, acc == "fp16", 5, 0)
+                torch.cuda.synchronize()
+                assert (info[5], info[6]) == (256, 152), info
+                assert_exact(c, a, b, f"256x152 pinned {dtype} {acc} {layout} {m}x{n}x{kk}")
             if layout == "NN":
                 assert launch["tile"] != (256, 152), launch
 
@@ -212,13 +251,13 @@ def test_persistent_256x152_plan_exact(dtype, acc):
 @pytest.mark.gpu(sm=90)
 @pytest.mark.parametrize("dtype,acc", (("fp16", "fp32"), ("fp16", "fp16"), ("bf16", "fp32")))
 def test_b_rows_off_the_sectors_go_to_the_cluster_kernel(dtype, acc):
-    """wgmma_persistent hands a B whose rows in storage order lie off the 32-byte sectors (column-major B with
-    K = 8 mod 16, row-major B with N = 8 mod 16) to wgmma_cluster, which multicasts each B box to two blocks, where
-    128 x 256 tiles cover the output in at least one round of the SMs (whatever tile it planned: 128 x 128 on
-    1144 x 8296, 256 x 152 on 6000 x 3000 NT), and never runs its own 128 x 256 or 256 x 152 tile on such a B. A
-    small output keeps its narrow tiles; B on the sectors keeps the persistent kernel; so does one band of 128-row
-    tiles (M <= 128: the cluster pairs tile rows, hands_to_cluster). Exact on integer inputs (K short enough for
-    fp16 accumulation; the plan does not depend on K unless it splits)."""
+    """A B whose rows in storage order lie off the 32-byte sectors (column-major B with K = 8 mod 16, row-major B
+    with N = 8 mod 16): with row-major A (NN, NT) wgmma_persistent plans by its model, wgmma_cluster (which
+    multicasts each B box to two blocks) among the candidates, as the model's Python mirror plans; with
+    column-major A (TT) by the rule, which hands it to wgmma_cluster where 128 x 256 tiles cover the output in at
+    least one round of the SMs, never runs its own 128 x 256 or 256 x 152 tile on such a B, and keeps one band of
+    128-row tiles (M <= 128: the cluster pairs tile rows, hands_to_cluster) and B on the sectors off the cluster.
+    Exact on integer inputs (K short enough for fp16 accumulation)."""
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     cases = [(4096, 4096, 200, "NT", True), (4096, 4096, 192, "NT", False), (2048, 8192, 200, "NT", True),
              (2048, 8192, 192, "NT", False), (2048, 8192, 200, "TT", True), (4096, 4088, 192, "NN", True),
@@ -232,7 +271,10 @@ def test_b_rows_off_the_sectors_go_to_the_cluster_kernel(dtype, acc):
         what = f"{dtype} {acc} {layout} {m}x{n}x{k}"
         assert_exact(c, a, b, what)
         assert (max(b.stride()) * b.element_size() % 32 != 0) == off, (what, b.stride())
-        if off and m <= 128:
+        if layout[0] == "N":
+            assert_model_plan(launch, a, b, acc, what)
+            assert off or launch["kernel"] != "wgmma_cluster", (what, launch)
+        elif off and m <= 128:
             assert launch["kernel"] != "wgmma_cluster", (what, launch)
         elif off and -(-m // 128) * -(-n // 256) >= sms:
             assert launch["kernel"] == "wgmma_cluster", (what, launch)

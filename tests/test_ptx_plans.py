@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from compare import ptx_plans, sweep
+from compare import ptx_model, ptx_plans, sweep
 from ptx_kernels import toolchain
 from ptx_kernels.variants import CSRC
 
@@ -56,7 +56,8 @@ def test_rules_compare_on_the_pinned_times_of_the_plans_they_make():
 
 @needs_nvcc
 def test_the_rule_program_plans_as_the_launcher(tmp_path):
-    """The rule compiled on the CPU (compare.ptx_plans.RULE_PROGRAM) against this tree's headers: 128 x 144 on
+    """The rule compiled on the CPU (compare.ptx_plans.RULE_PROGRAM, the model left out) against this tree's
+    headers: 128 x 144 on
     8288 x 848 x 1824 with B column-major, no cut tile of partial boxes with B row-major (a swapped one: B' = A^T
     is column-major); the grid split on 192 x 3232 x 16760; 128 x 176 swapped on 4504 x 608 x 3776 (its plan key
     the swapped code, C's tile 176 x 128), and not where A's rows are off the 32-byte sectors (K = 3768);
@@ -65,7 +66,7 @@ def test_the_rule_program_plans_as_the_launcher(tmp_path):
     plans = ptx_plans.rule_plans([(8288, 848, 1824, "NT"), (8288, 848, 1824, "NN"), (192, 3232, 16760, "NN"),
                                   (4504, 608, 3776, "NN"), (4504, 608, 3768, "NT"), (4096, 4096, 4104, "NT"),
                                   (32, 28648, 360, "NT")],
-                                 CSRC, tmp_path)
+                                 CSRC, tmp_path, model=False)
     partial_boxes = {t for t in sweep.CUT_TILES.values() if t[1] % 64}
     assert plans[0] == (128, 144, 1, 0, 0, 0) and (plans[1][:2] not in partial_boxes or plans[1][4])
     assert plans[2][3] == 1 and plans[2][2] > 1
@@ -74,3 +75,18 @@ def test_the_rule_program_plans_as_the_launcher(tmp_path):
     assert ptx_plans.TILES[code] == (176, 128) and code in ptx_plans.SWAP_TILES
     assert plans[5] == (128, 256, 1, 0, 0, 1) and ptx_plans.plan_key(*plans[5]) == ("wgmma_cluster", 0, 0)
     assert plans[6][5] == 0
+
+
+@needs_nvcc
+def test_the_rule_program_plans_by_the_model_where_the_launcher_does(tmp_path):
+    """With the model (blocks/plan_model.cuh), the program prints its plans for row-major A where N or K is not a
+    multiple of 64, and the rule's for column-major A and for whole boxes, as launch_wgmma_persistent takes them:
+    on 200 x 8200 x 8192 (33 x 2 tiles of 128 x 256) the model splits K, as its Python mirror does on the H200's
+    HBM; 4096 x 4096 x 4104 TN, 3000 x 5000 x 2000 TT and 512 x 512 x 16384 NN keep the rule's plans."""
+    shapes = [(200, 8200, 8192, "NT"), (4096, 4096, 4104, "TN"), (3000, 5000, 2000, "TT"), (512, 512, 16384, "NN")]
+    with_model = ptx_plans.rule_plans(shapes, CSRC, tmp_path)
+    rule = ptx_plans.rule_plans(shapes, CSRC, tmp_path, model=False)
+    assert with_model[1:] == rule[1:]
+    call = ptx_model.Call(200, 8200, 8192, False, 2 * 8192, True, 2 * 8192, True)
+    assert ptx_plans.plan_key(*with_model[0]) == ptx_model.pick(call, 4.8e6)
+    assert with_model[0][2] > 1 or with_model[0][3] == 1

@@ -5,6 +5,7 @@
 // (hands_to_stream). Templates over the element type E (half, __nv_bfloat16), instantiated for both in their own
 // files.
 #pragma once
+#include "blocks/plan_model.cuh"
 #include "blocks/wgmma_tile.cuh"
 
 // The tile and K split for p on this device (hopper::choose_plan with the SM count and the blocks that run at once
@@ -19,6 +20,12 @@
 template <typename E>
 hopper::Plan plan_wgmma(const GemmArgsOf<E>& p, double speed192 = 0.0, double speed_tall = 0.0, bool grid = false,
                         int cut_menu = hopper::kNoCut, bool swap = false);
+
+// The plan hopper::model_plan predicts fastest for `call` on this device (its SMs, the blocks that run at once in
+// clusters of 2 and 4, its HBM bandwidth from the memory clock and bus width): wgmma_persistent's plan where nothing
+// pins one, A is row-major (the layouts the model was fitted on) and N or K is not a multiple of 64
+// (hopper::whole_boxes).
+hopper::Plan plan_by_model(hopper::ModelCall call);
 
 template <typename E>
 cudaError_t launch_wgmma_splitk_plan(const GemmArgsOf<E>& p, Acc acc, cudaStream_t stream, LaunchInfo* info,
@@ -65,7 +72,8 @@ static_assert(!hands_to_stream(1, 4096, 4096, false, false) && !hands_to_stream(
               "and a B of 4M elements or more; against B's rows off 16 bytes up to 32 rows of any size go, and up to "
               "48 with a K of 4096 or more or a B under 5M elements");
 
-// The plans wgmma_persistent hands to wgmma_cluster.cu (unless GemmArgs::plan_tile pins one): a B whose rows in
+// The plans wgmma_persistent's rule hands to wgmma_cluster.cu (where the model does not plan, and unless
+// GemmArgs::plan_tile pins one): a B whose rows in
 // storage order lie off the 32-byte sectors, planned on 128 x 256 or 256 x 152 tiles (plan_bn) or on an output that
 // 128 x 256 tiles cover in at least one round of the SMs, and more than one band of 128-row tiles. The cluster pairs
 // tile rows 2p and 2p + 1 to load each B box once for both; where M <= 128 the second tile of every pair lies below

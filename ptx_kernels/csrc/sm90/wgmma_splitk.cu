@@ -237,6 +237,44 @@ hopper::Plan plan_wgmma(const GemmArgsOf<E>& p, double speed192, double speed_ta
   return plan;
 }
 
+#if HGEMM_IN_PART(0)
+// A prediction of every candidate costs microseconds of host time, so each thread keeps its last few plans, by what
+// the plan depends on: the sizes, the layouts, the rows' alignment classes, C, the accumulation and the device.
+hopper::Plan plan_by_model(hopper::ModelCall call) {
+  int dev = 0;
+  cudaGetDevice(&dev);
+  const auto bits = [](int64_t row) { return (row % 16 == 0) | (row % 32 == 0) << 1 | (row % 128 == 0) << 2; };
+  const int64_t key[4] = {call.M, call.N, call.K,
+                          int64_t(dev) << 16 | bits(call.a_row_bytes) << 7 | bits(call.b_row_bytes) << 4 |
+                              int64_t(call.a_col) << 3 | int64_t(call.b_col) << 2 | int64_t(call.c_tma) << 1 |
+                              int64_t(call.f32)};
+  struct Entry {
+    int64_t key[4];
+    hopper::Plan plan;
+  };
+  constexpr int kEntries = 8;
+  thread_local Entry cache[kEntries] = {};
+  thread_local int next = 0;
+  for (const Entry& e : cache)
+    if (std::equal(key, key + 4, e.key) && e.plan.bn) return e.plan;
+  int clock_khz = 0, bus_bits = 0;
+  cudaDeviceGetAttribute(&clock_khz, cudaDevAttrMemoryClockRate, dev);
+  cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, dev);
+  call.sms = hopper::sm_count();
+  call.wave2 = wave_blocks(2) > 0 ? wave_blocks(2) : call.sms;
+  call.wave4 = wave_blocks(4) > 0 ? wave_blocks(4) : call.sms;
+  call.cluster_slots = call.wave2 / 2;
+  call.hbm_bytes_per_us = 2.0 * clock_khz * 1e3 * (bus_bits / 8) / 1e6;  // double data rate
+  if (call.hbm_bytes_per_us <= 0.0) call.hbm_bytes_per_us = 3.35e6;     // a device that does not say: an H100's
+  const hopper::Plan plan = hopper::model_plan(call);
+  Entry& e = cache[next];
+  next = (next + 1) % kEntries;
+  std::copy(key, key + 4, e.key);
+  e.plan = plan;
+  return plan;
+}
+#endif
+
 template <typename E>
 cudaError_t launch_wgmma_splitk_plan(const GemmArgsOf<E>& p, Acc acc, cudaStream_t stream, LaunchInfo* info,
                                      hopper::Plan plan) {

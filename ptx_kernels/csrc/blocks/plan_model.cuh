@@ -1,0 +1,119 @@
+// blocks/plan_model.cuh — wgmma_persistent's planner by a time model: every plan the launcher may take for a call
+// (its tiles unsplit, split over a cluster or over the grid, the cluster kernel), each one's time predicted from the
+// call's sizes and the GPU, and the fastest predicted taken. The model and how it was fitted to pinned times of
+// shapes drawn at random: compare/ptx_model.py (model_time below is its `Model.predict`, candidates its
+// `candidates`, word for word; tests/test_ptx_model.py holds the two to each other). Its parameters:
+// blocks/plan_model_fit.h, written by that fit. Host code: nothing here times, synchronizes or allocates.
+#pragma once
+#include <cmath>
+
+#include "blocks/plan_model_fit.h"
+#include "blocks/wgmma_tile.cuh"
+
+namespace hopper {
+
+// What the planner knows of a call (compare.ptx_model.Call) and of the GPU.
+struct ModelCall {
+  int M = 0, N = 0, K = 0;
+  bool a_col = false, b_col = false;
+  int64_t a_row_bytes = 0, b_row_bytes = 0;  // A's and B's rows in storage order, after any staging copy
+  bool c_tma = false;                          // TMA can store C
+  bool f32 = true;                             // fp32 accumulation (the cut tiles' one form)
+  int sms = 0, wave2 = 0, wave4 = 0;           // SMs; blocks that run at once in clusters of 2 and of 4
+  int cluster_slots = 0;                       // wgmma_cluster's clusters that run at once
+  double hbm_bytes_per_us = 0.0;               // the GPU's HBM bandwidth
+};
+
+// The kinds of plan, in compare.ptx_model.KINDS' order.
+enum ModelKind : int { kModelPersistent = 0, kModelClusterSplit = 1, kModelGridSplit = 2, kModelCluster = 3 };
+
+// Outputs whose N and K are whole 64-element boxes (N and K multiples of 64: the named suites' and most models'
+// shapes) are what the rule (hopper::choose_plan, prefer_grid_split) was measured and tuned on, and what shapes
+// drawn at random almost never are (an N and a K that are both multiples of 64: under one draw in a hundred), so
+// the model's fit has next to no data there; wgmma_persistent keeps the rule for them.
+__host__ __device__ constexpr bool whole_boxes(int N, int K) { return N % 64 == 0 && K % 64 == 0; }
+
+// The fitted figure of a kernel kind and C tile (bm rows, bn columns; swapped: a swapped cut tile), or -1 where the
+// fit had none.
+inline double model_rate(int kind, int bm, int bn, bool swapped) {
+  for (const model_fit::Rate& r : model_fit::kRates)
+    if (r.kind == kind && r.bm == bm && r.bn == bn && r.swapped == int(swapped)) return r.us_per_kblock;
+  return -1.0;
+}
+
+// The predicted time in microseconds of a plan of `kind` on bm x bn tiles of C in `parts` K parts (compare.
+// ptx_model.features and Model.predict). < 0 where the fit has no figure for it.
+inline double model_time(const ModelCall& c, int kind, int bm, int bn, int parts, bool swapped) {
+  const double rate = model_rate(kind, bm, bn, swapped);
+  if (rate < 0.0) return -1.0;
+  const int64_t tiles = int64_t(cdiv(c.M, bm)) * cdiv(c.N, bn), units = tiles * parts;
+  int64_t blocks = c.sms;
+  if (kind == kModelPersistent) blocks = persistent_blocks(int(units), c.sms, 0);
+  if (kind == kModelCluster) blocks = 2 * int64_t(persistent_blocks(cdiv(cdiv(c.M, bm), 2) * cdiv(c.N, bn),
+                                                                   c.cluster_slots, 0));
+  const double rounds = double((units + blocks - 1) / blocks), active = double(units < blocks ? units : blocks);
+  const double kb = double(cdiv(cdiv(c.K, BK), parts));
+  const double a_bytes = 128.0 * (bm < cdiv(c.M, 8) * 8 ? bm : cdiv(c.M, 8) * 8);
+  const double b_bytes = 128.0 * (bn < cdiv(c.N, 8) * 8 ? bn : cdiv(c.N, 8) * 8) / (kind == kModelCluster ? 2 : 1);
+  using namespace model_fit;
+  const double bw = k_sm_bw < k_l2_bw / active ? k_sm_bw : k_l2_bw / active;
+  const double mem = (a_bytes * (c.a_row_bytes % 32 ? k_sector : 1.0) +
+                      b_bytes * (c.b_row_bytes % 32 ? k_sector : 1.0)) / bw;
+  const double per_kb = std::pow(std::pow(rate, k_power) + std::pow(mem, k_power), 1.0 / k_power);
+  const double epi = 2.0 * (bm < c.M ? bm : c.M) * (bn < c.N ? bn : c.N) / k_epi_bw * (c.c_tma ? 1.0 : k_epi_slow);
+  const double core = rounds * (kUnitUs[kind] + kb * per_kb + epi) +
+                      (kind == kModelClusterSplit ? k_split_cost * parts : 0.0);
+  const double hbm = 2.0 * (double(c.M) * c.K + double(c.K) * c.N + double(c.M) * c.N) / c.hbm_bytes_per_us /
+                     k_hbm_share;
+  const double reduce = kind == kModelGridSplit ? 8.0 * double(c.M) * c.N * parts / k_reduce_bw : 0.0;
+  return kLaunchUs[kind] + std::sqrt(std::sqrt(core * core * core * core + hbm * hbm * hbm * hbm)) + reduce;
+}
+
+// The plan (Plan::cluster: hand it to wgmma_cluster) the model predicts fastest among the launcher's candidates
+// (compare.ptx_model.candidates): 128 x 256 / 128 / 64 unsplit; 128 x 192 where A's and B's rows are 128-byte
+// aligned; 256 x 152 on column-major B; the cut tiles and the swapped ones in their one form (fp32 accumulation,
+// row-major A, C stored with TMA; cut: B's rows on the 32-byte sectors, whole 64-column boxes on row-major B;
+// swapped: A's rows on the sectors, B's 16-byte aligned); 128 x 256 / 128 / 64 split in 2 or 4 over a cluster
+// within one wave, >= 4 k-blocks a part; the grid's split at each of those widths (hopper::choose_grid_split,
+// row-major A, >= 2 parts); the cluster kernel where B's rows lie off the 32-byte sectors (its multicast halves
+// those reads; on the sectors the persistent kernel's own tiles run as fast) and M > 128 (it pairs tile rows: one
+// band of them would leave half its blocks loading zeros). `us` gets the winner's predicted time.
+inline Plan model_plan(const ModelCall& c, double* us = nullptr) {
+  Plan best{256, 1};
+  double best_us = -1.0;
+  auto offer = [&](const Plan& plan, int kind, int bm, int bn, int parts, bool swapped) {
+    const double t = model_time(c, kind, bm, bn, parts, swapped);
+    if (t > 0.0 && (best_us < 0.0 || t < best_us)) best = plan, best_us = t;
+  };
+  const int widths[3] = {256, 128, 64};
+  for (int bn : widths) offer(Plan{bn, 1}, kModelPersistent, 128, bn, 1, false);
+  if (c.a_row_bytes % 128 == 0 && c.b_row_bytes % 128 == 0) offer(Plan{192, 1}, kModelPersistent, 128, 192, 1, false);
+  if (c.b_col) offer(Plan{152, 1, 256}, kModelPersistent, 256, 152, 1, false);
+  const bool form = c.f32 && !c.a_col && c.c_tma;
+  for (int i = 0; i < kCutTileCount && form && c.b_row_bytes % 32 == 0; ++i) {
+    const CutTile t = cut_tile(i);
+    if (c.b_col || t.bn % 64 == 0)
+      offer(Plan{t.bn, 1, t.bm, false, 0.0, kCutFirstCode + i}, kModelPersistent, t.bm, t.bn, 1, false);
+  }
+  for (int i = 0; i < kCutTileCount && form && c.a_row_bytes % 32 == 0 && c.b_row_bytes % 16 == 0; ++i) {
+    const CutTile t = cut_tile(i);
+    if (swappable(i))
+      offer(Plan{t.bn, 1, t.bm, false, 0.0, kSwapFirstCode + i, 0.0, true}, kModelPersistent, t.bn, t.bm, 1, true);
+  }
+  const int kblocks = cdiv(c.K, BK);
+  for (int split = 2; split <= 4; split *= 2)
+    for (int bn : widths)
+      if (kblocks >= 4 * split && int64_t(cdiv(c.M, 128)) * cdiv(c.N, bn) * split <= (split == 2 ? c.wave2 : c.wave4))
+        offer(Plan{bn, split}, kModelClusterSplit, 128, bn, split, false);
+  for (int bn : widths) {
+    const Plan across = choose_grid_split(c.M, c.N, c.K, c.sms, bn);
+    if (!c.a_col && across.split >= 2) offer(across, kModelGridSplit, 128, bn, across.split, false);
+  }
+  Plan cluster{256, 1};
+  cluster.cluster = true;
+  if (c.b_row_bytes % 32 && c.M > 128) offer(cluster, kModelCluster, 128, 256, 1, false);
+  if (us) *us = best_us;
+  return best;
+}
+
+}  // namespace hopper
