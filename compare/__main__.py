@@ -431,7 +431,8 @@ def cmd_model(args) -> int:
 # Tools of the harness with their own command line (`python -m compare.NAME --help`), listed under --help.
 TOOLS = {"levels": "the three levels of one Hopper GEMM side by side: Triton, Gluon, inline PTX (no GPU)",
          "first_call": "what the first call of a new shape costs, in two fresh processes (GPU)",
-         "ptx_plans": "wgmma_persistent's tile speeds, and its rule against another revision's, from PTX sweep data"}
+         "ptx_plans": "wgmma_persistent's tile speeds, and its plans against another revision's, from PTX sweep data",
+         "ptx_model": "fit wgmma_persistent's time model to PTX sweep data (scipy), and judge it against the rule"}
 
 
 def main(argv=None) -> int:

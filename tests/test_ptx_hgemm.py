@@ -408,8 +408,8 @@ def test_cut_tiles_run_exact_in_their_form_and_refuse_the_others(dtype):
     partial tiles in M and N and a K tail: exact into a NaN-poisoned C with B column-major (every width) and
     row-major (the widths of whole 64-column boxes), each reporting its tile. Every other form (fp16 accumulation,
     column-major A, C rows off 16 bytes, row-major B at a width of partial boxes) is refused with an error, never
-    run wrong. Unpinned on 132 SMs, the launcher plans 128 x 144 on 8288 x 848 with column-major B (390 tiles in 3
-    rounds) and keeps its own tiles with row-major B."""
+    run wrong. Unpinned, the launcher plans 8288 x 848 by its model (as the model's Python mirror plans, on 132 SMs),
+    exact, and never with a cut tile of partial boxes on row-major B."""
     from compare.sweep import CUT_TILES
 
     needs_hopper()
@@ -441,14 +441,15 @@ def test_cut_tiles_run_exact_in_their_form_and_refuse_the_others(dtype):
         with pytest.raises(RuntimeError):  # column-major A
             ext.hgemm_launch("wgmma_persistent", a_col, b, poisoned_out(m, n, "cuda", dtype), True, b_col, False,
                              runnable, 0)
-    if torch.cuda.get_device_properties(0).multi_processor_count == 132:
-        for layout, tile in (("NT", (128, 144)), ("NN", None)):
-            a, b = make_inputs(8288, 848, 256, layout, device="cuda", seed=22, dtype=dtype)
-            c = ptx_kernels.hgemm(a, b, variant="wgmma_persistent")
-            torch.cuda.synchronize()
-            assert_exact(c, a, b, f"8288x848x256 {layout}")
-            got = ptx_kernels.last_launch()["tile"]
-            assert got == tile if tile else got not in CUT_TILES.values(), (layout, got)
+    partial_boxes = {t for t in CUT_TILES.values() if t[1] % 64}
+    for layout in ("NT", "NN"):  # planned by the model (N = 848 is not whole 64-column boxes)
+        a, b = make_inputs(8288, 848, 256, layout, device="cuda", seed=22, dtype=dtype)
+        c = ptx_kernels.hgemm(a, b, variant="wgmma_persistent")
+        torch.cuda.synchronize()
+        assert_exact(c, a, b, f"8288x848x256 {layout}")
+        launch = ptx_kernels.last_launch()
+        assert_model_plan(launch, a, b, "fp32", f"8288x848x256 {layout}")
+        assert layout == "NT" or tuple(launch["tile"]) not in partial_boxes, (layout, launch)
 
 
 @pytest.mark.gpu(sm=90)
