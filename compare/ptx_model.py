@@ -25,9 +25,8 @@ With --cv: leave-one-seed-out, the model's pick against the fastest plan timed a
 from __future__ import annotations
 
 import argparse
-import gzip
-import json
 import math
+import re
 import sys
 import tempfile
 from dataclasses import dataclass
@@ -46,6 +45,7 @@ BK = 64
 HBM_BYTES_PER_US = {"NVIDIA H100 80GB HBM3": 3.35e6, "NVIDIA H200": 4.8e6}
 SMS, WAVE2, WAVE4, CLUSTER_SLOTS = 132, 132, 120, 66  # the lent GPUs' SMs; blocks (clusters) that fit at once
 KINDS = ("wgmma_persistent", "wgmma_splitk", "wgmma_splitk_grid", "wgmma_cluster")
+RATE_KINDS = ("persistent", "splitk", "splitk_grid")  # rate names' prefixes, by kind (the cluster's is "cluster")
 SPLIT_TILES = {1: 256, 2: 128, 3: 64}  # tile codes of the cluster and grid splits (128 x bn)
 SCALARS = ("sm_bw", "l2_bw", "hbm_share", "reduce_bw", "split_cost", "epi_bw", "power", "sector", "epi_slow",
            "stage_bw", "stage_launch")
@@ -155,7 +155,7 @@ def rate_name(key: tuple[str, int, int]) -> str:
     if kernel == "wgmma_cluster":
         return "cluster"
     bm, bn = (128, SPLIT_TILES[code]) if kernel == "wgmma_splitk_grid" or split > 1 else PLAN_TILES[code]
-    kind = "splitk_grid" if kernel == "wgmma_splitk_grid" else "splitk" if split > 1 else "persistent"
+    kind = RATE_KINDS[2 if kernel == "wgmma_splitk_grid" else 1 if split > 1 else 0]
     return f"{kind}:{bm}x{bn}{'s' if code in SWAP_TILES else ''}"
 
 
@@ -240,27 +240,16 @@ def fit(model: Model, t: dict, y: np.ndarray, huber: float = 0.1) -> np.ndarray:
 
 
 def read(files: list[Path]) -> dict[str, dict]:
-    """Per case (fp32 accumulation): its Call, seed, HBM rate, problem, each pinned candidate's time by sweep key,
-    and the kernel the own plan (tile 0) ran."""
-    cases: dict[str, dict] = {}
-    gpu = None
-    for f in files:
-        with (gzip.open(f, "rt") if str(f).endswith(".gz") else open(f)) as fh:
-            for line in fh:
-                r = json.loads(line)
-                if r.get("type") == "run":
-                    gpu = r["environment"]["gpu"]
-                if r.get("type") != "candidate" or r.get("side") != "ptx" or r.get("status") != "ok":
-                    continue
-                p, c = r["problem"], r["call"]
-                if p["acc"] != "fp32":
-                    continue
-                case = cases.setdefault(r["case"], {"call": Call.of(p), "seed": r["seed"], "ms": {},
-                                                    "hbm": HBM_BYTES_PER_US[gpu], "problem": p})
-                if c["tile"] == 0 and c["kernel"] == "wgmma_persistent":
-                    case["own_ran"] = c["ran"]
-                    continue
-                case["ms"][(c["kernel"], c["tile"], c["split"] if c["kernel"] == "wgmma_persistent" else 0)] = r["ms"]
+    """compare.ptx_plans.read_cases' cases, each with its Call, its GPU's HBM rate and the kernel its own plan ran
+    (`own_ran`); `ms` holds the pinned plans only."""
+    from .ptx_plans import read_cases
+
+    cases = read_cases(files)
+    for case in cases.values():
+        case["call"], case["hbm"] = Call.of(case["problem"]), HBM_BYTES_PER_US[case["gpu"]]
+        own = case["ms"].pop(("wgmma_persistent", 0, 0), None)
+        if own is not None:
+            case["own_ran"] = case["own"]["ran"]
     return cases
 
 
@@ -296,18 +285,15 @@ def rate_fields(name: str) -> tuple[int, int, int, int]:
         return 3, 128, 256, 0
     kind, tile = name.split(":")
     bm, bn = tile.rstrip("s").split("x")
-    return ("persistent", "splitk", "splitk_grid").index(kind), int(bm), int(bn), int(tile.endswith("s"))
+    return RATE_KINDS.index(kind), int(bm), int(bn), int(tile.endswith("s"))
 
 
 def from_header(path: Path = HEADER) -> tuple[Model, np.ndarray]:
     """The model and parameters a header written by write_header holds (what the launcher plans with)."""
-    import re
-
     text = path.read_text()
-    kinds = ("persistent", "splitk", "splitk_grid")
     rates = {}
     for kind, bm, bn, swapped, us in re.findall(r"\{(\d), (\d+), (\d+), (\d), ([-+.\deE]+)\}", text):
-        name = "cluster" if kind == "3" else f"{kinds[int(kind)]}:{bm}x{bn}{'s' if swapped == '1' else ''}"
+        name = "cluster" if kind == "3" else f"{RATE_KINDS[int(kind)]}:{bm}x{bn}{'s' if swapped == '1' else ''}"
         rates[name] = float(us)
     arrays = {n: [float(v) for v in re.search(rf"{n}\[4\] = {{([^}}]*)}}", text).group(1).split(",")]
               for n in ("kLaunchUs", "kUnitUs")}

@@ -99,19 +99,23 @@ int main() {
 
 
 def read_cases(files: list[Path]) -> dict[str, dict]:
-    """Per case of the files (fp32 accumulation): its problem, torch.matmul's time, the PTX candidates' times by
-    (kernel, tile code, split) and the own plan's record (tile 0)."""
+    """Per case of the files (fp32 accumulation): its problem, seed, the GPU of its run, torch.matmul's time, the
+    PTX candidates' times by (kernel, tile code, split) and the own plan's record (tile 0)."""
     cases: dict[str, dict] = {}
+    gpu = None
     for f in files:
         with (gzip.open(f, "rt") if str(f).endswith(".gz") else open(f)) as fh:
             for line in fh:
                 r = json.loads(line)
+                if r.get("type") == "run":
+                    gpu = r["environment"]["gpu"]
                 if r.get("type") != "candidate" or r.get("side") != "ptx" or r.get("status") != "ok":
                     continue
                 if r["problem"]["acc"] != "fp32":
                     continue
                 c = r["call"]
-                case = cases.setdefault(r["case"], {"problem": r["problem"], "torch_ms": r["torch_ms"], "ms": {}})
+                case = cases.setdefault(r["case"], {"problem": r["problem"], "seed": r.get("seed"), "gpu": gpu,
+                                                    "torch_ms": r["torch_ms"], "ms": {}})
                 case["ms"][(c["kernel"], c["tile"], c["split"])] = r["ms"]
                 if c["kernel"] == "wgmma_persistent" and c["tile"] == 0:
                     case["own"] = c
@@ -183,23 +187,28 @@ def rule_plans(shapes: list[tuple[int, int, int, str]], csrc: Path, workdir: Pat
     return [tuple(map(int, line.split())) for line in out[:len(shapes)]]
 
 
-def compare_rules(cases: dict[str, dict], old: list[tuple[int, ...]], new: list[tuple[int, ...]]) -> tuple[list, int]:
+def compare_rules(cases: dict[str, dict], old: list[tuple[int, ...]],
+                  new: list[tuple[int, ...]]) -> tuple[list, int, list]:
     """(rows of the cases planned differently and both timed: (speed new over old, case, old plan, new plan, old x
-    torch, new x torch), the count of cases planned alike or handed to mma_stream)."""
-    rows, alike = [], 0
+    torch, new x torch), the count of cases planned alike or handed to mma_stream, and (old, new) time over the
+    fastest pinned plan's of each case both plans were timed on, but those handed to mma_stream)."""
+    rows, alike, over = [], 0, []
     for (key, case), po, pn in zip(cases.items(), old, new):
         own = case.get("own")
         if own is None:
             continue
+        ms, ko, kn = case["ms"], plan_key(*po), plan_key(*pn)
+        if own.get("ran") != "mma_stream" and ko in ms and kn in ms:
+            fastest = min(t for k, t in ms.items() if k != ("wgmma_persistent", 0, 0))
+            over.append((ms[ko] / fastest, ms[kn] / fastest))
         if po == pn or own.get("ran") == "mma_stream":
             alike += 1
             continue
-        ko, kn = plan_key(*po), plan_key(*pn)
-        if ko not in case["ms"] or kn not in case["ms"]:
+        if ko not in ms or kn not in ms:
             continue
         t_old, t_new = case["ms"][ko], case["ms"][kn]
         rows.append((t_old / t_new, key, po, pn, case["torch_ms"] / t_old, case["torch_ms"] / t_new))
-    return rows, alike
+    return rows, alike, over
 
 
 def main(argv=None) -> int:
@@ -229,23 +238,14 @@ def main(argv=None) -> int:
         subprocess.run(["tar", "-x", "-C", str(tmp)], input=archive, check=True)
         old = rule_plans(shapes, tmp / "ptx_kernels" / "csrc", tmp)
         new = rule_plans(shapes, root / "ptx_kernels" / "csrc", tmp)
-    rows, alike = compare_rules(cases, old, new)
+    rows, alike, over = compare_rules(cases, old, new)
     overall = geomean([r[0] for r in rows] + [1.0] * alike)
     changed = f"{geomean([r[0] for r in rows]):.4f} over the changed" if rows else "none changed"
     print(f"rule of this tree against {args.against}: {len(rows)} cases planned differently, {alike} alike; speed of "
           f"this tree's plans over {args.against}'s: {overall:.4f} over all, {changed}")
-    over_old, over_new = [], []  # each plan's time over the fastest pinned plan's, where both were timed
-    for case, po, pn in zip(cases.values(), old, new):
-        ms, own = case["ms"], case.get("own")
-        ko, kn = plan_key(*po), plan_key(*pn)
-        if own is None or own.get("ran") == "mma_stream" or ko not in ms or kn not in ms:
-            continue
-        fastest = min(t for k, t in ms.items() if k != ("wgmma_persistent", 0, 0))
-        over_old.append(ms[ko] / fastest)
-        over_new.append(ms[kn] / fastest)
-    if over_old:
-        print(f"time over the fastest pinned plan ({len(over_old)} cases; geomean): this tree's "
-              f"{geomean(over_new):.4f}, {args.against}'s {geomean(over_old):.4f}")
+    if over:
+        print(f"time over the fastest pinned plan ({len(over)} cases; geomean): this tree's "
+              f"{geomean([o[1] for o in over]):.4f}, {args.against}'s {geomean([o[0] for o in over]):.4f}")
     for speed, key, po, pn, x_old, x_new in sorted(rows):
         print(f"  {speed:.3f}  {key:44s} {po} x{x_old:.3f} -> {pn} x{x_new:.3f}  "
               "(bm, bn, split, grid, swap, cluster; x torch)")

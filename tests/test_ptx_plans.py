@@ -49,8 +49,9 @@ def test_rules_compare_on_the_pinned_times_of_the_plans_they_make():
              "cut": case("wgmma_persistent", {("wgmma_persistent", 1, 1): 1.0, ("wgmma_persistent", 7, 1): 1.25})}
     old = [(128, 256, 1, 0), (128, 256, 1, 0), (128, 64, 1, 0), (128, 256, 1, 0)]
     new = [(128, 256, 1, 0), (128, 144, 1, 0), (128, 128, 2, 1), (128, 144, 1, 0)]
-    rows, alike = ptx_plans.compare_rules(cases, old, new)
+    rows, alike, over = ptx_plans.compare_rules(cases, old, new)
     assert alike == 2 and [(r[0], r[1]) for r in rows] == [(2.0, "grid"), (0.8, "cut")]
+    assert over == [(2.0, 1.0), (1.0, 1.25)]  # each plan's time over the case's fastest pinned plan
     assert ptx_plans.plan_key(128, 128, 2, 0) == ("wgmma_persistent", 2, 2)
 
 
