@@ -34,6 +34,8 @@ from pathlib import Path
 
 import numpy as np
 
+from hgemm_common.errors import HgemmError
+
 from .bench import geomean
 from .sweep import PLAN_TILES, SWAP_TILES
 
@@ -246,6 +248,9 @@ def read(files: list[Path]) -> dict[str, dict]:
 
     cases = read_cases(files)
     for case in cases.values():
+        if case["gpu"] not in HBM_BYTES_PER_US:
+            raise HgemmError(f"compare.ptx_model: no HBM bandwidth known for the GPU {case['gpu']!r} of the sweep "
+                             f"(known: {', '.join(HBM_BYTES_PER_US)}; add its datasheet figure to HBM_BYTES_PER_US)")
         case["call"], case["hbm"] = Call.of(case["problem"]), HBM_BYTES_PER_US[case["gpu"]]
         own = case["ms"].pop(("wgmma_persistent", 0, 0), None)
         if own is not None:

@@ -2,6 +2,7 @@
 fit recovers a model it did not see, the shipped parameters predict the sweeps they were fitted on, and the
 launcher's C++ plans as the Python mirror does (compiled with nvcc)."""
 import dataclasses
+import json
 import math
 import random
 import re
@@ -11,6 +12,7 @@ import numpy as np
 import pytest
 
 from compare import ptx_model as pm
+from hgemm_common.errors import HgemmError
 from compare.ptx_plans import plan_key
 from ptx_kernels import toolchain
 
@@ -137,3 +139,14 @@ def test_launcher_plans_as_the_python_mirror(tmp_path):
         assert float(us) == pytest.approx(float(times.min()), rel=1e-6)
         kinds.add(best[0] if best[0] != "wgmma_persistent" else ("split" if best[2] > 1 else "tile"))
     assert kinds == {"tile", "split", "wgmma_splitk_grid", "wgmma_cluster"}, kinds
+
+
+def test_a_sweep_of_an_unknown_gpu_is_refused_by_name(tmp_path):
+    """The fit prices HBM by the sweep's GPU: one it has no figure for gets a one-line error naming it."""
+    f = tmp_path / "s.jsonl"
+    f.write_text(json.dumps({"type": "run", "environment": {"gpu": "NVIDIA X1"}}) + "\n" + json.dumps(
+        {"type": "candidate", "case": "c", "side": "ptx", "status": "ok", "torch_ms": 1.0, "ms": 1.0,
+         "problem": {"m": 8, "n": 8, "k": 8, "layout": "NN", "align": "ttt", "acc": "fp32"},
+         "call": {"kernel": "wgmma_persistent", "tile": 1, "split": 1, "ran": "wgmma_persistent"}}) + "\n")
+    with pytest.raises(HgemmError, match="NVIDIA X1"):
+        pm.read([f])
