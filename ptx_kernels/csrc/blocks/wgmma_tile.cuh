@@ -269,6 +269,19 @@ __device__ __forceinline__ void mma_tile(Ring& ss, AccRegs& d, int slab, int kbl
   release(prev);
 }
 
+// The same walk over a tile's k-blocks for a consumer warpgroup whose rows all lie past M (M <= 64 on a 128-row
+// tile, or the last band's spare slab): it issues no wgmma and only hands each stage back once it has landed, in the
+// order mma_tile would, so the ring's empty barriers still see one arrival per warpgroup and phase. Its accumulators
+// are never stored. The other warpgroup then has the tensor cores to itself.
+template <typename Ring, typename Release>
+__device__ __forceinline__ void pass_tile(Ring& ss, int kblocks, int& s, uint32_t& phase, Release&& release) {
+  for (int kb = 0; kb < kblocks; ++kb) {
+    ptx::mbarrier_wait_parity(ptx::smem_u32(&ss.full[s]), phase);
+    release(s);
+    if (++s == Ring::kStages) s = 0, phase ^= 1;
+  }
+}
+
 // ---- tile order -----------------------------------------------------------------------------------------------
 // Tile t of tiles_m x tiles_n in bands of GROUP_M tile-rows walked column by column (tile::grouped_tile): the blocks
 // resident at one time share a band's A rows and a few B columns in L2.

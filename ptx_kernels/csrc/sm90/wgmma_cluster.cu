@@ -129,6 +129,10 @@ __global__ void __launch_bounds__(kThreads, 1)
       int pm, tn;
       hopper::tile_coords<GROUP_M>(t, pairs_m, tiles_n, pm, tn);
       const int tm = pm * kCluster + int(rank);
+      if (tm * BM + slab >= M) {  // every row of this warpgroup's slab lies past M: nothing to compute or store
+        hopper::pass_tile(ss, kblocks, s, phase, release);
+        continue;
+      }
       hopper::mma_tile<BN, B_COL, 1, A_COL>(ss, acc.d, slab, kblocks, s, phase, release);
       if constexpr (TMA_STORE) {
         hopper::store_accumulators_tma<BN, EPI_COLS>(acc.d, storage.out[wg - 1], &tma_c, tm * BM + slab, tn * BN,

@@ -12,7 +12,9 @@
 //   warpgroups 1, 2 — consumers: grow to 232 registers, each computes 64 rows x BN of the 128 x BN tile (128 rows,
 //                 two 64-row slabs, of the 256-row tiles) with m64nBNk16 wgmma from shared memory, keeps one wgmma
 //                 group in flight and releases a stage (one arrival on empty[s] per warpgroup) as soon as the group
-//                 that read it has completed.
+//                 that read it has completed. A warpgroup whose rows of the tile all lie past M (M <= 64, or the
+//                 last band's spare slab) issues no wgmma and stores nothing: it only hands each stage back once it
+//                 has landed (hopper::pass_tile), and the other warpgroup has the tensor cores to itself.
 // Epilogue: where C is TMA-describable, each consumer converts its slab to C's type in a swizzled staging buffer and
 // one thread stores it with TMA in 64 x 64 boxes (hopper::store_accumulators_tma), 128 columns at a time (the
 // 256 x 152 tile: unswizzled 32 x 152 boxes); the stores drain while the next tile's main loop runs. Otherwise the
@@ -150,9 +152,14 @@ __global__ void __launch_bounds__(kThreads, 1)
     for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
       int tm, tn;
       hopper::tile_coords<GROUP_M>(t, tiles_m, tiles_n, tm, tn);
-      hopper::mma_tile<BN, B_COL, MT, A_COL>(ss, acc.d, slab, kblocks, s, phase, [&](int stage) {
+      auto release = [&](int stage) {
         if (tid == 0) ptx::mbarrier_arrive(ptx::smem_u32(&ss.empty[stage]));  // one arrival per warpgroup
-      });
+      };
+      if (tm * BM + slab >= M) {  // every row of this warpgroup's slab lies past M: nothing to compute or store
+        hopper::pass_tile(ss, kblocks, s, phase, release);
+        continue;
+      }
+      hopper::mma_tile<BN, B_COL, MT, A_COL>(ss, acc.d, slab, kblocks, s, phase, release);
       auto store = [&](const auto& d, int row0) {  // one 64-row slab of accumulators
         if constexpr (C_T) {
           static_assert(TMA_STORE && T::kCut, "swapped: a cut tile, C stored with TMA");

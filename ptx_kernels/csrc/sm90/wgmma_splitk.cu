@@ -125,10 +125,14 @@ __global__ void __launch_bounds__(kThreads, 1)
     const int slab = (wg - 1) * 64;
     int s = 0;
     uint32_t phase = 0;
-    if (kb1 > kb0) {
-      hopper::mma_tile<BN, B_COL, 1, A_COL>(ss, acc.d, slab, kb1 - kb0, s, phase, [&](int stage) {
-        if (tid == 0) ptx::mbarrier_arrive(ptx::smem_u32(&ss.empty[stage]));
-      });
+    auto release = [&](int stage) {
+      if (tid == 0) ptx::mbarrier_arrive(ptx::smem_u32(&ss.empty[stage]));
+    };
+    const bool idle = tm * BM + slab >= M;  // the slab's rows all lie past M: no partial rows to add (add_partials)
+    if (idle) {
+      hopper::pass_tile(ss, kb1 - kb0, s, phase, release);
+    } else if (kb1 > kb0) {
+      hopper::mma_tile<BN, B_COL, 1, A_COL>(ss, acc.d, slab, kb1 - kb0, s, phase, release);
     } else {
 #pragma unroll
       for (auto& x : acc.d) x = 0;
@@ -137,11 +141,13 @@ __global__ void __launch_bounds__(kThreads, 1)
     // (each was waited for on full[]): the ring is free to hold the partial tile.
     ptx::named_barrier_sync(kConsumersBarrier, kConsumers * hopper::kWarpgroup);
     const int warp = tid / 32, lane = tid % 32, r = slab + warp * 16 + lane / 4;
+    if (!idle) {
 #pragma unroll
-    for (int j = 0; j < BN / 8; ++j) {
-      const int c = 8 * j + 2 * (lane % 4);
-      *reinterpret_cast<float2*>(&partial[r * LDP + c]) = hopper::fragment_float2(acc.d, j, 0);
-      *reinterpret_cast<float2*>(&partial[(r + 8) * LDP + c]) = hopper::fragment_float2(acc.d, j, 1);
+      for (int j = 0; j < BN / 8; ++j) {
+        const int c = 8 * j + 2 * (lane % 4);
+        *reinterpret_cast<float2*>(&partial[r * LDP + c]) = hopper::fragment_float2(acc.d, j, 0);
+        *reinterpret_cast<float2*>(&partial[(r + 8) * LDP + c]) = hopper::fragment_float2(acc.d, j, 1);
+      }
     }
   }
   // ---- EPILOGUE: the cluster's partial tiles, added in rank order ----

@@ -90,15 +90,20 @@ __global__ void __launch_bounds__(kThreads, 1)
     const int slab = (wg - 1) * 64;
     int s = 0;
     uint32_t phase = 0;
-    if (kb1 > kb0) {
-      hopper::mma_tile<BN, B_COL>(ss, acc.d, slab, kb1 - kb0, s, phase, [&](int stage) {
-        if (tid == 0) ptx::mbarrier_arrive(ptx::smem_u32(&ss.empty[stage]));
-      });
+    auto release = [&](int stage) {
+      if (tid == 0) ptx::mbarrier_arrive(ptx::smem_u32(&ss.empty[stage]));
+    };
+    const bool idle = tm * BM + slab >= M;  // the slab's rows all lie past M: nothing to compute or store
+    if (idle) {
+      hopper::pass_tile(ss, kb1 - kb0, s, phase, release);
+    } else if (kb1 > kb0) {
+      hopper::mma_tile<BN, B_COL>(ss, acc.d, slab, kb1 - kb0, s, phase, release);
     } else {
 #pragma unroll
       for (auto& x : acc.d) x = 0;
     }
     ptx::griddepcontrol_launch_dependents();  // the reduce kernel may be scheduled as the partial tiles go out
+    if (idle) return;
     // ---- EPILOGUE: the partial tile into slice `slice` of the workspace, masked to M x N ----
     if (ws == nullptr) {  // one slice (S = 1): the tile is the result, and there is no workspace
       hopper::store_accumulators<BN>(acc.d, C, ldc, M, N, tm * BM + slab, tn * BN, pairs);
