@@ -36,6 +36,8 @@ import numpy as np
 
 from hgemm_common.errors import HgemmError
 
+from ptx_kernels.call import MODEL_TERMS
+
 from .bench import geomean
 from .sweep import PLAN_TILES, SWAP_TILES
 
@@ -145,10 +147,17 @@ def whole_boxes(n: int, k: int) -> bool:
 
 def pick(c: Call, hbm_bytes_per_us: float, header: Path = HEADER) -> tuple[str, int, int]:
     """The plan hopper::model_plan takes for c on a GPU of 132 SMs with that HBM bandwidth (its Python mirror)."""
+    return decision(c, hbm_bytes_per_us, header)[0]
+
+
+def decision(c: Call, hbm_bytes_per_us: float, header: Path = HEADER) -> tuple[tuple[str, int, int], str]:
+    """`pick`'s plan and the term of its predicted time that decided it (MODEL_TERMS; the launcher reports it as
+    `ptx_kernels.last_launch()["plan"]`, "model: TERM")."""
     model, x = from_header(header)
     keys = candidates(c)
-    times = model.predict(x, model.table([features(c, k, hbm_bytes_per_us) for k in keys]))
-    return keys[int(np.argmin(times))]
+    t = model.table([features(c, k, hbm_bytes_per_us) for k in keys])
+    best = int(np.argmin(model.predict(x, t)))
+    return keys[best], model.decided(x, t)[best]
 
 
 def rate_name(key: tuple[str, int, int]) -> str:
@@ -215,7 +224,10 @@ class Model:
     def params(self, x: np.ndarray) -> dict:
         return dict(zip(self.names, np.exp(x)))
 
-    def predict(self, x: np.ndarray, t: dict) -> np.ndarray:
+    def terms(self, x: np.ndarray, t: dict) -> dict:
+        """The predicted time's pieces (hopper::model_terms), microseconds: launch, unit (each round's work units'
+        latency), kloop (the k-loops; l2: where the operand bytes outweigh the compute figure), epilogue, split (the
+        cluster split's exchange), core (their sum but the launch), hbm, reduce and stage (the staging copies)."""
         v = np.exp(x)
         nr = len(self.rates)
         tc, launch, unit = v[:nr][t["rate"]], v[nr:nr + 4][t["kind"]], v[nr + 4:nr + 8][t["kind"]]
@@ -224,11 +236,36 @@ class Model:
         mem = (t["a_bytes"] * np.where(t["a_off"], s["sector"], 1.0)
                + t["b_bytes"] * np.where(t["b_off"], s["sector"], 1.0)) / bw
         per_kb = (tc ** s["power"] + mem ** s["power"]) ** (1.0 / s["power"])
-        epi = t["epi"] / s["epi_bw"] * np.where(t["c_tma"], 1.0, s["epi_slow"])
-        core = t["rounds"] * (unit + t["kb"] * per_kb + epi) + (t["kind"] == 1) * s["split_cost"] * t["parts"]
-        hbm = t["hbm"] / s["hbm_share"]
-        return (launch + (core ** 4 + hbm ** 4) ** 0.25 + t["reduce"] / s["reduce_bw"] + t["stage"] / s["stage_bw"]
-                + t["nstage"] * s["stage_launch"])
+        out = dict(launch=launch, unit=t["rounds"] * unit, kloop=t["rounds"] * t["kb"] * per_kb, l2=mem > tc,
+                   epilogue=t["rounds"] * t["epi"] / s["epi_bw"] * np.where(t["c_tma"], 1.0, s["epi_slow"]),
+                   split=(t["kind"] == 1) * s["split_cost"] * t["parts"], hbm=t["hbm"] / s["hbm_share"],
+                   reduce=t["reduce"] / s["reduce_bw"],
+                   stage=t["stage"] / s["stage_bw"] + t["nstage"] * s["stage_launch"])
+        out["core"] = out["unit"] + out["kloop"] + out["epilogue"] + out["split"]
+        return out
+
+    def predict(self, x: np.ndarray, t: dict) -> np.ndarray:
+        p = self.terms(x, t)
+        return p["launch"] + (p["core"] ** 4 + p["hbm"] ** 4) ** 0.25 + p["reduce"] + p["stage"]
+
+    def decided(self, x: np.ndarray, t: dict) -> list[str]:
+        """Per row, the term (MODEL_TERMS) that contributed most to the prediction (ModelTime::decided): of the
+        soft maximum of core and hbm only the larger side, the core in its parts (the launch's latency joining the
+        units'); then the reduction and the staging copies (not a term of the launcher's: it leaves them out)."""
+        p = self.terms(x, t)
+        out = []
+        for i in range(len(p["core"])):
+            part = dict.fromkeys(MODEL_TERMS, 0.0)
+            part["latency"] = p["launch"][i]
+            if p["core"][i] >= p["hbm"][i]:
+                part["latency"] += p["unit"][i]
+                part["l2" if p["l2"][i] else "compute"] = p["kloop"][i]
+                part["epilogue"], part["split"] = p["epilogue"][i], p["split"][i]
+            else:
+                part["hbm"] = p["hbm"][i]
+            part["reduce"] = p["reduce"][i]
+            out.append(max(MODEL_TERMS, key=lambda name: part[name]))  # the first of equals, as the launcher's
+        return out
 
 
 def fit(model: Model, t: dict, y: np.ndarray, huber: float = 0.1) -> np.ndarray:

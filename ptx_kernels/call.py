@@ -18,6 +18,11 @@ from .variants import BY_NAME, VARIANTS, Variant, a_col_in_place, any_strides
 
 ACCUMULATIONS = ("fp32", "fp16")
 DEFAULT_KERNEL = "wmma_multistage"  # hgemm's kernel= when none is given
+# How a launcher that plans (wgmma_persistent) chose its plan, the binding's PlanSource (csrc/hgemm.cuh) by code:
+# pinned by tile= or split=, a rule, or the time model (csrc/blocks/plan_model.cuh), named by the term of the
+# winner's predicted time that contributed most (hopper::ModelTerm, in this order: compare.ptx_model's too).
+MODEL_TERMS = ("latency", "compute", "l2", "epilogue", "split", "hbm", "reduce")
+PLAN_SOURCES = (None, "pinned", "rule") + tuple(f"model: {t}" for t in MODEL_TERMS)
 # (kernel, acc, the binding's report, (a_col, b_col), copies) of the latest hgemm / sparse_hgemm call
 _last: list = [None]
 # hgemm's plans: call_key(a, b, out, kernel, acc, tile, split, sms) of a call that launched with no copies -> (extension,
@@ -31,16 +36,17 @@ def last_launch() -> dict:
     """What the most recent `hgemm` / `sparse_hgemm` call launched: "variant" (the kernel= it was given, or the one
     "auto" chose), grid, block, shared memory, whether the kernel read A and B column-major (a_col_major,
     b_col_major), any copies it made, the block tile (tile_m, tile_n) where the kernel
-    chose between several (else None), the K parts of a split-K launch (else None), and "kernel", the one whose
+    chose between several (else None), the K parts of a split-K launch (else None), "kernel", the one whose
     code ran (wgmma_persistent hands a few rows of A against a B off the 16-byte grid, or of a column-major A against
     a large B, to mma_stream, skinny outputs to wgmma_splitk and B with rows off the 32-byte sectors to
-    wgmma_cluster; else the one given)."""
+    wgmma_cluster; else the one given), and "plan", how wgmma_persistent chose its plan (PLAN_SOURCES: "pinned",
+    "rule", or "model: TERM" with the term of the model that decided; None for the kernels that do not plan)."""
     if _last[0] is None:
         return {}
     variant, acc, (info, ran), (a_col, b_col), copies = _last[0]
     return dict(variant=variant, acc=acc, grid=(info[0], info[1]), block=info[2], smem_bytes=info[3],
                 a_col_major=a_col, b_col_major=b_col, copies=list(copies), tile=(info[5], info[6]) if info[5] else None,
-                split=info[7] or None, kernel=ran or variant)
+                split=info[7] or None, kernel=ran or variant, plan=PLAN_SOURCES[info[8]] if len(info) > 8 else None)
 
 
 def check_variant(kernel: str, acc: str, kind: str = "dense") -> Variant:

@@ -164,8 +164,8 @@ def test_split_k_exact_and_deterministic(v, acc, split, layout):
 def model_launch(a, b, acc):
     """What wgmma_persistent's planner by model (hopper::model_plan, for row-major A where N or K is not a multiple
     of 64) launches for a @ b on this GPU, by its Python mirror (compare.ptx_model.pick, on the device's HBM
-    bandwidth): (kernel, C's tile); None where the rule plans (whole boxes) or the mirror's GPU (132 SMs, 120
-    blocks in clusters of 4) is not this one."""
+    bandwidth): (kernel, C's tile, last_launch()["plan"]: "model: " and the term that decided); None where the rule
+    plans (whole boxes) or the mirror's GPU (132 SMs, 120 blocks in clusters of 4) is not this one."""
     import triton
 
     from compare import ptx_model
@@ -181,13 +181,23 @@ def model_launch(a, b, acc):
     staged = tuple(x for x, t in zip("AB", (a, b)) if rows[x] % 16 or t.data_ptr() % 16)
     rows = {x: -(-r // 128) * 128 if x in staged else r for x, r in rows.items()}
     call = ptx_model.Call(m, n, k, False, rows["A"], b_col, rows["B"], n % 8 == 0, staged, acc == "fp32")
-    kernel, tile, _ = ptx_model.launch_of(call, ptx_model.pick(call, hbm))
-    return kernel, tile
+    key, term = ptx_model.decision(call, hbm)
+    kernel, tile, _ = ptx_model.launch_of(call, key)
+    return kernel, tile, f"model: {term}"
 
 
 def assert_model_plan(launch, a, b, acc, what):
+    """An unpinned wgmma_persistent launch of row-major A: planned as the model's Python mirror plans, and reported
+    as such, where N or K is not a multiple of 64; reported as the rule's plan where both are."""
     expected = model_launch(a, b, acc)
-    assert expected is None or (launch["kernel"], tuple(launch["tile"])) == expected, (what, launch, expected)
+    assert expected is None or (launch["kernel"], tuple(launch["tile"]), launch["plan"]) == expected, \
+        (what, launch, expected)
+    from compare import ptx_model
+
+    if ptx_model.whole_boxes(b.shape[1], a.shape[1]):
+        assert launch["plan"] == "rule", (what, launch)
+    else:
+        assert launch["plan"] in ptx_kernels.call.PLAN_SOURCES[3:], (what, launch)
 
 
 @pytest.mark.gpu(sm=90)
@@ -216,6 +226,7 @@ def test_persistent_128x192_plan_exact(dtype, acc, layout):
             info, _ = ext.hgemm_launch("wgmma_persistent", a, b, c, False, layout == "NT", acc == "fp16", 4, 0)
             torch.cuda.synchronize()
             assert (info[5], info[6]) == (128, 192), info
+            assert ptx_kernels.call.PLAN_SOURCES[info[8]] == "pinned", info
             assert_exact(c, a, b, f"128x192 pinned {dtype} {acc} {layout} {m}x{n}x{kk}")
         if kk == 2000:
             assert launch["tile"] != (128, 192), launch

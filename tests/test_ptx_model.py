@@ -15,6 +15,7 @@ from compare import ptx_model as pm
 from hgemm_common.errors import HgemmError
 from compare.ptx_plans import plan_key
 from ptx_kernels import toolchain
+from ptx_kernels.call import MODEL_TERMS, PLAN_SOURCES
 
 needs_nvcc = pytest.mark.skipif(toolchain.find_nvcc() is None, reason="needs nvcc")
 
@@ -108,7 +109,8 @@ int main() {
     c.sms = 132, c.wave2 = 132, c.wave4 = 120, c.cluster_slots = 66, c.hbm_bytes_per_us = 3.35e6;
     double us = 0.0;
     const hopper::Plan p = hopper::model_plan(c, &us);
-    std::printf("%d %d %d %d %d %d %.9g\n", p.bm, p.bn, p.split, int(p.grid), int(p.swap), int(p.cluster), us);
+    std::printf("%d %d %d %d %d %d %d %.9g\n", p.bm, p.bn, p.split, int(p.grid), int(p.swap), int(p.cluster),
+                p.term, us);
   }
   return 0;
 }
@@ -117,8 +119,9 @@ int main() {
 
 @needs_nvcc
 def test_launcher_plans_as_the_python_mirror(tmp_path):
-    """hopper::model_plan, compiled, against compare.ptx_model on 400 random calls (on an H100's HBM): the same plan
-    and the same predicted time (but the staging copies'), and every kind of plan among them."""
+    """hopper::model_plan, compiled, against compare.ptx_model on 400 random calls (on an H100's HBM): the same plan,
+    the same predicted time (but the staging copies') and the same deciding term, and every kind of plan among
+    them."""
     src, exe = tmp_path / "model.cu", tmp_path / "model"
     src.write_text(PROGRAM)
     subprocess.run([toolchain.find_nvcc(), "-std=c++17", "-O2", toolchain.ARCHS["sm_90a"], f"-I{pm.CSRC}", "-o",
@@ -128,17 +131,34 @@ def test_launcher_plans_as_the_python_mirror(tmp_path):
                     for c in calls)
     out = subprocess.run([str(exe)], input=lines, capture_output=True, text=True, check=True).stdout.split("\n")
     model, x = pm.from_header()
-    kinds = set()
+    kinds, terms = set(), set()
     for c, line in zip(calls, out):
-        *plan, us = line.split()
+        *plan, term, us = line.split()
         keys = pm.candidates(c)
         unstaged = dataclasses.replace(c, staged=())  # the staging copies cost every plan alike: C++ leaves them out
-        times = model.predict(x, model.table([pm.features(unstaged, k, 3.35e6) for k in keys]))
-        best = keys[int(np.argmin(times))]
-        assert plan_key(*map(int, plan)) == best, (c, plan, best)
+        table = model.table([pm.features(unstaged, k, 3.35e6) for k in keys])
+        times = model.predict(x, table)
+        best = int(np.argmin(times))
+        assert plan_key(*map(int, plan)) == keys[best], (c, plan, keys[best])
         assert float(us) == pytest.approx(float(times.min()), rel=1e-6)
-        kinds.add(best[0] if best[0] != "wgmma_persistent" else ("split" if best[2] > 1 else "tile"))
+        assert MODEL_TERMS[int(term)] == model.decided(x, table)[best], (c, term)
+        assert pm.decision(c, 3.35e6) == (keys[best], MODEL_TERMS[int(term)])
+        kinds.add(keys[best][0] if keys[best][0] != "wgmma_persistent" else ("split" if keys[best][2] > 1 else "tile"))
+        terms.add(MODEL_TERMS[int(term)])
     assert kinds == {"tile", "split", "wgmma_splitk_grid", "wgmma_cluster"}, kinds
+    assert len(terms) >= 3, terms  # the calls are decided by several terms, not one
+
+
+def test_plan_sources_name_the_launchers_codes():
+    """last_launch()["plan"] names LaunchInfo::plan by PlanSource's codes (csrc/hgemm.cuh) and the model's terms by
+    hopper::ModelTerm's (blocks/plan_model.cuh): the Python names stand in the C++ enums' order."""
+    hgemm_h = (pm.CSRC / "hgemm.cuh").read_text()
+    assert re.search(r"kPlanUnreported = 0, kPlanPinned = 1, kPlanRule = 2, kPlanModel = 3 \}", hgemm_h)
+    assert PLAN_SOURCES[:3] == (None, "pinned", "rule")
+    assert PLAN_SOURCES[3:] == tuple(f"model: {t}" for t in MODEL_TERMS)
+    enum = re.search(r"enum ModelTerm : int \{([^}]*)\}", (pm.CSRC / "blocks" / "plan_model.cuh").read_text())
+    names = re.findall(r"kTerm(\w+)", enum.group(1))
+    assert [n.lower() for n in names] == list(MODEL_TERMS), names
 
 
 def test_a_sweep_of_an_unknown_gpu_is_refused_by_name(tmp_path):

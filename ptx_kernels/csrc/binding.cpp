@@ -41,8 +41,8 @@ int64_t hgemm_load_on_demand(const std::string& path) {
   return entry(&hgemm::registry(), &hgemm::ceilings());
 }
 
-// {grid_x, grid_y, block, smem_bytes, smem_limit, tile_m, tile_n, split} and the variant whose kernel ran (where
-// the launcher handed the problem to another's; else empty).
+// {grid_x, grid_y, block, smem_bytes, smem_limit, tile_m, tile_n, split, plan} and the variant whose kernel ran
+// (where the launcher handed the problem to another's; else empty). plan: LaunchInfo::plan (PlanSource).
 using LaunchReport = std::tuple<std::vector<int64_t>, std::string>;
 template <typename E>
 LaunchReport launch_registered(const std::string& variant, LauncherOf<E> launch, const GemmArgsOf<E>& p,
@@ -150,7 +150,7 @@ LaunchReport launch_registered(const std::string& variant, LauncherOf<E> launch,
               info.smem_limit);
   TORCH_CHECK(err == cudaSuccess, "hgemm: variant '", variant, "' failed to launch: ", cudaGetErrorString(err));
   return {{info.grid_x, info.grid_y, info.block, info.smem_bytes, info.smem_limit, info.tile_m, info.tile_n,
-           info.split},
+           info.split, info.plan},
           info.kernel ? info.kernel : ""};
 }
 

@@ -90,7 +90,14 @@ struct LaunchInfo {
   int split = 0;               // the K parts one output tile was split into (split-K launches; else 0)
   const char* kernel = nullptr;  // the variant whose kernel ran, where a launcher handed the problem to another's
   int64_t workspace_bytes = 0;   // the global workspace the launch needs (GemmArgs::workspace)
+  int plan = 0;                  // how the launcher chose its plan (PlanSource), where it reports it (else 0)
 };
+
+// How a launcher that plans (wgmma_persistent) chose the plan it launched, LaunchInfo::plan: pinned by the call
+// (GemmArgs::plan_tile or ::split), by a rule, or by the time model (blocks/plan_model.cuh), as kPlanModel + the
+// hopper::ModelTerm that contributed most to the winner's predicted time. ptx_kernels.call.PLAN_SOURCES and
+// MODEL_TERMS name them in this order.
+enum PlanSource : int { kPlanUnreported = 0, kPlanPinned = 1, kPlanRule = 2, kPlanModel = 3 };
 
 // A launcher's answer when GemmArgs::workspace is smaller than LaunchInfo::workspace_bytes: nothing was launched.
 // (cudaErrorNotReady is never a launch's own error: it reports an unfinished asynchronous operation.)

@@ -41,11 +41,48 @@ inline double model_rate(int kind, int bm, int bn, bool swapped) {
   return -1.0;
 }
 
-// The predicted time in microseconds of a plan of `kind` on bm x bn tiles of C in `parts` K parts (compare.
-// ptx_model.features and Model.predict). < 0 where the fit has no figure for it.
-inline double model_time(const ModelCall& c, int kind, int bm, int bn, int parts, bool swapped) {
+// The terms of a plan's predicted time, in compare.ptx_model.MODEL_TERMS' order (ptx_kernels.call.MODEL_TERMS):
+// the fixed latency of the launch and of each round's work unit, the k-loop where the tile's compute figure is the
+// larger of its two parts, the k-loop where its operand bytes at the SM's share of L2 are, the epilogue, the
+// cluster split's exchange, HBM, and the grid split's reduction.
+enum ModelTerm : int {
+  kTermLatency = 0, kTermCompute, kTermL2, kTermEpilogue, kTermSplit, kTermHbm, kTermReduce, kModelTerms
+};
+
+// A plan's predicted time in its pieces (compare.ptx_model.Model.terms), microseconds:
+//   total = launch + (core^4 + hbm^4)^(1/4) + reduce, core = rounds x (unit + kb x per_kb + epilogue) + split.
+struct ModelTime {
+  double launch = 0.0, unit = 0.0, kloop = 0.0, epilogue = 0.0, split = 0.0, core = 0.0, hbm = 0.0, reduce = 0.0;
+  bool l2 = false;  // the k-loop's operand bytes outweigh its compute figure
+  double total() const {
+    return launch + std::sqrt(std::sqrt(core * core * core * core + hbm * hbm * hbm * hbm)) + reduce;
+  }
+  // The term that contributed most: of the soft maximum of core and hbm only the larger side contributes (the
+  // core in its parts, the launch's latency joining the units'), then the reduction adds its own.
+  int decided() const {
+    double part[kModelTerms] = {};
+    part[kTermLatency] = launch;
+    if (core >= hbm) {
+      part[kTermLatency] += unit;
+      part[l2 ? kTermL2 : kTermCompute] = kloop;
+      part[kTermEpilogue] = epilogue;
+      part[kTermSplit] = split;
+    } else {
+      part[kTermHbm] = hbm;
+    }
+    part[kTermReduce] = reduce;
+    int best = 0;
+    for (int i = 1; i < kModelTerms; ++i)
+      if (part[i] > part[best]) best = i;
+    return best;
+  }
+};
+
+// The predicted time of a plan of `kind` on bm x bn tiles of C in `parts` K parts (compare.ptx_model.features and
+// Model.predict), in its terms. false where the fit has no figure for it.
+inline bool model_terms(const ModelCall& c, int kind, int bm, int bn, int parts, bool swapped, ModelTime* t) {
   const double rate = model_rate(kind, bm, bn, swapped);
-  if (rate < 0.0) return -1.0;
+  if (rate < 0.0) return false;
   const int64_t tiles = int64_t(cdiv(c.M, bm)) * cdiv(c.N, bn), units = tiles * parts;
   int64_t blocks = c.sms;
   if (kind == kModelPersistent) blocks = persistent_blocks(int(units), c.sms, 0);
@@ -61,12 +98,22 @@ inline double model_time(const ModelCall& c, int kind, int bm, int bn, int parts
                       b_bytes * (c.b_row_bytes % 32 ? k_sector : 1.0)) / bw;
   const double per_kb = std::pow(std::pow(rate, k_power) + std::pow(mem, k_power), 1.0 / k_power);
   const double epi = 2.0 * (bm < c.M ? bm : c.M) * (bn < c.N ? bn : c.N) / k_epi_bw * (c.c_tma ? 1.0 : k_epi_slow);
-  const double core = rounds * (kUnitUs[kind] + kb * per_kb + epi) +
-                      (kind == kModelClusterSplit ? k_split_cost * parts : 0.0);
-  const double hbm = 2.0 * (double(c.M) * c.K + double(c.K) * c.N + double(c.M) * c.N) / c.hbm_bytes_per_us /
-                     k_hbm_share;
-  const double reduce = kind == kModelGridSplit ? 8.0 * double(c.M) * c.N * parts / k_reduce_bw : 0.0;
-  return kLaunchUs[kind] + std::sqrt(std::sqrt(core * core * core * core + hbm * hbm * hbm * hbm)) + reduce;
+  t->launch = kLaunchUs[kind];
+  t->unit = rounds * kUnitUs[kind];
+  t->kloop = rounds * kb * per_kb;
+  t->l2 = mem > rate;
+  t->epilogue = rounds * epi;
+  t->split = kind == kModelClusterSplit ? k_split_cost * parts : 0.0;
+  t->core = t->unit + t->kloop + t->epilogue + t->split;
+  t->hbm = 2.0 * (double(c.M) * c.K + double(c.K) * c.N + double(c.M) * c.N) / c.hbm_bytes_per_us / k_hbm_share;
+  t->reduce = kind == kModelGridSplit ? 8.0 * double(c.M) * c.N * parts / k_reduce_bw : 0.0;
+  return true;
+}
+
+// The predicted time in microseconds of a plan (model_terms' total). < 0 where the fit has no figure for it.
+inline double model_time(const ModelCall& c, int kind, int bm, int bn, int parts, bool swapped) {
+  ModelTime t;
+  return model_terms(c, kind, bm, bn, parts, swapped, &t) ? t.total() : -1.0;
 }
 
 // The plan (Plan::cluster: hand it to wgmma_cluster) the model predicts fastest among the launcher's candidates
@@ -77,13 +124,16 @@ inline double model_time(const ModelCall& c, int kind, int bm, int bn, int parts
 // within one wave, >= 4 k-blocks a part; the grid's split at each of those widths (hopper::choose_grid_split,
 // row-major A, >= 2 parts); the cluster kernel where B's rows lie off the 32-byte sectors (its multicast halves
 // those reads; on the sectors the persistent kernel's own tiles run as fast) and M > 128 (it pairs tile rows: one
-// band of them would leave half its blocks loading zeros). `us` gets the winner's predicted time.
+// band of them would leave half its blocks loading zeros). `us` gets the winner's predicted time, Plan::term the term
+// that decided it.
 inline Plan model_plan(const ModelCall& c, double* us = nullptr) {
   Plan best{256, 1};
   double best_us = -1.0;
   auto offer = [&](const Plan& plan, int kind, int bm, int bn, int parts, bool swapped) {
-    const double t = model_time(c, kind, bm, bn, parts, swapped);
-    if (t > 0.0 && (best_us < 0.0 || t < best_us)) best = plan, best_us = t;
+    ModelTime t;
+    if (!model_terms(c, kind, bm, bn, parts, swapped, &t)) return;
+    const double us = t.total();
+    if (best_us < 0.0 || us < best_us) best = plan, best.term = t.decided(), best_us = us;
   };
   const int widths[3] = {256, 128, 64};
   for (int bn : widths) offer(Plan{bn, 1}, kModelPersistent, 128, bn, 1, false);

@@ -601,6 +601,7 @@ struct Plan {
   double fill = 0.0;   // the share of the SM-rounds its work units fill (choose_plan's plans)
   bool swap = false;   // a swapped cut tile: bm rows of C^T along N, bn columns along M
   bool cluster = false;  // hand the call to wgmma_cluster (128 x 256 tiles in pairs; hopper::model_plan's plans)
+  int term = -1;         // hopper::model_plan's plans: the ModelTerm that contributed most to its predicted time
 };
 __host__ __device__ constexpr Plan choose_plan(int M, int N, int K, int sms, int force_bn = 0, int force_split = 0,
                                                int max_split = 4, int wave2 = 0, int wave4 = 0,

@@ -378,8 +378,10 @@ cudaError_t launch_swap_code(int code, const GemmArgsOf<E>& p, Acc acc, cudaStre
 // GemmArgs::plan_tile (1/2/3/4: 128 x 256/128/64/192; 5/6: 256 x 152 in 4/3 stages; 7-16: the cut tiles, 17-26:
 // the swapped cut tiles, unsplit) and ::split (1 = never; 2 and 4 over a cluster, other counts over the grid) pin
 // the plan.
+// `how` gets how the plan was chosen (PlanSource).
 template <typename E>
-cudaError_t launch_wgmma_persistent(const GemmArgsOf<E>& p, Acc acc, cudaStream_t stream, LaunchInfo* info) {
+cudaError_t launch_planned(const GemmArgsOf<E>& p, Acc acc, cudaStream_t stream, LaunchInfo* info, int* how) {
+  *how = p.plan_tile != 0 || p.split != 0 ? kPlanPinned : kPlanRule;
   const int64_t row_bytes_a = (p.a_col_major ? p.sak : p.sam) * int64_t(sizeof(E));
   const int64_t row_bytes_b = (p.b_col_major ? p.sbn : p.sbk) * int64_t(sizeof(E));
   const bool b_rows_off16 = !tile::aligned16(p.B) || row_bytes_b % 16 != 0;
@@ -409,6 +411,7 @@ cudaError_t launch_wgmma_persistent(const GemmArgsOf<E>& p, Acc acc, cudaStream_
       by_model ? plan_by_model(call)
                : plan_wgmma(p, rows_128b ? kSpeed192 : 0.0, p.b_col_major ? hopper::kSpeedTall : 0.0,
                             /*grid=*/!p.a_col_major, cut_menu, swap_form);
+  if (by_model) *how = kPlanModel + plan.term;
   if (plan.cluster) return launch_wgmma_cluster(p, acc, stream, info);
   if (plan.grid) return launch_wgmma_splitk_grid_plan(p, acc, stream, info, plan);
   if (plan.split > 1) return launch_wgmma_splitk_plan(p, acc, stream, info, plan);
@@ -422,6 +425,15 @@ cudaError_t launch_wgmma_persistent(const GemmArgsOf<E>& p, Acc acc, cudaStream_
   if (plan.bn == 192) return launch_plan_tile<4>(p, acc, stream, info);
   if (plan.bn == 128) return launch_plan_tile<2>(p, acc, stream, info);
   return launch_plan_tile<3>(p, acc, stream, info);
+}
+
+// The launch, and how its plan was chosen into LaunchInfo::plan (the launches above overwrite the rest of *info).
+template <typename E>
+cudaError_t launch_wgmma_persistent(const GemmArgsOf<E>& p, Acc acc, cudaStream_t stream, LaunchInfo* info) {
+  int how = kPlanUnreported;
+  const cudaError_t err = launch_planned(p, acc, stream, info, &how);
+  if (info) info->plan = how;
+  return err;
 }
 
 // ---- PARTS (host/parts.h): part 0 the choice above, the registration and the narrow tile; the others one or
