@@ -40,13 +40,17 @@ def last_launch() -> dict:
     code ran (wgmma_persistent hands a few rows of A against a B off the 16-byte grid, or of a column-major A against
     a large B, to mma_stream, skinny outputs to wgmma_splitk and B with rows off the 32-byte sectors to
     wgmma_cluster; else the one given), and "plan", how wgmma_persistent chose its plan (PLAN_SOURCES: "pinned",
-    "rule", or "model: TERM" with the term of the model that decided; None for the kernels that do not plan)."""
+    "rule", or "model: TERM" with the term of the model that decided; "rule" too where this module hands the call
+    to mma_stream before the launch, hands_to_stream; None for every other variant)."""
     if _last[0] is None:
         return {}
     variant, acc, (info, ran), (a_col, b_col), copies = _last[0]
+    plan = PLAN_SOURCES[info[8]] if len(info) > 8 else None
+    if plan is None and variant == "wgmma_persistent":
+        plan = "rule"  # launched_variant handed it to mma_stream (the launcher's hands_to_stream, decided here)
     return dict(variant=variant, acc=acc, grid=(info[0], info[1]), block=info[2], smem_bytes=info[3],
                 a_col_major=a_col, b_col_major=b_col, copies=list(copies), tile=(info[5], info[6]) if info[5] else None,
-                split=info[7] or None, kernel=ran or variant, plan=PLAN_SOURCES[info[8]] if len(info) > 8 else None)
+                split=info[7] or None, kernel=ran or variant, plan=plan)
 
 
 def check_variant(kernel: str, acc: str, kind: str = "dense") -> Variant:

@@ -142,7 +142,7 @@ def test_launcher_plans_as_the_python_mirror(tmp_path):
         assert plan_key(*map(int, plan)) == keys[best], (c, plan, keys[best])
         assert float(us) == pytest.approx(float(times.min()), rel=1e-6)
         assert MODEL_TERMS[int(term)] == model.decided(x, table)[best], (c, term)
-        assert pm.decision(c, 3.35e6) == (keys[best], MODEL_TERMS[int(term)])
+        assert pm.decision(unstaged, 3.35e6) == (keys[best], MODEL_TERMS[int(term)])
         kinds.add(keys[best][0] if keys[best][0] != "wgmma_persistent" else ("split" if keys[best][2] > 1 else "tile"))
         terms.add(MODEL_TERMS[int(term)])
     assert kinds == {"tile", "split", "wgmma_splitk_grid", "wgmma_cluster"}, kinds

@@ -133,7 +133,7 @@ inline Plan model_plan(const ModelCall& c, double* us = nullptr) {
     ModelTime t;
     if (!model_terms(c, kind, bm, bn, parts, swapped, &t)) return;
     const double us = t.total();
-    if (best_us < 0.0 || us < best_us) best = plan, best.term = t.decided(), best_us = us;
+    if (us > 0.0 && (best_us < 0.0 || us < best_us)) best = plan, best.term = t.decided(), best_us = us;
   };
   const int widths[3] = {256, 128, 64};
   for (int bn : widths) offer(Plan{bn, 1}, kModelPersistent, 128, bn, 1, false);

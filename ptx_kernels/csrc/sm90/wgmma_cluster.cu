@@ -18,8 +18,9 @@
 // The rest is wgmma_persistent.cu: persistent grid (at most as many clusters as fit, cudaOccupancyMaxActiveClusters;
 // as many as keep the rounds of tile pairs full: hopper::persistent_blocks),
 // grouped tile order over tile pairs, warp-specialized producer/consumers, TMA-store epilogue.
-// Edges: when the tile rows are odd the last pair's second tile lies below M: that block loads zeros for A, still
-// shares its half of B, and its TMA stores are dropped (register stores masked).
+// Edges: when the tile rows are odd the last pair's second tile lies below M: that block loads zeros for A and still
+// shares its half of B, but its consumers compute and store nothing (hopper::pass_tile), as any consumer's slab
+// that lies below M.
 // Element types: fp16 (fp32 or fp16 accumulation) and bf16 (fp32), the template parameter E; A and B each row- or
 // column-major in place (A_COL, B_COL), as wgmma_persistent.cu takes them.
 // Built in two parts (host/parts.h), one per layout of A: its 24 kernels would keep one core busy far longer than

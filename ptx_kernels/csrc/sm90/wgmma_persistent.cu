@@ -12,9 +12,10 @@
 //   warpgroups 1, 2 — consumers: grow to 232 registers, each computes 64 rows x BN of the 128 x BN tile (128 rows,
 //                 two 64-row slabs, of the 256-row tiles) with m64nBNk16 wgmma from shared memory, keeps one wgmma
 //                 group in flight and releases a stage (one arrival on empty[s] per warpgroup) as soon as the group
-//                 that read it has completed. A warpgroup whose rows of the tile all lie past M (M <= 64, or the
-//                 last band's spare slab) issues no wgmma and stores nothing: it only hands each stage back once it
-//                 has landed (hopper::pass_tile), and the other warpgroup has the tensor cores to itself.
+//                 that read it has completed. A warpgroup whose rows of the tile all lie past M (M <= 64 on 128-row
+//                 tiles, M <= 128 on 256-row ones, or the last band's spare slab) issues no wgmma and stores
+//                 nothing: it only hands each stage back once it has landed (hopper::pass_tile), and the other
+//                 warpgroup has the tensor cores to itself.
 // Epilogue: where C is TMA-describable, each consumer converts its slab to C's type in a swizzled staging buffer and
 // one thread stores it with TMA in 64 x 64 boxes (hopper::store_accumulators_tma), 128 columns at a time (the
 // 256 x 152 tile: unswizzled 32 x 152 boxes); the stores drain while the next tile's main loop runs. Otherwise the
@@ -411,7 +412,7 @@ cudaError_t launch_planned(const GemmArgsOf<E>& p, Acc acc, cudaStream_t stream,
       by_model ? plan_by_model(call)
                : plan_wgmma(p, rows_128b ? kSpeed192 : 0.0, p.b_col_major ? hopper::kSpeedTall : 0.0,
                             /*grid=*/!p.a_col_major, cut_menu, swap_form);
-  if (by_model) *how = kPlanModel + plan.term;
+  if (by_model && plan.term >= 0) *how = kPlanModel + plan.term;
   if (plan.cluster) return launch_wgmma_cluster(p, acc, stream, info);
   if (plan.grid) return launch_wgmma_splitk_grid_plan(p, acc, stream, info, plan);
   if (plan.split > 1) return launch_wgmma_splitk_plan(p, acc, stream, info, plan);
