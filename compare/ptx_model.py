@@ -34,8 +34,8 @@ from pathlib import Path
 
 import numpy as np
 
+from hgemm_common.cost_model import cdiv
 from hgemm_common.errors import HgemmError
-
 from ptx_kernels.call import MODEL_TERMS
 
 from .bench import geomean
@@ -53,10 +53,6 @@ RATE_KINDS = ("persistent", "splitk", "splitk_grid")  # rate names' prefixes, by
 SPLIT_TILES = {1: 256, 2: 128, 3: 64}  # tile codes of the cluster and grid splits (128 x bn)
 SCALARS = ("sm_bw", "l2_bw", "hbm_share", "reduce_bw", "split_cost", "epi_bw", "power", "sector", "epi_slow",
            "stage_bw", "stage_launch")
-
-
-def cdiv(a: int, b: int) -> int:
-    return -(-a // b)
 
 
 def persistent_blocks(units: int, slots: int) -> int:
