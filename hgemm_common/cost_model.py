@@ -267,7 +267,8 @@ SPILL_WEIGHT = 1.0
 
 def staging_launches(plan: Plan) -> int:
     """The launches a plan's staging copies take: on the Triton side (kernels named triton_* and gluon_*) one
-    copies A and B and one copies C back (`triton_kernels.stage_copy`); the PTX side copies each operand apart."""
+    copies A and B and one copies C back (`triton_kernels.stage_copy`); on the PTX side, one an operand, as the
+    committed sweeps timed it (`ptx_kernels.call` now copies A and B in one launch too, csrc/host/stage_copy.cu)."""
     if plan.kernel.startswith(("triton_", "gluon_")):
         return ("A" in plan.staged or "B" in plan.staged) + ("C" in plan.staged)
     return len(plan.staged)

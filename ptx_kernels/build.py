@@ -35,7 +35,7 @@ import torch
 
 from hgemm_common.errors import HgemmError, error_line
 
-from .variants import CSRC, VARIANTS, Variant, csrc_hash, lab_sources, source
+from .variants import CSRC, STAGE_COPY_SOURCE, VARIANTS, Variant, csrc_hash, lab_sources, source
 
 _lock = threading.Lock()
 _module = None
@@ -70,13 +70,13 @@ ON_DEMAND_ENTRY = CSRC / "host" / "on_demand.cu"  # the on-demand library's entr
 
 def kernel_sources(arch: int | None = None, variants=VARIANTS, on_demand: bool = False) -> list[Path]:
     """The CUDA translation units of the extension for a GPU of compute capability `arch` (x10; None: every
-    variant): each record's kernel file offered there, then the lab sources. The records marked `on_demand` are
-    left out: with on_demand=True, the on-demand library's units instead, those records' kernel files offered there
-    and the library's entry point (none where no such record is offered)."""
+    variant): each record's kernel file offered there, the staging copy, then the lab sources. The records marked
+    `on_demand` are left out: with on_demand=True, the on-demand library's units instead, those records' kernel
+    files offered there and the library's entry point (none where no such record is offered)."""
     if on_demand:
         files = [source(v) for v in variants if v.offered_on(arch) and v.on_demand]
         return files + [ON_DEMAND_ENTRY] if files else []
-    return ([source(v) for v in variants if v.offered_on(arch) and not v.on_demand]
+    return ([source(v) for v in variants if v.offered_on(arch) and not v.on_demand] + [CSRC / STAGE_COPY_SOURCE]
             + [CSRC / f for f in lab_sources(arch)])
 
 

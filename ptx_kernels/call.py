@@ -75,16 +75,20 @@ def check_dtype(v: Variant, dtype: str, acc: str, who: str = "hgemm") -> None:
     check_acc(dtype, acc, who)
 
 
-def _aligned_copy(t: torch.Tensor) -> torch.Tensor:
-    """A row-major copy of t (its dtype) whose rows start on 128-byte boundaries (leading dimension rounded up to 64
-    elements of 2 bytes).
+def _aligned_buffer(t: torch.Tensor) -> torch.Tensor:
+    """An uninitialized row-major buffer of t's shape and dtype whose rows start on 128-byte boundaries (leading
+    dimension rounded up to 64 elements of 2 bytes).
     16 bytes would do for cp.async and TMA, but a TMA box row that straddles five 32-byte sectors instead of four
     cost the Hopper kernels up to a quarter of their speed on odd shapes (measured: docs/design/hopper.md); the copy
     is made anyway, so it is made aligned."""
     rows, cols = t.shape
     ld = (cols + 63) // 64 * 64
-    buf = torch.empty((rows, ld), dtype=t.dtype, device=t.device)
-    view = buf[:, :cols]
+    return torch.empty((rows, ld), dtype=t.dtype, device=t.device)[:, :cols]
+
+
+def _aligned_copy(t: torch.Tensor) -> torch.Tensor:
+    """A row-major copy of t (its dtype, any strides) in an `_aligned_buffer`, by torch's copy."""
+    view = _aligned_buffer(t)
     view.copy_(t)
     return view
 
@@ -111,9 +115,10 @@ def _b_layout(b: torch.Tensor, copies: list[str]) -> tuple[torch.Tensor, bool]:
     return b.contiguous(), False
 
 
-def _aligned(t: torch.Tensor, col: bool, name: str, copies: list[str]) -> torch.Tensor:
-    """Operand `name` (A or B) with 16-byte aligned rows (of its storage order: a column-major one's columns),
-    copied in the same order when they are not (named in `copies`)."""
+def _aligned(t: torch.Tensor, col: bool, name: str, copies: list[str], staged: list) -> torch.Tensor:
+    """Operand `name` (A or B) with 16-byte aligned rows (of its storage order: a column-major one's columns): t
+    itself where they are, else an `_aligned_buffer` in the same order, named in `copies`, whose copy (source rows,
+    buffer rows) is appended to `staged` for `_stage`."""
     if rows_aligned16(t, t.stride(1) if col else t.stride(0)):
         return t
     if (t.shape[1] if col else t.shape[0]) == 1 and t.data_ptr() % 16 == 0:
@@ -122,7 +127,18 @@ def _aligned(t: torch.Tensor, col: bool, name: str, copies: list[str]) -> torch.
         ld = -(-(t.shape[0] if col else t.shape[1]) // 8) * 8
         return t.as_strided(tuple(t.shape), (1, ld) if col else (ld, 1))
     copies.append(f"{name} to 16-byte aligned rows")
-    return _aligned_copy(t.t()).t() if col else _aligned_copy(t)
+    rows = t.t() if col else t
+    buf = _aligned_buffer(rows)
+    staged.append((rows, buf))
+    return buf.t() if col else buf
+
+
+def _stage(v: Variant, staged: list) -> None:
+    """The staging copies `_aligned` set up, A's and B's in one launch of the extension's stage_copy
+    (csrc/host/stage_copy.cu: 16-byte stores, loads as wide as the source rows' alignment allows), not a torch
+    copy each."""
+    if staged:
+        load_for(v).stage_copy([src for src, _ in staged], [buf for _, buf in staged])
 
 
 def _takes_split(v: Variant, split) -> bool:
@@ -265,11 +281,12 @@ def prepared(v: Variant, a: torch.Tensor, b: torch.Tensor, split, copies: list[s
         a, a_col = _aligned_copy(a), False
     restrided = False
     if v.alignment in ("rows16", "tma"):
-        a0, b0 = a, b
+        a0, b0, staged = a, b, []
         if not v.a_rows_any:
-            a = _aligned(a, a_col, "A", copies)
+            a = _aligned(a, a_col, "A", copies, staged)
         if not v.b_rows_any:
-            b = _aligned(b, b_col, "B", copies)
+            b = _aligned(b, b_col, "B", copies, staged)
+        _stage(v, staged)
         # an operand of one storage row re-strided (not copied): the cached plan would launch the caller's own
         # view, whose leading dimension the kernel refuses, so such a call keeps no plan
         restrided = a is not a0 or b is not b0
@@ -457,7 +474,9 @@ def sparse_hgemm(values: torch.Tensor, meta: torch.Tensor, b: torch.Tensor, *, k
         meta = meta.clone()
         copies.append("metadata to a contiguous copy")
     b, b_col = _b_layout(resolved(b, "B", copies), copies)
-    b = _aligned(b, b_col, "B", copies)
+    staged = []
+    b = _aligned(b, b_col, "B", copies, staged)
+    _stage(v, staged)
     c = _c_for_kernel(p.out, copies)
     report = ext.sparse_launch(v.name, values, meta, b, c, p.k, b_col, acc == "fp16", TILES[tile],
                                SCHEDULES[schedule])

@@ -20,6 +20,8 @@ CSRC = Path(__file__).resolve().parent / "csrc"
 LAB_SOURCES = {"lab/mma_ceiling.cu": 80, "lab/probes.cu": 80, "lab/wgmma_ceiling.cu": 90,
                "lab/mma_sp_ceiling.cu": 80, "lab/sparse_probes.cu": 80,
                "lab/wgmma_sp_ceiling.cu": 90, "lab/wgmma_sp_probe.cu": 90}
+# Built beside the variants on every GPU: the staging copy of operands whose rows TMA cannot read (ptx_kernels.call).
+STAGE_COPY_SOURCE = "host/stage_copy.cu"
 
 H = 2  # bytes per half
 

@@ -317,23 +317,32 @@ def test_hopper_wrappers_refuse_a_wrong_target(tmp_path, header, target, message
 def test_one_storage_row_is_restrided_not_copied():
     """An operand of one row in its storage order (A of one row, as the TN layout's transpose gives it with strides
     (1, 1)) keeps its memory: the same view with a leading dimension of a multiple of 8 (what a TMA descriptor
-    takes), nothing copied; a misaligned base is still copied, and two rows of an odd stride too."""
+    takes), nothing copied; a misaligned base is still staged, and two rows of an odd stride too: into a buffer of
+    128-byte rows, its copy (source rows, buffer rows) queued for the one staging launch (`_stage`), a column-major
+    operand's as its transpose."""
     import torch
 
     from ptx_kernels.call import _aligned
 
     base = torch.arange(3 * 4096, dtype=torch.float16)
     one = base[:4093].reshape(4093, 1).t()  # (1, 4093), strides (1, 1)
-    copies = []
-    got = _aligned(one, False, "A", copies)
-    assert copies == [] and got.data_ptr() == one.data_ptr() and torch.equal(got, one) and got.stride() == (4096, 1)
+    copies, staged = [], []
+    got = _aligned(one, False, "A", copies, staged)
+    assert copies == [] and staged == [] and got.data_ptr() == one.data_ptr() and torch.equal(got, one)
+    assert got.stride() == (4096, 1)
     col = base[:4093].reshape(4093, 1)  # column-major, one column
-    got = _aligned(col, True, "B", copies)
-    assert copies == [] and got.stride() == (1, 4096) and torch.equal(got, col)
-    for t in (base[1:4094].reshape(1, 4093), base[:2 * 4093].reshape(2, 4093)):
-        copies = []
-        got = _aligned(t, False, "A", copies)
-        assert copies == ["A to 16-byte aligned rows"] and torch.equal(got, t) and got.stride(0) % 8 == 0
+    got = _aligned(col, True, "B", copies, staged)
+    assert copies == [] and staged == [] and got.stride() == (1, 4096) and torch.equal(got, col)
+    for t, col in ((base[1:4094].reshape(1, 4093), False), (base[:2 * 4093].reshape(2, 4093), False),
+                   (base[1:1 + 3 * 301].reshape(3, 301).t(), True)):
+        copies, staged = [], []
+        got = _aligned(t, col, "A", copies, staged)
+        ((src, buf),) = staged
+        assert copies == ["A to 16-byte aligned rows"] and src.stride(1) == 1 and buf.stride(1) == 1
+        assert buf.shape == src.shape and buf.stride(0) % 64 == 0  # the base: the CUDA allocator aligns it
+        assert torch.equal(src.t() if col else src, t) and (got.t() if col else got).data_ptr() == buf.data_ptr()
+        buf.copy_(src)  # what the staging launch does on the GPU
+        assert torch.equal(got, t)
 
 
 def test_python_hand_off_to_the_stream_mirrors_handoff_h():

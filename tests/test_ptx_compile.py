@@ -10,8 +10,8 @@ import pytest
 
 from hgemm_common.record import ACCS_FOR
 from ptx_kernels import build, toolchain
-from ptx_kernels.variants import (BY_NAME, CSRC, LAB_SOURCES, VARIANTS, a_col_in_place, any_strides, registered_operands,
-                                  source)
+from ptx_kernels.variants import (BY_NAME, CSRC, LAB_SOURCES, STAGE_COPY_SOURCE, VARIANTS, a_col_in_place,
+                                  any_strides, registered_operands, source)
 
 pytestmark = pytest.mark.skipif(toolchain.find_nvcc() is None, reason="nvcc not installed")
 
@@ -436,11 +436,12 @@ def _host_objects(sources, out_dir, includes=(CSRC,)):
 
 def test_lab_translation_units_compile_host_and_device(tmp_path):
     """The extension compiles each kernel file as its own translation unit (build.kernel_sources): the lab
-    sources must build alone, host launchers included (-cubin above compiles device code only). The variants'
-    host code: test_registration_builds_from_the_records."""
-    syms = "".join(_host_objects([CSRC / f for f in LAB_SOURCES], tmp_path).values())
-    for launcher in ("launch_mma_ceiling", "launch_wgmma_ceiling", "launch_wgmma_random_ceiling", "launch_probe_ldmatrix",
-                     "launch_probe_stmatrix", "launch_probe_mma", "launch_probe_wmma", "launch_probe_asm"):
+    sources and the staging copy must build alone, host launchers included (-cubin above compiles device code
+    only). The variants' host code: test_registration_builds_from_the_records."""
+    syms = "".join(_host_objects([CSRC / f for f in (*LAB_SOURCES, STAGE_COPY_SOURCE)], tmp_path).values())
+    for launcher in ("launch_stage_copy", "launch_mma_ceiling", "launch_wgmma_ceiling", "launch_wgmma_random_ceiling",
+                     "launch_probe_ldmatrix", "launch_probe_stmatrix", "launch_probe_mma", "launch_probe_wmma",
+                     "launch_probe_asm"):
         assert f" T {launcher}(" in syms, launcher
 
 
@@ -479,7 +480,8 @@ def test_registry_of_every_kernel_file_is_the_records(tmp_path):
     `build.units`) and linked into one program, register exactly those records, each with the operands its record
     reads: every launcher one part calls, another part holds."""
     held = [v for v in VARIANTS if not v.on_demand]
-    assert [source(v) for v in held] == [f for f in build.kernel_sources() if "lab" not in f.parts]
+    assert [source(v) for v in held] + [CSRC / STAGE_COPY_SOURCE] == \
+        [f for f in build.kernel_sources() if "lab" not in f.parts]
     got = registry_of([source(v) for v in held], tmp_path)
     assert got == {v.name: (registered_operands(v), v.dtypes) for v in held}
 

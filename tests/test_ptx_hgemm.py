@@ -82,6 +82,39 @@ def test_misaligned_and_strided_inputs(v, acc, tile):
         assert ("B to 16-byte aligned rows" in copies) == (v.alignment in ("rows16", "tma") and not v.b_rows_any)
 
 
+def test_staging_copy_moves_every_bit():
+    """The staging copy of operands whose rows TMA cannot read (csrc/host/stage_copy.cu, through
+    `ptx_kernels.call._stage`): sources at every 2-byte alignment of base and row pitch (each load width, 2 to 16
+    bytes), rows of 1 to thousands of elements (a last chunk of 1 to 8; rows cut into segments and short rows packed
+    in a block), one or two matrices a launch, fp16 and bf16: every bit lands, NaN payloads and signed zeros
+    included, and nothing past a row's columns is written."""
+    ext = ptx_kernels.load()
+    g = torch.Generator().manual_seed(5)
+    cases = [(1, 1, 0, 1), (3, 7, 1, 9), (5, 300, 3, 301), (17, 4093, 2, 4095), (2, 8, 4, 12), (64, 64, 0, 64),
+             (129, 65, 6, 70), (1000, 13, 1, 13), (3, 5000, 5, 5002), (40, 2049, 7, 2056)]
+    sentinel = 0x5a5a
+    for i, (rows, cols, off, pitch) in enumerate(cases):
+        dtype = torch.bfloat16 if i % 2 else torch.float16
+        pairs = []
+        for shift in (0, 1):
+            bits = torch.randint(-32768, 32768, (off + shift + rows * pitch,), generator=g, dtype=torch.int32)
+            bits = bits.to(torch.int16)
+            bits[::7] = 0x7c01 if dtype == torch.float16 else 0x7f81  # NaNs with a payload
+            bits[::11] = -32768  # -0.0
+            src = bits.cuda()[off + shift:].view(dtype).view(rows, pitch)[:, :cols]
+            ld = (cols + 63) // 64 * 64
+            full = torch.full((rows, ld), sentinel, dtype=torch.int16, device="cuda")
+            pairs.append((src, full))
+        for batch in ([pairs[0]], pairs):  # one matrix, then two in one launch
+            for _, full in batch:
+                full.fill_(sentinel)
+            ext.stage_copy([src for src, _ in batch], [full.view(dtype)[:, :cols] for _, full in batch])
+            torch.cuda.synchronize()
+            for src, full in batch:
+                assert torch.equal(full[:, :cols], src.view(torch.int16)), (rows, cols, off, pitch)
+                assert bool((full[:, cols:] == sentinel).all()), (rows, cols, off, pitch)
+
+
 @pytest.mark.parametrize("layout", ("NN", "NT"))
 @pytest.mark.parametrize("v", ptx_kernels.variants(), ids=lambda v: v.name)
 def test_negative_views_keep_their_sign(v, layout):
@@ -645,9 +678,10 @@ def launch_pinned(variant, a, b, acc, tile, split, out=None):
         a = a.contiguous()
     if not rows_aligned16(a, a.stride(0)):
         a = ptx_kernels.call._aligned_copy(a)
-    copies = []
+    copies, staged = [], []
     b, b_col = ptx_kernels.call._b_layout(b, copies)
-    b = ptx_kernels.call._aligned(b, b_col, "B", copies)
+    b = ptx_kernels.call._aligned(b, b_col, "B", copies, staged)
+    ptx_kernels.call._stage(BY_NAME[variant], staged)
     c = poisoned_out(a.shape[0], b.shape[1], "cuda", "bf16" if a.dtype == torch.bfloat16 else "fp16") \
         if out is None else out
     report = ptx_kernels.load().hgemm_launch(variant, a, b, c, False, b_col, acc == "fp16", tile, split)

@@ -19,6 +19,7 @@
 
 #include "hgemm.cuh"
 #include "host/registry.h"
+#include "host/stage_copy.h"
 #include "lab/lab.h"
 
 // The variants this build holds: the names their kernel files registered (HGEMM_VARIANT), in name order.
@@ -225,6 +226,30 @@ double hgemm_ceiling(const std::string& name, const at::Tensor& sink, int64_t it
   return c.flops(blocks, iters);
 }
 
+// Copies srcs[i] into dsts[i] in one launch (ptx_kernels.call stages a call's A and B so: host/stage_copy.cu): one
+// or two pairs of 2-D CUDA tensors of one shape and one 2-byte dtype, unit column stride; each dst with a 16-byte
+// aligned base and row pitch (a staging buffer's).
+void stage_copy(const std::vector<at::Tensor>& srcs, const std::vector<at::Tensor>& dsts) {
+  TORCH_CHECK(!srcs.empty() && srcs.size() <= 2 && srcs.size() == dsts.size(),
+              "stage_copy: one or two source tensors and as many destinations");
+  StageCopy copies[2];
+  for (size_t i = 0; i < srcs.size(); ++i) {
+    const at::Tensor &s = srcs[i], &d = dsts[i];
+    TORCH_CHECK(s.is_cuda() && s.device() == srcs[0].device() && d.device() == s.device() && s.dim() == 2 &&
+                    d.sizes() == s.sizes() && s.element_size() == 2 && d.scalar_type() == s.scalar_type(),
+                "stage_copy: pairs of 2-D CUDA tensors of one shape and one 2-byte dtype, on one device");
+    TORCH_CHECK((s.stride(1) == 1 || s.size(1) <= 1) && (d.stride(1) == 1 || d.size(1) <= 1),
+                "stage_copy: tensors with unit column stride");
+    TORCH_CHECK(reinterpret_cast<uintptr_t>(d.data_ptr()) % 16 == 0 && d.stride(0) % 8 == 0,
+                "stage_copy: a destination with a 16-byte aligned base and row pitch");
+    copies[i] = StageCopy{s.data_ptr(), d.data_ptr(), s.stride(0), d.stride(0), s.size(0), s.size(1)};
+  }
+  const c10::cuda::CUDAGuard guard(srcs[0].device());
+  const cudaError_t err = launch_stage_copy(copies, static_cast<int>(srcs.size()),
+                                            at::cuda::getCurrentCUDAStream(srcs[0].device().index()));
+  TORCH_CHECK(err == cudaSuccess, "stage_copy failed to launch: ", cudaGetErrorString(err));
+}
+
 // ---- fragment-layout probes: small outputs, one warp, synchronous results for the tests -------------------
 namespace {
 cudaStream_t stream_of(const at::Tensor& t) { return at::cuda::getCurrentCUDAStream(t.device().index()); }
@@ -323,6 +348,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         py::arg("sms") = 0);
   m.def("sparse_launch", &sparse_launch);
   m.def("hgemm_variants", &hgemm_variants);
+  m.def("stage_copy", &stage_copy);
   m.def("hgemm_load_on_demand", &hgemm_load_on_demand);
   m.def("hgemm_ceilings", &hgemm_ceilings);
   m.def("hgemm_ceiling", &hgemm_ceiling);
