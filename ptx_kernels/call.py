@@ -294,13 +294,13 @@ def prepared(v: Variant, a: torch.Tensor, b: torch.Tensor, split, copies: list[s
 
 
 # wgmma_persistent hands a few rows of A against a B off the 16-byte grid, or of a column-major A against a large B,
-# to mma_stream (csrc/sm90/handoff.h, hands_to_stream: its kStreamRows, kStreamMinB, kStreamOffRows,
-# kStreamOffRowsLongK, kStreamLongK and kStreamOffSmallB, which a CPU test reads there). Such a call launches
-# mma_stream from here, as the hand-off would, so that B's rows off the 16-byte grid are read in place (mma_stream's
-# b_rows_any), not first copied for wgmma_persistent's TMA descriptors: the same kernel and plan, the same bits.
+# to mma_stream (csrc/sm90/handoff.h, hands_to_stream: its kStreamRows, kStreamMinB and kStreamOffRows, which a CPU
+# test reads there). Such a call launches mma_stream from here, as the hand-off would, so that B's rows off the
+# 16-byte grid are read in place (mma_stream's b_rows_any), not first copied for wgmma_persistent's TMA
+# descriptors: the same kernel and plan, the same bits.
 # STREAM_ROWS is also the rows of A one of mma_stream's blocks takes (its kRows).
 STREAM_ROWS, STREAM_MIN_B = 16, 1 << 22
-STREAM_OFF_ROWS, STREAM_OFF_ROWS_LONG_K, STREAM_LONG_K, STREAM_OFF_SMALL_B = 32, 48, 4096, 5 << 20
+STREAM_OFF_ROWS = 32
 
 
 def b_rows_off16(b: torch.Tensor) -> bool:
@@ -334,11 +334,10 @@ def stream_copies_a(a: torch.Tensor, n: int) -> bool:
 def hands_to_stream(v: Variant, m: int, n: int, k: int, tile: str, split, b_off16: bool = False,
                     a_col: bool = False) -> bool:
     """Whether `hgemm(kernel=v.name)` on an M x N x K problem runs mma_stream: wgmma_persistent's own plan (no tile or
-    split pinned) with B's rows off 16 bytes (`b_off16`, `b_rows_off16`) on M <= STREAM_OFF_ROWS, or
-    M <= STREAM_OFF_ROWS_LONG_K with K >= STREAM_LONG_K or N x K < STREAM_OFF_SMALL_B; with A column-major (`a_col`)
-    on M <= STREAM_ROWS and N x K >= STREAM_MIN_B too. An aligned B stays on the tile kernels otherwise."""
-    off = b_off16 and (m <= STREAM_OFF_ROWS or (m <= STREAM_OFF_ROWS_LONG_K
-                                                and (k >= STREAM_LONG_K or n * k < STREAM_OFF_SMALL_B)))
+    split pinned) with B's rows off 16 bytes (`b_off16`, `b_rows_off16`) on M <= STREAM_OFF_ROWS; with A
+    column-major (`a_col`) on M <= STREAM_ROWS and N x K >= STREAM_MIN_B too. An aligned B stays on the tile kernels
+    otherwise."""
+    off = b_off16 and m <= STREAM_OFF_ROWS
     col = a_col and m <= STREAM_ROWS and n * k >= STREAM_MIN_B
     return v.name == "wgmma_persistent" and tile == "auto" and split is None and (off or col)
 

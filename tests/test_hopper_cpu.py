@@ -349,8 +349,8 @@ def test_python_hand_off_to_the_stream_mirrors_handoff_h():
     """ptx_kernels.call launches mma_stream itself where wgmma_persistent would hand the problem to it, so that B's
     misaligned rows are read in place: its rule's constants are handoff.h's; an aligned B stays on the tile kernels
     at any M and size with row-major A, and goes with up to 16 rows of a column-major A against a B of 2^22 elements
-    or more; against B's rows off 16 bytes up to 32 rows go at any size, 48 with a K of 4096 or more or a B under 5M
-    elements; never with a pinned tile or split."""
+    or more; against B's rows off 16 bytes up to 32 rows go at any size (33 and more stage B, in one launch with A);
+    never with a pinned tile or split."""
     import re
 
     from ptx_kernels import call
@@ -358,9 +358,6 @@ def test_python_hand_off_to_the_stream_mirrors_handoff_h():
 
     text = (CSRC / "sm90" / "handoff.h").read_text()
     assert int(re.search(r"kStreamOffRows = (\d+);", text).group(1)) == call.STREAM_OFF_ROWS
-    assert int(re.search(r"kStreamOffRowsLongK = (\d+);", text).group(1)) == call.STREAM_OFF_ROWS_LONG_K
-    assert int(re.search(r"kStreamLongK = (\d+);", text).group(1)) == call.STREAM_LONG_K
-    assert int(re.search(r"kStreamOffSmallB = int64_t\((\d+)\) << 20;", text).group(1)) << 20 == call.STREAM_OFF_SMALL_B
     assert int(re.search(r"kStreamRows = (\d+);", text).group(1)) == call.STREAM_ROWS
     assert 1 << int(re.search(r"kStreamMinB = int64_t\(1\) << (\d+);", text).group(1)) == call.STREAM_MIN_B
     stream = (CSRC / "sm90" / "mma_stream.cu").read_text()
@@ -378,15 +375,12 @@ def test_python_hand_off_to_the_stream_mirrors_handoff_h():
     assert not call.hands_to_stream(wp, 1, 4096, 4096, "large", None, True)
     assert not call.hands_to_stream(wp, 1, 4096, 4096, "auto", 2, True)
     assert not call.hands_to_stream(BY_NAME["wgmma_tma"], 1, 4096, 4096, "auto", None, True)
-    # B off the 16-byte grid: up to kStreamOffRows rows at any size of B, kStreamOffRowsLongK with a long K or a
-    # small B, never with a pin or past those M
+    # B off the 16-byte grid: up to kStreamOffRows rows at any size of B, never with a pin or past that M
     assert call.hands_to_stream(wp, 32, 12000, 555, "auto", None, True)
     assert call.hands_to_stream(wp, 2, 270, 1015, "auto", None, True)
-    assert call.hands_to_stream(wp, 48, 1913, 14747, "auto", None, True)
-    assert not call.hands_to_stream(wp, 33, 12000, 555, "auto", None, True)
-    assert call.hands_to_stream(wp, 33, 397, 1455, "auto", None, True)
-    assert call.hands_to_stream(wp, 48, 2048, 2049, "auto", None, True)
-    assert not call.hands_to_stream(wp, 40, 4095, 2048, "auto", None, True)
+    assert call.hands_to_stream(wp, 32, 1913, 14747, "auto", None, True)
+    for m, n, k in ((33, 12000, 555), (33, 397, 1455), (48, 2048, 2049), (48, 1913, 14747), (40, 4095, 2048)):
+        assert not call.hands_to_stream(wp, m, n, k, "auto", None, True), (m, n, k)
     assert not call.hands_to_stream(wp, 48, 1001, 2000, "auto", None, False)
     assert not call.hands_to_stream(wp, 49, 4096, 4096, "auto", None, True)
     assert not call.hands_to_stream(wp, 32, 1913, 14747, "large", None, True)

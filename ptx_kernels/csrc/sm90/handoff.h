@@ -39,38 +39,30 @@ template <typename E>
 cudaError_t launch_wgmma_cluster(const GemmArgsOf<E>& p, Acc acc, cudaStream_t stream, LaunchInfo* info);
 
 // The shapes wgmma_persistent hands to mma_stream.cu (unless GemmArgs::plan_tile or ::split pins a plan): against a
-// B whose rows (of its storage order) or base are off 16 bytes, at most kStreamOffRows rows of A at any size, and at
-// most kStreamOffRowsLongK with a K of at least kStreamLongK or a B of fewer than kStreamOffSmallB elements. There
+// B whose rows (of its storage order) or base are off 16 bytes, at most kStreamOffRows rows of A at any size. There
 // the tile kernels' TMA would need B copied first (a second read and write of all of B, and a launch), which
-// mma_stream reads in place: that costs more than another pass of its 16-row blocks over B from L2, and than a third
-// one where K is long or B small. Against an aligned B, at most kStreamRows rows of a column-major A (layouts TN and
-// TT, `a_col`) against a B of at least kStreamMinB elements: there the tile kernels' column-major A tiles run slower
-// than mma_stream's reads of B; with row-major A their own plans (128 x 64 tiles, split over a cluster or the grid
-// where they are few) read an aligned B faster than mma_stream does, so they keep it (docs/design/hopper.md, "The
-// bandwidth path").
+// mma_stream reads in place: that costs more than another pass of its 16-row blocks over B from L2; a third pass
+// (33-48 rows) costs more than the copy (ptx_kernels.call stages A and B in one launch of host/stage_copy.cu).
+// Against an aligned B, at most kStreamRows rows of a column-major A (layouts TN and TT, `a_col`) against a B of at
+// least kStreamMinB elements: there the tile kernels' column-major A tiles run slower than mma_stream's reads of B;
+// with row-major A their own plans (128 x 64 tiles, split over a cluster or the grid where they are few) read an
+// aligned B faster than mma_stream does, so they keep it (docs/design/hopper.md, "The bandwidth path").
 constexpr int kStreamRows = 16;
 constexpr int64_t kStreamMinB = int64_t(1) << 22;
 constexpr int kStreamOffRows = 32;
-constexpr int kStreamOffRowsLongK = 48;
-constexpr int kStreamLongK = 4096;
-constexpr int64_t kStreamOffSmallB = int64_t(5) << 20;
 __host__ __device__ constexpr bool hands_to_stream(int M, int N, int K, bool b_rows_off16, bool a_col) {
-  return (a_col && M <= kStreamRows && int64_t(N) * K >= kStreamMinB) ||
-         (b_rows_off16 && (M <= kStreamOffRows ||
-                           (M <= kStreamOffRowsLongK && (K >= kStreamLongK || int64_t(N) * K < kStreamOffSmallB))));
+  return (a_col && M <= kStreamRows && int64_t(N) * K >= kStreamMinB) || (b_rows_off16 && M <= kStreamOffRows);
 }
 static_assert(!hands_to_stream(1, 4096, 4096, false, false) && !hands_to_stream(16, 28672, 4096, false, false) &&
                   hands_to_stream(8, 4096, 4096, false, true) && hands_to_stream(16, 64, 65536, false, true) &&
                   !hands_to_stream(17, 4096, 4096, false, true) && !hands_to_stream(16, 1024, 2048, false, true) &&
                   !hands_to_stream(1, 1, 1, false, false) && hands_to_stream(1, 4096, 4096, true, false) &&
                   hands_to_stream(32, 12000, 555, true, false) && hands_to_stream(2, 270, 1015, true, false) &&
-                  hands_to_stream(48, 1913, 14747, true, false) && hands_to_stream(33, 397, 1455, true, false) &&
-                  !hands_to_stream(33, 12000, 555, true, false) && !hands_to_stream(40, 4095, 2048, true, false) &&
-                  !hands_to_stream(49, 4096, 4096, true, true),
+                  !hands_to_stream(48, 1913, 14747, true, false) && !hands_to_stream(33, 397, 1455, true, false) &&
+                  !hands_to_stream(33, 12000, 555, true, false) && !hands_to_stream(49, 4096, 4096, true, true),
               "worked cases: an aligned B stays on the tile kernels with row-major A (decode rows against a "
               "4096 x 4096 weight among them), and goes to the bandwidth path with up to 16 rows of a column-major A "
-              "and a B of 4M elements or more; against B's rows off 16 bytes up to 32 rows of any size go, and up to "
-              "48 with a K of 4096 or more or a B under 5M elements");
+              "and a B of 4M elements or more; against B's rows off 16 bytes up to 32 rows of any size go");
 
 // The plans wgmma_persistent's rule hands to wgmma_cluster.cu (where the model does not plan, and unless
 // GemmArgs::plan_tile pins one): a B whose rows in
