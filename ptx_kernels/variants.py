@@ -199,8 +199,8 @@ HOPPER: tuple[Variant, ...] = (
             "persistent, 16 rows x 128 columns of C a unit, 8 warps x 4 KB of B in flight, K split over the grid",
             "the bandwidth path for a few rows of A: C^T = B^T A^T on mma.sync.m16n8k16 (N the MMA's M), B loaded "
             "straight into the fragment registers (16-byte ld.global.nc, k order permuted to the fragment), partials "
-            "added in a fixed order by a second kernel; wgmma_persistent hands it M <= 32 (48 with a long K or a "
-            "small B) against a B off the 16-byte grid, and M <= 16 of a column-major A against a large B",
+            "added in a fixed order by a second kernel; wgmma_persistent hands it M <= 32 against a B off the 16-byte "
+            "grid, and M <= 16 of a column-major A against a large B",
             isa="mma.sync", ceiling="mma.sync", min_arch=90, block=(16, 128, 128), stages=1, alignment="rows16",
             dtypes=BF16, native_layouts=_ALL_LAYOUTS, splits=(1, 2, 3, 7), max_split=256, mma_forms=_HMMA_FORMS,
             max_m=48, b_rows_any=True, a_rows_any=True, promises={"sm_90a": ("HMMA", "LDG", "PRMT", "LDSM")},
