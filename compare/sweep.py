@@ -248,10 +248,11 @@ class PtxCall:
         pinned = self.tile != 0 or self.split != 0  # a pinned tile or split: hgemm would not hand the problem on
         v, launched = call.launched_variant(BY_NAME[self.kernel], a.shape[0], b.shape[1], a.shape[1],
                                             "pinned" if pinned else "auto", None, b, a)
-        a, b, a_col, b_col, _ = call.prepared(v, a, b, None, copies)
+        ext = build.load_for(v)
+        a, b, a_col, b_col, _ = call.prepared(v, a, b, None, copies, ext)
         out = out if out is not None else a.new_empty(a.shape[0], b.shape[1])
         c = call._c_for_kernel(out, copies)
-        info, ran = build.load_for(v).hgemm_launch(launched, a, b, c, a_col, b_col, self.acc == "fp16", self.tile,
+        info, ran = ext.hgemm_launch(launched, a, b, c, a_col, b_col, self.acc == "fp16", self.tile,
                                                    self.split)
         if c is not out:
             out.copy_(c)

@@ -133,12 +133,12 @@ def _aligned(t: torch.Tensor, col: bool, name: str, copies: list[str], staged: l
     return buf.t() if col else buf
 
 
-def _stage(v: Variant, staged: list) -> None:
-    """The staging copies `_aligned` set up, A's and B's in one launch of the extension's stage_copy
+def _stage(ext, staged: list) -> None:
+    """The staging copies `_aligned` set up, A's and B's in one launch of the extension's (`ext`) stage_copy
     (csrc/host/stage_copy.cu: 16-byte stores, loads as wide as the source rows' alignment allows), not a torch
     copy each."""
     if staged:
-        load_for(v).stage_copy([src for src, _ in staged], [buf for _, buf in staged])
+        ext.stage_copy([src for src, _ in staged], [buf for _, buf in staged])
 
 
 def _takes_split(v: Variant, split) -> bool:
@@ -246,7 +246,7 @@ def hgemm(a: torch.Tensor, b: torch.Tensor, kernel: str = DEFAULT_KERNEL, acc: s
     v, launched = launched_variant(v, p.m, p.n, p.k, tile, split, b, a)
     ext = load_for(v)
     copies = []
-    a, b, a_col, b_col, restrided = prepared(v, a, b, split, copies)
+    a, b, a_col, b_col, restrided = prepared(v, a, b, split, copies, ext)
     c = _c_for_kernel(p.out, copies)
     report = ext.hgemm_launch(launched, a, b, c, a_col, b_col, acc == "fp16", TILES[tile], split or 0, sms or 0)
     if c is not p.out:
@@ -267,10 +267,11 @@ def launched_variant(v: Variant, m: int, n: int, k: int, tile: str, split, b: to
     return v, v.name
 
 
-def prepared(v: Variant, a: torch.Tensor, b: torch.Tensor, split, copies: list[str]):
+def prepared(v: Variant, a: torch.Tensor, b: torch.Tensor, split, copies: list[str], ext):
     """(a, b, a_col, b_col, restrided): the operands as variant `v` reads them on a call with hgemm's `split`
     (negative views resolved; layouts and rows off the 16-byte grid copied where the kernel needs them, each copy
-    named in `copies`), whether each is column-major, and whether an operand was re-strided rather than copied."""
+    named in `copies`; rows off the grid by the extension `ext`'s staging copy), whether each is column-major, and
+    whether an operand was re-strided rather than copied."""
     a, b = resolved(a, "A", copies), resolved(b, "B", copies)
     if any_strides(v):
         return a, b, False, False, False
@@ -286,7 +287,7 @@ def prepared(v: Variant, a: torch.Tensor, b: torch.Tensor, split, copies: list[s
             a = _aligned(a, a_col, "A", copies, staged)
         if not v.b_rows_any:
             b = _aligned(b, b_col, "B", copies, staged)
-        _stage(v, staged)
+        _stage(ext, staged)
         # an operand of one storage row re-strided (not copied): the cached plan would launch the caller's own
         # view, whose leading dimension the kernel refuses, so such a call keeps no plan
         restrided = a is not a0 or b is not b0
@@ -475,7 +476,7 @@ def sparse_hgemm(values: torch.Tensor, meta: torch.Tensor, b: torch.Tensor, *, k
     b, b_col = _b_layout(resolved(b, "B", copies), copies)
     staged = []
     b = _aligned(b, b_col, "B", copies, staged)
-    _stage(v, staged)
+    _stage(ext, staged)
     c = _c_for_kernel(p.out, copies)
     report = ext.sparse_launch(v.name, values, meta, b, c, p.k, b_col, acc == "fp16", TILES[tile],
                                SCHEDULES[schedule])

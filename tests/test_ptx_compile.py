@@ -736,8 +736,9 @@ def test_a_file_built_in_parts_compiles_to_one_object_per_part(tmp_path):
 
 def test_the_heaviest_units_start_first():
     """The build's translation units (`build.units`: a file built in parts is one per part, HGEMM_IN_PART) start
-    with the parts of split files, then the Hopper files, the other kernel files and the lab sources, so that the
-    pool does not end on a long unit; every split file numbers its parts from 0 (part 0: its registration)."""
+    with the parts of split files, then the Hopper files, the other kernel files, the lab sources and the staging
+    copy, so that the pool does not end on a long unit; every split file numbers its parts from 0 (part 0: its
+    registration)."""
     sources = build.kernel_sources(90)
     todo = build.units(sources)
     order = build.heaviest_first(todo)
@@ -749,7 +750,7 @@ def test_the_heaviest_units_start_first():
         assert build.build_parts(src) == tuple(range(len(build.build_parts(src)))), src
         assert '#include "host/parts.h"' in src.read_text(), src
     kinds = ["part" if part is not None else src.parent.name for src, part in order]
-    assert kinds == sorted(kinds, key=["part", "sm90", "sm80", "lab"].index), kinds
+    assert kinds == sorted(kinds, key=["part", "sm90", "sm80", "lab", "host"].index), kinds
 
 
 def test_the_binding_builds_on_its_own_headers(tmp_path):

@@ -681,7 +681,7 @@ def launch_pinned(variant, a, b, acc, tile, split, out=None):
     copies, staged = [], []
     b, b_col = ptx_kernels.call._b_layout(b, copies)
     b = ptx_kernels.call._aligned(b, b_col, "B", copies, staged)
-    ptx_kernels.call._stage(BY_NAME[variant], staged)
+    ptx_kernels.call._stage(ptx_kernels.load(), staged)
     c = poisoned_out(a.shape[0], b.shape[1], "cuda", "bf16" if a.dtype == torch.bfloat16 else "fp16") \
         if out is None else out
     report = ptx_kernels.load().hgemm_launch(variant, a, b, c, False, b_col, acc == "fp16", tile, split)

@@ -16,13 +16,19 @@ class FakeExt:
     tile_m, tile_n, split) and the kernel that ran."""
 
     def __init__(self):
-        self.launches, self.sms = [], []
+        self.launches, self.sms, self.staged = [], [], []
 
     def hgemm_launch(self, variant, a, b, c, a_col, b_col, acc_fp16, tile, split, sms=0):
         self.launches.append((variant, tuple(a.stride()), tuple(b.stride()), b_col, c.data_ptr(), a_col))
         self.sms.append(sms)
         c.copy_((a.float() @ b.float()).to(c.dtype))
         return (1, 1, 384, 0, 0, 128, 256, 0), ""
+
+    def stage_copy(self, srcs, bufs):
+        """The staging launch (one for A and B), as torch copies."""
+        self.staged.append(len(srcs))
+        for src, buf in zip(srcs, bufs):
+            buf.copy_(src)
 
 
 @pytest.fixture
