@@ -198,17 +198,31 @@ def swap_codes(m: int, n: int, k: int, layout: str, acc: str = "fp32") -> list[i
     return list(SWAP_TILES)
 
 
+PTX_SMS = 132  # the SMs of the GPUs the hand-written side's sweeps run on (H100, H200)
+
+
+def cut_grid_split(m: int, n: int, k: int, tile: tuple[int, int], sms: int = PTX_SMS) -> int:
+    """The K parts of a cut or swapped tile (C's tile `tile`) split over the grid inside wgmma_persistent, counted
+    as hopper::choose_grid_split counts the grid split's: slices of at least GRID_SLICE_KBLOCKS k-blocks, tiles x
+    parts within the SMs (1: no split)."""
+    tiles, kblocks = -(-m // tile[0]) * -(-n // tile[1]), -(-k // 64)
+    return max(1, min(kblocks // GRID_SLICE_KBLOCKS, sms // tiles, kblocks, 256))
+
+
 def ptx_plans(m: int, n: int, k: int, layout: str, acc: str = "fp32") -> list[tuple[str, int, int]]:
     """(record, tile code, split) of the hand-written side's plans (ptx_kernels/csrc/sm90/handoff.h, GemmArgs::
     plan_tile and ::split; 0 lets the launcher choose): wgmma_persistent's own choice; each of its tiles pinned
     unsplit (1-4: 128 x 256/128/64/192; 5, 6: 256 x 152 in 4 or 3 stages, column-major B only; the cut tiles its
-    form allows, `cut_codes`, and the swapped ones, `swap_codes`); its 128-row tiles split over clusters of 2 and 4
-    (wgmma_splitk) where each part keeps 4 k-blocks; the grid split's three tiles (wgmma_splitk_grid, its own slice
-    count) where K holds two slices; the cluster kernel (wgmma_cluster)."""
+    form allows, `cut_codes`, and the swapped ones, `swap_codes`); those cut and swapped tiles split over the grid
+    where their tiles leave SMs idle over a long K (`cut_grid_split`); its 128-row tiles split over clusters of 2
+    and 4 (wgmma_splitk) where each part keeps 4 k-blocks; the grid split's three tiles (wgmma_splitk_grid, its own
+    slice count) where K holds two slices; the cluster kernel (wgmma_cluster)."""
     kblocks = -(-k // 64)
     plans = [("wgmma_persistent", 0, 0)]
     plans += [("wgmma_persistent", t, 1) for t in (1, 2, 3, 4, *((5, 6) if layout[1] == "T" else ()))]
-    plans += [("wgmma_persistent", t, 1) for t in cut_codes(m, n, k, layout, acc) + swap_codes(m, n, k, layout, acc)]
+    cut = cut_codes(m, n, k, layout, acc) + swap_codes(m, n, k, layout, acc)
+    plans += [("wgmma_persistent", t, 1) for t in cut]
+    plans += [("wgmma_persistent", t, s) for t in cut if (s := cut_grid_split(m, n, k, PLAN_TILES[t])) > 1]
     plans += [("wgmma_persistent", t, s) for s in (2, 4) for t in (1, 2, 3) if kblocks >= 4 * s]
     if kblocks >= 2 * GRID_SLICE_KBLOCKS:
         plans += [("wgmma_splitk_grid", t, 0) for t in (1, 2, 3)]

@@ -445,6 +445,14 @@ def test_every_instance_of_the_files_built_in_parts(dtype, acc):
                 assert_exact(c, a, b, what)
 
 
+def in_place_pair(m: int, n: int, k: int, layout: str, seed: int, dtype: str):
+    """make_inputs' A and B (layout NN or NT) in storage the Hopper kernels read in place (`in_place_operand`: A
+    row-major, B in the layout's order, NaN padding), and whether B is column-major."""
+    b_col = layout == "NT"
+    a, b = make_inputs(m, n, k, layout, device="cuda", seed=seed, dtype=dtype)
+    return in_place_operand(a, False), in_place_operand(b, b_col), b_col
+
+
 @pytest.mark.gpu(sm=90)
 @pytest.mark.parametrize("dtype", ["fp16", "bf16"])
 def test_cut_tiles_run_exact_in_their_form_and_refuse_the_others(dtype):
@@ -460,9 +468,7 @@ def test_cut_tiles_run_exact_in_their_form_and_refuse_the_others(dtype):
     ext = ptx_kernels.load()
     m, n, k = 600, 520, 200
     for layout in ("NT", "NN"):
-        b_col = layout == "NT"
-        a, b = make_inputs(m, n, k, layout, device="cuda", seed=21, dtype=dtype)
-        a, b = in_place_operand(a, False), in_place_operand(b, b_col)
+        a, b, b_col = in_place_pair(m, n, k, layout, 21, dtype)
         for code, (bm, bn) in CUT_TILES.items():
             what = f"cut tile {code} ({bm}x{bn}) {dtype} {layout}"
             c = poisoned_out(m, n, "cuda", dtype)
@@ -498,12 +504,52 @@ def test_cut_tiles_run_exact_in_their_form_and_refuse_the_others(dtype):
 
 @pytest.mark.gpu(sm=90)
 @pytest.mark.parametrize("dtype", ["fp16", "bf16"])
+def test_cut_and_swapped_tiles_split_k_over_the_grid(dtype):
+    """wgmma_persistent's cut and swapped tiles pinned with a K split (GemmArgs::split S > 1: work units of a tile
+    and a K slice in the persistent kernel, fp32 partial tiles in a workspace, added in a fixed order by a second
+    launch): exact into a NaN-poisoned C on an output of partial tiles in M and N whose 16 k-blocks (the last
+    partial) do not divide into the parts, in both B layouts, reporting the tile and the split; bitwise the same on a
+    second run; a split past the k-blocks there are cut to them."""
+    from compare.sweep import CUT_TILES, SWAP_TILES
+
+    needs_hopper()
+    ext = ptx_kernels.load()
+    m, n, k = 600, 520, 1000
+    for layout in ("NT", "NN"):
+        a, b, b_col = in_place_pair(m, n, k, layout, 25, dtype)
+        for code, tile in {**CUT_TILES, **SWAP_TILES}.items():
+            if code in CUT_TILES and not b_col and tile[1] % 64:
+                continue  # row-major B takes the cut widths of whole 64-column boxes only
+            for split in (2, 3, 5):
+                what = f"tile {code} ({tile[0]}x{tile[1]}) split {split} {dtype} {layout}"
+                runs = []
+                for _ in range(2):
+                    c = poisoned_out(m, n, "cuda", dtype)
+                    info, ran = ext.hgemm_launch("wgmma_persistent", a, b, c, False, b_col, False, code, split)
+                    torch.cuda.synchronize()
+                    assert (ran or "wgmma_persistent") == "wgmma_persistent", (what, ran)
+                    assert (info[5], info[6], info[7]) == (*tile, split), (what, info)
+                    runs.append(c)
+                assert_exact(runs[0], a, b, what)
+                assert torch.equal(runs[0].view(torch.int16), runs[1].view(torch.int16)), what
+    a, b = make_inputs(300, 200, 100, "NT", device="cuda", seed=26, dtype=dtype)  # 2 k-blocks
+    a, b = in_place_operand(a, False), in_place_operand(b, True)
+    for code in (next(iter(CUT_TILES)), next(iter(SWAP_TILES))):
+        c = poisoned_out(300, 200, "cuda", dtype)
+        info, _ = ext.hgemm_launch("wgmma_persistent", a, b, c, False, True, False, code, 7)
+        torch.cuda.synchronize()
+        assert info[7] == 2, (code, info)
+        assert_exact(c, a, b, f"tile {code} split 7 on 2 k-blocks")
+
+
+@pytest.mark.gpu(sm=90)
+@pytest.mark.parametrize("dtype", ["fp16", "bf16"])
 def test_swapped_cut_tiles_run_exact_and_refuse_the_others(dtype):
     """wgmma_persistent's swapped cut tiles (GemmArgs::plan_tile 17-26, compare.sweep.SWAP_TILES: the cut tiles on
     C^T = B^T A^T, each slab stored into C transposed) pinned, on an output with partial tiles in M and N and a K
     tail: exact into a NaN-poisoned C with B column-major (A' = B^T row-major) and row-major (A' read M-major), each
     reporting C's tile (the cut tile's columns as its rows). Refused with an error, never run wrong: 256 x 128 (not
-    swapped), fp16 accumulation, column-major A (B' would be row-major), C rows off 16 bytes, a split. Unpinned on
+    swapped), fp16 accumulation, column-major A (B' would be row-major), C rows off 16 bytes. Unpinned on
     132 SMs, the launcher swaps 128 x 176 on 4504 x 608 (130 tiles in one round, where 128 x 256 tiles make 108 over
     768 columns) in both B layouts."""
     from compare.sweep import SWAP_FIRST_CODE, SWAP_TILES
@@ -512,9 +558,7 @@ def test_swapped_cut_tiles_run_exact_and_refuse_the_others(dtype):
     ext = ptx_kernels.load()
     m, n, k = 600, 520, 200
     for layout in ("NT", "NN"):
-        b_col = layout == "NT"
-        a, b = make_inputs(m, n, k, layout, device="cuda", seed=23, dtype=dtype)
-        a, b = in_place_operand(a, False), in_place_operand(b, b_col)
+        a, b, b_col = in_place_pair(m, n, k, layout, 23, dtype)
         for code, tile in SWAP_TILES.items():
             what = f"swapped tile {code} (C tile {tile[0]}x{tile[1]}) {dtype} {layout}"
             c = poisoned_out(m, n, "cuda", dtype)
@@ -525,8 +569,7 @@ def test_swapped_cut_tiles_run_exact_and_refuse_the_others(dtype):
         code = next(iter(SWAP_TILES))
         refused = [(a, False, poisoned_out(m, n, "cuda", dtype), SWAP_FIRST_CODE + 6, 0),  # 256 x 128
                    (in_place_operand(a, True), True, poisoned_out(m, n, "cuda", dtype), code, 0),  # column-major A
-                   (a, False, poisoned_out(m, n + 8, "cuda", dtype)[:, 1:1 + n], code, 0),  # C off 16 bytes
-                   (a, False, poisoned_out(m, n, "cuda", dtype), code, 2)]  # a split
+                   (a, False, poisoned_out(m, n + 8, "cuda", dtype)[:, 1:1 + n], code, 0)]  # C off 16 bytes
         for a_in, a_col, c, tile_code, split in refused:
             with pytest.raises(RuntimeError):
                 ext.hgemm_launch("wgmma_persistent", a_in, b, c, a_col, b_col, False, tile_code, split)

@@ -104,7 +104,15 @@ def test_ptx_plans_pin_the_tiles_and_splits_it_has():
     tiles = {("NT", 1576): list(range(cut, cut + 10)) + swap, ("NN", 1584): [cut + 6] + swap}
     for (layout, n), codes in tiles.items():
         plans = sweep.ptx_plans(1288, n, 2512, layout)
-        assert [t for k, t, s in plans if t >= cut] == codes and all(s == 1 for k, t, s in plans if t >= cut), layout
+        assert [t for k, t, s in plans if t >= cut and s == 1] == codes, layout
+        # split over the grid where their tiles leave SMs idle: the 256-row tiles (6 bands) of 39 k-blocks
+        split = [(t, s) for k, t, s in plans if t >= cut and s != 1]
+        assert split == [(t, sweep.cut_grid_split(1288, n, 2512, sweep.PLAN_TILES[t])) for t in codes
+                         if sweep.cut_grid_split(1288, n, 2512, sweep.PLAN_TILES[t]) > 1], layout
+        assert split and all(s == 2 for t, s in split), (layout, split)
+    assert sweep.cut_grid_split(160, 24016, 3048, (160, 128)) == 1  # 188 tiles: no SM idle
+    assert sweep.cut_grid_split(208, 2864, 17744, (208, 128)) == 5  # 23 tiles over 277 k-blocks
+    assert sweep.cut_grid_split(208, 2864, 17744, (208, 128), sms=114) == 4
     assert sweep.CUT_TILES[cut + 6] == (256, 128)
     for m, n, k, layout, acc in ((1288, 1576, 2512, "NT", "fp16"), (1288, 1576, 2504, "NT", "fp32"),
                                  (1288, 1576, 2512, "TN", "fp32"), (1288, 1572, 2512, "NT", "fp32"),

@@ -52,8 +52,9 @@ struct GemmArgsOf {
   // forces the large, 2 the other (hgemm(tile="auto" | "large" | "base")).
   int tile = 0;
   // Where a variant splits K (wgmma_splitk over a cluster, wgmma_splitk_grid over the grid, wgmma_persistent on
-  // outputs with too few tiles to fill the GPU): 0 lets the launcher choose, 1 forbids splitting, S > 1 forces S
-  // parts (which kernel takes them: the variant's launcher).
+  // outputs with too few tiles to fill the GPU, and over the grid itself on a pinned cut or swapped tile): 0 lets
+  // the launcher choose, 1 forbids splitting, S > 1 forces S parts (which kernel takes them: the variant's
+  // launcher).
   int split = 0;
   // Variants that add partial tiles through global memory (wgmma_splitk_grid): an fp32 workspace of
   // workspace_bytes, on the launch's stream. A launcher that needs more than it was given fills

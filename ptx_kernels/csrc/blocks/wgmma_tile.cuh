@@ -518,23 +518,24 @@ inline cudaLaunchConfig_t cluster_config(dim3 grid, int threads, int smem, int c
   return cfg;
 }
 
-// Every Hopper kernel takes (tma_a, tma_b, tma_c, C, ldc, M, N, K, pairs); those that store from registers ignore
-// tma_c. Launches KERNEL on `grid` blocks of `threads` with the dynamic shared memory of Storage, in clusters of
-// `cluster` blocks along x (1: no cluster), and reports the launch (tile_m x tile_n, split) to the binding.
-template <auto KERNEL, typename Storage, typename E>
+// Every Hopper kernel takes (tma_a, tma_b, tma_c, C, ldc, M, N, K, pairs), then any arguments of its own (`extra`:
+// wgmma_persistent's grid split); those that store from registers ignore tma_c. Launches KERNEL on `grid` blocks of
+// `threads` with the dynamic shared memory of Storage, in clusters of `cluster` blocks along x (1: no cluster), and
+// reports the launch (tile_m x tile_n, split) to the binding.
+template <auto KERNEL, typename Storage, typename E, typename... Extra>
 cudaError_t launch(dim3 grid, int threads, int tile_m, int tile_n, const GemmArgsOf<E>& p, const Operands& ops,
-                   cudaStream_t stream, LaunchInfo* info, int cluster = 1, int split = 0) {
+                   cudaStream_t stream, LaunchInfo* info, int cluster = 1, int split = 0, Extra... extra) {
   const int smem = smem_request<Storage>();
   const cudaError_t err = tile::prepare_smem(KERNEL, smem, info);  // opt-in above 48 KB, limit checked
   if (err != cudaSuccess) return err;
   if (info) *info = LaunchInfo{grid.x, grid.y, unsigned(threads), smem, info->smem_limit, tile_m, tile_n, split};
   if (cluster == 1) {
-    KERNEL<<<grid, threads, smem, stream>>>(ops.a, ops.b, ops.c, p.C, p.ldc, p.M, p.N, p.K, ops.pairs);
+    KERNEL<<<grid, threads, smem, stream>>>(ops.a, ops.b, ops.c, p.C, p.ldc, p.M, p.N, p.K, ops.pairs, extra...);
     return cudaGetLastError();
   }
   cudaLaunchAttribute attr;
   const cudaLaunchConfig_t cfg = cluster_config(grid, threads, smem, cluster, stream, &attr);
-  return cudaLaunchKernelEx(&cfg, KERNEL, ops.a, ops.b, ops.c, p.C, p.ldc, p.M, p.N, p.K, ops.pairs);
+  return cudaLaunchKernelEx(&cfg, KERNEL, ops.a, ops.b, ops.c, p.C, p.ldc, p.M, p.N, p.K, ops.pairs, extra...);
 }
 
 // ---- tile and split-K choice (wgmma_persistent, wgmma_splitk) ---------------------------------------------------

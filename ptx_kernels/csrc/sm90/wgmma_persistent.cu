@@ -34,6 +34,7 @@
 #include <algorithm>
 #include <tuple>
 
+#include "blocks/splitk_reduce.cuh"
 #include "blocks/wgmma_tile.cuh"
 #include "host/parts.h"
 #include "host/registry.h"
@@ -106,13 +107,69 @@ constexpr double kSpeed192 = 0.96;
 // 40 + 2 x 232 registers x 128 threads = 64,512 <= 65,536: a consumer's 128 fp32 accumulators plus addressing.
 constexpr int kProducerRegs = 40, kConsumerRegs = 232;
 
+// A K split over the grid (the cut tiles only: launch_tile, launch_swapped): each tile's k-blocks cut in `parts`
+// near-equal slices, a work unit per (tile, slice); a unit's fp32 partial tile goes to slice `slice` of `ws` (parts
+// slices of C's M x ldw, ldw = C's N rounded up to 4, in C's orientation also for a swapped tile), and a second
+// launch adds the slices in a fixed order into C (blocks/splitk_reduce.cuh), as wgmma_splitk_grid.cu does. parts = 1
+// (ws null): the tiles themselves, C stored by the epilogue.
+struct GridSplit {
+  float* ws = nullptr;
+  int ldw = 0, parts = 1;
+};
+
+// The fp32 accumulators of slab i of a consumer warpgroup (MT slabs of 64 rows).
+template <int MT, typename D>
+__device__ __forceinline__ auto& acc_slab(D& d, [[maybe_unused]] int i) {
+  if constexpr (MT == 1) return d;
+  else return d[i];
+}
+
+// A consumer warpgroup's 64 x BN fp32 accumulators (rows row0.., columns col0.. of the kernel's M x N problem) into
+// a workspace slice `out` (row stride ldw), masked to M x N: a thread's pair of columns c, c + 1 in rows r and
+// r + 8 of each 8-column block (the fragment of ptx/wgmma.cuh). C_T: the kernel's problem is C's transpose (a
+// swapped tile), so element (r, c) lands at out[c][r], C's own orientation, through one pointer stepped 8 columns a
+// block (the 256-row swapped tiles keep 176 accumulators live: an address per element would spill); else each pair
+// in one 8-byte store (c is even and ldw a multiple of 4, so c + 1 < ldw).
+template <int BN, bool C_T>
+__device__ __forceinline__ void store_partial(const float (&d)[BN / 2], float* out, int ldw, int M, int N, int row0,
+                                              int col0) {
+  const int t = threadIdx.x % hopper::kWarpgroup, warp = t / 32, lane = t % 32;
+  const int r = row0 + warp * 16 + lane / 4, c0 = col0 + 2 * (lane % 4);
+  if constexpr (C_T) {
+    float* p = out + int64_t(c0) * ldw + r;
+    const int64_t step = int64_t(8) * ldw;
+#pragma unroll
+    for (int j = 0; j < BN / 8; ++j, p += step) {
+      const int c = c0 + 8 * j;
+      if (c >= N) break;
+      const bool pair = c + 1 < N;
+      if (r < M) {
+        p[0] = d[4 * j];
+        if (pair) p[ldw] = d[4 * j + 1];
+      }
+      if (r + 8 < M) {
+        p[8] = d[4 * j + 2];
+        if (pair) p[ldw + 8] = d[4 * j + 3];
+      }
+    }
+  } else {
+    float* p = out + int64_t(r) * ldw + c0;
+#pragma unroll
+    for (int j = 0; j < BN / 8; ++j) {
+      if (c0 + 8 * j >= N) break;
+      if (r < M) *reinterpret_cast<float2*>(p + 8 * j) = hopper::fragment_float2(d, j, 0);
+      if (r + 8 < M) *reinterpret_cast<float2*>(p + 8 * ldw + 8 * j) = hopper::fragment_float2(d, j, 1);
+    }
+  }
+}
+
 // C_T: a swapped cut tile's launch (launch_swapped): the kernel computes C^T = B^T A^T of the swapped problem and
 // stores each slab transposed into C (hopper::store_accumulators_tma_t).
 template <typename E, typename T, Acc ACC, bool B_COL, bool TMA_STORE, bool A_COL, bool C_T = false>
 __global__ void __launch_bounds__(kThreads, 1)
     wgmma_persistent_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_constant__ CUtensorMap tma_b,
                             const __grid_constant__ CUtensorMap tma_c, E* __restrict__ C, int64_t ldc, int M,
-                            int N, int K, bool pairs) {
+                            int N, int K, bool pairs, GridSplit gs) {
   constexpr int BM = T::BM, BN = T::BN, MT = T::MT;
   static_assert(BM == kConsumers * 64 * MT, "each consumer warpgroup owns 64 MT rows of the tile");
   extern __shared__ __align__(1024) uint8_t smem_raw[];
@@ -121,6 +178,10 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int wg = threadIdx.x / hopper::kWarpgroup, tid = threadIdx.x % hopper::kWarpgroup;
   const int tiles_m = hopper::cdiv(M, BM), tiles_n = hopper::cdiv(N, BN), tiles = tiles_m * tiles_n;
   const int kblocks = hopper::cdiv(K, hopper::BK), a_rows = hopper::a_box_rows(M, BM);  // A box: see load_kblock
+  // work units: tile u % tiles, K slice u / tiles (slices of the same tile far apart: the blocks resident together
+  // read the same k-range, as in wgmma_splitk_grid.cu); one slice unless the grid splits K (GridSplit)
+  const int units = tiles * gs.parts;
+  const auto k_first = [&](int slice) { return int(int64_t(kblocks) * slice / gs.parts); };
 
   // ---- PROLOGUE: barriers ----
   if (threadIdx.x == 0) {
@@ -136,11 +197,12 @@ __global__ void __launch_bounds__(kThreads, 1)
     if (tid == 0) {
       int s = 0;
       uint32_t phase = 0;
-      for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+      for (int u = blockIdx.x; u < units; u += gridDim.x) {
         int tm, tn;
-        hopper::tile_coords<GROUP_M>(t, tiles_m, tiles_n, tm, tn);
-        hopper::produce_tile<BM, BN, B_COL, A_COL>(ss, &tma_a, &tma_b, tm * BM, tn * BN, 0, kblocks, a_rows, s,
-                                                   phase);
+        hopper::tile_coords<GROUP_M>(u % tiles, tiles_m, tiles_n, tm, tn);
+        const int slice = u / tiles;
+        hopper::produce_tile<BM, BN, B_COL, A_COL>(ss, &tma_a, &tma_b, tm * BM, tn * BN, k_first(slice),
+                                                   k_first(slice + 1), a_rows, s, phase);
       }
     }
   } else {
@@ -150,17 +212,27 @@ __global__ void __launch_bounds__(kThreads, 1)
     const int slab = (wg - 1) * 64 * MT;  // this warpgroup's rows of the tile
     int s = 0;
     uint32_t phase = 0;
-    for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+    for (int u = blockIdx.x; u < units; u += gridDim.x) {
       int tm, tn;
-      hopper::tile_coords<GROUP_M>(t, tiles_m, tiles_n, tm, tn);
+      hopper::tile_coords<GROUP_M>(u % tiles, tiles_m, tiles_n, tm, tn);
+      const int slice = u / tiles, kb = k_first(slice + 1) - k_first(slice);
       auto release = [&](int stage) {
         if (tid == 0) ptx::mbarrier_arrive(ptx::smem_u32(&ss.empty[stage]));  // one arrival per warpgroup
       };
       if (tm * BM + slab >= M) {  // every row of this warpgroup's slab lies past M: nothing to compute or store
-        hopper::pass_tile(ss, kblocks, s, phase, release);
+        hopper::pass_tile(ss, kb, s, phase, release);
         continue;
       }
-      hopper::mma_tile<BN, B_COL, MT, A_COL>(ss, acc.d, slab, kblocks, s, phase, release);
+      hopper::mma_tile<BN, B_COL, MT, A_COL>(ss, acc.d, slab, kb, s, phase, release);
+      if constexpr (T::kCut) {
+        if (gs.ws != nullptr) {  // the partial tile into slice `slice` of the workspace, in C's orientation
+          float* out = gs.ws + int64_t(slice) * (C_T ? N : M) * gs.ldw;
+#pragma unroll
+          for (int i = 0; i < MT; ++i)
+            store_partial<BN, C_T>(acc_slab<MT>(acc.d, i), out, gs.ldw, M, N, tm * BM + slab + 64 * i, tn * BN);
+          continue;
+        }
+      }
       auto store = [&](const auto& d, int row0) {  // one 64-row slab of accumulators
         if constexpr (C_T) {
           static_assert(TMA_STORE && T::kCut, "swapped: a cut tile, C stored with TMA");
@@ -178,8 +250,37 @@ __global__ void __launch_bounds__(kThreads, 1)
         for (int i = 0; i < MT; ++i) store(acc.d[i], tm * BM + slab + 64 * i);
       }
     }
+    if (gs.ws != nullptr) ptx::griddepcontrol_launch_dependents();  // the reduction may be queued now
     if (TMA_STORE && tid == 0) ptx::bulk_wait_group_read<0>();  // the staging buffer outlives the last stores
   }
+}
+
+// A cut tile's grid split (GridSplit) on a problem whose C is c_rows x c_cols: GemmArgs::split's parts (0 or 1:
+// none), cut to the k-blocks there are and to a workspace of kMaxWorkspaceBytes; its fp32 workspace from
+// GemmArgs::workspace (kWorkspaceNeeded, LaunchInfo::workspace_bytes filled, where that is smaller).
+constexpr int64_t kMaxWorkspaceBytes = int64_t(256) << 20;
+template <typename E>
+cudaError_t plan_grid_split(const GemmArgsOf<E>& p, int c_rows, int c_cols, LaunchInfo* info, GridSplit* gs) {
+  int parts = std::max(1, std::min(p.split, hopper::cdiv(p.K, hopper::BK)));
+  const int ldw = (c_cols + 3) / 4 * 4;
+  const int64_t slice_bytes = int64_t(c_rows) * ldw * int64_t(sizeof(float));
+  if (parts > 1 && parts * slice_bytes > kMaxWorkspaceBytes)
+    parts = int(std::max<int64_t>(1, kMaxWorkspaceBytes / slice_bytes));
+  if (parts == 1) return cudaSuccess;
+  if (info) info->workspace_bytes = parts * slice_bytes;
+  if (p.workspace_bytes < parts * slice_bytes) return kWorkspaceNeeded;
+  *gs = GridSplit{static_cast<float*>(p.workspace), ldw, parts};
+  return cudaSuccess;
+}
+
+// After a grid-split launch (`err` its status): the reduction of the workspace's slices into C (c_rows x c_cols, row
+// stride ldc), a programmatic dependent of the product; nothing where K was not split.
+template <typename E>
+cudaError_t finish_grid_split(cudaError_t err, const GridSplit& gs, E* C, int64_t ldc, int c_rows, int c_cols,
+                              cudaStream_t stream, LaunchInfo* info) {
+  if (err != cudaSuccess || gs.ws == nullptr) return err;
+  if (info) info->workspace_bytes = int64_t(gs.parts) * c_rows * gs.ldw * int64_t(sizeof(float));
+  return splitk::launch_reduce(static_cast<const float*>(gs.ws), gs.parts, gs.ldw, C, ldc, c_rows, c_cols, stream);
 }
 
 template <typename T, bool A_COL, typename E>
@@ -191,17 +292,24 @@ cudaError_t launch_tile(const GemmArgsOf<E>& p, Acc acc, cudaStream_t stream, La
   const cudaError_t err = hopper::make_operands(p, T::BM, T::BN, &ops, 0, Staging::kBoxCols, Staging::kRows);
   if (err != cudaSuccess) return err;
   const int tiles = hopper::cdiv(p.M, T::BM) * hopper::cdiv(p.N, T::BN);
-  const dim3 grid(hopper::persistent_blocks(tiles, hopper::sm_count(), p.grid));
   if constexpr (T::kCut) {  // one form: fp32 accumulation, A row-major (the only unit built), C stored with TMA
-    if (acc != Acc::F32 || !ops.tma_store) return cudaErrorInvalidValue;
-    if (p.b_col_major)
-      return hopper::launch<wgmma_persistent_kernel<E, T, Acc::F32, true, true, false>, Storage>(
-          grid, kThreads, T::BM, T::BN, p, ops, stream, info);
-    if constexpr (kRowMajorB)
-      return hopper::launch<wgmma_persistent_kernel<E, T, Acc::F32, false, true, false>, Storage>(
-          grid, kThreads, T::BM, T::BN, p, ops, stream, info);
-    return cudaErrorInvalidValue;
+    if (acc != Acc::F32 || !ops.tma_store || (!p.b_col_major && !kRowMajorB)) return cudaErrorInvalidValue;
+    GridSplit gs;
+    const cudaError_t planned = plan_grid_split(p, p.M, p.N, info, &gs);
+    if (planned != cudaSuccess) return planned;
+    const dim3 grid(hopper::persistent_blocks(tiles * gs.parts, hopper::sm_count(), p.grid));
+    const int reported = gs.parts > 1 ? gs.parts : 0;
+    cudaError_t err = cudaErrorInvalidValue;
+    if (p.b_col_major) {
+      err = hopper::launch<wgmma_persistent_kernel<E, T, Acc::F32, true, true, false>, Storage>(
+          grid, kThreads, T::BM, T::BN, p, ops, stream, info, 1, reported, gs);
+    } else if constexpr (kRowMajorB) {
+      err = hopper::launch<wgmma_persistent_kernel<E, T, Acc::F32, false, true, false>, Storage>(
+          grid, kThreads, T::BM, T::BN, p, ops, stream, info, 1, reported, gs);
+    }
+    return finish_grid_split(err, gs, p.C, p.ldc, p.M, p.N, stream, info);
   } else {
+    const dim3 grid(hopper::persistent_blocks(tiles, hopper::sm_count(), p.grid));
     return tile::dispatch<E>(acc, p.b_col_major, [&](auto acc_c, auto b_col_c) {
       if constexpr (!kRowMajorB && !b_col_c.value) {
         return cudaErrorInvalidValue;
@@ -210,9 +318,9 @@ cudaError_t launch_tile(const GemmArgsOf<E>& p, Acc acc, cudaStream_t stream, La
         constexpr bool kBCol = b_col_c.value;
         if (ops.tma_store)
           return hopper::launch<wgmma_persistent_kernel<E, T, kAcc, kBCol, true, A_COL>, Storage>(
-              grid, kThreads, T::BM, T::BN, p, ops, stream, info);
+              grid, kThreads, T::BM, T::BN, p, ops, stream, info, 1, 0, GridSplit{});
         return hopper::launch<wgmma_persistent_kernel<E, T, kAcc, kBCol, false, A_COL>, Storage>(
-            grid, kThreads, T::BM, T::BN, p, ops, stream, info);
+            grid, kThreads, T::BM, T::BN, p, ops, stream, info, 1, 0, GridSplit{});
       }
     });
   }
@@ -245,9 +353,14 @@ cudaError_t launch_swapped(const GemmArgsOf<E>& q, Acc acc, cudaStream_t stream,
   if (err != cudaSuccess) return err;
   if (!ops.tma_store) return cudaErrorInvalidValue;
   const int tiles = hopper::cdiv(q.M, T::BM) * hopper::cdiv(q.N, T::BN);
-  const dim3 grid(hopper::persistent_blocks(tiles, hopper::sm_count(), q.grid));
-  return hopper::launch<wgmma_persistent_kernel<E, T, Acc::F32, true, true, A_COL, true>, Storage>(
-      grid, kThreads, T::BN, T::BM, q, ops, stream, info);
+  GridSplit gs;  // C is q.N x q.M
+  const cudaError_t planned = plan_grid_split(q, q.N, q.M, info, &gs);
+  if (planned != cudaSuccess) return planned;
+  const dim3 grid(hopper::persistent_blocks(tiles * gs.parts, hopper::sm_count(), q.grid));
+  const cudaError_t launched =
+      hopper::launch<wgmma_persistent_kernel<E, T, Acc::F32, true, true, A_COL, true>, Storage>(
+          grid, kThreads, T::BN, T::BM, q, ops, stream, info, 1, gs.parts > 1 ? gs.parts : 0, gs);
+  return finish_grid_split(launched, gs, q.C, q.ldc, q.N, q.M, stream, info);
 }
 
 }  // namespace
@@ -377,8 +490,9 @@ cudaError_t launch_swap_code(int code, const GemmArgsOf<E>& p, Acc acc, cudaStre
 // The swapped cut tiles (hopper::kSwapFirstCode: C^T = B^T A^T, a tile's columns at steps of 16 along M) are
 // choose_plan's candidates beside the cut tiles where their form holds (swap_form).
 // GemmArgs::plan_tile (1/2/3/4: 128 x 256/128/64/192; 5/6: 256 x 152 in 4/3 stages; 7-16: the cut tiles, 17-26:
-// the swapped cut tiles, unsplit) and ::split (1 = never; 2 and 4 over a cluster, other counts over the grid) pin
-// the plan.
+// the swapped cut tiles) and ::split (1 = never; 2 and 4 over a cluster, other counts over the grid; with a cut or
+// swapped tile any count over the grid, inside this kernel: GridSplit) pin the plan. Only a pin splits a cut tile:
+// the model has no such plan yet.
 // `how` gets how the plan was chosen (PlanSource).
 template <typename E>
 cudaError_t launch_planned(const GemmArgsOf<E>& p, Acc acc, cudaStream_t stream, LaunchInfo* info, int* how) {
@@ -389,10 +503,8 @@ cudaError_t launch_planned(const GemmArgsOf<E>& p, Acc acc, cudaStream_t stream,
   if (p.plan_tile == 0 && p.split == 0 && hands_to_stream(p.M, p.N, p.K, b_rows_off16, p.a_col_major))
     return launch_mma_stream(p, acc, stream, info);
   const auto cut_codes = std::make_integer_sequence<int, hopper::kCutTileCount>();
-  if (p.plan_tile >= hopper::kSwapFirstCode)
-    return p.split > 1 ? cudaErrorInvalidValue : launch_swap_code(p.plan_tile, p, acc, stream, info, cut_codes);
-  if (p.plan_tile >= hopper::kCutFirstCode)
-    return p.split > 1 ? cudaErrorInvalidValue : launch_cut_code(p.plan_tile, p, acc, stream, info, cut_codes);
+  if (p.plan_tile >= hopper::kSwapFirstCode) return launch_swap_code(p.plan_tile, p, acc, stream, info, cut_codes);
+  if (p.plan_tile >= hopper::kCutFirstCode) return launch_cut_code(p.plan_tile, p, acc, stream, info, cut_codes);
   const bool rows_128b = row_bytes_a % 128 == 0 && row_bytes_b % 128 == 0;
   const bool b_rows_straddle = row_bytes_b % 32 != 0;
   // the cut tiles' one form (launch_tile), on B rows the 32-byte sectors hold (the others go to the cluster kernel)
