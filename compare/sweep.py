@@ -176,24 +176,27 @@ def cut_stages(bm: int, bn: int) -> int:
     return min(8, (227 * 1024 - 2048 - staging) // ((bm + bn) * 64 * 2))
 
 
-def cut_codes(m: int, n: int, k: int, layout: str, acc: str = "fp32") -> list[int]:
+def cut_codes(m: int, n: int, k: int, layout: str, acc: str = "fp32", sectors: bool = True) -> list[int]:
     """The cut tiles wgmma_persistent can run on a problem of this shape and layout, on operands of their own (the
     sweep's: contiguous, 16-byte aligned bases): its one form needs fp32 accumulation, row-major A, a TMA-stored C
-    (N a multiple of 8) and B rows on the 32-byte sectors (K, or N for row-major B, a multiple of 16); row-major B
-    takes the widths of whole 64-column boxes only. None on skinny outputs (M or N <= 128), where the launcher
-    never plans them."""
+    (N a multiple of 8) and 16-byte B rows; the launcher offers them only on B rows on the 32-byte sectors (K, or N
+    for row-major B, a multiple of 16; sectors=False: also off them, timed for a fit that would price them there);
+    row-major B takes the widths of whole 64-column boxes only. None on skinny outputs (M or N <= 128), where the
+    launcher never plans them."""
     b_col = layout[1] == "T"
-    if acc != "fp32" or layout[0] != "N" or m <= 128 or n <= 128 or n % 8 or (k if b_col else n) % 16:
+    rows = k if b_col else n  # B's rows' length in storage order
+    if acc != "fp32" or layout[0] != "N" or m <= 128 or n <= 128 or n % 8 or rows % (16 if sectors else 8):
         return []
     return [code for code, (bm, bn) in CUT_TILES.items() if b_col or bn % 64 == 0]
 
 
-def swap_codes(m: int, n: int, k: int, layout: str, acc: str = "fp32") -> list[int]:
+def swap_codes(m: int, n: int, k: int, layout: str, acc: str = "fp32", sectors: bool = True) -> list[int]:
     """The swapped cut tiles wgmma_persistent can run on a problem of this shape and layout, on operands of their
-    own (contiguous, 16-byte aligned bases): their one form needs fp32 accumulation, row-major A on the 32-byte
-    sectors (K a multiple of 16: B' = A^T is loaded as the cut tiles load column-major B), B's rows 16-byte aligned
-    and a TMA-stored C (N a multiple of 8). None on skinny outputs."""
-    if acc != "fp32" or layout[0] != "N" or m <= 128 or n <= 128 or n % 8 or k % 16:
+    own (contiguous, 16-byte aligned bases): their one form needs fp32 accumulation, row-major A, B's rows 16-byte
+    aligned and a TMA-stored C (N a multiple of 8); the launcher offers them only on A's rows on the 32-byte sectors
+    (K a multiple of 16: B' = A^T is loaded as the cut tiles load column-major B; sectors=False: also off them). None
+    on skinny outputs."""
+    if acc != "fp32" or layout[0] != "N" or m <= 128 or n <= 128 or n % 8 or k % (16 if sectors else 8):
         return []
     return list(SWAP_TILES)
 
@@ -213,7 +216,8 @@ def ptx_plans(m: int, n: int, k: int, layout: str, acc: str = "fp32") -> list[tu
     """(record, tile code, split) of the hand-written side's plans (ptx_kernels/csrc/sm90/handoff.h, GemmArgs::
     plan_tile and ::split; 0 lets the launcher choose): wgmma_persistent's own choice; each of its tiles pinned
     unsplit (1-4: 128 x 256/128/64/192; 5, 6: 256 x 152 in 4 or 3 stages, column-major B only; the cut tiles its
-    form allows, `cut_codes`, and the swapped ones, `swap_codes`); those cut and swapped tiles split over the grid
+    form allows, `cut_codes`, and the swapped ones, `swap_codes`, on rows off the 32-byte sectors too, where the
+    launcher does not offer them yet); those cut and swapped tiles split over the grid
     where their tiles leave SMs idle over a long K (`cut_grid_split`); its 128-row tiles split over clusters of 2
     and 4 (wgmma_splitk) where each part keeps 4 k-blocks; the grid split's three tiles (wgmma_splitk_grid, its own
     slice count) where K holds two slices; the cluster kernel (wgmma_cluster)."""
@@ -221,6 +225,8 @@ def ptx_plans(m: int, n: int, k: int, layout: str, acc: str = "fp32") -> list[tu
     plans = [("wgmma_persistent", 0, 0)]
     plans += [("wgmma_persistent", t, 1) for t in (1, 2, 3, 4, *((5, 6) if layout[1] == "T" else ()))]
     cut = cut_codes(m, n, k, layout, acc) + swap_codes(m, n, k, layout, acc)
+    off = cut_codes(m, n, k, layout, acc, False) + swap_codes(m, n, k, layout, acc, False)
+    cut += [t for t in off if t not in cut]
     plans += [("wgmma_persistent", t, 1) for t in cut]
     plans += [("wgmma_persistent", t, s) for t in cut if (s := cut_grid_split(m, n, k, PLAN_TILES[t])) > 1]
     plans += [("wgmma_persistent", t, s) for s in (2, 4) for t in (1, 2, 3) if kblocks >= 4 * s]

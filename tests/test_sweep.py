@@ -128,6 +128,12 @@ def test_ptx_plans_pin_the_tiles_and_splits_it_has():
         # outputs: no swapped tile
         assert sweep.swap_codes(m, n, k, layout, acc) == [], (m, n, k, layout, acc)
     assert sweep.swap_codes(1288, 1576, 2512, "NN") == swap
+    # rows off the 32-byte sectors (K = 2504): timed too, unsplit and split, though the launcher offers them not yet
+    assert sweep.cut_codes(1288, 1576, 2504, "NT", sectors=False) == list(range(cut, cut + 10))
+    assert sweep.swap_codes(1288, 1576, 2504, "NT", sectors=False) == swap
+    off = sweep.ptx_plans(1288, 1576, 2504, "NT")
+    assert [t for k, t, s in off if t >= cut and s == 1] == list(range(cut, cut + 10)) + swap
+    assert sweep.cut_codes(1288, 1572, 2504, "NT", sectors=False) == []  # C rows off 16 bytes still rule them out
     short = sweep.ptx_plans(16, 4096, 448, "NN")  # 7 k-blocks: no part of a split keeps 4, no grid slices
     assert {s for k, t, s in short} == {0, 1} and not any(k == "wgmma_splitk_grid" for k, *_ in short)
     assert sweep.ptx_plan("wgmma_splitk", 128, 64, 2, 0) == cm.Plan("wgmma_splitk", 128, 64, 64, 8, 12, 2, "split_k",
