@@ -39,7 +39,7 @@ from hgemm_common.errors import HgemmError
 from ptx_kernels.call import MODEL_TERMS
 
 from .bench import geomean
-from .sweep import PLAN_TILES, SWAP_TILES
+from .sweep import CUT_FIRST_CODE, CUT_TILES, PLAN_TILES, SWAP_FIRST_CODE, SWAP_TILES, cut_grid_split
 
 CSRC = Path(__file__).resolve().parents[1] / "ptx_kernels" / "csrc"
 HEADER = CSRC / "blocks" / "plan_model_fit.h"
@@ -111,6 +111,14 @@ def candidates(c: Call) -> list[tuple[str, int, int]]:
                 if 7 <= code < min(SWAP_TILES) and (c.b_col or bn % 64 == 0)]
     if form and c.a_row_bytes % 32 == 0 and c.b_row_bytes % 16 == 0:
         out += [("wgmma_persistent", code, 1) for code in SWAP_TILES]
+    # those tiles split over the grid inside the persistent kernel (offered where a fit prices them: `priced`), each
+    # cut tile's then its swapped one's, in the launcher's order
+    offered = {code for kernel, code, split in out if code >= CUT_FIRST_CODE}
+    for i in range(len(CUT_TILES)):
+        for code in (CUT_FIRST_CODE + i, SWAP_FIRST_CODE + i):
+            parts = cut_grid_split(c.m, c.n, c.k, PLAN_TILES[code], SMS) if code in offered else 1
+            if parts >= 2:
+                out.append(("wgmma_persistent", code, parts))
     kblocks = cdiv(c.k, BK)
     for split, wave in ((2, WAVE2), (4, WAVE4)):
         for code, bn in SPLIT_TILES.items():
@@ -131,6 +139,8 @@ def launch_of(c: Call, key: tuple[str, int, int]) -> tuple[str, tuple[int, int],
         return kernel, (128, 256), 1
     if kernel == "wgmma_splitk_grid":
         return kernel, (128, SPLIT_TILES[code]), grid_split(c.m, c.n, c.k, SPLIT_TILES[code])
+    if split > 1 and code >= CUT_FIRST_CODE:
+        return kernel, PLAN_TILES[code], split
     if split > 1:
         return "wgmma_splitk", (128, SPLIT_TILES[code]), split
     return kernel, PLAN_TILES[code], 1
@@ -150,20 +160,30 @@ def decision(c: Call, hbm_bytes_per_us: float, header: Path = HEADER) -> tuple[t
     """`pick`'s plan and the term of its predicted time that decided it (MODEL_TERMS; the launcher reports it as
     `ptx_kernels.last_launch()["plan"]`, "model: TERM")."""
     model, x = from_header(header)
-    keys = candidates(c)
+    keys = priced(model, candidates(c))
     t = model.table([features(c, k, hbm_bytes_per_us) for k in keys])
     best = int(np.argmin(model.predict(x, t)))
     return keys[best], model.decided(x, t)[best]
 
 
 def rate_name(key: tuple[str, int, int]) -> str:
-    """The compute figure a plan runs at: one per kernel and tile (a swapped tile's as C's tile, suffix s)."""
+    """The compute figure a plan runs at: one per kernel and tile (a swapped tile's as C's tile, suffix s; a cut or
+    swapped tile split over the grid runs at a grid split's figure of its own)."""
     kernel, code, split = key
     if kernel == "wgmma_cluster":
         return "cluster"
+    if split > 1 and code >= CUT_FIRST_CODE:
+        bm, bn = PLAN_TILES[code]
+        return f"{RATE_KINDS[2]}:{bm}x{bn}{'s' if code in SWAP_TILES else ''}"
     bm, bn = (128, SPLIT_TILES[code]) if kernel == "wgmma_splitk_grid" or split > 1 else PLAN_TILES[code]
     kind = RATE_KINDS[2 if kernel == "wgmma_splitk_grid" else 1 if split > 1 else 0]
     return f"{kind}:{bm}x{bn}{'s' if code in SWAP_TILES else ''}"
+
+
+def priced(model: "Model", keys: list[tuple[str, int, int]]) -> list[tuple[str, int, int]]:
+    """The plans among `keys` whose compute figure the model has (hopper::model_rate >= 0): what the launcher
+    offers of them."""
+    return [k for k in keys if rate_name(k) in model.rates]
 
 
 def features(c: Call, key: tuple[str, int, int], hbm_bytes_per_us: float) -> dict:
@@ -177,6 +197,10 @@ def features(c: Call, key: tuple[str, int, int], hbm_bytes_per_us: float) -> dic
     elif kernel == "wgmma_splitk_grid":
         kind, bm, bn = 2, 128, SPLIT_TILES[code]
         parts = grid_split(m, n, k, bn)
+        units = cdiv(m, bm) * cdiv(n, bn) * parts
+        blocks = SMS
+    elif split > 1 and code >= CUT_FIRST_CODE:  # a cut or swapped tile split over the grid (C's tile)
+        kind, (bm, bn), parts = 2, PLAN_TILES[code], split
         units = cdiv(m, bm) * cdiv(n, bn) * parts
         blocks = SMS
     elif split > 1:
@@ -310,7 +334,7 @@ def picks(model: Model, x: np.ndarray, cases: dict[str, dict]) -> dict[str, tupl
     """Per case, the candidate (of those timed) the model predicts fastest."""
     out = {}
     for name, case in cases.items():
-        timed = [k for k in candidates(case["call"]) if k in case["ms"]]
+        timed = [k for k in priced(model, candidates(case["call"])) if k in case["ms"]]
         if timed:
             t = model.table([features(case["call"], k, case["hbm"]) for k in timed])
             out[name] = timed[int(np.argmin(model.predict(x, t)))]

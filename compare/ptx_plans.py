@@ -151,13 +151,13 @@ def tile_speeds(cases: dict[str, dict]) -> dict[int, tuple[int, float]]:
 def plan_key(bm: int, bn: int, split: int, grid: int, swap: int = 0, cluster: int = 0) -> tuple[str, int, int]:
     """The sweep candidate that pins a plan: the cluster kernel where the launcher hands the plan to it, the grid
     split by its width, a cluster split or an unsplit tile by its tile code (a swapped cut tile's: C's tile is
-    (bn, bm))."""
+    (bn, bm)), a cut or swapped tile split over the grid by its code and parts."""
     if cluster:
         return ("wgmma_cluster", 0, 0)
     if grid:
         return ("wgmma_splitk_grid", GRID_CODES[bn], 0)
     if swap:
-        return ("wgmma_persistent", next(c for c, t in SWAP_TILES.items() if t == (bn, bm)), 1)
+        return ("wgmma_persistent", next(c for c, t in SWAP_TILES.items() if t == (bn, bm)), split if split > 1 else 1)
     code = next(c for c, t in TILES.items() if t == (bm, bn) and c not in SWAP_TILES)
     return ("wgmma_persistent", code, split if split > 1 else 1)
 

@@ -45,19 +45,20 @@ def test_fit_recovers_a_model_it_did_not_see():
     true_model, x_true = pm.from_header()
     rng = np.random.default_rng(1)
     calls = random_calls(120, seed=11)
-    feats = [pm.features(c, key, 3.35e6) for c in calls for key in pm.candidates(c)]
+    feats = [pm.features(c, key, 3.35e6) for c in calls for key in pm.priced(true_model, pm.candidates(c))]
     model = pm.Model(true_model.rates)
     table = model.table(feats)
     y = np.log(model.predict(x_true, table)) + rng.normal(0, 0.03, len(feats))
     y[rng.random(len(feats)) < 0.03] += math.log(1.6)
     x = pm.fit(model, table, y)
-    held = [pm.features(c, key, 3.35e6) for c in random_calls(60, seed=12) for key in pm.candidates(c)]
+    held = [pm.features(c, key, 3.35e6) for c in random_calls(60, seed=12)
+            for key in pm.priced(true_model, pm.candidates(c))]
     t = model.table(held)
     err = np.abs(np.log(model.predict(x, t) / model.predict(x_true, t)))
     assert np.median(err) < 0.03 and np.percentile(err, 90) < 0.10, (np.median(err), np.percentile(err, 90))
     same = []
     for c in random_calls(60, seed=12):
-        t = model.table([pm.features(c, key, 3.35e6) for key in pm.candidates(c)])
+        t = model.table([pm.features(c, key, 3.35e6) for key in pm.priced(true_model, pm.candidates(c))])
         fitted, true = model.predict(x, t), model.predict(x_true, t)
         same.append(true[np.argmin(fitted)] <= 1.02 * true.min())  # the fit's pick, within 2% of the best's time
     assert sum(same) >= 0.9 * len(same), sum(same)
@@ -90,9 +91,13 @@ def test_candidates_are_the_launchers_forms():
         assert (4 in codes) == (c.a_row_bytes % 128 == 0 and c.b_row_bytes % 128 == 0)
         assert (5 in codes) == c.b_col
         for kernel, code, split in keys:
-            if kernel == "wgmma_persistent" and split > 1:
+            if kernel == "wgmma_persistent" and split > 1 and code in pm.SPLIT_TILES:  # over a cluster
                 assert -(-c.k // 64) >= 4 * split
                 assert -(-c.m // 128) * -(-c.n // pm.SPLIT_TILES[code]) * split <= (132 if split == 2 else 120)
+            elif kernel == "wgmma_persistent" and split > 1:  # a cut or swapped tile over the grid, where it runs
+                bm, bn = pm.PLAN_TILES[code]
+                assert ("wgmma_persistent", code, 1) in keys and -(-c.k // 64) >= 8 * split
+                assert -(-c.m // bm) * -(-c.n // bn) * split <= 132
         assert (("wgmma_cluster", 0, 0) in keys) == (c.b_row_bytes % 32 != 0 and c.m > 128)
 
 
@@ -117,24 +122,28 @@ int main() {
 """
 
 
-@needs_nvcc
-def test_launcher_plans_as_the_python_mirror(tmp_path):
-    """hopper::model_plan, compiled, against compare.ptx_model on 400 random calls (on an H100's HBM): the same plan,
-    the same predicted time (but the staging copies') and the same deciding term, and every kind of plan among
-    them."""
+def mirror(tmp_path, calls: list, header=None) -> list[tuple]:
+    """hopper::model_plan, compiled (with `header` in place of the shipped fit where given), against
+    compare.ptx_model with the same fit on `calls` (on an H100's HBM): the same plan, the same predicted time (but the
+    staging copies') and the same deciding term. Returns each call's (plan key, term)."""
     src, exe = tmp_path / "model.cu", tmp_path / "model"
     src.write_text(PROGRAM)
-    subprocess.run([toolchain.find_nvcc(), "-std=c++17", "-O2", toolchain.ARCHS["sm_90a"], f"-I{pm.CSRC}", "-o",
-                    str(exe), str(src)], check=True, capture_output=True)
-    calls = random_calls(400, seed=7)
+    include = []
+    if header is not None:  # found before csrc/blocks/plan_model_fit.h: plan_model.cuh includes it from the -I path
+        (tmp_path / "fit" / "blocks").mkdir(parents=True)
+        (tmp_path / "fit" / "blocks" / "plan_model_fit.h").write_text(header)
+        include = [f"-I{tmp_path / 'fit'}"]
+    subprocess.run([toolchain.find_nvcc(), "-std=c++17", "-O2", toolchain.ARCHS["sm_90a"], *include, f"-I{pm.CSRC}",
+                    "-o", str(exe), str(src)], check=True, capture_output=True)
     lines = "".join(f"{c.m} {c.n} {c.k} {int(c.a_col)} {int(c.b_col)} {c.a_row_bytes} {c.b_row_bytes} {int(c.c_tma)}\n"
                     for c in calls)
     out = subprocess.run([str(exe)], input=lines, capture_output=True, text=True, check=True).stdout.split("\n")
-    model, x = pm.from_header()
-    kinds, terms = set(), set()
+    fit = pm.HEADER if header is None else tmp_path / "fit" / "blocks" / "plan_model_fit.h"
+    model, x = pm.from_header(fit)
+    got = []
     for c, line in zip(calls, out):
         *plan, term, us = line.split()
-        keys = pm.candidates(c)
+        keys = pm.priced(model, pm.candidates(c))
         unstaged = dataclasses.replace(c, staged=())  # the staging copies cost every plan alike: C++ leaves them out
         table = model.table([pm.features(unstaged, k, 3.35e6) for k in keys])
         times = model.predict(x, table)
@@ -142,11 +151,44 @@ def test_launcher_plans_as_the_python_mirror(tmp_path):
         assert plan_key(*map(int, plan)) == keys[best], (c, plan, keys[best])
         assert float(us) == pytest.approx(float(times.min()), rel=1e-6)
         assert MODEL_TERMS[int(term)] == model.decided(x, table)[best], (c, term)
-        assert pm.decision(unstaged, 3.35e6) == (keys[best], MODEL_TERMS[int(term)])
-        kinds.add(keys[best][0] if keys[best][0] != "wgmma_persistent" else ("split" if keys[best][2] > 1 else "tile"))
-        terms.add(MODEL_TERMS[int(term)])
+        assert pm.decision(unstaged, 3.35e6, fit) == (keys[best], MODEL_TERMS[int(term)])
+        got.append((keys[best], MODEL_TERMS[int(term)]))
+    return got
+
+
+@needs_nvcc
+def test_launcher_plans_as_the_python_mirror(tmp_path):
+    """hopper::model_plan, compiled, against compare.ptx_model on 400 random calls (`mirror`), every kind of plan
+    among them, decided by several terms."""
+    got = mirror(tmp_path, random_calls(400, seed=7))
+    kinds = {k[0] if k[0] != "wgmma_persistent" else ("split" if k[2] > 1 else "tile") for k, _ in got}
     assert kinds == {"tile", "split", "wgmma_splitk_grid", "wgmma_cluster"}, kinds
-    assert len(terms) >= 3, terms  # the calls are decided by several terms, not one
+    assert len({term for _, term in got}) >= 3  # the calls are decided by several terms, not one
+
+
+@needs_nvcc
+def test_cut_tiles_split_over_the_grid_once_a_fit_prices_them(tmp_path):
+    """The cut and swapped tiles split over the grid inside wgmma_persistent are offered only where the fit has a
+    grid split's figure for the tile: the shipped fit has none, so `priced` drops them; with a header that prices
+    each at its unsplit figure, the compiled launcher and the Python mirror still plan alike (`mirror`), and take
+    them on long-K outputs whose cut tiles leave SMs idle (208 x 2864 x 17744 NT: 23 swapped 208 x 128 tiles)."""
+    model, _ = pm.from_header()
+    long_k = pm.Call(208, 2864, 17744, False, 2 * 17744, True, 2 * 17744, True)
+    split_keys = [k for k in pm.candidates(long_k) if k[1] >= pm.CUT_FIRST_CODE and k[2] > 1]
+    assert ("wgmma_persistent", min(pm.SWAP_TILES) + 3, 5) in split_keys  # 208 x 128 swapped, 5 parts
+    assert not set(pm.priced(model, split_keys))
+    text = pm.HEADER.read_text()
+    cut = {(bm, bn, int(code in pm.SWAP_TILES)) for code, (bm, bn) in pm.PLAN_TILES.items()
+           if code >= pm.CUT_FIRST_CODE}
+    extra = [f"    {{2, {bm}, {bn}, {sw}, {us}}},\n"
+             for bm, bn, sw, us in re.findall(r"\{0, (\d+), (\d+), (\d), ([-+.\deE]+)\}", text)
+             if (int(bm), int(bn), int(sw)) in cut]
+    assert len(extra) == len(cut)
+    header = text.replace("constexpr Rate kRates[] = {\n", "constexpr Rate kRates[] = {\n" + "".join(extra))
+    calls = random_calls(200, seed=8) + [long_k, pm.Call(152, 1112, 27008, False, 2 * 27008, False, 2 * 1112, True)]
+    got = mirror(tmp_path, calls, header)
+    chosen = [k for k, _ in got if k[1] >= pm.CUT_FIRST_CODE and k[2] > 1]
+    assert got[-2][0] in split_keys and chosen, (got[-2], chosen)
 
 
 def test_plan_sources_name_the_launchers_codes():

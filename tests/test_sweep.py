@@ -111,7 +111,7 @@ def test_ptx_plans_pin_the_tiles_and_splits_it_has():
                          if sweep.cut_grid_split(1288, n, 2512, sweep.PLAN_TILES[t]) > 1], layout
         assert split and all(s == 2 for t, s in split), (layout, split)
     assert sweep.cut_grid_split(160, 24016, 3048, (160, 128)) == 1  # 188 tiles: no SM idle
-    assert sweep.cut_grid_split(208, 2864, 17744, (208, 128)) == 5  # 23 tiles over 277 k-blocks
+    assert sweep.cut_grid_split(208, 2864, 17744, (208, 128)) == 5  # 23 tiles over 278 k-blocks
     assert sweep.cut_grid_split(208, 2864, 17744, (208, 128), sms=114) == 4
     assert sweep.CUT_TILES[cut + 6] == (256, 128)
     for m, n, k, layout, acc in ((1288, 1576, 2512, "NT", "fp16"), (1288, 1576, 2504, "NT", "fp32"),

@@ -717,6 +717,18 @@ static_assert(choose_plan(4096, 4096, 4096, 132).bn == 256 && choose_plan(4096, 
 // plan (choose_plan's score) keeps fewer than kGridBelow of the SMs busy (prefer_grid_split).
 constexpr int kGridSliceKblocks = 8, kGridMaxSplit = 256;
 constexpr double kGridBelow = 0.5;
+// The grid split's K parts for bm x bn tiles of C (wgmma_persistent's cut and swapped tiles split over the grid
+// inside the persistent kernel): choose_grid_split's count, slices of >= kGridSliceKblocks k-blocks and tiles x S
+// within one wave of `sms`, cut to the k-blocks there are and to kGridMaxSplit (compare.sweep.cut_grid_split).
+__host__ __device__ constexpr int grid_parts(int M, int N, int K, int sms, int bm, int bn) {
+  const int tiles = cdiv(M, bm) * cdiv(N, bn), kblocks = cdiv(K, BK);
+  int split = kblocks / kGridSliceKblocks < sms / tiles ? kblocks / kGridSliceKblocks : sms / tiles;
+  if (split > kblocks) split = kblocks;
+  if (split > kGridMaxSplit) split = kGridMaxSplit;
+  return split < 1 ? 1 : split;
+}
+static_assert(grid_parts(208, 2864, 17744, 132, 208, 128) == 5 && grid_parts(160, 24016, 3048, 132, 160, 128) == 1,
+              "worked cases: 23 tiles over 278 k-blocks split in 5; 188 tiles fill the SMs unsplit");
 __host__ __device__ constexpr Plan choose_grid_split(int M, int N, int K, int sms, int force_bn = 0,
                                                      int force_split = 0) {
   const int tiles_m = cdiv(M, 128), kblocks = cdiv(K, BK);

@@ -491,8 +491,8 @@ cudaError_t launch_swap_code(int code, const GemmArgsOf<E>& p, Acc acc, cudaStre
 // choose_plan's candidates beside the cut tiles where their form holds (swap_form).
 // GemmArgs::plan_tile (1/2/3/4: 128 x 256/128/64/192; 5/6: 256 x 152 in 4/3 stages; 7-16: the cut tiles, 17-26:
 // the swapped cut tiles) and ::split (1 = never; 2 and 4 over a cluster, other counts over the grid; with a cut or
-// swapped tile any count over the grid, inside this kernel: GridSplit) pin the plan. Only a pin splits a cut tile:
-// the model has no such plan yet.
+// swapped tile any count over the grid, inside this kernel: GridSplit) pin the plan. The model offers a cut tile
+// split over the grid only where its fit has timed one (hopper::model_plan).
 // `how` gets how the plan was chosen (PlanSource).
 template <typename E>
 cudaError_t launch_planned(const GemmArgsOf<E>& p, Acc acc, cudaStream_t stream, LaunchInfo* info, int* how) {
@@ -527,9 +527,13 @@ cudaError_t launch_planned(const GemmArgsOf<E>& p, Acc acc, cudaStream_t stream,
   if (by_model && plan.term >= 0) *how = kPlanModel + plan.term;
   if (plan.cluster) return launch_wgmma_cluster(p, acc, stream, info);
   if (plan.grid) return launch_wgmma_splitk_grid_plan(p, acc, stream, info, plan);
+  if (plan.cut) {  // a cut or swapped tile, split over the grid in this kernel where plan.split > 1 (GridSplit)
+    GemmArgsOf<E> q = p;
+    q.split = plan.split;
+    return plan.swap ? launch_swap_code(plan.cut, q, acc, stream, info, cut_codes)
+                     : launch_cut_code(plan.cut, q, acc, stream, info, cut_codes);
+  }
   if (plan.split > 1) return launch_wgmma_splitk_plan(p, acc, stream, info, plan);
-  if (plan.swap) return launch_swap_code(plan.cut, p, acc, stream, info, cut_codes);
-  if (plan.cut) return launch_cut_code(plan.cut, p, acc, stream, info, cut_codes);
   if (!by_model && p.plan_tile == 0 && hands_to_cluster(p.M, p.N, plan.bn, b_rows_straddle, hopper::sm_count()))
     return launch_wgmma_cluster(p, acc, stream, info);
   if (plan.bn == 152 && p.plan_tile == 6) return launch_plan_tile<6>(p, acc, stream, info);
