@@ -507,37 +507,52 @@ def test_cut_tiles_run_exact_in_their_form_and_refuse_the_others(dtype):
 def test_cut_and_swapped_tiles_split_k_over_the_grid(dtype):
     """wgmma_persistent's cut and swapped tiles pinned with a K split (GemmArgs::split S > 1: work units of a tile
     and a K slice in the persistent kernel, fp32 partial tiles in a workspace, added in a fixed order by a second
-    launch): exact into a NaN-poisoned C on an output of partial tiles in M and N whose 16 k-blocks (the last
-    partial) do not divide into the parts, in both B layouts, reporting the tile and the split; bitwise the same on a
-    second run; a split past the k-blocks there are cut to them."""
+    launch): exact into a NaN-poisoned C, with the workspace's block NaN-filled before each launch (the caching
+    allocator hands it back), on outputs of partial tiles in M and N whose 16 k-blocks (the last partial) do not
+    divide into the parts, in both B layouts, at N = 520 and at N = 517 (C's rows 520 apart: the workspace's rows
+    padded to 520), reporting the tile and the split; on random operands, within the error bound and bitwise the same
+    on a second run; a split past the k-blocks there are cut to them."""
     from compare.sweep import CUT_TILES, SWAP_TILES
 
     needs_hopper()
     ext = ptx_kernels.load()
-    m, n, k = 600, 520, 1000
+
+    def launch(a, b, b_col, code, split, n, c_cols=None):
+        """C (NaN-poisoned, rows c_cols apart) from one pinned launch, after a NaN block of the workspace's size
+        (split slices of C's rows x its columns rounded up to 4, fp32) has been freed to the allocator."""
+        m = a.shape[0]
+        torch.full((split * m * (-(-n // 4) * 4),), float("nan"), dtype=torch.float32, device="cuda")
+        c = poisoned_out(m, c_cols or n, "cuda", dtype)[:, :n]
+        info, ran = ext.hgemm_launch("wgmma_persistent", a, b, c, False, b_col, False, code, split)
+        torch.cuda.synchronize()
+        assert (ran or "wgmma_persistent") == "wgmma_persistent", ran
+        return c, info
+
+    m, k = 600, 1000
     for layout in ("NT", "NN"):
-        a, b, b_col = in_place_pair(m, n, k, layout, 25, dtype)
-        for code, tile in {**CUT_TILES, **SWAP_TILES}.items():
-            if code in CUT_TILES and not b_col and tile[1] % 64:
-                continue  # row-major B takes the cut widths of whole 64-column boxes only
-            for split in (2, 3, 5):
-                what = f"tile {code} ({tile[0]}x{tile[1]}) split {split} {dtype} {layout}"
-                runs = []
-                for _ in range(2):
-                    c = poisoned_out(m, n, "cuda", dtype)
-                    info, ran = ext.hgemm_launch("wgmma_persistent", a, b, c, False, b_col, False, code, split)
-                    torch.cuda.synchronize()
-                    assert (ran or "wgmma_persistent") == "wgmma_persistent", (what, ran)
+        for n, c_cols in ((520, None), (517, 520)):
+            a, b, b_col = in_place_pair(m, n, k, layout, 25, dtype)
+            for code, tile in {**CUT_TILES, **SWAP_TILES}.items():
+                if code in CUT_TILES and not b_col and tile[1] % 64:
+                    continue  # row-major B takes the cut widths of whole 64-column boxes only
+                for split in (2, 3, 5):
+                    what = f"tile {code} ({tile[0]}x{tile[1]}) split {split} {dtype} {layout} n={n}"
+                    c, info = launch(a, b, b_col, code, split, n, c_cols)
                     assert (info[5], info[6], info[7]) == (*tile, split), (what, info)
-                    runs.append(c)
-                assert_exact(runs[0], a, b, what)
-                assert torch.equal(runs[0].view(torch.int16), runs[1].view(torch.int16)), what
+                    assert_exact(c, a, b, what)
+    a, b = make_inputs(m, 520, k, "NT", device="cuda", seed=27, dtype=dtype, kind="randn")
+    ref = reference(a, b)
+    a, b = in_place_operand(a, False), in_place_operand(b, True)
+    for code in (min(CUT_TILES), max(CUT_TILES), min(SWAP_TILES), max(SWAP_TILES)):
+        first, _ = launch(a, b, True, code, 3, 520)
+        again, _ = launch(a, b, True, code, 3, 520)
+        verdict = compare(first, ref, error_bound(a, b, ref, "fp32"))
+        assert verdict.ok, (code, verdict.detail)
+        assert torch.equal(first.view(torch.int16), again.view(torch.int16)), code
     a, b = make_inputs(300, 200, 100, "NT", device="cuda", seed=26, dtype=dtype)  # 2 k-blocks
     a, b = in_place_operand(a, False), in_place_operand(b, True)
-    for code in (next(iter(CUT_TILES)), next(iter(SWAP_TILES))):
-        c = poisoned_out(300, 200, "cuda", dtype)
-        info, _ = ext.hgemm_launch("wgmma_persistent", a, b, c, False, True, False, code, 7)
-        torch.cuda.synchronize()
+    for code in (min(CUT_TILES), min(SWAP_TILES)):
+        c, info = launch(a, b, True, code, 7, 200)
         assert info[7] == 2, (code, info)
         assert_exact(c, a, b, f"tile {code} split 7 on 2 k-blocks")
 

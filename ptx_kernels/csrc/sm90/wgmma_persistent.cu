@@ -180,7 +180,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int kblocks = hopper::cdiv(K, hopper::BK), a_rows = hopper::a_box_rows(M, BM);  // A box: see load_kblock
   // work units: tile u % tiles, K slice u / tiles (slices of the same tile far apart: the blocks resident together
   // read the same k-range, as in wgmma_splitk_grid.cu); one slice unless the grid splits K (GridSplit)
-  const int units = tiles * gs.parts;
+  const int units = tiles * gs.parts;  // gs.parts <= kblocks (plan_grid_split): every slice has a k-block
   const auto k_first = [&](int slice) { return int(int64_t(kblocks) * slice / gs.parts); };
 
   // ---- PROLOGUE: barriers ----
@@ -258,7 +258,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 // A cut tile's grid split (GridSplit) on a problem whose C is c_rows x c_cols: GemmArgs::split's parts (0 or 1:
 // none), cut to the k-blocks there are and to a workspace of kMaxWorkspaceBytes; its fp32 workspace from
 // GemmArgs::workspace (kWorkspaceNeeded, LaunchInfo::workspace_bytes filled, where that is smaller).
-constexpr int64_t kMaxWorkspaceBytes = int64_t(256) << 20;
+[[maybe_unused]] constexpr int64_t kMaxWorkspaceBytes = int64_t(256) << 20;
 template <typename E>
 cudaError_t plan_grid_split(const GemmArgsOf<E>& p, int c_rows, int c_cols, LaunchInfo* info, GridSplit* gs) {
   int parts = std::max(1, std::min(p.split, hopper::cdiv(p.K, hopper::BK)));
