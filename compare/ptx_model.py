@@ -106,10 +106,10 @@ def candidates(c: Call) -> list[tuple[str, int, int]]:
     if c.b_col:
         out.append(("wgmma_persistent", 5, 1))
     form = c.f32 and not c.a_col and c.c_tma  # the cut and swapped tiles' one form
-    if form and c.b_row_bytes % 32 == 0:
+    if form:
         out += [("wgmma_persistent", code, 1) for code, (bm, bn) in PLAN_TILES.items()
                 if 7 <= code < min(SWAP_TILES) and (c.b_col or bn % 64 == 0)]
-    if form and c.a_row_bytes % 32 == 0 and c.b_row_bytes % 16 == 0:
+    if form and c.b_row_bytes % 16 == 0:
         out += [("wgmma_persistent", code, 1) for code in SWAP_TILES]
     # those tiles split over the grid inside the persistent kernel (offered where a fit prices them: `priced`), each
     # cut tile's then its swapped one's, in the launcher's order

@@ -167,28 +167,35 @@ def test_launcher_plans_as_the_python_mirror(tmp_path):
 
 
 @needs_nvcc
-def test_cut_tiles_split_over_the_grid_once_a_fit_prices_them(tmp_path):
+def test_cut_tiles_split_over_the_grid_only_where_the_fit_prices_them(tmp_path):
     """The cut and swapped tiles split over the grid inside wgmma_persistent are offered only where the fit has a
-    grid split's figure for the tile: the shipped fit has none, so `priced` drops them; with a header that prices
-    each at its unsplit figure, the compiled launcher and the Python mirror still plan alike (`mirror`), and take
-    them on long-K outputs whose cut tiles leave SMs idle (208 x 2864 x 17744 NT: 23 swapped 208 x 128 tiles)."""
-    model, _ = pm.from_header()
+    grid split's figure for the tile: a header without those figures drops them (`priced`); with the shipped fit,
+    which has them, the compiled launcher and the Python mirror plan alike (`mirror`), and take them on long-K
+    outputs whose cut tiles leave SMs idle (208 x 2864 x 17744 NT: 23 swapped 208 x 128 tiles), on rows on the
+    32-byte sectors and off them (the cut tiles' offers do not ask for the sectors: the model prices them)."""
     long_k = pm.Call(208, 2864, 17744, False, 2 * 17744, True, 2 * 17744, True)
+    off = pm.Call(176, 5048, 24072, False, 2 * 24072, True, 2 * 24072, True)  # A's and B's rows off the sectors
     split_keys = [k for k in pm.candidates(long_k) if k[1] >= pm.CUT_FIRST_CODE and k[2] > 1]
     assert ("wgmma_persistent", min(pm.SWAP_TILES) + 3, 5) in split_keys  # 208 x 128 swapped, 5 parts
-    assert not set(pm.priced(model, split_keys))
     text = pm.HEADER.read_text()
     cut = {(bm, bn, int(code in pm.SWAP_TILES)) for code, (bm, bn) in pm.PLAN_TILES.items()
            if code >= pm.CUT_FIRST_CODE}
-    extra = [f"    {{2, {bm}, {bn}, {sw}, {us}}},\n"
-             for bm, bn, sw, us in re.findall(r"\{0, (\d+), (\d+), (\d), ([-+.\deE]+)\}", text)
-             if (int(bm), int(bn), int(sw)) in cut]
-    assert len(extra) == len(cut)
-    header = text.replace("constexpr Rate kRates[] = {\n", "constexpr Rate kRates[] = {\n" + "".join(extra))
-    calls = random_calls(200, seed=8) + [long_k, pm.Call(152, 1112, 27008, False, 2 * 27008, False, 2 * 1112, True)]
-    got = mirror(tmp_path, calls, header)
+    rows = [(row, (int(bm), int(bn), int(sw)))
+            for row, bm, bn, sw in re.findall(r"(\n    \{2, (\d+), (\d+), (\d), [-+.\deE]+\})", text)]
+    priced_rows = [row for row, tile in rows if tile in cut]
+    assert priced_rows, "the shipped fit prices no cut tile split over the grid"
+    bare = text
+    for row in priced_rows:
+        bare = bare.replace(row, "")
+    (tmp_path / "bare.h").write_text(bare)
+    assert not set(pm.priced(pm.from_header(tmp_path / "bare.h")[0], split_keys))
+    model, _ = pm.from_header()
+    assert set(pm.priced(model, split_keys))
+    calls = random_calls(200, seed=8) + [long_k, off, pm.Call(152, 1112, 27008, False, 2 * 27008, False, 2 * 1112, True)]
+    got = mirror(tmp_path, calls)
     chosen = [k for k, _ in got if k[1] >= pm.CUT_FIRST_CODE and k[2] > 1]
-    assert got[-2][0] in split_keys and chosen, (got[-2], chosen)
+    assert got[-3][0] in split_keys and chosen, (got[-3], chosen)
+    assert got[-2][0][1] >= pm.CUT_FIRST_CODE and got[-2][0][2] > 1, got[-2]
 
 
 def test_plan_sources_name_the_launchers_codes():

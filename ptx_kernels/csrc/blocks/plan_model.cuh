@@ -119,8 +119,8 @@ inline double model_time(const ModelCall& c, int kind, int bm, int bn, int parts
 // The plan (Plan::cluster: hand it to wgmma_cluster) the model predicts fastest among the launcher's candidates
 // (compare.ptx_model.candidates): 128 x 256 / 128 / 64 unsplit; 128 x 192 where A's and B's rows are 128-byte
 // aligned; 256 x 152 on column-major B; the cut tiles and the swapped ones in their one form (fp32 accumulation,
-// row-major A, C stored with TMA; cut: B's rows on the 32-byte sectors, whole 64-column boxes on row-major B;
-// swapped: A's rows on the sectors, B's 16-byte aligned), and those split over the grid inside the persistent kernel
+// row-major A, C stored with TMA; cut: whole 64-column boxes on row-major B; swapped: B's rows 16-byte aligned;
+// rows off the 32-byte sectors too, priced by k_sector), and those split over the grid inside the persistent kernel
 // where the fit has timed them; 128 x 256 / 128 / 64 split in 2 or 4 over a cluster
 // within one wave, >= 4 k-blocks a part; the grid's split at each of those widths (hopper::choose_grid_split,
 // row-major A, >= 2 parts); the cluster kernel where B's rows lie off the 32-byte sectors (its multicast halves
@@ -141,12 +141,12 @@ inline Plan model_plan(const ModelCall& c, double* us = nullptr) {
   if (c.a_row_bytes % 128 == 0 && c.b_row_bytes % 128 == 0) offer(Plan{192, 1}, kModelPersistent, 128, 192, 1, false);
   if (c.b_col) offer(Plan{152, 1, 256}, kModelPersistent, 256, 152, 1, false);
   const bool form = c.f32 && !c.a_col && c.c_tma;
-  for (int i = 0; i < kCutTileCount && form && c.b_row_bytes % 32 == 0; ++i) {
+  for (int i = 0; i < kCutTileCount && form; ++i) {
     const CutTile t = cut_tile(i);
     if (c.b_col || t.bn % 64 == 0)
       offer(Plan{t.bn, 1, t.bm, false, 0.0, kCutFirstCode + i}, kModelPersistent, t.bm, t.bn, 1, false);
   }
-  for (int i = 0; i < kCutTileCount && form && c.a_row_bytes % 32 == 0 && c.b_row_bytes % 16 == 0; ++i) {
+  for (int i = 0; i < kCutTileCount && form && c.b_row_bytes % 16 == 0; ++i) {
     const CutTile t = cut_tile(i);
     if (swappable(i))
       offer(Plan{t.bn, 1, t.bm, false, 0.0, kSwapFirstCode + i, 0.0, true}, kModelPersistent, t.bn, t.bm, 1, true);
@@ -156,10 +156,10 @@ inline Plan model_plan(const ModelCall& c, double* us = nullptr) {
   for (int i = 0; i < kCutTileCount && form; ++i) {
     const CutTile t = cut_tile(i);
     const int cut_parts = grid_parts(c.M, c.N, c.K, c.sms, t.bm, t.bn);
-    if (c.b_row_bytes % 32 == 0 && (c.b_col || t.bn % 64 == 0) && cut_parts >= 2)
+    if ((c.b_col || t.bn % 64 == 0) && cut_parts >= 2)
       offer(Plan{t.bn, cut_parts, t.bm, false, 0.0, kCutFirstCode + i}, kModelGridSplit, t.bm, t.bn, cut_parts, false);
     const int swap_parts = grid_parts(c.M, c.N, c.K, c.sms, t.bn, t.bm);  // C's tile: t.bn rows along M
-    if (swappable(i) && c.a_row_bytes % 32 == 0 && c.b_row_bytes % 16 == 0 && swap_parts >= 2)
+    if (swappable(i) && c.b_row_bytes % 16 == 0 && swap_parts >= 2)
       offer(Plan{t.bn, swap_parts, t.bm, false, 0.0, kSwapFirstCode + i, 0.0, true}, kModelGridSplit, t.bn, t.bm,
             swap_parts, true);
   }
