@@ -336,6 +336,9 @@ def cmd_sweep(args) -> int:
         if sum(x is not None for x in (args.seeds, args.suite, args.shapes)) != 1:
             return _user_error("sweep needs one of --seeds (the random-suite seeds to draw from; keep the seeds a "
                                "result is judged on out of it), --suite NAME or --shapes LIST; or --fit DATA")
+        if named and (args.max_m is not None or args.max_macs is not None or args.nk_multiple != 8):
+            return _user_error("--max-m, --max-macs and --nk-multiple shape the random draw (--seeds), not named "
+                               "shapes")
         seeds = _int_list(args.seeds, "--seeds") if not named else []
         layouts = bench.parse_layouts(args.layout)
         dtypes, accs = args.dtypes.split(","), args.accs.split(",")
@@ -350,7 +353,8 @@ def cmd_sweep(args) -> int:
             cases = sweep.named([(m, n, k, lay) for m, n, k, *own in listed for lay in (own or layouts)], dtypes,
                                 accs)
         else:
-            cases = sweep.draw(seeds, args.start, args.count, layouts, dtypes, accs, args.max_m, args.max_macs)
+            cases = sweep.draw(seeds, args.start, args.count, layouts, dtypes, accs, args.max_m, args.max_macs,
+                               args.nk_multiple)
     except (ValueError, HgemmValueError) as e:
         return _user_error(str(e))
     if not _gpu():
@@ -542,6 +546,10 @@ def main(argv=None) -> int:
     sw.add_argument("--max-macs", type=_macs, help="redraw problems above MAX_MACS multiply-adds, an integer or "
                                                    "2**E (data for tiny problems: 2**30, about 2 GFLOP; default: "
                                                    "the random suite's 2**37)")
+    sw.add_argument("--nk-multiple", type=int, default=8, help="round the rounded half of the draw's N and K to "
+                                                               "multiples of this (8-256, a power of two; 64: data "
+                                                               "for whole 64-wide boxes; default 8, as the random "
+                                                               "suite)")
     sw.add_argument("--scored-by", metavar="KERNEL", help="only the drawn shapes among whose candidates this Triton "
                                                           "kernel is (data for one kernel's fit, the others timed beside "
                                                           "it on those shapes only)")

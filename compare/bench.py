@@ -98,18 +98,28 @@ def _log_uniform(rng: random.Random, lo: int, hi: int) -> int:
 
 def round8(x: int) -> int:
     """x to the nearest multiple of 8 (halves up), at least 8."""
-    return max(8, (x + 4) // 8 * 8)
+    return round_to(x, 8)
+
+
+def round_to(x: int, step: int) -> int:
+    """x to the nearest multiple of step (halves up), at least step."""
+    return max(step, (x + step // 2) // step * step)
+
+
+NK_MULTIPLES = (8, 16, 32, 64, 128, 256)  # what a narrowed draw may round N and K to (`random_shapes(nk_multiple=)`)
 
 
 def random_shapes(seed: int, count: int, layouts=LAYOUTS, max_m: int | None = None,
-                  max_macs: int | None = None) -> list[tuple[int, int, int, str]]:
+                  max_macs: int | None = None, nk_multiple: int = 8) -> list[tuple[int, int, int, str]]:
     """The random suite: `count` shapes (M, N, K, layout) from `seed`, the same for the same seed on any machine
     (a generator of its own, seeded by the integer, drawing only with random(), whose sequence Python keeps across
     versions). Shape i is rounded to multiples of 8 when i is even and left as drawn when odd, so a prefix of a
     longer draw is a shorter one; its layout is drawn from `layouts` (the same shapes whatever layouts are
     given). `max_m` narrows M's range to 1..max_m (a sweep's draw aimed at the kernels of skinny problems), and
     `max_macs` redraws problems above that many multiply-adds (one aimed at tiny problems: 2**30 keeps those under
-    about 2 GFLOP); the random suite itself never narrows either."""
+    about 2 GFLOP), and `nk_multiple` (a power of two from 8 to 256) rounds the rounded shapes' N and K to multiples
+    of it (64: one aimed at whole 64-wide boxes, where wgmma_persistent's rule plans); the random suite itself never
+    narrows any of them."""
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise HgemmValueError(f"the random suite's seed must be an integer >= 0, got {seed!r}")
     if isinstance(count, bool) or not isinstance(count, int) or count < 1:
@@ -125,6 +135,9 @@ def random_shapes(seed: int, count: int, layouts=LAYOUTS, max_m: int | None = No
                                  or not SMALLEST_MAX_MACS <= max_macs <= RANDOM_MAX_MACS):
         raise HgemmValueError(f"the draw's largest problem must be an integer in 2**24..2**37 multiply-adds, got "
                               f"{max_macs!r}")
+    if isinstance(nk_multiple, bool) or nk_multiple not in NK_MULTIPLES:
+        raise HgemmValueError(f"the draw's N and K multiple must be one of {', '.join(map(str, NK_MULTIPLES))}, got "
+                              f"{nk_multiple!r}")
     m_range = RANDOM_M if max_m is None else (RANDOM_M[0], max_m)
     macs = RANDOM_MAX_MACS if max_macs is None else max_macs
     rng = random.Random(seed)
@@ -133,7 +146,7 @@ def random_shapes(seed: int, count: int, layouts=LAYOUTS, max_m: int | None = No
         while True:
             m, n, k = _log_uniform(rng, *m_range), _log_uniform(rng, *RANDOM_NK), _log_uniform(rng, *RANDOM_NK)
             if i % 2 == 0:
-                m, n, k = round8(m), round8(n), round8(k)
+                m, n, k = round8(m), round_to(n, nk_multiple), round_to(k, nk_multiple)
             if m * n * k <= macs:
                 break
         shapes.append((m, n, k, layouts[min(len(layouts) - 1, int(rng.random() * len(layouts)))]))

@@ -76,15 +76,15 @@ class Case:
 
 
 def draw(seeds: list[int], start: int, count: int, layouts: list[str], dtypes: list[str],
-         accs: list[str], max_m: int | None = None, max_macs: int | None = None) -> list[Case]:
+         accs: list[str], max_m: int | None = None, max_macs: int | None = None, nk_multiple: int = 8) -> list[Case]:
     """The cases of a sweep: shapes start .. start + count - 1 of each seed's random-suite draw (M narrowed to
-    1..max_m, problems to max_macs multiply-adds, where given), each in every dtype and the accumulations it
-    offers among `accs`."""
+    1..max_m, problems to max_macs multiply-adds, where given; the rounded shapes' N and K to multiples of
+    nk_multiple), each in every dtype and the accumulations it offers among `accs`."""
     if isinstance(start, bool) or not isinstance(start, int) or start < 0:
         raise HgemmValueError(f"sweep: --start must be an integer >= 0, got {start!r}")
     out = []
     for seed in seeds:
-        shapes = random_shapes(seed, start + count, layouts, max_m, max_macs)
+        shapes = random_shapes(seed, start + count, layouts, max_m, max_macs, nk_multiple)
         for i, (m, n, k, layout) in enumerate(shapes[start:], start):
             out += [Case(seed, i, m, n, k, layout, d, acc) for d in dtypes for acc in accs if acc in ACCS_FOR[d]]
     return out

@@ -27,8 +27,8 @@
 #   bash scripts/gpu_pass.sh random OUTDIR    # the random suite per seed and dtype (SEEDS="S1 S2 S3", DTYPES="fp16 bf16",
 #                                             # COUNT=200, KERNELS=...): OUTDIR/random-SEED-DTYPE/
 #   bash scripts/gpu_pass.sh sweep OUTDIR     # a chunk of the cost model's data (SEEDS=S1,S2, COUNT, DTYPES, GLUON=0/1,
-#                                             # PTX=0/1/only, SCORED_BY=KERNEL, MAX_MACS=2**30, START=I, BLOCK=N,
-#                                             # BUDGET_S=470): appended to
+#                                             # PTX=0/1/only, SCORED_BY=KERNEL, MAX_MACS=2**30, MAX_M=N,
+#                                             # NK_MULTIPLE=64, START=I, BLOCK=N, BUDGET_S=470): appended to
 #                                             # OUTDIR/sweep.jsonl; fit on a CPU
 #   bash scripts/gpu_pass.sh yardsticks OUTDIR    # what cuBLAS and cuSPARSELt launch per shape, how they accumulate
 #                                             # (scripts/library_kernels.py), and ncu of torch.matmul, the Triton
@@ -290,14 +290,14 @@ case "$PART" in
     # Gluon kernel's configurations with GLUON=1, the hand-written side's plans with PTX=1 (PTX=only: those alone;
     # the extension is built first, outside the budget's cases), only the shapes one Triton kernel is scored on
     # with SCORED_BY=KERNEL, only problems of at most MAX_MACS multiply-adds with MAX_MACS=2**30 (tiny ones), M up to
-    # MAX_M with MAX_M=N (skinny ones), from
+    # MAX_M with MAX_M=N (skinny ones), the rounded half's N and K in multiples of NK_MULTIPLE (64: whole boxes), from
     # shape START of each seed's draw (default 0: a later chunk of one seed goes on where the last stopped),
     # compiled BLOCK cases at a time (default: the sweep's); appended to OUTDIR/sweep.jsonl within BUDGET_S seconds
     [ "${PTX:-0}" != 0 ] && { python -c "import ptx_kernels; ptx_kernels.load()" 2>&1 | tail -3; }
     python -m compare sweep --seeds "${SEEDS:?SEEDS=S1,S2: seeds of your own}" --start "${START:-0}" --count "${COUNT:-100}" \
       --layout NN,NT --dtypes "${DTYPES:-fp16}" $([ "${GLUON:-0}" = 1 ] && echo --gluon) \
       $([ "${PTX:-0}" = 1 ] && echo --ptx) $([ "${PTX:-0}" = only ] && echo --ptx-only) \
-      ${SCORED_BY:+--scored-by "$SCORED_BY"} ${MAX_MACS:+--max-macs "$MAX_MACS"} ${MAX_M:+--max-m "$MAX_M"} ${BLOCK:+--block "$BLOCK"} --budget-s "${BUDGET_S:-470}" \
+      ${SCORED_BY:+--scored-by "$SCORED_BY"} ${MAX_MACS:+--max-macs "$MAX_MACS"} ${MAX_M:+--max-m "$MAX_M"} ${NK_MULTIPLE:+--nk-multiple "$NK_MULTIPLE"} ${BLOCK:+--block "$BLOCK"} --budget-s "${BUDGET_S:-470}" \
       --workers "${WORKERS:-15}" --out "$OUTDIR/sweep.jsonl" > "$OUTDIR/sweep.log" 2>&1
     echo "sweep rc=$?"; tail -3 "$OUTDIR/sweep.log"
     ;;

@@ -65,6 +65,21 @@ def test_draw_is_deterministic_per_seed():
                                           (198, 746, 4466, "TT")]
 
 
+def test_nk_multiple_rounds_the_rounded_halfs_n_and_k():
+    """A sweep's whole-box draw: the rounded half's N and K in multiples of 64 (M still of 8), each within half a
+    step of the random suite's draw of the same seed, which it otherwise follows (the same M, the unrounded half
+    unchanged); a multiple that is not a power of two from 8 to 256 is refused, named."""
+    whole, base = bench.random_shapes(9, 200, nk_multiple=64), bench.random_shapes(9, 200)
+    assert all(m % 8 == 0 and n % 64 == 0 and k % 64 == 0 for m, n, k, _ in whole[::2])
+    assert all(abs(n - bn) <= 32 and abs(k - bk) <= 32 for (_, n, k, _), (_, bn, bk, _) in zip(whole[::2], base[::2]))
+    assert [s[0] for s in whole] == [s[0] for s in base] and whole[1::2] == base[1::2]
+    assert bench.random_shapes(9, 200, nk_multiple=8) == base and bench.round_to(100, 64) == 128
+    assert bench.round_to(95, 64) == 64 and bench.round_to(20, 64) == 64
+    for bad in (48, 4, 512, True):
+        with pytest.raises(ValueError, match="N and K multiple must be one of 8, 16, 32, 64, 128, 256, got"):
+            bench.random_shapes(9, 4, nk_multiple=bad)
+
+
 def test_max_m_narrows_only_m():
     """A sweep's skinny draw: M within 1..max_m, spread over it (not piled at one end), half the shapes rounded to
     multiples of 8 as in the full draw; N and K keep the random suite's range."""

@@ -50,6 +50,9 @@ def test_the_draw_is_the_random_suites():
     tiny = sweep.draw([5], 0, 12, ["NN"], ["fp16"], ["fp32"], max_macs=2**30)  # --max-macs: the tiny draw's shapes
     assert [(c.m, c.n, c.k) for c in tiny] == [s[:3] for s in bench.random_shapes(5, 12, ["NN"], None, 2**30)]
     assert max(c.m * c.n * c.k for c in tiny) <= 2**30
+    whole = sweep.draw([5], 0, 12, ["NN"], ["fp16"], ["fp32"], nk_multiple=64)  # --nk-multiple: whole 64-wide boxes
+    assert [(c.m, c.n, c.k) for c in whole] == [s[:3] for s in bench.random_shapes(5, 12, ["NN"], nk_multiple=64)]
+    assert all(c.n % 64 == 0 and c.k % 64 == 0 for c in whole[::2])
     with pytest.raises(ValueError, match="--start"):
         sweep.draw([5], -1, 3, ["NN"], ["fp16"], ["fp32"])
 
@@ -489,15 +492,22 @@ def test_fit_refuses_in_one_line(tmp_path, capsys):
 
 
 def test_max_macs_on_the_command_line(capsys, monkeypatch):
-    """--max-macs takes an integer or 2**E into the draw; anything else, or a bound off the range, is a one-line
-    usage error before any GPU is asked for."""
+    """--max-macs takes an integer or 2**E into the draw, --nk-multiple its multiple; anything else, a bound off the
+    range, or either with named shapes, is a one-line usage error before any GPU is asked for."""
     from compare import __main__ as cli
 
     seen = []
     monkeypatch.setattr(cli, "_gpu", lambda: False)
-    monkeypatch.setattr(sweep, "draw", lambda *a: seen.append(a[-1]) or [])
+    monkeypatch.setattr(sweep, "draw", lambda *a: seen.append(a[7:]) or [])  # (max_macs, nk_multiple)
     assert cli.main(["sweep", "--seeds", "5", "--max-macs", "2**30"]) == 2  # (drawn, then: no GPU here)
-    assert seen == [2**30] and "sweep times kernels on a CUDA GPU" in capsys.readouterr().err
+    assert seen == [(2**30, 8)] and "sweep times kernels on a CUDA GPU" in capsys.readouterr().err
+    assert cli.main(["sweep", "--seeds", "5", "--nk-multiple", "64"]) == 2 and seen[-1] == (None, 64)
+    capsys.readouterr()
+    for named in (["--suite", "main"], ["--shapes", "64x64x64"]):  # the draw's bounds shape no named shapes
+        for flag in (["--nk-multiple", "64"], ["--max-m", "48"], ["--max-macs", "2**30"]):
+            assert cli.main(["sweep", *named, *flag]) == 2
+            err = capsys.readouterr().err
+            assert "shape the random draw (--seeds), not named shapes" in err and len(err.strip().splitlines()) == 1
     monkeypatch.undo()
     for bad in ("lots", "3**20", "2**20000", "1" * 40):
         with pytest.raises(SystemExit) as e:
