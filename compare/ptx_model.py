@@ -20,7 +20,8 @@ Staging copies of operands TMA cannot read cost every plan of a call alike; the 
 stage_launch) so that they do not bias the rest, and the launcher leaves them out.
 
 With --cv: leave-one-seed-out, the model's pick against the fastest plan timed and against the rule's
-(`compare.ptx_plans`, needs nvcc). With --write: the fit on all the files into blocks/plan_model_fit.h.
+(`compare.ptx_plans`, needs nvcc), and the same over the held-out whole 64-wide boxes, where the launcher keeps the
+rule (a draw with `sweep --nk-multiple 64` has them). With --write: the fit on all the files into blocks/plan_model_fit.h.
 """
 from __future__ import annotations
 
@@ -397,7 +398,7 @@ def cross_validate(cases: dict[str, dict]) -> None:
     keys, feats, y = rows_of(cases)
     model = Model({f["rate"] for f in feats})
     seeds = sorted({c["seed"] for c in cases.values()})
-    all_m, all_r = [], []
+    all_m, all_r, boxes = [], [], []
     for hold in seeds:
         train = [i for i, (n, _) in enumerate(keys) if cases[n]["seed"] != hold]
         x = fit(model, model.table([feats[i] for i in train]), y[train])
@@ -411,12 +412,17 @@ def cross_validate(cases: dict[str, dict]) -> None:
             best = min(ms.values())
             reg_m.append(ms[k] / best)
             reg_r.append(ms[r] / best)
+            if whole_boxes(held[n]["problem"]["n"], held[n]["problem"]["k"]):
+                boxes.append((reg_m[-1], reg_r[-1]))
         print(f"held out seed {hold}: {len(reg_m)} cases; time over the fastest plan timed (geomean, p90): model "
               f"{geomean(reg_m):.4f} {np.percentile(reg_m, 90):.3f}, rule {geomean(reg_r):.4f} "
               f"{np.percentile(reg_r, 90):.3f}")
         all_m += reg_m
         all_r += reg_r
     print(f"all held-out cases ({len(all_m)}): model {geomean(all_m):.4f}, rule {geomean(all_r):.4f}")
+    if boxes:  # where the launcher keeps the rule (hopper::whole_boxes): what the model would do there
+        print(f"of them whole 64-wide boxes, where the launcher keeps the rule ({len(boxes)}): model "
+              f"{geomean([m for m, _ in boxes]):.4f}, rule {geomean([r for _, r in boxes]):.4f}")
 
 
 def main(argv=None) -> int:
