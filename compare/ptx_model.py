@@ -62,9 +62,8 @@ def persistent_blocks(units: int, slots: int) -> int:
 
 
 def grid_split(m: int, n: int, k: int, bn: int, sms: int = SMS) -> int:
-    """hopper::choose_grid_split's K parts at width bn."""
-    tiles, kblocks = cdiv(m, 128) * cdiv(n, bn), cdiv(k, BK)
-    return max(1, min(kblocks // 8, sms // tiles, kblocks, 256))
+    """hopper::choose_grid_split's K parts at width bn (its 128-row tiles' hopper::grid_parts)."""
+    return cut_grid_split(m, n, k, (128, bn), sms)
 
 
 @dataclass(frozen=True)
