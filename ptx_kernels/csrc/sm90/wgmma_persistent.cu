@@ -179,9 +179,14 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int tiles_m = hopper::cdiv(M, BM), tiles_n = hopper::cdiv(N, BN), tiles = tiles_m * tiles_n;
   const int kblocks = hopper::cdiv(K, hopper::BK), a_rows = hopper::a_box_rows(M, BM);  // A box: see load_kblock
   // work units: tile u % tiles, K slice u / tiles (slices of the same tile far apart: the blocks resident together
-  // read the same k-range, as in wgmma_splitk_grid.cu); one slice unless the grid splits K (GridSplit)
-  const int units = tiles * gs.parts;  // gs.parts <= kblocks (plan_grid_split): every slice has a k-block
-  const auto k_first = [&](int slice) { return int(int64_t(kblocks) * slice / gs.parts); };
+  // read the same k-range, as in wgmma_splitk_grid.cu); one slice unless the grid splits K (GridSplit: the cut
+  // tiles only, so the other tiles' instances compile with parts = 1 and none of the divisions below; a cut tile
+  // unsplit takes the same branch at run time)
+  const int parts = T::kCut ? gs.parts : 1;  // <= kblocks (plan_grid_split): every slice has a k-block
+  const int units = tiles * parts;
+  const auto k_first = [&](int slice) { return parts == 1 ? slice * kblocks : int(int64_t(kblocks) * slice / parts); };
+  const auto unit_tile = [&](int u) { return parts == 1 ? u : u % tiles; };
+  const auto unit_slice = [&](int u) { return parts == 1 ? 0 : u / tiles; };
 
   // ---- PROLOGUE: barriers ----
   if (threadIdx.x == 0) {
@@ -199,8 +204,8 @@ __global__ void __launch_bounds__(kThreads, 1)
       uint32_t phase = 0;
       for (int u = blockIdx.x; u < units; u += gridDim.x) {
         int tm, tn;
-        hopper::tile_coords<GROUP_M>(u % tiles, tiles_m, tiles_n, tm, tn);
-        const int slice = u / tiles;
+        hopper::tile_coords<GROUP_M>(unit_tile(u), tiles_m, tiles_n, tm, tn);
+        const int slice = unit_slice(u);
         hopper::produce_tile<BM, BN, B_COL, A_COL>(ss, &tma_a, &tma_b, tm * BM, tn * BN, k_first(slice),
                                                    k_first(slice + 1), a_rows, s, phase);
       }
@@ -214,8 +219,8 @@ __global__ void __launch_bounds__(kThreads, 1)
     uint32_t phase = 0;
     for (int u = blockIdx.x; u < units; u += gridDim.x) {
       int tm, tn;
-      hopper::tile_coords<GROUP_M>(u % tiles, tiles_m, tiles_n, tm, tn);
-      const int slice = u / tiles, kb = k_first(slice + 1) - k_first(slice);
+      hopper::tile_coords<GROUP_M>(unit_tile(u), tiles_m, tiles_n, tm, tn);
+      const int slice = unit_slice(u), kb = k_first(slice + 1) - k_first(slice);
       auto release = [&](int stage) {
         if (tid == 0) ptx::mbarrier_arrive(ptx::smem_u32(&ss.empty[stage]));  // one arrival per warpgroup
       };
@@ -250,7 +255,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         for (int i = 0; i < MT; ++i) store(acc.d[i], tm * BM + slab + 64 * i);
       }
     }
-    if (gs.ws != nullptr) ptx::griddepcontrol_launch_dependents();  // the reduction may be queued now
+    if (T::kCut && gs.ws != nullptr) ptx::griddepcontrol_launch_dependents();  // the reduction may be queued now
     if (TMA_STORE && tid == 0) ptx::bulk_wait_group_read<0>();  // the staging buffer outlives the last stores
   }
 }
