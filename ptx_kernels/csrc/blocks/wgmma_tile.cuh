@@ -738,9 +738,8 @@ __host__ __device__ constexpr Plan choose_grid_split(int M, int N, int K, int sm
     if (cdiv(N, widths[i]) * widths[i] - N < 64) bn = widths[i];
   if (!bn) bn = 64;
   const int tiles = tiles_m * cdiv(N, bn);
-  int split = force_split ? force_split : (kblocks / kGridSliceKblocks < sms / tiles ? kblocks / kGridSliceKblocks
-                                                                                      : sms / tiles);
-  if (split > kblocks) split = kblocks;
+  int split = force_split ? force_split : grid_parts(M, N, K, sms, 128, bn);
+  if (split > kblocks) split = kblocks;  // a forced count, cut as grid_parts cuts its own
   if (split > kGridMaxSplit) split = kGridMaxSplit;
   if (split < 1) split = 1;
   const long units = long(tiles) * split, rounds = (units + sms - 1) / sms;
