@@ -412,7 +412,7 @@ def cross_validate(cases: dict[str, dict]) -> None:
             reg_m.append(ms[k] / best)
             reg_r.append(ms[r] / best)
             if whole_boxes(held[n]["problem"]["n"], held[n]["problem"]["k"]):
-                boxes.append((reg_m[-1], reg_r[-1]))
+                boxes.append((held[n]["problem"]["m"], reg_m[-1], reg_r[-1]))
         print(f"held out seed {hold}: {len(reg_m)} cases; time over the fastest plan timed (geomean, p90): model "
               f"{geomean(reg_m):.4f} {np.percentile(reg_m, 90):.3f}, rule {geomean(reg_r):.4f} "
               f"{np.percentile(reg_r, 90):.3f}")
@@ -420,8 +420,27 @@ def cross_validate(cases: dict[str, dict]) -> None:
         all_r += reg_r
     print(f"all held-out cases ({len(all_m)}): model {geomean(all_m):.4f}, rule {geomean(all_r):.4f}")
     if boxes:  # where the launcher keeps the rule (hopper::whole_boxes): what the model would do there
-        print(f"of them whole 64-wide boxes, where the launcher keeps the rule ({len(boxes)}): model "
-              f"{geomean([m for m, _ in boxes]):.4f}, rule {geomean([r for _, r in boxes]):.4f}")
+        print(boxes_line(boxes))
+
+
+BOX_BANDS = (128, 512)  # the M bands of boxes_line: up to one, up to four 128-row tiles, more
+
+
+def boxes_line(boxes: list[tuple[int, float, float]]) -> str:
+    """The held-out whole 64-wide boxes (hopper::whole_boxes, where the launcher keeps the rule) as one line: per
+    case (M, the model's time over the fastest plan timed, the rule's), their geomeans over all and by M band."""
+    def part(sub):
+        return f"model {geomean([m for _, m, _ in sub]):.4f}, rule {geomean([r for _, _, r in sub]):.4f}"
+
+    bands, lo = [], 0
+    for hi in (*BOX_BANDS, None):
+        sub = [b for b in boxes if b[0] > lo and (hi is None or b[0] <= hi)]
+        if sub:
+            name = f"{lo} < M <= {hi}" if hi is not None else f"M > {lo}"
+            bands.append(f"{name} ({len(sub)}): {part(sub)}")
+        lo = hi
+    return (f"of them whole 64-wide boxes, where the launcher keeps the rule ({len(boxes)}): {part(boxes)}; "
+            + "; ".join(bands))
 
 
 def main(argv=None) -> int:

@@ -620,6 +620,28 @@ def choice_report(raw: list[dict], recs: list[cm.Record], params: cm.Params, sid
     return line
 
 
+def shape_class(problem) -> str:
+    """The random suite's reading of a problem's class: M <= 16, 16 < M <= 256 or M > 256, and aligned (N and K
+    multiples of 8) or not."""
+    band = "M <= 16" if problem.m <= 16 else "16 < M <= 256" if problem.m <= 256 else "M > 256"
+    return f"{band}, {'aligned' if problem.n % 8 == 0 and problem.k % 8 == 0 else 'not aligned'}"
+
+
+def class_lines(picked: list[Choice]) -> list[str]:
+    """`choice_report`'s cases by `shape_class`, one line a class (those with torch.matmul's time): the geomeans x
+    torch.matmul of the model's choice and of the fastest candidate, and the share of each at 0.95x or more; what
+    separates a planner's tail (the choice below the fastest) from the kernels' (the fastest below 0.95x)."""
+    by: dict[str, list[tuple[float, float]]] = {}
+    for c in picked:
+        if c.torch_ms:
+            t = c.torch_ms * 1e-3
+            by.setdefault(shape_class(c.chosen.problem), []).append((t / c.chosen.seconds, t / c.best.seconds))
+    order = [f"{b}, {a}" for b in ("M <= 16", "16 < M <= 256", "M > 256") for a in ("aligned", "not aligned")]
+    return [f"  {name}: {len(v)} cases; x torch.matmul: choice {_geomean([x for x, _ in v]):.3f} "
+            f"({sum(x >= 0.95 for x, _ in v) / len(v):.0%} >= 0.95x), fastest {_geomean([y for _, y in v]):.3f} "
+            f"({sum(y >= 0.95 for _, y in v) / len(v):.0%})" for name in order if (v := by.get(name))]
+
+
 def today_report(paths: list[Path]) -> str:
     """kernel="auto" as called today, x torch.matmul over the cases of the files (geomean, p10, min)."""
     xs = sorted(r["x_torch"] for p in paths for r in read(p).candidates if r.get("side") == "auto" and r.get("x_torch"))
@@ -813,6 +835,9 @@ def run_fit(paths: list[Path], params_out: Path, holdout: list[tuple[int, int]],
                 if any(r["side"] == side for r in sub):
                     log(f"choice ({which}) " + choice_report(sub, [recs[i] for i in ids], p, side,
                                                              fitted_only=which == "held out"))
+                    if which == "held out":
+                        for line in class_lines(case_choices(sub, [recs[i] for i in ids], p, side, True)):
+                            log(line)
     log(today_report(paths))
     log(ptx_today_report(paths))
     runs = [r for p in paths for r in read(p).runs]

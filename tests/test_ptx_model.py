@@ -218,3 +218,16 @@ def test_a_sweep_of_an_unknown_gpu_is_refused_by_name(tmp_path):
          "call": {"kernel": "wgmma_persistent", "tile": 1, "split": 1, "ran": "wgmma_persistent"}}) + "\n")
     with pytest.raises(HgemmError, match="NVIDIA X1"):
         pm.read([f])
+
+
+def test_whole_boxes_line_splits_the_held_out_cases_by_m():
+    """`--cv`'s line for the held-out whole 64-wide boxes: geomeans of the model's and the rule's time over the
+    fastest over all of them, then per M band (up to one 128-row tile, up to four, more), bands with no case left
+    out; a case on a band's edge counts in the lower band."""
+    boxes = [(64, 1.0, 1.21), (128, 1.0, 1.0), (512, 1.21, 1.0), (4096, 1.1, 1.0)]
+    line = pm.boxes_line(boxes)
+    assert line.startswith("of them whole 64-wide boxes, where the launcher keeps the rule (4): model 1.0741, "
+                           "rule 1.0488;"), line
+    assert "0 < M <= 128 (2): model 1.0000, rule 1.1000" in line, line
+    assert "128 < M <= 512 (1): model 1.2100, rule 1.0000" in line and "M > 512 (1): model 1.1000" in line, line
+    assert "M > 512" not in pm.boxes_line(boxes[:2]) and "128 < M" not in pm.boxes_line(boxes[:2])

@@ -456,6 +456,28 @@ def test_a_choice_report_leaves_out_what_auto_cannot_pick():
     assert line.startswith("triton: 3 cases;") and "fastest candidate 1.000" in line, line
 
 
+def test_class_lines_separate_the_planners_tail_from_the_kernels():
+    """Held-out choices grouped by the random suite's classes (M band, N and K multiples of 8 or not), in the
+    suite's order, classes with no case left out: each line's choice and fastest x torch.matmul and their shares at
+    0.95x. A case without torch.matmul's time counts in no class."""
+    tma = cm.plan_for("triton_tma", 128, 128, 64, 4, 8)
+
+    def choice(m, n, k, chosen_ms, best_ms, torch_ms=1.0):
+        prob = cm.Problem(m, n, k)
+        return sweep.Choice(f"{m}", cm.Record(prob, tma, chosen_ms * 1e-3), cm.Record(prob, tma, best_ms * 1e-3),
+                            torch_ms)
+
+    picked = [choice(8, 4096, 4096, 1.0, 1.0), choice(200, 4096, 4096, 2.0, 1.25),
+              choice(200, 4096, 4096, 1.0, 1.0), choice(300, 4097, 4096, 0.5, 0.5),
+              choice(9, 4096, 4096, 1.0, 1.0, torch_ms=None)]
+    assert sweep.shape_class(cm.Problem(16, 64, 64)) == "M <= 16, aligned"
+    assert sweep.shape_class(cm.Problem(17, 64, 63)) == "16 < M <= 256, not aligned"
+    assert sweep.class_lines(picked) == [
+        "  M <= 16, aligned: 1 cases; x torch.matmul: choice 1.000 (100% >= 0.95x), fastest 1.000 (100%)",
+        "  16 < M <= 256, aligned: 2 cases; x torch.matmul: choice 0.707 (50% >= 0.95x), fastest 0.894 (50%)",
+        "  M > 256, not aligned: 1 cases; x torch.matmul: choice 2.000 (100% >= 0.95x), fastest 2.000 (100%)"]
+
+
 def test_held_out_choices_are_among_the_plans_the_planner_ranks():
     """With the model's fitted kernels (as cross-validation scores), a case's choice is one of the plans
     kernel="auto" ranks for it today (`planner_plans`): a realign tile recorded at an M past realign.MAX_M (timed
