@@ -43,7 +43,7 @@ from hgemm_common.errors import HgemmValueError
 from hgemm_common.record import ACCS_FOR
 from hgemm_common.validation import DTYPES as TORCH_DTYPES
 
-from .bench import CONTROL, random_shapes
+from .bench import CONTROL, SHARE_AT, random_shapes
 from .registry import BASELINE
 from .sweep_data import Data, append, read
 
@@ -629,8 +629,9 @@ def shape_class(problem) -> str:
 
 def class_lines(picked: list[Choice]) -> list[str]:
     """`choice_report`'s cases by `shape_class`, one line a class (those with torch.matmul's time): the geomeans x
-    torch.matmul of the model's choice and of the fastest candidate, and the share of each at 0.95x or more; what
-    separates a planner's tail (the choice below the fastest) from the kernels' (the fastest below 0.95x)."""
+    torch.matmul of the model's choice and of the fastest candidate, and the share of each at the random suite's
+    bar (`compare.bench.SHARE_AT` x torch.matmul) or above; what separates a planner's tail (the choice below the
+    fastest) from the kernels' (the fastest below the bar)."""
     by: dict[str, list[tuple[float, float]]] = {}
     for c in picked:
         if c.torch_ms:
@@ -638,8 +639,9 @@ def class_lines(picked: list[Choice]) -> list[str]:
             by.setdefault(shape_class(c.chosen.problem), []).append((t / c.chosen.seconds, t / c.best.seconds))
     order = [f"{b}, {a}" for b in ("M <= 16", "16 < M <= 256", "M > 256") for a in ("aligned", "not aligned")]
     return [f"  {name}: {len(v)} cases; x torch.matmul: choice {_geomean([x for x, _ in v]):.3f} "
-            f"({sum(x >= 0.95 for x, _ in v) / len(v):.0%} >= 0.95x), fastest {_geomean([y for _, y in v]):.3f} "
-            f"({sum(y >= 0.95 for _, y in v) / len(v):.0%})" for name in order if (v := by.get(name))]
+            f"({sum(x >= SHARE_AT for x, _ in v) / len(v):.0%} >= {SHARE_AT}x), fastest "
+            f"{_geomean([y for _, y in v]):.3f} ({sum(y >= SHARE_AT for _, y in v) / len(v):.0%})"
+            for name in order if (v := by.get(name))]
 
 
 def today_report(paths: list[Path]) -> str:
