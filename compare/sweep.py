@@ -179,8 +179,8 @@ def cut_stages(bm: int, bn: int) -> int:
 def cut_codes(m: int, n: int, k: int, layout: str, acc: str = "fp32", sectors: bool = True) -> list[int]:
     """The cut tiles wgmma_persistent can run on a problem of this shape and layout, on operands of their own (the
     sweep's: contiguous, 16-byte aligned bases): its one form needs fp32 accumulation, row-major A, a TMA-stored C
-    (N a multiple of 8) and 16-byte B rows; the launcher offers them only on B rows on the 32-byte sectors (K, or N
-    for row-major B, a multiple of 16; sectors=False: also off them, timed for a fit that would price them there);
+    (N a multiple of 8) and 16-byte B rows; the launcher's rule offers them only on B rows on the 32-byte sectors (K,
+    or N for row-major B, a multiple of 16), its model off them too (sectors=False: those as well);
     row-major B takes the widths of whole 64-column boxes only. None on skinny outputs (M or N <= 128), where the
     launcher never plans them."""
     b_col = layout[1] == "T"
@@ -193,8 +193,9 @@ def cut_codes(m: int, n: int, k: int, layout: str, acc: str = "fp32", sectors: b
 def swap_codes(m: int, n: int, k: int, layout: str, acc: str = "fp32", sectors: bool = True) -> list[int]:
     """The swapped cut tiles wgmma_persistent can run on a problem of this shape and layout, on operands of their
     own (contiguous, 16-byte aligned bases): their one form needs fp32 accumulation, row-major A, B's rows 16-byte
-    aligned and a TMA-stored C (N a multiple of 8); the launcher offers them only on A's rows on the 32-byte sectors
-    (K a multiple of 16: B' = A^T is loaded as the cut tiles load column-major B; sectors=False: also off them). None
+    aligned and a TMA-stored C (N a multiple of 8); the launcher's rule offers them only on A's rows on the 32-byte
+    sectors (K a multiple of 16: B' = A^T is loaded as the cut tiles load column-major B), its model off them too
+    (sectors=False: those as well). None
     on skinny outputs."""
     if acc != "fp32" or layout[0] != "N" or m <= 128 or n <= 128 or n % 8 or k % (16 if sectors else 8):
         return []
@@ -216,9 +217,9 @@ def ptx_plans(m: int, n: int, k: int, layout: str, acc: str = "fp32") -> list[tu
     """(record, tile code, split) of the hand-written side's plans (ptx_kernels/csrc/sm90/handoff.h, GemmArgs::
     plan_tile and ::split; 0 lets the launcher choose): wgmma_persistent's own choice; each of its tiles pinned
     unsplit (1-4: 128 x 256/128/64/192; 5, 6: 256 x 152 in 4 or 3 stages, column-major B only; the cut tiles its
-    form allows, `cut_codes`, and the swapped ones, `swap_codes`, on rows off the 32-byte sectors too, where the
-    launcher does not offer them yet); those cut and swapped tiles split over the grid
-    where their tiles leave SMs idle over a long K (`cut_grid_split`); its 128-row tiles split over clusters of 2
+    form allows, `cut_codes`, and the swapped ones, `swap_codes`, on rows off the 32-byte sectors too, where only the
+    launcher's model offers them); those cut and swapped tiles split over the grid where their tiles leave SMs idle
+    over a long K (`cut_grid_split`); its 128-row tiles split over clusters of 2
     and 4 (wgmma_splitk) where each part keeps 4 k-blocks; the grid split's three tiles (wgmma_splitk_grid, its own
     slice count) where K holds two slices; the cluster kernel (wgmma_cluster)."""
     kblocks = -(-k // 64)
@@ -609,7 +610,11 @@ def choice_report(raw: list[dict], recs: list[cm.Record], params: cm.Params, sid
     """How the model would choose among one side's candidates (`case_choices`), as one line: the share of cases
     where its choice measured within 5% of the case's fastest, the geomean of choice over fastest, and the
     geomeans x torch.matmul of its choice and of the fastest candidate."""
-    picked = case_choices(raw, recs, params, side, fitted_only)
+    return choice_line(case_choices(raw, recs, params, side, fitted_only), side)
+
+
+def choice_line(picked: list[Choice], side: str) -> str:
+    """`choice_report`'s line from its cases' choices."""
     if not picked:
         return f"{side}: no timed candidates"
     s = choice_stats(picked)
@@ -835,10 +840,10 @@ def run_fit(paths: list[Path], params_out: Path, holdout: list[tuple[int, int]],
             for side in ("triton", "ptx"):
                 sub = [raw[i] for i in ids]
                 if any(r["side"] == side for r in sub):
-                    log(f"choice ({which}) " + choice_report(sub, [recs[i] for i in ids], p, side,
-                                                             fitted_only=which == "held out"))
+                    picked = case_choices(sub, [recs[i] for i in ids], p, side, fitted_only=which == "held out")
+                    log(f"choice ({which}) " + choice_line(picked, side))
                     if which == "held out":
-                        for line in class_lines(case_choices(sub, [recs[i] for i in ids], p, side, True)):
+                        for line in class_lines(picked):
                             log(line)
     log(today_report(paths))
     log(ptx_today_report(paths))
