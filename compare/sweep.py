@@ -605,16 +605,10 @@ def choice_stats(picked: list[Choice]) -> dict:
             "x_torch_best": _geomean([c.torch_ms * 1e-3 / c.best.seconds for c in with_torch]) if with_torch else None}
 
 
-def choice_report(raw: list[dict], recs: list[cm.Record], params: cm.Params, side: str,
-                  fitted_only: bool = False) -> str:
-    """How the model would choose among one side's candidates (`case_choices`), as one line: the share of cases
-    where its choice measured within 5% of the case's fastest, the geomean of choice over fastest, and the
-    geomeans x torch.matmul of its choice and of the fastest candidate."""
-    return choice_line(case_choices(raw, recs, params, side, fitted_only), side)
-
-
 def choice_line(picked: list[Choice], side: str) -> str:
-    """`choice_report`'s line from its cases' choices."""
+    """How the model chose among one side's candidates (`case_choices`), as one line: the share of cases where its
+    choice measured within 5% of the case's fastest, the geomean of choice over fastest, and the geomeans x
+    torch.matmul of its choice and of the fastest candidate."""
     if not picked:
         return f"{side}: no timed candidates"
     s = choice_stats(picked)
@@ -633,7 +627,7 @@ def shape_class(problem) -> str:
 
 
 def class_lines(picked: list[Choice]) -> list[str]:
-    """`choice_report`'s cases by `shape_class`, one line a class (those with torch.matmul's time): the geomeans x
+    """`choice_line`'s cases by `shape_class`, one line a class (those with torch.matmul's time): the geomeans x
     torch.matmul of the model's choice and of the fastest candidate, and the share of each at the random suite's
     bar (`compare.bench.SHARE_AT` x torch.matmul) or above; what separates a planner's tail (the choice below the
     fastest) from the kernels' (the fastest below the bar)."""

@@ -452,7 +452,7 @@ def test_a_choice_report_leaves_out_what_auto_cannot_pick():
                          (cm.plan_for("triton_streamk", 128, 128, 64, 4, 8), 0.5)):
             raw.append({"case": f"c{i}", "side": "triton", "torch_ms": 1.0})
             recs.append(cm.Record(prob, plan, ms * 1e-3, f"c{i}"))
-    line = sweep.choice_report(raw, recs, cm.Params(), "triton")
+    line = sweep.choice_line(sweep.case_choices(raw, recs, cm.Params(), "triton"), "triton")
     assert line.startswith("triton: 3 cases;") and "fastest candidate 1.000" in line, line
 
 
