@@ -69,8 +69,6 @@ constexpr int kCols = 128;       // columns of C a unit covers
 constexpr int kStepK = 128;      // k a block's warps cover together in one step
 constexpr int kPad = 4;          // floats after each row of the partial sums in shared memory (rows stay 16-byte aligned)
 constexpr int kMaxSplit = 256;
-// Forced splits of a large output are cut to a workspace of at most this many bytes (planned ones need a few MB).
-constexpr int64_t kMaxWorkspaceBytes = int64_t(256) << 20;
 
 // A warp's step: N columns x K of B, 8 16-byte loads a lane (g = lane / 4, t = lane % 4), in RB MMA row blocks of 16
 // columns and KS k32 chunks (two k16 MMAs each); col(j, hh): the column (from the warp's first) of MMA row block j's
@@ -547,8 +545,8 @@ int resident_blocks() {
 }  // namespace
 
 // ---- HOST: check -> plan -> workspace -> launches ----
-// GemmArgs::split pins S (1 .. kMaxSplit, cut to the k-steps there are and to a workspace of kMaxWorkspaceBytes);
-// GemmArgs::plan_tile and ::tile are not read (one tile).
+// GemmArgs::split pins S (1 .. kMaxSplit, cut to the k-steps there are and to a workspace of
+// splitk::kMaxWorkspaceBytes); GemmArgs::plan_tile and ::tile are not read (one tile).
 template <typename E>
 cudaError_t launch_mma_stream(const GemmArgsOf<E>& p, Acc acc, cudaStream_t stream, LaunchInfo* info) {
   const int64_t ldb = p.b_col_major ? p.sbn : p.sbk;
@@ -568,9 +566,8 @@ cudaError_t launch_mma_stream(const GemmArgsOf<E>& p, Acc acc, cudaStream_t stre
     constexpr auto kernel = mma_stream_kernel<E, acc_c.value, b_col_c.value, shift_c.value, rows>;
     StreamPlan plan = plan_stream(p.M, p.N, p.K, resident_blocks<kernel>(), p.split, rows);
     const int64_t slice_bytes = int64_t(p.M) * ldw * int64_t(sizeof(float));
-    if (plan.split > 1 && plan.split * slice_bytes > kMaxWorkspaceBytes)
-      plan = plan_stream(p.M, p.N, p.K, resident_blocks<kernel>(),
-                         int(std::max<int64_t>(1, kMaxWorkspaceBytes / slice_bytes)), rows);
+    if (const int capped = splitk::cap_split(plan.split, slice_bytes); capped != plan.split)
+      plan = plan_stream(p.M, p.N, p.K, resident_blocks<kernel>(), capped, rows);
     const int64_t bytes = plan.split > 1 ? plan.split * slice_bytes : 0;
     if (info) info->workspace_bytes = bytes;
     if (p.workspace_bytes < bytes) return kWorkspaceNeeded;
