@@ -60,8 +60,8 @@ constexpr int kWarps = 8, kThreads = 32 * kWarps;
 constexpr int kRows = 16;  // rows of C in the MMA's two n8 tiles; a unit's rows (ROWS) are 16 or 32: 2 or 4 n8 tiles
 // Blocks of a ROWS-row instance resident on an SM: 16 rows, 2 x 256 threads x <= 128 registers (the register file,
 // full); 32 rows hold twice the accumulators and A fragments, one block of up to 255 registers a thread.
-template <int ROWS>
-constexpr int kBlocksPerSM = ROWS == kRows ? 2 : 1;
+template <int ROWS, bool B_COL>
+constexpr int kBlocksPerSM = ROWS == kRows || B_COL ? 2 : 1;
 // The rows of the units a problem of M rows runs in: 16 where one block of them covers M, else 32 (17-32 rows in one
 // pass over B instead of two; more in as few passes as 32-row blocks take).
 __host__ __device__ constexpr int stream_rows(int M) { return M > kRows ? 2 * kRows : kRows; }
@@ -443,7 +443,7 @@ __device__ __forceinline__ float2 acc_pair(const tile::MmaAcc<Acc::F16, half>& c
 // rows are read (ARead); `c_vec`: C takes 8-byte stores of 4 elements. B_SHIFT: B's base or leading
 // dimension is not 16-byte aligned (warp_step).
 template <typename E, Acc ACC, bool B_COL, bool B_SHIFT, int ROWS>
-__global__ void __launch_bounds__(kThreads, kBlocksPerSM<ROWS>)
+__global__ void __launch_bounds__(kThreads, kBlocksPerSM<ROWS, B_COL>)
     mma_stream_kernel(const E* __restrict__ A, const E* __restrict__ B, E* __restrict__ C, float* __restrict__ ws,
                       int M, int N, int K, int64_t sam, int64_t sak, int64_t ldb, int64_t ldc, int ldw, int split,
                       ARead a_read, bool c_vec) {
