@@ -152,6 +152,14 @@ __device__ __forceinline__ uint4 load_b8(const E* p, int valid) {
   return valid >= 8 ? ptx::ld_global_nc_na_v4_b32(p) : load8_elements(p, 1, valid);
 }
 
+// threadIdx.x through an opaque read (asm volatile): what derives from it is computed again where this is read,
+// not kept in a register from an earlier read.
+__device__ __forceinline__ int opaque_thread_index() {
+  int tid;
+  asm volatile("mov.u32 %0, %%tid.x;" : "=r"(tid));
+  return tid;
+}
+
 __device__ __forceinline__ void unpack(uint4 v, uint32_t (&r)[4]) { r[0] = v.x, r[1] = v.y, r[2] = v.z, r[3] = v.w; }
 
 // ---- B rows off 16-byte boundaries (B_SHIFT) ----------------------------------------------------------------------
@@ -369,7 +377,6 @@ __device__ __forceinline__ void warp_step(tile::MmaAcc<ACC, E> (&acc)[Warp<B_COL
   } else {
     // ---- B column-major: per row block j, columns g and g + 8 (hh), k chunks s: q[j][hh][s] ----
     uint32_t q[W::RB][2][W::KS][4];
-    int sh[W::RB][2][W::KS];  // B_SHIFT: each column's shift
 #pragma unroll
     for (int j = 0; j < W::RB; ++j)
 #pragma unroll
@@ -380,8 +387,7 @@ __device__ __forceinline__ void warp_step(tile::MmaAcc<ACC, E> (&acc)[Warp<B_COL
           const E* p = B + int64_t(n) * ldb + k;
           uint4 v = make_uint4(0u, 0u, 0u, 0u);
           if constexpr (B_SHIFT) {
-            sh[j][hh][s] = shift_of(p);
-            if (!EDGE || n < N) v = load_chunk(p, sh[j][hh][s], EDGE ? K - k : 8, false);
+            if (!EDGE || n < N) v = load_chunk(p, shift_of(p), EDGE ? K - k : 8, false);
           } else {
             if (!EDGE) v = ptx::ld_global_nc_na_v4_b32(p);
             else if (n < N) v = load_b8(p, K - k);
@@ -405,22 +411,29 @@ __device__ __forceinline__ void warp_step(tile::MmaAcc<ACC, E> (&acc)[Warp<B_COL
           for (int s = 0; s < W::KS; ++s) {  // s = 0 first: it reads s = 1's own chunk before that is rebuilt
             uint32_t next[4];
             next_chunk(next, q[j][hh][s], s == 0 ? q[j][hh][1] : far, 1, s == 0 ? 4 * g : 4 * g + 2 * j + hh, t == 3);
-            realign(q[j][hh][s], next, sh[j][hh][s]);
+            // the column's shift, the same for all its chunks (they start 8 elements apart)
+            realign(q[j][hh][s], next, shift_of(B + int64_t(n0 + W::col(j, hh, g)) * ldb + k0));
             if (EDGE) keep_first(q[j][hh][s], n0 + W::col(j, hh, g) < N ? K - (k0 + 32 * s + 8 * t) : 0);
           }
     }
-    load_a<W::KS, !B_SHIFT>(a, A, sam, sak, M, K, m0, k0, a_read, stage);
-    // ---- MMAs: k16 step h of chunk s takes registers 2h (slots 2t, 2t+1) and 2h + 1 (slots 2t + 8, 2t + 9) ----
+    // ---- MMAs, one k32 chunk s at a time (A's fragments of one chunk live at once: the 32-row units' registers),
+    // k16 step h of chunk s takes registers 2h (slots 2t, 2t+1) and 2h + 1 (slots 2t + 8, 2t + 9) ----
 #pragma unroll
-    for (int j = 0; j < W::RB; ++j)
+    for (int s = 0; s < W::KS; ++s)
 #pragma unroll
-      for (int s = 0; s < W::KS; ++s)
+      for (int i0 = 0; i0 < MT; i0 += 2) {
+        uint32_t as[1][2][4];
+        load_a<1, !B_SHIFT>(as, A, sam, sak, M, K, m0 + 8 * i0, k0 + 32 * s, a_read, stage);
 #pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const uint32_t f[4] = {q[j][0][s][2 * h], q[j][1][s][2 * h], q[j][0][s][2 * h + 1], q[j][1][s][2 * h + 1]};
+        for (int j = 0; j < W::RB; ++j)
 #pragma unroll
-          for (int i = 0; i < MT; ++i) acc[j][i].mma(f, {a[s][i][2 * h], a[s][i][2 * h + 1]});
-        }
+          for (int h = 0; h < 2; ++h) {
+            const uint32_t f[4] = {q[j][0][s][2 * h], q[j][1][s][2 * h], q[j][0][s][2 * h + 1],
+                                   q[j][1][s][2 * h + 1]};
+#pragma unroll
+            for (int i = 0; i < 2; ++i) acc[j][i0 + i].mma(f, {as[0][i][2 * h], as[0][i][2 * h + 1]});
+          }
+      }
   }
 }
 
@@ -465,7 +478,9 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSM<ROWS, B_COL>)
   for (int u = blockIdx.x; u < units; u += gridDim.x) {
     const int slice = u / tiles, tile_id = u % tiles;
     const int m0 = (tile_id % mblocks) * ROWS, c0 = (tile_id / mblocks) * kCols;
-    const int step0 = int(int64_t(steps) * slice / split), step1 = int(int64_t(steps) * (slice + 1) / split);
+    // slice s: steps / split steps, one more for the first steps % split slices (32-bit: no 64-bit division call)
+    const int per = steps / split, extra = steps % split;
+    const int step0 = slice * per + min(slice, extra), step1 = step0 + per + (slice < extra);
     const int n0 = c0 + wn * W::N;  // the warp's columns
 
     // ---- MAIN LOOP: the warp's k chunk of each step of the slice ----
@@ -483,7 +498,9 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSM<ROWS, B_COL>)
     }
 
     // ---- EPILOGUE: per 16 rows of the unit, the warps' partial sums into shared memory, added in warp order,
-    // stored ----
+    // stored. The unit's first column from n0 and the warp's offset, read afresh (a 32-row unit of column-major B
+    // has no register to keep them in across the main loop) ----
+    const int warp_cols = opaque_thread_index() / 32 % WN * W::N, u0 = n0 - warp_cols;
 #pragma unroll
     for (int h = 0; h < MT / 2; ++h) {
       if (h > 0) {
@@ -497,20 +514,24 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSM<ROWS, B_COL>)
 #pragma unroll
           for (int hh = 0; hh < 2; ++hh) {
             const float2 v = acc_pair(acc[j][2 * h + i], hh);
-            const int col = wn * W::N + W::col(j, hh, g), row = 8 * i + 2 * t;
+            const int col = warp_cols + W::col(j, hh, g), row = 8 * i + 2 * t;
             partial[wk][row][col] = v.x;
             partial[wk][row + 1][col] = v.y;
           }
       __syncthreads();
-      for (int idx = threadIdx.x; idx < kRows * kCols / 4; idx += kThreads) {
-        const int row = idx / (kCols / 4), col = idx % (kCols / 4) * 4;
+      // thread (warp, lane) adds 4 columns from 4 lane on, in rows warp, warp + 8 (no index kept across the main
+      // loop: a 32-row unit of column-major B has no register to spare there)
+      static_assert(kCols / 4 == 32 && kRows % kWarps == 0, "a warp's lanes span a row of the unit");
+#pragma unroll
+      for (int r = 0; r < kRows / kWarps; ++r) {
+        const int row = warp + kWarps * r, col = 4 * lane;
         float4 sum = *reinterpret_cast<const float4*>(&partial[0][row][col]);
 #pragma unroll
         for (int w = 1; w < WK; ++w) {
           const float4 v = *reinterpret_cast<const float4*>(&partial[w][row][col]);
           sum.x += v.x, sum.y += v.y, sum.z += v.z, sum.w += v.w;
         }
-        const int m = m0 + kRows * h + row, n = c0 + col;
+        const int m = m0 + kRows * h + row, n = u0 + col;
         if (m >= M || n >= N) continue;
         if (ws != nullptr)  // n + 3 < ldw: n is a multiple of 4 below N, and ldw is N rounded up to 4
           *reinterpret_cast<float4*>(ws + (int64_t(slice) * M + m) * ldw + n) = sum;
