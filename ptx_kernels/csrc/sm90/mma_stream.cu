@@ -416,23 +416,27 @@ __device__ __forceinline__ void warp_step(tile::MmaAcc<ACC, E> (&acc)[Warp<B_COL
             if (EDGE) keep_first(q[j][hh][s], n0 + W::col(j, hh, g) < N ? K - (k0 + 32 * s + 8 * t) : 0);
           }
     }
-    // ---- MMAs, one k32 chunk s at a time (A's fragments of one chunk live at once: the 32-row units' registers),
-    // k16 step h of chunk s takes registers 2h (slots 2t, 2t+1) and 2h + 1 (slots 2t + 8, 2t + 9) ----
+    // ---- MMAs: k16 step h of chunk s takes registers 2h (slots 2t, 2t+1) and 2h + 1 (slots 2t + 8, 2t + 9). A's
+    // fragments in batches of SB k32 chunks x IB n8 tiles: the whole step at 16 rows (one batch, its loads together),
+    // one chunk x 16 rows at a time at 32 (the registers of two blocks an SM hold no more) ----
+    constexpr int SB = MT > 2 ? 1 : W::KS, IB = MT > 2 ? 2 : MT;
 #pragma unroll
-    for (int s = 0; s < W::KS; ++s)
+    for (int s0 = 0; s0 < W::KS; s0 += SB)
 #pragma unroll
-      for (int i0 = 0; i0 < MT; i0 += 2) {
-        uint32_t as[1][2][4];
-        load_a<1, !B_SHIFT>(as, A, sam, sak, M, K, m0 + 8 * i0, k0 + 32 * s, a_read, stage);
+      for (int i0 = 0; i0 < MT; i0 += IB) {
+        uint32_t as[SB][IB][4];
+        load_a<SB, !B_SHIFT>(as, A, sam, sak, M, K, m0 + 8 * i0, k0 + 32 * s0, a_read, stage);
 #pragma unroll
         for (int j = 0; j < W::RB; ++j)
 #pragma unroll
-          for (int h = 0; h < 2; ++h) {
-            const uint32_t f[4] = {q[j][0][s][2 * h], q[j][1][s][2 * h], q[j][0][s][2 * h + 1],
-                                   q[j][1][s][2 * h + 1]};
+          for (int s = 0; s < SB; ++s)
 #pragma unroll
-            for (int i = 0; i < 2; ++i) acc[j][i0 + i].mma(f, {as[0][i][2 * h], as[0][i][2 * h + 1]});
-          }
+            for (int h = 0; h < 2; ++h) {
+              const uint32_t f[4] = {q[j][0][s0 + s][2 * h], q[j][1][s0 + s][2 * h], q[j][0][s0 + s][2 * h + 1],
+                                     q[j][1][s0 + s][2 * h + 1]};
+#pragma unroll
+              for (int i = 0; i < IB; ++i) acc[j][i0 + i].mma(f, {as[s][i][2 * h], as[s][i][2 * h + 1]});
+            }
       }
   }
 }
