@@ -16,9 +16,10 @@
 //     (NN) is loaded as 8 rows of 8 consecutive columns a lane, and a byte permute (PRMT) pairs rows k and k + 1 of
 //     each column into one register: the MMA rows (columns of C) are permuted instead of k (Warp<false> below).
 //   - Bytes in flight: a warp issues its whole step, 8 loads a lane (4 KB a warp), before the first MMA that reads it,
-//     and two blocks of 8 warps share an SM (the launch bounds; one block of the 32-row units, whose accumulators and
-//     A fragments take up to 255 registers a thread), so most warps wait on loads at any time; the dependency chain
-//     of a step is loads -> PRMT -> MMA, nothing else.
+//     and two blocks of 8 warps share an SM (the launch bounds), so most warps wait on loads at any time; the
+//     dependency chain of a step is loads -> PRMT -> MMA, nothing else. The 32-row units hold twice the accumulators:
+//     row-major B's take one block an SM (up to 255 registers a thread); column-major B's keep two, at 128 registers,
+//     by loading A's fragments 16 rows x one k32 chunk at a time (the step's 8 loads of B still go first).
 //   - Work units: a unit is kCols columns x ROWS rows of C over one slice of K (S slices of near-equal k-steps); a
 //     block's 8 warps split the unit's columns (WN) and each k-step (WK): warp wk takes k-step chunk wk of every
 //     kStepK of the slice, so the block reads kCols x kStepK of B together. The warps' partial sums meet in shared
@@ -58,8 +59,8 @@ namespace {
 
 constexpr int kWarps = 8, kThreads = 32 * kWarps;
 constexpr int kRows = 16;  // rows of C in the MMA's two n8 tiles; a unit's rows (ROWS) are 16 or 32: 2 or 4 n8 tiles
-// Blocks of a ROWS-row instance resident on an SM: 16 rows, 2 x 256 threads x <= 128 registers (the register file,
-// full); 32 rows hold twice the accumulators and A fragments, one block of up to 255 registers a thread.
+// Blocks of an instance resident on an SM: 2 x 256 threads x <= 128 registers (the register file, full), but for
+// the 32-row units of row-major B: one block of up to 255 registers a thread (at 128 they spill).
 template <int ROWS, bool B_COL>
 constexpr int kBlocksPerSM = ROWS == kRows || B_COL ? 2 : 1;
 // The rows of the units a problem of M rows runs in: 16 where one block of them covers M, else 32 (17-32 rows in one
@@ -131,8 +132,8 @@ static_assert(plan_stream(1, 8192, 8192, 264).split == 4 && plan_stream(1, 8192,
 static_assert(stream_rows(1) == 16 && stream_rows(16) == 16 && stream_rows(17) == 32 && stream_rows(48) == 32 &&
                   plan_stream(24, 1630, 31754, 132, 0, 32).units == 130 &&
                   plan_stream(24, 1630, 31754, 264).units == 260,
-              "worked cases: past 16 rows, 32-row units (one block an SM): 24 x 1630 x 31754 in 13 units of 10 "
-              "slices, half the 16-row units' 2 x 13 x 10");
+              "worked cases: past 16 rows, 32-row units (row-major B: one block an SM): 24 x 1630 x 31754 in 13 "
+              "units of 10 slices, half the 16-row units' 2 x 13 x 10");
 
 // ---- loads ----------------------------------------------------------------------------------------------------------
 // 8 elements of E at p, stride apart, the first `valid` of them (any count, <= 0 included), zeros after: one element a
@@ -523,12 +524,9 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSM<ROWS, B_COL>)
             partial[wk][row + 1][col] = v.y;
           }
       __syncthreads();
-      // thread (warp, lane) adds 4 columns from 4 lane on, in rows warp, warp + 8 (no index kept across the main
-      // loop: a 32-row unit of column-major B has no register to spare there)
-      static_assert(kCols / 4 == 32 && kRows % kWarps == 0, "a warp's lanes span a row of the unit");
-#pragma unroll
-      for (int r = 0; r < kRows / kWarps; ++r) {
-        const int row = warp + kWarps * r, col = 4 * lane;
+      // (the loop's start read afresh too: ptxas then keeps a whole step of B in flight in every instance)
+      for (int idx = opaque_thread_index(); idx < kRows * kCols / 4; idx += kThreads) {
+        const int row = idx / (kCols / 4), col = idx % (kCols / 4) * 4;
         float4 sum = *reinterpret_cast<const float4*>(&partial[0][row][col]);
 #pragma unroll
         for (int w = 1; w < WK; ++w) {
