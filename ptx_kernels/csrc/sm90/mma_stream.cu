@@ -327,9 +327,9 @@ __device__ __forceinline__ void warp_step(tile::MmaAcc<ACC, E> (&acc)[Warp<B_COL
                                           int k0, ARead a_read, uint4* stage) {
   using W = Warp<B_COL>;
   const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-  uint32_t a[W::KS][MT][4];
   if constexpr (!B_COL) {
     // ---- B row-major: 8 rows x 8 columns a lane; registers q[r][j] hold columns 8g + 2j, 8g + 2j + 1 of row r ----
+    uint32_t a[W::KS][MT][4];
     uint32_t q[8][4];
     int sh[8];  // B_SHIFT: row r's shift
     const int n = n0 + 8 * g, k = k0 + 8 * t;
