@@ -299,7 +299,8 @@ def prepared(v: Variant, a: torch.Tensor, b: torch.Tensor, split, copies: list[s
 # test reads there). Such a call launches mma_stream from here, as the hand-off would, so that B's rows off the
 # 16-byte grid are read in place (mma_stream's b_rows_any), not first copied for wgmma_persistent's TMA
 # descriptors: the same kernel and plan, the same bits.
-# STREAM_ROWS is also the rows of A one of mma_stream's blocks takes (its kRows).
+# STREAM_ROWS is also the rows of A one of mma_stream's 16-row units takes (its kRows; past them it runs 32-row
+# units).
 STREAM_ROWS, STREAM_MIN_B = 16, 1 << 22
 STREAM_OFF_ROWS = 32
 

@@ -196,17 +196,19 @@ HOPPER: tuple[Variant, ...] = (
     # ldmatrix.trans, "LDSM", else element by element), K split over a persistent grid and the partials added by the
     # grid kernel's reduction.
     Variant("mma_stream", "ptx", "wgmma", "sm90/mma_stream.cu",
-            "persistent, 16 rows x 128 columns of C a unit, 8 warps x 4 KB of B in flight, K split over the grid",
+            "persistent, 16 rows (32 past 16) x 128 columns of C a unit, 8 warps x 4 KB of B in flight, K split over "
+            "the grid",
             "the bandwidth path for a few rows of A: C^T = B^T A^T on mma.sync.m16n8k16 (N the MMA's M), B loaded "
-            "straight into the fragment registers (16-byte ld.global.nc, k order permuted to the fragment), partials "
-            "added in a fixed order by a second kernel; wgmma_persistent hands it M <= 32 against a B off the 16-byte "
-            "grid, and M <= 16 of a column-major A against a large B",
+            "straight into the fragment registers (16-byte ld.global.nc, k order permuted to the fragment), up to "
+            "32 rows against each piece of B, partials added in a fixed order by a second kernel; wgmma_persistent "
+            "hands it M <= 32 against a B off the 16-byte grid, and M <= 16 of a column-major A against a large B",
             isa="mma.sync", ceiling="mma.sync", min_arch=90, block=(16, 128, 128), stages=1, alignment="rows16",
             dtypes=BF16, native_layouts=_ALL_LAYOUTS, splits=(1, 2, 3, 7), max_split=256, mma_forms=_HMMA_FORMS,
             max_m=48, b_rows_any=True, a_rows_any=True, promises={"sm_90a": ("HMMA", "LDG", "PRMT", "LDSM")},
             forbids={"sm_90a": ("LDGSTS", "STSM", "HGMMA", "UTMALDG", *_LOCAL)},
-            # inspect shows B with 16-byte aligned rows (the instance that rebuilds rows off them: B_SHIFT true)
-            inspect={"B_SHIFT": "false"},
+            # inspect shows B with 16-byte aligned rows (the instance that rebuilds rows off them: B_SHIFT true), in
+            # 16-row units (ROWS 32: past 16 rows)
+            inspect={"B_SHIFT": "false", "ROWS": "16"},
             # the warps' partial sums: 4 (B row-major) or 2 (column-major) k shares x 16 rows x (128 + 4) fp32; then
             # each of the 8 warps' staging of column-major A: 2 n8 tiles x 1 (B row-major) or 2 k32 chunks x 32
             # slots of 16 bytes

@@ -197,32 +197,35 @@ def test_mma_stream_keeps_a_whole_step_of_b_in_flight(compiled):
     """mma_stream (the bandwidth path) loads B straight into registers: in every instance's main loop (the loop with
     the HMMAs), a run of the step's 8 streaming 16-byte loads (ld.global.nc.L1::no_allocate.L2::256B:
     LDG.E.NA.LTC256B.128) with no HMMA and no branch among them (the fast path: a warp's whole step in flight before
-    it waits), 16 HMMAs a step (4 KB of B: 32 columns' or 64 columns' worth of k16 MMAs against A's two n8 tiles) on
-    the fast and the edge path; row-major B pairs its rows with PRMT (at least 32 a loop more than column-major B's
-    instance, whose PRMTs are the realign of A's rows off 16 bytes, ARead::kShifted), and nothing goes through
-    shared memory in the loop but column-major A's staging (ARead::kColumns: 16-byte stores, turned by
-    ldmatrix.trans, LDSM.16.MT88.4, one per k32 chunk and n8 tile of a step on each path, no barrier but the warp's
-    own) and the warps' partial sums after it. (Aligned B's instances; B_SHIFT's below.)"""
+    it waits), 16 HMMAs a step (4 KB of B: 32 columns' or 64 columns' worth of k16 MMAs against A's two n8 tiles;
+    32 against the 32-row units' four, ROWS) on the fast and the edge path; row-major B pairs its rows with PRMT (at
+    least 32 a loop more than column-major B's instance, whose PRMTs are the realign of A's rows off 16 bytes,
+    ARead::kShifted), and nothing goes through shared memory in the loop but column-major A's staging
+    (ARead::kColumns: 16-byte stores, turned by ldmatrix.trans, LDSM.16.MT88.4, one per k32 chunk and n8 tile of a
+    step on each path, no barrier but the warp's own) and the warps' partial sums after it. (Aligned B's instances;
+    B_SHIFT's below.)"""
     c = compiled[("mma_stream", "sm_90a")]
     gemms = [i for i in c.instances() if i.acc is not None]
-    assert len(gemms) == 12 and sum(i.flag("B_SHIFT") for i in gemms) == 6, [i.template for i in gemms]
-    prmt = {}  # (dtype, accumulation, B column-major) -> PRMTs in the main loop
+    assert len(gemms) == 24 and sum(i.flag("B_SHIFT") for i in gemms) == 12, [i.template for i in gemms]
+    assert sorted(i.arg("ROWS") for i in gemms) == [16] * 12 + [32] * 12, [i.template for i in gemms]
+    prmt = {}  # (dtype, accumulation, B column-major, rows) -> PRMTs in the main loop
     for i in (i for i in gemms if not i.flag("B_SHIFT")):
         body = toolchain.sass_instructions("\n".join(main_loop(c.cubin, i.name)))
-        ops = [x.op for x in body]
-        assert sum(x.base == "HMMA" for x in body) == 32, (i.template, toolchain.instruction_mix("\n".join(ops)))
+        ops, tiles = [x.op for x in body], i.arg("ROWS") // 8  # the n8 tiles of A against each piece of B
+        assert sum(x.base == "HMMA" for x in body) == 16 * tiles, (i.template,
+                                                                   toolchain.instruction_mix("\n".join(ops)))
         assert not any(x.base in ("LDS", "BAR", "LDL", "STL") for x in body), i.template
         ldsm = [x.op for x in body if x.base == "LDSM"]
         assert ldsm and all(op.startswith("LDSM.16.MT88.4") for op in ldsm), (i.template, ldsm)
         sts = [x.op for x in body if x.base == "STS"]  # the staging stores: one of 16 bytes a lane per LDSM at least
-        assert len(ldsm) == 2 * 2 * (2 if i.b_col_major else 1) and len(sts) >= len(ldsm) and all(
+        assert len(ldsm) == 2 * tiles * (2 if i.b_col_major else 1) and len(sts) >= len(ldsm) and all(
             ".128" in op for op in sts), (i.template, ldsm, sts)
         stream = [n for n, x in enumerate(body) if x.op.startswith("LDG.E.NA.LTC256B.128")]
         runs = [stream[j:j + 8] for j in range(len(stream) - 7)
                 if not any(body[n].base in ("HMMA", "BRA") for n in range(stream[j], stream[j + 7]))]
         assert runs, (i.template, ops)
-        prmt[i.dtype, i.acc, i.b_col_major] = sum(x.base == "PRMT" for x in body)
-    assert len(prmt) == 6 and all(prmt[d, a, False] >= prmt[d, a, True] + 32 for d, a, _ in prmt), prmt
+        prmt[i.dtype, i.acc, i.b_col_major, tiles] = sum(x.base == "PRMT" for x in body)
+    assert len(prmt) == 12 and all(prmt[d, a, False, t] >= prmt[d, a, True, t] + 32 for d, a, _, t in prmt), prmt
 
 
 def test_mma_stream_reads_b_rows_off_16_bytes_in_full_loads(compiled):
@@ -230,14 +233,15 @@ def test_mma_stream_reads_b_rows_off_16_bytes_in_full_loads(compiled):
     loads only: in the main loop a run of 9 of them (a step's 8 and the one extra chunk a lane) with no HMMA and no
     branch among them, no streaming load (B's: A's loads are the cached kind) narrower than 16 bytes, the chunks
     rebuilt by shuffles (two a register: 64 a step, on the fast and the edge path) and byte permutes (realign's,
-    plus row-major B's pairing); no local memory, the same 32 HMMAs."""
+    plus row-major B's pairing: the same for 16- and 32-row units, which rebuild each piece of B once); no local
+    memory, the same HMMAs (32, 64 for 32-row units)."""
     c = compiled[("mma_stream", "sm_90a")]
     shifted = [i for i in c.instances() if i.acc is not None and i.flag("B_SHIFT")]
-    assert len(shifted) == 6, [i.template for i in c.instances()]
+    assert len(shifted) == 12, [i.template for i in c.instances()]
     for i in shifted:
         body = toolchain.sass_instructions("\n".join(main_loop(c.cubin, i.name)))
         ops = [x.op for x in body]
-        assert sum(x.base == "HMMA" for x in body) == 32, i.template
+        assert sum(x.base == "HMMA" for x in body) == 32 * (i.arg("ROWS") // 16), i.template
         assert not any(x.base in ("LDL", "STL", "LDS", "STS", "BAR") for x in body), i.template
         streaming = [n for n, x in enumerate(body) if x.base == "LDG" and ".NA." in x.op]
         assert streaming and all(".128" in body[n].op for n in streaming), (i.template, ops)

@@ -1,8 +1,8 @@
 """The bandwidth path (ptx_kernels/csrc/sm90/mma_stream.cu) on a GPU: exact integer checks for a few rows of A in every
-layout, dtype and accumulation, on odd N and K with operands whose padding is NaN, into NaN-poisoned outputs;
-bitwise the same result on every run whatever the K split; wgmma_persistent's hand-off (sm90/handoff.h,
-hands_to_stream) routes M <= 32 (48 with a long K or a small B) against a B off the 16-byte grid, and M <= 16 of a
-column-major A against a large B, to it, and nothing else; side streams and CUDA graphs."""
+layout, dtype and accumulation (16-row units, and 32-row units past 16 rows), on odd N and K with operands whose
+padding is NaN, into NaN-poisoned outputs; bitwise the same result on every run whatever the K split;
+wgmma_persistent's hand-off (sm90/handoff.h, hands_to_stream) routes M <= 32 against a B off the 16-byte grid, and
+M <= 16 of a column-major A against a large B, to it, and nothing else; side streams and CUDA graphs."""
 import pytest
 import torch
 
@@ -45,6 +45,27 @@ def test_exact_few_rows_every_layout(dtype, acc, layout):
                 assert launch["kernel"] == "mma_stream" and not launch["copies"], (what, launch)
                 assert launch["a_col_major"] == (layout[0] == "T"), (what, launch)
                 assert_exact(c, a, b, what)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("dtype,acc", DTYPE_ACCS)
+def test_32_row_units_exact(dtype, acc, layout):
+    """Past 16 rows mma_stream runs 32-row units (four n8 tiles of A against each piece of B loaded; the launch's
+    tile (32, 128)): M of 17, 24 and 32 (one unit), 40 and 72 (the last unit's second 16 rows below M, skipped), on
+    aligned and odd N and K, A and B read in place (column-major A with aligned columns through ldmatrix.trans, B's
+    rows off 16 bytes rebuilt), into NaN-poisoned outputs: exact, unsplit and split 3 ways, the same bits twice."""
+    for i, m in enumerate((17, 24, 32, 40, 72)):
+        for j, (n, k) in enumerate(((1024, 768), (1001, 777), (136, 4104))):
+            a, drawn = make_inputs(m, n, k, layout, device="cuda", seed=300 + 10 * i + j, dtype=dtype)
+            a = in_place_operand(a, layout[0] == "T")
+            b = drawn if n % 2 else in_place_operand(drawn, layout[1] == "T")  # odd N and K: B's rows off the grid
+            for split in (None, 3):
+                c, launch = stream_call(a, b, "mma_stream", acc, dtype, split=split)
+                what = f"{dtype} {acc} {layout} {m}x{n}x{k} split {split}"
+                assert launch["kernel"] == "mma_stream" and tuple(launch["tile"]) == (32, 128), (what, launch)
+                assert not launch["copies"] and (split is None or launch["split"] == split), (what, launch)
+                assert_exact(c, a, b, what)
+                assert torch.equal(stream_call(a, b, "mma_stream", acc, dtype, split=split)[0], c), what
 
 
 def off_grid_operand(t: torch.Tensor, col: bool, ld: int, offset: int) -> torch.Tensor:

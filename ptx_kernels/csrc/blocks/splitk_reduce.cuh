@@ -1,7 +1,8 @@
 // blocks/splitk_reduce.cuh — the second pass of a split-K over the grid: S fp32 partial products of C (slices of a
 // global workspace, M x ldw each, ldw = N rounded up to 4) added in a fixed order and stored in E, launched as a
 // programmatic dependent of the kernel that wrote them (sm_90). Shared by the kernels that split K over the grid
-// and hand the sum to it (sm90/wgmma_splitk_grid.cu, sm90/mma_stream.cu).
+// and hand the sum to it (sm90/wgmma_splitk_grid.cu, sm90/mma_stream.cu, and sm90/wgmma_persistent.cu's cut tiles),
+// as is the cap on their workspace (cap_split).
 // The reduction is the same tree on every run, so the bits never depend on timing: in a block of 8 warps, warp w
 // adds slices [w S / 8, (w + 1) S / 8) of 32 float4 columns in index order, then warp 0 adds the 8 warps' sums in
 // warp order. The whole grid reduces: a 128 x 128 x 131072 product leaves 8 MB of partial tiles, which the last
@@ -9,6 +10,7 @@
 #pragma once
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdint>
 
 #include "blocks/element.cuh"
@@ -17,6 +19,17 @@
 namespace splitk {
 
 constexpr int kReduceWarps = 8;  // the reduce kernel's block: 8 warps x 32 float4 columns
+
+// Forced splits of a large output are cut to a workspace of at most this many bytes (the planned ones, on outputs
+// that fill a fraction of one wave of tiles, need a few MB).
+constexpr int64_t kMaxWorkspaceBytes = int64_t(256) << 20;
+
+// A split of `split` slices of slice_bytes each, cut to the slices kMaxWorkspaceBytes holds (at least one).
+inline int cap_split(int split, int64_t slice_bytes) {
+  return split > 1 && split * slice_bytes > kMaxWorkspaceBytes
+             ? int(std::max<int64_t>(1, kMaxWorkspaceBytes / slice_bytes))
+             : split;
+}
 
 // Four consecutive elements of a row of C from fp32, the first `valid` of them (all four: one 8-byte store where
 // `vec`, C's base 8-byte aligned and ldc a multiple of 4).

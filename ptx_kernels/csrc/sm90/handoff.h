@@ -41,8 +41,9 @@ cudaError_t launch_wgmma_cluster(const GemmArgsOf<E>& p, Acc acc, cudaStream_t s
 // The shapes wgmma_persistent hands to mma_stream.cu (unless GemmArgs::plan_tile or ::split pins a plan): against a
 // B whose rows (of its storage order) or base are off 16 bytes, at most kStreamOffRows rows of A at any size. There
 // the tile kernels' TMA would need B copied first (a second read and write of all of B, and a launch), which
-// mma_stream reads in place: that costs more than another pass of its 16-row blocks over B from L2; a third pass
-// (33-48 rows) costs more than the copy (ptx_kernels.call stages A and B in one launch of host/stage_copy.cu).
+// mma_stream reads in place. The bound was measured with 16-row units, where 17-32 rows cost a second pass over B
+// from L2 (less than the copy) and 33-48 a third (more than the copy: ptx_kernels.call stages A and B in one launch
+// of host/stage_copy.cu); mma_stream now reads B once for up to 32 rows (its 32-row units).
 // Against an aligned B, at most kStreamRows rows of a column-major A (layouts TN and TT, `a_col`) against a B of at
 // least kStreamMinB elements: there the tile kernels' column-major A tiles run slower than mma_stream's reads of B;
 // with row-major A their own plans (128 x 64 tiles, split over a cluster or the grid where they are few) read an

@@ -1,11 +1,13 @@
-// mma_stream.cu — the bandwidth path: C = A @ B for a few rows of A (16 a block; more run in 16-row blocks), B
-// streamed from memory once, straight into mma.sync fragments, the K splits added in a fixed order.
+// mma_stream.cu — the bandwidth path: C = A @ B for a few rows of A (16 or 32 a unit; more run in 32-row units), B
+// streamed from memory once per unit row, straight into mma.sync fragments, the K splits added in a fixed order.
 //
 // At M <= 16 a GEMM is a read of B (K x N x 2 bytes) with a few flops per byte: its speed is the bytes of B in
 // flight. The tile kernels (wgmma_persistent and the split-K kernels it hands skinny outputs to) stage 128-row tiles
 // of A, of which such an output fills an eighth, and B through a TMA ring of a few stages per SM. Here:
 //   - Roles swapped: C^T = B^T A^T with mma.sync.m16n8k16, N the MMA's M dimension (16 columns of C per MMA row
 //     block) and the 16 rows of A its two n8 tiles. The MMA's A fragment is a piece of B, its B fragment one of A.
+//     Past 16 rows a unit takes 32 (ROWS): four n8 tiles against each piece of B loaded, so 17-32 rows read B once,
+//     not once per 16-row block.
 //   - No shared memory on B's way in: each lane loads 16 bytes of B (8 elements) per instruction into the registers
 //     the MMA reads (ld.global.nc, no L1 allocation: B is read once). A dot product does not care in which order it
 //     visits k, so a lane's 8 consecutive k are assigned to the k slots its fragment registers hold (slots 2t, 2t+1,
@@ -15,8 +17,10 @@
 //     each column into one register: the MMA rows (columns of C) are permuted instead of k (Warp<false> below).
 //   - Bytes in flight: a warp issues its whole step, 8 loads a lane (4 KB a warp), before the first MMA that reads it,
 //     and two blocks of 8 warps share an SM (the launch bounds), so most warps wait on loads at any time; the
-//     dependency chain of a step is loads -> PRMT -> MMA, nothing else.
-//   - Work units: a unit is kCols columns x kRows rows of C over one slice of K (S slices of near-equal k-steps); a
+//     dependency chain of a step is loads -> PRMT -> MMA, nothing else. The 32-row units hold twice the accumulators:
+//     row-major B's take one block an SM (up to 255 registers a thread); column-major B's keep two, at 128 registers,
+//     by loading A's fragments 16 rows x one k32 chunk at a time (the step's 8 loads of B still go first).
+//   - Work units: a unit is kCols columns x ROWS rows of C over one slice of K (S slices of near-equal k-steps); a
 //     block's 8 warps split the unit's columns (WN) and each k-step (WK): warp wk takes k-step chunk wk of every
 //     kStepK of the slice, so the block reads kCols x kStepK of B together. The warps' partial sums meet in shared
 //     memory and are added in warp order. A persistent grid (the blocks that fit at once) walks the units; the split
@@ -54,14 +58,18 @@
 namespace {
 
 constexpr int kWarps = 8, kThreads = 32 * kWarps;
-constexpr int kBlocksPerSM = 2;  // 2 x 256 threads x <= 128 registers: the register file, full
-constexpr int kRows = 16;        // rows of C a unit covers: the two n8 tiles of the MMA
+constexpr int kRows = 16;  // rows of C in the MMA's two n8 tiles; a unit's rows (ROWS) are 16 or 32: 2 or 4 n8 tiles
+// Blocks of an instance resident on an SM: 2 x 256 threads x <= 128 registers (the register file, full), but for
+// the 32-row units of row-major B: one block of up to 255 registers a thread (at 128 they spill).
+template <int ROWS, bool B_COL>
+constexpr int kBlocksPerSM = ROWS == kRows || B_COL ? 2 : 1;
+// The rows of the units a problem of M rows runs in: 16 where one block of them covers M, else 32 (17-32 rows in one
+// pass over B instead of two; more in as few passes as 32-row blocks take).
+__host__ __device__ constexpr int stream_rows(int M) { return M > kRows ? 2 * kRows : kRows; }
 constexpr int kCols = 128;       // columns of C a unit covers
 constexpr int kStepK = 128;      // k a block's warps cover together in one step
 constexpr int kPad = 4;          // floats after each row of the partial sums in shared memory (rows stay 16-byte aligned)
 constexpr int kMaxSplit = 256;
-// Forced splits of a large output are cut to a workspace of at most this many bytes (planned ones need a few MB).
-constexpr int64_t kMaxWorkspaceBytes = int64_t(256) << 20;
 
 // A warp's step: N columns x K of B, 8 16-byte loads a lane (g = lane / 4, t = lane % 4), in RB MMA row blocks of 16
 // columns and KS k32 chunks (two k16 MMAs each); col(j, hh): the column (from the warp's first) of MMA row block j's
@@ -85,7 +93,7 @@ constexpr int kWK = kStepK / Warp<B_COL>::K;  // warps across a step's k
 static_assert(kWN<false> * kWK<false> == kWarps && kWN<true> * kWK<true> == kWarps, "8 warps tile a block's step");
 
 // ---- plan: the K split --------------------------------------------------------------------------------------------
-// S slices of K for an output of `tiles` units of kRows x kCols, `steps` k-steps of kStepK, on `slots` resident
+// S slices of K for an output of `tiles` units of `rows` x kCols, `steps` k-steps of kStepK, on `slots` resident
 // blocks: the S (1 .. min(steps, kMaxSplit)) whose busiest block finishes first, counting a unit's epilogue (its
 // partial sums through shared memory, the stores) as half a step, and with S > 1 the partial's trip through the
 // workspace and the reduction as another half; ties go to the smaller S.
@@ -93,8 +101,9 @@ static_assert(kWN<false> * kWK<false> == kWarps && kWN<true> * kWK<true> == kWar
 struct StreamPlan {
   int split, units, grid;
 };
-__host__ __device__ constexpr StreamPlan plan_stream(int M, int N, int K, int slots, int force_split = 0) {
-  const int tiles = tile::cdiv(N, kCols) * tile::cdiv(M, kRows);
+__host__ __device__ constexpr StreamPlan plan_stream(int M, int N, int K, int slots, int force_split = 0,
+                                                     int rows = kRows) {
+  const int tiles = tile::cdiv(N, kCols) * tile::cdiv(M, rows);
   const int steps = K > 0 ? tile::cdiv(K, kStepK) : 1;
   int split = 1;
   if (force_split > 0) {
@@ -120,6 +129,11 @@ static_assert(plan_stream(1, 8192, 8192, 264).split == 4 && plan_stream(1, 8192,
               "steps: one round); 16 x 4096 x 4096 in 8; 16 x 28672 x 4096 unsplit (224 units fill a round); 1 x "
               "128256 x 4096 unsplit, 4 rounds of the 264 blocks; a short K stays whole; forced splits are cut to the "
               "steps; K = 0 is one slice of no steps (zeros)");
+static_assert(stream_rows(1) == 16 && stream_rows(16) == 16 && stream_rows(17) == 32 && stream_rows(48) == 32 &&
+                  plan_stream(24, 1630, 31754, 132, 0, 32).units == 130 &&
+                  plan_stream(24, 1630, 31754, 264).units == 260,
+              "worked cases: past 16 rows, 32-row units (row-major B: one block an SM): 24 x 1630 x 31754 in 13 "
+              "units of 10 slices, half the 16-row units' 2 x 13 x 10");
 
 // ---- loads ----------------------------------------------------------------------------------------------------------
 // 8 elements of E at p, stride apart, the first `valid` of them (any count, <= 0 included), zeros after: one element a
@@ -137,6 +151,14 @@ __device__ __forceinline__ uint4 load8_elements(const E* p, int64_t stride, int 
 template <typename E>
 __device__ __forceinline__ uint4 load_b8(const E* p, int valid) {
   return valid >= 8 ? ptx::ld_global_nc_na_v4_b32(p) : load8_elements(p, 1, valid);
+}
+
+// threadIdx.x through an opaque read (asm volatile): what derives from it is computed again where this is read,
+// not kept in a register from an earlier read.
+__device__ __forceinline__ int opaque_thread_index() {
+  int tid;
+  asm volatile("mov.u32 %0, %%tid.x;" : "=r"(tid));
+  return tid;
 }
 
 __device__ __forceinline__ void unpack(uint4 v, uint32_t (&r)[4]) { r[0] = v.x, r[1] = v.y, r[2] = v.z, r[3] = v.w; }
@@ -217,52 +239,55 @@ __device__ __forceinline__ uint4 load_a8_shifted(const E* p, int valid) {
   return make_uint4(own[0], own[1], own[2], own[3]);
 }
 
-// A's part of a warp step for column-major A with 16-byte aligned columns (ARead::kColumns): per (s, i) lane r loads
-// rows m0 + 8i .. + 7 at k = k0 + 32s + r (one 16-byte load; zeros past M and K) into slot a_slot(r) of the warp's
-// staging buffer `stage`, and ldmatrix.x4.trans gives lane (g, t) rows g at k0 + 32s + 8t .. + 7, the order the
-// other reads give: matrix p's row c is slot k = 8 (c / 2) + 2p + c % 2, so its transposed fragment puts k = 8t + 2p
-// and 8t + 2p + 1 of row g in lane (g, t)'s register p. One load, one store and a quarter of an ldmatrix a lane where
-// the element reads take eight loads.
-template <int KS, typename E>
-__device__ __forceinline__ void load_a_columns(uint32_t (&a)[KS][2][4], const E* A, int64_t lda, int M, int K, int m0,
+// A's part of a warp step for column-major A with 16-byte aligned columns (ARead::kColumns), two n8 tiles at a time
+// through the warp's staging buffer `stage`: per (s, i) lane r loads rows m0 + 8i .. + 7 at k = k0 + 32s + r (one
+// 16-byte load; zeros past M and K) into slot a_slot(r), and ldmatrix.x4.trans gives lane (g, t) rows g at k0 + 32s +
+// 8t .. + 7, the order the other reads give: matrix p's row c is slot k = 8 (c / 2) + 2p + c % 2, so its transposed
+// fragment puts k = 8t + 2p and 8t + 2p + 1 of row g in lane (g, t)'s register p. One load, one store and a quarter
+// of an ldmatrix a lane where the element reads take eight loads.
+template <int KS, int MT, typename E>
+__device__ __forceinline__ void load_a_columns(uint32_t (&a)[KS][MT][4], const E* A, int64_t lda, int M, int K, int m0,
                                                int k0, uint4* stage) {
   const int lane = threadIdx.x % 32, c = lane % 8, p = lane / 8;
-  const int tiles = M - m0 > 8 ? 2 : 1;  // n8 tiles with a row inside M (warp-uniform); the other is zeros
-  __syncwarp();  // the last step's ldmatrix reads are done before its slots are written again
-#pragma unroll
-  for (int s = 0; s < KS; ++s)
-#pragma unroll
-    for (int i = 0; i < 2; ++i) {
-      const int mb = m0 + 8 * i, k = k0 + 32 * s + lane;
-      if (i < tiles) {
-        uint4 v = make_uint4(0u, 0u, 0u, 0u);
-        if (k < K) {
-          const E* q = A + int64_t(k) * lda + mb;
-          v = M - mb >= 8 ? ptx::ld_global_nc_v4_b32(q) : load8_elements(q, 1, M - mb);
-        }
-        stage[(2 * s + i) * 32 + a_slot(lane)] = v;
-      }
-    }
-  __syncwarp();
+  const int tiles = tile::cdiv(M - m0, 8);  // n8 tiles with a row inside M (warp-uniform); those after are zeros
   const uint32_t base = ptx::smem_u32(stage + a_slot(8 * (c / 2) + 2 * p + c % 2));
 #pragma unroll
-  for (int s = 0; s < KS; ++s)
+  for (int i0 = 0; i0 < MT; i0 += 2) {
+    __syncwarp();  // the last ldmatrix reads are done before their slots are written again
 #pragma unroll
-    for (int i = 0; i < 2; ++i) {
-      if (i < tiles)
-        ptx::ldmatrix_x4_trans(a[s][i][0], a[s][i][1], a[s][i][2], a[s][i][3],
-                               base + (2 * s + i) * 32 * int(sizeof(uint4)));
-      else
-        a[s][i][0] = a[s][i][1] = a[s][i][2] = a[s][i][3] = 0u;
-    }
+    for (int s = 0; s < KS; ++s)
+#pragma unroll
+      for (int i = 0; i < 2; ++i) {
+        const int mb = m0 + 8 * (i0 + i), k = k0 + 32 * s + lane;
+        if (i0 + i < tiles) {
+          uint4 v = make_uint4(0u, 0u, 0u, 0u);
+          if (k < K) {
+            const E* q = A + int64_t(k) * lda + mb;
+            v = M - mb >= 8 ? ptx::ld_global_nc_v4_b32(q) : load8_elements(q, 1, M - mb);
+          }
+          stage[(2 * s + i) * 32 + a_slot(lane)] = v;
+        }
+      }
+    __syncwarp();
+#pragma unroll
+    for (int s = 0; s < KS; ++s)
+#pragma unroll
+      for (int i = 0; i < 2; ++i) {
+        uint32_t(&r)[4] = a[s][i0 + i];
+        if (i0 + i < tiles)
+          ptx::ldmatrix_x4_trans(r[0], r[1], r[2], r[3], base + (2 * s + i) * 32 * int(sizeof(uint4)));
+        else
+          r[0] = r[1] = r[2] = r[3] = 0u;
+      }
+  }
 }
 
-// A's part of a warp step: rows m0 + 8i + g (i < 2: the MMA's two n8 tiles) at k0 + 32s + 8t .. + 7 (s < KS), zeros
-// past M and K, read as `a_read` says (16-byte loads cached in L1: every warp of the block working on this k reads
-// them; column-major A through `stage`, load_a_columns, in the instances compiled with COLUMNS: those that do not
-// rebuild B's rows, which have no registers to spare for it).
-template <int KS, bool COLUMNS, typename E>
-__device__ __forceinline__ void load_a(uint32_t (&a)[KS][2][4], const E* A, int64_t sam, int64_t sak, int M, int K,
+// A's part of a warp step: rows m0 + 8i + g (i < MT: the MMA's n8 tiles, two or four) at k0 + 32s + 8t .. + 7
+// (s < KS), zeros past M and K, read as `a_read` says (16-byte loads cached in L1: every warp of the block working on
+// this k reads them; column-major A through `stage`, load_a_columns, in the instances compiled with COLUMNS: those
+// that do not rebuild B's rows, which have no registers to spare for it).
+template <int KS, bool COLUMNS, int MT, typename E>
+__device__ __forceinline__ void load_a(uint32_t (&a)[KS][MT][4], const E* A, int64_t sam, int64_t sak, int M, int K,
                                        int m0, int k0, ARead a_read, uint4* stage) {
   if constexpr (COLUMNS) {
     if (a_read == ARead::kColumns) {
@@ -274,7 +299,7 @@ __device__ __forceinline__ void load_a(uint32_t (&a)[KS][2][4], const E* A, int6
 #pragma unroll
   for (int s = 0; s < KS; ++s)
 #pragma unroll
-    for (int i = 0; i < 2; ++i) {
+    for (int i = 0; i < MT; ++i) {
       const int m = m0 + 8 * i + g, k = k0 + 32 * s + 8 * t;
       uint4 v = make_uint4(0u, 0u, 0u, 0u);
       if (m < M) {
@@ -291,19 +316,20 @@ __device__ __forceinline__ void load_a(uint32_t (&a)[KS][2][4], const E* A, int6
 }
 
 // ---- one warp step: loads, then MMAs --------------------------------------------------------------------------------
-// acc[j][i]: MMA row block j (columns Warp::col(j, ..)) x n8 tile i (rows m0 + 8i ..) of the warp's part of C^T.
+// acc[j][i]: MMA row block j (columns Warp::col(j, ..)) x n8 tile i (rows m0 + 8i ..; MT of them: the unit's rows
+// over 8) of the warp's part of C^T.
 // EDGE: some of the step's loads fall past N or K (each lane tests its own); otherwise none does. B_SHIFT: B's rows
 // are not all 16-byte aligned (each lane rebuilds its 8 elements of a row from two aligned chunks: load_chunk,
 // next_chunk, realign).
-template <bool EDGE, bool B_COL, bool B_SHIFT, Acc ACC, typename E>
-__device__ __forceinline__ void warp_step(tile::MmaAcc<ACC, E> (&acc)[Warp<B_COL>::RB][2], const E* A, const E* B,
+template <bool EDGE, bool B_COL, bool B_SHIFT, Acc ACC, int MT, typename E>
+__device__ __forceinline__ void warp_step(tile::MmaAcc<ACC, E> (&acc)[Warp<B_COL>::RB][MT], const E* A, const E* B,
                                           int64_t sam, int64_t sak, int64_t ldb, int M, int N, int K, int m0, int n0,
                                           int k0, ARead a_read, uint4* stage) {
   using W = Warp<B_COL>;
   const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-  uint32_t a[W::KS][2][4];
   if constexpr (!B_COL) {
     // ---- B row-major: 8 rows x 8 columns a lane; registers q[r][j] hold columns 8g + 2j, 8g + 2j + 1 of row r ----
+    uint32_t a[W::KS][MT][4];
     uint32_t q[8][4];
     int sh[8];  // B_SHIFT: row r's shift
     const int n = n0 + 8 * g, k = k0 + 8 * t;
@@ -347,12 +373,11 @@ __device__ __forceinline__ void warp_step(tile::MmaAcc<ACC, E> (&acc)[Warp<B_COL
                                __byte_perm(q[4 * h + 2][j], q[4 * h + 3][j], 0x5410),
                                __byte_perm(q[4 * h + 2][j], q[4 * h + 3][j], 0x7632)};
 #pragma unroll
-        for (int i = 0; i < 2; ++i) acc[j][i].mma(f, {a[0][i][2 * h], a[0][i][2 * h + 1]});
+        for (int i = 0; i < MT; ++i) acc[j][i].mma(f, {a[0][i][2 * h], a[0][i][2 * h + 1]});
       }
   } else {
     // ---- B column-major: per row block j, columns g and g + 8 (hh), k chunks s: q[j][hh][s] ----
     uint32_t q[W::RB][2][W::KS][4];
-    int sh[W::RB][2][W::KS];  // B_SHIFT: each column's shift
 #pragma unroll
     for (int j = 0; j < W::RB; ++j)
 #pragma unroll
@@ -363,8 +388,7 @@ __device__ __forceinline__ void warp_step(tile::MmaAcc<ACC, E> (&acc)[Warp<B_COL
           const E* p = B + int64_t(n) * ldb + k;
           uint4 v = make_uint4(0u, 0u, 0u, 0u);
           if constexpr (B_SHIFT) {
-            sh[j][hh][s] = shift_of(p);
-            if (!EDGE || n < N) v = load_chunk(p, sh[j][hh][s], EDGE ? K - k : 8, false);
+            if (!EDGE || n < N) v = load_chunk(p, shift_of(p), EDGE ? K - k : 8, false);
           } else {
             if (!EDGE) v = ptx::ld_global_nc_na_v4_b32(p);
             else if (n < N) v = load_b8(p, K - k);
@@ -388,22 +412,33 @@ __device__ __forceinline__ void warp_step(tile::MmaAcc<ACC, E> (&acc)[Warp<B_COL
           for (int s = 0; s < W::KS; ++s) {  // s = 0 first: it reads s = 1's own chunk before that is rebuilt
             uint32_t next[4];
             next_chunk(next, q[j][hh][s], s == 0 ? q[j][hh][1] : far, 1, s == 0 ? 4 * g : 4 * g + 2 * j + hh, t == 3);
-            realign(q[j][hh][s], next, sh[j][hh][s]);
+            // the column's shift, the same for all its chunks (they start 8 elements apart)
+            realign(q[j][hh][s], next, shift_of(B + int64_t(n0 + W::col(j, hh, g)) * ldb + k0));
             if (EDGE) keep_first(q[j][hh][s], n0 + W::col(j, hh, g) < N ? K - (k0 + 32 * s + 8 * t) : 0);
           }
     }
-    load_a<W::KS, !B_SHIFT>(a, A, sam, sak, M, K, m0, k0, a_read, stage);
-    // ---- MMAs: k16 step h of chunk s takes registers 2h (slots 2t, 2t+1) and 2h + 1 (slots 2t + 8, 2t + 9) ----
+    // ---- MMAs: k16 step h of chunk s takes registers 2h (slots 2t, 2t+1) and 2h + 1 (slots 2t + 8, 2t + 9). A's
+    // fragments in batches of SB k32 chunks x IB n8 tiles: the whole step at 16 rows (one batch, its loads together),
+    // one chunk x 16 rows at a time at 32 (the registers of two blocks an SM hold no more) ----
+    constexpr int SB = MT > 2 ? 1 : W::KS, IB = MT > 2 ? 2 : MT;
 #pragma unroll
-    for (int j = 0; j < W::RB; ++j)
+    for (int s0 = 0; s0 < W::KS; s0 += SB)
 #pragma unroll
-      for (int s = 0; s < W::KS; ++s)
+      for (int i0 = 0; i0 < MT; i0 += IB) {
+        uint32_t as[SB][IB][4];
+        load_a<SB, !B_SHIFT>(as, A, sam, sak, M, K, m0 + 8 * i0, k0 + 32 * s0, a_read, stage);
 #pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const uint32_t f[4] = {q[j][0][s][2 * h], q[j][1][s][2 * h], q[j][0][s][2 * h + 1], q[j][1][s][2 * h + 1]};
+        for (int j = 0; j < W::RB; ++j)
 #pragma unroll
-          for (int i = 0; i < 2; ++i) acc[j][i].mma(f, {a[s][i][2 * h], a[s][i][2 * h + 1]});
-        }
+          for (int s = 0; s < SB; ++s)
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+              const uint32_t f[4] = {q[j][0][s0 + s][2 * h], q[j][1][s0 + s][2 * h], q[j][0][s0 + s][2 * h + 1],
+                                     q[j][1][s0 + s][2 * h + 1]};
+#pragma unroll
+              for (int i = 0; i < IB; ++i) acc[j][i0 + i].mma(f, {as[s][i][2 * h], as[s][i][2 * h + 1]});
+            }
+      }
   }
 }
 
@@ -418,18 +453,21 @@ __device__ __forceinline__ float2 acc_pair(const tile::MmaAcc<Acc::F16, half>& c
 }
 
 // ---- the kernel ---------------------------------------------------------------------------------------------------
-// Units u = blockIdx.x, blockIdx.x + gridDim.x, ...: slice u / tiles; within a slice the kRows-row blocks of a column
-// block are adjacent (they read the same B, which the first brings into L2), then the column blocks. ws: the
+// Units u = blockIdx.x, blockIdx.x + gridDim.x, ...: slice u / tiles; within a slice the ROWS-row blocks of a column
+// block are adjacent (they read the same B, which the first brings into L2), then the column blocks. ROWS: a unit's
+// rows, 16 or 32 (two or four n8 tiles of the MMA on each piece of B loaded; the partial sums meet in shared memory
+// 16 rows at a time). ws: the
 // workspace (S > 1: slice s at ws + s M ldw, M x ldw fp32), or null (S = 1: the blocks store C). `a_read`: how A's
 // rows are read (ARead); `c_vec`: C takes 8-byte stores of 4 elements. B_SHIFT: B's base or leading
 // dimension is not 16-byte aligned (warp_step).
-template <typename E, Acc ACC, bool B_COL, bool B_SHIFT>
-__global__ void __launch_bounds__(kThreads, kBlocksPerSM)
+template <typename E, Acc ACC, bool B_COL, bool B_SHIFT, int ROWS>
+__global__ void __launch_bounds__(kThreads, kBlocksPerSM<ROWS, B_COL>)
     mma_stream_kernel(const E* __restrict__ A, const E* __restrict__ B, E* __restrict__ C, float* __restrict__ ws,
                       int M, int N, int K, int64_t sam, int64_t sak, int64_t ldb, int64_t ldc, int ldw, int split,
                       ARead a_read, bool c_vec) {
   using W = Warp<B_COL>;
-  constexpr int WN = kWN<B_COL>, WK = kWK<B_COL>;
+  constexpr int WN = kWN<B_COL>, WK = kWK<B_COL>, MT = ROWS / 8;
+  static_assert(ROWS == kRows || ROWS == 2 * kRows, "16- or 32-row units");
   // the warps' partial sums (warp's k share, row of C, column of the unit), then each warp's staging of column-major
   // A (load_a_columns: 2 KS x 32 slots of 16 bytes a warp), in one array, so that every instance has the same
   // static shared memory (the B_SHIFT ones stage nothing)
@@ -439,17 +477,19 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSM)
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   uint4* const a_stage = reinterpret_cast<uint4*>(smem + kPartial) + warp * 2 * W::KS * 32;
   const int wn = warp % WN, wk = warp / WN;
-  const int mblocks = tile::cdiv(M, kRows), tiles = tile::cdiv(N, kCols) * mblocks;
+  const int mblocks = tile::cdiv(M, ROWS), tiles = tile::cdiv(N, kCols) * mblocks;
   const int steps = tile::cdiv(K, kStepK), units = tiles * split;
 
   for (int u = blockIdx.x; u < units; u += gridDim.x) {
     const int slice = u / tiles, tile_id = u % tiles;
-    const int m0 = (tile_id % mblocks) * kRows, c0 = (tile_id / mblocks) * kCols;
-    const int step0 = int(int64_t(steps) * slice / split), step1 = int(int64_t(steps) * (slice + 1) / split);
+    const int m0 = (tile_id % mblocks) * ROWS, c0 = (tile_id / mblocks) * kCols;
+    // slice s: steps / split steps, one more for the first steps % split slices (32-bit: no 64-bit division call)
+    const int per = steps / split, extra = steps % split;
+    const int step0 = slice * per + min(slice, extra), step1 = step0 + per + (slice < extra);
     const int n0 = c0 + wn * W::N;  // the warp's columns
 
     // ---- MAIN LOOP: the warp's k chunk of each step of the slice ----
-    tile::MmaAcc<ACC, E> acc[W::RB][2];
+    tile::MmaAcc<ACC, E> acc[W::RB][MT];
     if (n0 < N) {
       const bool full_n = n0 + W::N <= N;
       for (int step = step0; step < step1; ++step) {
@@ -462,33 +502,44 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSM)
       }
     }
 
-    // ---- EPILOGUE: the warps' partial sums into shared memory, added in warp order, stored ----
+    // ---- EPILOGUE: per 16 rows of the unit, the warps' partial sums into shared memory, added in warp order,
+    // stored. The unit's first column from n0 and the warp's offset, read afresh (a 32-row unit of column-major B
+    // has no register to keep them in across the main loop) ----
+    const int warp_cols = opaque_thread_index() / 32 % WN * W::N, u0 = n0 - warp_cols;
 #pragma unroll
-    for (int j = 0; j < W::RB; ++j)
-#pragma unroll
-      for (int i = 0; i < 2; ++i)
-#pragma unroll
-        for (int hh = 0; hh < 2; ++hh) {
-          const float2 v = acc_pair(acc[j][i], hh);
-          const int col = wn * W::N + W::col(j, hh, g), row = 8 * i + 2 * t;
-          partial[wk][row][col] = v.x;
-          partial[wk][row + 1][col] = v.y;
-        }
-    __syncthreads();
-    for (int idx = threadIdx.x; idx < kRows * kCols / 4; idx += kThreads) {
-      const int row = idx / (kCols / 4), col = idx % (kCols / 4) * 4;
-      float4 sum = *reinterpret_cast<const float4*>(&partial[0][row][col]);
-#pragma unroll
-      for (int w = 1; w < WK; ++w) {
-        const float4 v = *reinterpret_cast<const float4*>(&partial[w][row][col]);
-        sum.x += v.x, sum.y += v.y, sum.z += v.z, sum.w += v.w;
+    for (int h = 0; h < MT / 2; ++h) {
+      if (h > 0) {
+        if (m0 + kRows * h >= M) break;  // block-uniform: the rest of the unit lies below M
+        __syncthreads();                 // the last 16 rows' partial sums are read before these are written
       }
-      const int m = m0 + row, n = c0 + col;
-      if (m >= M || n >= N) continue;
-      if (ws != nullptr)  // n + 3 < ldw: n is a multiple of 4 below N, and ldw is N rounded up to 4
-        *reinterpret_cast<float4*>(ws + (int64_t(slice) * M + m) * ldw + n) = sum;
-      else
-        splitk::store4(C + int64_t(m) * ldc + n, sum, N - n, c_vec);
+#pragma unroll
+      for (int j = 0; j < W::RB; ++j)
+#pragma unroll
+        for (int i = 0; i < 2; ++i)
+#pragma unroll
+          for (int hh = 0; hh < 2; ++hh) {
+            const float2 v = acc_pair(acc[j][2 * h + i], hh);
+            const int col = warp_cols + W::col(j, hh, g), row = 8 * i + 2 * t;
+            partial[wk][row][col] = v.x;
+            partial[wk][row + 1][col] = v.y;
+          }
+      __syncthreads();
+      // (the loop's start read afresh too: ptxas then keeps a whole step of B in flight in every instance)
+      for (int idx = opaque_thread_index(); idx < kRows * kCols / 4; idx += kThreads) {
+        const int row = idx / (kCols / 4), col = idx % (kCols / 4) * 4;
+        float4 sum = *reinterpret_cast<const float4*>(&partial[0][row][col]);
+#pragma unroll
+        for (int w = 1; w < WK; ++w) {
+          const float4 v = *reinterpret_cast<const float4*>(&partial[w][row][col]);
+          sum.x += v.x, sum.y += v.y, sum.z += v.z, sum.w += v.w;
+        }
+        const int m = m0 + kRows * h + row, n = u0 + col;
+        if (m >= M || n >= N) continue;
+        if (ws != nullptr)  // n + 3 < ldw: n is a multiple of 4 below N, and ldw is N rounded up to 4
+          *reinterpret_cast<float4*>(ws + (int64_t(slice) * M + m) * ldw + n) = sum;
+        else
+          splitk::store4(C + int64_t(m) * ldc + n, sum, N - n, c_vec);
+      }
     }
     __syncthreads();  // the partial sums are read before the next unit writes them
   }
@@ -517,8 +568,8 @@ int resident_blocks() {
 }  // namespace
 
 // ---- HOST: check -> plan -> workspace -> launches ----
-// GemmArgs::split pins S (1 .. kMaxSplit, cut to the k-steps there are and to a workspace of kMaxWorkspaceBytes);
-// GemmArgs::plan_tile and ::tile are not read (one tile).
+// GemmArgs::split pins S (1 .. kMaxSplit, cut to the k-steps there are and to a workspace of
+// splitk::kMaxWorkspaceBytes); GemmArgs::plan_tile and ::tile are not read (one tile).
 template <typename E>
 cudaError_t launch_mma_stream(const GemmArgsOf<E>& p, Acc acc, cudaStream_t stream, LaunchInfo* info) {
   const int64_t ldb = p.b_col_major ? p.sbn : p.sbk;
@@ -533,13 +584,13 @@ cudaError_t launch_mma_stream(const GemmArgsOf<E>& p, Acc acc, cudaStream_t stre
                                         : ARead::kElements;
   const bool c_vec = p.ldc % 4 == 0 && reinterpret_cast<uintptr_t>(p.C) % 8 == 0;
   const int ldw = (p.N + 3) / 4 * 4;
-  auto launch = [&](auto acc_c, auto b_col_c, auto shift_c) -> cudaError_t {
-    constexpr auto kernel = mma_stream_kernel<E, acc_c.value, b_col_c.value, shift_c.value>;
-    StreamPlan plan = plan_stream(p.M, p.N, p.K, resident_blocks<kernel>(), p.split);
+  auto launch = [&](auto acc_c, auto b_col_c, auto shift_c, auto rows_c) -> cudaError_t {
+    constexpr int rows = rows_c.value;
+    constexpr auto kernel = mma_stream_kernel<E, acc_c.value, b_col_c.value, shift_c.value, rows>;
+    StreamPlan plan = plan_stream(p.M, p.N, p.K, resident_blocks<kernel>(), p.split, rows);
     const int64_t slice_bytes = int64_t(p.M) * ldw * int64_t(sizeof(float));
-    if (plan.split > 1 && plan.split * slice_bytes > kMaxWorkspaceBytes)
-      plan = plan_stream(p.M, p.N, p.K, resident_blocks<kernel>(),
-                         int(std::max<int64_t>(1, kMaxWorkspaceBytes / slice_bytes)));
+    if (const int capped = splitk::cap_split(plan.split, slice_bytes); capped != plan.split)
+      plan = plan_stream(p.M, p.N, p.K, resident_blocks<kernel>(), capped, rows);
     const int64_t bytes = plan.split > 1 ? plan.split * slice_bytes : 0;
     if (info) info->workspace_bytes = bytes;
     if (p.workspace_bytes < bytes) return kWorkspaceNeeded;
@@ -548,7 +599,7 @@ cudaError_t launch_mma_stream(const GemmArgsOf<E>& p, Acc acc, cudaStream_t stre
                          int(sizeof(uint4)) * kWarps * 2 * Warp<b_col_c.value>::KS * 32;
     if (info) {
       const int limit = info->smem_limit;
-      *info = LaunchInfo{unsigned(plan.grid), 1, unsigned(kThreads), smem, limit, kRows, kCols, plan.split};
+      *info = LaunchInfo{unsigned(plan.grid), 1, unsigned(kThreads), smem, limit, rows, kCols, plan.split};
       info->kernel = "mma_stream";
       info->workspace_bytes = bytes;
     }
@@ -558,8 +609,14 @@ cudaError_t launch_mma_stream(const GemmArgsOf<E>& p, Acc acc, cudaStream_t stre
     if (err != cudaSuccess || ws == nullptr) return err;
     return splitk::launch_reduce<E>(ws, plan.split, ldw, p.C, p.ldc, p.M, p.N, stream);
   };
+  using Rows16 = std::integral_constant<int, kRows>;
+  using Rows32 = std::integral_constant<int, 2 * kRows>;
   return tile::dispatch<E>(acc, p.b_col_major, [&](auto acc_c, auto b_col_c) {
-    return b_shift ? launch(acc_c, b_col_c, std::true_type{}) : launch(acc_c, b_col_c, std::false_type{});
+    auto with_rows = [&](auto shift_c) {
+      return stream_rows(p.M) == kRows ? launch(acc_c, b_col_c, shift_c, Rows16{})
+                                       : launch(acc_c, b_col_c, shift_c, Rows32{});
+    };
+    return b_shift ? with_rows(std::true_type{}) : with_rows(std::false_type{});
   });
 }
 

@@ -261,16 +261,14 @@ __global__ void __launch_bounds__(kThreads, 1)
 }
 
 // A cut tile's grid split (GridSplit) on a problem whose C is c_rows x c_cols: GemmArgs::split's parts (0 or 1:
-// none), cut to the k-blocks there are and to a workspace of kMaxWorkspaceBytes; its fp32 workspace from
+// none), cut to the k-blocks there are and to a workspace of splitk::kMaxWorkspaceBytes; its fp32 workspace from
 // GemmArgs::workspace (kWorkspaceNeeded, LaunchInfo::workspace_bytes filled, where that is smaller).
-[[maybe_unused]] constexpr int64_t kMaxWorkspaceBytes = int64_t(256) << 20;
 template <typename E>
 cudaError_t plan_grid_split(const GemmArgsOf<E>& p, int c_rows, int c_cols, LaunchInfo* info, GridSplit* gs) {
   int parts = std::max(1, std::min(p.split, hopper::cdiv(p.K, hopper::BK)));
   const int ldw = (c_cols + 3) / 4 * 4;
   const int64_t slice_bytes = int64_t(c_rows) * ldw * int64_t(sizeof(float));
-  if (parts > 1 && parts * slice_bytes > kMaxWorkspaceBytes)
-    parts = int(std::max<int64_t>(1, kMaxWorkspaceBytes / slice_bytes));
+  parts = splitk::cap_split(parts, slice_bytes);
   if (parts == 1) return cudaSuccess;
   if (info) info->workspace_bytes = parts * slice_bytes;
   if (p.workspace_bytes < parts * slice_bytes) return kWorkspaceNeeded;

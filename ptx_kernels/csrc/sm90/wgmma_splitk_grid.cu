@@ -15,7 +15,7 @@
 // The workspace is GemmArgs::workspace: the binding allocates it through Torch's caching allocator on the launch's
 // stream when the launcher asks (kWorkspaceNeeded). One slice (S = 1) needs none: the blocks store C themselves.
 // One wave: tiles x S blocks (hopper::choose_grid_split keeps that within the SMs; forced splits may take more waves,
-// correct but slower, and are cut to a workspace of kMaxWorkspaceBytes).
+// correct but slower, and are cut to a workspace of splitk::kMaxWorkspaceBytes).
 // Edges as in the other Hopper kernels: TMA reads zeros past M, N and K; the partial stores and C's are masked.
 // Element types: fp16 (fp32 or fp16 accumulation) and bf16 (fp32), the template parameter E; the workspace is fp32
 // either way (fp16 accumulators are widened exactly), so partial sums are added in fp32.
@@ -45,9 +45,6 @@ using Narrow = Tile<64, 8>;
 constexpr int GROUP_M = 8;
 constexpr int kConsumers = 2, kThreads = (1 + kConsumers) * hopper::kWarpgroup;
 constexpr int kProducerRegs = 40, kConsumerRegs = 232;  // as wgmma_persistent.cu
-// Forced splits of a large output are cut to a workspace of at most this many bytes (the planned ones, on outputs
-// that fill a fraction of one wave of tiles, need a few MB).
-constexpr int64_t kMaxWorkspaceBytes = int64_t(256) << 20;
 
 template <typename E, typename T, Acc ACC, bool B_COL>
 __global__ void __launch_bounds__(kThreads, 1)
@@ -128,8 +125,7 @@ template <typename T, typename E>
 cudaError_t launch_tile(const GemmArgsOf<E>& p, Acc acc, int split, cudaStream_t stream, LaunchInfo* info) {
   const int ldw = (p.N + 3) / 4 * 4;
   const int64_t slice_bytes = int64_t(p.M) * ldw * int64_t(sizeof(float));
-  if (split > 1 && split * slice_bytes > kMaxWorkspaceBytes)
-    split = int(std::max<int64_t>(1, kMaxWorkspaceBytes / slice_bytes));
+  split = splitk::cap_split(split, slice_bytes);
   const int64_t bytes = split > 1 ? split * slice_bytes : 0;
   if (info) info->workspace_bytes = bytes;
   if (p.workspace_bytes < bytes) return kWorkspaceNeeded;
