@@ -138,7 +138,8 @@ def test_swapped_cut_tiles_where_m_is_covered_better(host_facts):
     SWAP_TILES mirrors them as C's tiles): every cut tile but 256 x 128, planned unsplit on outputs that are not
     skinny where it scores above every tile unswapped, and only where the swapped form is offered. None on the
     squares or the LLM shapes; M = 160 against a wide N takes 160 columns along M (one row of tiles, where 128-row
-    tiles take 256 rows), 4504 x 608 128 x 176 swapped (130 tiles in one round)."""
+    tiles take 256 rows), 4504 x 608 128 x 176 swapped (130 tiles in one round). The 128-row ones also come paired
+    in clusters (hopper::kPairFirstCode, compare.sweep.PAIR_TILES), in the same order."""
     cut = sweep.CUT_TILES
     tiles = {int(c): (int(m), int(n)) for _, c, m, n in (line.split() for line in host_facts
                                                           if line.startswith("swaptile"))}
@@ -160,6 +161,11 @@ def test_swapped_cut_tiles_where_m_is_covered_better(host_facts):
         assert not plans[(*shape, 1)][4], shape
     assert plans[160, 24016, 3048, 1][:5] == (128, 160, 1, sweep.SWAP_FIRST_CODE + 1, 1)
     assert plans[4504, 608, 3776, 1][:5] == (128, 176, 1, sweep.SWAP_FIRST_CODE + 2, 1)
+    pairs = {int(c): (int(m), int(n)) for _, c, m, n in (line.split() for line in host_facts
+                                                          if line.startswith("pairtile"))}
+    assert {code: (bn, bm) for code, (bm, bn) in pairs.items()} == sweep.PAIR_TILES  # the 128-row ones, paired
+    assert [c - sweep.PAIR_FIRST_CODE for c in pairs] == [c - sweep.SWAP_FIRST_CODE for c in tiles
+                                                          if tiles[c][0] == 128]
 
 
 def test_cut_tile_rings_mirror_the_kernel_file():

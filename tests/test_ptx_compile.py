@@ -76,10 +76,10 @@ def test_compiles_without_spills(compiled, variant, arch):
 def test_instances_are_named_by_their_template_arguments(compiled):
     """toolchain.instances reads each instance's template arguments from the cubin and names them after the
     kernel's declaration (`template <typename E, typename T, Acc ACC, bool B_COL, bool TMA_STORE, bool A_COL,
-    bool C_T = false>`: a defaulted argument is named too)."""
+    bool C_T = false, int CL = 1>`: defaulted arguments are named too)."""
     # parsed (`Instance.arg`), so that any demangler's spelling of them compares (tests/test_template_args.py)
     want = {"E": "__half", "T": "Tile<256, 4, 1, 128, 64>", "ACC": 1, "B_COL": True, "TMA_STORE": False, "A_COL": True,
-            "C_T": False}
+            "C_T": False, "CL": 1}
     got = [{k: i.arg(k) for k in i.args} for i in compiled[("wgmma_persistent", "sm_90a")].instances()]
     assert want in got, got
     (simt,) = [i for i in compiled[("simt_naive", "sm_80")].instances() if i.acc == "fp16"]

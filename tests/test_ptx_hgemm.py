@@ -598,6 +598,50 @@ def test_swapped_cut_tiles_run_exact_and_refuse_the_others(dtype):
             c = ptx_kernels.hgemm(a, b, variant="wgmma_persistent")
             torch.cuda.synchronize()
             assert_exact(c, a, b, f"4504x608x256 {layout}")
+
+
+@pytest.mark.gpu(sm=90)
+@pytest.mark.parametrize("dtype", ["fp16", "bf16"])
+def test_paired_swapped_tiles_run_exact_as_the_unpaired_ones(dtype):
+    """The 128-row swapped cut tiles paired in clusters of two blocks (GemmArgs::plan_tile 27-32, compare.sweep.
+    PAIR_TILES: the two tiles of a cluster lie side by side along N, and each block loads half of their shared A^T
+    box, multicast to both) pinned: exact into a NaN-poisoned C with B column-major and row-major, on outputs with
+    an odd count of tiles along N (the last cluster's second block loads zeros and computes nothing) and an even
+    one, partial tiles and a K tail, reporting C's tile; on random operands bitwise what the same tile unpaired
+    computes, on every run. Refused with an error, never run wrong: a K split, column-major A."""
+    from compare.sweep import PAIR_FIRST_CODE, PAIR_TILES, SWAP_FIRST_CODE
+
+    needs_hopper()
+    ext = ptx_kernels.load()
+
+    def launch(a, b, b_col, code, split=0, a_col=False):
+        c = poisoned_out(a.shape[0], b.shape[1], "cuda", dtype)
+        info, ran = ext.hgemm_launch("wgmma_persistent", a, b, c, a_col, b_col, False, code, split)
+        torch.cuda.synchronize()
+        assert (ran or "wgmma_persistent") == "wgmma_persistent", ran
+        return c, info
+
+    for m, n, k in ((600, 520, 200), (300, 1160, 1000)):  # 5 and 10 tiles of 128 along N
+        for layout in ("NT", "NN"):
+            a, b, b_col = in_place_pair(m, n, k, layout, 31, dtype)
+            for code, tile in PAIR_TILES.items():
+                what = f"paired tile {code} (C tile {tile[0]}x{tile[1]}) {dtype} {layout} {m}x{n}x{k}"
+                c, info = launch(a, b, b_col, code)
+                assert (info[5], info[6]) == tile, (what, info)
+                assert_exact(c, a, b, what)
+    for layout in ("NT", "NN"):
+        a, b = make_inputs(300, 1160, 1000, layout, device="cuda", seed=32, dtype=dtype, kind="randn")
+        a, b, b_col = in_place_operand(a, False), in_place_operand(b, layout == "NT"), layout == "NT"
+        for code in PAIR_TILES:
+            single, _ = launch(a, b, b_col, code - PAIR_FIRST_CODE + SWAP_FIRST_CODE)
+            for _ in range(2):
+                paired, _ = launch(a, b, b_col, code)
+                assert torch.equal(paired.view(torch.int16), single.view(torch.int16)), (code, layout)
+        code = next(iter(PAIR_TILES))
+        with pytest.raises(RuntimeError):  # a K split
+            launch(a, b, b_col, code, split=2)
+        with pytest.raises(RuntimeError):  # column-major A
+            launch(in_place_operand(a, True), b, b_col, code, a_col=True)
             assert ptx_kernels.last_launch()["tile"] == (176, 128), layout
 
 

@@ -71,9 +71,10 @@ GemmArgsOf<E> gemm_args(const at::Tensor& a, const at::Tensor& b, const at::Tens
 }
 
 // hgemm_launch's tile and split as the launchers read them: tile 1 and 2 the large and base tile of the variants
-// with two (GemmArgs::tile); 1-26 also pin a Hopper plan (GemmArgs::plan_tile, sm90/handoff.h; 7-16 the cut tiles,
-// hopper::cut_tile, 17-26 the same swapped, hopper::kSwapFirstCode), as do K splits.
-constexpr int64_t kMaxTile = 26, kMaxSplit = 256;
+// with two (GemmArgs::tile); 1-32 also pin a Hopper plan (GemmArgs::plan_tile, sm90/handoff.h; 7-16 the cut tiles,
+// hopper::cut_tile, 17-26 the same swapped, hopper::kSwapFirstCode, 27-32 the 128-row swapped ones paired in
+// clusters, hopper::kPairFirstCode), as do K splits.
+constexpr int64_t kMaxTile = 32, kMaxSplit = 256;
 // hgemm_launch's sms: the SM count a stream-K schedule sees (GemmArgs::sms; 0: the device's).
 constexpr int64_t kMaxSms = 1 << 16;
 
@@ -115,7 +116,7 @@ LaunchReport hgemm_launch(const std::string& variant, const at::Tensor& a, const
   auto launch = [&](auto element, auto launcher) {
     auto p = gemm_args<decltype(element)>(a, b, c, a_col_major, b_col_major);
     p.tile = tile <= 2 ? static_cast<int>(tile) : 0;  // the block tile of the kernels with two
-    p.plan_tile = static_cast<int8_t>(tile);             // a Hopper plan pinned (1-26: tests and experiments)
+    p.plan_tile = static_cast<int8_t>(tile);             // a Hopper plan pinned (1-32: tests and experiments)
     p.split = static_cast<int>(split);
     p.sms = static_cast<int>(sms);
     return launch_registered(variant, launcher, p, a.device(), acc_fp16);

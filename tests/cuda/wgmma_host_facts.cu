@@ -95,6 +95,9 @@ int main() {
   for (int i = 0; i < hopper::kCutTileCount; ++i)
     if (hopper::swappable(i))
       std::printf("swaptile %d %d %d\n", hopper::kSwapFirstCode + i, hopper::cut_tile(i).bm, hopper::cut_tile(i).bn);
+  for (int i = 0; i < hopper::kCutTileCount; ++i)  // the paired ones (hopper::kPairFirstCode), pinned only
+    if (hopper::pairable(i))
+      std::printf("pairtile %d %d %d\n", hopper::kPairFirstCode + i, hopper::cut_tile(i).bm, hopper::cut_tile(i).bn);
   const int swap_shapes[][3] = {{160, 24016, 3048}, {392, 5200, 5040}, {168, 29144, 4944}, {4504, 608, 3776},
                                 {1056, 3888, 8688}, {160, 8136, 8624}, {200, 8192, 8192}, {129, 30000, 1000}};
   auto swap_plans = [](const int (*list)[3], int count) {

@@ -111,6 +111,32 @@ __device__ __forceinline__ void load_kblock(Storage& ss, int s, const CUtensorMa
   }
 }
 
+// load_kblock for a block of rank `rank` in a cluster of CL blocks whose tiles share their B columns (tiles at the
+// same n0, rows m0 apart): its own A box(es), and its 1/CL of the B tile multicast to every block of the cluster
+// (.multicast::cluster), which each expect the whole stage's bytes. Column-major B: rows n0 + rank x BN / CL of the
+// K-major B tile, one box (BN / CL rows, a multiple of 8: each part starts on a 1024-byte swizzle atom, so the parts
+// land where one box of BN rows would put them); row-major B: 64-column boxes rank x BN / 64 / CL onward.
+template <int BM, int BN, bool B_COL, bool A_COL, int CL, typename Storage>
+__device__ __forceinline__ void load_kblock_multicast(Storage& ss, int s, const CUtensorMap* tma_a,
+                                                      const CUtensorMap* tma_b, int m0, int n0, int k0, int a_rows,
+                                                      uint32_t rank) {
+  static_assert(B_COL ? BN % (8 * CL) == 0 : BN % (64 * CL) == 0, "B's tile splits into whole parts");
+  const uint32_t bar = ptx::smem_u32(&ss.full[s]);
+  constexpr uint16_t kAll = (1u << CL) - 1;
+  ptx::mbarrier_arrive_expect_tx(bar, (a_stage_rows<A_COL>(a_rows) + BN) * BK * int(sizeof(ss.A[0][0])));
+  load_a<BM, A_COL>(ss, s, tma_a, m0, k0, a_rows, bar);
+  if constexpr (B_COL) {
+    constexpr int part = BN / CL;
+    ptx::tma_load_2d_multicast(ptx::smem_u32(ss.B[s] + rank * part * BK), tma_b, k0, n0 + int(rank) * part, bar, kAll);
+  } else {
+#pragma unroll
+    for (int jj = 0; jj < BN / 64 / CL; ++jj) {
+      const int j = int(rank) * (BN / 64 / CL) + jj;
+      ptx::tma_load_2d_multicast(ptx::smem_u32(ss.B[s] + j * 64 * BK), tma_b, n0 + 64 * j, k0, bar, kAll);
+    }
+  }
+}
+
 // The ring's barriers, by one thread before the block's first __syncthreads: full[s] completes on the producer's
 // one arrival (with expect_tx) plus the TMA bytes; empty[s] on `empty_arrivals` consumer releases.
 template <typename Ring>
@@ -592,6 +618,11 @@ enum CutMenu : int { kNoCut = 0, kCutWholeBoxes = 1, kCutAll = 2 };
 // (256 x 128) are not swapped: they would cover M in the steps the 128-row tiles do.
 constexpr int kSwapFirstCode = kCutFirstCode + kCutTileCount;
 __host__ __device__ constexpr bool swappable(int i) { return cut_tile(i).bn % 128 != 0; }
+// The paired swapped tiles: the 128-row swapped cut tiles run in clusters of two blocks whose tiles lie side by side
+// along N over the same rows of C, each loading half of the shared A^T box and multicasting it to both (A's L2
+// traffic halved). GemmArgs::plan_tile codes kPairFirstCode + i, in cut_tile(i) order; no K split.
+constexpr int kPairFirstCode = kSwapFirstCode + kCutTileCount;
+__host__ __device__ constexpr bool pairable(int i) { return swappable(i) && cut_tile(i).bm == 128; }
 struct Plan {
   int bn, split;
   int bm = 128;

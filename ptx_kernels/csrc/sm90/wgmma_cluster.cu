@@ -48,30 +48,6 @@ struct Storage {
 static_assert(hopper::smem_request<Storage<half>>() <= 227 * 1024,
               "4 stages of 128x64 A + 256x64 B and the staging fit");
 
-// The loads of one k-block by the block of cluster rank `rank`: its own A box(es), and its half of the B tile
-// multicast to both blocks.
-template <bool B_COL, bool A_COL, typename Ring>
-__device__ __forceinline__ void load_kblock_multicast(Ring& ss, int s, const CUtensorMap* tma_a,
-                                                      const CUtensorMap* tma_b, int m0, int n0, int k0, int a_rows,
-                                                      uint32_t rank) {
-  const uint32_t bar = ptx::smem_u32(&ss.full[s]);
-  constexpr uint16_t kBoth = (1u << kCluster) - 1;
-  ptx::mbarrier_arrive_expect_tx(bar, (hopper::a_stage_rows<A_COL>(a_rows) + BN) * hopper::BK *
-                                          int(sizeof(ss.A[0][0])));
-  hopper::load_a<BM, A_COL>(ss, s, tma_a, m0, k0, a_rows, bar);
-  if constexpr (B_COL) {  // rows n0 + 128 rank .. of the K-major B tile: one 128 x 64 box
-    const int half_n = BN / kCluster;
-    ptx::tma_load_2d_multicast(ptx::smem_u32(ss.B[s] + rank * half_n * hopper::BK), tma_b, k0, n0 + rank * half_n,
-                               bar, kBoth);
-  } else {  // 64-column boxes 2 rank, 2 rank + 1 of the N-major B tile
-#pragma unroll
-    for (int jj = 0; jj < BN / 64 / kCluster; ++jj) {
-      const int j = rank * (BN / 64 / kCluster) + jj;
-      ptx::tma_load_2d_multicast(ptx::smem_u32(ss.B[s] + j * 64 * hopper::BK), tma_b, n0 + 64 * j, k0, bar, kBoth);
-    }
-  }
-}
-
 template <typename E, Acc ACC, bool B_COL, bool TMA_STORE, bool A_COL>
 __global__ void __launch_bounds__(kThreads, 1)
     wgmma_cluster_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_constant__ CUtensorMap tma_b,
@@ -108,8 +84,8 @@ __global__ void __launch_bounds__(kThreads, 1)
         const int tm = pm * kCluster + int(rank);
         for (int kb = 0; kb < kblocks; ++kb) {
           ptx::mbarrier_wait_parity(ptx::smem_u32(&ss.empty[s]), phase ^ 1);  // both blocks' consumers are done
-          load_kblock_multicast<B_COL, A_COL>(ss, s, &tma_a, &tma_b, tm * BM, tn * BN, kb * hopper::BK, a_rows,
-                                              rank);
+          hopper::load_kblock_multicast<BM, BN, B_COL, A_COL, kCluster>(ss, s, &tma_a, &tma_b, tm * BM, tn * BN,
+                                                                        kb * hopper::BK, a_rows, rank);
           if (++s == STAGES) s = 0, phase ^= 1;
         }
       }

@@ -38,6 +38,7 @@
 #include "blocks/wgmma_tile.cuh"
 #include "host/parts.h"
 #include "host/registry.h"
+#include "ptx/cluster.cuh"
 #include "sm90/handoff.h"
 
 namespace {
@@ -165,13 +166,20 @@ __device__ __forceinline__ void store_partial(const float (&d)[BN / 2], float* o
 
 // C_T: a swapped cut tile's launch (launch_swapped): the kernel computes C^T = B^T A^T of the swapped problem and
 // stores each slab transposed into C (hopper::store_accumulators_tma_t).
-template <typename E, typename T, Acc ACC, bool B_COL, bool TMA_STORE, bool A_COL, bool C_T = false>
+// CL = 2: the paired swapped tiles (launch_swapped's CL): clusters of two blocks take two tiles of one column of
+// tiles (rows 2p and 2p + 1: C's tiles side by side along N, over the same rows of C), which share their B' = A^T
+// box; each block loads its own A' box and half of the B' box, multicast to both (hopper::load_kblock_multicast),
+// as wgmma_cluster.cu pairs its tiles. A stage is then written in both blocks by either producer, so it is released
+// to both (each consumer warpgroup arrives on its own block's empty barrier and on its peer's), and the barriers are
+// initialised and the blocks end under a cluster barrier. No K split over the grid in this form.
+template <typename E, typename T, Acc ACC, bool B_COL, bool TMA_STORE, bool A_COL, bool C_T = false, int CL = 1>
 __global__ void __launch_bounds__(kThreads, 1)
     wgmma_persistent_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_constant__ CUtensorMap tma_b,
                             const __grid_constant__ CUtensorMap tma_c, E* __restrict__ C, int64_t ldc, int M,
                             int N, int K, bool pairs, GridSplit gs) {
   constexpr int BM = T::BM, BN = T::BN, MT = T::MT;
   static_assert(BM == kConsumers * 64 * MT, "each consumer warpgroup owns 64 MT rows of the tile");
+  static_assert(CL == 1 || (CL == 2 && C_T && B_COL && T::kCut), "pairs: the swapped cut tiles only");
   extern __shared__ __align__(1024) uint8_t smem_raw[];
   auto& storage = hopper::aligned_storage<typename T::template Storage<E>>(smem_raw);
   auto& ss = storage.ring;
@@ -182,19 +190,33 @@ __global__ void __launch_bounds__(kThreads, 1)
   // read the same k-range, as in wgmma_splitk_grid.cu); one slice unless the grid splits K (GridSplit: the cut
   // tiles only, so the other tiles' instances compile with parts = 1 and none of the divisions below; a cut tile
   // unsplit takes the same branch at run time)
-  const int parts = T::kCut ? gs.parts : 1;  // <= kblocks (plan_grid_split): every slice has a k-block
-  const int units = tiles * parts;
+  const int parts = T::kCut && CL == 1 ? gs.parts : 1;  // <= kblocks (plan_grid_split): every slice has a k-block
+  // CL > 1: a unit is a cluster's CL tiles of one column of tiles; block `rank` takes tile row CL p + rank
+  const int tiles_cl = hopper::cdiv(tiles_m, CL), units = (CL == 1 ? tiles : tiles_cl * tiles_n) * parts;
+  const uint32_t rank = CL == 1 ? 0u : ptx::cluster_ctarank();
+  const int first = int(blockIdx.x) / CL, stride = int(gridDim.x) / CL;
   const auto k_first = [&](int slice) { return parts == 1 ? slice * kblocks : int(int64_t(kblocks) * slice / parts); };
   const auto unit_tile = [&](int u) { return parts == 1 ? u : u % tiles; };
   const auto unit_slice = [&](int u) { return parts == 1 ? 0 : u / tiles; };
+  // the tile of unit u (tm, tn)
+  const auto coords = [&](int u, int& tm, int& tn) {
+    if constexpr (CL == 1) {
+      hopper::tile_coords<GROUP_M>(unit_tile(u), tiles_m, tiles_n, tm, tn);
+    } else {
+      hopper::tile_coords<GROUP_M>(u, tiles_cl, tiles_n, tm, tn);
+      tm = tm * CL + int(rank);
+    }
+  };
 
   // ---- PROLOGUE: barriers ----
   if (threadIdx.x == 0) {
     ptx::prefetch_tensormap(&tma_a);
     ptx::prefetch_tensormap(&tma_b);
-    hopper::init_ring(ss, kConsumers);
+    hopper::init_ring(ss, kConsumers * CL);
+    if constexpr (CL > 1) ptx::fence_mbarrier_init_cluster();
   }
-  __syncthreads();
+  if constexpr (CL > 1) ptx::cluster_sync();  // no peer copies or arrives into an uninitialised barrier
+  else __syncthreads();
 
   if (wg == 0) {
     // ---- PRODUCER ----
@@ -202,12 +224,21 @@ __global__ void __launch_bounds__(kThreads, 1)
     if (tid == 0) {
       int s = 0;
       uint32_t phase = 0;
-      for (int u = blockIdx.x; u < units; u += gridDim.x) {
+      for (int u = first; u < units; u += stride) {
         int tm, tn;
-        hopper::tile_coords<GROUP_M>(unit_tile(u), tiles_m, tiles_n, tm, tn);
+        coords(u, tm, tn);
         const int slice = unit_slice(u);
-        hopper::produce_tile<BM, BN, B_COL, A_COL>(ss, &tma_a, &tma_b, tm * BM, tn * BN, k_first(slice),
-                                                   k_first(slice + 1), a_rows, s, phase);
+        if constexpr (CL == 1) {
+          hopper::produce_tile<BM, BN, B_COL, A_COL>(ss, &tma_a, &tma_b, tm * BM, tn * BN, k_first(slice),
+                                                     k_first(slice + 1), a_rows, s, phase);
+        } else {
+          for (int kb = 0; kb < kblocks; ++kb) {
+            ptx::mbarrier_wait_parity(ptx::smem_u32(&ss.empty[s]), phase ^ 1);  // both blocks' consumers are done
+            hopper::load_kblock_multicast<BM, BN, B_COL, A_COL, CL>(ss, s, &tma_a, &tma_b, tm * BM, tn * BN,
+                                                                    kb * hopper::BK, a_rows, rank);
+            if (++s == T::STAGES) s = 0, phase ^= 1;
+          }
+        }
       }
     }
   } else {
@@ -217,12 +248,16 @@ __global__ void __launch_bounds__(kThreads, 1)
     const int slab = (wg - 1) * 64 * MT;  // this warpgroup's rows of the tile
     int s = 0;
     uint32_t phase = 0;
-    for (int u = blockIdx.x; u < units; u += gridDim.x) {
+    for (int u = first; u < units; u += stride) {
       int tm, tn;
-      hopper::tile_coords<GROUP_M>(unit_tile(u), tiles_m, tiles_n, tm, tn);
+      coords(u, tm, tn);
       const int slice = unit_slice(u), kb = k_first(slice + 1) - k_first(slice);
-      auto release = [&](int stage) {
-        if (tid == 0) ptx::mbarrier_arrive(ptx::smem_u32(&ss.empty[stage]));  // one arrival per warpgroup
+      auto release = [&](int stage) {  // one arrival per warpgroup on each block's empty[stage]: lane r signals block r
+        if constexpr (CL == 1) {
+          if (tid == 0) ptx::mbarrier_arrive(ptx::smem_u32(&ss.empty[stage]));
+        } else if (tid < CL) {
+          ptx::mbarrier_arrive_cluster(ptx::mapa_shared(ptx::smem_u32(&ss.empty[stage]), uint32_t(tid)));
+        }
       };
       if (tm * BM + slab >= M) {  // every row of this warpgroup's slab lies past M: nothing to compute or store
         hopper::pass_tile(ss, kb, s, phase, release);
@@ -258,6 +293,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     if (T::kCut && gs.ws != nullptr) ptx::griddepcontrol_launch_dependents();  // the reduction may be queued now
     if (TMA_STORE && tid == 0) ptx::bulk_wait_group_read<0>();  // the staging buffer outlives the last stores
   }
+  if constexpr (CL > 1) ptx::cluster_sync();  // no block leaves while its peer may still copy or arrive into it
 }
 
 // A cut tile's grid split (GridSplit) on a problem whose C is c_rows x c_cols: GemmArgs::split's parts (0 or 1:
@@ -345,25 +381,40 @@ GemmArgsOf<E> swapped(const GemmArgsOf<E>& p) {
 
 // A cut tile T on the swapped problem q = swapped(p), in its one form: fp32 accumulation, B' = A^T column-major
 // (A row-major), C stored transposed with TMA (C's own map, boxes of T::EPI_COLS rows x 64 columns). The launch
-// reports C's tile: T::BN rows x T::BM columns.
-template <typename T, bool A_COL, typename E>
+// reports C's tile: T::BN rows x T::BM columns. CL = 2: the tiles paired in clusters of two blocks (the kernel's CL),
+// on as many clusters as fit at once (cudaOccupancyMaxActiveClusters) and keep the rounds of pairs full; no K split.
+template <typename T, bool A_COL, int CL = 1, typename E>
 cudaError_t launch_swapped(const GemmArgsOf<E>& q, Acc acc, cudaStream_t stream, LaunchInfo* info) {
   static_assert(T::kCut, "the swapped tiles are the cut tiles");
   using Storage = typename T::template Storage<E>;
-  if (acc != Acc::F32 || !q.b_col_major || q.a_col_major != A_COL) return cudaErrorInvalidValue;
+  if (acc != Acc::F32 || !q.b_col_major || q.a_col_major != A_COL || (CL > 1 && q.split > 1))
+    return cudaErrorInvalidValue;
   hopper::Operands ops;
-  const cudaError_t err = hopper::make_operands(q, T::BM, T::BN, &ops, 0, 64, T::EPI_COLS, /*c_transposed=*/true);
+  const cudaError_t err =
+      hopper::make_operands(q, T::BM, T::BN, &ops, T::BN / CL, 64, T::EPI_COLS, /*c_transposed=*/true);
   if (err != cudaSuccess) return err;
   if (!ops.tma_store) return cudaErrorInvalidValue;
-  const int tiles = hopper::cdiv(q.M, T::BM) * hopper::cdiv(q.N, T::BN);
-  GridSplit gs;  // C is q.N x q.M
-  const cudaError_t planned = plan_grid_split(q, q.N, q.M, info, &gs);
-  if (planned != cudaSuccess) return planned;
-  const dim3 grid(hopper::persistent_blocks(tiles * gs.parts, hopper::sm_count(), q.grid));
-  const cudaError_t launched =
-      hopper::launch<wgmma_persistent_kernel<E, T, Acc::F32, true, true, A_COL, true>, Storage>(
-          grid, kThreads, T::BN, T::BM, q, ops, stream, info, 1, gs.parts > 1 ? gs.parts : 0, gs);
-  return finish_grid_split(launched, gs, q.C, q.ldc, q.N, q.M, stream, info);
+  const int tiles_m = hopper::cdiv(q.M, T::BM), tiles_n = hopper::cdiv(q.N, T::BN);
+  if constexpr (CL > 1) {
+    constexpr auto kernel = wgmma_persistent_kernel<E, T, Acc::F32, true, true, A_COL, true, CL>;
+    const int smem = hopper::smem_request<Storage>();
+    cudaError_t prepared = tile::prepare_smem(kernel, smem, info);
+    int max_clusters = 0;  // clusters that fit at once (the GPCs decide, not SMs / CL)
+    if (prepared == cudaSuccess)
+      prepared = hopper::max_active_clusters<kernel>(kThreads, smem, CL, stream, &max_clusters);
+    if (prepared != cudaSuccess) return prepared;
+    const dim3 grid(CL * hopper::persistent_blocks(hopper::cdiv(tiles_m, CL) * tiles_n, max_clusters, q.grid));
+    return hopper::launch<kernel, Storage>(grid, kThreads, T::BN, T::BM, q, ops, stream, info, CL, 0, GridSplit{});
+  } else {
+    GridSplit gs;  // C is q.N x q.M
+    const cudaError_t planned = plan_grid_split(q, q.N, q.M, info, &gs);
+    if (planned != cudaSuccess) return planned;
+    const dim3 grid(hopper::persistent_blocks(tiles_m * tiles_n * gs.parts, hopper::sm_count(), q.grid));
+    const cudaError_t launched =
+        hopper::launch<wgmma_persistent_kernel<E, T, Acc::F32, true, true, A_COL, true>, Storage>(
+            grid, kThreads, T::BN, T::BM, q, ops, stream, info, 1, gs.parts > 1 ? gs.parts : 0, gs);
+    return finish_grid_split(launched, gs, q.C, q.ldc, q.N, q.M, stream, info);
+  }
 }
 
 }  // namespace
@@ -423,6 +474,23 @@ SWAP_UNITS(extern, 7);  // (cut tile 6, 256 x 128, is not swapped: hopper::swapp
 SWAP_UNITS(extern, 8);
 SWAP_UNITS(extern, 9);
 
+// The paired swapped tile I's launch (hopper::pairable: clusters of two blocks sharing the A^T box) on the swapped
+// problem, A' = B^T of layout A_COL: a unit of the build's parts, as TILE_UNIT.
+template <int I, bool A_COL, typename E>
+cudaError_t launch_paired_tile(const GemmArgsOf<E>& q, Acc acc, cudaStream_t stream, LaunchInfo* info) {
+  return launch_swapped<Cut<I>, A_COL, 2>(q, acc, stream, info);
+}
+#define PAIR_UNIT(EXTERN, I, A_COL) LAUNCH_UNIT(EXTERN, launch_paired_tile, I, A_COL)
+#define PAIR_UNITS(EXTERN, I) \
+  PAIR_UNIT(EXTERN, I, false); \
+  PAIR_UNIT(EXTERN, I, true)
+PAIR_UNITS(extern, 0);
+PAIR_UNITS(extern, 1);
+PAIR_UNITS(extern, 2);
+PAIR_UNITS(extern, 3);
+PAIR_UNITS(extern, 4);
+PAIR_UNITS(extern, 5);
+
 // Tile CODE's launches for A's layout (a cut tile's for row-major A only).
 template <int CODE, typename E>
 cudaError_t launch_plan_tile(const GemmArgsOf<E>& p, Acc acc, cudaStream_t stream, LaunchInfo* info) {
@@ -444,9 +512,10 @@ cudaError_t launch_cut_code(int code, const GemmArgsOf<E>& p, Acc acc, cudaStrea
   return err;
 }
 
-// The swapped cut tile of plan_tile code `code` (hopper::kSwapFirstCode + I) on p: the swapped problem's launch,
-// A' = B^T row-major where B is column-major, else M-major. A column-major A (B' row-major) is not a swapped form.
-template <typename E, int... I>
+// The swapped cut tile of plan_tile code `code` (hopper::kSwapFirstCode + I; CL = 2: the paired one,
+// hopper::kPairFirstCode + I) on p: the swapped problem's launch, A' = B^T row-major where B is column-major, else
+// M-major. A column-major A (B' row-major) is not a swapped form.
+template <int CL, typename E, int... I>
 cudaError_t launch_swap_code(int code, const GemmArgsOf<E>& p, Acc acc, cudaStream_t stream, LaunchInfo* info,
                              std::integer_sequence<int, I...>) {
   if (p.a_col_major) return cudaErrorInvalidValue;
@@ -454,12 +523,16 @@ cudaError_t launch_swap_code(int code, const GemmArgsOf<E>& p, Acc acc, cudaStre
   cudaError_t err = cudaErrorInvalidValue;
   auto one = [&](auto i_c) {
     constexpr int kI = decltype(i_c)::value;
-    if constexpr (hopper::swappable(kI)) {
+    if constexpr (CL == 1 && hopper::swappable(kI)) {
       err = q.a_col_major ? launch_swapped_tile<kI, true>(q, acc, stream, info)
                           : launch_swapped_tile<kI, false>(q, acc, stream, info);
+    } else if constexpr (CL == 2 && hopper::pairable(kI)) {
+      err = q.a_col_major ? launch_paired_tile<kI, true>(q, acc, stream, info)
+                          : launch_paired_tile<kI, false>(q, acc, stream, info);
     }
   };
-  ((code == hopper::kSwapFirstCode + I ? one(std::integral_constant<int, I>{}) : void()), ...);
+  const int first = CL == 1 ? hopper::kSwapFirstCode : hopper::kPairFirstCode;
+  ((code == first + I ? one(std::integral_constant<int, I>{}) : void()), ...);
   return err;
 }
 
@@ -493,9 +566,10 @@ cudaError_t launch_swap_code(int code, const GemmArgsOf<E>& p, Acc acc, cudaStre
 // The swapped cut tiles (hopper::kSwapFirstCode: C^T = B^T A^T, a tile's columns at steps of 16 along M) are
 // choose_plan's candidates beside the cut tiles where their form holds (swap_form).
 // GemmArgs::plan_tile (1/2/3/4: 128 x 256/128/64/192; 5/6: 256 x 152 in 4/3 stages; 7-16: the cut tiles, 17-26:
-// the swapped cut tiles) and ::split (1 = never; 2 and 4 over a cluster, other counts over the grid; with a cut or
-// swapped tile any count over the grid, inside this kernel: GridSplit) pin the plan. The model offers a cut tile
-// split over the grid only where its fit has timed one (hopper::model_plan).
+// the swapped cut tiles, 27-32: the 128-row ones paired in clusters of two, pinned only) and ::split (1 = never; 2
+// and 4 over a cluster, other counts over the grid; with a cut or swapped tile any count over the grid, inside this
+// kernel: GridSplit) pin the plan. The model offers a cut tile split over the grid only where its fit has timed one
+// (hopper::model_plan).
 // `how` gets how the plan was chosen (PlanSource).
 template <typename E>
 cudaError_t launch_planned(const GemmArgsOf<E>& p, Acc acc, cudaStream_t stream, LaunchInfo* info, int* how) {
@@ -506,7 +580,8 @@ cudaError_t launch_planned(const GemmArgsOf<E>& p, Acc acc, cudaStream_t stream,
   if (p.plan_tile == 0 && p.split == 0 && hands_to_stream(p.M, p.N, p.K, b_rows_off16, p.a_col_major))
     return launch_mma_stream(p, acc, stream, info);
   const auto cut_codes = std::make_integer_sequence<int, hopper::kCutTileCount>();
-  if (p.plan_tile >= hopper::kSwapFirstCode) return launch_swap_code(p.plan_tile, p, acc, stream, info, cut_codes);
+  if (p.plan_tile >= hopper::kPairFirstCode) return launch_swap_code<2>(p.plan_tile, p, acc, stream, info, cut_codes);
+  if (p.plan_tile >= hopper::kSwapFirstCode) return launch_swap_code<1>(p.plan_tile, p, acc, stream, info, cut_codes);
   if (p.plan_tile >= hopper::kCutFirstCode) return launch_cut_code(p.plan_tile, p, acc, stream, info, cut_codes);
   const bool rows_128b = row_bytes_a % 128 == 0 && row_bytes_b % 128 == 0;
   const bool b_rows_straddle = row_bytes_b % 32 != 0;
@@ -533,7 +608,7 @@ cudaError_t launch_planned(const GemmArgsOf<E>& p, Acc acc, cudaStream_t stream,
   if (plan.cut) {  // a cut or swapped tile, split over the grid in this kernel where plan.split > 1 (GridSplit)
     GemmArgsOf<E> q = p;
     q.split = plan.split;
-    return plan.swap ? launch_swap_code(plan.cut, q, acc, stream, info, cut_codes)
+    return plan.swap ? launch_swap_code<1>(plan.cut, q, acc, stream, info, cut_codes)
                      : launch_cut_code(plan.cut, q, acc, stream, info, cut_codes);
   }
   if (plan.split > 1) return launch_wgmma_splitk_plan(p, acc, stream, info, plan);
@@ -627,4 +702,16 @@ SWAP_UNITS(, 7);
 #if HGEMM_IN_PART(19)
 SWAP_UNITS(, 8);
 SWAP_UNITS(, 9);
+#endif
+#if HGEMM_IN_PART(20)
+PAIR_UNITS(, 0);
+PAIR_UNITS(, 1);
+#endif
+#if HGEMM_IN_PART(21)
+PAIR_UNITS(, 2);
+PAIR_UNITS(, 3);
+#endif
+#if HGEMM_IN_PART(22)
+PAIR_UNITS(, 4);
+PAIR_UNITS(, 5);
 #endif
