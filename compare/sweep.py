@@ -161,7 +161,7 @@ SWAP_TILES = {SWAP_FIRST_CODE + i: (bn, bm) for i, (bm, bn) in enumerate(CUT_TIL
 PLAN_TILES = {1: (128, 256), 2: (128, 128), 3: (128, 64), 4: (128, 192), 5: (256, 152), 6: (256, 152), **CUT_TILES,
               **SWAP_TILES}
 # The 128-row swapped cut tiles paired in clusters of two blocks that share A's box (hopper::kPairFirstCode), as C's
-# tile; pinned only: no plan or sweep offers them yet.
+# tile; pinned only: the sweep times them (`ptx_plans`), no plan offers them yet.
 PAIR_FIRST_CODE = SWAP_FIRST_CODE + len(CUT_TILES)
 PAIR_TILES = {PAIR_FIRST_CODE + i: (bn, bm) for i, (bm, bn) in enumerate(CUT_TILES.values()) if bn % 128 and bm == 128}
 
@@ -222,7 +222,8 @@ def ptx_plans(m: int, n: int, k: int, layout: str, acc: str = "fp32") -> list[tu
     plan_tile and ::split; 0 lets the launcher choose): wgmma_persistent's own choice; each of its tiles pinned
     unsplit (1-4: 128 x 256/128/64/192; 5, 6: 256 x 152 in 4 or 3 stages, column-major B only; the cut tiles its
     form allows, `cut_codes`, and the swapped ones, `swap_codes`, on rows off the 32-byte sectors too, where only the
-    launcher's model offers them); those cut and swapped tiles split over the grid where their tiles leave SMs idle
+    launcher's model offers them; the 128-row swapped ones also paired, `PAIR_TILES`, which no plan offers yet);
+    those cut and swapped tiles split over the grid where their tiles leave SMs idle
     over a long K (`cut_grid_split`); its 128-row tiles split over clusters of 2
     and 4 (wgmma_splitk) where each part keeps 4 k-blocks; the grid split's three tiles (wgmma_splitk_grid, its own
     slice count) where K holds two slices; the cluster kernel (wgmma_cluster)."""
@@ -233,6 +234,7 @@ def ptx_plans(m: int, n: int, k: int, layout: str, acc: str = "fp32") -> list[tu
     off = cut_codes(m, n, k, layout, acc, False) + swap_codes(m, n, k, layout, acc, False)
     cut += [t for t in off if t not in cut]
     plans += [("wgmma_persistent", t, 1) for t in cut]
+    plans += [("wgmma_persistent", p, 1) for t in cut if (p := t - SWAP_FIRST_CODE + PAIR_FIRST_CODE) in PAIR_TILES]
     plans += [("wgmma_persistent", t, s) for t in cut if (s := cut_grid_split(m, n, k, PLAN_TILES[t])) > 1]
     plans += [("wgmma_persistent", t, s) for s in (2, 4) for t in (1, 2, 3) if kblocks >= 4 * s]
     if kblocks >= 2 * GRID_SLICE_KBLOCKS:
@@ -250,7 +252,8 @@ def ptx_plan(ran: str, tile_m: int, tile_n: int, split: int, tile_code: int) -> 
     if ran == "mma_stream":
         return cm.plan_for(ran, tile_m or 16, tile_n or 128, 128, 1, 8, max(split, 1))
     stages = (3 if tile_code == 6 else cut_stages(tile_m, tile_n) if tile_code in CUT_TILES
-              else cut_stages(tile_n, tile_m) if tile_code in SWAP_TILES else PTX_STAGES.get(tile_n, 4))
+              else cut_stages(tile_n, tile_m) if tile_code in SWAP_TILES or tile_code in PAIR_TILES
+              else PTX_STAGES.get(tile_n, 4))
     return cm.plan_for(ran, tile_m or 128, tile_n or 256, 64, stages, 12, max(split, 1))
 
 

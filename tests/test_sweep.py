@@ -102,16 +102,17 @@ def test_ptx_plans_pin_the_tiles_and_splits_it_has():
     assert [t for k, t, s in plans if k == "wgmma_splitk_grid"] == [1, 2, 3]
     assert [t for k, t, s in sweep.ptx_plans(16, 4096, 4096, "NT") if k == "wgmma_persistent" and s == 1] == \
         [1, 2, 3, 4, 5, 6]
-    cut, swap = sweep.CUT_FIRST_CODE, list(sweep.SWAP_TILES)
-    # row-major B: the cut tiles of whole 64-column boxes; the swapped ones in both B layouts (B' = A^T column-major)
-    tiles = {("NT", 1576): list(range(cut, cut + 10)) + swap, ("NN", 1584): [cut + 6] + swap}
+    cut, swap, pair = sweep.CUT_FIRST_CODE, list(sweep.SWAP_TILES), list(sweep.PAIR_TILES)
+    # row-major B: the cut tiles of whole 64-column boxes; the swapped ones in both B layouts (B' = A^T column-major),
+    # then the 128-row swapped ones paired
+    tiles = {("NT", 1576): list(range(cut, cut + 10)) + swap + pair, ("NN", 1584): [cut + 6] + swap + pair}
     for (layout, n), codes in tiles.items():
         plans = sweep.ptx_plans(1288, n, 2512, layout)
         assert [t for k, t, s in plans if t >= cut and s == 1] == codes, layout
         # split over the grid where their tiles leave SMs idle: the 256-row tiles (6 bands) of 39 k-blocks
         split = [(t, s) for k, t, s in plans if t >= cut and s != 1]
         assert split == [(t, sweep.cut_grid_split(1288, n, 2512, sweep.PLAN_TILES[t])) for t in codes
-                         if sweep.cut_grid_split(1288, n, 2512, sweep.PLAN_TILES[t]) > 1], layout
+                         if t not in pair and sweep.cut_grid_split(1288, n, 2512, sweep.PLAN_TILES[t]) > 1], layout
         assert split and all(s == 2 for t, s in split), (layout, split)
     assert sweep.cut_grid_split(160, 24016, 3048, (160, 128)) == 1  # 188 tiles: no SM idle
     assert sweep.cut_grid_split(208, 2864, 17744, (208, 128)) == 5  # 23 tiles over 278 k-blocks
@@ -124,6 +125,7 @@ def test_ptx_plans_pin_the_tiles_and_splits_it_has():
         # A, C rows off 16 bytes, a skinny output: no cut tile
         assert sweep.cut_codes(m, n, k, layout, acc) == [], (m, n, k, layout, acc)
     assert swap == [c for c in range(swap[0], swap[0] + 10) if c != swap[0] + 6]  # 256 x 128 is not swapped
+    assert pair == list(range(swap[0] + 10, swap[0] + 16))  # the six 128-row swapped tiles, paired
     for m, n, k, layout, acc in ((1288, 1576, 2512, "NT", "fp16"), (1288, 1576, 2504, "NT", "fp32"),
                                  (1288, 1576, 2512, "TN", "fp32"), (1288, 1572, 2512, "NN", "fp32"),
                                  (128, 1576, 2512, "NT", "fp32"), (1288, 128, 2512, "NN", "fp32")):
@@ -135,7 +137,7 @@ def test_ptx_plans_pin_the_tiles_and_splits_it_has():
     assert sweep.cut_codes(1288, 1576, 2504, "NT", sectors=False) == list(range(cut, cut + 10))
     assert sweep.swap_codes(1288, 1576, 2504, "NT", sectors=False) == swap
     off = sweep.ptx_plans(1288, 1576, 2504, "NT")
-    assert [t for k, t, s in off if t >= cut and s == 1] == list(range(cut, cut + 10)) + swap
+    assert [t for k, t, s in off if t >= cut and s == 1] == list(range(cut, cut + 10)) + swap + pair
     assert sweep.cut_codes(1288, 1572, 2504, "NT", sectors=False) == []  # C rows off 16 bytes still rule them out
     short = sweep.ptx_plans(16, 4096, 448, "NN")  # 7 k-blocks: no part of a split keeps 4, no grid slices
     assert {s for k, t, s in short} == {0, 1} and not any(k == "wgmma_splitk_grid" for k, *_ in short)
