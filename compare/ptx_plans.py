@@ -23,10 +23,12 @@ import sys
 import tempfile
 from pathlib import Path
 
+import numpy as np
+
 from hgemm_common.errors import HgemmError
 
 from .bench import geomean
-from .sweep import PLAN_TILES as TILES, SWAP_TILES
+from .sweep import PAIR_FIRST_CODE, PAIR_TILES, PLAN_TILES as TILES, SWAP_FIRST_CODE, SWAP_TILES
 
 SMS = 132  # the lent GPUs' SM count (H100 and H200): the fill the rule plans for
 GRID_CODES = {256: 1, 128: 2, 64: 3}  # the grid split's tiles (wgmma_splitk_grid, pinned by width)
@@ -148,6 +150,35 @@ def tile_speeds(cases: dict[str, dict]) -> dict[int, tuple[int, float]]:
     return {code: (len(v), geomean(v)) for code, v in sorted(per.items())}
 
 
+def pair_stats(cases: dict[str, dict]) -> dict | None:
+    """What the paired swapped tiles (PAIR_TILES, pinned unsplit) buy in sweep records that time them: the cases
+    with a pair timed, those where a pair is the fastest pinned plan, each pair's time against the same tile unpaired
+    (geomean, p10, p90 of unpaired over paired: > 1 is the pair faster), and over those cases the fastest pinned plan
+    x torch.matmul without the pairs and with them (geomeans). None where no case times a pair."""
+    import numpy as np
+
+    cases_with, fastest, ratios, without, with_pairs = 0, 0, [], [], []
+    for case in cases.values():
+        ms = {k: v for k, v in case["ms"].items() if k != ("wgmma_persistent", 0, 0)}
+        pairs = {k: v for k, v in ms.items() if k[0] == "wgmma_persistent" and k[1] in PAIR_TILES and k[2] == 1}
+        if not pairs:
+            continue
+        rest = [v for k, v in ms.items() if k not in pairs]
+        cases_with += 1
+        fastest += min(pairs.values()) < min(rest)
+        for (kernel, code, split), t in pairs.items():
+            single = ms.get((kernel, code - PAIR_FIRST_CODE + SWAP_FIRST_CODE, 1))
+            if single is not None:
+                ratios.append(single / t)
+        without.append(case["torch_ms"] / min(rest))
+        with_pairs.append(case["torch_ms"] / min(ms.values()))
+    if not cases_with:
+        return None
+    return {"cases": cases_with, "fastest": fastest, "timings": len(ratios), "speed": geomean(ratios),
+            "p10": float(np.percentile(ratios, 10)), "p90": float(np.percentile(ratios, 90)),
+            "x_torch_without": geomean(without), "x_torch_with": geomean(with_pairs)}
+
+
 def plan_key(bm: int, bn: int, split: int, grid: int, swap: int = 0, cluster: int = 0) -> tuple[str, int, int]:
     """The sweep candidate that pins a plan: the cluster kernel where the launcher hands the plan to it, the grid
     split by its width, a cluster split or an unsplit tile by its tile code (a swapped cut tile's: C's tile is
@@ -227,6 +258,12 @@ def main(argv=None) -> int:
     for code, (count, speed) in tile_speeds(cases).items():
         bm, bn = TILES[code]
         print(f"  {code:2d}  {bm} x {bn:<3d}  {count:4d}  {speed:.3f}{'  (swapped)' if code in SWAP_TILES else ''}")
+    pairs = pair_stats(cases)
+    if pairs:
+        print(f"paired swapped tiles: timed on {pairs['cases']} cases, the fastest plan on {pairs['fastest']}; "
+              f"the same tile unpaired over paired {pairs['speed']:.3f} (geomean of {pairs['timings']}; p10 "
+              f"{pairs['p10']:.3f}, p90 {pairs['p90']:.3f}); the fastest plan x torch.matmul over those cases "
+              f"{pairs['x_torch_without']:.3f} without them, {pairs['x_torch_with']:.3f} with them")
     if not args.against:
         return 0
     root = Path(__file__).resolve().parents[1]
