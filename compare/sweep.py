@@ -223,7 +223,7 @@ def ptx_plans(m: int, n: int, k: int, layout: str, acc: str = "fp32") -> list[tu
     unsplit (1-4: 128 x 256/128/64/192; 5, 6: 256 x 152 in 4 or 3 stages, column-major B only; the cut tiles its
     form allows, `cut_codes`, and the swapped ones, `swap_codes`, on rows off the 32-byte sectors too, where only the
     launcher's model offers them; the 128-row swapped ones also paired, `PAIR_TILES`, which no plan offers yet);
-    those cut and swapped tiles split over the grid where their tiles leave SMs idle
+    those cut, swapped and paired tiles split over the grid where their tiles leave SMs idle
     over a long K (`cut_grid_split`); its 128-row tiles split over clusters of 2
     and 4 (wgmma_splitk) where each part keeps 4 k-blocks; the grid split's three tiles (wgmma_splitk_grid, its own
     slice count) where K holds two slices; the cluster kernel (wgmma_cluster)."""
@@ -234,8 +234,10 @@ def ptx_plans(m: int, n: int, k: int, layout: str, acc: str = "fp32") -> list[tu
     off = cut_codes(m, n, k, layout, acc, False) + swap_codes(m, n, k, layout, acc, False)
     cut += [t for t in off if t not in cut]
     plans += [("wgmma_persistent", t, 1) for t in cut]
-    plans += [("wgmma_persistent", p, 1) for t in cut if (p := t - SWAP_FIRST_CODE + PAIR_FIRST_CODE) in PAIR_TILES]
+    pairs = [p for t in cut if (p := t - SWAP_FIRST_CODE + PAIR_FIRST_CODE) in PAIR_TILES]
+    plans += [("wgmma_persistent", p, 1) for p in pairs]
     plans += [("wgmma_persistent", t, s) for t in cut if (s := cut_grid_split(m, n, k, PLAN_TILES[t])) > 1]
+    plans += [("wgmma_persistent", p, s) for p in pairs if (s := cut_grid_split(m, n, k, PAIR_TILES[p])) > 1]
     plans += [("wgmma_persistent", t, s) for s in (2, 4) for t in (1, 2, 3) if kblocks >= 4 * s]
     if kblocks >= 2 * GRID_SLICE_KBLOCKS:
         plans += [("wgmma_splitk_grid", t, 0) for t in (1, 2, 3)]

@@ -505,14 +505,14 @@ def test_cut_tiles_run_exact_in_their_form_and_refuse_the_others(dtype):
 @pytest.mark.gpu(sm=90)
 @pytest.mark.parametrize("dtype", ["fp16", "bf16"])
 def test_cut_and_swapped_tiles_split_k_over_the_grid(dtype):
-    """wgmma_persistent's cut and swapped tiles pinned with a K split (GemmArgs::split S > 1: work units of a tile
-    and a K slice in the persistent kernel, fp32 partial tiles in a workspace, added in a fixed order by a second
-    launch): exact into a NaN-poisoned C, with the workspace's block NaN-filled before each launch (the caching
+    """wgmma_persistent's cut, swapped and paired tiles pinned with a K split (GemmArgs::split S > 1: work units of a
+    tile (a pair of tiles) and a K slice in the persistent kernel, fp32 partial tiles in a workspace, added in a
+    fixed order by a second launch): exact into a NaN-poisoned C, with the workspace's block NaN-filled before each launch (the caching
     allocator hands it back), on outputs of partial tiles in M and N whose 16 k-blocks (the last partial) do not
     divide into the parts, in both B layouts, at N = 520 and at N = 517 (C's rows 520 apart: the workspace's rows
     padded to 520), reporting the tile and the split; on random operands, within the error bound and bitwise the same
     on a second run; a split past the k-blocks there are cut to them."""
-    from compare.sweep import CUT_TILES, SWAP_TILES
+    from compare.sweep import CUT_TILES, PAIR_TILES, SWAP_TILES
 
     needs_hopper()
     ext = ptx_kernels.load()
@@ -532,7 +532,7 @@ def test_cut_and_swapped_tiles_split_k_over_the_grid(dtype):
     for layout in ("NT", "NN"):
         for n, c_cols in ((520, None), (517, 520)):
             a, b, b_col = in_place_pair(m, n, k, layout, 25, dtype)
-            for code, tile in {**CUT_TILES, **SWAP_TILES}.items():
+            for code, tile in {**CUT_TILES, **SWAP_TILES, **PAIR_TILES}.items():
                 if code in CUT_TILES and not b_col and tile[1] % 64:
                     continue  # row-major B takes the cut widths of whole 64-column boxes only
                 for split in (2, 3, 5):
@@ -543,7 +543,8 @@ def test_cut_and_swapped_tiles_split_k_over_the_grid(dtype):
     a, b = make_inputs(m, 520, k, "NT", device="cuda", seed=27, dtype=dtype, kind="randn")
     ref = reference(a, b)
     a, b = in_place_operand(a, False), in_place_operand(b, True)
-    for code in (min(CUT_TILES), max(CUT_TILES), min(SWAP_TILES), max(SWAP_TILES)):
+    for code in (min(CUT_TILES), max(CUT_TILES), min(SWAP_TILES), max(SWAP_TILES), min(PAIR_TILES),
+                 max(PAIR_TILES)):
         first, _ = launch(a, b, True, code, 3, 520)
         again, _ = launch(a, b, True, code, 3, 520)
         verdict = compare(first, ref, error_bound(a, b, ref, "fp32"))
@@ -551,7 +552,7 @@ def test_cut_and_swapped_tiles_split_k_over_the_grid(dtype):
         assert torch.equal(first.view(torch.int16), again.view(torch.int16)), code
     a, b = make_inputs(300, 200, 100, "NT", device="cuda", seed=26, dtype=dtype)  # 2 k-blocks
     a, b = in_place_operand(a, False), in_place_operand(b, True)
-    for code in (min(CUT_TILES), min(SWAP_TILES)):
+    for code in (min(CUT_TILES), min(SWAP_TILES), min(PAIR_TILES)):
         c, info = launch(a, b, True, code, 7, 200)
         assert info[7] == 2, (code, info)
         assert_exact(c, a, b, f"tile {code} split 7 on 2 k-blocks")
@@ -609,7 +610,8 @@ def test_paired_swapped_tiles_run_exact_as_the_unpaired_ones(dtype):
     box, multicast to both) pinned: exact into a NaN-poisoned C with B column-major and row-major, on outputs with
     an odd count of tiles along N (the last cluster's second block loads zeros and computes nothing) and an even
     one, partial tiles and a K tail, reporting C's tile; on random operands bitwise what the same tile unpaired
-    computes, on every run. Refused with an error, never run wrong: a K split, column-major A."""
+    computes, on every run. Refused with an error, never run wrong: column-major A (their K split over the grid:
+    test_cut_and_swapped_tiles_split_k_over_the_grid)."""
     from compare.sweep import PAIR_FIRST_CODE, PAIR_TILES, SWAP_FIRST_CODE
 
     needs_hopper()
@@ -639,8 +641,6 @@ def test_paired_swapped_tiles_run_exact_as_the_unpaired_ones(dtype):
                 paired, _ = launch(a, b, b_col, code)
                 assert torch.equal(paired.view(torch.int16), single.view(torch.int16)), (code, layout)
         code = next(iter(PAIR_TILES))
-        with pytest.raises(RuntimeError):  # a K split
-            launch(a, b, b_col, code, split=2)
         with pytest.raises(RuntimeError):  # column-major A
             launch(in_place_operand(a, True), b, b_col, code, a_col=True)
 

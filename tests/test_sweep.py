@@ -111,8 +111,9 @@ def test_ptx_plans_pin_the_tiles_and_splits_it_has():
         assert [t for k, t, s in plans if t >= cut and s == 1] == codes, layout
         # split over the grid where their tiles leave SMs idle: the 256-row tiles (6 bands) of 39 k-blocks
         split = [(t, s) for k, t, s in plans if t >= cut and s != 1]
-        assert split == [(t, sweep.cut_grid_split(1288, n, 2512, sweep.PLAN_TILES[t])) for t in codes
-                         if t not in pair and sweep.cut_grid_split(1288, n, 2512, sweep.PLAN_TILES[t]) > 1], layout
+        tile = {**sweep.PLAN_TILES, **sweep.PAIR_TILES}
+        assert split == [(t, sweep.cut_grid_split(1288, n, 2512, tile[t])) for t in codes
+                         if sweep.cut_grid_split(1288, n, 2512, tile[t]) > 1], layout
         assert split and all(s == 2 for t, s in split), (layout, split)
     assert sweep.cut_grid_split(160, 24016, 3048, (160, 128)) == 1  # 188 tiles: no SM idle
     assert sweep.cut_grid_split(208, 2864, 17744, (208, 128)) == 5  # 23 tiles over 278 k-blocks

@@ -620,7 +620,8 @@ constexpr int kSwapFirstCode = kCutFirstCode + kCutTileCount;
 __host__ __device__ constexpr bool swappable(int i) { return cut_tile(i).bn % 128 != 0; }
 // The paired swapped tiles: the 128-row swapped cut tiles run in clusters of two blocks whose tiles lie side by side
 // along N over the same rows of C, each loading half of the shared A^T box and multicasting it to both (A's L2
-// traffic halved). GemmArgs::plan_tile codes kPairFirstCode + i, in cut_tile(i) order; no K split.
+// traffic halved). GemmArgs::plan_tile codes kPairFirstCode + i, in cut_tile(i) order; split over the grid as the
+// swapped ones are.
 constexpr int kPairFirstCode = kSwapFirstCode + kCutTileCount;
 __host__ __device__ constexpr bool pairable(int i) { return swappable(i) && cut_tile(i).bm == 128; }
 struct Plan {

@@ -171,7 +171,8 @@ __device__ __forceinline__ void store_partial(const float (&d)[BN / 2], float* o
 // box; each block loads its own A' box and half of the B' box, multicast to both (hopper::load_kblock_multicast),
 // as wgmma_cluster.cu pairs its tiles. A stage is then written in both blocks by either producer, so it is released
 // to both (each consumer warpgroup arrives on its own block's empty barrier and on its peer's), and the barriers are
-// initialised and the blocks end under a cluster barrier. No K split over the grid in this form.
+// initialised and the blocks end under a cluster barrier. Split over the grid (GridSplit), a unit is a pair of
+// tiles over one K slice: both blocks load the same k-blocks.
 template <typename E, typename T, Acc ACC, bool B_COL, bool TMA_STORE, bool A_COL, bool C_T = false, int CL = 1>
 __global__ void __launch_bounds__(kThreads, 1)
     wgmma_persistent_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_constant__ CUtensorMap tma_b,
@@ -190,20 +191,22 @@ __global__ void __launch_bounds__(kThreads, 1)
   // read the same k-range, as in wgmma_splitk_grid.cu); one slice unless the grid splits K (GridSplit: the cut
   // tiles only, so the other tiles' instances compile with parts = 1 and none of the divisions below; a cut tile
   // unsplit takes the same branch at run time)
-  const int parts = T::kCut && CL == 1 ? gs.parts : 1;  // <= kblocks (plan_grid_split): every slice has a k-block
-  // CL > 1: a unit is a cluster's CL tiles of one column of tiles; block `rank` takes tile row CL p + rank
-  const int tiles_cl = hopper::cdiv(tiles_m, CL), units = (CL == 1 ? tiles : tiles_cl * tiles_n) * parts;
+  const int parts = T::kCut ? gs.parts : 1;  // <= kblocks (plan_grid_split): every slice has a k-block
+  // CL > 1: a unit is a cluster's CL tiles of one column of tiles (over one K slice); block `rank` takes tile row
+  // CL p + rank
+  const int tiles_cl = hopper::cdiv(tiles_m, CL), groups = CL == 1 ? tiles : tiles_cl * tiles_n;
+  const int units = groups * parts;
   const uint32_t rank = CL == 1 ? 0u : ptx::cluster_ctarank();
   const int first = int(blockIdx.x) / CL, stride = int(gridDim.x) / CL;
   const auto k_first = [&](int slice) { return parts == 1 ? slice * kblocks : int(int64_t(kblocks) * slice / parts); };
-  const auto unit_tile = [&](int u) { return parts == 1 ? u : u % tiles; };
-  const auto unit_slice = [&](int u) { return parts == 1 ? 0 : u / tiles; };
+  const auto unit_tile = [&](int u) { return parts == 1 ? u : u % groups; };  // a tile (CL > 1: a pair of tiles)
+  const auto unit_slice = [&](int u) { return parts == 1 ? 0 : u / groups; };
   // the tile of unit u (tm, tn)
   const auto coords = [&](int u, int& tm, int& tn) {
     if constexpr (CL == 1) {
       hopper::tile_coords<GROUP_M>(unit_tile(u), tiles_m, tiles_n, tm, tn);
     } else {
-      hopper::tile_coords<GROUP_M>(u, tiles_cl, tiles_n, tm, tn);
+      hopper::tile_coords<GROUP_M>(unit_tile(u), tiles_cl, tiles_n, tm, tn);
       tm = tm * CL + int(rank);
     }
   };
@@ -232,7 +235,7 @@ __global__ void __launch_bounds__(kThreads, 1)
           hopper::produce_tile<BM, BN, B_COL, A_COL>(ss, &tma_a, &tma_b, tm * BM, tn * BN, k_first(slice),
                                                      k_first(slice + 1), a_rows, s, phase);
         } else {
-          for (int kb = 0; kb < kblocks; ++kb) {
+          for (int kb = k_first(slice); kb < k_first(slice + 1); ++kb) {
             ptx::mbarrier_wait_parity(ptx::smem_u32(&ss.empty[s]), phase ^ 1);  // both blocks' consumers are done
             hopper::load_kblock_multicast<BM, BN, B_COL, A_COL, CL>(ss, s, &tma_a, &tma_b, tm * BM, tn * BN,
                                                                     kb * hopper::BK, a_rows, rank);
@@ -380,41 +383,38 @@ GemmArgsOf<E> swapped(const GemmArgsOf<E>& p) {
 }
 
 // A cut tile T on the swapped problem q = swapped(p), in its one form: fp32 accumulation, B' = A^T column-major
-// (A row-major), C stored transposed with TMA (C's own map, boxes of T::EPI_COLS rows x 64 columns). The launch
-// reports C's tile: T::BN rows x T::BM columns. CL = 2: the tiles paired in clusters of two blocks (the kernel's CL),
-// on as many clusters as fit at once (cudaOccupancyMaxActiveClusters) and keep the rounds of pairs full; no K split.
+// (A row-major), C stored transposed with TMA (C's own map, boxes of T::EPI_COLS rows x 64 columns), K split over
+// the grid where q.split asks (GridSplit). The launch reports C's tile: T::BN rows x T::BM columns. CL = 2: the
+// tiles paired in clusters of two blocks (the kernel's CL), on as many clusters as fit at once
+// (cudaOccupancyMaxActiveClusters) and keep the rounds of pairs full.
 template <typename T, bool A_COL, int CL = 1, typename E>
 cudaError_t launch_swapped(const GemmArgsOf<E>& q, Acc acc, cudaStream_t stream, LaunchInfo* info) {
   static_assert(T::kCut, "the swapped tiles are the cut tiles");
   using Storage = typename T::template Storage<E>;
-  if (acc != Acc::F32 || !q.b_col_major || q.a_col_major != A_COL || (CL > 1 && q.split > 1))
-    return cudaErrorInvalidValue;
+  constexpr auto kernel = wgmma_persistent_kernel<E, T, Acc::F32, true, true, A_COL, true, CL>;
+  if (acc != Acc::F32 || !q.b_col_major || q.a_col_major != A_COL) return cudaErrorInvalidValue;
   hopper::Operands ops;
   const cudaError_t err =
       hopper::make_operands(q, T::BM, T::BN, &ops, T::BN / CL, 64, T::EPI_COLS, /*c_transposed=*/true);
   if (err != cudaSuccess) return err;
   if (!ops.tma_store) return cudaErrorInvalidValue;
-  const int tiles_m = hopper::cdiv(q.M, T::BM), tiles_n = hopper::cdiv(q.N, T::BN);
+  GridSplit gs;  // C is q.N x q.M
+  const cudaError_t planned = plan_grid_split(q, q.N, q.M, info, &gs);
+  if (planned != cudaSuccess) return planned;
+  // work units: tiles (CL > 1: clusters' pairs of tiles) x K parts, over the blocks (clusters) that fit at once
+  const int groups = hopper::cdiv(hopper::cdiv(q.M, T::BM), CL) * hopper::cdiv(q.N, T::BN);
+  int slots = hopper::sm_count();
   if constexpr (CL > 1) {
-    constexpr auto kernel = wgmma_persistent_kernel<E, T, Acc::F32, true, true, A_COL, true, CL>;
     const int smem = hopper::smem_request<Storage>();
     cudaError_t prepared = tile::prepare_smem(kernel, smem, info);
-    int max_clusters = 0;  // clusters that fit at once (the GPCs decide, not SMs / CL)
-    if (prepared == cudaSuccess)
-      prepared = hopper::max_active_clusters<kernel>(kThreads, smem, CL, stream, &max_clusters);
+    if (prepared == cudaSuccess)  // clusters that fit at once (the GPCs decide, not SMs / CL)
+      prepared = hopper::max_active_clusters<kernel>(kThreads, smem, CL, stream, &slots);
     if (prepared != cudaSuccess) return prepared;
-    const dim3 grid(CL * hopper::persistent_blocks(hopper::cdiv(tiles_m, CL) * tiles_n, max_clusters, q.grid));
-    return hopper::launch<kernel, Storage>(grid, kThreads, T::BN, T::BM, q, ops, stream, info, CL, 0, GridSplit{});
-  } else {
-    GridSplit gs;  // C is q.N x q.M
-    const cudaError_t planned = plan_grid_split(q, q.N, q.M, info, &gs);
-    if (planned != cudaSuccess) return planned;
-    const dim3 grid(hopper::persistent_blocks(tiles_m * tiles_n * gs.parts, hopper::sm_count(), q.grid));
-    const cudaError_t launched =
-        hopper::launch<wgmma_persistent_kernel<E, T, Acc::F32, true, true, A_COL, true>, Storage>(
-            grid, kThreads, T::BN, T::BM, q, ops, stream, info, 1, gs.parts > 1 ? gs.parts : 0, gs);
-    return finish_grid_split(launched, gs, q.C, q.ldc, q.N, q.M, stream, info);
   }
+  const dim3 grid(CL * hopper::persistent_blocks(groups * gs.parts, slots, q.grid));
+  const cudaError_t launched = hopper::launch<kernel, Storage>(grid, kThreads, T::BN, T::BM, q, ops, stream, info,
+                                                               CL, gs.parts > 1 ? gs.parts : 0, gs);
+  return finish_grid_split(launched, gs, q.C, q.ldc, q.N, q.M, stream, info);
 }
 
 }  // namespace
