@@ -49,6 +49,9 @@ BK = 64
 # of it, and the launcher's the same share of its own GPU's (memory clock x bus width)
 HBM_BYTES_PER_US = {"NVIDIA H100 80GB HBM3": 3.35e6, "NVIDIA H200": 4.8e6}
 SMS, WAVE2, WAVE4, CLUSTER_SLOTS = 132, 132, 120, 66  # the lent GPUs' SMs; blocks (clusters) that fit at once
+# A paired swapped tile halves A's reads from L2 only where A and B do not fit in L2 together (sweeps of the pairs:
+# docs/design/hopper.md); below, a pair's blocks read their whole boxes as a single tile's do (hopper::kPairL2Bytes)
+PAIR_L2_BYTES = 24 * 2**20
 KINDS = ("wgmma_persistent", "wgmma_splitk", "wgmma_splitk_grid", "wgmma_cluster")
 RATE_KINDS = ("persistent", "splitk", "splitk_grid")  # rate names' prefixes, by kind (the cluster's is "cluster")
 SPLIT_TILES = {1: 256, 2: 128, 3: 64}  # tile codes of the cluster and grid splits (128 x bn)
@@ -202,7 +205,8 @@ def features(c: Call, key: tuple[str, int, int], hbm_bytes_per_us: float) -> dic
         units = cdiv(m, 128) * cdiv(n, 256)
         blocks = 2 * persistent_blocks(cdiv(cdiv(m, 128), 2) * cdiv(n, 256), CLUSTER_SLOTS)
     elif code in PAIR_TILES:  # two tiles side by side along N a cluster
-        kind, (bm, bn), parts, a_shared = 3, PAIR_TILES[code], 1, 2
+        kind, (bm, bn), parts = 3, PAIR_TILES[code], 1
+        a_shared = 2 if 2 * (m * k + k * n) > PAIR_L2_BYTES else 1
         units = cdiv(m, bm) * cdiv(n, bn)
         blocks = 2 * persistent_blocks(cdiv(m, bm) * cdiv(cdiv(n, bn), 2), CLUSTER_SLOTS)
     elif kernel == "wgmma_splitk_grid":
@@ -226,7 +230,7 @@ def features(c: Call, key: tuple[str, int, int], hbm_bytes_per_us: float) -> dic
     staged_bytes = 4.0 * (m * k * ("A" in c.staged) + k * n * ("B" in c.staged))
     return dict(kind=kind, rate=rate_name(key), rounds=cdiv(units, blocks), kb=cdiv(cdiv(k, BK), parts),
                 active=min(units, blocks), a_bytes=128.0 * a_rows / a_shared,
-                b_bytes=128.0 * b_cols / (2 if kind == 3 and a_shared == 1 else 1),
+                b_bytes=128.0 * b_cols / (2 if kernel == "wgmma_cluster" else 1),
                 a_off=c.a_row_bytes % 32 != 0, b_off=c.b_row_bytes % 32 != 0, parts=parts,
                 epi=2.0 * min(bm, m) * min(bn, n), c_tma=c.c_tma, hbm=2.0 * (m * k + k * n + m * n) / hbm_bytes_per_us,
                 reduce=8.0 * m * n * parts if kind == 2 else 0.0, stage=staged_bytes, nstage=len(c.staged))

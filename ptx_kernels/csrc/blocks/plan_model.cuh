@@ -78,6 +78,10 @@ struct ModelTime {
   }
 };
 
+// A paired swapped tile halves A's reads from L2 only where A and B do not fit in L2 together (compare.ptx_model.
+// PAIR_L2_BYTES); below, a pair's blocks read their whole boxes as a single tile's do.
+constexpr double kPairL2Bytes = 24.0 * 1024 * 1024;
+
 // The predicted time of a plan of `kind` on bm x bn tiles of C in `parts` K parts (compare.ptx_model.features and
 // Model.predict), in its terms. false where the fit has no figure for it.
 inline bool model_terms(const ModelCall& c, int kind, int bm, int bn, int parts, bool swapped, ModelTime* t) {
@@ -94,7 +98,8 @@ inline bool model_terms(const ModelCall& c, int kind, int bm, int bn, int parts,
                                        : persistent_blocks(cdiv(cdiv(c.M, bm), 2) * cdiv(c.N, bn), c.cluster_slots, 0));
   const double rounds = double((units + blocks - 1) / blocks), active = double(units < blocks ? units : blocks);
   const double kb = double(cdiv(cdiv(c.K, BK), parts));
-  const double a_bytes = 128.0 * (bm < cdiv(c.M, 8) * 8 ? bm : cdiv(c.M, 8) * 8) / (pairs_along_n ? 2 : 1);
+  const bool a_halved = pairs_along_n && 2.0 * (double(c.M) * c.K + double(c.K) * c.N) > kPairL2Bytes;
+  const double a_bytes = 128.0 * (bm < cdiv(c.M, 8) * 8 ? bm : cdiv(c.M, 8) * 8) / (a_halved ? 2 : 1);
   const double b_bytes =
       128.0 * (bn < cdiv(c.N, 8) * 8 ? bn : cdiv(c.N, 8) * 8) / (kind == kModelCluster && !pairs_along_n ? 2 : 1);
   using namespace model_fit;
