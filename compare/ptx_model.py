@@ -207,7 +207,7 @@ def features(c: Call, key: tuple[str, int, int], hbm_bytes_per_us: float) -> dic
     elif code in PAIR_TILES:  # two tiles side by side along N a cluster
         kind, (bm, bn), parts = 3, PAIR_TILES[code], 1
         a_shared = 2 if 2 * (m * k + k * n) > PAIR_L2_BYTES else 1
-        units = cdiv(m, bm) * cdiv(n, bn)
+        units = cdiv(m, bm) * cdiv(cdiv(n, bn), 2) * 2  # an odd count's spare tile in each pair's column too
         blocks = 2 * persistent_blocks(cdiv(m, bm) * cdiv(cdiv(n, bn), 2), CLUSTER_SLOTS)
     elif kernel == "wgmma_splitk_grid":
         kind, bm, bn = 2, 128, SPLIT_TILES[code]

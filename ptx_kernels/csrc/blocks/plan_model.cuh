@@ -87,11 +87,12 @@ constexpr double kPairL2Bytes = 24.0 * 1024 * 1024;
 inline bool model_terms(const ModelCall& c, int kind, int bm, int bn, int parts, bool swapped, ModelTime* t) {
   const double rate = model_rate(kind, bm, bn, swapped);
   if (rate < 0.0) return false;
-  const int64_t tiles = int64_t(cdiv(c.M, bm)) * cdiv(c.N, bn), units = tiles * parts;
-  int64_t blocks = c.sms;
   // kModelCluster: wgmma_cluster's pairs of tile rows sharing B's box, or (swapped) a paired swapped tile's pairs of
-  // tile columns sharing A's box (kPairFirstCode)
+  // tile columns sharing A's box (kPairFirstCode), an odd count's spare tile in each pair's column counted too
   const bool pairs_along_n = kind == kModelCluster && swapped;
+  const int64_t tiles = int64_t(cdiv(c.M, bm)) * (pairs_along_n ? 2 * cdiv(cdiv(c.N, bn), 2) : cdiv(c.N, bn));
+  const int64_t units = tiles * parts;
+  int64_t blocks = c.sms;
   if (kind == kModelPersistent) blocks = persistent_blocks(int(units), c.sms, 0);
   if (kind == kModelCluster)
     blocks = 2 * int64_t(pairs_along_n ? persistent_blocks(cdiv(c.M, bm) * cdiv(cdiv(c.N, bn), 2), c.cluster_slots, 0)
