@@ -40,7 +40,7 @@ from hgemm_common.errors import HgemmError
 from ptx_kernels.call import MODEL_TERMS
 
 from .bench import geomean
-from .sweep import CUT_FIRST_CODE, CUT_TILES, PLAN_TILES, SWAP_FIRST_CODE, SWAP_TILES, cut_grid_split
+from .sweep import CUT_FIRST_CODE, CUT_TILES, PAIR_TILES, PLAN_TILES, SWAP_FIRST_CODE, SWAP_TILES, cut_grid_split
 
 CSRC = Path(__file__).resolve().parents[1] / "ptx_kernels" / "csrc"
 HEADER = CSRC / "blocks" / "plan_model_fit.h"
@@ -49,6 +49,9 @@ BK = 64
 # of it, and the launcher's the same share of its own GPU's (memory clock x bus width)
 HBM_BYTES_PER_US = {"NVIDIA H100 80GB HBM3": 3.35e6, "NVIDIA H200": 4.8e6}
 SMS, WAVE2, WAVE4, CLUSTER_SLOTS = 132, 132, 120, 66  # the lent GPUs' SMs; blocks (clusters) that fit at once
+# A paired swapped tile halves A's reads from L2 only where A and B do not fit in L2 together (sweeps of the pairs:
+# docs/design/hopper.md); below, a pair's blocks read their whole boxes as a single tile's do (hopper::kPairL2Bytes)
+PAIR_L2_BYTES = 24 * 2**20
 KINDS = ("wgmma_persistent", "wgmma_splitk", "wgmma_splitk_grid", "wgmma_cluster")
 RATE_KINDS = ("persistent", "splitk", "splitk_grid")  # rate names' prefixes, by kind (the cluster's is "cluster")
 SPLIT_TILES = {1: 256, 2: 128, 3: 64}  # tile codes of the cluster and grid splits (128 x bn)
@@ -111,6 +114,7 @@ def candidates(c: Call) -> list[tuple[str, int, int]]:
                 if 7 <= code < min(SWAP_TILES) and (c.b_col or bn % 64 == 0)]
     if form and c.b_row_bytes % 16 == 0:
         out += [("wgmma_persistent", code, 1) for code in SWAP_TILES]
+        out += [("wgmma_persistent", code, 1) for code in PAIR_TILES]  # the 128-row ones paired in clusters
     # those tiles split over the grid inside the persistent kernel (offered where a fit prices them: `priced`), each
     # cut tile's then its swapped one's, in the launcher's order
     offered = {code for kernel, code, split in out if code >= CUT_FIRST_CODE}
@@ -137,6 +141,8 @@ def launch_of(c: Call, key: tuple[str, int, int]) -> tuple[str, tuple[int, int],
     kernel, code, split = key
     if kernel == "wgmma_cluster":
         return kernel, (128, 256), 1
+    if code in PAIR_TILES:
+        return kernel, PAIR_TILES[code], 1
     if kernel == "wgmma_splitk_grid":
         return kernel, (128, SPLIT_TILES[code]), grid_split(c.m, c.n, c.k, SPLIT_TILES[code])
     if split > 1 and code >= CUT_FIRST_CODE:
@@ -172,6 +178,9 @@ def rate_name(key: tuple[str, int, int]) -> str:
     kernel, code, split = key
     if kernel == "wgmma_cluster":
         return "cluster"
+    if code in PAIR_TILES:  # a paired swapped tile: a cluster launch of its own figure
+        bm, bn = PAIR_TILES[code]
+        return f"cluster:{bm}x{bn}s"
     if split > 1 and code >= CUT_FIRST_CODE:
         bm, bn = PLAN_TILES[code]
         return f"{RATE_KINDS[2]}:{bm}x{bn}{'s' if code in SWAP_TILES else ''}"
@@ -190,10 +199,16 @@ def features(c: Call, key: tuple[str, int, int], hbm_bytes_per_us: float) -> dic
     """The model's inputs for plan `key` on call c (what hopper::model_time computes)."""
     kernel, code, split = key
     m, n, k = c.m, c.n, c.k
+    a_shared = 1  # a paired swapped tile's blocks share A's box: half of it each
     if kernel == "wgmma_cluster":
         kind, bm, bn, parts = 3, 128, 256, 1
         units = cdiv(m, 128) * cdiv(n, 256)
         blocks = 2 * persistent_blocks(cdiv(cdiv(m, 128), 2) * cdiv(n, 256), CLUSTER_SLOTS)
+    elif code in PAIR_TILES:  # two tiles side by side along N a cluster
+        kind, (bm, bn), parts = 3, PAIR_TILES[code], 1
+        a_shared = 2 if 2 * (m * k + k * n) > PAIR_L2_BYTES else 1
+        units = cdiv(m, bm) * cdiv(cdiv(n, bn), 2) * 2  # an odd count's spare tile in each pair's column too
+        blocks = 2 * persistent_blocks(cdiv(m, bm) * cdiv(cdiv(n, bn), 2), CLUSTER_SLOTS)
     elif kernel == "wgmma_splitk_grid":
         kind, bm, bn = 2, 128, SPLIT_TILES[code]
         parts = grid_split(m, n, k, bn)
@@ -214,7 +229,8 @@ def features(c: Call, key: tuple[str, int, int], hbm_bytes_per_us: float) -> dic
     a_rows, b_cols = min(bm, cdiv(m, 8) * 8), min(bn, cdiv(n, 8) * 8)
     staged_bytes = 4.0 * (m * k * ("A" in c.staged) + k * n * ("B" in c.staged))
     return dict(kind=kind, rate=rate_name(key), rounds=cdiv(units, blocks), kb=cdiv(cdiv(k, BK), parts),
-                active=min(units, blocks), a_bytes=128.0 * a_rows, b_bytes=128.0 * b_cols / (2 if kind == 3 else 1),
+                active=min(units, blocks), a_bytes=128.0 * a_rows / a_shared,
+                b_bytes=128.0 * b_cols / (2 if kernel == "wgmma_cluster" else 1),
                 a_off=c.a_row_bytes % 32 != 0, b_off=c.b_row_bytes % 32 != 0, parts=parts,
                 epi=2.0 * min(bm, m) * min(bn, n), c_tma=c.c_tma, hbm=2.0 * (m * k + k * n + m * n) / hbm_bytes_per_us,
                 reduce=8.0 * m * n * parts if kind == 2 else 0.0, stage=staged_bytes, nstage=len(c.staged))
@@ -347,7 +363,7 @@ def rate_fields(name: str) -> tuple[int, int, int, int]:
         return 3, 128, 256, 0
     kind, tile = name.split(":")
     bm, bn = tile.rstrip("s").split("x")
-    return RATE_KINDS.index(kind), int(bm), int(bn), int(tile.endswith("s"))
+    return (*RATE_KINDS, "cluster").index(kind), int(bm), int(bn), int(tile.endswith("s"))
 
 
 def from_header(path: Path = HEADER) -> tuple[Model, np.ndarray]:
@@ -355,7 +371,8 @@ def from_header(path: Path = HEADER) -> tuple[Model, np.ndarray]:
     text = path.read_text()
     rates = {}
     for kind, bm, bn, swapped, us in re.findall(r"\{(\d), (\d+), (\d+), (\d), ([-+.\deE]+)\}", text):
-        name = "cluster" if kind == "3" else f"{RATE_KINDS[int(kind)]}:{bm}x{bn}{'s' if swapped == '1' else ''}"
+        name = ("cluster" if (kind, bm, bn, swapped) == ("3", "128", "256", "0")
+                else f"{(*RATE_KINDS, 'cluster')[int(kind)]}:{bm}x{bn}{'s' if swapped == '1' else ''}")
         rates[name] = float(us)
     arrays = {n: [float(v) for v in re.search(rf"{n}\[4\] = {{([^}}]*)}}", text).group(1).split(",")]
               for n in ("kLaunchUs", "kUnitUs")}

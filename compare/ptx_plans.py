@@ -65,7 +65,12 @@ int main() {
       c.b_row_bytes = row_b % 16 ? (row_b + 127) / 128 * 128 : row_b;
       c.sms = 132, c.wave2 = 132, c.wave4 = 120, c.cluster_slots = 66, c.hbm_bytes_per_us = HGEMM_HBM_BYTES_PER_US;
       const hopper::Plan m = hopper::model_plan(c);
-      std::printf("%d %d %d %d %d %d\n", m.bm, m.bn, m.split, int(m.grid), int(m.swap), int(m.cluster));
+#if HGEMM_PAIR_MENU
+      const int swap = m.swap ? (m.cut >= hopper::kPairFirstCode ? 2 : 1) : 0;  // 2: paired in clusters
+#else
+      const int swap = int(m.swap);
+#endif
+      std::printf("%d %d %d %d %d %d\n", m.bm, m.bn, m.split, int(m.grid), swap, int(m.cluster));
       continue;
     }
 #endif
@@ -182,11 +187,14 @@ def pair_stats(cases: dict[str, dict]) -> dict | None:
 def plan_key(bm: int, bn: int, split: int, grid: int, swap: int = 0, cluster: int = 0) -> tuple[str, int, int]:
     """The sweep candidate that pins a plan: the cluster kernel where the launcher hands the plan to it, the grid
     split by its width, a cluster split or an unsplit tile by its tile code (a swapped cut tile's: C's tile is
-    (bn, bm)), a cut or swapped tile split over the grid by its code and parts."""
+    (bn, bm); swap 2: the swapped tile paired in clusters), a cut or swapped tile split over the grid by its code and
+    parts."""
     if cluster:
         return ("wgmma_cluster", 0, 0)
     if grid:
         return ("wgmma_splitk_grid", GRID_CODES[bn], 0)
+    if swap == 2:  # a paired swapped tile
+        return ("wgmma_persistent", next(c for c, t in PAIR_TILES.items() if t == (bn, bm)), 1)
     if swap:
         return ("wgmma_persistent", next(c for c, t in SWAP_TILES.items() if t == (bn, bm)), split if split > 1 else 1)
     code = next(c for c, t in TILES.items() if t == (bm, bn) and c not in SWAP_TILES)
@@ -206,11 +214,11 @@ def rule_plans(shapes: list[tuple[int, int, int, str]], csrc: Path, workdir: Pat
     src, exe = workdir / "rule.cu", workdir / f"rule_{abs(hash(str(csrc)))}"
     src.write_text(RULE_PROGRAM)
     header = (csrc / "blocks" / "wgmma_tile.cuh").read_text()
-    cut, swap = "kCutAll" in header, "kSwapFirstCode" in header
+    cut, swap, pair = "kCutAll" in header, "kSwapFirstCode" in header, "kPairFirstCode" in header
     cluster = "hands_to_cluster" in (csrc / "sm90" / "handoff.h").read_text()
     model = (csrc / "blocks" / "plan_model.cuh").exists() and model is not False
     subprocess.run([nvcc, "-std=c++17", "-O2", toolchain.ARCHS["sm_90a"], f"-I{csrc}", f"-DHGEMM_CUT_MENU={int(cut)}",
-                    f"-DHGEMM_SWAP_MENU={int(swap)}", f"-DHGEMM_HANDS_TO_CLUSTER={int(cluster)}", f"-DHGEMM_PLAN_MODEL={int(model)}",
+                    f"-DHGEMM_SWAP_MENU={int(swap)}", f"-DHGEMM_PAIR_MENU={int(pair)}", f"-DHGEMM_HANDS_TO_CLUSTER={int(cluster)}", f"-DHGEMM_PLAN_MODEL={int(model)}",
                     f"-DHGEMM_HBM_BYTES_PER_US={hbm_bytes_per_us}", "-o", str(exe),
                     str(src)], check=True, capture_output=True)
     out = subprocess.run([str(exe)], input="".join(f"{m} {n} {k} {lay}\n" for m, n, k, lay in shapes),

@@ -114,8 +114,8 @@ int main() {
     c.sms = 132, c.wave2 = 132, c.wave4 = 120, c.cluster_slots = 66, c.hbm_bytes_per_us = 3.35e6;
     double us = 0.0;
     const hopper::Plan p = hopper::model_plan(c, &us);
-    std::printf("%d %d %d %d %d %d %d %.9g\n", p.bm, p.bn, p.split, int(p.grid), int(p.swap), int(p.cluster),
-                p.term, us);
+    const int swap = p.swap ? (p.cut >= hopper::kPairFirstCode ? 2 : 1) : 0;  // 2: paired in clusters
+    std::printf("%d %d %d %d %d %d %d %.9g\n", p.bm, p.bn, p.split, int(p.grid), swap, int(p.cluster), p.term, us);
   }
   return 0;
 }

@@ -78,20 +78,31 @@ struct ModelTime {
   }
 };
 
+// A paired swapped tile halves A's reads from L2 only where A and B do not fit in L2 together (compare.ptx_model.
+// PAIR_L2_BYTES); below, a pair's blocks read their whole boxes as a single tile's do.
+constexpr double kPairL2Bytes = 24.0 * 1024 * 1024;
+
 // The predicted time of a plan of `kind` on bm x bn tiles of C in `parts` K parts (compare.ptx_model.features and
 // Model.predict), in its terms. false where the fit has no figure for it.
 inline bool model_terms(const ModelCall& c, int kind, int bm, int bn, int parts, bool swapped, ModelTime* t) {
   const double rate = model_rate(kind, bm, bn, swapped);
   if (rate < 0.0) return false;
-  const int64_t tiles = int64_t(cdiv(c.M, bm)) * cdiv(c.N, bn), units = tiles * parts;
+  // kModelCluster: wgmma_cluster's pairs of tile rows sharing B's box, or (swapped) a paired swapped tile's pairs of
+  // tile columns sharing A's box (kPairFirstCode), an odd count's spare tile in each pair's column counted too
+  const bool pairs_along_n = kind == kModelCluster && swapped;
+  const int64_t tiles = int64_t(cdiv(c.M, bm)) * (pairs_along_n ? 2 * cdiv(cdiv(c.N, bn), 2) : cdiv(c.N, bn));
+  const int64_t units = tiles * parts;
   int64_t blocks = c.sms;
   if (kind == kModelPersistent) blocks = persistent_blocks(int(units), c.sms, 0);
-  if (kind == kModelCluster) blocks = 2 * int64_t(persistent_blocks(cdiv(cdiv(c.M, bm), 2) * cdiv(c.N, bn),
-                                                                   c.cluster_slots, 0));
+  if (kind == kModelCluster)
+    blocks = 2 * int64_t(pairs_along_n ? persistent_blocks(cdiv(c.M, bm) * cdiv(cdiv(c.N, bn), 2), c.cluster_slots, 0)
+                                       : persistent_blocks(cdiv(cdiv(c.M, bm), 2) * cdiv(c.N, bn), c.cluster_slots, 0));
   const double rounds = double((units + blocks - 1) / blocks), active = double(units < blocks ? units : blocks);
   const double kb = double(cdiv(cdiv(c.K, BK), parts));
-  const double a_bytes = 128.0 * (bm < cdiv(c.M, 8) * 8 ? bm : cdiv(c.M, 8) * 8);
-  const double b_bytes = 128.0 * (bn < cdiv(c.N, 8) * 8 ? bn : cdiv(c.N, 8) * 8) / (kind == kModelCluster ? 2 : 1);
+  const bool a_halved = pairs_along_n && 2.0 * (double(c.M) * c.K + double(c.K) * c.N) > kPairL2Bytes;
+  const double a_bytes = 128.0 * (bm < cdiv(c.M, 8) * 8 ? bm : cdiv(c.M, 8) * 8) / (a_halved ? 2 : 1);
+  const double b_bytes =
+      128.0 * (bn < cdiv(c.N, 8) * 8 ? bn : cdiv(c.N, 8) * 8) / (kind == kModelCluster && !pairs_along_n ? 2 : 1);
   using namespace model_fit;
   const double bw = k_sm_bw < k_l2_bw / active ? k_sm_bw : k_l2_bw / active;
   const double mem = (a_bytes * (c.a_row_bytes % 32 ? k_sector : 1.0) +
@@ -120,7 +131,8 @@ inline double model_time(const ModelCall& c, int kind, int bm, int bn, int parts
 // (compare.ptx_model.candidates): 128 x 256 / 128 / 64 unsplit; 128 x 192 where A's and B's rows are 128-byte
 // aligned; 256 x 152 on column-major B; the cut tiles and the swapped ones in their one form (fp32 accumulation,
 // row-major A, C stored with TMA; cut: whole 64-column boxes on row-major B; swapped: B's rows 16-byte aligned;
-// rows off the 32-byte sectors too, priced by k_sector), and those split over the grid inside the persistent kernel
+// rows off the 32-byte sectors too, priced by k_sector; the 128-row swapped ones also paired in clusters of two,
+// kPairFirstCode, where the fit prices them), and those split over the grid inside the persistent kernel
 // where the fit has timed them; 128 x 256 / 128 / 64 split in 2 or 4 over a cluster
 // within one wave, >= 4 k-blocks a part; the grid's split at each of those widths (hopper::choose_grid_split,
 // row-major A, >= 2 parts); the cluster kernel where B's rows lie off the 32-byte sectors (its multicast halves
@@ -150,6 +162,11 @@ inline Plan model_plan(const ModelCall& c, double* us = nullptr) {
     const CutTile t = cut_tile(i);
     if (swappable(i))
       offer(Plan{t.bn, 1, t.bm, false, 0.0, kSwapFirstCode + i, 0.0, true}, kModelPersistent, t.bn, t.bm, 1, true);
+  }
+  for (int i = 0; i < kCutTileCount && form && c.b_row_bytes % 16 == 0; ++i) {  // the same paired in clusters
+    const CutTile t = cut_tile(i);
+    if (pairable(i))
+      offer(Plan{t.bn, 1, t.bm, false, 0.0, kPairFirstCode + i, 0.0, true}, kModelCluster, t.bn, t.bm, 1, true);
   }
   // the same tiles split over the grid inside the persistent kernel (GridSplit), where their tiles leave SMs idle
   // over a long K; offered only where the fit has timed them (model_rate: a grid split's figure for the tile)

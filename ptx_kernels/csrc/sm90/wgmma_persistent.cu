@@ -608,6 +608,7 @@ cudaError_t launch_planned(const GemmArgsOf<E>& p, Acc acc, cudaStream_t stream,
   if (plan.cut) {  // a cut or swapped tile, split over the grid in this kernel where plan.split > 1 (GridSplit)
     GemmArgsOf<E> q = p;
     q.split = plan.split;
+    if (plan.cut >= hopper::kPairFirstCode) return launch_swap_code<2>(plan.cut, q, acc, stream, info, cut_codes);
     return plan.swap ? launch_swap_code<1>(plan.cut, q, acc, stream, info, cut_codes)
                      : launch_cut_code(plan.cut, q, acc, stream, info, cut_codes);
   }
