@@ -2,7 +2,8 @@
 pruned inputs too), both accumulations
 (fp16 on both of its tiles where it has two), B row- and column-major, and A column-major (TN: read in place by the
 records that list it, copied by the wrapper for the others), at small odd shapes that leave partial tiles in M, N and K
-(stream-K also with its SM count lowered: `SM_SHAPES`); then the Triton kernels with pinned small
+(stream-K also with its SM count lowered: `SM_SHAPES`), wgmma_persistent's pinned cut, swapped and paired tiles
+whole and split over the grid (`pinned_tiles`); then the Triton kernels with pinned small
 configurations (autotuning under the sanitizer would only time instrumented code), the Gluon kernel on Hopper
 in each kind of configuration and in its stream-K mode (pattern "triton", "gluon_persistent" or "gluon_streamk":
 `gluon_cases`). Each result is also checked
@@ -511,6 +512,34 @@ def print_ws_entry() -> int:
     return 0
 
 
+# wgmma_persistent's pinned plan tiles (the ones only a pin or the planner reaches): (M, N, K, layout, split) per tile
+# code, every cut, swapped and paired tile whole (split 1) in NN and split over the grid in 3 K slices in NT (N off
+# the 8-column grid there, 9 k-blocks, the last partial), the grid split's own tiles in 2 slices
+PINNED_RUNS = ((300, 520, 520, "NN", 1), (300, 517, 520, "NT", 3))
+
+
+def pinned_tiles(pattern: str) -> list[str]:
+    """The pinned plan tiles of wgmma_persistent (where pattern matches it) on PINNED_RUNS, each exact or named."""
+    from compare.sweep import CUT_TILES, PAIR_TILES, PtxCall, SWAP_TILES
+
+    if not fnmatch.fnmatch("wgmma_persistent", pattern) or torch.cuda.get_device_capability()[0] != 9:
+        return []
+    bad = []
+    runs = [(code, *run) for code in (*CUT_TILES, *SWAP_TILES, *PAIR_TILES) for run in PINNED_RUNS]
+    runs += [(code, 300, 520, 1100, layout, 2) for code in (1, 2, 3) for layout in ("NN", "NT")]
+    for i, (code, m, n, k, layout, split) in enumerate(runs):
+        if code in CUT_TILES and layout == "NN" and CUT_TILES[code][1] % 64:
+            continue  # row-major B takes the cut widths of whole 64-column boxes only
+        a, b = make_inputs(m, n, k, layout, device="cuda", seed=40 + i)
+        print(f"launch: wgmma_persistent tile {code} split {split} {layout} {m}x{n}x{k}", flush=True)
+        call = PtxCall("wgmma_persistent", "fp32", code, split)
+        c = call(a, b)
+        torch.cuda.synchronize()
+        if not torch.equal(c, reference(a, b).half()) or (split > 1 and call.report["split"] != split):
+            bad.append(f"wgmma_persistent tile {code} split {split} {layout} {m}x{n}x{k} (ran {call.report})")
+    return bad
+
+
 def main(pattern: str = "*") -> int:
     """pattern: fnmatch pattern of the kernels to run (hand-written variant names; "triton" for the Triton ones), or
     WS_PATTERNS, comma-separated (the warp_specialize probes, alone, in that order)."""
@@ -535,6 +564,7 @@ def main(pattern: str = "*") -> int:
                     c = ptx_kernels.hgemm(a, b, kernel=v.name, acc=acc, tile=tile, sms=sms)
                     if not torch.equal(c, reference(a, b).half()):
                         bad.append(f"{v.name} {acc} {tile} {layout} {m}x{n}x{k} sms={sms}")
+    bad += pinned_tiles(pattern)
     major, minor = torch.cuda.get_device_capability()
     sparse_variants = [v for v in ptx_kernels.variants("sparse") if fnmatch.fnmatch(v.name, pattern)
                        and v.offered_on(10 * major + minor)]
