@@ -514,7 +514,8 @@ def print_ws_entry() -> int:
 
 # wgmma_persistent's pinned plan tiles (the ones only a pin or the planner reaches): (M, N, K, layout, split) per tile
 # code, every cut, swapped and paired tile whole (split 1) in NN and split over the grid in 3 K slices in NT (N off
-# the 8-column grid there, 9 k-blocks, the last partial), the grid split's own tiles in 2 slices
+# the 8-column grid there, C's rows padded to it as the pinned tiles' stores need; 9 k-blocks, the last partial), the
+# grid split's own tiles in 2 slices; C NaN-poisoned
 PINNED_RUNS = ((300, 520, 520, "NN", 1), (300, 517, 520, "NT", 3))
 
 
@@ -533,7 +534,7 @@ def pinned_tiles(pattern: str) -> list[str]:
         a, b = make_inputs(m, n, k, layout, device="cuda", seed=40 + i)
         print(f"launch: wgmma_persistent tile {code} split {split} {layout} {m}x{n}x{k}", flush=True)
         call = PtxCall("wgmma_persistent", "fp32", code, split)
-        c = call(a, b)
+        c = call(a, b, torch.full((m, -(-n // 8) * 8), float("nan"), dtype=a.dtype, device="cuda")[:, :n])
         torch.cuda.synchronize()
         if not torch.equal(c, reference(a, b).half()) or (split > 1 and call.report["split"] != split):
             bad.append(f"wgmma_persistent tile {code} split {split} {layout} {m}x{n}x{k} (ran {call.report})")

@@ -42,6 +42,20 @@ __device__ __forceinline__ uint4 ld_global_nc_v4_b32(const void* addr) {
   return r;
 }
 
+// ld.global.nc.v2.b32 {r0, r1}, [addr];   (addr 8-byte aligned)
+__device__ __forceinline__ uint2 ld_global_nc_v2_b32(const void* addr) {
+  uint2 r;
+  asm("ld.global.nc.v2.b32 {%0, %1}, [%2];\n" : "=r"(r.x), "=r"(r.y) : "l"(addr));
+  return r;
+}
+
+// ld.global.nc.b32 r, [addr];   (addr 4-byte aligned)
+__device__ __forceinline__ uint32_t ld_global_nc_b32(const void* addr) {
+  uint32_t r;
+  asm("ld.global.nc.b32 %0, [%1];\n" : "=r"(r) : "l"(addr));
+  return r;
+}
+
 // ld.global.nc.b16 r, [addr];   (one 16-bit element, in the low half of a 32-bit register, the high half zero)
 __device__ __forceinline__ uint32_t ld_global_nc_b16(const void* addr) {
   unsigned short r;

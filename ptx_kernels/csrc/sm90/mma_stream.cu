@@ -33,11 +33,13 @@
 // stores are masked. B's rows (of its storage order) are read in place at any alignment: where its base or leading
 // dimension is off 16 bytes, the instance B_SHIFT loads the aligned 16-byte chunks that cover each row and every lane
 // rebuilds its 8 elements from its own chunk and the next one (a shuffle from the lane that loaded it), shifted by
-// the row's offset (realign); the chunk past a warp's run is one extra load a lane, and no chunk without an element
-// of B is read. A is read in place through its strides: row-major A in 16-byte loads (its rows off 16 bytes as two
-// aligned chunks a lane, realigned, no shuffle); column-major A (layouts TN and TT) with 16-byte aligned columns in
-// 16-byte loads of 8 rows at one k, turned by ldmatrix.trans through a small staging buffer of each warp's (the one
-// shared-memory trip on the way in, load_a_columns), where B's rows need no rebuild; other A element by element.
+// the row's offset (realign); the chunk past a warp's run is one extra load a lane, no chunk without an element of B
+// is read, and on B's last row (storage order) nothing past its end either (load_chunk_head). A is read in place
+// through its strides: row-major A in 16-byte loads (its rows off 16 bytes as two aligned chunks a lane, realigned, no
+// shuffle; its last row element by element near its end); column-major A (layouts TN and TT) with 16-byte aligned
+// columns in 16-byte loads of 8 rows at one k, turned by ldmatrix.trans through a small staging buffer of each warp's
+// (the one shared-memory trip on the way in, load_a_columns), where B's rows need no rebuild; other A element by
+// element.
 // Element types: fp16 (fp32 or fp16 accumulation) and bf16 (fp32), the template parameter E; the partials are fp32
 // either way (fp16 accumulators are widened exactly). wgmma_persistent.cu hands it the shapes of hands_to_stream
 // (sm90/handoff.h).
@@ -191,13 +193,29 @@ __device__ __forceinline__ void keep_first(uint32_t (&r)[4], int valid) {
   for (int i = 0; i < 4; ++i) r[i] = 2 * i >= valid ? 0u : 2 * i + 1 >= valid ? r[i] & 0xffffu : r[i];
 }
 
+// The first `inside` (1 .. 7) elements of the aligned chunk at `chunk`, zeros after, in the widest aligned pieces that
+// stay inside them (8, 4 and 2 bytes): nothing past the last of them is read.
+template <typename E>
+__device__ __forceinline__ uint4 load_chunk_head(const E* chunk, int inside) {
+  const uint2 four = inside >= 4 ? ptx::ld_global_nc_v2_b32(chunk) : make_uint2(0u, 0u);
+  const int at = inside & 4;  // the elements the 8-byte piece read (0 or 4)
+  const uint32_t two = inside & 2 ? ptx::ld_global_nc_b32(chunk + at) : 0u;
+  const uint32_t one = inside & 1 ? ptx::ld_global_nc_b16(chunk + at + (inside & 2)) : 0u;
+  const uint32_t lo = inside & 2 ? two : one, hi = inside & 2 ? one : 0u;  // the words after the 8-byte piece
+  return at ? make_uint4(four.x, four.y, lo, hi) : make_uint4(lo, hi, 0u, 0u);
+}
+
 // The aligned chunk at or below p (p `shift` elements past it) when it holds one of the `valid` elements from p on,
 // or one of the `shift` before p (which the neighbouring lane keeps); zeros otherwise. `extra`: the chunk after it,
-// when that holds one of the valid ones. Never a chunk with no element of the row: nothing past B's end is read.
+// when that holds one of the valid ones. Never a chunk with no element of the row, but a chunk may run past the
+// row's end: on B's last row in storage order (`last`, in EDGE steps: its end may be the allocation's) such a chunk
+// is read only up to that end (load_chunk_head).
 template <typename E>
-__device__ __forceinline__ uint4 load_chunk(const E* p, int shift, int valid, bool extra) {
-  if (extra ? valid > 8 - shift : valid > -shift) return ptx::ld_global_nc_na_v4_b32(p - shift + (extra ? 8 : 0));
-  return make_uint4(0u, 0u, 0u, 0u);
+__device__ __forceinline__ uint4 load_chunk(const E* p, int shift, int valid, bool extra, bool last) {
+  const int inside = shift + valid - (extra ? 8 : 0);  // the chunk's elements up to the row's end
+  const E* chunk = p - shift + (extra ? 8 : 0);
+  if (inside <= 0) return make_uint4(0u, 0u, 0u, 0u);
+  return last && inside < 8 ? load_chunk_head(chunk, inside) : ptx::ld_global_nc_na_v4_b32(chunk);
 }
 
 // The next chunk of a lane's segment: the lane `down` lanes on loaded it (own[]), unless the lane is the last of its
@@ -226,7 +244,8 @@ __device__ __forceinline__ int a_slot(int r) { return (r & ~7) | ((r + 2 * (r >>
 
 // 8 consecutive elements of a row of row-major A at p, off 16 bytes, the first `valid` of them (any count), zeros
 // after: the aligned chunk at or below p and, where one of the valid elements lies in it, the next, cached in L1 as
-// A's aligned loads are, then realign. No chunk without a valid element is read.
+// A's aligned loads are, then realign. No chunk without a valid element is read, but the chunks may run past the
+// row's end: A's last row is read element by element where its end is near (load_a's EDGE).
 template <typename E>
 __device__ __forceinline__ uint4 load_a8_shifted(const E* p, int valid) {
   if (valid <= 0) return make_uint4(0u, 0u, 0u, 0u);
@@ -285,8 +304,9 @@ __device__ __forceinline__ void load_a_columns(uint32_t (&a)[KS][MT][4], const E
 // A's part of a warp step: rows m0 + 8i + g (i < MT: the MMA's n8 tiles, two or four) at k0 + 32s + 8t .. + 7
 // (s < KS), zeros past M and K, read as `a_read` says (16-byte loads cached in L1: every warp of the block working on
 // this k reads them; column-major A through `stage`, load_a_columns, in the instances compiled with COLUMNS: those
-// that do not rebuild B's rows, which have no registers to spare for it).
-template <int KS, bool COLUMNS, int MT, typename E>
+// that do not rebuild B's rows, which have no registers to spare for it). EDGE: the step may hold the end of A's last
+// row, which is then read element by element (a shifted read's chunks could run past it, past A's allocation).
+template <int KS, bool COLUMNS, bool EDGE, int MT, typename E>
 __device__ __forceinline__ void load_a(uint32_t (&a)[KS][MT][4], const E* A, int64_t sam, int64_t sak, int M, int K,
                                        int m0, int k0, ARead a_read, uint4* stage) {
   if constexpr (COLUMNS) {
@@ -306,7 +326,7 @@ __device__ __forceinline__ void load_a(uint32_t (&a)[KS][MT][4], const E* A, int
         const E* p = A + int64_t(m) * sam + int64_t(k) * sak;
         if (a_read == ARead::kVector && K - k >= 8)
           v = ptx::ld_global_nc_v4_b32(p);
-        else if (a_read == ARead::kShifted)
+        else if (a_read == ARead::kShifted && !(EDGE && m == M - 1))
           v = load_a8_shifted(p, K - k);
         else
           v = load8_elements(p, sak, K - k);
@@ -339,7 +359,7 @@ __device__ __forceinline__ void warp_step(tile::MmaAcc<ACC, E> (&acc)[Warp<B_COL
       uint4 v = make_uint4(0u, 0u, 0u, 0u);
       if constexpr (B_SHIFT) {
         sh[r] = shift_of(p);
-        if (!EDGE || k + r < K) v = load_chunk(p, sh[r], EDGE ? N - n : 8, false);
+        if (!EDGE || k + r < K) v = load_chunk(p, sh[r], EDGE ? N - n : 8, false, EDGE && k + r == K - 1);
       } else {
         if (!EDGE) v = ptx::ld_global_nc_na_v4_b32(p);
         else if (k + r < K) v = load_b8(p, N - n);
@@ -351,7 +371,8 @@ __device__ __forceinline__ void warp_step(tile::MmaAcc<ACC, E> (&acc)[Warp<B_COL
       // chunk past the warp's 64 columns, which lane (r, t) loaded for row r (`far`: one extra load a lane)
       uint32_t far[4];
       const E* px = B + int64_t(k + g) * ldb + n0 + 56;
-      unpack(!EDGE || k + g < K ? load_chunk(px, shift_of(px), N - (n0 + 56), true) : make_uint4(0u, 0u, 0u, 0u),
+      unpack(!EDGE || k + g < K ? load_chunk(px, shift_of(px), N - (n0 + 56), true, EDGE && k + g == K - 1)
+                                 : make_uint4(0u, 0u, 0u, 0u),
              far);
 #pragma unroll
       for (int r = 0; r < 8; ++r) {
@@ -361,7 +382,7 @@ __device__ __forceinline__ void warp_step(tile::MmaAcc<ACC, E> (&acc)[Warp<B_COL
         if (EDGE) keep_first(q[r], k + r < K ? N - n : 0);
       }
     }
-    load_a<W::KS, !B_SHIFT>(a, A, sam, sak, M, K, m0, k0, a_read, stage);
+    load_a<W::KS, !B_SHIFT, EDGE>(a, A, sam, sak, M, K, m0, k0, a_read, stage);
     // ---- MMAs: row block j's rows g / g + 8 are columns 8g + 2j / 8g + 2j + 1 (the low / high halves of q[.][j]);
     // k16 step h's slots 2t, 2t+1 are rows 4h, 4h + 1 of the lane's 8, slots 2t + 8, 2t + 9 rows 4h + 2, 4h + 3 ----
 #pragma unroll
@@ -388,7 +409,7 @@ __device__ __forceinline__ void warp_step(tile::MmaAcc<ACC, E> (&acc)[Warp<B_COL
           const E* p = B + int64_t(n) * ldb + k;
           uint4 v = make_uint4(0u, 0u, 0u, 0u);
           if constexpr (B_SHIFT) {
-            if (!EDGE || n < N) v = load_chunk(p, shift_of(p), EDGE ? K - k : 8, false);
+            if (!EDGE || n < N) v = load_chunk(p, shift_of(p), EDGE ? K - k : 8, false, EDGE && n == N - 1);
           } else {
             if (!EDGE) v = ptx::ld_global_nc_na_v4_b32(p);
             else if (n < N) v = load_b8(p, K - k);
@@ -403,7 +424,9 @@ __device__ __forceinline__ void warp_step(tile::MmaAcc<ACC, E> (&acc)[Warp<B_COL
       uint32_t far[4];
       const int nx = n0 + W::col(t / 2, t % 2, g);
       const E* px = B + int64_t(nx) * ldb + k0 + 56;
-      unpack(!EDGE || nx < N ? load_chunk(px, shift_of(px), K - (k0 + 56), true) : make_uint4(0u, 0u, 0u, 0u), far);
+      unpack(!EDGE || nx < N ? load_chunk(px, shift_of(px), K - (k0 + 56), true, EDGE && nx == N - 1)
+                              : make_uint4(0u, 0u, 0u, 0u),
+             far);
 #pragma unroll
       for (int j = 0; j < W::RB; ++j)
 #pragma unroll
@@ -426,7 +449,7 @@ __device__ __forceinline__ void warp_step(tile::MmaAcc<ACC, E> (&acc)[Warp<B_COL
 #pragma unroll
       for (int i0 = 0; i0 < MT; i0 += IB) {
         uint32_t as[SB][IB][4];
-        load_a<SB, !B_SHIFT>(as, A, sam, sak, M, K, m0 + 8 * i0, k0 + 32 * s0, a_read, stage);
+        load_a<SB, !B_SHIFT, EDGE>(as, A, sam, sak, M, K, m0 + 8 * i0, k0 + 32 * s0, a_read, stage);
 #pragma unroll
         for (int j = 0; j < W::RB; ++j)
 #pragma unroll
@@ -491,11 +514,15 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSM<ROWS, B_COL>)
     // ---- MAIN LOOP: the warp's k chunk of each step of the slice ----
     tile::MmaAcc<ACC, E> acc[W::RB][MT];
     if (n0 < N) {
-      const bool full_n = n0 + W::N <= N;
+      // B_SHIFT's chunks (and a shifted read of A's) may run past a row's end, past the allocation where the row is
+      // the operand's last: interior steps end a chunk (8 elements) short of K (and with row-major B_SHIFT of N), and
+      // EDGE steps read the operands' last rows only up to their ends (load_chunk's and load_a's `last`)
+      constexpr int kTailN = B_SHIFT && !B_COL ? 8 : 0;
+      const bool full_n = n0 + W::N + kTailN <= N;
       for (int step = step0; step < step1; ++step) {
         const int k0 = step * kStepK + wk * W::K;
         if (k0 >= K) break;
-        if (full_n && k0 + W::K <= K)
+        if (full_n && k0 + W::K + 8 <= K)
           warp_step<false, B_COL, B_SHIFT>(acc, A, B, sam, sak, ldb, M, N, K, m0, n0, k0, a_read, a_stage);
         else
           warp_step<true, B_COL, B_SHIFT>(acc, A, B, sam, sak, ldb, M, N, K, m0, n0, k0, a_read, a_stage);
