@@ -156,23 +156,24 @@ def tile_speeds(cases: dict[str, dict]) -> dict[int, tuple[int, float]]:
 
 
 def pair_stats(cases: dict[str, dict]) -> dict | None:
-    """What the paired swapped tiles (PAIR_TILES, pinned unsplit) buy in sweep records that time them: the cases
-    with a pair timed, those where a pair is the fastest pinned plan, each pair's time against the same tile unpaired
-    (geomean, p10, p90 of unpaired over paired: > 1 is the pair faster), and over those cases the fastest pinned plan
-    x torch.matmul without the pairs and with them (geomeans). None where no case times a pair."""
+    """What the paired swapped tiles (PAIR_TILES, pinned whole or split over the grid) buy in sweep records that time
+    them: the cases with a pair timed, those where a pair is the fastest pinned plan, each pair's time against the
+    same tile unpaired at the same split (geomean, p10, p90 of unpaired over paired: > 1 is the pair faster), and over
+    those cases the fastest pinned plan x torch.matmul without the pairs and with them (geomeans). None where no case
+    times a pair."""
     import numpy as np
 
     cases_with, fastest, ratios, without, with_pairs = 0, 0, [], [], []
     for case in cases.values():
         ms = {k: v for k, v in case["ms"].items() if k != ("wgmma_persistent", 0, 0)}
-        pairs = {k: v for k, v in ms.items() if k[0] == "wgmma_persistent" and k[1] in PAIR_TILES and k[2] == 1}
+        pairs = {k: v for k, v in ms.items() if k[0] == "wgmma_persistent" and k[1] in PAIR_TILES}
         if not pairs:
             continue
         rest = [v for k, v in ms.items() if k not in pairs]
         cases_with += 1
         fastest += min(pairs.values()) < min(rest)
         for (kernel, code, split), t in pairs.items():
-            single = ms.get((kernel, code - PAIR_FIRST_CODE + SWAP_FIRST_CODE, 1))
+            single = ms.get((kernel, code - PAIR_FIRST_CODE + SWAP_FIRST_CODE, split))
             if single is not None:
                 ratios.append(single / t)
         without.append(case["torch_ms"] / min(rest))

@@ -37,23 +37,26 @@ def test_tile_speeds_are_per_output_at_equal_fill(tmp_path):
 
 
 def test_pair_stats_weigh_each_pair_against_its_tile_unpaired(tmp_path):
-    """pair_stats: only cases that time a pair count; a pair's speed is the same tile unpaired over it; the
-    fastest plan x torch.matmul with the pairs and without them; the own plan (tile 0) is no pinned plan."""
+    """pair_stats: only cases that time a pair count; a pair's speed is the same tile unpaired over it at the same
+    split (a pair split in 3 against the tile unpaired in 3, not whole); the fastest plan x torch.matmul with the pairs
+    and without them; the own plan (tile 0) is no pinned plan."""
     f = tmp_path / "s.jsonl"
     pair, single = sweep.PAIR_FIRST_CODE + 1, sweep.SWAP_FIRST_CODE + 1
     recs = [record("a", 312, 7032, 6248, "NN", "wgmma_persistent", 0, 0, 0.1),
             record("a", 312, 7032, 6248, "NN", "wgmma_persistent", 1, 1, 1.5),
             record("a", 312, 7032, 6248, "NN", "wgmma_persistent", single, 1, 2.0),
             record("a", 312, 7032, 6248, "NN", "wgmma_persistent", pair, 1, 1.0),
+            record("a", 312, 7032, 6248, "NN", "wgmma_persistent", single, 3, 2.5),
+            record("a", 312, 7032, 6248, "NN", "wgmma_persistent", pair, 3, 1.25),
             record("b", 312, 7032, 6248, "NT", "wgmma_persistent", 1, 1, 1.0),
             record("b", 312, 7032, 6248, "NT", "wgmma_persistent", single, 1, 1.0),
             record("b", 312, 7032, 6248, "NT", "wgmma_persistent", pair, 1, 2.0),
             record("c", 312, 7032, 6248, "TN", "wgmma_persistent", 1, 1, 1.0)]
     f.write_text("".join(json.dumps(r) + "\n" for r in recs))
     got = ptx_plans.pair_stats(ptx_plans.read_cases([f]))
-    assert (got["cases"], got["fastest"], got["timings"]) == (2, 1, 2)
-    assert got["speed"] == pytest.approx(1.0)  # a: 2.0 / 1.0, b: 1.0 / 2.0
-    assert (got["p10"], got["p90"]) == (pytest.approx(0.65), pytest.approx(1.85))  # numpy's linear percentiles
+    assert (got["cases"], got["fastest"], got["timings"]) == (2, 1, 3)
+    assert got["speed"] == pytest.approx(2 ** (1 / 3))  # a: 2.0 / 1.0 and 2.5 / 1.25, b: 1.0 / 2.0
+    assert (got["p10"], got["p90"]) == (pytest.approx(0.8), pytest.approx(2.0))  # numpy's linear percentiles
     assert got["x_torch_without"] == pytest.approx((1 / 1.5) ** 0.5)  # a: 1.5 without the pair; b: 1.0
     assert got["x_torch_with"] == pytest.approx(1.0)
     one = {k: v for k, v in ptx_plans.read_cases([f]).items() if k == "c"}
