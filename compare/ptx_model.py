@@ -153,7 +153,8 @@ def launch_of(c: Call, key: tuple[str, int, int]) -> tuple[str, tuple[int, int],
 
 
 def whole_boxes(n: int, k: int) -> bool:
-    """hopper::whole_boxes: N and K multiples of 64, where wgmma_persistent keeps the rule, not the model."""
+    """hopper::whole_boxes: N and K multiples of 64, where wgmma_persistent keeps the rule, not the model, but for the
+    rule's grid splits (hopper::model_plans)."""
     return n % 64 == 0 and k % 64 == 0
 
 
@@ -436,7 +437,7 @@ def cross_validate(cases: dict[str, dict]) -> None:
         all_m += reg_m
         all_r += reg_r
     print(f"all held-out cases ({len(all_m)}): model {geomean(all_m):.4f}, rule {geomean(all_r):.4f}")
-    if boxes:  # where the launcher keeps the rule (hopper::whole_boxes): what the model would do there
+    if boxes:  # where the launcher keeps the rule but for its grid splits (hopper::model_plans)
         print(boxes_line(boxes))
 
 
@@ -444,8 +445,9 @@ BOX_BANDS = (128, 512)  # the M bands of boxes_line: up to one, up to four 128-r
 
 
 def boxes_line(boxes: list[tuple[int, float, float]]) -> str:
-    """The held-out whole 64-wide boxes (hopper::whole_boxes, where the launcher keeps the rule) as one line: per
-    case (M, the model's time over the fastest plan timed, the rule's), their geomeans over all and by M band."""
+    """The held-out whole 64-wide boxes (hopper::whole_boxes, where the launcher keeps the rule but for its grid
+    splits) as one line: per case (M, the model's time over the fastest plan timed, the rule's), their geomeans over
+    all and by M band."""
     def part(sub):
         return f"model {geomean([m for _, m, _ in sub]):.4f}, rule {geomean([r for _, _, r in sub]):.4f}"
 
@@ -456,8 +458,8 @@ def boxes_line(boxes: list[tuple[int, float, float]]) -> str:
             name = f"{lo} < M <= {hi}" if hi is not None else f"M > {lo}"
             bands.append(f"{name} ({len(sub)}): {part(sub)}")
         lo = hi
-    return (f"of them whole 64-wide boxes, where the launcher keeps the rule ({len(boxes)}): {part(boxes)}; "
-            + "; ".join(bands))
+    return (f"of them whole 64-wide boxes, where the launcher keeps the rule but for its grid splits ({len(boxes)}): "
+            f"{part(boxes)}; " + "; ".join(bands))
 
 
 def main(argv=None) -> int:

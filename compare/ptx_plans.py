@@ -47,6 +47,23 @@ RULE_PROGRAM = r"""
 #if HGEMM_PLAN_MODEL
 #include "blocks/plan_model.cuh"
 #endif
+#if HGEMM_PLAN_MODEL
+// the launcher's model (plan_by_model) on the sweeps' GPU; staged rows land on 128 bytes
+static void print_model(int M, int N, int K, bool b_col, long row_a, long row_b) {
+  hopper::ModelCall c;
+  c.M = M, c.N = N, c.K = K, c.b_col = b_col, c.c_tma = N % 8 == 0;
+  c.a_row_bytes = row_a % 16 ? (row_a + 127) / 128 * 128 : row_a;
+  c.b_row_bytes = row_b % 16 ? (row_b + 127) / 128 * 128 : row_b;
+  c.sms = 132, c.wave2 = 132, c.wave4 = 120, c.cluster_slots = 66, c.hbm_bytes_per_us = HGEMM_HBM_BYTES_PER_US;
+  const hopper::Plan m = hopper::model_plan(c);
+#if HGEMM_PAIR_MENU
+  const int swap = m.swap ? (m.cut >= hopper::kPairFirstCode ? 2 : 1) : 0;  // 2: paired in clusters
+#else
+  const int swap = int(m.swap);
+#endif
+  std::printf("%d %d %d %d %d %d\n", m.bm, m.bn, m.split, int(m.grid), swap, int(m.cluster));
+}
+#endif
 int main() {
   int M, N, K;
   char L[8];
@@ -57,20 +74,8 @@ int main() {
     const double tall = b_col ? hopper::kSpeedTall : 0.0;
     int swapped = 0, cut = 0;
 #if HGEMM_PLAN_MODEL
-    if (!a_col && !hopper::whole_boxes(N, K)) {  // the launcher's model (plan_by_model) on the sweeps' GPU; staged
-                                                   // rows land on 128 bytes
-      hopper::ModelCall c;
-      c.M = M, c.N = N, c.K = K, c.b_col = b_col, c.c_tma = N % 8 == 0;
-      c.a_row_bytes = row_a % 16 ? (row_a + 127) / 128 * 128 : row_a;
-      c.b_row_bytes = row_b % 16 ? (row_b + 127) / 128 * 128 : row_b;
-      c.sms = 132, c.wave2 = 132, c.wave4 = 120, c.cluster_slots = 66, c.hbm_bytes_per_us = HGEMM_HBM_BYTES_PER_US;
-      const hopper::Plan m = hopper::model_plan(c);
-#if HGEMM_PAIR_MENU
-      const int swap = m.swap ? (m.cut >= hopper::kPairFirstCode ? 2 : 1) : 0;  // 2: paired in clusters
-#else
-      const int swap = int(m.swap);
-#endif
-      std::printf("%d %d %d %d %d %d\n", m.bm, m.bn, m.split, int(m.grid), swap, int(m.cluster));
+    if (!a_col && !hopper::whole_boxes(N, K)) {
+      print_model(M, N, K, b_col, row_a, row_b);
       continue;
     }
 #endif
@@ -91,6 +96,12 @@ int main() {
     cut = p.cut;
 #endif
     if (!a_col) p = hopper::prefer_grid_split(p, M, N, K, 132);
+#if HGEMM_PLAN_MODEL && HGEMM_MODEL_PLANS
+    if (hopper::model_plans(N, K, a_col, p.grid)) {  // whole boxes the rule splits over the grid
+      print_model(M, N, K, b_col, row_a, row_b);
+      continue;
+    }
+#endif
     const bool unsplit = !p.grid && p.split <= 1 && !swapped && !cut;
 #if HGEMM_HANDS_TO_CLUSTER
     const bool cluster = unsplit && hands_to_cluster(M, N, p.bn, row_b % 32 != 0, 132);
@@ -218,10 +229,12 @@ def rule_plans(shapes: list[tuple[int, int, int, str]], csrc: Path, workdir: Pat
     cut, swap, pair = "kCutAll" in header, "kSwapFirstCode" in header, "kPairFirstCode" in header
     cluster = "hands_to_cluster" in (csrc / "sm90" / "handoff.h").read_text()
     model = (csrc / "blocks" / "plan_model.cuh").exists() and model is not False
+    model_plans = model and "model_plans" in (csrc / "blocks" / "plan_model.cuh").read_text()
     subprocess.run([nvcc, "-std=c++17", "-O2", toolchain.ARCHS["sm_90a"], f"-I{csrc}", f"-DHGEMM_CUT_MENU={int(cut)}",
-                    f"-DHGEMM_SWAP_MENU={int(swap)}", f"-DHGEMM_PAIR_MENU={int(pair)}", f"-DHGEMM_HANDS_TO_CLUSTER={int(cluster)}", f"-DHGEMM_PLAN_MODEL={int(model)}",
-                    f"-DHGEMM_HBM_BYTES_PER_US={hbm_bytes_per_us}", "-o", str(exe),
-                    str(src)], check=True, capture_output=True)
+                    f"-DHGEMM_SWAP_MENU={int(swap)}", f"-DHGEMM_PAIR_MENU={int(pair)}",
+                    f"-DHGEMM_HANDS_TO_CLUSTER={int(cluster)}", f"-DHGEMM_PLAN_MODEL={int(model)}",
+                    f"-DHGEMM_MODEL_PLANS={int(model_plans)}", f"-DHGEMM_HBM_BYTES_PER_US={hbm_bytes_per_us}",
+                    "-o", str(exe), str(src)], check=True, capture_output=True)
     out = subprocess.run([str(exe)], input="".join(f"{m} {n} {k} {lay}\n" for m, n, k, lay in shapes),
                          capture_output=True, text=True, check=True).stdout.split("\n")
     return [tuple(map(int, line.split())) for line in out[:len(shapes)]]

@@ -1,10 +1,14 @@
 """The hand-written variants on a GPU: exact integer checks on odd shapes around each variant's own tile, every
 layout, both accumulations, NaN-poisoned outputs; random data within the bound; errors and copies."""
+import functools
+import tempfile
+from pathlib import Path
+
 import pytest
 import torch
 
 import ptx_kernels
-from ptx_kernels.variants import BY_NAME, a_col_in_place, any_strides
+from ptx_kernels.variants import BY_NAME, CSRC, a_col_in_place, any_strides
 from compare.reference import LAYOUTS, compare, error_bound, make_inputs, negative_view, poisoned_out, reference
 from helpers import (a_copies, assert_exact, in_place_operand, on_side_stream_and_in_graph, poisoned_call,
                      shared_inputs)
@@ -194,17 +198,37 @@ def test_split_k_exact_and_deterministic(v, acc, split, layout):
         assert ptx_kernels.last_launch()["split"] == split
 
 
+@functools.lru_cache(maxsize=None)
+def rule_splits_over_grid(m: int, n: int, k: int, layout: str) -> bool:
+    """Whether wgmma_persistent's rule splits K over the grid on m x n x k (its mirror, compare.ptx_plans.rule_plans,
+    compiled with nvcc): on whole boxes the model plans those calls (hopper::model_plans)."""
+    from compare import ptx_plans
+
+    with tempfile.TemporaryDirectory() as tmp:
+        return bool(ptx_plans.rule_plans([(m, n, k, layout)], CSRC, Path(tmp), model=False)[0][3])
+
+
+def rule_plans_call(a, b) -> bool:
+    """Whether the rule plans a @ b (row-major A): N and K whole boxes, where the rule does not split over the grid."""
+    from compare import ptx_model
+
+    m, k, n = a.shape[0], a.shape[1], b.shape[1]
+    b_col = b.stride(0) == 1 and b.stride(1) != 1 and n > 1
+    return ptx_model.whole_boxes(n, k) and not rule_splits_over_grid(m, n, k, "NT" if b_col else "NN")
+
+
 def model_launch(a, b, acc):
     """What wgmma_persistent's planner by model (hopper::model_plan, for row-major A where N or K is not a multiple
-    of 64) launches for a @ b on this GPU, by its Python mirror (compare.ptx_model.pick, on the device's HBM
-    bandwidth): (kernel, C's tile, last_launch()["plan"]: "model: " and the term that decided); None where the rule
-    plans (whole boxes) or the mirror's GPU (132 SMs, 120 blocks in clusters of 4) is not this one."""
+    of 64, or where the rule splits whole boxes over the grid) launches for a @ b on this GPU, by its Python mirror
+    (compare.ptx_model.pick, on the device's HBM bandwidth): (kernel, C's tile, last_launch()["plan"]: "model: " and
+    the term that decided); None where the rule plans (rule_plans_call) or the mirror's GPU (132 SMs, 120 blocks in
+    clusters of 4) is not this one."""
     import triton
 
     from compare import ptx_model
 
     if (torch.cuda.get_device_properties(a.device).multi_processor_count != ptx_model.SMS
-            or ptx_model.whole_boxes(b.shape[1], a.shape[1])):
+            or rule_plans_call(a, b)):
         return None
     props = triton.runtime.driver.active.utils.get_device_properties(a.device.index or 0)
     hbm = 2.0 * props["mem_clock_rate"] * 1e3 * (props["mem_bus_width"] // 8) / 1e6
@@ -221,13 +245,12 @@ def model_launch(a, b, acc):
 
 def assert_model_plan(launch, a, b, acc, what):
     """An unpinned wgmma_persistent launch of row-major A: planned as the model's Python mirror plans, and reported
-    as such, where N or K is not a multiple of 64; reported as the rule's plan where both are."""
+    as such, where N or K is not a multiple of 64 or the rule would split whole boxes over the grid; reported as the
+    rule's plan elsewhere."""
     expected = model_launch(a, b, acc)
     assert expected is None or (launch["kernel"], tuple(launch["tile"]), launch["plan"]) == expected, \
         (what, launch, expected)
-    from compare import ptx_model
-
-    if ptx_model.whole_boxes(b.shape[1], a.shape[1]):
+    if rule_plans_call(a, b):
         assert launch["plan"] == "rule", (what, launch)
     else:
         assert launch["plan"] in ptx_kernels.call.PLAN_SOURCES[3:], (what, launch)

@@ -108,13 +108,19 @@ def test_the_rule_program_plans_as_the_launcher(tmp_path):
 @needs_nvcc
 def test_the_rule_program_plans_by_the_model_where_the_launcher_does(tmp_path):
     """With the model (blocks/plan_model.cuh), the program prints its plans for row-major A where N or K is not a
-    multiple of 64, and the rule's for column-major A and for whole boxes, as launch_wgmma_persistent takes them:
-    on 200 x 8200 x 8192 (33 x 2 tiles of 128 x 256) the model splits K, as its Python mirror does on the H200's
-    HBM; 4096 x 4096 x 4104 TN, 3000 x 5000 x 2000 TT and 512 x 512 x 16384 NN keep the rule's plans."""
-    shapes = [(200, 8200, 8192, "NT"), (4096, 4096, 4104, "TN"), (3000, 5000, 2000, "TT"), (512, 512, 16384, "NN")]
+    multiple of 64 and on whole boxes the rule splits over the grid (hopper::model_plans), and the rule's for
+    column-major A and the other whole boxes, as launch_wgmma_persistent takes them: on 200 x 8200 x 8192 (33 x 2
+    tiles of 128 x 256) the model splits K, as its Python mirror does on the H200's HBM; 4096 x 4096 x 4104 TN,
+    3000 x 5000 x 2000 TT and 256 x 4096 x 4096 NN keep the rule's plans; 512 x 512 x 16384 NN, which the rule
+    splits over the grid, takes the mirror's plan."""
+    shapes = [(200, 8200, 8192, "NT"), (4096, 4096, 4104, "TN"), (3000, 5000, 2000, "TT"), (256, 4096, 4096, "NN"),
+              (512, 512, 16384, "NN")]
     with_model = ptx_plans.rule_plans(shapes, CSRC, tmp_path)
     rule = ptx_plans.rule_plans(shapes, CSRC, tmp_path, model=False)
-    assert with_model[1:] == rule[1:]
+    assert with_model[1:4] == rule[1:4] and rule[3][3] == 0
     call = ptx_model.Call(200, 8200, 8192, False, 2 * 8192, True, 2 * 8192, True)
     assert ptx_plans.plan_key(*with_model[0]) == ptx_model.pick(call, 4.8e6)
     assert with_model[0][2] > 1 or with_model[0][3] == 1
+    assert rule[4][3] == 1  # the rule's grid split
+    call = ptx_model.Call(512, 512, 16384, False, 2 * 16384, False, 2 * 512, True)
+    assert ptx_plans.plan_key(*with_model[4]) == ptx_model.pick(call, 4.8e6) != ptx_plans.plan_key(*rule[4])

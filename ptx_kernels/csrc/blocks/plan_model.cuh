@@ -30,8 +30,16 @@ enum ModelKind : int { kModelPersistent = 0, kModelClusterSplit = 1, kModelGridS
 // Outputs whose N and K are whole 64-element boxes (N and K multiples of 64: the named suites' and most models'
 // shapes) are what the rule (hopper::choose_plan, prefer_grid_split) was measured and tuned on, and what shapes
 // drawn at random almost never are (an N and a K that are both multiples of 64: under one draw in a hundred), so
-// the model's fit has next to no data there; wgmma_persistent keeps the rule for them.
+// the model's fit has next to no data there; wgmma_persistent keeps the rule for them (model_plans).
 __host__ __device__ constexpr bool whole_boxes(int N, int K) { return N % 64 == 0 && K % 64 == 0; }
+
+// Whether the model plans an unpinned call (wgmma_persistent's launcher, compare.ptx_plans' mirror of it): row-major
+// A, and on whole boxes only where the rule's plan `rule` splits K over the grid (a long K on a few tiles), where
+// the model's picks ran faster on held-out sweeps of whole boxes than the rule's width and parts; elsewhere on
+// whole boxes the rule stays.
+__host__ __device__ constexpr bool model_plans(int N, int K, bool a_col, bool rule_grid) {
+  return !a_col && (!whole_boxes(N, K) || rule_grid);
+}
 
 // The fitted figure of a kernel kind and C tile (bm rows, bn columns; swapped: a swapped cut tile), or -1 where the
 // fit had none.

@@ -541,7 +541,7 @@ cudaError_t launch_swap_code(int code, const GemmArgsOf<E>& p, Acc acc, cudaStre
 // (plan_by_model, blocks/plan_model.cuh): every tile below, split or not, and the kernels it hands problems to are
 // candidates, each one's time predicted from the sizes and the GPU, the fastest predicted taken. Elsewhere (column-
 // major A; N and K whole 64-element boxes, where the rule was measured and the model's random sweeps have next to no
-// data) the rule:
+// data, but for the rule's grid splits, which the model replaces: hopper::model_plans) the rule:
 // hopper::choose_plan scores 128 x 256, 128 x 128 and 128 x 64 tiles (128 x 192 where A's and B's rows are
 // 128-byte aligned, 256 x 152 where B is column-major, the cut tiles and the swapped ones in their one form) by how
 // many SMs they keep busy. Some kinds of problem go to another step of the ladder, as a library's heuristic would
@@ -593,16 +593,21 @@ cudaError_t launch_planned(const GemmArgsOf<E>& p, Acc acc, cudaStream_t stream,
   // rows on the 32-byte sectors; A' = B^T in 16-byte rows (off the sectors costs A nothing measurable)
   const bool swap_form = acc == Acc::F32 && !p.a_col_major && row_bytes_a % 32 == 0 && !b_rows_off16 &&
                          host::tma_describable(p.C, uint64_t(p.ldc));
-  const bool by_model = p.plan_tile == 0 && p.split == 0 && !p.a_col_major && !hopper::whole_boxes(p.N, p.K);
-  hopper::ModelCall call;
-  call.M = p.M, call.N = p.N, call.K = p.K, call.a_col = p.a_col_major, call.b_col = p.b_col_major;
-  call.a_row_bytes = row_bytes_a, call.b_row_bytes = row_bytes_b, call.f32 = acc == Acc::F32;
-  call.c_tma = host::tma_describable(p.C, uint64_t(p.ldc));
-  const hopper::Plan plan =
-      by_model ? plan_by_model(call)
-               : plan_wgmma(p, rows_128b ? kSpeed192 : 0.0, p.b_col_major ? hopper::kSpeedTall : 0.0,
-                            /*grid=*/!p.a_col_major, cut_menu, swap_form);
-  if (by_model && plan.term >= 0) *how = kPlanModel + plan.term;
+  const bool unpinned = p.plan_tile == 0 && p.split == 0;
+  // the rule's plan, where it may stand: pinned, column-major A, whole boxes (hopper::model_plans)
+  hopper::Plan plan = !unpinned || p.a_col_major || hopper::whole_boxes(p.N, p.K)
+                          ? plan_wgmma(p, rows_128b ? kSpeed192 : 0.0, p.b_col_major ? hopper::kSpeedTall : 0.0,
+                                       /*grid=*/!p.a_col_major, cut_menu, swap_form)
+                          : hopper::Plan{256, 1};
+  const bool by_model = unpinned && hopper::model_plans(p.N, p.K, p.a_col_major, plan.grid);
+  if (by_model) {
+    hopper::ModelCall call;
+    call.M = p.M, call.N = p.N, call.K = p.K, call.a_col = p.a_col_major, call.b_col = p.b_col_major;
+    call.a_row_bytes = row_bytes_a, call.b_row_bytes = row_bytes_b, call.f32 = acc == Acc::F32;
+    call.c_tma = host::tma_describable(p.C, uint64_t(p.ldc));
+    plan = plan_by_model(call);
+    if (plan.term >= 0) *how = kPlanModel + plan.term;
+  }
   if (plan.cluster) return launch_wgmma_cluster(p, acc, stream, info);
   if (plan.grid) return launch_wgmma_splitk_grid_plan(p, acc, stream, info, plan);
   if (plan.cut) {  // a cut or swapped tile, split over the grid in this kernel where plan.split > 1 (GridSplit)
