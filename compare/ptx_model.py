@@ -462,12 +462,38 @@ def boxes_line(boxes: list[tuple[int, float, float]]) -> str:
             f"{part(boxes)}; " + "; ".join(bands))
 
 
+def show(cases: dict[str, dict], text: str, header: Path = HEADER) -> list[str]:
+    """For each case whose name holds `text`: a line with its name and torch.matmul's time, then each plan the
+    launcher's model may take that the case timed (fastest first): its key, compute figure, measured and predicted
+    microseconds and log(predicted / measured); last the plan the fit in `header` picks."""
+    model, x = from_header(header)
+    out = []
+    for name, case in cases.items():
+        if text not in name:
+            continue
+        keys = [k for k in priced(model, candidates(case["call"])) if k in case["ms"]]
+        if not keys:
+            continue
+        pred = model.predict(x, model.table([features(case["call"], k, case["hbm"]) for k in keys]))
+        out.append(f"{name}: torch.matmul {case['torch_ms'] * 1e3:.1f} us")
+        rows = sorted(zip(keys, pred), key=lambda r: case["ms"][r[0]])
+        for key, p in rows:
+            us = case["ms"][key] * 1e3
+            out.append(f"  {str(key):32s} {rate_name(key):26s} measured {us:8.1f}  predicted {p:8.1f}  "
+                       f"log {math.log(p / us):+.3f}")
+        out.append(f"  the fit picks {min(rows, key=lambda r: r[1])[0]}")
+    return out
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m compare.ptx_model", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("data", nargs="+", help="sweep data files timed with --ptx-only")
     ap.add_argument("--cv", action="store_true", help="leave-one-seed-out: the model's picks against the rule's")
     ap.add_argument("--write", action="store_true", help=f"write the fit on all files to {HEADER.name}")
+    ap.add_argument("--show", metavar="TEXT", help=f"no fit: for each case whose name holds TEXT (a shape, "
+                    f"'256x4096x4096/NN'), its timed plans' measured and predicted times by the shipped fit "
+                    f"({HEADER.name})")
     args = ap.parse_args(argv)
     files = [Path(p) for p in args.data]
     missing = [str(p) for p in files if not p.exists()]
@@ -475,6 +501,10 @@ def main(argv=None) -> int:
         print(f"python -m compare.ptx_model: error: no such file: {', '.join(missing)}", file=sys.stderr)
         return 2
     cases = {n: c for n, c in read(files).items() if not c["call"].a_col}
+    if args.show:
+        for line in show(cases, args.show):
+            print(line)
+        return 0
     keys, feats, y = rows_of(cases)
     model = Model({f["rate"] for f in feats})
     x = fit(model, model.table(feats), y)

@@ -231,3 +231,23 @@ def test_whole_boxes_line_splits_the_held_out_cases_by_m():
     assert "0 < M <= 128 (2): model 1.0000, rule 1.1000" in line, line
     assert "128 < M <= 512 (1): model 1.2100, rule 1.0000" in line and "M > 512 (1): model 1.1000" in line, line
     assert "M > 512" not in pm.boxes_line(boxes[:2]) and "128 < M" not in pm.boxes_line(boxes[:2])
+
+
+def test_show_lists_a_cases_timed_plans_with_the_shipped_fits_predictions():
+    """--show: per case whose name holds the text, torch.matmul's time, then the timed plans the launcher's model may
+    take, fastest measured first, each with the shipped fit's prediction and the log of their ratio (the sum of the
+    model's terms, pm.Model.predict), and the fit's pick: the plan predicted fastest."""
+    cases = pm.read([pm.CSRC.parents[1] / "compare" / "sweeps" / "h200-suites-fp16-ptx.jsonl.gz"])
+    lines = pm.show(cases, "256x4096x4096/NN")
+    assert lines[0].startswith("0/12/256x4096x4096/NN/fp16/fp32: torch.matmul "), lines
+    rows = [line for line in lines[1:] if "measured" in line]
+    measured = [float(line.split("measured")[1].split()[0]) for line in rows]
+    assert len(rows) >= 5 and measured == sorted(measured), lines
+    model, x = pm.from_header()
+    case = cases["0/12/256x4096x4096/NN/fp16/fp32"]
+    key = ("wgmma_persistent", 3, 1)
+    us = model.predict(x, model.table([pm.features(case["call"], key, case["hbm"])]))[0]
+    line = next(r for r in rows if r.lstrip().startswith(str(key)))
+    assert f"predicted {us:8.1f}" in line and f"log {math.log(us / (case['ms'][key] * 1e3)):+.3f}" in line, line
+    assert lines[-1] == f"  the fit picks {pm.pick(case['call'], case['hbm'])}", lines
+    assert pm.show(cases, "no such shape") == []
