@@ -161,7 +161,7 @@ SWAP_TILES = {SWAP_FIRST_CODE + i: (bn, bm) for i, (bm, bn) in enumerate(CUT_TIL
 PLAN_TILES = {1: (128, 256), 2: (128, 128), 3: (128, 64), 4: (128, 192), 5: (256, 152), 6: (256, 152), **CUT_TILES,
               **SWAP_TILES}
 # The 128-row swapped cut tiles paired in clusters of two blocks that share A's box (hopper::kPairFirstCode), as C's
-# tile; pinned only: the sweep times them (`ptx_plans`), no plan offers them yet.
+# tile: the sweep times them whole and split over the grid (`ptx_plans`); the model offers them whole.
 PAIR_FIRST_CODE = SWAP_FIRST_CODE + len(CUT_TILES)
 PAIR_TILES = {PAIR_FIRST_CODE + i: (bn, bm) for i, (bm, bn) in enumerate(CUT_TILES.values()) if bn % 128 and bm == 128}
 

@@ -566,10 +566,10 @@ cudaError_t launch_swap_code(int code, const GemmArgsOf<E>& p, Acc acc, cudaStre
 // The swapped cut tiles (hopper::kSwapFirstCode: C^T = B^T A^T, a tile's columns at steps of 16 along M) are
 // choose_plan's candidates beside the cut tiles where their form holds (swap_form).
 // GemmArgs::plan_tile (1/2/3/4: 128 x 256/128/64/192; 5/6: 256 x 152 in 4/3 stages; 7-16: the cut tiles, 17-26:
-// the swapped cut tiles, 27-32: the 128-row ones paired in clusters of two, pinned only) and ::split (1 = never; 2
-// and 4 over a cluster, other counts over the grid; with a cut or swapped tile any count over the grid, inside this
-// kernel: GridSplit) pin the plan. The model offers a cut tile split over the grid only where its fit has timed one
-// (hopper::model_plan).
+// the swapped cut tiles, 27-32: the 128-row ones paired in clusters of two) and ::split (1 = never; 2 and 4 over a
+// cluster, other counts over the grid; with a cut, swapped or paired tile any count over the grid, inside this
+// kernel: GridSplit) pin the plan. The model offers a cut tile split over the grid only where its fit has timed one,
+// and the paired tiles whole (hopper::model_plan).
 // `how` gets how the plan was chosen (PlanSource).
 template <typename E>
 cudaError_t launch_planned(const GemmArgsOf<E>& p, Acc acc, cudaStream_t stream, LaunchInfo* info, int* how) {
