@@ -46,8 +46,6 @@ RULE_PROGRAM = r"""
 #endif
 #if HGEMM_PLAN_MODEL
 #include "blocks/plan_model.cuh"
-#endif
-#if HGEMM_PLAN_MODEL
 // the launcher's model (plan_by_model) on the sweeps' GPU; staged rows land on 128 bytes
 static void print_model(int M, int N, int K, bool b_col, long row_a, long row_b) {
   hopper::ModelCall c;
@@ -172,8 +170,6 @@ def pair_stats(cases: dict[str, dict]) -> dict | None:
     same tile unpaired at the same split (geomean, p10, p90 of unpaired over paired: > 1 is the pair faster), and over
     those cases the fastest pinned plan x torch.matmul without the pairs and with them (geomeans). None where no case
     times a pair."""
-    import numpy as np
-
     cases_with, fastest, ratios, without, with_pairs = 0, 0, [], [], []
     for case in cases.values():
         ms = {k: v for k, v in case["ms"].items() if k != ("wgmma_persistent", 0, 0)}

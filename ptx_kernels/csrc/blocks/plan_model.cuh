@@ -34,7 +34,7 @@ enum ModelKind : int { kModelPersistent = 0, kModelClusterSplit = 1, kModelGridS
 __host__ __device__ constexpr bool whole_boxes(int N, int K) { return N % 64 == 0 && K % 64 == 0; }
 
 // Whether the model plans an unpinned call (wgmma_persistent's launcher, compare.ptx_plans' mirror of it): row-major
-// A, and on whole boxes only where the rule's plan `rule` splits K over the grid (a long K on a few tiles), where
+// A, and on whole boxes only where the rule's plan splits K over the grid (rule_grid: a long K on a few tiles), where
 // the model's picks ran faster on held-out sweeps of whole boxes than the rule's width and parts; elsewhere on
 // whole boxes the rule stays.
 __host__ __device__ constexpr bool model_plans(int N, int K, bool a_col, bool rule_grid) {
