@@ -154,8 +154,14 @@ def launch_of(c: Call, key: tuple[str, int, int]) -> tuple[str, tuple[int, int],
 
 def whole_boxes(n: int, k: int) -> bool:
     """hopper::whole_boxes: N and K multiples of 64, where wgmma_persistent keeps the rule, not the model, but for the
-    rule's grid splits (hopper::model_plans)."""
+    rule's grid splits and M part-filling the last of a few 128-row bands (hopper::model_plans)."""
     return n % 64 == 0 and k % 64 == 0
+
+
+def part_filled_bands(m: int) -> bool:
+    """hopper::part_filled_bands: M of two to four 128-row bands, the last part-filled, where the model plans whole
+    boxes too (hopper::model_plans)."""
+    return 128 < m <= 512 and m % 128 != 0
 
 
 def pick(c: Call, hbm_bytes_per_us: float, header: Path = HEADER) -> tuple[str, int, int]:
@@ -437,7 +443,7 @@ def cross_validate(cases: dict[str, dict]) -> None:
         all_m += reg_m
         all_r += reg_r
     print(f"all held-out cases ({len(all_m)}): model {geomean(all_m):.4f}, rule {geomean(all_r):.4f}")
-    if boxes:  # where the launcher keeps the rule but for its grid splits (hopper::model_plans)
+    if boxes:  # where the launcher keeps the rule but for its grid splits and part-filled bands (model_plans)
         print(boxes_line(boxes))
 
 
@@ -446,7 +452,7 @@ BOX_BANDS = (128, 512)  # the M bands of boxes_line: up to one, up to four 128-r
 
 def boxes_line(boxes: list[tuple[int, float, float]]) -> str:
     """The held-out whole 64-wide boxes (hopper::whole_boxes, where the launcher keeps the rule but for its grid
-    splits) as one line: per case (M, the model's time over the fastest plan timed, the rule's), their geomeans over
+    splits and M part-filling a few 128-row bands) as one line: per case (M, the model's time over the fastest plan timed, the rule's), their geomeans over
     all and by M band."""
     def part(sub):
         return f"model {geomean([m for _, m, _ in sub]):.4f}, rule {geomean([r for _, _, r in sub]):.4f}"
@@ -458,7 +464,8 @@ def boxes_line(boxes: list[tuple[int, float, float]]) -> str:
             name = f"{lo} < M <= {hi}" if hi is not None else f"M > {lo}"
             bands.append(f"{name} ({len(sub)}): {part(sub)}")
         lo = hi
-    return (f"of them whole 64-wide boxes, where the launcher keeps the rule but for its grid splits ({len(boxes)}): "
+    return (f"of them whole 64-wide boxes, where the launcher keeps the rule but for its grid splits and part-filled "
+            f"bands ({len(boxes)}): "
             f"{part(boxes)}; " + "; ".join(bands))
 
 

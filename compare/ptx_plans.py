@@ -95,7 +95,11 @@ int main() {
 #endif
     if (!a_col) p = hopper::prefer_grid_split(p, M, N, K, 132);
 #if HGEMM_PLAN_MODEL && HGEMM_MODEL_PLANS
+#if HGEMM_MODEL_BANDS
+    if (hopper::model_plans(M, N, K, a_col, p.grid)) {  // whole boxes the rule splits or M part-fills a band
+#else
     if (hopper::model_plans(N, K, a_col, p.grid)) {  // whole boxes the rule splits over the grid
+#endif
       print_model(M, N, K, b_col, row_a, row_b);
       continue;
     }
@@ -225,11 +229,13 @@ def rule_plans(shapes: list[tuple[int, int, int, str]], csrc: Path, workdir: Pat
     cut, swap, pair = "kCutAll" in header, "kSwapFirstCode" in header, "kPairFirstCode" in header
     cluster = "hands_to_cluster" in (csrc / "sm90" / "handoff.h").read_text()
     model = (csrc / "blocks" / "plan_model.cuh").exists() and model is not False
-    model_plans = model and "model_plans" in (csrc / "blocks" / "plan_model.cuh").read_text()
+    model_header = (csrc / "blocks" / "plan_model.cuh").read_text() if model else ""
+    model_plans, model_bands = "model_plans" in model_header, "part_filled_bands" in model_header
     subprocess.run([nvcc, "-std=c++17", "-O2", toolchain.ARCHS["sm_90a"], f"-I{csrc}", f"-DHGEMM_CUT_MENU={int(cut)}",
                     f"-DHGEMM_SWAP_MENU={int(swap)}", f"-DHGEMM_PAIR_MENU={int(pair)}",
                     f"-DHGEMM_HANDS_TO_CLUSTER={int(cluster)}", f"-DHGEMM_PLAN_MODEL={int(model)}",
-                    f"-DHGEMM_MODEL_PLANS={int(model_plans)}", f"-DHGEMM_HBM_BYTES_PER_US={hbm_bytes_per_us}",
+                    f"-DHGEMM_MODEL_PLANS={int(model_plans)}", f"-DHGEMM_MODEL_BANDS={int(model_bands)}",
+                    f"-DHGEMM_HBM_BYTES_PER_US={hbm_bytes_per_us}",
                     "-o", str(exe), str(src)], check=True, capture_output=True)
     out = subprocess.run([str(exe)], input="".join(f"{m} {n} {k} {lay}\n" for m, n, k, lay in shapes),
                          capture_output=True, text=True, check=True).stdout.split("\n")

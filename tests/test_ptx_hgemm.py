@@ -201,7 +201,8 @@ def test_split_k_exact_and_deterministic(v, acc, split, layout):
 @functools.lru_cache(maxsize=None)
 def rule_splits_over_grid(m: int, n: int, k: int, layout: str) -> bool:
     """Whether wgmma_persistent's rule splits K over the grid on m x n x k (its mirror, compare.ptx_plans.rule_plans,
-    compiled with nvcc): on whole boxes the model plans those calls (hopper::model_plans)."""
+    compiled with nvcc): on whole boxes the model plans those calls (hopper::model_plans), and those whose M
+    part-fills the last of a few 128-row bands."""
     from compare import ptx_plans
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -209,17 +210,19 @@ def rule_splits_over_grid(m: int, n: int, k: int, layout: str) -> bool:
 
 
 def rule_plans_call(a, b) -> bool:
-    """Whether the rule plans a @ b (row-major A): N and K whole boxes, where the rule does not split over the grid."""
+    """Whether the rule plans a @ b (row-major A): N and K whole boxes, where the rule does not split over the grid
+    and M does not part-fill the last of a few 128-row bands (hopper::model_plans)."""
     from compare import ptx_model
 
     m, k, n = a.shape[0], a.shape[1], b.shape[1]
     b_col = b.stride(0) == 1 and b.stride(1) != 1 and n > 1
-    return ptx_model.whole_boxes(n, k) and not rule_splits_over_grid(m, n, k, "NT" if b_col else "NN")
+    return (ptx_model.whole_boxes(n, k) and not ptx_model.part_filled_bands(m)
+            and not rule_splits_over_grid(m, n, k, "NT" if b_col else "NN"))
 
 
 def model_launch(a, b, acc):
     """What wgmma_persistent's planner by model (hopper::model_plan, for row-major A where N or K is not a multiple
-    of 64, or where the rule splits whole boxes over the grid) launches for a @ b on this GPU, by its Python mirror
+    of 64, or where the rule splits whole boxes over the grid or M part-fills a band) launches for a @ b on this GPU, by its Python mirror
     (compare.ptx_model.pick, on the device's HBM bandwidth): (kernel, C's tile, last_launch()["plan"]: "model: " and
     the term that decided); None where the rule plans (rule_plans_call) or the mirror's GPU (132 SMs, 120 blocks in
     clusters of 4) is not this one."""
@@ -245,8 +248,8 @@ def model_launch(a, b, acc):
 
 def assert_model_plan(launch, a, b, acc, what):
     """An unpinned wgmma_persistent launch of row-major A: planned as the model's Python mirror plans, and reported
-    as such, where N or K is not a multiple of 64 or the rule would split whole boxes over the grid; reported as the
-    rule's plan elsewhere."""
+    as such, where N or K is not a multiple of 64, the rule would split whole boxes over the grid or M part-fills a
+    band; reported as the rule's plan elsewhere."""
     expected = model_launch(a, b, acc)
     assert expected is None or (launch["kernel"], tuple(launch["tile"]), launch["plan"]) == expected, \
         (what, launch, expected)

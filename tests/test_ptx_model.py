@@ -227,7 +227,7 @@ def test_whole_boxes_line_splits_the_held_out_cases_by_m():
     boxes = [(64, 1.0, 1.21), (128, 1.0, 1.0), (512, 1.21, 1.0), (4096, 1.1, 1.0)]
     line = pm.boxes_line(boxes)
     assert line.startswith("of them whole 64-wide boxes, where the launcher keeps the rule but for its grid "
-                           "splits (4): model 1.0741, rule 1.0488;"), line
+                           "splits and part-filled bands (4): model 1.0741, rule 1.0488;"), line
     assert "0 < M <= 128 (2): model 1.0000, rule 1.1000" in line, line
     assert "128 < M <= 512 (1): model 1.2100, rule 1.0000" in line and "M > 512 (1): model 1.1000" in line, line
     assert "M > 512" not in pm.boxes_line(boxes[:2]) and "128 < M" not in pm.boxes_line(boxes[:2])

@@ -112,9 +112,10 @@ def test_the_rule_program_plans_by_the_model_where_the_launcher_does(tmp_path):
     column-major A and the other whole boxes, as launch_wgmma_persistent takes them: on 200 x 8200 x 8192 (33 x 2
     tiles of 128 x 256) the model splits K, as its Python mirror does on the H200's HBM; 4096 x 4096 x 4104 TN,
     3000 x 5000 x 2000 TT and 256 x 4096 x 4096 NN keep the rule's plans; 512 x 512 x 16384 NN, which the rule
-    splits over the grid, takes the mirror's plan."""
+    splits over the grid, and 160 x 3584 x 8192 NN, whose M part-fills its second 128-row band, take the mirror's
+    plans."""
     shapes = [(200, 8200, 8192, "NT"), (4096, 4096, 4104, "TN"), (3000, 5000, 2000, "TT"), (256, 4096, 4096, "NN"),
-              (512, 512, 16384, "NN")]
+              (512, 512, 16384, "NN"), (160, 3584, 8192, "NN")]
     with_model = ptx_plans.rule_plans(shapes, CSRC, tmp_path)
     rule = ptx_plans.rule_plans(shapes, CSRC, tmp_path, model=False)
     assert with_model[1:4] == rule[1:4] and rule[3][3] == 0
@@ -124,3 +125,8 @@ def test_the_rule_program_plans_by_the_model_where_the_launcher_does(tmp_path):
     assert rule[4][3] == 1  # the rule's grid split
     call = ptx_model.Call(512, 512, 16384, False, 2 * 16384, False, 2 * 512, True)
     assert ptx_plans.plan_key(*with_model[4]) == ptx_model.pick(call, 4.8e6) != ptx_plans.plan_key(*rule[4])
+    assert ptx_model.part_filled_bands(160) and not ptx_model.part_filled_bands(256)
+    assert not ptx_model.part_filled_bands(120) and not ptx_model.part_filled_bands(520)
+    call = ptx_model.Call(160, 3584, 8192, False, 2 * 8192, False, 2 * 3584, True)
+    assert rule[5][3] == 0  # the rule keeps K whole: the model plans for the band, not for a grid split
+    assert ptx_plans.plan_key(*with_model[5]) == ptx_model.pick(call, 4.8e6) != ptx_plans.plan_key(*rule[5])

@@ -30,15 +30,20 @@ enum ModelKind : int { kModelPersistent = 0, kModelClusterSplit = 1, kModelGridS
 // Outputs whose N and K are whole 64-element boxes (N and K multiples of 64: the named suites' and most models'
 // shapes) are what the rule (hopper::choose_plan, prefer_grid_split) was measured and tuned on, and what shapes
 // drawn at random almost never are (an N and a K that are both multiples of 64: under one draw in a hundred), so
-// the model's fit has next to no data there; wgmma_persistent keeps the rule for them (model_plans).
+// the model's fit has next to no data there; wgmma_persistent keeps the rule for most of them (model_plans).
 __host__ __device__ constexpr bool whole_boxes(int N, int K) { return N % 64 == 0 && K % 64 == 0; }
 
+// M of two to four 128-row bands, the last one part-filled: the rule's tiles are 128 rows tall and waste the last
+// band's empty rows, which the cut and swapped tiles (C's tile fitted to M) do not; the model prices that waste.
+__host__ __device__ constexpr bool part_filled_bands(int M) { return M > 128 && M <= 512 && M % 128 != 0; }
+
 // Whether the model plans an unpinned call (wgmma_persistent's launcher, compare.ptx_plans' mirror of it): row-major
-// A, and on whole boxes only where the rule's plan splits K over the grid (rule_grid: a long K on a few tiles), where
-// the model's picks ran faster on held-out sweeps of whole boxes than the rule's width and parts; elsewhere on
-// whole boxes the rule stays.
-__host__ __device__ constexpr bool model_plans(int N, int K, bool a_col, bool rule_grid) {
-  return !a_col && (!whole_boxes(N, K) || rule_grid);
+// A, and on whole boxes only where the rule's plan splits K over the grid (rule_grid: a long K on a few tiles) or M
+// part-fills its last 128-row band of a few (part_filled_bands), where the model's picks ran faster on held-out
+// sweeps of whole boxes than the rule's; elsewhere on whole boxes (M a multiple of 128, M up to one band, M past
+// four) the rule stays, its 128 x 64 and 128 x 128 tiles faster there than the model predicts them.
+__host__ __device__ constexpr bool model_plans(int M, int N, int K, bool a_col, bool rule_grid) {
+  return !a_col && (!whole_boxes(N, K) || rule_grid || part_filled_bands(M));
 }
 
 // The fitted figure of a kernel kind and C tile (bm rows, bn columns; swapped: a swapped cut tile), or -1 where the

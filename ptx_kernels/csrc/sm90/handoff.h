@@ -24,7 +24,7 @@ hopper::Plan plan_wgmma(const GemmArgsOf<E>& p, double speed192 = 0.0, double sp
 // The plan hopper::model_plan predicts fastest for `call` on this device (its SMs, the blocks that run at once in
 // clusters of 2 and 4, its HBM bandwidth from the memory clock and bus width): wgmma_persistent's plan where nothing
 // pins one, A is row-major (the layouts the model was fitted on) and N or K is not a multiple of 64, or the rule
-// would split whole boxes over the grid (hopper::model_plans).
+// would split whole boxes over the grid, or M part-fills the last of a few 128-row bands (hopper::model_plans).
 hopper::Plan plan_by_model(hopper::ModelCall call);
 
 template <typename E>

@@ -541,7 +541,8 @@ cudaError_t launch_swap_code(int code, const GemmArgsOf<E>& p, Acc acc, cudaStre
 // (plan_by_model, blocks/plan_model.cuh): every tile below, split or not, and the kernels it hands problems to are
 // candidates, each one's time predicted from the sizes and the GPU, the fastest predicted taken. Elsewhere (column-
 // major A; N and K whole 64-element boxes, where the rule was measured and the model's random sweeps have next to no
-// data, but for the rule's grid splits, which the model replaces: hopper::model_plans) the rule:
+// data, but for the rule's grid splits and M part-filling its last of a few 128-row bands, which the model plans:
+// hopper::model_plans) the rule:
 // hopper::choose_plan scores 128 x 256, 128 x 128 and 128 x 64 tiles (128 x 192 where A's and B's rows are
 // 128-byte aligned, 256 x 152 where B is column-major, the cut tiles and the swapped ones in their one form) by how
 // many SMs they keep busy. Some kinds of problem go to another step of the ladder, as a library's heuristic would
@@ -599,7 +600,7 @@ cudaError_t launch_planned(const GemmArgsOf<E>& p, Acc acc, cudaStream_t stream,
                           ? plan_wgmma(p, rows_128b ? kSpeed192 : 0.0, p.b_col_major ? hopper::kSpeedTall : 0.0,
                                        /*grid=*/!p.a_col_major, cut_menu, swap_form)
                           : hopper::Plan{256, 1};
-  const bool by_model = unpinned && hopper::model_plans(p.N, p.K, p.a_col_major, plan.grid);
+  const bool by_model = unpinned && hopper::model_plans(p.M, p.N, p.K, p.a_col_major, plan.grid);
   if (by_model) {
     hopper::ModelCall call;
     call.M = p.M, call.N = p.N, call.K = p.K, call.a_col = p.a_col_major, call.b_col = p.b_col_major;
