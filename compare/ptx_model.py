@@ -102,7 +102,9 @@ def candidates(c: Call) -> list[tuple[str, int, int]]:
     """The plans the launcher's model may take for c (hopper::model_plan), as sweep keys (kernel, tile code,
     split): the persistent kernel's tiles unsplit (128 x 192 on 128-byte rows, 256 x 152 on column-major B, the cut
     and swapped cut tiles in their one form), split over a cluster (2 or 4 parts within a wave, >= 4 k-blocks each),
-    split over the grid (row-major A, >= 2 parts), and the cluster kernel."""
+    split over the grid (row-major A, >= 2 parts), and the cluster kernel; on whole 64-wide boxes (`whole_boxes`)
+    neither the paired tiles nor the cluster splits."""
+    boxes = whole_boxes(c.n, c.k)
     out = [("wgmma_persistent", code, 1) for code in (1, 2, 3)]
     if c.a_row_bytes % 128 == 0 and c.b_row_bytes % 128 == 0:
         out.append(("wgmma_persistent", 4, 1))
@@ -114,7 +116,8 @@ def candidates(c: Call) -> list[tuple[str, int, int]]:
                 if 7 <= code < min(SWAP_TILES) and (c.b_col or bn % 64 == 0)]
     if form and c.b_row_bytes % 16 == 0:
         out += [("wgmma_persistent", code, 1) for code in SWAP_TILES]
-        out += [("wgmma_persistent", code, 1) for code in PAIR_TILES]  # the 128-row ones paired in clusters
+        if not boxes:  # the 128-row ones paired in clusters
+            out += [("wgmma_persistent", code, 1) for code in PAIR_TILES]
     # those tiles split over the grid inside the persistent kernel (offered where a fit prices them: `priced`), each
     # cut tile's then its swapped one's, in the launcher's order
     offered = {code for kernel, code, split in out if code >= CUT_FIRST_CODE}
@@ -124,7 +127,7 @@ def candidates(c: Call) -> list[tuple[str, int, int]]:
             if parts >= 2:
                 out.append(("wgmma_persistent", code, parts))
     kblocks = cdiv(c.k, BK)
-    for split, wave in ((2, WAVE2), (4, WAVE4)):
+    for split, wave in ((2, WAVE2), (4, WAVE4)) if not boxes else ():
         for code, bn in SPLIT_TILES.items():
             if kblocks >= 4 * split and cdiv(c.m, 128) * cdiv(c.n, bn) * split <= wave:
                 out.append(("wgmma_persistent", code, split))

@@ -167,6 +167,27 @@ def test_launcher_plans_as_the_python_mirror(tmp_path):
 
 
 @needs_nvcc
+def test_whole_boxes_offer_neither_pairs_nor_cluster_splits(tmp_path):
+    """On whole 64-wide boxes (N and K multiples of 64) the model's menu leaves out the paired tiles and the splits
+    over a cluster, in compare.ptx_model.candidates and in hopper::model_plan alike (`mirror` on 120 such calls of a
+    few 128-row bands, where the launcher's model plans them); 8 columns off the boxes both are on offer again."""
+    rng = random.Random(11)
+    calls = []
+    for _ in range(120):
+        m, n, k = rng.randrange(129, 512), 64 * rng.randrange(8, 290), 64 * rng.randrange(8, 290)
+        b_col = rng.random() < 0.5
+        calls.append(pm.Call(m, n, k, False, 2 * k, b_col, 2 * (k if b_col else n), True))
+    for c in calls:
+        for kernel, code, split in pm.candidates(c):
+            assert code not in pm.PAIR_TILES and not (code in pm.SPLIT_TILES and split > 1), (c, code, split)
+    got = mirror(tmp_path, calls)
+    assert len({k for k, _ in got}) >= 10  # many plans: cut, swapped and grid-split tiles among them
+    off = pm.Call(200, 4104, 4096, False, 2 * 4096, False, 2 * 4104, True)
+    keys = pm.candidates(off)
+    assert any(code in pm.PAIR_TILES for _, code, _ in keys) and ("wgmma_persistent", 1, 2) in keys
+
+
+@needs_nvcc
 def test_cut_tiles_split_over_the_grid_only_where_the_fit_prices_them(tmp_path):
     """The cut and swapped tiles split over the grid inside wgmma_persistent are offered only where the fit has a
     grid split's figure for the tile: a header without those figures drops them (`priced`); with the shipped fit,

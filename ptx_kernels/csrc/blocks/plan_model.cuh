@@ -150,8 +150,10 @@ inline double model_time(const ModelCall& c, int kind, int bm, int bn, int parts
 // within one wave, >= 4 k-blocks a part; the grid's split at each of those widths (hopper::choose_grid_split,
 // row-major A, >= 2 parts); the cluster kernel where B's rows lie off the 32-byte sectors (its multicast halves
 // those reads; on the sectors the persistent kernel's own tiles run as fast) and M > 128 (it pairs tile rows: one
-// band of them would leave half its blocks loading zeros). `us` gets the winner's predicted time, Plan::term the term
-// that decided it.
+// band of them would leave half its blocks loading zeros). On whole 64-wide boxes (whole_boxes) neither the paired
+// tiles nor the splits over a cluster: the fit, made on draws off those boxes, priced them faster there than they ran
+// (docs/design/hopper.md, "The planner by model"). `us` gets the winner's predicted time, Plan::term the term that
+// decided it.
 inline Plan model_plan(const ModelCall& c, double* us = nullptr) {
   Plan best{256, 1};
   double best_us = -1.0;
@@ -166,6 +168,7 @@ inline Plan model_plan(const ModelCall& c, double* us = nullptr) {
   if (c.a_row_bytes % 128 == 0 && c.b_row_bytes % 128 == 0) offer(Plan{192, 1}, kModelPersistent, 128, 192, 1, false);
   if (c.b_col) offer(Plan{152, 1, 256}, kModelPersistent, 256, 152, 1, false);
   const bool form = c.f32 && !c.a_col && c.c_tma;
+  const bool boxes = whole_boxes(c.N, c.K);
   for (int i = 0; i < kCutTileCount && form; ++i) {
     const CutTile t = cut_tile(i);
     if (c.b_col || t.bn % 64 == 0)
@@ -176,7 +179,7 @@ inline Plan model_plan(const ModelCall& c, double* us = nullptr) {
     if (swappable(i))
       offer(Plan{t.bn, 1, t.bm, false, 0.0, kSwapFirstCode + i, 0.0, true}, kModelPersistent, t.bn, t.bm, 1, true);
   }
-  for (int i = 0; i < kCutTileCount && form && c.b_row_bytes % 16 == 0; ++i) {  // the same paired in clusters
+  for (int i = 0; i < kCutTileCount && form && c.b_row_bytes % 16 == 0 && !boxes; ++i) {  // the same, paired
     const CutTile t = cut_tile(i);
     if (pairable(i))
       offer(Plan{t.bn, 1, t.bm, false, 0.0, kPairFirstCode + i, 0.0, true}, kModelCluster, t.bn, t.bm, 1, true);
@@ -194,7 +197,7 @@ inline Plan model_plan(const ModelCall& c, double* us = nullptr) {
             swap_parts, true);
   }
   const int kblocks = cdiv(c.K, BK);
-  for (int split = 2; split <= 4; split *= 2)
+  for (int split = 2; split <= 4 && !boxes; split *= 2)
     for (int bn : widths)
       if (kblocks >= 4 * split && int64_t(cdiv(c.M, 128)) * cdiv(c.N, bn) * split <= (split == 2 ? c.wave2 : c.wave4))
         offer(Plan{bn, split}, kModelClusterSplit, 128, bn, split, false);
