@@ -163,7 +163,7 @@ def whole_boxes(n: int, k: int) -> bool:
 
 def part_filled_bands(m: int) -> bool:
     """hopper::part_filled_bands: M of two to four 128-row bands, the last part-filled, where the model plans whole
-    boxes too (hopper::model_plans)."""
+    boxes too with fp32 accumulation (hopper::model_plans)."""
     return 128 < m <= 512 and m % 128 != 0
 
 

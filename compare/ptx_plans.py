@@ -95,8 +95,10 @@ int main() {
 #endif
     if (!a_col) p = hopper::prefer_grid_split(p, M, N, K, 132);
 #if HGEMM_PLAN_MODEL && HGEMM_MODEL_PLANS
-#if HGEMM_MODEL_BANDS
-    if (hopper::model_plans(M, N, K, a_col, p.grid)) {  // whole boxes the rule splits or M part-fills a band
+#if HGEMM_MODEL_BANDS == 2
+    if (hopper::model_plans(M, N, K, a_col, p.grid, N % 8 == 0)) {  // the rule's grid splits, part-filled bands
+#elif HGEMM_MODEL_BANDS
+    if (hopper::model_plans(M, N, K, a_col, p.grid)) {  // (trees af72d00 to 443f324: bands at any accumulation)
 #else
     if (hopper::model_plans(N, K, a_col, p.grid)) {  // whole boxes the rule splits over the grid
 #endif
@@ -230,7 +232,8 @@ def rule_plans(shapes: list[tuple[int, int, int, str]], csrc: Path, workdir: Pat
     cluster = "hands_to_cluster" in (csrc / "sm90" / "handoff.h").read_text()
     model = (csrc / "blocks" / "plan_model.cuh").exists() and model is not False
     model_header = (csrc / "blocks" / "plan_model.cuh").read_text() if model else ""
-    model_plans, model_bands = "model_plans" in model_header, "part_filled_bands" in model_header
+    model_plans = "model_plans" in model_header
+    model_bands = 2 if "bool cut_form)" in model_header else int("part_filled_bands" in model_header)
     subprocess.run([nvcc, "-std=c++17", "-O2", toolchain.ARCHS["sm_90a"], f"-I{csrc}", f"-DHGEMM_CUT_MENU={int(cut)}",
                     f"-DHGEMM_SWAP_MENU={int(swap)}", f"-DHGEMM_PAIR_MENU={int(pair)}",
                     f"-DHGEMM_HANDS_TO_CLUSTER={int(cluster)}", f"-DHGEMM_PLAN_MODEL={int(model)}",

@@ -39,12 +39,18 @@ __host__ __device__ constexpr bool part_filled_bands(int M) { return M > 128 && 
 
 // Whether the model plans an unpinned call (wgmma_persistent's launcher, compare.ptx_plans' mirror of it): row-major
 // A, and on whole boxes only where the rule's plan splits K over the grid (rule_grid: a long K on a few tiles) or M
-// part-fills its last 128-row band of a few (part_filled_bands), where the model's picks ran faster on held-out
-// sweeps of whole boxes than the rule's; elsewhere on whole boxes (M a multiple of 128, M up to one band, M past
-// four) the rule stays, its 128 x 64 and 128 x 128 tiles faster there than the model predicts them.
-__host__ __device__ constexpr bool model_plans(int M, int N, int K, bool a_col, bool rule_grid) {
-  return !a_col && (!whole_boxes(N, K) || rule_grid || part_filled_bands(M));
+// part-fills its last 128-row band of a few (part_filled_bands) and the cut tiles' form holds (cut_form: fp32
+// accumulation, C stored with TMA), where the model's picks ran faster on held-out sweeps of whole boxes than the
+// rule's; elsewhere on whole boxes (M a multiple of 128, M up to one band, M past four; fp16 accumulation, which the
+// sweeps did not time) the rule stays, its 128 x 64 and 128 x 128 tiles faster there than the model predicts them.
+__host__ __device__ constexpr bool model_plans(int M, int N, int K, bool a_col, bool rule_grid, bool cut_form) {
+  return !a_col && (!whole_boxes(N, K) || rule_grid || (part_filled_bands(M) && cut_form));
 }
+static_assert(model_plans(200, 4096, 4096, false, false, true) && !model_plans(200, 4096, 4096, false, false, false) &&
+                  !model_plans(256, 4096, 4096, false, false, true) &&
+                  model_plans(256, 4096, 4096, false, true, false) &&
+                  model_plans(256, 4100, 4096, false, false, false) && !model_plans(200, 4100, 4096, true, true, true),
+              "model_plans: the part-filled bands with the cut tiles' form, the rule's grid splits, off the boxes");
 
 // The fitted figure of a kernel kind and C tile (bm rows, bn columns; swapped: a swapped cut tile), or -1 where the
 // fit had none.

@@ -600,7 +600,7 @@ cudaError_t launch_planned(const GemmArgsOf<E>& p, Acc acc, cudaStream_t stream,
                           ? plan_wgmma(p, rows_128b ? kSpeed192 : 0.0, p.b_col_major ? hopper::kSpeedTall : 0.0,
                                        /*grid=*/!p.a_col_major, cut_menu, swap_form)
                           : hopper::Plan{256, 1};
-  const bool by_model = unpinned && hopper::model_plans(p.M, p.N, p.K, p.a_col_major, plan.grid);
+  const bool by_model = unpinned && hopper::model_plans(p.M, p.N, p.K, p.a_col_major, plan.grid, cut_form);
   if (by_model) {
     hopper::ModelCall call;
     call.M = p.M, call.N = p.N, call.K = p.K, call.a_col = p.a_col_major, call.b_col = p.b_col_major;
