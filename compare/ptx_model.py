@@ -455,8 +455,8 @@ BOX_BANDS = (128, 512)  # the M bands of boxes_line: up to one, up to four 128-r
 
 def boxes_line(boxes: list[tuple[int, float, float]]) -> str:
     """The held-out whole 64-wide boxes (hopper::whole_boxes, where the launcher keeps the rule but for its grid
-    splits and M part-filling a few 128-row bands) as one line: per case (M, the model's time over the fastest plan timed, the rule's), their geomeans over
-    all and by M band."""
+    splits and M part-filling a few 128-row bands) as one line: per case (M, the model's time over the fastest plan
+    timed, the rule's), their geomeans over all and by M band."""
     def part(sub):
         return f"model {geomean([m for _, m, _ in sub]):.4f}, rule {geomean([r for _, _, r in sub]):.4f}"
 
@@ -468,8 +468,7 @@ def boxes_line(boxes: list[tuple[int, float, float]]) -> str:
             bands.append(f"{name} ({len(sub)}): {part(sub)}")
         lo = hi
     return (f"of them whole 64-wide boxes, where the launcher keeps the rule but for its grid splits and part-filled "
-            f"bands ({len(boxes)}): "
-            f"{part(boxes)}; " + "; ".join(bands))
+            f"bands ({len(boxes)}): {part(boxes)}; " + "; ".join(bands))
 
 
 def show(cases: dict[str, dict], text: str, header: Path = HEADER) -> list[str]:

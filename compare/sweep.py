@@ -222,7 +222,8 @@ def ptx_plans(m: int, n: int, k: int, layout: str, acc: str = "fp32") -> list[tu
     plan_tile and ::split; 0 lets the launcher choose): wgmma_persistent's own choice; each of its tiles pinned
     unsplit (1-4: 128 x 256/128/64/192; 5, 6: 256 x 152 in 4 or 3 stages, column-major B only; the cut tiles its
     form allows, `cut_codes`, and the swapped ones, `swap_codes`, on rows off the 32-byte sectors too, where only the
-    launcher's model offers them; the 128-row swapped ones also paired, `PAIR_TILES`, which no plan offers yet);
+    launcher's model offers them; the 128-row swapped ones also paired, `PAIR_TILES`, which the model offers whole
+    off the whole 64-wide boxes);
     those cut, swapped and paired tiles split over the grid where their tiles leave SMs idle
     over a long K (`cut_grid_split`); its 128-row tiles split over clusters of 2
     and 4 (wgmma_splitk) where each part keeps 4 k-blocks; the grid split's three tiles (wgmma_splitk_grid, its own
