@@ -231,28 +231,6 @@ def test_a_table_entry_holds_where_its_plan_fills_the_sms_as_where_it_was_timed(
         monkeypatch.delenv(planner.MODEL_ENV)
 
 
-def test_a_pointer_kernels_entry_timed_on_whole_tiles_does_not_hold_where_tiles_are_cut(monkeypatch):
-    """The shipped entry of 512x4096x16384's class (`triton_blocked` 128 x 128, timed at 512x4096x14336, whole
-    tiles) fills the SMs' rounds within the tolerance at 464x4096x11008 too, but there its last row of tiles wraps
-    its loads past M: the model plans the call (a TMA kernel). Where the tiles still divide M and N the entry
-    holds; a TMA kernel's entry is not asked about its edges."""
-    monkeypatch.setattr(plan_table, "table_for", _shipped_table)
-    table = plan_table.table_for(90, 132)
-    for (m, n, k), holds in (((512, 4096, 12288), True), ((464, 4096, 11008), False), ((512, 4000, 14336), False)):
-        a, b = operands(m, n, k, "NN")
-        entry, distance = table.lookup(plan_table.shape_class(a, b, None, "fp16", "fp32"))
-        assert distance == 0 and entry.plan.kernel == "triton_blocked" and entry.shapes == ("512x4096x14336",)
-        problem = planner.problem_of(a, b, None, "fp32")
-        assert dispatch.round_fill(entry.plan, problem, 132) >= 0.97 - dispatch.TABLE_FILL_TOLERANCE  # fill holds
-        assert dispatch.table_holds(entry, m, n, k, 132) is holds
-        dispatch.clear()
-        p = triton_kernels.plan(a, b)
-        assert p.source == "table" if holds else p.source.startswith("model: "), (m, n, k, p.source)
-        assert holds or p.kernel not in cm.POINTER_KERNELS
-    tma = replace(entry, plan=replace(entry.plan, kernel="triton_tma"))
-    assert dispatch.table_holds(tma, 512, 4000, 14336, 132)  # the same plan on TMA: the fill decides
-
-
 def test_every_named_suite_shape_the_table_names_keeps_its_table_plan():
     """The rule above moves no shape of the named suites off the table (they are the shapes it was timed at)."""
     from compare.bench import SUITES

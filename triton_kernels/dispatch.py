@@ -490,28 +490,16 @@ def table_holds(entry: plan_table.Entry, m: int, n: int, k: int, sms: int) -> bo
     for the class, or the plan fills the SMs' rounds here within TABLE_FILL_TOLERANCE of how it filled them at the
     best of those shapes (an entry that names none holds). A class spans a factor of two in each dimension: the
     128 x 256 plan timed at 4096^3 (512 tiles, four nearly full rounds of 132 SMs) runs 2304x2560x4096 in 180
-    tiles, two rounds a third idle, where the cost model scores the call instead. A pointer kernel's plan
-    (`cost_model.POINTER_KERNELS`) timed only where its tiles divide M and N holds only where they divide them here
-    too: its edge tiles wrap or mask their loads (a TMA kernel's copy engine fills them), a cost the fill does not
-    count."""
+    tiles, two rounds a third idle, where the cost model scores the call instead."""
     if not entry.shapes or f"{m}x{n}x{k}" in entry.shapes:
         return True
-    timed_dims = [tuple(int(x) for x in s.split("x")) for s in entry.shapes]  # checked "MxNxK" at load
-    if entry.plan.kernel in cm.POINTER_KERNELS and not whole_tiles(entry.plan, m, n) \
-            and all(whole_tiles(entry.plan, *d[:2]) for d in timed_dims):
-        return False
     c = entry.cls
 
     def fill(m_: int, n_: int, k_: int) -> float:
         return round_fill(entry.plan, cm.Problem(m_, n_, k_, c.layout, c.align, c.dtype, c.acc), sms)
 
-    timed = max(fill(*d) for d in timed_dims)
+    timed = max(fill(*(int(x) for x in s.split("x"))) for s in entry.shapes)  # checked "MxNxK" at load
     return fill(m, n, k) >= timed - TABLE_FILL_TOLERANCE
-
-
-def whole_tiles(plan: Plan, m: int, n: int) -> bool:
-    """Whether a plan's tiles divide the call's M and N (no edge tile)."""
-    return m % plan.config.block_m == 0 and n % plan.config.block_n == 0
 
 
 def table_plan(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None, acc: str, kernel: str, arch: int,
