@@ -221,11 +221,11 @@ def rule_plans_call(a, b, acc) -> bool:
 
 
 def model_launch(a, b, acc):
-    """What wgmma_persistent's planner by model (hopper::model_plan, for row-major A where N or K is not a multiple
-    of 64, or where the rule splits whole boxes over the grid or M part-fills a band with fp32 accumulation)
-    launches for a @ b on this GPU, by its Python mirror (compare.ptx_model.pick, on the device's HBM bandwidth): (kernel, C's tile, last_launch()["plan"]: "model: " and
-    the term that decided); None where the rule plans (rule_plans_call) or the mirror's GPU (132 SMs, 120 blocks in
-    clusters of 4) is not this one."""
+    """What wgmma_persistent's planner by model (hopper::model_plan, for row-major A where N or K is not a multiple of
+    64, or where the rule splits whole boxes over the grid or M part-fills a band with fp32 accumulation) launches
+    for a @ b on this GPU, by its Python mirror (compare.ptx_model.pick, on the device's HBM bandwidth): (kernel, C's
+    tile, last_launch()["plan"]: "model: " and the term that decided); None where the rule plans (rule_plans_call) or
+    the mirror's GPU (132 SMs, 120 blocks in clusters of 4) is not this one."""
     import triton
 
     from compare import ptx_model
@@ -534,10 +534,10 @@ def test_cut_and_swapped_tiles_split_k_over_the_grid(dtype):
     """wgmma_persistent's cut, swapped and paired tiles pinned with a K split (GemmArgs::split S > 1: work units of a
     tile (a pair of tiles) and a K slice in the persistent kernel, fp32 partial tiles in a workspace, added in a
     fixed order by a second launch): exact into a NaN-poisoned C, with the workspace's block NaN-filled before each
-    launch (the caching allocator hands it back), on outputs of partial tiles in M and N whose 16 k-blocks (the last partial) do not
-    divide into the parts, in both B layouts, at N = 520 and at N = 517 (C's rows 520 apart: the workspace's rows
-    padded to 520), reporting the tile and the split; on random operands, within the error bound and bitwise the same
-    on a second run; a split past the k-blocks there are cut to them."""
+    launch (the caching allocator hands it back), on outputs of partial tiles in M and N whose 16 k-blocks (the last
+    partial) do not divide into the parts, in both B layouts, at N = 520 and at N = 517 (C's rows 520 apart: the
+    workspace's rows padded to 520), reporting the tile and the split; on random operands, within the error bound and
+    bitwise the same on a second run; a split past the k-blocks there are cut to them."""
     from compare.sweep import CUT_TILES, PAIR_TILES, SWAP_TILES
 
     needs_hopper()
