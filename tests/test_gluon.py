@@ -665,7 +665,8 @@ if any(bool(buf.any()) for buf in COUNTERS._bufs.values()):
 g.FUSED = not g.FUSED
 dispatch.clear()
 
-# config=None: the tile rule's choice (choose_config: 128-row, 64-row, split-K), twice: the first call compiles
+# config=None: the plan's choice (the cost model's on a GPU whose file fits the kernel, else choose_config's;
+# 128-row, 64-row, split-K), twice: the first call compiles
 # through kernel[grid], the second launches directly (launch.py Direct), both exact
 if PART == 0:  # one child checks the rule's choices
     RULED = [(1024, 1032, 520, "NT"), (16, 1024, 2048, "NN"), (256, 256, 8192, "TN"), (3001, 499, 203, "NN")]

@@ -3,6 +3,7 @@ class has no table entry of its own takes the candidate the model predicts faste
 what refitting the committed sweep gives; nothing on the path times, synchronizes or allocates. Runs on the CPU
 (the GPU's arch and SM count stubbed): a plan is arithmetic on sizes."""
 import json
+import math
 import random
 from dataclasses import replace
 
@@ -180,18 +181,26 @@ def test_each_operand_off_the_sectors_is_also_scored_copied_alone():
     assert dispatch.copy_stage("tma", a, b, None) == (False, False, False)
 
 
+def offer_gluon(monkeypatch, names=("gluon_persistent",)):
+    """The Gluon kernels' records, offered even where this process does not offer them (under the interpreter, or a
+    Triton without Gluon): planning them is arithmetic on sizes."""
+    from triton_kernels import variants
+
+    records = [next(v for v in variants.RECORDS if v.name == name) for name in names]
+    for v in records:
+        if v.name not in dispatch.BY_KERNEL:
+            monkeypatch.setattr(dispatch, "VARIANTS", (*dispatch.VARIANTS, v))
+            monkeypatch.setattr(dispatch, "BY_KERNEL", {**dispatch.BY_KERNEL, v.name: v})
+            monkeypatch.setitem(variants.BY_KERNEL, v.name, v)
+            monkeypatch.setattr(type(v), "offered_on", lambda self, arch: True)
+    return records
+
+
 def test_the_gluon_kernel_is_scored_only_where_the_model_has_fitted_it(monkeypatch):
     """gluon_persistent is never timed by tune="exact"; the model scores it once a parameter file fits it (a sweep
     with --gluon). Its plans carry its needed staging, like the TMA kernels'."""
-    from triton_kernels import variants
-
     a, b = operands(3000, 5000, 2000, "NN")
-    gluon = next(v for v in variants.RECORDS if v.name == "gluon_persistent")
-    if gluon.name not in dispatch.BY_KERNEL:  # under the interpreter (or a Triton without Gluon): offered anyway
-        monkeypatch.setattr(dispatch, "VARIANTS", (*dispatch.VARIANTS, gluon))
-        monkeypatch.setattr(dispatch, "BY_KERNEL", {**dispatch.BY_KERNEL, gluon.name: gluon})
-        monkeypatch.setitem(variants.BY_KERNEL, gluon.name, gluon)
-        monkeypatch.setattr(type(gluon), "offered_on", lambda self, arch: True)
+    (gluon,) = offer_gluon(monkeypatch)
     without = dispatch.model_candidates(3000, 5000, 2000, 90, 132, a, b, None, frozenset({"triton_tma"}))
     assert "gluon_persistent" not in {k for k, _ in without}
     fitted = frozenset({"triton_tma", "gluon_persistent"})
@@ -206,6 +215,81 @@ def test_the_gluon_kernel_is_scored_only_where_the_model_has_fitted_it(monkeypat
                                                                                           tile_us=0.01)})
     ranked = planner.ranked(planner.problem_of(a, b, None, "fp32"), pairs, 132, faster)
     assert ranked[0][1].kernel == "gluon_persistent"  # a fit that makes it fastest makes it the plan
+
+
+def test_an_explicit_kernel_takes_the_models_choice_among_its_own_configurations(monkeypatch):
+    """kernel="triton_tma" and the like: the configuration of that kernel (with the operands it copies) the model
+    predicts fastest, its source naming the deciding term; a class entry of the table that timed that kernel where
+    it holds; a kernel the model has not fitted, or no model, the kernel's own rule."""
+    offer_gluon(monkeypatch)
+    a, b = operands(8, 27816, 1208, "NN")
+    params = planner.params_for(90, 132)
+    problem = planner.problem_of(a, b, None, "fp32")
+    for kernel in ("triton_tma", "triton_splitk", "triton_blocked", "gluon_persistent"):
+        stage = (True, False, False) if kernel == "gluon_persistent" else (False, False, False)  # A's 8 rows
+        p = dispatch.table_plan(a, b, None, "fp32", kernel, 90, 132, stage)
+        best = planner.ranked(problem, [(kernel, stage)], 132, params)[0]
+        assert (p.kernel, p.config, p.stage) == (kernel, best[1].config, stage)
+        assert p.source == f"model: {best[0].decided}"
+    rule = plan_table.heuristic_config("gluon_persistent", 8, 27816, 1208, 132)
+    assert rule != best[1].config  # (the rule's 64 x 32 tiles: a case the model changes)
+    entry = {"plan": {"kernel": "triton_tma", "config": "64x128x64_w4_s6_g8_e2", "stage": "", "ms": 1.0},
+             "kernels": {"triton_tma": "64x128x64_w4_s6_g8_e2"}, "shapes": []}
+    table = plan_table.Table({"format": plan_table.FORMAT, "kind": "tensorcore_hgemm plan table",
+                              "device": {"name": "test", "arch": 90, "sms": 132}, "versions": {}, "commit": "c",
+                              "date": "d", "command": "python -m compare tune",
+                              "entries": {plan_table.shape_class(a, b, None, "fp16", "fp32").key: entry}})
+    monkeypatch.setattr(plan_table, "table_for", lambda arch, sms: table)
+    p = dispatch.table_plan(a, b, None, "fp32", "triton_tma", 90, 132)
+    assert (p.config.name, p.source) == ("64x128x64_w4_s6_g8_e2", "table")
+    monkeypatch.setattr(plan_table, "table_for", lambda arch, sms: None)
+    monkeypatch.setattr(planner, "fitted_kernels", lambda params: frozenset({"triton_tma"}))
+    p = dispatch.table_plan(a, b, None, "fp32", "gluon_persistent", 90, 132, (True, False, False))
+    assert (p.config, p.source) == (rule, "heuristic")
+    monkeypatch.setenv(planner.MODEL_ENV, "off")
+    planner.clear()
+    p = dispatch.table_plan(a, b, None, "fp32", "triton_splitk", 90, 132)
+    assert (p.config, p.source) == (plan_table.heuristic_config("triton_splitk", 8, 27816, 1208, 132), "heuristic")
+
+
+def test_the_models_choice_for_an_explicit_kernel_beats_its_rule_on_the_committed_sweeps(monkeypatch):
+    """On the committed sweeps that timed every configuration of the Gluon kernel and of the Triton kernels at M up
+    to 512, per kernel: the configuration the shipped model predicts fastest among those timed runs faster, as a
+    geomean over the cases, than the one the kernel's own rule (`heuristic_config`) names, and within 10% of the
+    fastest timed. The model's step for an explicit kernel= stands on this."""
+    from collections import defaultdict
+
+    from compare.sweep_data import read
+
+    offer_gluon(monkeypatch, ("gluon_persistent", "gluon_streamk"))
+    params = planner.params_for(90, 132)
+    fitted = planner.fitted_kernels(params)
+    groups = defaultdict(list)
+    for name in ("h200-seed-9191-fp16-gluon-m512.jsonl.gz", "h200-seed-9200-fp16-gluon-m256.jsonl.gz"):
+        data = read(MODEL_DIR.parent.parent / "compare" / "sweeps" / name)
+        assert data.candidates, f"the committed sweep file {name} is missing or empty"
+        for r in data.candidates:
+            call = r["call"]
+            if r["status"] == "ok" and call.get("config") and not call.get("stage") and call["kernel"] in fitted:
+                groups[(r["case"], call["kernel"])].append(r)
+    logs = defaultdict(lambda: [0.0, 0.0, 0.0, 0])
+    for (_, kernel), rows in groups.items():
+        pr = rows[0]["problem"]
+        rule = plan_table.heuristic_config(kernel, pr["m"], pr["n"], pr["k"], 132).name
+        picked = [r for r in rows if r["call"]["config"] == rule]
+        if not picked:
+            continue
+        problem = cm.Problem(**pr)
+        model = min(rows, key=lambda r: cm.predict(problem, cm.Plan(**r["plan"]), params).seconds)
+        fastest = min(r["ms"] for r in rows)
+        t = logs[kernel]
+        t[0] += math.log(picked[0]["ms"] / fastest)
+        t[1] += math.log(model["ms"] / fastest)
+        t[3] += 1
+    judged = {k: (math.exp(r / n), math.exp(m / n)) for k, (r, m, _, n) in logs.items() if n >= 10}
+    assert {"gluon_persistent", "triton_tma", "triton_splitk", "triton_blocked"} <= set(judged), judged
+    for kernel, (rule_over, model_over) in judged.items():
+        assert model_over < rule_over and model_over < 1.10, (kernel, rule_over, model_over)
 
 
 def test_a_table_entry_holds_where_its_plan_fills_the_sms_as_where_it_was_timed(monkeypatch):
@@ -322,6 +406,8 @@ def test_planning_times_synchronizes_and_allocates_nothing(monkeypatch):
         monkeypatch.setattr(mod, name, forbidden)
     for a, b in calls:
         assert dispatch.model_plan(a, b, None, "fp32", 90, 132) is not None
+        for kernel in ("triton_blocked", "triton_splitk"):  # an explicit kernel's: its model step, else its rule
+            assert dispatch.table_plan(a, b, None, "fp32", kernel, 90, 132).kernel == kernel
 
 
 def test_the_planners_plans_find_the_measured_neighbours_the_fit_stored():

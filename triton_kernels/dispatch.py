@@ -456,17 +456,25 @@ def model_candidates(m: int, n: int, k: int, arch: int, sms: int, a: torch.Tenso
 
 
 def model_plan(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None, acc: str, arch: int,
-               sms: int, params: cm.Params | None = None) -> Plan | None:
+               sms: int, params: cm.Params | None = None, kernel: str = "auto",
+               stage: tuple[bool, bool, bool] = (False, False, False)) -> Plan | None:
     """The candidate (`model_candidates` x `problem_configs`, less the wide tiles it has not measured) that the
     GPU's fitted cost model (or `params`: another parameter file's, loaded) predicts fastest among those that can
-    run these operands (`planner.ranked`, `usable`); None where the GPU has no model. Nothing is timed,
-    synchronized or allocated."""
+    run these operands (`planner.ranked`, `usable`); None where the GPU has no model. An explicit `kernel`: its own
+    configurations only, with the operands it copies first (`stage`), and None where the model has not fitted it.
+    Nothing is timed, synchronized or allocated."""
     params = params if params is not None else planner.params_for(arch, sms)
     if params is None:
         return None
     m, k = a.shape
     n = b.shape[1]
-    pairs = model_candidates(m, n, k, arch, sms, a, b, out, planner.fitted_kernels(params))
+    fitted = planner.fitted_kernels(params)
+    if kernel != "auto":
+        if kernel not in fitted:
+            return None
+        pairs = [(kernel, tuple(stage))]
+    else:
+        pairs = model_candidates(m, n, k, arch, sms, a, b, out, fitted)
     for _, plan in planner.ranked(planner.problem_of(a, b, out, acc), pairs, sms, params):
         if usable(plan, arch, a, b, out):
             return plan
@@ -485,18 +493,19 @@ def round_fill(plan: Plan, problem: cm.Problem, sms: int) -> float:
     return f.flops / (f.steps * f.tile_flops * sms)
 
 
-def table_holds(entry: plan_table.Entry, m: int, n: int, k: int, sms: int) -> bool:
-    """Whether a table entry's plan stands for this call as it is: the call is one of the shapes the tuner timed
-    for the class, or the plan fills the SMs' rounds here within TABLE_FILL_TOLERANCE of how it filled them at the
-    best of those shapes (an entry that names none holds). A class spans a factor of two in each dimension: the
-    128 x 256 plan timed at 4096^3 (512 tiles, four nearly full rounds of 132 SMs) runs 2304x2560x4096 in 180
-    tiles, two rounds a third idle, where the cost model scores the call instead."""
+def table_holds(entry: plan_table.Entry, m: int, n: int, k: int, sms: int, plan: Plan | None = None) -> bool:
+    """Whether a table entry's plan (or `plan`, its configuration of one kernel) stands for this call as it is: the
+    call is one of the shapes the tuner timed for the class, or the plan fills the SMs' rounds here within
+    TABLE_FILL_TOLERANCE of how it filled them at the best of those shapes (an entry that names none holds). A class
+    spans a factor of two in each dimension: the 128 x 256 plan timed at 4096^3 (512 tiles, four nearly full rounds
+    of 132 SMs) runs 2304x2560x4096 in 180 tiles, two rounds a third idle, where the cost model scores the call
+    instead."""
     if not entry.shapes or f"{m}x{n}x{k}" in entry.shapes:
         return True
     c = entry.cls
 
     def fill(m_: int, n_: int, k_: int) -> float:
-        return round_fill(entry.plan, cm.Problem(m_, n_, k_, c.layout, c.align, c.dtype, c.acc), sms)
+        return round_fill(plan or entry.plan, cm.Problem(m_, n_, k_, c.layout, c.align, c.dtype, c.acc), sms)
 
     timed = max(fill(*(int(x) for x in s.split("x"))) for s in entry.shapes)  # checked "MxNxK" at load
     return fill(m, n, k) >= timed - TABLE_FILL_TOLERANCE
@@ -507,8 +516,9 @@ def table_plan(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None, acc: 
                params: cm.Params | None = None) -> Plan:
     """kernel="auto": the GPU's table entry of the call's shape class (`plan_table`) where it holds for the call
     (`table_holds`); else the candidate its cost model predicts fastest (`model_plan`); else, on a GPU with no
-    model, the class's or the nearest class's entry, or the heuristic. For an explicit kernel= the configuration
-    the table's timing chose for that kernel, or the heuristic's, with `stage` (the operands it copies first).
+    model, the class's or the nearest class's entry, or the heuristic. For an explicit kernel= the same steps
+    within that kernel's configurations, with `stage` (the operands it copies first): the one the class's timing
+    chose where it holds, the one the model predicts fastest, the nearest class's, the kernel's rule (heuristic).
     `params`: a cost model's parameters to plan with instead of the GPU's file (`compare.registry.model_entry`).
     Nothing is timed."""
     m, k = a.shape
@@ -532,6 +542,12 @@ def table_plan(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None, acc: 
         kernel = kernel_for(arch, a, b, out)  # a general kernel the operands fit in place
         return Plan(kernel, plan_table.heuristic_config(kernel, m, n, k, sms), source="heuristic")
     cfg = entry.kernels.get(kernel) if entry is not None else None
+    if cfg is not None and distance == 0 and usable(Plan(kernel, cfg, stage), arch, a, b, out) \
+            and table_holds(entry, m, n, k, sms, Plan(kernel, cfg, stage)):
+        return Plan(kernel, cfg, stage, source=source)
+    modelled = model_plan(a, b, out, acc, arch, sms, params, kernel, stage)
+    if modelled is not None:
+        return modelled
     if cfg is None or not usable(Plan(kernel, cfg, stage), arch, a, b, out):
         cfg, source = plan_table.heuristic_config(kernel, m, n, k, sms), "heuristic"
     return Plan(kernel, cfg, stage, source=source)

@@ -33,7 +33,7 @@ Here the kernel says, in Python, what tl.dot leaves to the compiler:
   order and stores them by TMA).
 Which configuration: `choose_config`, wgmma_persistent's rule (the tile whose rounds of the persistent grid are
 fullest, weighted by its speed; 64-row tiles for M <= 64; split-K only where even the best tile leaves more than
-half of the SMs idle), where no plan table names one.
+half of the SMs idle), where neither a plan table nor the GPU's cost model names one (`dispatch.table_plan`).
 Edges: TMA reads zeros outside A and B (M, N and the K tail) and drops what falls outside C, so any M, N, K runs
 with no masks. Layouts: a column-major operand is described by its row-major transpose (the descriptor of A^T or
 B^T) and its tile transposed in shared memory by a view (`permute`), which wgmma reads directly (tnspA / tnspB).
@@ -211,11 +211,11 @@ def split_slices(k: int, split: int) -> tuple[int, int]:
 
 
 def choose_config(m: int, n: int, k: int, sms: int) -> Config:
-    """The configuration kernel="gluon_persistent" runs where no plan table names one: among `configs()`' tiles (the
-    first of each shape, the deepest ring) and their K splits, the best score (TILE_SPEED, SKINNY_SPEED, SPLIT_COST)
-    over the SMs' rounds; 64-row tiles for M <= 64 and, on skinny outputs, beside the 128-row ones; K splits where K
-    is long enough, their units within one round, and (bar skinny outputs with FUSED) only where no unsplit tile
-    fills half a round."""
+    """The configuration kernel="gluon_persistent" runs where neither a plan table nor the GPU's cost model names one:
+    among `configs()`' tiles (the first of each shape, the deepest ring) and their K splits, the best score (TILE_SPEED,
+    SKINNY_SPEED, SPLIT_COST) over the SMs' rounds; 64-row tiles for M <= 64 and, on skinny outputs, beside the 128-row
+    ones; K splits where K is long enough, their units within one round, and (bar skinny outputs with FUSED) only where
+    no unsplit tile fills half a round."""
     skinny = m <= 128 or n <= 128
     tiles = {}
     for c in configs():

@@ -359,7 +359,8 @@ def heuristic(m: int, n: int, k: int, arch: int, sms: int, align: str) -> Plan:
 
 
 def heuristic_config(kernel: str, m: int, n: int, k: int, sms: int) -> Config:
-    """An explicit kernel= call's configuration where no table names one, by the heuristic's rule for that kernel."""
+    """An explicit kernel= call's configuration where neither the table nor the cost model names one, by the
+    heuristic's rule for that kernel."""
     from . import gemv, splitk, splitk_tma
 
     if kernel == "triton_gemv":

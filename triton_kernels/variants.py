@@ -91,7 +91,8 @@ RECORDS: tuple[Variant, ...] = (
     # The Gluon level (triton.experimental.gluon): the same persistent warp-specialized design as the hand-written
     # wgmma_persistent, written in Python. Offered only where it can run: its Gluon API's Triton versions
     # (`triton_versions`), compiled (the interpreter cannot run Gluon). kernel="auto" does not time it
-    # (`worth_timing`); kernel="gluon_persistent" runs it, with its own tile rule (`choose_config`), and copies
+    # (`worth_timing`); kernel="gluon_persistent" runs it, planned as any named kernel (`dispatch.table_plan`: the
+    # cost model where the GPU's file fits it, else its own tile rule, `choose_config`), and copies
     # operands TMA cannot describe first (misaligned="copy": the dispatcher stages them, as kernel="auto" does for the
     # TMA kernels).
     Variant("gluon_persistent", "triton", "triton", "gluon_persistent.py",
