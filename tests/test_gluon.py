@@ -215,6 +215,21 @@ def test_tile_rule_worked_cases(fused, monkeypatch):
     assert split_slices(200, 8) == (1, 4) and split_slices(4096, 1) == (64, 1)  # no empty slice
 
 
+def test_the_configurations_the_model_weighs_include_the_rules_choice():
+    """`problem_configs` (what the sweep times and the cost model weighs) holds the rule's choice beside the listed
+    configurations: a split of 16 that configs() does not list is among them where the rule takes it, once."""
+    from triton_kernels import gluon_persistent
+    from triton_kernels.common import problem_configs, prune_for_problem
+    from triton_kernels.gluon_persistent import choose_config, configs
+
+    for m, n, k in ((8, 293, 24568), (128, 128, 131072), (4096, 4096, 4096), (16, 4096, 256)):
+        got = problem_configs(gluon_persistent, m, n, k, 132)
+        listed = prune_for_problem(configs(), m, n, k)
+        assert got.count(choose_config(m, n, k, 132)) == 1 and got[:len(listed)] == listed
+        assert len(got) <= len(listed) + 1
+    assert choose_config(8, 293, 24568, 132).split_k == 16 and choose_config(8, 293, 24568, 132) not in configs()
+
+
 @triton.jit
 def _stream_k_walk(out_ptr, count_ptr, args_ptr, LANES, MAX_ITEMS: tl.constexpr, BLOCK: tl.constexpr):
     """Programs' stream-K work lists as the Gluon kernel's partitions walk them, one lane a program: lane i is

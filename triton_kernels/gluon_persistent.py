@@ -66,7 +66,7 @@ from hgemm_common.errors import HgemmError, HgemmValueError
 from hgemm_common.operands import major as _major
 from hgemm_common.validation import interpreter_active, needs_int64_indexing
 
-from .common import Config, cdiv, grouped_pid
+from .common import Config, cdiv, grouped_pid, prune_for_problem
 from .launch import Desc, Kept, Spec
 from .splitk import COUNTERS, REDUCE_BLOCK, WORKSPACES, splitk_reduce_kernel
 from .tma_persistent import num_sms, operand_descs, programs
@@ -243,6 +243,16 @@ def choose_config(m: int, n: int, k: int, sms: int) -> Config:
             if score > best_score + 1e-9:
                 best, best_score = replace(cfg, split_k=split), score
     return best
+
+
+def prune(cfgs: list[Config], m: int, n: int, k: int, sms: int) -> list[Config]:
+    """The configurations the sweep times and the cost model weighs on a problem (`common.problem_configs`):
+    `prune_for_problem`'s, and the rule's choice (`choose_config`) where it is not among them: configs() lists K
+    splits of 2 only, the rule splits any tile up to 16 ways, and a model that never saw the rule's choice could
+    not prefer it."""
+    kept = prune_for_problem(cfgs, m, n, k)
+    rule = choose_config(m, n, k, sms)
+    return kept if rule in kept else [*kept, rule]
 
 
 def worth_timing(m: int, n: int, k: int, sms: int, tma_in_place: bool) -> bool:
