@@ -252,6 +252,28 @@ def test_an_explicit_kernel_takes_the_models_choice_among_its_own_configurations
     assert (p.config, p.source) == (plan_table.heuristic_config("triton_splitk", 8, 27816, 1208, 132), "heuristic")
 
 
+def test_auto_weighs_only_the_configurations_each_kernel_lists(monkeypatch):
+    """kernel="auto" never takes a configuration its kernel's module does not list (`planner.ranked`'s
+    listed_only): the Gluon kernel's rule adds K splits past 2 that no sweep had timed when the shipped parameters
+    were fitted. The Gluon kernel named by the call weighs them (8x293x24568: 5 tiles of 64 x 64, its rule's split
+    of 16 fills 80 SMs)."""
+    from triton_kernels import gluon_persistent
+    from triton_kernels.variants import BY_KERNEL, kernel_module
+
+    offer_gluon(monkeypatch)
+    a, b = operands(8, 293, 24568, "NT")
+    params = planner.params_for(90, 132)
+    problem, pair = planner.problem_of(a, b, None, "fp32"), [("gluon_persistent", (False, False, True))]
+    assert planner.ranked(problem, pair, 132, params)[0][1].config.split_k == 16
+    assert all(p.config in gluon_persistent.configs() for _, p in planner.ranked(problem, pair, 132, params, True))
+    assert dispatch.table_plan(a, b, None, "fp32", "gluon_persistent", 90, 132, (False, False, True)
+                               ).config.split_k == 16
+    for m, n, k, layout in shapes(83, 40):
+        a, b = operands(m, n, k, layout)
+        p = dispatch.model_plan(a, b, None, "fp32", 90, 132)
+        assert p.config in kernel_module(BY_KERNEL[p.kernel]).configs(), (m, n, k, layout, p)
+
+
 def test_the_models_choice_for_an_explicit_kernel_beats_its_rule_on_the_committed_sweeps(monkeypatch):
     """On the committed sweeps that timed every configuration of the Gluon kernel and of the Triton kernels at M up
     to 512, per kernel: the configuration the shipped model predicts fastest among those timed runs faster, as a

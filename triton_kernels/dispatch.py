@@ -460,8 +460,10 @@ def model_plan(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None, acc: 
                stage: tuple[bool, bool, bool] = (False, False, False)) -> Plan | None:
     """The candidate (`model_candidates` x `problem_configs`, less the wide tiles it has not measured) that the
     GPU's fitted cost model (or `params`: another parameter file's, loaded) predicts fastest among those that can
-    run these operands (`planner.ranked`, `usable`); None where the GPU has no model. An explicit `kernel`: its own
-    configurations only, with the operands it copies first (`stage`), and None where the model has not fitted it.
+    run these operands (`planner.ranked`, `usable`); None where the GPU has no model. kernel="auto" weighs each
+    kernel's listed configurations only (`ranked`'s listed_only: a choice the model extrapolates to must not
+    displace one it has measured); an explicit `kernel` its own configurations, its rule's choice among them, with
+    the operands it copies first (`stage`), and None where the model has not fitted it.
     Nothing is timed, synchronized or allocated."""
     params = params if params is not None else planner.params_for(arch, sms)
     if params is None:
@@ -475,7 +477,7 @@ def model_plan(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None, acc: 
         pairs = [(kernel, tuple(stage))]
     else:
         pairs = model_candidates(m, n, k, arch, sms, a, b, out, fitted)
-    for _, plan in planner.ranked(planner.problem_of(a, b, out, acc), pairs, sms, params):
+    for _, plan in planner.ranked(planner.problem_of(a, b, out, acc), pairs, sms, params, kernel == "auto"):
         if usable(plan, arch, a, b, out):
             return plan
     return None

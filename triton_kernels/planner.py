@@ -110,17 +110,23 @@ def problem_of(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None, acc: 
     return cm.Problem(m, b.shape[1], k, layout_class(a, b), align_class(a, b, out), DTYPE_NAMES[a.dtype], acc)
 
 
-def ranked(problem: cm.Problem, pairs: list[tuple[str, tuple]], sms: int,
-           params: cm.Params) -> list[tuple[cm.Prediction, Plan]]:
+def ranked(problem: cm.Problem, pairs: list[tuple[str, tuple]], sms: int, params: cm.Params,
+           listed_only: bool = False) -> list[tuple[cm.Prediction, Plan]]:
     """Every candidate plan of a problem, (kernel, staging) `pairs` (`dispatch.candidates`) times each kernel's
     configurations that fit it (`problem_configs`), with its prediction, fastest predicted first; wide and swapped
-    tiles the parameters have not measured are left out (`cost_model.unmeasured`)."""
+    tiles the parameters have not measured are left out (`cost_model.unmeasured`). `listed_only`: only those its
+    module lists (`configs()`), without what a kernel's own rule adds to them (the Gluon kernel's K splits past 2,
+    which no sweep had timed when the shipped parameters were fitted)."""
     from .common import problem_configs
     from .variants import BY_KERNEL, kernel_module
 
     scored = []
     for kernel, stage in pairs:
-        for cfg in problem_configs(kernel_module(BY_KERNEL[kernel]), problem.m, problem.n, problem.k, sms):
+        module = kernel_module(BY_KERNEL[kernel])
+        listed = module.configs() if listed_only else None
+        for cfg in problem_configs(module, problem.m, problem.n, problem.k, sms):
+            if listed is not None and cfg not in listed:
+                continue
             plan = model_plan_of(kernel, cfg, stage, problem.k)
             if cm.unmeasured(plan, params):
                 continue
