@@ -4,7 +4,8 @@ For every case of the grid (dtype, accumulation, layout, shape) it times kernel=
 operands exactly as `tune="exact"` does (`triton_kernels.dispatch.time_auto`); then, per shape class, it keeps the
 plan that is fastest across the class's grid shapes: one shape's winner directly, several shapes' distinct winners
 each timed on every shape of the class and ranked by the geometric mean of their times over each shape's best.
-Each entry also keeps every candidate kernel's best configuration (what an explicit kernel= call runs).
+Each entry also keeps every candidate kernel's best configuration (what an explicit kernel= call runs where the
+entry holds for the call, `dispatch.table_plan`).
 
 Compiles first, in parallel: worker processes run every candidate configuration of every case once (a correctness
 run, which compiles it into Triton's disk cache), so the timing that follows loads compiled kernels instead of

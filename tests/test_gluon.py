@@ -183,13 +183,13 @@ def test_shared_memory_within_the_device_limit(compiles):
 
 @pytest.mark.parametrize("fused", [False, True], ids=["two-pass", "fused"])
 def test_tile_rule_worked_cases(fused, monkeypatch):
-    """`choose_config` (kernel="gluon" where no plan table names a configuration), wgmma_persistent's rule: large
-    outputs keep 128 x 256; 1024^3 takes 128 x 64 (128 tiles fill a round of 132 SMs; 128 x 128's 64 leave half
-    idle); skinny outputs take the tile that fills a round, 64 rows where M <= 64 (or where 128-row tiles leave SMs
-    idle at M = 128); with the fused split-K sum, 64 columns split in two K slices over 32 columns whole
-    (decode-sized M); otherwise K splits only where even the best tile leaves more than half of the SMs idle; K
-    long enough for every slice, the units (tiles x slices) within one round; every choice is a valid configuration
-    of the list's tiles."""
+    """`choose_config` (kernel="gluon" where neither a plan table nor the cost model names a configuration),
+    wgmma_persistent's rule: large outputs keep 128 x 256; 1024^3 takes 128 x 64 (128 tiles fill a round of 132 SMs;
+    128 x 128's 64 leave half idle); skinny outputs take the tile that fills a round, 64 rows where M <= 64 (or
+    where 128-row tiles leave SMs idle at M = 128); with the fused split-K sum, 64 columns split in two K slices
+    over 32 columns whole (decode-sized M); otherwise K splits only where even the best tile leaves more than half
+    of the SMs idle; K long enough for every slice, the units (tiles x slices) within one round; every choice is a
+    valid configuration of the list's tiles."""
     from triton_kernels import gluon_persistent
     from triton_kernels.gluon_persistent import check_config, choose_config, configs, split_slices
 
@@ -683,7 +683,7 @@ dispatch.clear()
 # config=None: the plan's choice (the cost model's on a GPU whose file fits the kernel, else choose_config's;
 # 128-row, 64-row, split-K), twice: the first call compiles
 # through kernel[grid], the second launches directly (launch.py Direct), both exact
-if PART == 0:  # one child checks the rule's choices
+if PART == 0:  # one child checks the plan's choices
     RULED = [(1024, 1032, 520, "NT"), (16, 1024, 2048, "NN"), (256, 256, 8192, "TN"), (3001, 499, 203, "NN")]
     for dtype in ("fp16", "bf16"):
         for s, (m, n, k, layout) in enumerate(RULED):
@@ -715,12 +715,13 @@ print(json.dumps(dict(bad=bad, ran=ran)))
 @needs_api
 @pytest.mark.gpu(sm=90)
 def test_gpu_exact_poisoned_deterministic_under_a_timeout():
-    """Exact integer checks (C == (A.double() @ B.double()) rounded, bit for bit; NaN-poisoned out= so every
-    element must be written) on odd shapes in every layout and dtype, both accumulations and every configuration
-    (split-K fused and two-pass; its element counts left at zero); operands TMA cannot describe staged; the rule's
-    choices (config=None), on the direct launch path from the second call; determinism on random inputs. In
-    children side by side, each compiling and checking a share of the configurations (the compiles bound this run),
-    15 minutes at most: a hang fails this test instead of stalling the suite."""
+    """Exact integer checks (C == (A.double() @ B.double()) rounded, bit for bit; NaN-poisoned out= so every element
+    must be written) on odd shapes in every layout and dtype, both accumulations and every configuration (split-K
+    fused and two-pass; its element counts left at zero); operands TMA cannot describe staged; the plan's choices
+    (config=None: the cost model's, or the rule's on a GPU without one), on the direct launch path from the second
+    call; determinism on random inputs. In children side by side, each compiling and checking a share of the
+    configurations (the compiles bound this run), 15 minutes at most: a hang fails this test instead of stalling the
+    suite."""
     import torch
 
     if torch.cuda.get_device_capability()[0] != 9:

@@ -1,5 +1,6 @@
 """kernel="auto"'s model step (triton_kernels/planner.py): on a GPU with a fitted cost model, a call whose shape
-class has no table entry of its own takes the candidate the model predicts fastest; the shipped parameters are
+class has no table entry of its own takes the candidate the model predicts fastest (a kernel named by the call: its
+configuration the model predicts fastest); the shipped parameters are
 what refitting the committed sweep gives; nothing on the path times, synchronizes or allocates. Runs on the CPU
 (the GPU's arch and SM count stubbed): a plan is arithmetic on sizes."""
 import json
@@ -233,15 +234,26 @@ def test_an_explicit_kernel_takes_the_models_choice_among_its_own_configurations
         assert p.source == f"model: {best[0].decided}"
     rule = plan_table.heuristic_config("gluon_persistent", 8, 27816, 1208, 132)
     assert rule != best[1].config  # (the rule's 64 x 32 tiles: a case the model changes)
-    entry = {"plan": {"kernel": "triton_tma", "config": "64x128x64_w4_s6_g8_e2", "stage": "", "ms": 1.0},
-             "kernels": {"triton_tma": "64x128x64_w4_s6_g8_e2"}, "shapes": []}
-    table = plan_table.Table({"format": plan_table.FORMAT, "kind": "tensorcore_hgemm plan table",
-                              "device": {"name": "test", "arch": 90, "sms": 132}, "versions": {}, "commit": "c",
-                              "date": "d", "command": "python -m compare tune",
-                              "entries": {plan_table.shape_class(a, b, None, "fp16", "fp32").key: entry}})
-    monkeypatch.setattr(plan_table, "table_for", lambda arch, sms: table)
+    def table(a, b, config, shapes):
+        entry = {"plan": {"kernel": "triton_tma", "config": config, "stage": "", "ms": 1.0},
+                 "kernels": {"triton_tma": config}, "shapes": shapes}
+        return plan_table.Table({"format": plan_table.FORMAT, "kind": "tensorcore_hgemm plan table",
+                                 "device": {"name": "test", "arch": 90, "sms": 132}, "versions": {}, "commit": "c",
+                                 "date": "d", "command": "python -m compare tune",
+                                 "entries": {plan_table.shape_class(a, b, None, "fp16", "fp32").key: entry}})
+
+    monkeypatch.setattr(plan_table, "table_for", lambda arch, sms: table(a, b, "64x128x64_w4_s6_g8_e2", []))
     p = dispatch.table_plan(a, b, None, "fp32", "triton_tma", 90, 132)
     assert (p.config.name, p.source) == ("64x128x64_w4_s6_g8_e2", "table")
+    a3, b3 = operands(2304, 2560, 4096, "NN")  # 128 x 256 timed at 4096^3 (four full rounds): 180 tiles here
+    monkeypatch.setattr(plan_table, "table_for", lambda arch, sms: table(a3, b3, "128x256x64_w8_s3_g8",
+                                                                         ["4096x4096x4096"]))
+    p = dispatch.table_plan(a3, b3, None, "fp32", "triton_tma", 90, 132)  # fill two rounds a third idle: no hold
+    assert p.source.startswith("model: ") and p.config == planner.ranked(
+        planner.problem_of(a3, b3, None, "fp32"), [("triton_tma", (False, False, False))], 132, params)[0][1].config
+    a2, b2 = operands(512, 4096, 4096, "NT")  # triton_realign on aligned operands: parameters the fit never saw
+    p = dispatch.table_plan(a2, b2, None, "fp32", "triton_realign", 90, 132)
+    assert p.source == "heuristic"
     monkeypatch.setattr(plan_table, "table_for", lambda arch, sms: None)
     monkeypatch.setattr(planner, "fitted_kernels", lambda params: frozenset({"triton_tma"}))
     p = dispatch.table_plan(a, b, None, "fp32", "gluon_persistent", 90, 132, (True, False, False))
@@ -294,7 +306,7 @@ def test_the_models_choice_for_an_explicit_kernel_beats_its_rule_on_the_committe
             call = r["call"]
             if r["status"] == "ok" and call.get("config") and not call.get("stage") and call["kernel"] in fitted:
                 groups[(r["case"], call["kernel"])].append(r)
-    logs = defaultdict(lambda: [0.0, 0.0, 0.0, 0])
+    logs = defaultdict(lambda: [0.0, 0.0, 0])
     for (_, kernel), rows in groups.items():
         pr = rows[0]["problem"]
         rule = plan_table.heuristic_config(kernel, pr["m"], pr["n"], pr["k"], 132).name
@@ -307,8 +319,8 @@ def test_the_models_choice_for_an_explicit_kernel_beats_its_rule_on_the_committe
         t = logs[kernel]
         t[0] += math.log(picked[0]["ms"] / fastest)
         t[1] += math.log(model["ms"] / fastest)
-        t[3] += 1
-    judged = {k: (math.exp(r / n), math.exp(m / n)) for k, (r, m, _, n) in logs.items() if n >= 10}
+        t[2] += 1
+    judged = {k: (math.exp(r / n), math.exp(m / n)) for k, (r, m, n) in logs.items() if n >= 10}
     assert {"gluon_persistent", "triton_tma", "triton_splitk", "triton_blocked"} <= set(judged), judged
     for kernel, (rule_over, model_over) in judged.items():
         assert model_over < rule_over and model_over < 1.10, (kernel, rule_over, model_over)
@@ -428,8 +440,8 @@ def test_planning_times_synchronizes_and_allocates_nothing(monkeypatch):
         monkeypatch.setattr(mod, name, forbidden)
     for a, b in calls:
         assert dispatch.model_plan(a, b, None, "fp32", 90, 132) is not None
-        for kernel in ("triton_blocked", "triton_splitk"):  # an explicit kernel's: its model step, else its rule
-            assert dispatch.table_plan(a, b, None, "fp32", kernel, 90, 132).kernel == kernel
+        assert dispatch.table_plan(a, b, None, "fp32", "triton_blocked", 90, 132).source.startswith("model: ")
+        assert dispatch.table_plan(a, b, None, "fp32", "triton_splitk", 90, 132).kernel == "triton_splitk"
 
 
 def test_the_planners_plans_find_the_measured_neighbours_the_fit_stored():

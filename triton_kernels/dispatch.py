@@ -463,7 +463,8 @@ def model_plan(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None, acc: 
     run these operands (`planner.ranked`, `usable`); None where the GPU has no model. kernel="auto" weighs each
     kernel's listed configurations only (`ranked`'s listed_only: a choice the model extrapolates to must not
     displace one it has measured); an explicit `kernel` its own configurations, its rule's choice among them, with
-    the operands it copies first (`stage`), and None where the model has not fitted it.
+    the operands it copies first (`stage`), each only where the fit has parameters of its own for it
+    (`cost_model.param_key`), and None where none has.
     Nothing is timed, synchronized or allocated."""
     params = params if params is not None else planner.params_for(arch, sms)
     if params is None:
@@ -477,7 +478,11 @@ def model_plan(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None, acc: 
         pairs = [(kernel, tuple(stage))]
     else:
         pairs = model_candidates(m, n, k, arch, sms, a, b, out, fitted)
-    for _, plan in planner.ranked(planner.problem_of(a, b, out, acc), pairs, sms, params, kernel == "auto"):
+    problem = planner.problem_of(a, b, out, acc)
+    for _, plan in planner.ranked(problem, pairs, sms, params, kernel == "auto"):
+        if kernel != "auto" and cm.param_key(planner.model_plan_of(plan.kernel, plan.config, plan.stage, k),
+                                             problem) not in params.kernels:
+            continue  # a variant the fit has not seen (triton_realign on aligned operands): a guess, not a plan
         if usable(plan, arch, a, b, out):
             return plan
     return None

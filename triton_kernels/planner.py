@@ -1,4 +1,5 @@
-"""kernel="auto"'s model step: every candidate plan of a call scored by the cost model, the fastest predicted taken.
+"""kernel="auto"'s model step: every candidate plan of a call scored by the cost model, the fastest predicted taken
+(a kernel named by the call: its own configurations only, `dispatch.model_plan`).
 
 Where a call's shape class has no entry of its own in the GPU's plan table (`plan_table`), or one that does not
 hold for the call (`dispatch.table_holds`: its plan fills the SMs' rounds far less here than where it was timed),
