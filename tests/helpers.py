@@ -178,3 +178,20 @@ def run_children(code: str, *, timeout: float, parts: int | None = None) -> list
             assert p.returncode == 0, f"child {j} of {parts} exited {p.returncode}: {err.read_text()[-3000:]}"
             results.append(json.loads(out.read_text().strip().splitlines()[-1]))
     return results
+
+
+def table_of(entries: dict, arch: int = 90, sms: int = 132):
+    """A plan table (`triton_kernels.plan_table.Table`) of these entries (class key -> `table_entry`) for a GPU."""
+    from triton_kernels import plan_table
+
+    return plan_table.Table({"format": plan_table.FORMAT, "kind": "tensorcore_hgemm plan table",
+                             "device": {"name": "test", "arch": arch, "sms": sms}, "versions": {}, "commit": "c",
+                             "date": "d", "command": "python -m compare tune", "entries": entries})
+
+
+def table_entry(kernel: str = "triton_tma", config: str = "128x256x64_w8_s3_g8", stage: str = "",
+                shapes: tuple = ()) -> dict:
+    """A table entry naming one plan (and that kernel's configuration), timed at `shapes` ("MxNxK"; none: it
+    holds for every shape of its class)."""
+    return {"plan": {"kernel": kernel, "config": config, "stage": stage, "ms": 1.0},
+            "kernels": {kernel: config}, "shapes": list(shapes)}

@@ -16,6 +16,7 @@ from triton_kernels.plan_table import ExactCache, Plan, ShapeClass, Table, bucke
 from triton_kernels.variants import kernel_module
 
 from conftest import DEVICE
+from helpers import table_entry, table_of
 
 
 @pytest.fixture(autouse=True)
@@ -47,21 +48,9 @@ def test_shape_class_reads_layout_and_alignment():
     assert ShapeClass.from_key(key) == c
 
 
-def _table(entries: dict, arch=90, sms=132) -> Table:
-    data = {"format": plan_table.FORMAT, "kind": "tensorcore_hgemm plan table",
-            "device": {"name": "test", "arch": arch, "sms": sms}, "versions": {}, "commit": "c", "date": "d",
-            "command": "python -m compare tune", "entries": entries}
-    return Table(data)
-
-
-def _entry(kernel="triton_tma", config="128x256x64_w8_s3_g8", stage=""):
-    return {"plan": {"kernel": kernel, "config": config, "stage": stage, "ms": 1.0},
-            "kernels": {kernel: config}, "shapes": []}
-
-
 def test_lookup_own_class_then_nearest_then_nothing():
-    t = _table({"fp16/fp32/NN/ttt/4096x4096x4096": _entry(),
-                "fp16/fp32/NN/ttt/16x4096x4096": _entry("triton_splitk_tma", "16x64x128_w4_s4_g1_k4")})
+    t = table_of({"fp16/fp32/NN/ttt/4096x4096x4096": table_entry(),
+                "fp16/fp32/NN/ttt/16x4096x4096": table_entry("triton_splitk_tma", "16x64x128_w4_s4_g1_k4")})
     own = ShapeClass("fp16", "fp32", "NN", "ttt", 4096, 4096, 4096)
     assert t.lookup(own) == (t.entries[own.key], 0)
     e, d = t.lookup(ShapeClass("fp16", "fp32", "NN", "ttt", 2048, 4096, 4096))
@@ -74,8 +63,8 @@ def test_lookup_own_class_then_nearest_then_nothing():
 
 
 def test_lookup_borrows_the_fp16_and_fp32_accumulation_kinds():
-    t = _table({"fp16/fp32/NN/ttt/4096x4096x4096": _entry(),
-                "fp16/fp16/NN/ttt/4096x4096x4096": _entry("triton_blocked", "128x128x64_w8_s4_g8")})
+    t = table_of({"fp16/fp32/NN/ttt/4096x4096x4096": table_entry(),
+                "fp16/fp16/NN/ttt/4096x4096x4096": table_entry("triton_blocked", "128x128x64_w8_s4_g8")})
     e, d = t.lookup(ShapeClass("bf16", "fp32", "NN", "ttt", 4096, 4096, 4096))
     assert (e.plan.kernel, d) == ("triton_tma", 0)
     e, _ = t.lookup(ShapeClass("fp16", "fp16", "NN", "ttt", 4096, 4096, 4096))
@@ -84,17 +73,17 @@ def test_lookup_borrows_the_fp16_and_fp32_accumulation_kinds():
 
 def test_a_bad_table_entry_is_refused_whole():
     with pytest.raises(ValueError, match="unknown kernel"):
-        _table({"fp16/fp32/NN/ttt/64x64x64": _entry("nonesuch")})
+        table_of({"fp16/fp32/NN/ttt/64x64x64": table_entry("nonesuch")})
     with pytest.raises(ValueError, match="not of the form"):
-        _table({"fp16/fp32/NN/ttt/64x64x64": _entry(config="big")})
+        table_of({"fp16/fp32/NN/ttt/64x64x64": table_entry(config="big")})
     with pytest.raises(ValueError, match="format"):
         Table({"format": 99, "kind": "tensorcore_hgemm plan table"})
     for shapes, message in (("4096x4096x4096", "must be a list"), (["4096x4096"], "not of the form"),
                             (["0x4096x4096"], "not of the form"), (["abc"], "not of the form"),
                             ([4096], "not of the form")):  # the planner parses them on every call it asks
         with pytest.raises(ValueError, match=message):
-            _table({"fp16/fp32/NN/ttt/64x64x64": dict(_entry(), shapes=shapes)})
-    assert _table({"fp16/fp32/NN/ttt/64x64x64": dict(_entry(), shapes=["64x64x64"])}).entries
+            table_of({"fp16/fp32/NN/ttt/64x64x64": dict(table_entry(), shapes=shapes)})
+    assert table_of({"fp16/fp32/NN/ttt/64x64x64": dict(table_entry(), shapes=["64x64x64"])}).entries
 
 
 def test_files_naming_kernels_by_their_older_names_still_load(tmp_path):
@@ -151,7 +140,7 @@ def test_table_plan_takes_the_table_else_the_heuristic(monkeypatch):
     monkeypatch.setattr(plan_table, "table_for", lambda arch, sms: None)
     assert triton_kernels.plan(a, b).source == "heuristic"
     dispatch.clear()
-    t = _table({"fp16/fp32/NN/ttt/64x32x64": _entry("triton_blocked", "64x64x64_w4_s4_g8")})
+    t = table_of({"fp16/fp32/NN/ttt/64x32x64": table_entry("triton_blocked", "64x64x64_w4_s4_g8")})
     monkeypatch.setattr(plan_table, "table_for", lambda arch, sms: t)
     p = triton_kernels.plan(a, b)
     assert (p.kernel, p.config.name, p.source) == ("triton_blocked", "64x64x64_w4_s4_g8", "table")
@@ -167,7 +156,7 @@ def test_a_plan_that_cannot_run_the_operands_is_not_taken(monkeypatch):
     monkeypatch.setattr(dispatch, "device_arch", lambda t: 90)
     monkeypatch.setattr(dispatch, "sm_count", lambda t: 132)
     a, b = make_inputs(40, 33, 72, "NN", device=DEVICE)
-    t = _table({"fp16/fp32/NN/t--/64x64x128": _entry("triton_tma", "128x128x64_w8_s4_g8")})
+    t = table_of({"fp16/fp32/NN/t--/64x64x128": table_entry("triton_tma", "128x128x64_w8_s4_g8")})
     monkeypatch.setattr(plan_table, "table_for", lambda arch, sms: t)
     p = triton_kernels.plan(a, b)
     assert p.source == "heuristic" and p.kernel == "triton_blocked"

@@ -1,8 +1,8 @@
 """kernel="auto"'s model step (triton_kernels/planner.py): on a GPU with a fitted cost model, a call whose shape
 class has no table entry of its own takes the candidate the model predicts fastest (a kernel named by the call: its
-configuration the model predicts fastest); the shipped parameters are
-what refitting the committed sweep gives; nothing on the path times, synchronizes or allocates. Runs on the CPU
-(the GPU's arch and SM count stubbed): a plan is arithmetic on sizes."""
+configuration the model predicts fastest); the shipped parameters are what refitting the committed sweep gives;
+nothing on the path times, synchronizes or allocates. Runs on the CPU (the GPU's arch and SM count stubbed): a plan
+is arithmetic on sizes."""
 import json
 import math
 import random
@@ -16,6 +16,8 @@ from compare.sweep import run_fit, stand_ins
 from hgemm_common import cost_model as cm
 from triton_kernels import dispatch, plan_table, planner, streamk
 from triton_kernels.planner import MODEL_DIR
+
+from helpers import table_entry, table_of
 
 TMA_KERNELS = ("triton_tma", "triton_splitk_tma", "triton_splitk_wide")
 
@@ -234,13 +236,10 @@ def test_an_explicit_kernel_takes_the_models_choice_among_its_own_configurations
         assert p.source == f"model: {best[0].decided}"
     rule = plan_table.heuristic_config("gluon_persistent", 8, 27816, 1208, 132)
     assert rule != best[1].config  # (the rule's 64 x 32 tiles: a case the model changes)
-    def table(a, b, config, shapes):
-        entry = {"plan": {"kernel": "triton_tma", "config": config, "stage": "", "ms": 1.0},
-                 "kernels": {"triton_tma": config}, "shapes": shapes}
-        return plan_table.Table({"format": plan_table.FORMAT, "kind": "tensorcore_hgemm plan table",
-                                 "device": {"name": "test", "arch": 90, "sms": 132}, "versions": {}, "commit": "c",
-                                 "date": "d", "command": "python -m compare tune",
-                                 "entries": {plan_table.shape_class(a, b, None, "fp16", "fp32").key: entry}})
+
+    def table(a, b, config, shapes):  # one class, its entry timed at `shapes`
+        key = plan_table.shape_class(a, b, None, "fp16", "fp32").key
+        return table_of({key: table_entry("triton_tma", config, shapes=shapes)})
 
     monkeypatch.setattr(plan_table, "table_for", lambda arch, sms: table(a, b, "64x128x64_w4_s6_g8_e2", []))
     p = dispatch.table_plan(a, b, None, "fp32", "triton_tma", 90, 132)

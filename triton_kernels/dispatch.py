@@ -549,13 +549,13 @@ def table_plan(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None, acc: 
         kernel = kernel_for(arch, a, b, out)  # a general kernel the operands fit in place
         return Plan(kernel, plan_table.heuristic_config(kernel, m, n, k, sms), source="heuristic")
     cfg = entry.kernels.get(kernel) if entry is not None else None
-    if cfg is not None and distance == 0 and usable(Plan(kernel, cfg, stage), arch, a, b, out) \
-            and table_holds(entry, m, n, k, sms, Plan(kernel, cfg, stage)):
+    timed = cfg is not None and usable(Plan(kernel, cfg, stage), arch, a, b, out)
+    if timed and distance == 0 and table_holds(entry, m, n, k, sms, Plan(kernel, cfg, stage)):
         return Plan(kernel, cfg, stage, source=source)
     modelled = model_plan(a, b, out, acc, arch, sms, params, kernel, stage)
     if modelled is not None:
         return modelled
-    if cfg is None or not usable(Plan(kernel, cfg, stage), arch, a, b, out):
+    if not timed:
         cfg, source = plan_table.heuristic_config(kernel, m, n, k, sms), "heuristic"
     return Plan(kernel, cfg, stage, source=source)
 
