@@ -370,7 +370,7 @@ def cmd_sweep(args) -> int:
     sweep.run_sweep(cases, Path(args.out), budget_ms=args.budget_ms, rounds=args.rounds, ptx=args.ptx,
                     gluon=args.gluon, workers=args.workers, block=args.block, budget_s=args.budget_s,
                     args={k: v for k, v in vars(args).items() if k != "cmd"}, progress=_progress("sweep"),
-                    ptx_only=args.ptx_only)
+                    ptx_only=args.ptx_only, gluon_only=args.gluon_only)
     return 0
 
 
@@ -560,6 +560,8 @@ def main(argv=None) -> int:
     sw.add_argument("--ptx-only", action="store_true", help="the hand-written side's plans alone, no Triton "
                                                             "candidates (its tiles' data; not for the Triton fit)")
     sw.add_argument("--gluon", action="store_true", help="also the Gluon kernel's configurations")
+    sw.add_argument("--gluon-only", action="store_true", help="the Gluon kernel's configurations alone (its "
+                                                              "parameters' data)")
     sw.add_argument("--budget-ms", type=float, default=SWEEP_BUDGET_MS,
                     help=f"timed GPU ms per candidate and case, flushes included (default {SWEEP_BUDGET_MS:g})")
     sw.add_argument("--rounds", type=int, default=3, help="timing rounds (as bench's)")

@@ -11,7 +11,8 @@ such (shape, layout, dtype, accumulation) is a *case*. Per case:
    a call runs it today (the plan table's choice, its source recorded); with --gluon the Gluon kernel's
    configurations; with --ptx the hand-written side's plans (`ptx_plans`: wgmma_persistent's own choice, each of
    its tiles and K splits pinned, the grid split and the cluster kernel it hands problems to), each with what the
-   launch reports it ran; with --ptx-only those alone (a file of them is not for the Triton fit);
+   launch reports it ran; with --ptx-only those alone (a file of them is not for the Triton fit); with
+   --gluon-only the Gluon kernel's configurations alone (data for its own parameters);
 2. each candidate checked on NaN-poisoned output against the reference on the very inputs it is timed on, then
    the ones that pass timed per call and interleaved with torch.matmul and its A/A control (`compare.bench.
    bench_shape`: the bench's timer, L2 flushed before each call, the GPU queue kept full). A candidate that fails
@@ -302,8 +303,9 @@ class Candidate:
 
 
 def case_candidates(case: Case, a: torch.Tensor, b: torch.Tensor, ptx: bool, gluon: bool,
-                    ptx_only: bool = False) -> list[Candidate]:
-    """A case's candidates on its operands (a, b: its layout, its dtype); ptx_only: the hand-written side's alone."""
+                    ptx_only: bool = False, gluon_only: bool = False) -> list[Candidate]:
+    """A case's candidates on its operands (a, b: its layout, its dtype); ptx_only: the hand-written side's alone;
+    gluon_only: the Gluon kernel's configurations alone."""
     if ptx_only:
         return ptx_candidates(case)
     from triton_kernels import dispatch
@@ -324,12 +326,14 @@ def case_candidates(case: Case, a: torch.Tensor, b: torch.Tensor, ptx: bool, glu
                          model_plan_of(kern, cfg, stage, case.k))
 
     # the Gluon kernels (gluon_persistent, gluon_streamk) only with --gluon: their compiles are the sweep's longest
-    out = [triton_entry("triton", kern, cfg, stage)
-           for kern, stage, cfg in candidate_plans(a, b, every_staging=True) if gluon or not kern.startswith("gluon")]
-    if gluon and GLUON in VARIANTS:
+    out = [triton_entry("triton", kern, cfg, stage) for kern, stage, cfg in candidate_plans(a, b, every_staging=True)
+           if (gluon or not kern.startswith("gluon")) and not gluon_only]
+    if (gluon or gluon_only) and GLUON in VARIANTS:
         stage = dispatch.copy_stage(GLUON.alignment, a, b, None)
         out += [triton_entry("triton", "gluon_persistent", cfg, stage)
                 for cfg in problem_configs(kernel_module(GLUON), case.m, case.n, case.k, dispatch.sm_count(a))]
+    if gluon_only:
+        return out
     import triton_kernels
 
     today = triton_kernels.plan(a, b, acc=case.acc)
@@ -370,7 +374,7 @@ def problem_of(case: Case, a: torch.Tensor, b: torch.Tensor) -> cm.Problem:
 
 
 def measure_case(case: Case, *, timer, budget_ms: float, rounds: int, ptx: bool, gluon: bool,
-                 copy_gb_s: float | None, run_id: str, ptx_only: bool = False) -> list[dict]:
+                 copy_gb_s: float | None, run_id: str, ptx_only: bool = False, gluon_only: bool = False) -> list[dict]:
     """The records of one case: its candidates checked and timed beside torch.matmul (`bench.bench_shape`), one
     record each, then the case record."""
     from . import bench, registry
@@ -381,7 +385,7 @@ def measure_case(case: Case, *, timer, budget_ms: float, rounds: int, ptx: bool,
     try:
         a, b = gpu_operands(case.m, case.n, case.k, case.layout, case.dtype, case_seed(case))
         problem = problem_of(case, a, b)
-        cands = case_candidates(case, a, b, ptx, gluon, ptx_only)
+        cands = case_candidates(case, a, b, ptx, gluon, ptx_only, gluon_only)
         del a, b
         rows = bench.bench_shape(registry._torch_entries(BASELINE) + [c.kernel for c in cands], case.m, case.n,
                                  case.k, layout=case.layout, rounds=rounds, budget_ms=budget_ms, timer=timer,
@@ -455,9 +459,11 @@ def pending(cases: list[Case], data: Data) -> tuple[list[Case], list[Case]]:
 
 
 def run_sweep(cases: list[Case], out: Path, *, budget_ms: float, rounds: int, ptx: bool, gluon: bool, workers: int,
-              block: int, budget_s: float | None, args: dict, log=print, progress=None, ptx_only: bool = False) -> int:
+              block: int, budget_s: float | None, args: dict, log=print, progress=None, ptx_only: bool = False,
+              gluon_only: bool = False) -> int:
     """Measure the cases `out` does not hold yet, appending as it goes; the number of cases measured. ptx_only:
-    the hand-written side's plans alone (nothing to compile ahead)."""
+    the hand-written side's plans alone (nothing to compile ahead); gluon_only: the Gluon kernel's configurations
+    alone (compiled on their first call: one compile serves every size)."""
     from . import bench, frame as frame_mod
     from .envinfo import Sampler, environment
     from .tune import warm
@@ -485,7 +491,7 @@ def run_sweep(cases: list[Case], out: Path, *, budget_ms: float, rounds: int, pt
                 break
             part = todo[lo:lo + block]
             t0 = time.time()
-            if not ptx_only:
+            if not (ptx_only or gluon_only):
                 warm([(c.dtype, c.acc, c.layout, c.shape) for c in part], workers, log, every_staging=True)
             budget.warm_s.append(time.time() - t0)
             for c in part:
@@ -495,7 +501,8 @@ def run_sweep(cases: list[Case], out: Path, *, budget_ms: float, rounds: int, pt
                 append(out, [{"type": "start", "run": run_id, "case": c.key}])
                 t1 = time.time()
                 append(out, measure_case(c, timer=timer, budget_ms=budget_ms, rounds=rounds, ptx=ptx, gluon=gluon,
-                                         copy_gb_s=fr.get("copy_gb_s"), run_id=run_id, ptx_only=ptx_only))
+                                         copy_gb_s=fr.get("copy_gb_s"), run_id=run_id, ptx_only=ptx_only,
+                                         gluon_only=gluon_only))
                 budget.case_s.append(time.time() - t1)
                 done += 1
                 if progress:

@@ -402,13 +402,13 @@ def two_accumulators(plan: Plan) -> bool:
 
 
 # Kernels whose tiles of fewer than 64 rows and at least 64 columns run swapped (C^T = B^T A^T: the tile's columns
-# are wgmma's 64-row side, its rows wgmma's N; triton_kernels/tma_persistent.py's `swapped`)
-SWAP_TILE_KERNELS = ("triton_tma",)
+# are wgmma's 64-row side, its rows wgmma's N; triton_kernels/tma_persistent.py's `swapped`, which the Gluon kernel
+# shares)
+SWAP_TILE_KERNELS = ("triton_tma", "gluon_persistent")
 
 
 def swapped_tile(plan: Plan) -> bool:
-    """A Triton short tile run swapped: fewer than 64 rows and at least 64 columns on a `SWAP_TILE_KERNELS`
-    kernel."""
+    """A short tile run swapped: fewer than 64 rows and at least 64 columns on a `SWAP_TILE_KERNELS` kernel."""
     return plan.kernel in SWAP_TILE_KERNELS and plan.bm < 64 <= plan.bn
 
 

@@ -287,8 +287,8 @@ case "$PART" in
     ;;
   sweep)
     # a chunk of the cost model's data (python -m compare sweep): SEEDS as a comma list, every staging timed, the
-    # Gluon kernel's configurations with GLUON=1, the hand-written side's plans with PTX=1 (PTX=only: those alone;
-    # the extension is built first, outside the budget's cases), only the shapes one Triton kernel is scored on
+    # Gluon kernel's configurations with GLUON=1 (GLUON=only: those alone), the hand-written side's plans with
+    # PTX=1 (PTX=only: those alone; the extension is built first, outside the budget's cases), only the shapes one Triton kernel is scored on
     # with SCORED_BY=KERNEL, only problems of at most MAX_MACS multiply-adds with MAX_MACS=2**30 (tiny ones), M up to
     # MAX_M with MAX_M=N (skinny ones), the rounded half's N and K in multiples of NK_MULTIPLE (64: whole boxes), from
     # shape START of each seed's draw (default 0: a later chunk of one seed goes on where the last stopped),
@@ -296,6 +296,7 @@ case "$PART" in
     [ "${PTX:-0}" != 0 ] && { python -c "import ptx_kernels; ptx_kernels.load()" 2>&1 | tail -3; }
     python -m compare sweep --seeds "${SEEDS:?SEEDS=S1,S2: seeds of your own}" --start "${START:-0}" --count "${COUNT:-100}" \
       --layout NN,NT --dtypes "${DTYPES:-fp16}" $([ "${GLUON:-0}" = 1 ] && echo --gluon) \
+      $([ "${GLUON:-0}" = only ] && echo --gluon-only) \
       $([ "${PTX:-0}" = 1 ] && echo --ptx) $([ "${PTX:-0}" = only ] && echo --ptx-only) \
       ${SCORED_BY:+--scored-by "$SCORED_BY"} ${MAX_MACS:+--max-macs "$MAX_MACS"} ${MAX_M:+--max-m "$MAX_M"} ${NK_MULTIPLE:+--nk-multiple "$NK_MULTIPLE"} ${BLOCK:+--block "$BLOCK"} --budget-s "${BUDGET_S:-470}" \
       --workers "${WORKERS:-15}" --out "$OUTDIR/sweep.jsonl" > "$OUTDIR/sweep.log" 2>&1

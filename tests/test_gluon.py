@@ -73,8 +73,10 @@ for i, cfg, fused, streamk in cases[PART::PARTS]:  # this child's share (helpers
         usage = next(iter(toolchain.cubin_resource_usage(Path(f.name)).values()))
         Path(f.name).unlink()
         mix = toolchain.instruction_mix(sass)
-        rows.append(dict(config=i, dtype=dtype, acc=acc, a_t=a_t, b_t=b_t, block_m=cfg.block_m,
-                         split=cfg.split_k, fused=fused, streamk=streamk, epi_split=cfg.epilogue_split,
+        swap = g.swapped(cfg) and not streamk
+        rows.append(dict(config=i, dtype=dtype, acc=acc, a_t=a_t, b_t=b_t, block_m=g.kernel_tile(cfg).block_m,
+                         split=cfg.split_k, fused=fused and not swap, streamk=streamk, swapped=swap,
+                         short=cfg.block_m, epi_split=cfg.epilogue_split,
                          atoms=len(re.findall(r"atom\\.global\\.gpu\\.acq_rel", k.asm["ptx"])),
                          mix={op: mix.get(op, 0) for op in ("HGMMA", "UTMALDG", "UTMASTG", "SYNCS",
                                                             "USETMAXREG", "BAR", "LDL", "STL", "LDGSTS",
@@ -130,10 +132,12 @@ def test_sass_holds_the_design(compiles):
     40; two consumers up to 232 on 128-row tiles, in 12 warps (consumer, consumer, producer warpgroups); one
     consumer up to 256 on 64-row tiles, in 8); the epilogue by TMA stores (UTMASTG, no STG), or, split-K, fp32
     partials by plain stores (STG, no UTMASTG), counted in by acq_rel atomics where the sum is fused (none in the
-    two-pass form's partial kernel); stream-K, both: TMA stores for whole tiles and the sums of cut ones, plain
-    stores for the slices' fp32 partials, one acq_rel atomic per consumer warpgroup (each counts its own slab); no
-    cp.async, no local memory (LDL/STL, stack, spills)."""
+    two-pass form's partial kernel; a swapped tile's split-K is two-pass only); stream-K, both: TMA stores for whole
+    tiles and the sums of cut ones, plain stores for the slices' fp32 partials, one acq_rel atomic per consumer
+    warpgroup (each counts its own slab); swapped short tiles as wgmma of N = their 16 or 32 rows; no cp.async, no
+    local memory (LDL/STL, stack, spills)."""
     assert {r["block_m"] for r in compiles["rows"]} == {64, 128}
+    assert {(r["swapped"], r["block_m"]) for r in compiles["rows"]} == {(s, bm) for s in (0, 1) for bm in (64, 128)}
     assert {r["split"] > 1 for r in compiles["rows"]} == {False, True}
     for r in compiles["rows"]:
         mix = r["mix"]
@@ -145,6 +149,8 @@ def test_sass_holds_the_design(compiles):
             assert mix["STG"] > 0 and mix["UTMASTG"] == 0 and (r["atoms"] > 0) == r["fused"], r
         else:
             assert mix["UTMASTG"] > 0 and mix["STG"] == 0 and r["atoms"] == 0, r
+        if r["swapped"]:
+            assert all(f.startswith(f"HGMMA.64x{r['short']}x16.") for f in r["hgmma"]), r
         if r["block_m"] == 128:
             assert {40, 232} <= set(r["setmaxnreg"]) and r["warps"] == 12, r
         else:
@@ -217,17 +223,59 @@ def test_tile_rule_worked_cases(fused, monkeypatch):
 
 def test_the_configurations_the_model_weighs_include_the_rules_choice():
     """`problem_configs` (what the sweep times and the cost model weighs) holds the rule's choice beside the listed
-    configurations: a split of 16 that configs() does not list is among them where the rule takes it, once."""
-    from triton_kernels import gluon_persistent
-    from triton_kernels.common import problem_configs, prune_for_problem
-    from triton_kernels.gluon_persistent import choose_config, configs
+    configurations (tma_persistent.prune's: swapped tiles where one row of them covers M): a split of 16 that
+    configs() does not list is among them where the rule takes it, once; and each swapped tile's K split where its
+    tiles leave SMs idle (`swap_split`)."""
+    from triton_kernels import gluon_persistent, tma_persistent
+    from triton_kernels.common import problem_configs
+    from triton_kernels.gluon_persistent import choose_config, configs, swapped
 
-    for m, n, k in ((8, 293, 24568), (128, 128, 131072), (4096, 4096, 4096), (16, 4096, 256)):
+    for m, n, k in ((8, 293, 24568), (128, 128, 131072), (4096, 4096, 4096), (16, 4096, 256), (24, 6000, 4096)):
         got = problem_configs(gluon_persistent, m, n, k, 132)
-        listed = prune_for_problem(configs(), m, n, k)
+        listed = tma_persistent.prune(configs(), m, n, k, 132)
         assert got.count(choose_config(m, n, k, 132)) == 1 and got[:len(listed)] == listed
-        assert len(got) <= len(listed) + 1
+        assert len(set(got)) == len(got)
+        assert all(c.block_m >= m for c in got if swapped(c)) and (m > 32) == (not any(map(swapped, got)))
     assert choose_config(8, 293, 24568, 132).split_k == 16 and choose_config(8, 293, 24568, 132) not in configs()
+    # 8 x 293 x 24568: 16 x 64 tiles make 5 tiles: 16 slices (80 units in one round); 16 x 128, 3 tiles: 16 (the
+    # 32-row tiles are pruned: 16 rows cover M)
+    splits = {(c.block_m, c.block_n): c.split_k for c in problem_configs(gluon_persistent, 8, 293, 24568, 132)
+              if swapped(c) and c.split_k > 1}
+    assert splits == {(16, 64): 16, (16, 128): 16}
+    # 24 x 6000 x 4096: 47 tiles of 16 x 128 (two slices: 94 units), 94 of 16 x 64 (no split leaves a round)
+    assert gluon_persistent.swap_split(configs()[9], 24, 6000, 4096, 132) is None
+    assert gluon_persistent.swap_split(next(c for c in configs() if (c.block_m, c.block_n) == (32, 128)), 24, 6000,
+                                       4096, 132).split_k == 2
+
+
+def test_swapped_tiles_are_the_tma_kernels_and_checked():
+    """The Gluon kernel's swapped short tiles: tma_persistent's `swapped` (fewer than 64 rows, at least 64
+    columns), computed as the kernel tile of C^T (`kernel_tile`: C's columns its 64 or 128 rows, one consumer per
+    64), stored by (block_m, 64) boxes, within shared memory; the cost model keeps their parameters apart
+    (".swap"), and a stored plan runs one only where a row of its tiles covers M. gluon_streamk does not take
+    them."""
+    from hgemm_common import cost_model as cm
+    from triton_kernels import Config, gluon_streamk
+    from triton_kernels.gluon_persistent import (SMEM_LIMIT, c_box, check_config, configs, consumers, kernel_tile,
+                                                 smem_bytes, swapped)
+
+    short = [c for c in configs() if swapped(c)]
+    assert {(c.block_m, c.block_n) for c in short} == {(16, 64), (16, 128), (32, 64), (32, 128)}
+    for c in short:
+        t = kernel_tile(c)
+        assert (t.block_m, t.block_n, t.num_stages) == (c.block_n, c.block_m, c.num_stages) and check_config(c)
+        assert c_box(c) == (c.block_m, 64) and consumers(c) == c.block_n // 64
+        assert smem_bytes(c) <= SMEM_LIMIT - 1024
+        plan = cm.plan_for("gluon_persistent", c.block_m, c.block_n, c.block_k, c.num_stages, split=c.split_k)
+        assert cm.param_key(plan) == "gluon_persistent.swap" and plan.isa == "wgmma"
+    for bad in (Config(16, 256, 64, num_stages=4), Config(16, 128, 32, num_stages=4),
+                Config(32, 128, 64, num_stages=4, epilogue_split=2)):
+        with pytest.raises(ValueError, match="swapped short tile"):
+            check_config(bad)
+    with pytest.raises(ValueError, match="64 or 128 rows"):
+        gluon_streamk.check_config(short[0])
+    with pytest.raises(ValueError, match="64 or 128 rows"):
+        check_config(Config(16, 32, 64, num_stages=4))  # short both ways: not swapped, and no tile of the kernel
 
 
 @triton.jit
@@ -351,7 +399,11 @@ split = next(c for c in cfgs if c.split_k > 1)
 def split_form(fused):
     return SimpleNamespace(launches=lambda a, b, c, acc_fp16, cfg: g.launches(a, b, c, acc_fp16, cfg, fused=fused))
 
+swap = next(c for c in cfgs if g.swapped(c) and c.split_k == 1)
+swap_split = next(c for c in cfgs if g.swapped(c) and c.split_k > 1)
 cases = [("gluon NN fp16 128x256", g, 200, 264, 520, "NN", "fp16", cfgs[0]),
+         ("gluon NT fp16 swapped", g, 9, 520, 264, "NT", "fp16", swap),
+         ("gluon TN bf16 swapped split-K", g, 16, 264, 4096, "TN", "bf16", swap_split),
          ("gluon TT bf16 64x32", g, 40, 72, 136, "TT", "bf16", next(c for c in cfgs if c.block_m == 64)),
          ("gluon NT fp16 split-K", split_form(True), 16, 256, 4096, "NT", "fp16", split),
          ("gluon NN bf16 split-K two-pass", split_form(False), 16, 256, 4096, "NN", "bf16", split),
@@ -369,16 +421,19 @@ def test_direct_launch_hands_the_launcher_what_kernel_grid_does():
     """The dispatcher launches a Gluon plan's later calls directly (launch.py `Direct`), as it does the Triton
     kernels: tests/launch_probe.py's comparison (the installed Triton's own `kernel[grid]` path, only its C layer
     stood in for) on the Gluon kernel's kinds of launch (two consumers, one consumer, fused split-K with the
-    stream's workspace and counts, two-pass split-K's partial kernel and the reduction after it, stream-K with the
-    stream's workspace and slab counters): element by element the same arguments, the same CUtensorMaps asked of
+    stream's workspace and counts, two-pass split-K's partial kernel and the reduction after it, a swapped short
+    tile whole and split (two-pass: its reduction writes C^T's partials into C), stream-K with the stream's
+    workspace and slab counters): element by element the same arguments, the same CUtensorMaps asked of
     the encoder on new addresses, none on repeated ones (the descriptor cache). Stream-K's grid is streamk.py's on
     an H100's 132 SMs: 4 tiles of 9 k-blocks in 2 slices each (8 programs); 150 tiles of 17, 18 of them in 4 slices
     before a whole round (132)."""
     rows = _child(_LAUNCH_PROBE, timeout=900)
     grids = {"gluon_streamk NT fp16 128x256 cut": 8, "gluon_streamk TN bf16 64x32 round+cut": 132}
     assert {r["case"] for r in rows} == {"gluon NN fp16 128x256", "gluon TT bf16 64x32", "gluon NT fp16 split-K",
-                                         "gluon NN bf16 split-K two-pass", *grids}
-    assert [r["case"] for r in rows if r["launch"] == 1] == ["gluon NN bf16 split-K two-pass"] * 3  # the reduction
+                                         "gluon NN bf16 split-K two-pass", "gluon NT fp16 swapped",
+                                         "gluon TN bf16 swapped split-K", *grids}
+    assert [r["case"] for r in rows if r["launch"] == 1] == (["gluon TN bf16 swapped split-K"] * 3
+                                                             + ["gluon NN bf16 split-K two-pass"] * 3)  # reductions
     from triton_kernels import streamk
 
     assert tuple(streamk.schedule(4, 9, 132)) == (8, 4, 2) and tuple(streamk.schedule(150, 17, 132)) == (132, 18, 4)

@@ -69,7 +69,8 @@ from hgemm_common.validation import interpreter_active, needs_int64_indexing
 from .common import Config, cdiv, grouped_pid, prune_for_problem
 from .launch import Desc, Kept, Spec
 from .splitk import COUNTERS, REDUCE_BLOCK, WORKSPACES, splitk_reduce_kernel
-from .tma_persistent import num_sms, operand_descs, programs
+from .tma_persistent import covers_m, num_sms, operand_descs, programs, swapped
+from .tma_persistent import prune as tma_prune
 
 GLUON_TRITON_VERSIONS = ("3.6.",)  # the Gluon API this module is written for
 
@@ -159,7 +160,16 @@ def configs() -> list[Config]:
         Config(64, 64, 64, group_m=8, num_warps=NUM_WARPS, num_stages=12),
         Config(64, 32, 64, group_m=8, num_warps=NUM_WARPS, num_stages=16),
     ]
-    return tiles + [replace(tiles[4], split_k=2), replace(tiles[7], split_k=2)]
+    # swapped short tiles (`swapped`: 16 or 32 rows of C, 64 or 128 columns), run as C^T = B^T A^T: C's columns
+    # are wgmma's 64-row side (one or two consumers), its few rows wgmma's N; deep rings of thin stages (16 x 128 x
+    # 64: 18 KB), since these problems are a stream of B
+    short = [
+        Config(16, 128, 64, group_m=8, num_warps=NUM_WARPS, num_stages=12),
+        Config(16, 64, 64, group_m=8, num_warps=NUM_WARPS, num_stages=16),
+        Config(32, 128, 64, group_m=8, num_warps=NUM_WARPS, num_stages=10),
+        Config(32, 64, 64, group_m=8, num_warps=NUM_WARPS, num_stages=16),
+    ]
+    return tiles + short + [replace(tiles[4], split_k=2), replace(tiles[7], split_k=2), replace(short[1], split_k=4)]
 
 
 INTERPRETER_CONFIG = configs()[0]  # never interpreted (launches() refuses): the record's config-free default
@@ -167,14 +177,20 @@ INTERPRETER_CONFIG = configs()[0]  # never interpreted (launches() refuses): the
 
 def check_config(cfg: Config) -> Config:
     """A pinned or stored configuration's ranges: the generic ones, 64 or 128 rows (one or two consumer
-    warpgroups), 64-wide K, 32 to 256 columns, and shared memory within the device limit."""
-    return check_tile(cfg, "gluon_persistent")
+    warpgroups), 64-wide K, 32 to 256 columns, or a swapped short tile (16 or 32 rows, 64 or 128 columns, stored
+    whole), and shared memory within the device limit."""
+    return check_tile(cfg, "gluon_persistent", swap=True)
 
 
-def check_tile(cfg: Config, kernel: str) -> Config:
-    """`check_config` for the kernel of record `kernel` (the name its messages give)."""
+def check_tile(cfg: Config, kernel: str, swap: bool = False) -> Config:
+    """`check_config` for the kernel of record `kernel` (the name its messages give); `swap`: the record runs
+    swapped short tiles (`swapped`)."""
     cfg.check()
-    if cfg.block_m not in (64, 128) or cfg.block_k != 64 or not 32 <= cfg.block_n <= 256:
+    if swap and swapped(cfg):
+        if cfg.block_m not in (16, 32) or cfg.block_k != 64 or cfg.block_n not in (64, 128) or cfg.epilogue_split > 1:
+            raise HgemmValueError(f"hgemm(kernel='{kernel}') config {cfg.name}: a swapped short tile (C^T = B^T A^T) "
+                                  "is 16 or 32 rows x 64 or 128 columns x 64 of K, stored whole")
+    elif cfg.block_m not in (64, 128) or cfg.block_k != 64 or not 32 <= cfg.block_n <= 256:
         raise HgemmValueError(f"hgemm(kernel='{kernel}') config {cfg.name}: tiles are 64 or 128 rows x "
                               "32-256 columns x 64 of K")
     if smem_bytes(cfg) > SMEM_LIMIT - 1024:
@@ -184,13 +200,22 @@ def check_tile(cfg: Config, kernel: str) -> Config:
     return cfg
 
 
+def kernel_tile(cfg: Config) -> Config:
+    """The tile the kernel computes: a swapped config's transpose (`swapped`: C's columns are its rows, wgmma's
+    64-row side; C's rows its columns, wgmma's N), else the config."""
+    return replace(cfg, block_m=cfg.block_n, block_n=cfg.block_m) if swapped(cfg) else cfg
+
+
 def consumers(cfg: Config) -> int:
-    """Consumer warpgroups of a config: one per 64 rows of its tile."""
-    return cfg.block_m // 64
+    """Consumer warpgroups of a config: one per 64 rows of the kernel's tile (`kernel_tile`)."""
+    return kernel_tile(cfg).block_m // 64
 
 
 def c_box(cfg: Config) -> tuple[int, int]:
-    """The TMA box of one epilogue store (a consumer's 64 rows x EPI_N columns)."""
+    """The TMA box of one epilogue store: a consumer's 64 rows x EPI_N columns, or (swapped) C's block_m rows x
+    the consumer's 64 columns."""
+    if swapped(cfg):
+        return cfg.block_m, 64
     return 64, cfg.block_n // cfg.epilogue_split
 
 
@@ -221,7 +246,7 @@ def choose_config(m: int, n: int, k: int, sms: int) -> Config:
     for c in configs():
         if c.split_k == 1:
             tiles.setdefault((c.block_m, c.block_n), c)
-    rows = (64,) if m <= 64 else (128, 64) if skinny else (128,)
+    rows = (64,) if m <= 64 else (128, 64) if skinny else (128,)  # (no swapped tile: their speed is measured only)
     k_tiles = cdiv(k, 64)
     best, best_score, unsplit_fill = None, -1.0, 0.0
     for split in (1, *SPLITS):
@@ -245,14 +270,27 @@ def choose_config(m: int, n: int, k: int, sms: int) -> Config:
     return best
 
 
+def swap_split(cfg: Config, m: int, n: int, k: int, sms: int) -> Config | None:
+    """A swapped tile's K split for a problem its tiles leave SMs idle on: the largest of SPLITS whose units
+    (tiles x slices) fit one round, every slice MIN_SLICE_TILES k-blocks deep; None where no split applies."""
+    tiles, k_tiles = cdiv(m, cfg.block_m) * cdiv(n, cfg.block_n), cdiv(k, 64)
+    fits = [s for s in SPLITS if 2 * tiles <= sms and tiles * s <= sms and k_tiles >= MIN_SLICE_TILES * s]
+    return replace(cfg, split_k=fits[-1]) if fits else None
+
+
 def prune(cfgs: list[Config], m: int, n: int, k: int, sms: int) -> list[Config]:
     """The configurations the sweep times and the cost model weighs on a problem (`common.problem_configs`):
-    `prune_for_problem`'s, and the rule's choice (`choose_config`) where it is not among them: configs() lists K
-    splits of 2 only, the rule splits any tile up to 16 ways, and a model that never saw the rule's choice could
-    not prefer it."""
-    kept = prune_for_problem(cfgs, m, n, k)
-    rule = choose_config(m, n, k, sms)
-    return kept if rule in kept else [*kept, rule]
+    tma_persistent.prune's (`prune_for_problem` over the unswapped tiles, and over the swapped ones that cover M),
+    each swapped tile's K split where its tiles leave SMs idle (`swap_split`), and the rule's choice
+    (`choose_config`): configs() lists few splits, the rule splits any tile up to 16 ways, and a model that never
+    saw a configuration could not prefer it."""
+    kept = tma_prune(cfgs, m, n, k, sms)
+    extra = [swap_split(c, m, n, k, sms) for c in kept if swapped(c) and c.split_k == 1]
+    extra.append(choose_config(m, n, k, sms))
+    for c in extra:
+        if c is not None and c not in kept:
+            kept.append(c)
+    return kept
 
 
 def worth_timing(m: int, n: int, k: int, sms: int, tma_in_place: bool) -> bool:
@@ -408,13 +446,16 @@ if gluon is not None:
         tma.async_copy_shared_to_global(c_desc, [off_m, off_n], c_stage)
 
     @gluon.jit
-    def store_tile(c_desc, c_stage, acc, off_m, off_n):
+    def store_tile(c_desc, c_stage, acc, off_m, off_n, C_T: gl.constexpr = False):
         """EPILOGUE of a whole slab: rounded to C's dtype and stored by TMA, EPI_N columns a round (`store_round`);
         each round's store drains while the next is written or, after the last, while the next unit's main loop
-        runs."""
+        runs. C_T: the slab is a tile of C^T (a swapped tile: 64 of C's columns x BLOCK_N of its rows), stored
+        transposed as C's (BLOCK_N, 64) box at the swapped offsets."""
         EPI_N: gl.constexpr = c_stage.shape[1]
         out = acc.to(c_desc.dtype)
-        if EPI_N == acc.shape[1]:
+        if C_T:
+            store_round(c_desc, c_stage, out.permute((1, 0)), off_n, off_m)
+        elif EPI_N == acc.shape[1]:
             store_round(c_desc, c_stage, out, off_m, off_n)
         else:  # two halves: (64, 2, BN/2) -> (64, BN/2, 2), split on the register dimension
             lo, hi = out.reshape([64, 2, EPI_N]).permute((0, 2, 1)).split()
@@ -482,12 +523,12 @@ if gluon is not None:
     def consumer_partition(c_desc, c_ptr, p_ptr, count_ptr, a_ring, b_ring, ready, empty, c_stage, M, N, K, SPLIT,
                            SLICE_TILES, SK_TILES, stride_cm, SLAB: gl.constexpr, A_T: gl.constexpr,
                            B_T: gl.constexpr, ACC_FP16: gl.constexpr, GROUP_M: gl.constexpr,
-                           SPLIT_MODE: gl.constexpr):
+                           SPLIT_MODE: gl.constexpr, C_T: gl.constexpr):
         """One warpgroup: rows [64 SLAB, 64 SLAB + 64) of every unit this program owns (the producer's units, in
         its order): the MAIN LOOP (`mma_k_range`), then the EPILOGUE: the slab in C's dtype through `c_stage` (64 x
         EPI_N) by TMA stores (`store_tile`), or (split-K) its fp32 partial into the workspace, summed into C by the
         last unit of each element (FUSED_SPLIT) or by the reduction kernel after this launch (TWO_PASS), or
-        (stream-K) a cut tile's slice fixed up by `sum_parts`."""
+        (stream-K) a cut tile's slice fixed up by `sum_parts`. C_T: a swapped tile's slab, stored transposed."""
         BLOCK_M: gl.constexpr = a_ring.shape[2] if A_T else a_ring.shape[1]
         BLOCK_N: gl.constexpr = b_ring.shape[1] if B_T else b_ring.shape[2]
         BLOCK_K: gl.constexpr = a_ring.shape[1] if A_T else a_ring.shape[2]
@@ -525,7 +566,7 @@ if gluon is not None:
                     store_partial(c_ptr, p_ptr, count_ptr, acc, unit % SPLIT, SPLIT, off_m, off_n, M, N, stride_cm,
                                   SPLIT_MODE == 2)
                 else:
-                    store_tile(c_desc, c_stage, acc, off_m, off_n)
+                    store_tile(c_desc, c_stage, acc, off_m, off_n, C_T)
         tma.store_wait(pendings=0)
 
     # Sizes are not specialized (Triton would compile a kernel per "== 1" and "% 16 == 0" of each): TMA handles the
@@ -549,13 +590,16 @@ if gluon is not None:
         EPI_SPLIT: gl.constexpr,  # C stored in BLOCK_N / EPI_SPLIT column rounds (c_desc's box: 64 x that)
         # 0: C by TMA stores; split-K (c_desc unused): 1 partials only, 2 summed here; 3: stream-K (STREAM_K)
         SPLIT_MODE: gl.constexpr,
+        # a swapped tile (`swapped`): the operands are B^T and A^T, M and N are N and M, c_desc describes C and its
+        # box is (BLOCK_N, 64); the partials of split-K (TWO_PASS only) are C^T's
+        C_T: gl.constexpr,
     ):
         gl.static_assert(BLOCK_M == 64 or BLOCK_M == 128, "one or two consumer warpgroups of 64 rows")
         dtype: gl.constexpr = a_desc.dtype
         # shared memory: the operand ring (stage, tile), one C staging buffer per consumer, the ring's mbarriers
         a_ring = gl.allocate_shared_memory(dtype, [NUM_STAGES] + a_desc.block_type.shape, a_desc.layout)
         b_ring = gl.allocate_shared_memory(dtype, [NUM_STAGES] + b_desc.block_type.shape, b_desc.layout)
-        c_stage0 = gl.allocate_shared_memory(dtype, c_desc.block_type.shape, c_desc.layout)  # (64, EPI_N)
+        c_stage0 = gl.allocate_shared_memory(dtype, c_desc.block_type.shape, c_desc.layout)  # (64, EPI_N)/C_T
         ready = gl.allocate_shared_memory(gl.int64, [NUM_STAGES, 1], mbarrier.MBarrierLayout())
         empty = gl.allocate_shared_memory(gl.int64, [NUM_STAGES, 1], mbarrier.MBarrierLayout())
         for i in gl.static_range(NUM_STAGES):
@@ -568,10 +612,10 @@ if gluon is not None:
             gl.warp_specialize([
                 (consumer_partition, (c_desc, c_ptr, p_ptr, count_ptr, a_ring, b_ring, ready, empty, c_stage0, M,
                                       N, K, SPLIT, SLICE_TILES, SK_TILES, stride_cm, 0, A_T, B_T, ACC_FP16, GROUP_M,
-                                      SPLIT_MODE)),
+                                      SPLIT_MODE, C_T)),
                 (consumer_partition, (c_desc, c_ptr, p_ptr, count_ptr, a_ring, b_ring, ready, empty, c_stage1, M,
                                       N, K, SPLIT, SLICE_TILES, SK_TILES, stride_cm, 1, A_T, B_T, ACC_FP16, GROUP_M,
-                                      SPLIT_MODE)),
+                                      SPLIT_MODE, C_T)),
                 (producer_partition, (a_desc, b_desc, a_ring, b_ring, ready, empty, M, N, K, SPLIT, SLICE_TILES,
                                       SK_TILES, A_T, B_T, GROUP_M, SPLIT_MODE)),
             ], [4, _PRODUCER_WARPS], [_CONSUMER_REGS, _PRODUCER_REGS])
@@ -579,7 +623,7 @@ if gluon is not None:
             gl.warp_specialize([
                 (consumer_partition, (c_desc, c_ptr, p_ptr, count_ptr, a_ring, b_ring, ready, empty, c_stage0, M,
                                       N, K, SPLIT, SLICE_TILES, SK_TILES, stride_cm, 0, A_T, B_T, ACC_FP16, GROUP_M,
-                                      SPLIT_MODE)),
+                                      SPLIT_MODE, C_T)),
                 (producer_partition, (a_desc, b_desc, a_ring, b_ring, ready, empty, M, N, K, SPLIT, SLICE_TILES,
                                       SK_TILES, A_T, B_T, GROUP_M, SPLIT_MODE)),
             ], [_PRODUCER_WARPS], [_PRODUCER_REGS])
@@ -636,14 +680,19 @@ def kernel_spec(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, acc_fp16: boo
     """The launch of `hgemm_gluon_kernel` in `mode` on `grid` programs: A's and B's descriptors (either may be
     column-major), C's for the TMA stores (row-major C: checked here), the workspace `p` and `counts` (C where
     unused) and the schedule's sizes (`split` K slices of `slice_tiles` k-blocks; stream-K: `split` slices of each
-    of the first `sk_tiles` tiles). `kernel`: the record's name, for the message."""
+    of the first `sk_tiles` tiles). A swapped config (`swapped`) runs C^T = B^T A^T: the kernel's operands are B^T
+    and A^T, its tile `kernel_tile`'s. `kernel`: the record's name, for the message."""
     if _major(c) != "N":
         raise HgemmValueError(f"hgemm(kernel='{kernel}'): the output must be row-major for the TMA store")
-    a_desc, b_desc, a_t, b_t = operand_descs(a, b, config)
+    swap, tile = swapped(config), kernel_tile(config)
+    a_desc, b_desc, a_t, b_t = operand_descs(b.t(), a.t(), tile) if swap else operand_descs(a, b, tile)
+    if swap:  # each descriptor names the operand it views (the direct launcher finds A, B and C by identity)
+        a_desc, b_desc = a_desc._replace(of=b), b_desc._replace(of=a)
     m, k = a.shape
-    args = (GluonDesc(*a_desc), GluonDesc(*b_desc), GluonDesc(c, c_box(config)), c, p, counts, m, b.shape[1], k,
-            split, slice_tiles, sk_tiles, c.stride(0), a_t, b_t, acc_fp16, *config.meta.values(), config.num_stages,
-            config.epilogue_split, mode)
+    n = b.shape[1]
+    args = (GluonDesc(*a_desc), GluonDesc(*b_desc), GluonDesc(c, c_box(config)), c, p, counts,
+            *((n, m) if swap else (m, n)), k, split, slice_tiles, sk_tiles, c.stride(0), a_t, b_t, acc_fp16,
+            *tile.meta.values(), tile.num_stages, tile.epilogue_split, mode, swap)
     return Spec(GluonLaunch(hgemm_gluon_kernel), (grid,), args, config.num_warps, config.num_stages)
 
 
@@ -653,26 +702,29 @@ def launches(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, acc_fp16: bool, 
     TMA-describable (`meets_alignment("tma", ...)`). Split-K (split_k > 1, K long enough): fused (default,
     `FUSED`), one launch with the stream's (split, M, N) fp32 workspace and (M, N) element counts (splitk.py's
     `WORKSPACES`, `COUNTERS`: no allocation per call; a pinned split-K config on a large output holds that much);
-    two-pass, the partials into a new workspace and splitk.py's reduction kernel after them."""
+    two-pass, the partials into a new workspace and splitk.py's reduction kernel after them (a swapped tile's
+    always: its partials are C^T's, which the reduction kernel writes into C transposed)."""
     refuse_here()
     check_config(config)
     m, k = a.shape
     n = b.shape[1]
     slice_tiles, split = split_slices(k, config.split_k)
-    fused = FUSED if fused is None else fused
+    swap = swapped(config)
+    fused = (FUSED if fused is None else fused) and not swap
     mode = NO_SPLIT if split == 1 else FUSED_SPLIT if fused else TWO_PASS
     p = counts = c
     if mode == FUSED_SPLIT:
         p = Kept(WORKSPACES.get(a.device, split * m * n), WORKSPACES.get, split * m * n)
         counts = Kept(COUNTERS.get(a.device, m * n), COUNTERS.get, m * n)
     elif mode == TWO_PASS:
-        p = torch.empty((split, m, n), dtype=torch.float32, device=a.device)
+        p = torch.empty((split, n, m) if swap else (split, m, n), dtype=torch.float32, device=a.device)
     units = cdiv(m, config.block_m) * cdiv(n, config.block_n) * split
     grid = programs(units, num_sms(a.device))
     specs = [kernel_spec(a, b, c, acc_fp16, config, grid, p, counts, split, slice_tiles, 0, mode,
                          "gluon_persistent")]
-    if mode == TWO_PASS:
-        reduce = (p, c, n, split, m * n, c.stride(0), c.stride(1), needs_int64_indexing(c, p), REDUCE_BLOCK)
+    if mode == TWO_PASS:  # (swapped: the partials' rows are C's columns)
+        strides = (m, c.stride(1), c.stride(0)) if swap else (n, c.stride(0), c.stride(1))
+        reduce = (p, c, strides[0], split, m * n, *strides[1:], needs_int64_indexing(c, p), REDUCE_BLOCK)
         specs.append(Spec(splitk_reduce_kernel, (cdiv(m * n, REDUCE_BLOCK),), reduce, 4, 1))
     return specs
 
@@ -683,8 +735,11 @@ def inspect_source(cfg: Config, dtype: str = "fp16", a_t: bool = False, b_t: boo
     not specialized): (kernel, signature, constexprs, attrs) for inputs of `dtype` ("fp16", "bf16"), A (a_t) and B
     (b_t) column-major or not, for `python -m compare inspect` and tests/test_gluon.py. Compile options:
     `compile_options(cfg)`. A split-K config compiles its split-K kernel, fused or not (default: `FUSED`);
-    `mode`: another SPLIT_MODE (STREAM_K: triton_kernels/gluon_streamk.py's kernel)."""
-    bm, bn, bk = cfg.block_m, cfg.block_n, cfg.block_k
+    `mode`: another SPLIT_MODE (STREAM_K: triton_kernels/gluon_streamk.py's kernel). A swapped config compiles its
+    kernel tile (`kernel_tile`), a_t and b_t then the kernel's operands' (B^T's and A^T's), split-K two-pass."""
+    swap = swapped(cfg)
+    tile = kernel_tile(cfg)
+    bm, bn, bk = tile.block_m, tile.block_n, tile.block_k
     gdt = getattr(gl, _GL_DTYPES[{"fp16": torch.float16, "bf16": torch.bfloat16}[dtype]])
 
     def desc(block):
@@ -692,14 +747,15 @@ def inspect_source(cfg: Config, dtype: str = "fp16", a_t: bool = False, b_t: boo
         return f"tensordesc<{dtype}[{block[0]}, {block[1]}],{layout!r}>"
 
     if mode is None:
-        mode = NO_SPLIT if cfg.split_k == 1 else FUSED_SPLIT if (FUSED if fused is None else fused) else TWO_PASS
+        fuse = (FUSED if fused is None else fused) and not swap
+        mode = NO_SPLIT if cfg.split_k == 1 else FUSED_SPLIT if fuse else TWO_PASS
     counted = mode in (FUSED_SPLIT, STREAM_K)  # the workspace's counts are int32
     sig = {"a_desc": desc((bk, bm) if a_t else (bm, bk)), "b_desc": desc((bn, bk) if b_t else (bk, bn)),
            "c_desc": desc(c_box(cfg)), "c_ptr": f"*{dtype}", "p_ptr": "*fp32" if mode else f"*{dtype}",
            "count_ptr": "*i32" if counted else f"*{dtype}", "M": "i32", "N": "i32", "K": "i32",
            "SPLIT": "i32", "SLICE_TILES": "i32", "SK_TILES": "i32", "stride_cm": "i32"}
     consts = dict(A_T=a_t, B_T=b_t, ACC_FP16=False, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=cfg.group_m,
-                  NUM_STAGES=cfg.num_stages, EPI_SPLIT=cfg.epilogue_split, SPLIT_MODE=mode)
+                  NUM_STAGES=cfg.num_stages, EPI_SPLIT=cfg.epilogue_split, SPLIT_MODE=mode, C_T=swap)
     attrs = {(i,): [["tt.divisibility", 16]] for i in (3, 4, 5)}  # the pointers; sizes are never specialized
     return hgemm_gluon_kernel, sig, consts, attrs
 

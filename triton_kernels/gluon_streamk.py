@@ -50,12 +50,13 @@ SWEEP_ONLY = ("no sweep has timed it yet, and its schedule at the Triton level (
 # Tuning constants
 # ----------------------------------------------------------------------------------------------------------------
 def configs() -> list[Config]:
-    """gluon_persistent's tiles, the first configuration of each shape (its deepest ring), unsplit: 128 x 256 (C
-    stored in two rounds), 128 x 128, 128 x 64, and the 64-row tiles of decode-sized M. The widest first:
+    """gluon_persistent's tiles (not its swapped short ones), the first configuration of each shape (its deepest
+    ring), unsplit: 128 x 256 (C stored in two rounds), 128 x 128, 128 x 64, and the 64-row tiles of decode-sized
+    M. The widest first:
     `worth_scoring` counts its tiles, and kernel="gluon_streamk" takes the first that fits a problem."""
     tiles: dict = {}
     for c in gp.configs():
-        if c.split_k == 1:
+        if c.split_k == 1 and not gp.swapped(c):  # (swapped short tiles: gluon_persistent's only)
             tiles.setdefault((c.block_m, c.block_n), c)
     return list(tiles.values())
 
