@@ -736,7 +736,7 @@ g.FUSED = not g.FUSED
 dispatch.clear()
 
 # config=None: the plan's choice (the cost model's on a GPU whose file fits the kernel, else choose_config's;
-# 128-row, 64-row, split-K), twice: the first call compiles
+# 128-row, 64-row or swapped, split-K), twice: the first call compiles
 # through kernel[grid], the second launches directly (launch.py Direct), both exact
 if PART == 0:  # one child checks the plan's choices
     RULED = [(1024, 1032, 520, "NT"), (16, 1024, 2048, "NN"), (256, 256, 8192, "TN"), (3001, 499, 203, "NN")]
@@ -751,8 +751,9 @@ if PART == 0:  # one child checks the plan's choices
                 bad.append(f"{m}x{n}x{k} {layout} {dtype}: not on the direct launch path after two calls")
     ruled = {triton_kernels.plan(*make_inputs(m, n, k, layout, device="cuda"), kernel="gluon").config.name
              for m, n, k, layout in RULED}
-    if not any(name.startswith("64x") for name in ruled) or not any("_k" in name for name in ruled):
-        bad.append(f"the ruled shapes did not reach a 64-row and a split-K configuration: {sorted(ruled)}")
+    if not any(name.startswith(("64x", "32x", "16x")) for name in ruled) or not any("_k" in name for name in ruled):
+        bad.append(f"the ruled shapes did not reach a short (64-row or swapped) and a split-K configuration: "
+                   f"{sorted(ruled)}")
 
 # determinism: random inputs, two runs bitwise equal, every config
 for cfg in MINE:
