@@ -339,6 +339,9 @@ def cmd_sweep(args) -> int:
         if named and (args.max_m is not None or args.max_macs is not None or args.nk_multiple != 8):
             return _user_error("--max-m, --max-macs and --nk-multiple shape the random draw (--seeds), not named "
                                "shapes")
+        if args.gluon_only and (args.ptx or args.ptx_only):
+            return _user_error("--gluon-only times the Gluon kernel's configurations alone; --ptx and --ptx-only "
+                               "add or time the hand-written side's: give one of them")
         seeds = _int_list(args.seeds, "--seeds") if not named else []
         layouts = bench.parse_layouts(args.layout)
         dtypes, accs = args.dtypes.split(","), args.accs.split(",")

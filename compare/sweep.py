@@ -596,6 +596,8 @@ def case_choices(raw: list[dict], recs: list[cm.Record], params: cm.Params, side
         by_case.setdefault(raw[i]["case"], []).append(i)
     out = []
     for case, ids in by_case.items():
+        if all(recs[i].plan.kernel.startswith("gluon_") for i in ids):  # a --gluon-only case: not auto's choice
+            continue
         offered = planner_plans(recs[ids[0]].problem, params.gpu.sms, fitted) if fitted is not None \
             and side == "triton" else None
         scored = [recs[i] for i in ids if fitted is None or (recs[i].plan.kernel in fitted

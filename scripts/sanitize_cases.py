@@ -68,7 +68,8 @@ def gluon_cases() -> tuple:
     config, accumulations, layouts): two consumers on the smallest ring (128x128, 4 stages: partial tiles, K past
     the ring's depth, both accumulations, B both ways, operands with no dimension a multiple of 8, which the
     dispatcher stages), the 128x256 tile's two-round epilogue, one consumer (64x32, 16 stages, K past them) and
-    split-K (the partial kernel's plain stores, then the reduction); then its stream-K mode (kernel
+    split-K (the partial kernel's plain stores, then the reduction), a swapped short tile (16 x 128: C^T = B^T A^T,
+    stored transposed; also staged) whole and split (its partials C^T's); then its stream-K mode (kernel
     "gluon_streamk"), on shapes whose tiles the schedule cuts on 132 SMs: 4 tiles of 128x256 in 4 slices each (the
     slices' fp32 rows, the slab counters, each consumer's sum stored in two rounds), and 150 tiles of 64x32, 18 of
     them in 4 slices beside a whole round (one consumer)."""
@@ -78,8 +79,12 @@ def gluon_cases() -> tuple:
     wide = next(c for c in cfgs if c.block_n == 256 and c.epilogue_split == 2)
     one = next(c for c in cfgs if c.block_m == 64 and c.block_n == 32 and c.split_k == 1)
     split = next(c for c in cfgs if c.split_k > 1 and c.block_m == 64)
+    swap = next(c for c in cfgs if c.block_m == 16 and c.block_n == 128 and c.split_k == 1)
+    swap_split = next(c for c in cfgs if c.block_m == 16 and c.split_k > 1)
     cases = (("gluon_persistent", [(40, 72, 48), (136, 264, 88), (136, 264, 328), (33, 61, 70)], ring4,
               ("fp32", "fp16"), ("NN", "NT")),
+             ("gluon_persistent", [(9, 520, 264), (13, 61, 70)], swap, ("fp32",), ("NN", "NT")),
+             ("gluon_persistent", [(16, 264, 4096)], swap_split, ("fp32",), ("NN",)),
              ("gluon_persistent", [(136, 264, 88)], wide, ("fp32",), ("NN",)),
              ("gluon_persistent", [(17, 40, 1100)], one, ("fp32",), ("NN", "NT")),
              ("gluon_persistent", [(17, 40, 1100)], split, ("fp32",), ("NN",)),

@@ -278,6 +278,45 @@ def test_swapped_tiles_are_the_tma_kernels_and_checked():
         check_config(Config(16, 32, 64, num_stages=4))  # short both ways: not swapped, and no tile of the kernel
 
 
+@needs_api
+def test_a_swapped_tile_compiles_as_its_launch_does_and_never_fused():
+    """`inspect_source` of a swapped config builds what a launch on that layout builds: an NN call hands the kernel
+    B^T and A^T, both column-major views (A_T, B_T) of a 16 x 128 kernel tile's transpose, stored transposed (C_T),
+    a split two-pass even where FUSED asks otherwise; and the kernel refuses a swapped tile in the fused or stream-K
+    modes at compile time (their sums store C unswapped)."""
+    from triton_kernels import gluon_persistent as g
+
+    swap_split = next(c for c in g.configs() if g.swapped(c) and c.split_k > 1)
+    fn, sig, consts, attrs = g.inspect_source(swap_split, "fp16", False, False, fused=True)
+    assert (consts["A_T"], consts["B_T"], consts["C_T"], consts["SPLIT_MODE"]) == (True, True, True, g.TWO_PASS)
+    assert (consts["BLOCK_M"], consts["BLOCK_N"]) == (swap_split.block_n, swap_split.block_m)
+    assert g.inspect_source(swap_split, "fp16", True, False)[2]["B_T"] is False  # column-major A: A^T row-major
+    refused = _child(_SWAP_MODES_PROBE, timeout=600)
+    assert len(refused) == 2 and all("a swapped tile stores whole or as two-pass partials" in e for e in refused)
+
+
+_SWAP_MODES_PROBE = """
+import json
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.experimental.gluon._runtime import GluonASTSource
+from triton_kernels import gluon_persistent as g
+
+swap_split = next(c for c in g.configs() if g.swapped(c) and c.split_k > 1)
+refused = []
+for mode in (g.FUSED_SPLIT, g.STREAM_K):
+    fn, sig, consts, attrs = g.inspect_source(swap_split, "fp16", mode=mode)
+    for name in consts:
+        sig.setdefault(name, "constexpr")
+    try:
+        triton.compile(GluonASTSource(fn, sig, consts, attrs), target=GPUTarget("cuda", 90, 32),
+                       options=g.compile_options(swap_split))
+    except Exception as e:  # noqa: BLE001 - the message is the result
+        refused.append(f"{type(e).__name__}: {e}"[-2000:])
+print(json.dumps(refused))
+"""
+
+
 @triton.jit
 def _stream_k_walk(out_ptr, count_ptr, args_ptr, LANES, MAX_ITEMS: tl.constexpr, BLOCK: tl.constexpr):
     """Programs' stream-K work lists as the Gluon kernel's partitions walk them, one lane a program: lane i is

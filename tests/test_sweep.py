@@ -165,6 +165,17 @@ def test_case_candidates_are_autos_plus_todays_call(hopper):
         assert c.plan.split == (1 if cfg.split_k == 1 else slices(4096, cfg)[1])
     assert cands[-1].call["source"].split(":")[0] in ("table", "model", "nearest", "heuristic")
     assert cands[-1].plan is not None
+    # --gluon-only: the Gluon kernel's configurations alone (`problem_configs`: its swapped 16-row tiles at M = 16)
+    from triton_kernels import gluon_persistent
+    from triton_kernels.common import problem_configs
+    from triton_kernels.variants import GLUON, VARIANTS
+
+    if GLUON in VARIANTS:  # (where this Triton offers it)
+        only = sweep.case_candidates(case, a, b, ptx=False, gluon=False, gluon_only=True)
+        assert [c.call["config"] for c in only] == [cfg.name for cfg in problem_configs(
+            gluon_persistent, 16, 4096, 4096, dispatch.sm_count(a))]
+        assert {c.call["kernel"] for c in only} == {"gluon_persistent"} and {c.side for c in only} == {"triton"}
+        assert any(c.call["config"].startswith("16x") for c in only)
 
 
 def test_a_ptx_call_launches_what_hgemm_launches(monkeypatch):
@@ -457,6 +468,12 @@ def test_a_choice_report_leaves_out_what_auto_cannot_pick():
             recs.append(cm.Record(prob, plan, ms * 1e-3, f"c{i}"))
     line = sweep.choice_line(sweep.case_choices(raw, recs, cm.Params(), "triton"), "triton")
     assert line.startswith("triton: 3 cases;") and "fastest candidate 1.000" in line, line
+    # a --gluon-only case (the Gluon kernel's configurations alone) is data for the fit, not a choice auto faces
+    for i, ms in enumerate((0.25, 0.5)):
+        raw.append({"case": "gluon-only", "side": "triton", "torch_ms": 1.0})
+        recs.append(cm.Record(cm.Problem(16, 4096, 4096), cm.plan_for("gluon_persistent", 16, 128, 64, 12), ms * 1e-3,
+                              "gluon-only"))
+    assert sweep.choice_line(sweep.case_choices(raw, recs, cm.Params(), "triton"), "triton") == line
 
 
 def test_class_lines_separate_the_planners_tail_from_the_kernels():
@@ -540,6 +557,10 @@ def test_max_macs_on_the_command_line(capsys, monkeypatch):
         assert e.value.code == 2 and "an integer or 2**E, got" in capsys.readouterr().err
     assert cli.main(["sweep", "--seeds", "5", "--max-macs", "100"]) == 2
     assert "largest problem must be an integer" in capsys.readouterr().err
+    for ptx in ("--ptx", "--ptx-only"):  # the Gluon kernel alone, or the hand-written side: not both
+        assert cli.main(["sweep", "--seeds", "5", "--gluon-only", ptx]) == 2
+        err = capsys.readouterr().err
+        assert "--gluon-only times the Gluon kernel's configurations alone" in err and len(err.strip().splitlines()) == 1
 
 
 def test_tune_keeps_every_timing(monkeypatch, hopper):

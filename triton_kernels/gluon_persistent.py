@@ -134,6 +134,7 @@ FUSED = False
 # the kernel's modes (its SPLIT_MODE): split-K's, and stream-K (triton_kernels/gluon_streamk.py)
 NO_SPLIT, TWO_PASS, FUSED_SPLIT, STREAM_K = 0, 1, 2, 3
 _STREAM_K = tl.constexpr(STREAM_K)
+NO_SPLIT_, TWO_PASS_ = tl.constexpr(NO_SPLIT), tl.constexpr(TWO_PASS)  # (as the kernel reads them)
 
 
 def configs() -> list[Config]:
@@ -595,6 +596,8 @@ if gluon is not None:
         C_T: gl.constexpr,
     ):
         gl.static_assert(BLOCK_M == 64 or BLOCK_M == 128, "one or two consumer warpgroups of 64 rows")
+        gl.static_assert(not C_T or SPLIT_MODE == NO_SPLIT_ or SPLIT_MODE == TWO_PASS_,
+                         "a swapped tile stores whole or as two-pass partials (the fused sums store C unswapped)")
         dtype: gl.constexpr = a_desc.dtype
         # shared memory: the operand ring (stage, tile), one C staging buffer per consumer, the ring's mbarriers
         a_ring = gl.allocate_shared_memory(dtype, [NUM_STAGES] + a_desc.block_type.shape, a_desc.layout)
@@ -736,9 +739,12 @@ def inspect_source(cfg: Config, dtype: str = "fp16", a_t: bool = False, b_t: boo
     (b_t) column-major or not, for `python -m compare inspect` and tests/test_gluon.py. Compile options:
     `compile_options(cfg)`. A split-K config compiles its split-K kernel, fused or not (default: `FUSED`);
     `mode`: another SPLIT_MODE (STREAM_K: triton_kernels/gluon_streamk.py's kernel). A swapped config compiles its
-    kernel tile (`kernel_tile`), a_t and b_t then the kernel's operands' (B^T's and A^T's), split-K two-pass."""
+    kernel tile (`kernel_tile`) as a launch on that layout does: the kernel's A is B^T (column-major where B is
+    row-major), its B is A^T; split-K two-pass."""
     swap = swapped(cfg)
     tile = kernel_tile(cfg)
+    if swap:
+        a_t, b_t = not b_t, not a_t
     bm, bn, bk = tile.block_m, tile.block_n, tile.block_k
     gdt = getattr(gl, _GL_DTYPES[{"fp16": torch.float16, "bf16": torch.bfloat16}[dtype]])
 
