@@ -560,7 +560,8 @@ def test_max_macs_on_the_command_line(capsys, monkeypatch):
     for ptx in ("--ptx", "--ptx-only"):  # the Gluon kernel alone, or the hand-written side: not both
         assert cli.main(["sweep", "--seeds", "5", "--gluon-only", ptx]) == 2
         err = capsys.readouterr().err
-        assert "--gluon-only times the Gluon kernel's configurations alone" in err and len(err.strip().splitlines()) == 1
+        assert "--gluon-only times the Gluon kernel's configurations alone" in err
+        assert len(err.strip().splitlines()) == 1
 
 
 def test_tune_keeps_every_timing(monkeypatch, hopper):
