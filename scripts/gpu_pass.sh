@@ -288,11 +288,12 @@ case "$PART" in
   sweep)
     # a chunk of the cost model's data (python -m compare sweep): SEEDS as a comma list, every staging timed, the
     # Gluon kernel's configurations with GLUON=1 (GLUON=only: those alone), the hand-written side's plans with
-    # PTX=1 (PTX=only: those alone; the extension is built first, outside the budget's cases), only the shapes one Triton kernel is scored on
-    # with SCORED_BY=KERNEL, only problems of at most MAX_MACS multiply-adds with MAX_MACS=2**30 (tiny ones), M up to
-    # MAX_M with MAX_M=N (skinny ones), the rounded half's N and K in multiples of NK_MULTIPLE (64: whole boxes), from
-    # shape START of each seed's draw (default 0: a later chunk of one seed goes on where the last stopped),
-    # compiled BLOCK cases at a time (default: the sweep's); appended to OUTDIR/sweep.jsonl within BUDGET_S seconds
+    # PTX=1 (PTX=only: those alone; the extension is built first, outside the budget's cases), only the shapes one
+    # Triton kernel is scored on with SCORED_BY=KERNEL, only problems of at most MAX_MACS multiply-adds with
+    # MAX_MACS=2**30 (tiny ones), M up to MAX_M with MAX_M=N (skinny ones), the rounded half's N and K in multiples of
+    # NK_MULTIPLE (64: whole boxes), from shape START of each seed's draw (default 0: a later chunk of one seed goes
+    # on where the last stopped), compiled BLOCK cases at a time (default: the sweep's); appended to
+    # OUTDIR/sweep.jsonl within BUDGET_S seconds
     [ "${PTX:-0}" != 0 ] && { python -c "import ptx_kernels; ptx_kernels.load()" 2>&1 | tail -3; }
     python -m compare sweep --seeds "${SEEDS:?SEEDS=S1,S2: seeds of your own}" --start "${START:-0}" --count "${COUNT:-100}" \
       --layout NN,NT --dtypes "${DTYPES:-fp16}" $([ "${GLUON:-0}" = 1 ] && echo --gluon) \

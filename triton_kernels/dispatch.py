@@ -422,7 +422,7 @@ def usable(plan: Plan, arch: int, a: torch.Tensor, b: torch.Tensor, out: torch.T
     v = BY_KERNEL.get(plan.kernel)
     if v is None or not v.offered_on(arch) or not takes_dtype(v, a):
         return False
-    if plan.kernel in ("triton_tma", "gluon_persistent"):  # (the Gluon kernel's swapped tiles are the TMA kernel's)
+    if plan.kernel in cm.SWAP_TILE_KERNELS:  # (the Gluon kernel's swapped tiles are the TMA kernel's)
         from . import tma_persistent
 
         if tma_persistent.swapped(plan.config) and not tma_persistent.covers_m(plan.config, a.shape[0]):

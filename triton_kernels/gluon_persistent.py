@@ -66,10 +66,10 @@ from hgemm_common.errors import HgemmError, HgemmValueError
 from hgemm_common.operands import major as _major
 from hgemm_common.validation import interpreter_active, needs_int64_indexing
 
-from .common import Config, cdiv, grouped_pid, prune_for_problem
+from .common import Config, cdiv, grouped_pid
 from .launch import Desc, Kept, Spec
 from .splitk import COUNTERS, REDUCE_BLOCK, WORKSPACES, splitk_reduce_kernel
-from .tma_persistent import covers_m, num_sms, operand_descs, programs, swapped
+from .tma_persistent import num_sms, operand_descs, programs, swapped
 from .tma_persistent import prune as tma_prune
 
 GLUON_TRITON_VERSIONS = ("3.6.",)  # the Gluon API this module is written for
