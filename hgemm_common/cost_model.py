@@ -185,6 +185,7 @@ KERNELS = {
     "wgmma_splitk_grid": ("split_k", "two_pass"),
     "wgmma_cluster": ("persistent", "none"),
     "mma_stream": ("bandwidth", "two_pass"),
+    "gluon_stream": ("bandwidth", "two_pass"),
 }
 PTX_KERNELS = ("wgmma_persistent", "wgmma_splitk", "wgmma_splitk_grid", "wgmma_cluster")
 
@@ -202,7 +203,7 @@ def plan_for(kernel: str, bm: int, bn: int, bk: int, stages: int = 1, warps: int
         schedule = "data_parallel"
     if split > 1 and schedule == "persistent":  # the Gluon kernel's split configurations
         schedule = "split_k"
-    isa = ("mma" if kernel == "mma_stream" else "fma") if schedule == "bandwidth" else \
+    isa = ("mma" if kernel in ("mma_stream", "gluon_stream") else "fma") if schedule == "bandwidth" else \
         "wgmma" if kernel in PTX_KERNELS or bm >= 64 or (kernel in SWAP_TILE_KERNELS and bn >= 64) else "mma"
     return Plan(kernel, bm, bn, bk, stages, warps, split, schedule, isa, staged,
                 reduce if split > 1 else "none", 2 if kernel == "wgmma_cluster" else 1)

@@ -113,6 +113,16 @@ RECORDS: tuple[Variant, ...] = (
             misaligned="copy", dtypes=DTYPES, promises={"sm_90": ("HGMMA", "UTMALDG", "SYNCS", "USETMAXREG")},
             forbids={"sm_90": ("LDGSTS", "LDL", "STL")}, ceiling="wgmma", block=(128, 256, 64), stages=4,
             interpretable=False, triton_versions=gluon_persistent.GLUON_TRITON_VERSIONS),
+    # The Gluon level's bandwidth path (ptx_kernels' mma_stream, in Gluon): a few rows of A against B, both read in
+    # place at any alignment by pointer loads, C^T = B^T A^T on mma_v2, K split over the grid. kernel="gluon_stream"
+    # runs it (its rule, `choose_config`, where no configuration is named); nothing hands problems to it yet.
+    Variant("gluon_stream", "triton", "triton", "gluon_stream.py",
+            "one of gluon_stream.configs() by its rule (16 or 32 rows x 64 or 128 columns, K split over the grid)",
+            "Gluon: C^T = B^T A^T on mma_v2, A and B loaded by pointer at any alignment, the next k-block in "
+            "flight, K split over the grid and summed in a fixed order by a second launch", "mma.sync",
+            min_arch=80, native_layouts=LAYOUTS, alignment="none", dtypes=DTYPES, promises={"sm_90": ("HMMA",)},
+            forbids={"sm_90": ("UTMALDG", "LDL", "STL")}, ceiling="mma.sync", block=(16, 128, 32), stages=1,
+            interpretable=False, triton_versions=gluon_persistent.GLUON_TRITON_VERSIONS),
 )
 
 
