@@ -431,7 +431,7 @@ sys.argv = ["launch_probe", "90"]
 sys.path.insert(0, "tests")
 import launch_probe as lp
 from types import SimpleNamespace
-from triton_kernels import gluon_persistent as g, gluon_streamk as gs
+from triton_kernels import gluon_persistent as g, gluon_streamk as gs, gluon_stream as gst
 
 cfgs = g.configs()
 split = next(c for c in cfgs if c.split_k > 1)
@@ -447,7 +447,9 @@ cases = [("gluon NN fp16 128x256", g, 200, 264, 520, "NN", "fp16", cfgs[0]),
          ("gluon NT fp16 split-K", split_form(True), 16, 256, 4096, "NT", "fp16", split),
          ("gluon NN bf16 split-K two-pass", split_form(False), 16, 256, 4096, "NN", "bf16", split),
          ("gluon_streamk NT fp16 128x256 cut", gs, 200, 264, 520, "NT", "fp16", gs.configs()[0]),
-         ("gluon_streamk TN bf16 64x32 round+cut", gs, 264, 936, 1032, "TN", "bf16", gs.configs()[-1])]
+         ("gluon_streamk TN bf16 64x32 round+cut", gs, 264, 936, 1032, "TN", "bf16", gs.configs()[-1]),
+         ("gluon_stream NN fp16 split-K", gst, 9, 520, 1000, "NN", "fp16", gst.choose_config(9, 520, 1000, 132)),
+         ("gluon_stream TN bf16 odd", gst, 24, 61, 70, "TN", "bf16", gst.configs()[1])]
 rows = []
 for case in cases:
     rows += lp.run_case(*case)
@@ -462,17 +464,20 @@ def test_direct_launch_hands_the_launcher_what_kernel_grid_does():
     stood in for) on the Gluon kernel's kinds of launch (two consumers, one consumer, fused split-K with the
     stream's workspace and counts, two-pass split-K's partial kernel and the reduction after it, a swapped short
     tile whole and split (two-pass: its reduction writes C^T's partials into C), stream-K with the stream's
-    workspace and slab counters): element by element the same arguments, the same CUtensorMaps asked of
-    the encoder on new addresses, none on repeated ones (the descriptor cache). Stream-K's grid is streamk.py's on
+    workspace and slab counters, gluon_stream whole and split): element by element the same arguments, the same
+    CUtensorMaps asked of the encoder on new addresses, none on repeated ones (the descriptor cache). Stream-K's
+    grid is streamk.py's on
     an H100's 132 SMs: 4 tiles of 9 k-blocks in 2 slices each (8 programs); 150 tiles of 17, 18 of them in 4 slices
     before a whole round (132)."""
     rows = _child(_LAUNCH_PROBE, timeout=900)
     grids = {"gluon_streamk NT fp16 128x256 cut": 8, "gluon_streamk TN bf16 64x32 round+cut": 132}
+    streams = {"gluon_stream NN fp16 split-K", "gluon_stream TN bf16 odd"}  # pointer loads: no descriptors
     assert {r["case"] for r in rows} == {"gluon NN fp16 128x256", "gluon TT bf16 64x32", "gluon NT fp16 split-K",
                                          "gluon NN bf16 split-K two-pass", "gluon NT fp16 swapped",
-                                         "gluon TN bf16 swapped split-K", *grids}
+                                         "gluon TN bf16 swapped split-K", *grids, *streams}
     assert [r["case"] for r in rows if r["launch"] == 1] == (["gluon TN bf16 swapped split-K"] * 3
-                                                             + ["gluon NN bf16 split-K two-pass"] * 3)  # reductions
+                                                             + ["gluon NN bf16 split-K two-pass"] * 3
+                                                             + ["gluon_stream NN fp16 split-K"] * 3)  # reductions
     from triton_kernels import streamk
 
     assert tuple(streamk.schedule(4, 9, 132)) == (8, 4, 2) and tuple(streamk.schedule(150, 17, 132)) == (132, 18, 4)
@@ -481,7 +486,7 @@ def test_direct_launch_hands_the_launcher_what_kernel_grid_does():
         assert r["direct"] == r["jit"] and r["jit"][3] == 0x5EED, where
         assert r["case"] not in grids or r["jit"][:3] == [grids[r["case"]], 1, 1], where
         assert r["direct_encoded"] == (r["jit_encoded"] if r["call"] < 2 else []), where
-        assert r["lowered"] == r["descs"] == (3 if r["launch"] == 0 else 0), where
+        assert r["lowered"] == r["descs"] == (3 if r["launch"] == 0 and r["case"] not in streams else 0), where
 
 
 @needs_api
@@ -956,3 +961,128 @@ def test_gpu_streamk_exact_poisoned_deterministic_under_a_timeout():
     assert sum(p["ran"] for p in parts) >= 700
     cuts = {tuple(c) for p in parts for c in p["cuts"]}
     assert {n for n, _ in cuts} >= set(range(1, 9)) and (8, True) in cuts, sorted(cuts)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# gluon_stream: the Gluon level's bandwidth path (triton_kernels/gluon_stream.py)
+# ----------------------------------------------------------------------------------------------------------------
+_STREAM_COMPILE_PROBE = """
+import json, re, tempfile
+from pathlib import Path
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.experimental.gluon._runtime import GluonASTSource
+from ptx_kernels import toolchain
+from triton_kernels import gluon_stream as gs
+
+rows = []
+for cfg in gs.configs():
+    for dtype in ("fp16", "bf16"):
+        for a_kmajor in (True, False):
+            for b_kmajor in (False, True):
+                fn, sig, consts, attrs = gs.inspect_source(cfg, dtype, a_kmajor, b_kmajor)
+                for name in consts:
+                    sig.setdefault(name, "constexpr")
+                k = triton.compile(GluonASTSource(fn, sig, consts, attrs), target=GPUTarget("cuda", 90, 32),
+                                   options=gs.compile_options(cfg))
+                with tempfile.NamedTemporaryFile(suffix=".cubin", delete=False) as f:
+                    f.write(k.asm["cubin"])
+                usage = next(iter(toolchain.cubin_resource_usage(Path(f.name)).values()))
+                Path(f.name).unlink()
+                mix = toolchain.instruction_mix(k.asm["sass"])
+                rows.append(dict(config=cfg.name, dtype=dtype, a_kmajor=a_kmajor, b_kmajor=b_kmajor,
+                                 mix={op: mix.get(op, 0) for op in ("HMMA", "LDG", "STG", "UTMALDG", "HGMMA", "LDL",
+                                                                    "STL")},
+                                 hmma=sorted(set(re.findall(r"HMMA\\.[\\w.]+", k.asm["sass"]))),
+                                 registers=usage.registers, spills=usage.spill_stores, stack=usage.stack_bytes))
+print(json.dumps(rows))
+"""
+
+
+@needs_api
+def test_stream_kernel_compiles_to_mma_sync_on_pointer_loads():
+    """gluon_stream's every configuration, both dtypes, A and B each way round: mma.sync (HMMA.16816, F32 with
+    .BF16 for bf16), operands by plain loads (LDG: no TMA, no wgmma), C or the partials by plain stores, no local
+    memory; at most 255 registers a thread (4 warps: at least two programs an SM)."""
+    from triton_kernels import gluon_stream as gs
+
+    rows = _child(_STREAM_COMPILE_PROBE, timeout=900)
+    assert len(rows) == len(gs.configs()) * 8
+    for r in rows:
+        mix = r["mix"]
+        assert mix["HMMA"] > 0 and mix["LDG"] > 0 and mix["STG"] > 0, r
+        assert mix["UTMALDG"] == mix["HGMMA"] == mix["LDL"] == mix["STL"] == 0 and r["spills"] == r["stack"] == 0, r
+        assert r["hmma"] and all(f.startswith("HMMA.16816.F32") and f.endswith(".BF16") == (r["dtype"] == "bf16")
+                                 for f in r["hmma"]), r
+        assert r["registers"] <= 255, r
+
+
+def test_stream_rule_and_ranges():
+    """`gluon_stream.choose_config`: 16 rows up to M = 16, else 32; 128 columns where they give a program an SM,
+    else 64; the smallest K split that gives PROGRAMS_PER_SM programs an SM, each slice at least MIN_SLICE_BLOCKS
+    k-blocks deep; `check_config` refuses other tiles in one line."""
+    from triton_kernels import Config
+    from triton_kernels import gluon_stream as gs
+
+    cases = {(1, 4096, 4096): "16x64x64_w4_s1_g1_k16",  # 64 column blocks: 8 slices give 512 < 528, 16 give 1024
+             (8, 28672, 4096): "16x128x32_w4_s1_g1_k4",  # 224 x 4 = 896 >= 528
+             (24, 1000, 30000): "32x64x64_w4_s1_g1_k32",  # 16 blocks: 32 slices (512 programs)
+             (16, 4096, 200): "16x64x64_w4_s1_g1",  # 4 k-blocks: no split
+             (32, 8192, 1024): "32x64x64_w4_s1_g1_k4"}  # 128 blocks x 4 = 512 (16 k-blocks: slices of 4)
+    for (m, n, k), name in cases.items():
+        cfg = gs.choose_config(m, n, k, 132)
+        assert cfg.name == name, (m, n, k, cfg.name)
+        per, split = gs.slices(k, gs.check_config(cfg))
+        assert split == cfg.split_k and per % cfg.block_k == 0 and (split == 1 or per >= gs.MIN_SLICE_BLOCKS * 32)
+    for bad in (Config(64, 128, 32, num_warps=4), Config(16, 256, 32, num_warps=4), Config(16, 128, 128, num_warps=4),
+                Config(16, 128, 32, num_warps=8)):
+        with pytest.raises(ValueError, match="gluon_stream.*16 or 32 rows x 64 or 128 columns"):
+            gs.check_config(bad)
+
+
+_STREAM_GPU_CASES = _EXACT + """
+from dataclasses import replace
+from triton_kernels import gluon_stream as gst
+
+SHAPES = [(1, 64, 8), (7, 61, 70), (16, 520, 264), (17, 40, 1100), (32, 1000, 136), (33, 136, 520), (40, 24, 72),
+          (3, 4099, 2049)]  # M past 32: more row blocks; odd N and K: A and B read in place off the 16-byte grid
+RUNS = [("fp16", "fp32", LAYOUTS), ("bf16", "fp32", LAYOUTS), ("fp16", "fp16", ("NN", "TT"))]
+cfgs = [c for c in gst.configs()] + [replace(c, split_k=s) for c, s in zip(gst.configs(), (2, 4, 16, 32))]
+MINE = [cfg for i, cfg in enumerate(cfgs) if i % PARTS == PART]
+start = time.time()
+for cfg in MINE:
+    print(f"{time.time() - start:.0f} s: {cfg.name}", file=sys.stderr, flush=True)
+    for dtype, acc, layouts in RUNS:
+        for s, (m, n, k) in enumerate(SHAPES):
+            for layout in layouts:
+                exact(m, n, k, layout, dtype, acc, cfg, seed=s, kernel="gluon_stream")
+    for dtype in ("fp16", "bf16"):  # the same bits on every run (the slices summed in slice order)
+        a, b = make_inputs(24, 3000, 4097, "NT", device="cuda", seed=40, kind="randn", dtype=dtype)
+        c1 = triton_kernels.hgemm(a, b, config=cfg, kernel="gluon_stream")
+        c2 = triton_kernels.hgemm(a, b, config=cfg, kernel="gluon_stream")
+        if not torch.equal(c1, c2):
+            bad.append(f"not deterministic {cfg.name} {dtype}")
+        ran += 1
+if PART == 0:  # config=None: the rule's choice, split and not
+    for s, (m, n, k, layout) in enumerate([(8, 28672, 4096, "NT"), (5, 4001, 3001, "NN"), (30, 257, 30001, "TN")]):
+        for dtype in ("fp16", "bf16"):
+            exact(m, n, k, layout, dtype, "fp32", None, seed=60 + s, kernel="gluon_stream")
+print(json.dumps(dict(bad=bad, ran=ran)))
+"""
+
+
+@needs_api
+@pytest.mark.gpu(sm=90)
+def test_gpu_stream_exact_poisoned_deterministic_under_a_timeout():
+    """gluon_stream on the GPU (`_STREAM_GPU_CASES`): exact integer checks into NaN-poisoned outputs, A and B read in
+    place at any alignment (odd M, N, K), every configuration whole and split (2 to 32 slices) in every layout, fp16
+    and bf16, both accumulations; the rule's choices; bitwise-equal repeated results. In children side by side,
+    10 minutes at most."""
+    import torch
+
+    if torch.cuda.get_device_capability()[0] != 9:
+        pytest.skip("compiled and checked on Hopper (sm_90) here")
+    parts = run_children(_STREAM_GPU_CASES, timeout=600)
+    bad = [b for p in parts for b in p["bad"]]
+    assert bad == [], "\n".join(bad[:40])
+    assert sum(p["ran"] for p in parts) >= 650
