@@ -1021,6 +1021,8 @@ def test_stream_rule_and_ranges():
     """`gluon_stream.choose_config`: 16 rows up to M = 16, else 32; 128 columns where they give a program an SM,
     else 64; the smallest K split that gives PROGRAMS_PER_SM programs an SM, each slice at least MIN_SLICE_BLOCKS
     k-blocks deep; `check_config` refuses other tiles in one line."""
+    from dataclasses import replace
+
     from triton_kernels import Config
     from triton_kernels import gluon_stream as gs
 
@@ -1034,6 +1036,12 @@ def test_stream_rule_and_ranges():
         assert cfg.name == name, (m, n, k, cfg.name)
         per, split = gs.slices(k, gs.check_config(cfg))
         assert split == cfg.split_k and per % cfg.block_k == 0 and (split == 1 or per >= gs.MIN_SLICE_BLOCKS * 32)
+    # the split the rule names is the one that runs (33 k-blocks: 8 slices of 5 leave 7), and the model, the sweep
+    # and tune="exact" weigh it beside the unsplit tiles (`prune`)
+    assert gs.choose_config(1, 4096, 33 * 64, 132).split_k == 7 == gs.slices(33 * 64, replace(gs.configs()[2],
+                                                                                              split_k=8))[1]
+    assert gs.prune(gs.configs(), 1, 4096, 4096, 132) == [*gs.configs(), gs.choose_config(1, 4096, 4096, 132)]
+    assert gs.slices(1 << 24, replace(gs.configs()[0], split_k=1 << 20))[1] <= gs.MAX_SLICES  # the grid's y limit
     for bad in (Config(64, 128, 32, num_warps=4), Config(16, 256, 32, num_warps=4), Config(16, 128, 128, num_warps=4),
                 Config(16, 128, 32, num_warps=8)):
         with pytest.raises(ValueError, match="gluon_stream.*16 or 32 rows x 64 or 128 columns"):

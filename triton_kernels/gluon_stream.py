@@ -49,6 +49,7 @@ MAX_M = 32  # rows of C a program takes at most (two n8 pairs of the MMA); a lar
 SPLITS = (1, 2, 4, 8, 16, 32)  # the K splits the rule takes
 MIN_SLICE_BLOCKS = 4  # k-blocks a slice keeps at least
 PROGRAMS_PER_SM = 4  # programs the rule aims for per SM (bytes in flight: each holds a k-block of B ahead)
+MAX_SLICES = 65535  # the grid's second dimension
 
 
 def configs() -> list[Config]:
@@ -92,7 +93,15 @@ def choose_config(m: int, n: int, k: int, sms: int) -> Config:
         split = s
         if units * s >= PROGRAMS_PER_SM * sms:
             break
-    return Config(bm, bn, cfg.block_k, group_m=1, num_warps=4, num_stages=1, split_k=split)
+    rule = Config(bm, bn, cfg.block_k, group_m=1, num_warps=4, num_stages=1, split_k=split)
+    return Config(bm, bn, cfg.block_k, group_m=1, num_warps=4, num_stages=1, split_k=slices(k, rule)[1])
+
+
+def prune(cfgs: list[Config], m: int, n: int, k: int, sms: int) -> list[Config]:
+    """The configurations tune="exact", the sweep and the cost model weigh on a problem: configs()' (unsplit) and the
+    rule's choice (`choose_config`, with its K split) where it is not among them."""
+    rule = choose_config(m, n, k, sms)
+    return cfgs if rule in cfgs else [*cfgs, rule]
 
 
 def worth_timing(m: int, n: int, k: int, sms: int, tma_in_place: bool) -> bool:
@@ -102,8 +111,8 @@ def worth_timing(m: int, n: int, k: int, sms: int, tma_in_place: bool) -> bool:
 
 def slices(k: int, cfg: Config) -> tuple[int, int]:
     """(K elements per slice, a multiple of block_k; slices): cfg.split_k slices, fewer where K is too short to
-    give every slice a k-block."""
-    per = cdiv(cdiv(k, cfg.block_k), max(cfg.split_k, 1)) * cfg.block_k
+    give every slice a k-block (or past MAX_SLICES: the grid's second dimension)."""
+    per = cdiv(cdiv(k, cfg.block_k), min(max(cfg.split_k, 1), MAX_SLICES)) * cfg.block_k
     return per, max(cdiv(k, per), 1)
 
 
@@ -155,10 +164,14 @@ if gluon is not None:
         n_in = gl.expand_dims(offs_bn < N, 1)
         m_in = gl.expand_dims(offs_am < M, 0)
         k_base = k_lo
+        step_b = BLOCK_K * stride_bk  # the pointers' step a k-block
+        step_a = BLOCK_K * stride_ak
         if INDEX_64:
             offs_bn = offs_bn.to(gl.int64)
             offs_am = offs_am.to(gl.int64)
             k_base = k_lo.to(gl.int64)
+            step_b = BLOCK_K * gl.to_tensor(stride_bk).to(gl.int64)  # (a unit stride is a constexpr int)
+            step_a = BLOCK_K * gl.to_tensor(stride_ak).to(gl.int64)
         b_ptrs = b_ptr + gl.expand_dims(offs_bn * stride_bn, 1) + gl.expand_dims((k_base + offs_bk) * stride_bk, 0)
         a_ptrs = a_ptr + gl.expand_dims((k_base + offs_ak) * stride_ak, 1) + gl.expand_dims(offs_am * stride_am, 0)
 
@@ -167,8 +180,8 @@ if gluon is not None:
         acc = gl.zeros([BLOCK_N, BLOCK_M], ACC_DTYPE, layout=mma)
         # MAIN LOOP: k-block k's loads issued, then the MMAs of the k-block before (the last loads are masked off)
         for k in range(k_lo + BLOCK_K, k_hi + BLOCK_K, BLOCK_K):
-            b_ptrs += BLOCK_K * stride_bk
-            a_ptrs += BLOCK_K * stride_ak
+            b_ptrs += step_b
+            a_ptrs += step_a
             bt_next = gl.load(b_ptrs, mask=n_in & gl.expand_dims(k + offs_bk < k_hi, 0), other=0.0)
             at_next = gl.load(a_ptrs, mask=gl.expand_dims(k + offs_ak < k_hi, 1) & m_in, other=0.0)
             acc = mma_v2(gl.convert_layout(bt, bt_op), gl.convert_layout(at, at_op), acc)
@@ -183,7 +196,7 @@ if gluon is not None:
         if INDEX_64:
             rows = rows.to(gl.int64)
             cols = cols.to(gl.int64)
-            first = first.to(gl.int64)
+            first = s.to(gl.int64) * M
         if PARTIAL:  # slice s of the row-major (slices, M, N) workspace: its row first + m
             offs = gl.expand_dims((first + cols) * N, 0) + gl.expand_dims(rows, 1)
             gl.store(p_ptr + offs, acc.to(gl.float32), mask=inside)
