@@ -220,6 +220,27 @@ def test_the_gluon_kernel_is_scored_only_where_the_model_has_fitted_it(monkeypat
     assert ranked[0][1].kernel == "gluon_persistent"  # a fit that makes it fastest makes it the plan
 
 
+def test_the_gluon_kernel_hands_off_to_its_bandwidth_path_only_where_fitted_and_faster(monkeypatch):
+    """kernel="gluon_persistent" weighs gluon_stream (`dispatch.HANDS_OFF`: reading the operands in place, no
+    staging) beside its own staged configurations, once a parameter file fits gluon_stream, and takes it where the
+    model predicts it faster; without those parameters it never hands off."""
+    offer_gluon(monkeypatch, ("gluon_persistent", "gluon_stream"))
+    a, b = operands(8, 4001, 3001, "NN")  # N and K odd: the Gluon kernel copies B and C first
+    stage = dispatch.staging(dispatch.BY_KERNEL["gluon_persistent"].alignment, a, b, None)
+    assert stage[1] and stage[2]
+    params = planner.params_for(90, 132)
+    assert "gluon_stream" not in planner.fitted_kernels(params)  # (its key would be "gluon_stream.mma")
+    assert dispatch.table_plan(a, b, None, "fp32", "gluon_persistent", 90, 132, stage).kernel == "gluon_persistent"
+    fast = cm.Params(params.gpu, {**params.kernels, "gluon_stream.mma": cm.KernelParams(eff=1.0, mem_eff=1.0,
+                                                                                    launch_us=0.1, tile_us=0.01)})
+    p = dispatch.table_plan(a, b, None, "fp32", "gluon_persistent", 90, 132, stage, params=fast)
+    assert p.kernel == "gluon_stream" and p.stage == (False, False, False) and p.source.startswith("model")
+    slow = cm.Params(params.gpu, {**params.kernels, "gluon_stream.mma": cm.KernelParams(eff=0.01, mem_eff=0.01,
+                                                                                    launch_us=500.0)})
+    assert dispatch.table_plan(a, b, None, "fp32", "gluon_persistent", 90, 132, stage, params=slow).kernel == \
+        "gluon_persistent"
+
+
 def test_an_explicit_kernel_takes_the_models_choice_among_its_own_configurations(monkeypatch):
     """kernel="triton_tma" and the like: the configuration of that kernel (with the operands it copies) the model
     predicts fastest, its source naming the deciding term; a class entry of the table that timed that kernel where

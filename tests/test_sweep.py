@@ -172,9 +172,12 @@ def test_case_candidates_are_autos_plus_todays_call(hopper):
 
     if GLUON in VARIANTS:  # (where this Triton offers it)
         only = sweep.case_candidates(case, a, b, ptx=False, gluon=False, gluon_only=True)
-        assert [c.call["config"] for c in only] == [cfg.name for cfg in problem_configs(
-            gluon_persistent, 16, 4096, 4096, dispatch.sm_count(a))]
-        assert {c.call["kernel"] for c in only} == {"gluon_persistent"} and {c.side for c in only} == {"triton"}
+        assert [c.call["config"] for c in only if c.call["kernel"] == "gluon_persistent"] == [
+            cfg.name for cfg in problem_configs(gluon_persistent, 16, 4096, 4096, dispatch.sm_count(a))]
+        # and what it hands problems to (gluon_stream, at M <= 32, reading in place) where offered
+        assert {c.call["kernel"] for c in only} == {"gluon_persistent", *(
+            ["gluon_stream"] if "gluon_stream" in dispatch.BY_KERNEL else [])} and {c.side for c in only} == {"triton"}
+        assert all(c.call["stage"] == "" for c in only if c.call["kernel"] == "gluon_stream")
         assert any(c.call["config"].startswith("16x") for c in only)
 
 

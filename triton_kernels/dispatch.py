@@ -455,6 +455,12 @@ def model_candidates(m: int, n: int, k: int, arch: int, sms: int, a: torch.Tenso
     return pairs
 
 
+# The kernels a named kernel hands problems to where the model predicts them faster, as wgmma_persistent hands a few
+# rows against a B off the 16-byte grid to mma_stream: the Gluon kernel to the Gluon level's bandwidth path, which
+# reads the operands in place (no staging copies). Each only where the fit has parameters for it.
+HANDS_OFF = {"gluon_persistent": ("gluon_stream",)}
+
+
 def model_plan(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None, acc: str, arch: int,
                sms: int, params: cm.Params | None = None, kernel: str = "auto",
                stage: tuple[bool, bool, bool] = (False, False, False)) -> Plan | None:
@@ -463,8 +469,8 @@ def model_plan(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None, acc: 
     run these operands (`planner.ranked`, `usable`); None where the GPU has no model. kernel="auto" weighs each
     kernel's listed configurations only (`ranked`'s listed_only: a choice the model extrapolates to must not
     displace one it has measured); an explicit `kernel` its own configurations, its rule's choice among them, with
-    the operands it copies first (`stage`), each only where the fit has parameters of its own for it
-    (`cost_model.param_key`), and None where none has.
+    the operands it copies first (`stage`), and the kernels it hands problems to (`HANDS_OFF`, reading in place),
+    each only where the fit has parameters of its own for it (`cost_model.param_key`), and None where none has.
     Nothing is timed, synchronized or allocated."""
     params = params if params is not None else planner.params_for(arch, sms)
     if params is None:
@@ -475,7 +481,8 @@ def model_plan(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None, acc: 
     if kernel != "auto":
         if kernel not in fitted:
             return None
-        pairs = [(kernel, tuple(stage))]
+        pairs = [(kernel, tuple(stage))] + [(to, (False, False, False)) for to in HANDS_OFF.get(kernel, ())
+                                            if to in fitted and to in BY_KERNEL]
     else:
         pairs = model_candidates(m, n, k, arch, sms, a, b, out, fitted)
     problem = planner.problem_of(a, b, out, acc)
