@@ -332,11 +332,9 @@ def case_candidates(case: Case, a: torch.Tensor, b: torch.Tensor, ptx: bool, glu
         stage = dispatch.copy_stage(GLUON.alignment, a, b, None)
         out += [triton_entry("triton", "gluon_persistent", cfg, stage)
                 for cfg in problem_configs(kernel_module(GLUON), case.m, case.n, case.k, dispatch.sm_count(a))]
-        for to in dispatch.HANDS_OFF["gluon_persistent"]:  # what it hands problems to, reading in place
-            v = BY_KERNEL.get(to)
-            if v is not None and case.m <= kernel_module(v).MAX_M:
-                out += [triton_entry("triton", to, cfg, (False, False, False))
-                        for cfg in problem_configs(kernel_module(v), case.m, case.n, case.k, dispatch.sm_count(a))]
+        for to in dispatch.hands_off("gluon_persistent", case.m):  # what it hands problems to, reading in place
+            out += [triton_entry("triton", to, cfg, (False, False, False)) for cfg in
+                    problem_configs(kernel_module(BY_KERNEL[to]), case.m, case.n, case.k, dispatch.sm_count(a))]
     if gluon_only:
         return out
     import triton_kernels

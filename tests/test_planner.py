@@ -14,7 +14,7 @@ import torch
 import triton_kernels
 from compare.sweep import run_fit, stand_ins
 from hgemm_common import cost_model as cm
-from triton_kernels import dispatch, plan_table, planner, streamk
+from triton_kernels import dispatch, gluon_stream, plan_table, planner, streamk
 from triton_kernels.planner import MODEL_DIR
 
 from helpers import table_entry, table_of
@@ -235,6 +235,11 @@ def test_the_gluon_kernel_hands_off_to_its_bandwidth_path_only_where_fitted_and_
                                                                                     launch_us=0.1, tile_us=0.01)})
     p = dispatch.table_plan(a, b, None, "fp32", "gluon_persistent", 90, 132, stage, params=fast)
     assert p.kernel == "gluon_stream" and p.stage == (False, False, False) and p.source.startswith("model")
+    a64, b64 = operands(gluon_stream.MAX_M + 1, 4001, 3001, "NN")  # past the rows its records measure: never
+    stage64 = dispatch.staging(dispatch.BY_KERNEL["gluon_persistent"].alignment, a64, b64, None)
+    assert dispatch.hands_off("gluon_persistent", gluon_stream.MAX_M + 1) == ()
+    assert dispatch.table_plan(a64, b64, None, "fp32", "gluon_persistent", 90, 132, stage64, params=fast).kernel \
+        == "gluon_persistent"
     slow = cm.Params(params.gpu, {**params.kernels, "gluon_stream.mma": cm.KernelParams(eff=0.01, mem_eff=0.01,
                                                                                     launch_us=500.0)})
     assert dispatch.table_plan(a, b, None, "fp32", "gluon_persistent", 90, 132, stage, params=slow).kernel == \

@@ -461,6 +461,12 @@ def model_candidates(m: int, n: int, k: int, arch: int, sms: int, a: torch.Tenso
 HANDS_OFF = {"gluon_persistent": ("gluon_stream",)}
 
 
+def hands_off(kernel: str, m: int) -> tuple[str, ...]:
+    """The kernels of HANDS_OFF[kernel] offered here that take an M-row problem: M within the module's MAX_M, the
+    rows the sweep times them at (so the fit never extrapolates a hand-off past its records)."""
+    return tuple(to for to in HANDS_OFF.get(kernel, ()) if to in BY_KERNEL and m <= kernel_module(BY_KERNEL[to]).MAX_M)
+
+
 def model_plan(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None, acc: str, arch: int,
                sms: int, params: cm.Params | None = None, kernel: str = "auto",
                stage: tuple[bool, bool, bool] = (False, False, False)) -> Plan | None:
@@ -469,7 +475,7 @@ def model_plan(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None, acc: 
     run these operands (`planner.ranked`, `usable`); None where the GPU has no model. kernel="auto" weighs each
     kernel's listed configurations only (`ranked`'s listed_only: a choice the model extrapolates to must not
     displace one it has measured); an explicit `kernel` its own configurations, its rule's choice among them, with
-    the operands it copies first (`stage`), and the kernels it hands problems to (`HANDS_OFF`, reading in place),
+    the operands it copies first (`stage`), and the kernels it hands problems to (`hands_off`, reading in place),
     each only where the fit has parameters of its own for it (`cost_model.param_key`), and None where none has.
     Nothing is timed, synchronized or allocated."""
     params = params if params is not None else planner.params_for(arch, sms)
@@ -481,8 +487,8 @@ def model_plan(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None, acc: 
     if kernel != "auto":
         if kernel not in fitted:
             return None
-        pairs = [(kernel, tuple(stage))] + [(to, (False, False, False)) for to in HANDS_OFF.get(kernel, ())
-                                            if to in fitted and to in BY_KERNEL]
+        pairs = [(kernel, tuple(stage))] + [(to, (False, False, False)) for to in hands_off(kernel, m)
+                                            if to in fitted]
     else:
         pairs = model_candidates(m, n, k, arch, sms, a, b, out, fitted)
     problem = planner.problem_of(a, b, out, acc)
