@@ -229,10 +229,16 @@ def test_the_gluon_kernel_hands_off_to_its_bandwidth_path_only_where_fitted_and_
     stage = dispatch.staging(dispatch.BY_KERNEL["gluon_persistent"].alignment, a, b, None)
     assert stage[1] and stage[2]
     params = planner.params_for(90, 132)
-    assert "gluon_stream" not in planner.fitted_kernels(params)  # (its key would be "gluon_stream.mma")
-    assert dispatch.table_plan(a, b, None, "fp32", "gluon_persistent", 90, 132, stage).kernel == "gluon_persistent"
-    fast = cm.Params(params.gpu, {**params.kernels, "gluon_stream.mma": cm.KernelParams(eff=1.0, mem_eff=1.0,
-                                                                                    launch_us=0.1, tile_us=0.01)})
+    others = {key: v for key, v in params.kernels.items() if not key.startswith("gluon_stream.")}
+    bare = cm.Params(params.gpu, others)
+    assert "gluon_stream" not in planner.fitted_kernels(bare)
+    assert dispatch.table_plan(a, b, None, "fp32", "gluon_persistent", 90, 132, stage, params=bare).kernel == \
+        "gluon_persistent"
+
+    def stream(**fit):  # the parameter file with gluon_stream's parameters (aligned and not) set to `fit`
+        return cm.Params(params.gpu, {**others, **{f"gluon_stream.mma{u}": cm.KernelParams(**fit) for u in ("", ".u")}})
+
+    fast = stream(eff=1.0, mem_eff=1.0, launch_us=0.1, tile_us=0.01)
     p = dispatch.table_plan(a, b, None, "fp32", "gluon_persistent", 90, 132, stage, params=fast)
     assert p.kernel == "gluon_stream" and p.stage == (False, False, False) and p.source.startswith("model")
     a64, b64 = operands(gluon_stream.MAX_M + 1, 4001, 3001, "NN")  # past the rows its records measure: never
@@ -240,8 +246,7 @@ def test_the_gluon_kernel_hands_off_to_its_bandwidth_path_only_where_fitted_and_
     assert dispatch.hands_off("gluon_persistent", gluon_stream.MAX_M + 1) == ()
     assert dispatch.table_plan(a64, b64, None, "fp32", "gluon_persistent", 90, 132, stage64, params=fast).kernel \
         == "gluon_persistent"
-    slow = cm.Params(params.gpu, {**params.kernels, "gluon_stream.mma": cm.KernelParams(eff=0.01, mem_eff=0.01,
-                                                                                    launch_us=500.0)})
+    slow = stream(eff=0.01, mem_eff=0.01, launch_us=500.0)
     assert dispatch.table_plan(a, b, None, "fp32", "gluon_persistent", 90, 132, stage, params=slow).kernel == \
         "gluon_persistent"
 
