@@ -115,7 +115,8 @@ RECORDS: tuple[Variant, ...] = (
             interpretable=False, triton_versions=gluon_persistent.GLUON_TRITON_VERSIONS),
     # The Gluon level's bandwidth path (ptx_kernels' mma_stream, in Gluon): a few rows of A against B, both read in
     # place at any alignment by pointer loads, C^T = B^T A^T on mma_v2, K split over the grid. kernel="gluon_stream"
-    # runs it (its rule, `choose_config`, where no configuration is named); nothing hands problems to it yet.
+    # runs it (its rule, `choose_config`, where no configuration is named); kernel="gluon_persistent" hands it
+    # problems of M <= 32 where the cost model predicts it faster (`dispatch.hands_off`).
     Variant("gluon_stream", "triton", "triton", "gluon_stream.py",
             "one of gluon_stream.configs() by its rule (16 or 32 rows x 64 or 128 columns, K split over the grid)",
             "Gluon: C^T = B^T A^T on mma_v2, A and B loaded by pointer at any alignment, the next k-block in "
