@@ -848,7 +848,8 @@ def test_kernel_argument_checked():
     a, b = make_inputs(8, 8, 8, "NN", device=DEVICE)
     with pytest.raises(ValueError, match=r"kernel must be one of \('auto', 'triton_blocked', 'triton_splitk', "
                        r"'triton_realign', 'triton_realign_rows', 'triton_gemv', 'triton_tma', 'triton_splitk_tma', "
-                       r"'triton_splitk_wide', 'triton_streamk'(, 'gluon_persistent', 'gluon_streamk', 'gluon_stream')?\) \(or an "
+                       r"'triton_splitk_wide', 'triton_streamk'(, 'gluon_persistent', 'gluon_streamk', "
+                       r"'gluon_stream')?\) \(or an "
                        r"older name: blocked, splitk, realign, realign_rows, gemv, tma, splitk_tma, "
                        r"splitk_wide, streamk(, gluon)?\), got "
                        r"'cublas'$"):
