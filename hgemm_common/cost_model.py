@@ -238,6 +238,10 @@ class Features:
 # cannot describe at all ("-") they issue one load per element (`pointer_loads`) and run at other efficiencies,
 # fitted apart (`param_key`'s ".u").
 POINTER_KERNELS = ("triton_blocked", "triton_splitk", "triton_gemv", "triton_realign", "triton_realign_rows")
+# Pointer kernels whose loads are as wide as each operand's alignment allows (triton_kernels/gluon_stream.py
+# `vectors`): 16-byte vectors on rows TMA could describe ("t", "o"), narrower or single elements on the others ("-"),
+# where their parameters are fitted apart (`param_key`'s ".u")
+VECTOR_KERNELS = ("gluon_stream",)
 # Pointer kernels that read B in 16-byte vectors however its rows lie (residue groups), with the B major (the
 # layout's second letter) each does that for
 SHIFTED_ROWS = {"triton_realign": "T", "triton_realign_rows": "N"}
@@ -384,10 +388,11 @@ class Params:
 def param_key(plan: Plan, problem: Problem | None = None) -> str:
     """Whose parameters a plan takes: its kernel's, or a Triton kernel's mma.sync tiles' (below 64 rows) apart from
     its wgmma tiles' (each efficiency is of its own instruction's rate); a pointer kernel's on A or B that TMA
-    cannot describe (".u") apart from its aligned calls'; a Triton wide tile's (".wide": a width that is not a
-    power of two, two accumulators side by side, `two_accumulators`) and a swapped short tile's (".swap",
-    `swapped_tile`) apart from its kernel's other tiles'."""
-    unaligned = problem is not None and plan.kernel in POINTER_KERNELS and problem.align[:2] != "tt"
+    cannot describe (".u", for a VECTOR_KERNELS kernel where TMA could not describe A or B) apart from its aligned
+    calls'; a Triton wide tile's (".wide": a width that is not a power of two, two accumulators side by side,
+    `two_accumulators`) and a swapped short tile's (".swap", `swapped_tile`) apart from its kernel's other tiles'."""
+    unaligned = problem is not None and (plan.kernel in POINTER_KERNELS and problem.align[:2] != "tt"
+                                         or plan.kernel in VECTOR_KERNELS and "-" in problem.align[:2])
     return (plan.kernel + (".mma" if plan.isa == "mma" else "") + (".u" if unaligned else "")
             + (".wide" if two_accumulators(plan) else "") + (".swap" if swapped_tile(plan) else ""))
 

@@ -254,6 +254,13 @@ def test_a_correction_bin_holds_the_residuals_of_one_parameter_set():
     assert cm.param_key(plan, aligned) != cm.param_key(plan, offset)
     assert cm.correction_key(aligned, plan) != cm.correction_key(offset, plan)
     assert cm.correction_key(aligned, plan).startswith(cm.param_key(plan, aligned) + "/")
+    # gluon_stream loads 16-byte vectors from rows TMA could describe, on-sector or not: only an operand TMA cannot
+    # describe ("-") takes its other parameters
+    stream = cm.plan_for("gluon_stream", 16, 128, 32, 1, 4, split=4)
+    keys = {align: cm.param_key(stream, cm.Problem(8, 4096, 4096, align=align)) for align in ("ttt", "oot", "t-t",
+                                                                                              "-o-")}
+    assert keys == {"ttt": "gluon_stream.mma", "oot": "gluon_stream.mma", "t-t": "gluon_stream.mma.u",
+                    "-o-": "gluon_stream.mma.u"}
 
 
 def test_off_sector_reads_cost_the_fitted_factor_in_l2():

@@ -975,12 +975,15 @@ from triton.experimental.gluon._runtime import GluonASTSource
 from ptx_kernels import toolchain
 from triton_kernels import gluon_stream as gs
 
+# the load widths (`vectors`) each configuration sees: every pair below once, across its dtypes and majors
+PAIRS = [(1, 1), (8, 8), (2, 4), (8, 1), (4, 2), (1, 8), (8, 8), (2, 2)]
 rows = []
-for cfg in gs.configs():
+for c, cfg in enumerate(gs.configs()):
     for dtype in ("fp16", "bf16"):
         for a_kmajor in (True, False):
             for b_kmajor in (False, True):
-                fn, sig, consts, attrs = gs.inspect_source(cfg, dtype, a_kmajor, b_kmajor)
+                vec_a, vec_b = PAIRS[(c + 4 * (dtype == "bf16") + 2 * a_kmajor + b_kmajor) % len(PAIRS)]
+                fn, sig, consts, attrs = gs.inspect_source(cfg, dtype, a_kmajor, b_kmajor, vec_a, vec_b)
                 for name in consts:
                     sig.setdefault(name, "constexpr")
                 k = triton.compile(GluonASTSource(fn, sig, consts, attrs), target=GPUTarget("cuda", 90, 32),
@@ -990,7 +993,8 @@ for cfg in gs.configs():
                 usage = next(iter(toolchain.cubin_resource_usage(Path(f.name)).values()))
                 Path(f.name).unlink()
                 mix = toolchain.instruction_mix(k.asm["sass"])
-                rows.append(dict(config=cfg.name, dtype=dtype, a_kmajor=a_kmajor, b_kmajor=b_kmajor,
+                rows.append(dict(config=cfg.name, dtype=dtype, a_kmajor=a_kmajor, b_kmajor=b_kmajor, vec_a=vec_a,
+                                 vec_b=vec_b, loads=sorted(set(re.findall(r"LDG\\.E[\\w.]*", k.asm["sass"]))),
                                  mix={op: mix.get(op, 0) for op in ("HMMA", "LDG", "STG", "UTMALDG", "HGMMA", "LDL",
                                                                     "STL")},
                                  hmma=sorted(set(re.findall(r"HMMA\\.[\\w.]+", k.asm["sass"]))),
@@ -1001,14 +1005,21 @@ print(json.dumps(rows))
 
 @needs_api
 def test_stream_kernel_compiles_to_mma_sync_on_pointer_loads():
-    """gluon_stream's every configuration, both dtypes, A and B each way round: mma.sync (HMMA.16816, F32 with
-    .BF16 for bf16), operands by plain loads (LDG: no TMA, no wgmma), C or the partials by plain stores, no local
-    memory; at most 255 registers a thread (4 warps: at least two programs an SM)."""
+    """gluon_stream's every configuration, both dtypes, A and B each way round, at load widths (`vectors`) of 1, 2,
+    4 and 8 elements: mma.sync (HMMA.16816, F32 with .BF16 for bf16), operands by plain loads (LDG: no TMA, no
+    wgmma) exactly as wide as the widths asked (LDG.E.U16, LDG.E, LDG.E.64, LDG.E.128: the compiler proved the
+    addresses aligned and the masks constant), C or the partials by plain stores, no local memory; at most 255
+    registers a thread (4 warps: at least two programs an SM), at most 128 with both operands in 16-byte vectors
+    (four programs an SM: `PROGRAMS_PER_SM`)."""
     from triton_kernels import gluon_stream as gs
 
     rows = _child(_STREAM_COMPILE_PROBE, timeout=900)
     assert len(rows) == len(gs.configs()) * 8
+    width = {1: "LDG.E.U16", 2: "LDG.E", 4: "LDG.E.64", 8: "LDG.E.128"}
+    assert {(r["vec_a"], r["vec_b"]) for r in rows} >= {(1, 1), (8, 8), (2, 4), (8, 1), (4, 2), (1, 8), (2, 2)}
     for r in rows:
+        assert r["loads"] == sorted({width[r["vec_a"]], width[r["vec_b"]]}), r
+        assert (r["vec_a"], r["vec_b"]) != (8, 8) or r["registers"] <= 65536 // (gs.PROGRAMS_PER_SM * 128), r
         mix = r["mix"]
         assert mix["HMMA"] > 0 and mix["LDG"] > 0 and mix["STG"] > 0, r
         assert mix["UTMALDG"] == mix["HGMMA"] == mix["LDL"] == mix["STL"] == 0 and r["spills"] == r["stack"] == 0, r
@@ -1048,6 +1059,62 @@ def test_stream_rule_and_ranges():
             gs.check_config(bad)
 
 
+def test_stream_load_widths():
+    """`gluon_stream.vectors`: the widest load along an operand's unit stride its alignment allows (8, 4, 2 or 1
+    elements): the base on 16 bytes, the extent along the unit stride and the leading stride divisible, the leading
+    stride ignored where the other dimension holds one element and refused (1) where the launcher's quotient
+    times the width would not fit 32 bits; 1 along a dimension that is not the unit stride."""
+    import torch
+
+    from triton_kernels import gluon_stream as gs
+
+    base = torch.empty(1 << 16, dtype=torch.float16)
+    assert base.data_ptr() % 16 == 0
+    def window(rows, cols, lead, shift=0):
+        return base[shift:shift + rows * lead].view(rows, lead)[:, :cols]
+    assert gs.vectors(window(4, 64, 64), 1) == 8 and gs.vectors(window(4, 64, 64), 0) == 1
+    assert [gs.vectors(window(4, 64, lead), 1) for lead in (72, 68, 66, 65)] == [8, 4, 2, 1]
+    assert [gs.vectors(window(4, cols, 96), 1) for cols in (88, 84, 82, 81)] == [8, 4, 2, 1]
+    assert [gs.vectors(window(4, 64, 64, shift), 1) for shift in (8, 4, 2, 1)] == [8, 1, 1, 1]  # Triton: 16 bytes
+    assert gs.vectors(window(1, 64, 1001), 1) == 8  # one row: its stride plays no part
+    assert gs.vectors(window(4, 64, 64).t(), 0) == 8 and gs.vectors(window(4, 64, 64).t(), 1) == 1  # column-major
+    big = torch.empty_strided((2, 64), (1 << 31, 1), dtype=torch.float16, device="meta")  # (address 0)
+    assert gs.vectors(big, 1) == 1 and gs.vectors(big[:1], 1) == 8
+
+
+def test_stream_launch_arguments(monkeypatch):
+    """The launcher hands the kernel each operand's load widths (VEC_A, VEC_B) and its leading stride divided by
+    its width (the kernel multiplies it back: the compiler sees it divisible), the unit strides as 1, and the other
+    strides, the extents and the output as they are; a split K gets the fp32 workspace and the reduction."""
+    import torch
+
+    from triton_kernels import gluon_stream as gs
+
+    monkeypatch.setattr(gs, "refuse_here", lambda name: None)
+    if gs.UNAVAILABLE is not None:
+        pytest.skip(gs.UNAVAILABLE)
+    names = ["a", "b", "c", "p", "M", "N", "K", "K_SLICE", "stride_am", "stride_ak", "stride_bk", "stride_bn",
+             "stride_cm", "stride_cn", "ACC_FP16", "INDEX_64", "BLOCK_M", "BLOCK_N", "BLOCK_K", "A_KMAJOR",
+             "B_KMAJOR", "VEC_A", "VEC_B", "PARTIAL"]
+    buf = torch.empty(1 << 20, dtype=torch.float16)
+    a = buf[:24 * 1040].view(24, 1040)[:, :1032]  # row-major, rows 2,080 bytes apart: 8 elements
+    b = buf[:264 * 1034].view(264, 1034)[:, :1032].t()  # (1032, 264) column-major, columns 2,068 bytes apart: 2
+    c = torch.empty(24, 264, dtype=torch.float16)
+    cfg = gs.choose_config(24, 264, 1032, 132)
+    specs = gs.launches(a, b, c, False, cfg)
+    args = dict(zip(names, specs[0].args, strict=True))
+    assert (args["VEC_A"], args["VEC_B"], args["A_KMAJOR"], args["B_KMAJOR"]) == (8, 2, True, True)
+    assert (args["stride_am"], args["stride_ak"], args["stride_bk"], args["stride_bn"]) == (1040 // 8, 1, 1, 1034 // 2)
+    assert (args["M"], args["N"], args["K"], args["stride_cm"], args["stride_cn"]) == (24, 264, 1032, 264, 1)
+    assert args["PARTIAL"] == (cfg.split_k > 1) == (len(specs) == 2) and (args["p"] is c) == (cfg.split_k == 1)
+    a_m = buf[:1032 * 32].view(1032, 32)[:, :24].t()  # (24, 1032) M-major, columns 64 bytes apart
+    b_n = buf[8:8 + 1032 * 264].view(1032, 264)  # row-major, base 16 bytes in
+    args = dict(zip(names, gs.launches(a_m, b_n, c, True, gs.configs()[1])[0].args, strict=True))
+    assert (args["VEC_A"], args["VEC_B"], args["A_KMAJOR"], args["B_KMAJOR"], args["ACC_FP16"]) == (8, 8, False,
+                                                                                                    False, True)
+    assert (args["stride_am"], args["stride_ak"], args["stride_bk"], args["stride_bn"]) == (1, 32 // 8, 264 // 8, 1)
+
+
 _STREAM_GPU_CASES = _EXACT + """
 from dataclasses import replace
 from triton_kernels import gluon_stream as gst
@@ -1075,6 +1142,32 @@ if PART == 0:  # config=None: the rule's choice, split and not
     for s, (m, n, k, layout) in enumerate([(8, 28672, 4096, "NT"), (5, 4001, 3001, "NN"), (30, 257, 30001, "TN")]):
         for dtype in ("fp16", "bf16"):
             exact(m, n, k, layout, dtype, "fp32", None, seed=60 + s, kernel="gluon_stream")
+if PART == PARTS - 1:  # views: each operand's load width (`vectors`) as asserted, the product exact
+    def view(rows, cols, lead, shift, major, seed):  # a (rows, cols) window of a padded buffer, `shift` elements in
+        g = torch.Generator(device="cuda").manual_seed(seed)
+        outer, inner = (rows, cols) if major == "N" else (cols, rows)
+        buf = torch.randint(-3, 4, (outer * lead + shift + 64,), generator=g, device="cuda").half()
+        t = buf[shift:shift + outer * lead].view(outer, lead)[:, :inner]
+        return t if major == "N" else t.t()
+    VIEWS = [  # (M, N, K, A: lead, shift, major, B: lead, shift, major), the widths `vectors` gives A and B
+        ((9, 520, 264, 272, 0, "N", 528, 0, "N"), (8, 8)),  # padded rows on the grid
+        ((9, 520, 264, 268, 0, "N", 524, 0, "N"), (4, 4)),  # rows 8 bytes apart
+        ((9, 520, 264, 266, 0, "N", 522, 8, "N"), (2, 2)),  # rows 4 bytes apart, B's base on 16 bytes
+        ((9, 520, 264, 272, 2, "N", 528, 4, "N"), (1, 1)),  # bases 4 and 8 bytes off the grid
+        ((24, 264, 1032, 1040, 0, "N", 1032, 0, "T"), (8, 8)),  # a column-major B, K-major loads
+        ((24, 264, 1032, 24, 0, "T", 1034, 0, "T"), (8, 2)),  # an M-major A (24 rows), B's columns 4 bytes apart
+        ((1, 4096, 4096, 4101, 0, "N", 4096, 8, "N"), (8, 8)),  # one row of A: its leading stride plays no part
+        ((20, 474, 5248, 5248, 0, "N", 474, 0, "N"), (8, 2)),  # N = 474: B's rows 4 bytes apart
+    ]
+    for s, ((m, n, k, la, sa, ma, lb, sb, mb), want) in enumerate(VIEWS):
+        a, b = view(m, k, la, sa, ma, 70 + s), view(k, n, lb, sb, mb, 80 + s)
+        got = (gst.vectors(a, 1 if ma == "N" else 0), gst.vectors(b, 1 if mb == "N" else 0))
+        out = torch.full((m, n), float("nan"), device="cuda", dtype=torch.float16)
+        c = triton_kernels.hgemm(a, b, out=out, kernel="gluon_stream")
+        ref = (a.double() @ b.double()).half()
+        ran += 1
+        if got != want or not torch.equal(c, ref):
+            bad.append(f"view {m}x{n}x{k} {ma}{mb} widths {got} (asked {want}): equal {torch.equal(c, ref)}")
 print(json.dumps(dict(bad=bad, ran=ran)))
 """
 

@@ -8,10 +8,14 @@ costs more than the GEMM. This kernel reads the operands where they are:
 
 - roles swapped: it computes C^T = B^T A^T with `mma_v2` (mma.sync.m16n8k16, HMMA in SASS): BLOCK_N of C's columns
   are the MMA's rows (16 a warp's MMA row block, the warps stacked), C's BLOCK_M rows (16 or 32) its n8 columns;
-- loads by pointer (`gl.load`), one element a lane, 32 lanes along the operand's contiguous dimension (a warp
-  reads 64 contiguous bytes an instruction, whatever the alignment), masked at M, N and the K slice's end, into a
-  coalesced layout, then `convert_layout` to the MMA's operand layouts (through shared memory: the compiler's
-  stores and `ldmatrix`);
+- loads by pointer (`gl.load`) along the operand's contiguous dimension, as wide as its alignment allows
+  (`vectors`: 8, 4 or 2 elements a lane where the base lies on 16 bytes and the extent and leading stride divide
+  by the width, else one element a lane, 32 lanes a warp reading 64 contiguous bytes an instruction), masked at M,
+  N and the K slice's end, into a coalesced layout, then `convert_layout` to the MMA's operand layouts (through
+  shared memory: the compiler's stores and `ldmatrix`). Triton issues a vector load only where it can prove the
+  addresses aligned and the mask constant across the vector: the launcher passes each leading stride divided by
+  the width, and the kernel multiplies it back and rounds the extents down to the width (a no-op the launcher
+  guarantees), so the compiler sees both divisible;
 - bytes in flight: the next k-block's loads are issued before this one's MMAs (a register double buffer), and
   several programs share each SM;
 - K split over the grid (a configuration's split_k): program (column block, row block) x slice s writes its fp32
@@ -109,6 +113,20 @@ def worth_timing(m: int, n: int, k: int, sms: int, tma_in_place: bool) -> bool:
     return False
 
 
+def vectors(t: torch.Tensor, unit: int) -> int:
+    """The widest load, in elements (8, 4 or 2; else 1), the kernel may issue along dimension `unit` of the 2-D
+    operand `t`: its stride there is 1, its base lies on 16 bytes (Triton's specialization proves no finer
+    alignment of a pointer), its extent along `unit` and its leading stride (the other dimension's, ignored where
+    that dimension holds one element) divide by the width, and the leading stride's quotient times the width still
+    fits the kernel's 32-bit stride argument."""
+    if t.stride(unit) != 1 or t.data_ptr() % 16:
+        return 1
+    lead = t.stride(1 - unit) if t.shape[1 - unit] > 1 else 0
+    if lead >= 2**31:
+        return 1
+    return next((v for v in (8, 4, 2) if t.shape[unit] % v == 0 and lead % v == 0), 1)
+
+
 def slices(k: int, cfg: Config) -> tuple[int, int]:
     """(K elements per slice, a multiple of block_k; slices): cfg.split_k slices, fewer where K is too short to
     give every slice a k-block (or past MAX_SLICES: the grid's second dimension)."""
@@ -122,21 +140,25 @@ def slices(k: int, cfg: Config) -> tuple[int, int]:
 if gluon is not None:
 
     @gluon.constexpr_function
-    def coalesced(rows, cols, contig, warps):
-        """A (rows, cols) tile's load layout: one element a lane, the 32 lanes of a warp along dimension `contig`
-        (the operand's unit stride: 64 contiguous bytes an instruction), the warps along the other."""
-        return gl.BlockedLayout([1, 1], [32, 1] if contig == 0 else [1, 32], [1, warps] if contig == 0 else
-                                [warps, 1], [0, 1] if contig == 0 else [1, 0])
+    def coalesced(rows, cols, contig, warps, vec):
+        """A (rows, cols) tile's load layout: `vec` elements a lane along dimension `contig` (the operand's unit
+        stride), as many lanes of a warp along it as the tile's extent there takes (32 at one element a lane: 64
+        contiguous bytes an instruction), the warp's other lanes and the warps along the other dimension."""
+        along = min(32, (rows if contig == 0 else cols) // vec)
+        if contig == 0:
+            return gl.BlockedLayout([vec, 1], [along, 32 // along], [1, warps], [0, 1])
+        return gl.BlockedLayout([1, vec], [32 // along, along], [warps, 1], [1, 0])
 
     @gluon.jit(do_not_specialize=["M", "N", "K", "K_SLICE"])
     def hgemm_gluon_stream_kernel(
         a_ptr, b_ptr, c_ptr, p_ptr,  # p_ptr: the (slices, M, N) fp32 workspace (C where the K is not split)
         M, N, K, K_SLICE,  # K_SLICE: K elements per slice, a multiple of BLOCK_K
-        stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+        stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,  # A's and B's leading strides / VEC_A, VEC_B
         ACC_FP16: gl.constexpr, INDEX_64: gl.constexpr,
         BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, BLOCK_K: gl.constexpr,
         A_KMAJOR: gl.constexpr,  # A's unit stride is along K (row-major A)
         B_KMAJOR: gl.constexpr,  # B's unit stride is along K (column-major B)
+        VEC_A: gl.constexpr, VEC_B: gl.constexpr,  # elements a lane loads at once along A's, B's unit stride
         PARTIAL: gl.constexpr,  # K is split: the fp32 partial into slice s of the workspace
     ):
         """Program (column block x row block, slice s): C^T's (BLOCK_N, BLOCK_M) tile over K slice s, by mma_v2 on
@@ -146,9 +168,25 @@ if gluon is not None:
         mma: gl.constexpr = gl.NVMMADistributedLayout(version=[2, 0], warps_per_cta=[W, 1], instr_shape=[16, 8])
         bt_op: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=mma, k_width=2)
         at_op: gl.constexpr = gl.DotOperandLayout(operand_index=1, parent=mma, k_width=2)
-        bl_b: gl.constexpr = coalesced(BLOCK_N, BLOCK_K, 1 if B_KMAJOR else 0, W)  # B^T's tile (n, k)
-        bl_a: gl.constexpr = coalesced(BLOCK_K, BLOCK_M, 0 if A_KMAJOR else 1, W)  # A^T's tile (k, m)
+        bl_b: gl.constexpr = coalesced(BLOCK_N, BLOCK_K, 1 if B_KMAJOR else 0, W, VEC_B)  # B^T's tile (n, k)
+        bl_a: gl.constexpr = coalesced(BLOCK_K, BLOCK_M, 0 if A_KMAJOR else 1, W, VEC_A)  # A^T's tile (k, m)
         ACC_DTYPE: gl.constexpr = gl.float16 if ACC_FP16 else gl.float32
+        # The leading strides multiplied back and the extents along a unit stride rounded down to the vector width
+        # (the launcher's `vectors` guarantees both divide): the compiler sees each vector's addresses aligned and
+        # its mask constant
+        VEC_K: gl.constexpr = max(VEC_A if A_KMAJOR else 1, VEC_B if B_KMAJOR else 1)
+        K = K // VEC_K * VEC_K
+        K_SLICE = K_SLICE // BLOCK_K * BLOCK_K
+        if A_KMAJOR:
+            stride_am = stride_am * VEC_A
+        else:
+            M = M // VEC_A * VEC_A
+            stride_ak = stride_ak * VEC_A
+        if B_KMAJOR:
+            stride_bn = stride_bn * VEC_B
+        else:
+            N = N // VEC_B * VEC_B
+            stride_bk = stride_bk * VEC_B
 
         num_pid_m = gl.cdiv(M, BLOCK_M)
         pid_n = gl.program_id(0) // num_pid_m  # the row blocks of one column block side by side: B shared in L2
@@ -220,9 +258,12 @@ def launches(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, acc_fp16: bool, 
     grid = (cdiv(m, config.block_m) * cdiv(n, config.block_n), split)
     a_kmajor = a.stride(1) == 1  # (a layout hint: any strides give the right result)
     b_kmajor = b.stride(0) == 1 and b.stride(1) != 1
-    args = (a, b, c, p, m, n, k, k_slice, *a.stride(), *b.stride(), *c.stride(), acc_fp16,
+    vec_a, vec_b = vectors(a, 1 if a_kmajor else 0), vectors(b, 0 if b_kmajor else 1)
+    a_strides = (a.stride(0) // vec_a, 1) if a_kmajor else (a.stride(0), a.stride(1) // vec_a)
+    b_strides = (b.stride(0), b.stride(1) // vec_b) if b_kmajor else (b.stride(0) // vec_b, b.stride(1))
+    args = (a, b, c, p, m, n, k, k_slice, *a_strides, *b_strides, *c.stride(), acc_fp16,
             needs_int64_indexing(a, b, c, p), config.block_m, config.block_n, config.block_k, a_kmajor, b_kmajor,
-            split > 1)
+            vec_a, vec_b, split > 1)
     specs = [Spec(hgemm_gluon_stream_kernel, grid, args, config.num_warps, 1)]
     if split > 1:
         reduce = (p, c, n, split, m * n, c.stride(0), c.stride(1), needs_int64_indexing(c, p), REDUCE_BLOCK)
@@ -230,18 +271,19 @@ def launches(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, acc_fp16: bool, 
     return specs
 
 
-def inspect_source(cfg: Config, dtype: str = "fp16", a_kmajor: bool = True, b_kmajor: bool = False) -> tuple:
+def inspect_source(cfg: Config, dtype: str = "fp16", a_kmajor: bool = True, b_kmajor: bool = False,
+                   vec_a: int = 1, vec_b: int = 1) -> tuple:
     """What `triton.compile(GluonASTSource(...))` needs to build the kernel as a launch on operands of `dtype`
-    ("fp16", "bf16") at unit strides along K for A (a_kmajor) and along N for B (not b_kmajor), the others any
-    (their rows off the 16-byte grid), K split: (kernel, signature, constexprs, attrs), for `python -m compare
-    inspect` and tests/test_gluon.py."""
+    ("fp16", "bf16") at unit strides along K for A (a_kmajor) and along N for B (not b_kmajor), loaded `vec_a` and
+    `vec_b` elements at a time (`vectors`; 1: the others strides any, their rows off the 16-byte grid), K split:
+    (kernel, signature, constexprs, attrs), for `python -m compare inspect` and tests/test_gluon.py."""
     sig = {"a_ptr": f"*{dtype}", "b_ptr": f"*{dtype}", "c_ptr": f"*{dtype}", "p_ptr": "*fp32", "M": "i32",
            "N": "i32", "K": "i32", "K_SLICE": "i32", "stride_am": "i32", "stride_ak": "i32", "stride_bk": "i32",
            "stride_bn": "i32", "stride_cm": "i32", "stride_cn": "constexpr"}
     unit = {"stride_ak" if a_kmajor else "stride_am": 1, "stride_bk" if b_kmajor else "stride_bn": 1}
     sig.update(dict.fromkeys(unit, "constexpr"))
     consts = dict(stride_cn=1, **unit, ACC_FP16=False, INDEX_64=False, BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n,
-                  BLOCK_K=cfg.block_k, A_KMAJOR=a_kmajor, B_KMAJOR=b_kmajor, PARTIAL=True)
+                  BLOCK_K=cfg.block_k, A_KMAJOR=a_kmajor, B_KMAJOR=b_kmajor, VEC_A=vec_a, VEC_B=vec_b, PARTIAL=True)
     attrs = {(i,): [["tt.divisibility", 16]] for i in (0, 1, 2, 3)}  # the pointers
     return hgemm_gluon_stream_kernel, sig, consts, attrs
 

@@ -119,8 +119,8 @@ RECORDS: tuple[Variant, ...] = (
     # problems of M <= 32 where the cost model predicts it faster (`dispatch.hands_off`).
     Variant("gluon_stream", "triton", "triton", "gluon_stream.py",
             "one of gluon_stream.configs() by its rule (16 or 32 rows x 64 or 128 columns, K split over the grid)",
-            "Gluon: C^T = B^T A^T on mma_v2, A and B loaded by pointer at any alignment, the next k-block in "
-            "flight, K split over the grid and summed in a fixed order by a second launch", "mma.sync",
+            "Gluon: C^T = B^T A^T on mma_v2, A and B loaded by pointer at any alignment (in vectors as wide as "
+            "it allows), the next k-block in flight, K split over the grid and summed in a fixed order by a second launch", "mma.sync",
             min_arch=80, native_layouts=LAYOUTS, alignment="none", dtypes=DTYPES, promises={"sm_90": ("HMMA",)},
             forbids={"sm_90": ("UTMALDG", "LDL", "STL")}, ceiling="mma.sync", block=(16, 128, 32), stages=1,
             interpretable=False, triton_versions=gluon_persistent.GLUON_TRITON_VERSIONS),
