@@ -275,7 +275,7 @@ def inspect_source(cfg: Config, dtype: str = "fp16", a_kmajor: bool = True, b_km
                    vec_a: int = 1, vec_b: int = 1) -> tuple:
     """What `triton.compile(GluonASTSource(...))` needs to build the kernel as a launch on operands of `dtype`
     ("fp16", "bf16") at unit strides along K for A (a_kmajor) and along N for B (not b_kmajor), loaded `vec_a` and
-    `vec_b` elements at a time (`vectors`; 1: the others strides any, their rows off the 16-byte grid), K split:
+    `vec_b` elements at a time (`vectors`; 1: the other strides any, their rows off the 16-byte grid), K split:
     (kernel, signature, constexprs, attrs), for `python -m compare inspect` and tests/test_gluon.py."""
     sig = {"a_ptr": f"*{dtype}", "b_ptr": f"*{dtype}", "c_ptr": f"*{dtype}", "p_ptr": "*fp32", "M": "i32",
            "N": "i32", "K": "i32", "K_SLICE": "i32", "stride_am": "i32", "stride_ak": "i32", "stride_bk": "i32",
